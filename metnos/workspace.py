@@ -1,0 +1,80 @@
+"""Where Metnos keeps its things on disk.
+
+Everything lives under the XDG data and config dirs, or all of it under
+``$METNOS_HOME`` when that is set (tests set it to a temporary folder).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Workspace:
+    data_dir: Path
+    config_dir: Path
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Workspace:
+        env = dict(os.environ if env is None else env)
+        home = env.get("METNOS_HOME")
+        if home:
+            root = Path(home).expanduser().absolute()
+            return cls(data_dir=root / "data", config_dir=root / "config")
+        user_home = Path(env.get("HOME") or Path.home())
+        data = Path(env.get("XDG_DATA_HOME") or user_home / ".local" / "share")
+        config = Path(env.get("XDG_CONFIG_HOME") or user_home / ".config")
+        return cls(data_dir=data / "metnos", config_dir=config / "metnos")
+
+    # The log and everything derived from it.
+    @property
+    def log_dir(self) -> Path:
+        return self.data_dir / "log"
+
+    @property
+    def views_dir(self) -> Path:
+        return self.data_dir / "views"
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.data_dir / ".audit"
+
+    @property
+    def blobs_dir(self) -> Path:
+        return self.data_dir / "blobs"
+
+    @property
+    def outbox_dir(self) -> Path:
+        return self.data_dir / "outbox"
+
+    @property
+    def runtime_dir(self) -> Path:
+        return self.data_dir / ".runtime"
+
+    # Executors: seed, synthesised and imported live apart, so that a
+    # synthesised executor can never shadow a seed of the same name.
+    @property
+    def executors_dir(self) -> Path:
+        return self.data_dir / "executors"
+
+    def executors_origin_dir(self, origin: str) -> Path:
+        return self.executors_dir / origin
+
+    # Secrets and settings.
+    @property
+    def keys_dir(self) -> Path:
+        return self.config_dir / "keys"
+
+    @property
+    def config_file(self) -> Path:
+        return self.config_dir / "config.toml"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    def forbidden_paths(self) -> list[Path]:
+        """Metnos's own paths that no executor may ever see (seeds/000 ch. 5.5)."""
+        return [self.config_dir, self.keys_dir, self.log_dir, self.audit_dir, self.views_dir]
