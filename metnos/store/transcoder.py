@@ -1,0 +1,106 @@
+"""An orjson transcoder that gives back exactly the types it was given.
+
+orjson writes UUIDs and datetimes as plain strings, which would come back as
+strings; so before orjson sees an object, every value that is not native JSON
+is wrapped in the ``{"_type_": name, "_data_": ...}`` form of eventsourcing's
+JSONTranscoder (and read back through the same registered transcodings).
+Tuples stay tuples and pydantic models come back as the same model class.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+import orjson
+from eventsourcing.persistence import (
+    DatetimeAsISO,
+    DecimalAsStr,
+    JSONTranscoder,
+    Transcoding,
+    TranscodingNotRegisteredError,
+    UUIDAsHex,
+)
+from eventsourcing.utils import get_topic, resolve_topic
+from pydantic import BaseModel
+
+_NATIVE = (str, int, float, bool, type(None))
+_TUPLE = "tuple_as_list"
+_MODEL = "pydantic_model"
+
+
+class OrjsonTranscoder(JSONTranscoder):
+    def __init__(self) -> None:
+        super().__init__()
+        for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):
+            self.register(transcoding)
+
+    def encode(self, obj: Any) -> bytes:
+        return orjson.dumps(self._wrap(obj))
+
+    def decode(self, data: bytes) -> Any:
+        try:
+            loaded = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            msg = f"not JSON: {e}"
+            raise ValueError(msg) from None
+        return self._unwrap(loaded)
+
+    def _wrap(self, o: Any) -> Any:
+        t = type(o)
+        if t in _NATIVE:
+            return o
+        if t is dict:
+            return {k: (v if type(v) in _NATIVE else self._wrap(v)) for k, v in o.items()}
+        if t is list:
+            return [v if type(v) in _NATIVE else self._wrap(v) for v in o]
+        if t is tuple:
+            return {"_type_": _TUPLE, "_data_": [self._wrap(v) for v in o]}
+        transcoding = self.types.get(t)
+        if transcoding is not None:
+            return {"_type_": transcoding.name, "_data_": self._wrap(transcoding.encode(o))}
+        if isinstance(o, BaseModel):
+            state = {name: getattr(o, name) for name in type(o).model_fields}
+            return {"_type_": _MODEL, "_data_": {"topic": get_topic(t), "state": self._wrap(state)}}
+        # Subclasses of native types travel as their base, as with json.
+        for base in (str, int, float):
+            if isinstance(o, base):
+                return base(o)
+        if isinstance(o, dict):
+            return self._wrap(dict(o))
+        if isinstance(o, list):
+            return self._wrap(list(o))
+        msg = (
+            f"Object of type {t} is not serializable. Please define "
+            "and register a custom transcoding for this type."
+        )
+        raise TranscodingNotRegisteredError(msg)
+
+    def _unwrap(self, o: Any) -> Any:
+        t = type(o)
+        if t is list:
+            return [v if type(v) in _NATIVE else self._unwrap(v) for v in o]
+        if t is not dict:
+            return o
+        if len(o) == 2 and "_type_" in o and "_data_" in o:
+            name = o["_type_"]
+            data = self._unwrap(o["_data_"])
+            if name == _TUPLE:
+                return tuple(data)
+            if name == _MODEL:
+                return resolve_topic(data["topic"]).model_validate(data["state"])
+            try:
+                transcoding = self.names[name]
+            except (KeyError, TypeError):
+                msg = (
+                    f"Data serialized with name '{name}' is not deserializable. "
+                    "Please register a custom transcoding for this type."
+                )
+                raise TranscodingNotRegisteredError(msg) from None
+            return transcoding.decode(data)
+        return {k: (v if type(v) in _NATIVE else self._unwrap(v)) for k, v in o.items()}
+
+
+__all__ = ["OrjsonTranscoder", "Transcoding", "UUID", "datetime", "Decimal"]
