@@ -1,0 +1,5 @@
+import sys
+
+from metnos.cli import main
+
+sys.exit(main())

@@ -1,0 +1,90 @@
+"""The one log every Metnos fact goes into: an eventsourcing Application.
+
+LMDB in the workspace is the default; any of eventsourcing's persistence
+modules can be chosen with environment variables alone (PostgreSQL for users
+who outgrow one machine: see docs/log.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.persistence import InfrastructureFactoryError
+
+from metnos.errors import MetnosError
+from metnos.workspace import Workspace
+
+DEFAULT_PERSISTENCE_MODULE = "metnos.store.lmdb"
+KNOWN_MODULES = ("metnos.store.lmdb", "eventsourcing.postgres", "eventsourcing.sqlite", "eventsourcing.popo")
+
+
+class LogConfigError(MetnosError):
+    """The environment names a log that cannot be used."""
+
+
+class EventLog(Application[UUID]):
+    name = "metnos"
+    is_snapshotting_enabled = False
+
+    def __init__(self, workspace: Workspace | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.workspace = workspace or Workspace.from_env()
+        settings = _defaults(self.workspace)
+        # The environment wins over the defaults, an explicit env over both.
+        settings.update({k: v for k, v in os.environ.items() if k in _SETTING_KEYS or k.startswith(("LMDB_", "POSTGRES_", "SQLITE_"))})
+        settings.update(env or {})
+        try:
+            super().__init__(env=settings)
+        except InfrastructureFactoryError as e:
+            module = settings.get("PERSISTENCE_MODULE", "")
+            msg = f"PERSISTENCE_MODULE={module!r} is not a usable persistence module; use one of: {', '.join(KNOWN_MODULES)}"
+            raise LogConfigError(msg) from e
+
+    def notifications(self, start: int = 1, *, topics: tuple[str, ...] = (), batch: int = 1000) -> Iterator[Any]:
+        """Every stored notification from ``start`` on, in order."""
+        recorder = self.recorder
+        position = start
+        while True:
+            page = recorder.select_notifications(start=position, limit=batch, topics=topics)
+            yield from page
+            if len(page) < batch:
+                return
+            position = page[-1].id + 1
+
+
+_SETTING_KEYS = {
+    "PERSISTENCE_MODULE",
+    "COMPRESSOR_TOPIC",
+    "CIPHER_TOPIC",
+    "CIPHER_KEY",
+    "TRANSCODER_TOPIC",
+}
+
+
+def _defaults(workspace: Workspace) -> dict[str, str]:
+    return {
+        "PERSISTENCE_MODULE": DEFAULT_PERSISTENCE_MODULE,
+        "LMDB_PATH": str(workspace.log_dir),
+        "COMPRESSOR_TOPIC": "metnos.store.compressor:ZstdCompressor",
+    }
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """A notification decoded for people and for --json."""
+
+    id: int
+    aggregate_id: str
+    aggregate_version: int
+    topic: str
+    timestamp: datetime | None
+    state: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.topic.rsplit(":", 1)[-1]
