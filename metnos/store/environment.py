@@ -164,8 +164,8 @@ class SharedEnvironment:
             except lmdb.DiskError as e:
                 raise LogUnavailable(_describe_os_error(self.path, e)) from e
             except lmdb.Error as e:
-                if _is_disk_full(e):
-                    msg = f"the disk holding the log at {self.path} is full; nothing was written, free some space and retry"
+                if _is_disk_full(e) or self._disk_nearly_full():
+                    msg = f"the disk holding the log at {self.path} is full; this batch was not written, free some space and retry"
                     raise LogUnavailable(msg) from e
                 raise
             self._notify()
@@ -196,6 +196,15 @@ class SharedEnvironment:
             listeners = list(self._listeners)
         for listener in listeners:
             listener.set()
+
+    def _disk_nearly_full(self) -> bool:
+        # LMDB reports a failed write at commit as a bare I/O error; the free
+        # space tells whether the disk is why.
+        try:
+            stat = os.statvfs(self.path)
+        except OSError:
+            return False
+        return stat.f_bavail * stat.f_frsize < 4 * 1024 * 1024
 
     def map_size(self) -> int:
         return int(self.env.info()["map_size"])

@@ -95,12 +95,12 @@ def peek_topic(table: str, key: bytes, value: bytes) -> str:
 
 
 def _decode(table: str, key: bytes, value: bytes) -> tuple[UUID | str, int, str, bytes]:
+    if value and value[0] != RECORD_FORMAT:
+        raise CorruptRecord(table, key, f"unknown record format {value[0]} (this Metnos reads format {RECORD_FORMAT})")
     try:
         fmt, oid_len, topic_len, version = _HEAD.unpack_from(value)
     except struct.error:
         raise CorruptRecord(table, key, f"record of {len(value)} bytes is shorter than a header") from None
-    if fmt != RECORD_FORMAT:
-        raise CorruptRecord(table, key, f"unknown record format {fmt} (this Metnos reads format {RECORD_FORMAT})")
     start = _HEAD.size
     end_oid = start + oid_len
     end_topic = end_oid + topic_len

@@ -1,0 +1,67 @@
+"""The structured ways an invocation can fail.
+
+Every failure of an invocation ends as one of these kinds inside an
+InvocationOutcome, never as a traceback reaching the caller. The exceptions
+below are how the checks that run before a spawn report themselves; the
+runner turns them into outcomes.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+
+class FailureKind(str, Enum):
+    POLICY_VIOLATION = "PolicyViolation"
+    SCHEMA_VIOLATION = "SchemaViolation"
+    TIMEOUT = "Timeout"
+    TOO_LARGE = "TooLarge"
+    NON_JSON_OUTPUT = "NonJSONOutput"
+    CRASH = "Crash"
+
+
+class InvocationError(Exception):
+    kind: FailureKind
+
+    def details(self) -> dict[str, Any]:
+        return {"message": str(self)}
+
+
+class PolicyViolation(InvocationError):
+    """An argument (or the profile itself) falls outside the declared scope.
+
+    ``argument`` is the JSON-pointer-ish location of the offending value in
+    the arguments (``/paths/2``), or ``profile`` when the profile is at fault;
+    ``rule`` is a short stable name (``outside-grant``, ``nul-byte``, ...).
+    """
+
+    kind = FailureKind.POLICY_VIOLATION
+
+    def __init__(self, argument: str, rule: str, detail: str, value: Any = None):
+        super().__init__(f"{argument}: {rule}: {detail}")
+        self.argument = argument
+        self.rule = rule
+        self.detail = detail
+        self.value = value
+
+    def details(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"argument": self.argument, "rule": self.rule, "detail": self.detail}
+        if isinstance(self.value, str):
+            d["value"] = self.value[:512]
+        return d
+
+
+class SchemaViolation(InvocationError):
+    """Arguments or result do not match schema.json (``where``: input|output|schema)."""
+
+    kind = FailureKind.SCHEMA_VIOLATION
+
+    def __init__(self, where: str, path: str, message: str):
+        super().__init__(f"{where} {path}: {message}")
+        self.where = where
+        self.path = path
+        self.message = message
+
+    def details(self) -> dict[str, Any]:
+        return {"where": self.where, "path": self.path, "message": self.message[:1000]}

@@ -1,0 +1,62 @@
+"""The core forbidden paths: what no profile can grant (seeds/000 ch. 5.5).
+
+Hard-coded on purpose: widening this list is a code change with review,
+never a manifest edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from metnos.sandbox.hints import home_of, resolve
+from metnos.workspace import Workspace
+
+# Relative to the user's home.
+_HOME_SECRETS = (
+    ".ssh",
+    ".gnupg",
+    ".config/metnos",
+    ".config/myclaw",
+    ".pki",
+    ".password-store",
+    ".aws",
+    ".docker",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+)
+
+# System trees that are never granted wholesale; the sandbox shows only an
+# allow-list of innocuous files from them.
+SYSTEM_ROOTS = (Path("/etc"), Path("/proc"), Path("/sys"), Path("/dev"), Path("/boot"))
+
+
+def user_forbidden(workspace: Workspace, env: Mapping[str, str]) -> list[Path]:
+    """Secrets and Metnos's own state, as given and symlink-resolved."""
+    home = home_of(env)
+    raw = [home / p for p in _HOME_SECRETS] + list(workspace.forbidden_paths())
+    # Signed executor code, undo blobs and runtime state: a grant on
+    # $WORKSPACE must not let an executor rewrite another executor or the
+    # before-images that undo relies on.
+    raw += [workspace.executors_dir, workspace.blobs_dir, workspace.runtime_dir]
+    out: dict[Path, None] = {}
+    for p in raw:
+        out.setdefault(Path(p).absolute(), None)
+        out.setdefault(resolve(Path(p)), None)
+    return list(out)
+
+
+def is_inside(path: Path, roots: list[Path]) -> Path | None:
+    for r in roots:
+        if path == r or path.is_relative_to(r):
+            return r
+    return None
+
+
+def covers_system_root(path: Path) -> Path | None:
+    """The system root that granting ``path`` would expose, if any."""
+    for root in SYSTEM_ROOTS:
+        if path == root or path.is_relative_to(root) or root.is_relative_to(path):
+            return root
+    return None

@@ -1,0 +1,188 @@
+"""Landlock through ctypes: probe the ABI and restrict the calling process.
+
+This module is imported by the runtime (to report the ABI) and, inside the
+sandbox, by the invocation host, which runs as ``python3 -I -S`` with nothing
+but the standard library. So it must stay stdlib-only and self-contained: no
+imports from ``metnos``.
+
+Landlock has to be applied by the sandboxed process to itself, after bwrap has
+built the mount namespace: rules are attached to inodes opened by path, and
+only the paths the sandbox shows are the ones to name.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+# The landlock syscalls have the same numbers on every architecture (they
+# were added after the syscall tables were unified).
+_SYS_CREATE_RULESET = 444
+_SYS_ADD_RULE = 445
+_SYS_RESTRICT_SELF = 446
+
+_CREATE_RULESET_VERSION = 1 << 0
+_RULE_PATH_BENEATH = 1
+_RULE_NET_PORT = 2
+_PR_SET_NO_NEW_PRIVS = 38
+
+# Filesystem access rights, by the ABI that introduced them.
+FS_EXECUTE = 1 << 0
+FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
+FS_REMOVE_DIR = 1 << 4
+FS_REMOVE_FILE = 1 << 5
+FS_MAKE_CHAR = 1 << 6
+FS_MAKE_DIR = 1 << 7
+FS_MAKE_REG = 1 << 8
+FS_MAKE_SOCK = 1 << 9
+FS_MAKE_FIFO = 1 << 10
+FS_MAKE_BLOCK = 1 << 11
+FS_MAKE_SYM = 1 << 12
+FS_REFER = 1 << 13  # ABI 2
+FS_TRUNCATE = 1 << 14  # ABI 3
+FS_IOCTL_DEV = 1 << 15  # ABI 5
+
+NET_BIND_TCP = 1 << 0  # ABI 4
+NET_CONNECT_TCP = 1 << 1  # ABI 4
+
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1  # ABI 6
+
+# Rights that may be granted on a regular file (anything else is EINVAL).
+_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+
+READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+# Writing includes IOCTL_DEV deliberately not: no granted path needs terminal
+# or device ioctls, and leaving it out is what stops TIOCSTI on a tty opened
+# after the restriction.
+WRITE = (
+    READ
+    | FS_WRITE_FILE
+    | FS_REMOVE_DIR
+    | FS_REMOVE_FILE
+    | FS_MAKE_DIR
+    | FS_MAKE_REG
+    | FS_MAKE_SYM
+    | FS_MAKE_FIFO
+    | FS_REFER
+    | FS_TRUNCATE
+)
+DEVICE_RW = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE
+
+
+class LandlockError(OSError):
+    pass
+
+
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+def abi_version() -> int:
+    """The Landlock ABI the kernel offers; 0 when there is none (or it is off)."""
+    try:
+        libc = _libc()
+    except OSError:
+        return 0
+    v = libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    return int(v) if v > 0 else 0
+
+
+def handled_fs(abi: int) -> int:
+    rights = (1 << 13) - 1
+    if abi >= 2:
+        rights |= FS_REFER
+    if abi >= 3:
+        rights |= FS_TRUNCATE
+    if abi >= 5:
+        rights |= FS_IOCTL_DEV
+    return rights
+
+
+def restrict_self(
+    rules: list[tuple[str, int]],
+    *,
+    tcp_connect_ports: list[int] | None,
+    abi: int | None = None,
+) -> int:
+    """Restrict this process (and its future children) to ``rules``.
+
+    ``rules`` pairs an existing path with the rights granted beneath it; paths
+    that do not exist are skipped (a grant on a folder not yet created is not
+    an error, as with bwrap). ``tcp_connect_ports`` is None to leave TCP alone,
+    or the ports that may be connected to (empty: none). Returns the ABI used.
+    Raises LandlockError when the kernel refuses.
+    """
+    abi = abi_version() if abi is None else abi
+    if abi < 1:
+        raise LandlockError(0, "landlock is not available")
+    libc = _libc()
+    fs_mask = handled_fs(abi)
+    attr = _RulesetAttr(handled_access_fs=fs_mask)
+    size = 8
+    if abi >= 4 and tcp_connect_ports is not None:
+        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+        size = 16
+    if abi >= 6:
+        # Nothing outside the sandbox is a legitimate signal target or an
+        # abstract-socket peer of an executor.
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        size = 24
+    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        err = ctypes.get_errno()
+        raise LandlockError(err, "landlock_create_ruleset: " + os.strerror(err))
+    try:
+        for path, rights in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                rights &= fs_mask
+                if not os.path.isdir(path):
+                    rights &= _FILE_RIGHTS
+                pb = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
+                rc = libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(pb), ctypes.c_uint32(0))
+                if rc < 0:
+                    err = ctypes.get_errno()
+                    raise LandlockError(err, f"landlock_add_rule {path}: " + os.strerror(err))
+            finally:
+                os.close(fd)
+        if size >= 16:
+            for port in tcp_connect_ports or ():
+                np_ = _NetPortAttr(allowed_access=NET_CONNECT_TCP, port=port)
+                rc = libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_NET_PORT), ctypes.byref(np_), ctypes.c_uint32(0))
+                if rc < 0:
+                    err = ctypes.get_errno()
+                    raise LandlockError(err, f"landlock_add_rule port {port}: " + os.strerror(err))
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise LandlockError(err, "prctl(NO_NEW_PRIVS): " + os.strerror(err))
+        if libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            err = ctypes.get_errno()
+            raise LandlockError(err, "landlock_restrict_self: " + os.strerror(err))
+    finally:
+        os.close(ruleset)
+    return abi

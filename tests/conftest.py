@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.postgres import postgres_server
+
+
+@pytest.fixture(scope="session")
+def postgres_env() -> Iterator[dict[str, str]]:
+    with postgres_server() as env:
+        if env is None:
+            if os.environ.get("METNOS_REQUIRE_POSTGRES"):
+                pytest.fail("METNOS_REQUIRE_POSTGRES is set but no PostgreSQL server could be started")
+            pytest.skip("no PostgreSQL server here (install the Debian package postgresql)")
+        yield env
+
+
+@pytest.fixture
+def metnos_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty Metnos home for one test: everything under tmp_path."""
+    home = tmp_path / "metnos-home"
+    monkeypatch.setenv("METNOS_HOME", str(home))
+    for key in ("PERSISTENCE_MODULE", "LMDB_PATH", "METNOS_LLM_URL", "METNOS_LLM_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    return home
