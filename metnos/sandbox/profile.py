@@ -26,6 +26,10 @@ class SandboxProfile(BaseModel):
     # Binaries it may exec besides its own interpreter.
     binaries: tuple[str, ...] = ()
     time_read: bool = False
+    # Put the runtime's installed packages (read-only) on the executor's
+    # sys.path, for the few executors that import a library such as httpx.
+    # Off by default: an executor is stdlib-only unless it says otherwise.
+    site_packages: bool = False
     # Extra environment variable names passed through --clearenv.
     env: tuple[str, ...] = ()
     max_duration_s: float = Field(default=10.0, gt=0, le=3600)

@@ -38,10 +38,10 @@ class ZstdCompressor(Compressor):
         return _ZSTD + self._codec()[0].compress(data)
 
     def decompress(self, data: bytes) -> bytes:
-        marker, body = data[:1], data[1:]
-        if marker == _RAW:
-            return body
-        if marker == _ZSTD:
-            return self._codec()[1].decompress(body)
+        marker = data[0] if data else -1
+        if marker == 0:
+            return data[1:]
+        if marker == 1:
+            return self._codec()[1].decompress(data[1:])
         msg = "state has no known compression marker"
         raise ValueError(msg)

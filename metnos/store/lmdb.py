@@ -20,7 +20,7 @@ write transaction, so they are unique, ordered and never interleaved.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from eventsourcing.persistence import (
     InfrastructureFactory,
     IntegrityError,
     ListenNotifySubscription,
+    Mapper,
     Notification,
     ProcessRecorder,
     StoredEvent,
@@ -42,9 +43,11 @@ from eventsourcing.utils import Environment, resolve_topic, strtobool
 
 from metnos.store import environment as environments
 from metnos.store.errors import BadLogSetting, LogFromNewerVersion
+from metnos.store.mapper import FastMapper
 from metnos.store.records import (
     decode_event,
     decode_notification,
+    scan_rows,
     encode_event,
     event_key,
     id_bytes,
@@ -142,15 +145,14 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
     ) -> list[int]:
         with txn.cursor(db=self._notifications_db) as cursor:
             last_id = id_from_bytes(cursor.key()) if cursor.last() else 0
-            ids = []
-            for s in stored_events:
-                last_id += 1
-                id_key = id_bytes(last_id)
-                if not txn.put(event_key(s.originator_id, s.originator_version), id_key, db=self._index_db, overwrite=False):
-                    msg = f"Stored event already recorded: {s.originator_id} version {s.originator_version}"
-                    raise IntegrityError(msg)
-                cursor.put(id_key, encode_event(s), append=True)
-                ids.append(last_id)
+            ids = list(range(last_id + 1, last_id + 1 + len(stored_events)))
+            id_keys = [id_bytes(i) for i in ids]
+            index_items = [(event_key(s.originator_id, s.originator_version), k) for s, k in zip(stored_events, id_keys, strict=True)]
+            with txn.cursor(db=self._index_db) as index:
+                _, added = index.putmulti(index_items, overwrite=False)
+            if added != len(index_items):
+                raise IntegrityError(_duplicate_message(stored_events))
+            cursor.putmulti([(k, encode_event(s)) for s, k in zip(stored_events, id_keys, strict=True)], append=True)
         if tracking is not None:
             self._insert_tracking_in(txn, tracking)
         return ids
@@ -209,6 +211,24 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
                 if len(results) >= limit:
                     break
         return results
+
+    def scan(self, start: int = 1, batch: int = 5000) -> Iterator[tuple[int, UUID | str, int, str, bytes]]:
+        """Every record from ``start`` on as plain tuples, for rebuilds and audits.
+
+        Reads in batches, one short read transaction each, so a long scan
+        never pins old pages of the map.
+        """
+        table = self.notifications_table
+        position = max(start, 1)
+        while True:
+            rows = []
+            with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
+                if cursor.set_range(id_bytes(position)):
+                    rows = scan_rows(table, cursor, batch)
+            yield from rows
+            if len(rows) < batch:
+                return
+            position = rows[-1][0] + 1
 
     def max_notification_id(self) -> int | None:
         with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
@@ -319,6 +339,11 @@ class LMDBFactory(InfrastructureFactory[LMDBTrackingRecorder]):
         if topic:
             return resolve_topic(topic)()
         return OrjsonTranscoder()
+
+    def mapper(self, transcoder: Transcoder | None = None, mapper_class: type[Mapper] | None = None) -> Mapper:
+        if mapper_class is None and not self.env.get(self.MAPPER_TOPIC):
+            mapper_class = FastMapper
+        return super().mapper(transcoder=transcoder, mapper_class=mapper_class)
 
     def aggregate_recorder(self, purpose: str = "events") -> AggregateRecorder:
         return LMDBAggregateRecorder(self.shared, f"{self._prefix}_{purpose}")
@@ -450,6 +475,18 @@ def _scan_aggregate(
                 break
             moved = cursor.prev()
         return found
+
+
+def _duplicate_message(stored_events: Sequence[StoredEvent]) -> str:
+    seen = set()
+    for s in stored_events:
+        key = (s.originator_id, s.originator_version)
+        if key in seen:
+            return f"Stored events are not unique: {s.originator_id} version {s.originator_version} twice in one batch"
+        seen.add(key)
+    # Not a repeat inside the batch, so one of them was recorded before.
+    first = stored_events[0]
+    return f"Stored event already recorded: a batch of {len(stored_events)} events from {first.originator_id} repeats a version already in the log"
 
 
 def _dangling(table: str, id_key: bytes) -> Exception:

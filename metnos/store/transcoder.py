@@ -26,7 +26,8 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import get_topic, resolve_topic
 from pydantic import BaseModel
 
-_NATIVE = (str, int, float, bool, type(None))
+_NATIVE = frozenset((str, int, float, bool, type(None)))
+_TAG_KEY = b'"_type_"'
 _TUPLE = "tuple_as_list"
 _MODEL = "pydantic_model"
 
@@ -46,6 +47,10 @@ class OrjsonTranscoder(JSONTranscoder):
         except orjson.JSONDecodeError as e:
             msg = f"not JSON: {e}"
             raise ValueError(msg) from None
+        # Inside a JSON string a quote is escaped, so these bytes can only be
+        # a real tag key: where they are absent there is nothing to unwrap.
+        if _TAG_KEY not in data:
+            return loaded
         return self._unwrap(loaded)
 
     def _wrap(self, o: Any) -> Any:
@@ -53,9 +58,15 @@ class OrjsonTranscoder(JSONTranscoder):
         if t in _NATIVE:
             return o
         if t is dict:
-            return {k: (v if type(v) in _NATIVE else self._wrap(v)) for k, v in o.items()}
+            for v in o.values():
+                if type(v) not in _NATIVE:
+                    return {k: (v if type(v) in _NATIVE else self._wrap(v)) for k, v in o.items()}
+            return o
         if t is list:
-            return [v if type(v) in _NATIVE else self._wrap(v) for v in o]
+            for v in o:
+                if type(v) not in _NATIVE:
+                    return [v if type(v) in _NATIVE else self._wrap(v) for v in o]
+            return o
         if t is tuple:
             return {"_type_": _TUPLE, "_data_": [self._wrap(v) for v in o]}
         transcoding = self.types.get(t)

@@ -1,0 +1,97 @@
+"""Child-process host for an executor's birth tests.
+
+Run as a script (``python -I -S birth_host.py``), never imported by the
+loader: it must work with the standard library alone, as executors do inside
+the sandbox. It reads one JSON request on stdin
+``{"executor_dir": str, "tmp": str, "ctx": {...}}``, runs every ``birth_*``
+function of ``tests/birth.py`` in definition order and writes one JSON
+report on the original stdout. The executor's own prints go to stderr so
+they cannot forge the report.
+"""
+
+import copy
+import importlib.util
+import json
+import os
+import sys
+import traceback
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _merge(base, over):
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _where(tb):
+    # The innermost frame inside birth.py is where the failing assert is.
+    frames = [f for f in traceback.extract_tb(tb) if f.filename.endswith("birth.py")]
+    return f" (tests/birth.py:{frames[-1].lineno})" if frames else ""
+
+
+def main():
+    request = json.loads(sys.stdin.read())
+    report_out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    report = {"tests": [], "fatal": None}
+    try:
+        code = _load("executor_main", os.path.join(request["executor_dir"], "main.py"))
+        tests = _load("executor_birth", os.path.join(request["executor_dir"], "tests", "birth.py"))
+    except BaseException as exc:  # the import itself may run broken code
+        report["fatal"] = f"import failed: {type(exc).__name__}: {exc}"
+        report_out.write(json.dumps(report))
+        return
+    if not callable(getattr(code, "run", None)):
+        report["fatal"] = "main.py defines no run(args, ctx)"
+    functions = [(n, f) for n, f in vars(tests).items() if n.startswith("birth_") and callable(f)]
+    if not functions and not report["fatal"]:
+        report["fatal"] = "tests/birth.py defines no birth_* function"
+    if report["fatal"]:
+        report_out.write(json.dumps(report))
+        return
+
+    import pathlib
+
+    for name, fn in functions:
+        tmp = pathlib.Path(request["tmp"]) / name
+        (tmp / "outbox").mkdir(parents=True)
+        # In a birth test the scratch dir is the executor's whole world.
+        base_ctx = _merge(request["ctx"], {
+            "workspace": {"home": str(tmp), "root": str(tmp), "read": [str(tmp)], "write": [str(tmp)]},
+            "outbox_dir": str(tmp / "outbox"),
+        })
+        calls = []
+
+        def run(args, _calls=calls, _ctx=base_ctx, **overrides):
+            ctx = _merge(copy.deepcopy(_ctx), overrides)
+            sent = json.loads(json.dumps(args))
+            result = code.run(sent, ctx)
+            try:
+                result = json.loads(json.dumps(result))
+            except (TypeError, ValueError) as exc:
+                raise AssertionError(f"run() returned something that is not JSON: {exc}") from None
+            _calls.append({"args": sent, "result": result})
+            return result
+
+        entry = {"name": name, "ok": True, "error": None, "calls": calls}
+        try:
+            fn(run, tmp)
+        except BaseException as exc:
+            entry["ok"] = False
+            entry["error"] = f"{type(exc).__name__}: {exc}{_where(exc.__traceback__)}"
+        report["tests"].append(entry)
+    report_out.write(json.dumps(report))
+    report_out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""invoke(): policy, schema, spawn in the sandbox, caps, result.
+
+The order is the one of seeds/000 ch. 9: arguments against schema.json, the
+policy check, then the spawn; the result is parsed and checked against the
+schema after it. Every way this can go wrong ends as an InvocationOutcome
+with a FailureKind, never as an exception. Recording the outcome as events is
+the caller's job.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import blake3
+import orjson
+
+from metnos.invocation.errors import FailureKind, InvocationError, SchemaViolation
+from metnos.invocation.outcome import InvocationOutcome
+from metnos.invocation.pump import drain
+from metnos.invocation.schema import validate
+from metnos.sandbox import cgroup
+from metnos.sandbox.bwrap import SandboxPlan, plan_for, python_runtime, wrap_plan
+from metnos.sandbox.policy import check_args
+from metnos.sandbox.profile import SandboxProfile
+from metnos.workspace import Workspace
+
+_HOST_ERROR = b"METNOS-HOST-ERROR "
+_NOFILE = 256
+
+
+def _ms(t0: float) -> int:
+    return int((time.monotonic() - t0) * 1000)
+
+
+def _fail(kind: FailureKind, t0: float, error: dict, *, plan: SandboxPlan | None = None, **kw: Any) -> InvocationOutcome:
+    return InvocationOutcome(
+        ok=False, kind=kind.value, output=kw.pop("output", None), exit_code=kw.pop("exit_code", None),
+        duration_ms=_ms(t0), stderr_tail=kw.pop("stderr_tail", ""), output_sha=kw.pop("output_sha", None),
+        output_bytes=kw.pop("output_bytes", 0), error=error,
+        layers=kw.pop("layers", plan.layers if plan else ()), sandbox_mode=plan.mode if plan else "",
+    )
+
+
+def _host_config(plan: SandboxPlan, profile: SandboxProfile) -> str:
+    cpu = profile.max_cpu_s or profile.max_duration_s
+    cfg: dict[str, Any] = {
+        "code_dir": plan.code_dir,
+        "sandboxed": plan.active,
+        "site_packages": plan.site_packages,
+        "limits": {
+            "memory_bytes": profile.max_memory_mb * 1024 * 1024,
+            "cpu_s": max(1, math.ceil(cpu)),
+            "nofile": _NOFILE,
+            "nproc": profile.max_pids,
+        },
+    }
+    if plan.active and plan.landlock_path:
+        cfg["landlock"] = {"rules": plan.landlock_rules, "tcp_ports": plan.tcp_ports}
+    return json.dumps(cfg, separators=(",", ":"))
+
+
+def _host_error(stderr: bytes) -> dict[str, Any]:
+    i = stderr.rfind(_HOST_ERROR)
+    if i < 0:
+        return {}
+    line = stderr[i + len(_HOST_ERROR):].split(b"\n", 1)[0]
+    try:
+        d = json.loads(line)
+        return {"type": str(d.get("type")), "message": str(d.get("message"))}
+    except ValueError:
+        return {}
+
+
+def _signal_of(code: int, sandboxed: bool) -> int | None:
+    if code < 0:
+        return -code
+    if sandboxed and code > 128:
+        return code - 128  # bwrap reports a signalled child as 128 + signo
+    return None
+
+
+def invoke(
+    code_dir: Path | str,
+    profile: SandboxProfile,
+    args: Mapping[str, Any],
+    input_schema: Mapping[str, Any] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    *,
+    workspace: Workspace | None = None,
+    ctx: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> InvocationOutcome:
+    t0 = time.monotonic()
+    env = dict(os.environ if env is None else env)
+    workspace = workspace or Workspace.from_env(env)
+    plan: SandboxPlan | None = None
+    try:
+        validate(args, input_schema, where="input")
+        plan = plan_for(Path(code_dir), profile, workspace=workspace, env=env)
+        check_args(args, input_schema, plan.scope)
+        request = orjson.dumps({"args": args, "ctx": dict(ctx or {})})
+    except InvocationError as e:
+        return _fail(e.kind, t0, e.details(), plan=plan, layers=("policy",))
+    except TypeError as e:  # args or ctx not JSON-serialisable
+        return _fail(FailureKind.SCHEMA_VIOLATION, t0, {"where": "input", "path": "/", "message": str(e)}, plan=plan)
+
+    exe, _, _ = python_runtime()
+    cmd = [exe, "-I", "-S", plan.host_path, _host_config(plan, profile)]
+    wrapped = wrap_plan(plan, cmd)
+    layers = list(plan.layers)
+    cg = None
+    try:
+        cg = cgroup.PidsCgroup(profile.max_pids)
+        layers.append("pids-cgroup")
+    except OSError:
+        cg = None
+    try:
+        proc = subprocess.Popen(
+            wrapped.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=wrapped.env, pass_fds=wrapped.pass_fds, start_new_session=True, cwd="/",
+            # cgroup v1 moves a process but not the children it already has,
+            # so joining must happen in the child before it execs bwrap.
+            preexec_fn=cg.attach_self if cg else None,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        wrapped.close()
+        if cg:
+            cg.close()
+        return _fail(FailureKind.CRASH, t0, {"type": "SpawnFailed", "message": str(e)}, plan=plan, layers=tuple(layers))
+    wrapped.close()
+    deadline = t0 + profile.max_duration_s
+    try:
+        d = drain(proc, request, max_stdout=profile.max_output_bytes, deadline=deadline)
+        timed_out = d.timed_out
+        if not timed_out and not d.too_large:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        # The whole process group, then everything the cgroup still holds
+        # (a child that called setsid left the group but not the cgroup).
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if cg:
+            cg.close()
+        proc.wait()
+        for f in (proc.stdout, proc.stderr):
+            if f:
+                f.close()
+    code = proc.returncode
+    tail = d.stderr_tail.decode("utf-8", "replace")
+    sha = blake3.blake3(d.stdout).hexdigest() if d.stdout else None
+    common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(d.stdout), layers=tuple(layers))
+    if timed_out:
+        return _fail(FailureKind.TIMEOUT, t0, {"clock": "wall", "limit_s": profile.max_duration_s}, **common)
+    if d.too_large:
+        return _fail(FailureKind.TOO_LARGE, t0, {"limit_bytes": profile.max_output_bytes}, **common)
+    sig = _signal_of(code, plan.active)
+    if sig == signal.SIGXCPU:
+        return _fail(FailureKind.TIMEOUT, t0, {"clock": "cpu", "limit_s": profile.max_cpu_s or profile.max_duration_s}, **common)
+    if code != 0:
+        err = _host_error(d.stderr_tail) or {"type": "Exited", "message": f"exit code {code}"}
+        if sig is not None:
+            err["signal"] = signal.Signals(sig).name if sig in signal.valid_signals() else sig
+        return _fail(FailureKind.CRASH, t0, err, **common)
+    try:
+        output = orjson.loads(d.stdout)
+    except orjson.JSONDecodeError as e:
+        return _fail(FailureKind.NON_JSON_OUTPUT, t0, {"message": str(e)}, **common)
+    if not isinstance(output, dict):
+        return _fail(FailureKind.NON_JSON_OUTPUT, t0, {"message": "result is not a JSON object"}, **common)
+    try:
+        validate(output, output_schema, where="output")
+    except SchemaViolation as e:
+        return _fail(e.kind, t0, e.details(), **common)
+    return InvocationOutcome(
+        ok=True, kind=None, output=output, exit_code=code, duration_ms=_ms(t0), stderr_tail=tail,
+        output_sha=sha, output_bytes=len(d.stdout), error={}, layers=tuple(layers), sandbox_mode=plan.mode,
+    )

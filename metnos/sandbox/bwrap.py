@@ -1,0 +1,309 @@
+"""bubblewrap: probing it, deriving its flags from a profile, wrapping a command.
+
+The flags follow seeds/003 ch. 3 with the lessons of DESIGN decision 4:
+``--cap-drop ALL`` (as root bwrap otherwise keeps every capability), an
+allow-list of ``/etc`` files instead of ``/etc`` (root reads /etc/shadow
+whatever ``--uid`` says), the core forbidden paths masked last, and the
+seccomp program passed by fd. Where bwrap cannot run, or METNOS_SANDBOX
+turns it off, the command passes through unchanged (seeds/003 ch. 4) and
+the policy check remains the defence.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import site
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from metnos.sandbox import landlock as _landlock
+from metnos.sandbox import seccomp as _seccomp
+from metnos.sandbox.forbidden import is_inside
+from metnos.sandbox.policy import Scope, scope_for
+from metnos.sandbox.profile import SandboxProfile
+from metnos.workspace import Workspace
+
+_DISABLE_VALUES = frozenset({"0", "off", "no", "false"})
+_SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
+# What the interpreter and libc read from /etc; nothing that names users or
+# holds secrets.
+_ETC_ALWAYS = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types")
+_ETC_NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
+                "/etc/gai.conf", "/etc/ssl/certs", "/etc/ca-certificates.conf")
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# Fixed places inside the sandbox, so nothing about the host's layout (and no
+# mask over a grant) depends on where the code lives.
+INSIDE_DIR = "/run/metnos"
+INSIDE_CODE = INSIDE_DIR + "/code"
+INSIDE_HOST = INSIDE_DIR + "/host.py"
+INSIDE_LANDLOCK = INSIDE_DIR + "/landlock.py"
+_TMP_MAX_MB = 64
+
+
+def sandbox_disabled(env: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if env is None else env
+    return env.get("METNOS_SANDBOX", "").strip().lower() in _DISABLE_VALUES
+
+
+@dataclass(frozen=True)
+class BwrapProbe:
+    path: str | None
+    version: str | None
+    works: bool
+    error: str | None
+    disable_userns: bool = False
+
+
+def _probe_argv(bwrap: str) -> list[str]:
+    argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-net", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    for p in _SYSTEM_RO:
+        argv += _system_bind(p)
+    return argv + ["--proc", "/proc", "--dev", "/dev", "--", "true"]
+
+
+@functools.lru_cache(maxsize=1)
+def probe() -> BwrapProbe:
+    """Run bwrap once with the namespaces we use: found is not the same as works."""
+    try:
+        path = shutil.which("bwrap")
+    except Exception as e:  # a broken PATH is "no bwrap", not a crash
+        return BwrapProbe(None, None, False, f"which failed: {e}")
+    if not path:
+        return BwrapProbe(None, None, False, "bwrap not found in PATH")
+    env = {"PATH": "/usr/bin:/bin"}
+    try:
+        v = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=5, env=env)
+        version = v.stdout.strip().removeprefix("bubblewrap ").strip() or None
+        helptext = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=5, env=env).stdout
+        r = subprocess.run(_probe_argv(path), capture_output=True, text=True, timeout=10, env=env)
+    except (OSError, subprocess.SubprocessError) as e:
+        return BwrapProbe(path, None, False, f"running bwrap failed: {e}")
+    if r.returncode != 0:
+        return BwrapProbe(path, version, False, (r.stderr.strip() or f"exit {r.returncode}")[-500:])
+    return BwrapProbe(path, version, True, None, "--disable-userns" in helptext)
+
+
+def _system_bind(p: str) -> list[str]:
+    if os.path.islink(p):
+        # Merged-/usr systems: recreate the link rather than bind through it.
+        return ["--symlink", os.readlink(p), p]
+    if os.path.exists(p):
+        return ["--ro-bind", p, p]
+    return []
+
+
+def python_runtime() -> tuple[str, list[str], list[str]]:
+    """(interpreter, trees it needs read-only, its site-packages dirs)."""
+    exe = os.path.realpath(sys.executable)
+    trees = []
+    for p in {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}:
+        if not any(Path(p).is_relative_to(s) for s in _SYSTEM_RO):
+            trees.append(p)
+    sites = [os.path.realpath(s) for s in site.getsitepackages() if os.path.isdir(s)]
+    return exe, sorted(trees), sorted(set(sites))
+
+
+class SandboxedExecutor(Protocol):
+    """What wrap_command needs to know about an executor."""
+
+    code_dir: Path
+    profile: SandboxProfile
+
+
+@dataclass
+class SandboxPlan:
+    """Everything decided about one spawn before it happens."""
+
+    mode: str  # "bwrap", "off:env", "off:no-bwrap"
+    scope: Scope
+    code_dir: str  # as the sandboxed process sees it
+    host_path: str
+    landlock_path: str | None
+    landlock_rules: list[tuple[str, int]] = field(default_factory=list)
+    tcp_ports: list[int] | None = None
+    site_packages: list[str] = field(default_factory=list)
+    bwrap_args: list[str] = field(default_factory=list)
+    child_env: dict[str, str] = field(default_factory=dict)
+    seccomp: bool = False
+    reason: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.mode == "bwrap"
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        if not self.active:
+            return ("policy",)
+        out = ["policy", "bwrap"]
+        if self.seccomp:
+            out.append("seccomp")
+        if self.landlock_path:
+            out.append("landlock")
+        return tuple(out)
+
+
+@dataclass
+class WrappedCommand:
+    argv: list[str]
+    pass_fds: tuple[int, ...]
+    env: dict[str, str]
+    plan: SandboxPlan
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.pass_fds = ()
+
+
+def _child_env(profile: SandboxProfile, scope: Scope, env: Mapping[str, str]) -> dict[str, str]:
+    out = {"PATH": "/usr/bin:/bin", "HOME": str(scope.home), "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+    if "TZ" in env:
+        out["TZ"] = env["TZ"]
+    for name in profile.env:
+        if name in env:
+            out[name] = env[name]
+    return out
+
+
+def _tcp_ports(hosts: Sequence[str]) -> list[int]:
+    ports = {53}
+    for h in hosts:
+        h = h.split("://", 1)[-1]
+        tail = h.rpartition(":")[2] if h.count(":") == 1 else ""
+        if tail.isdigit():
+            ports.add(int(tail))
+        else:
+            ports.update((80, 443))
+    return sorted(ports)
+
+
+def plan_for(
+    code_dir: Path,
+    profile: SandboxProfile,
+    *,
+    workspace: Workspace,
+    env: Mapping[str, str] | None = None,
+) -> SandboxPlan:
+    """Decide how to run an executor: the scope, the flags, the layers.
+
+    Raises PolicyViolation when the profile itself asks for what no profile
+    may hold.
+    """
+    env = dict(os.environ if env is None else env)
+    scope = scope_for(profile, workspace=workspace, env=env)
+    code_dir = Path(os.path.realpath(code_dir))
+    here = Path(__file__).resolve().parent
+    host_real = str(here.parent / "invocation" / "host.py")
+    child_env = _child_env(profile, scope, env)
+    exe, trees, sites = python_runtime()
+    wanted_sites = sites if profile.site_packages else []
+    if sandbox_disabled(env):
+        return SandboxPlan("off:env", scope, str(code_dir), host_real, None, site_packages=wanted_sites,
+                           child_env=child_env, reason="METNOS_SANDBOX disables it")
+    pr = probe()
+    if not pr.works:
+        return SandboxPlan("off:no-bwrap", scope, str(code_dir), host_real, None, site_packages=wanted_sites,
+                           child_env=child_env, reason=pr.error)
+
+    a: list[str] = [pr.path or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
+                    "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
+                    "--new-session", "--die-with-parent", "--clearenv", "--hostname", "metnos"]
+    if pr.disable_userns:
+        a.append("--disable-userns")
+    if not profile.wants_network:
+        a.append("--unshare-net")
+    for k, v in sorted(child_env.items()):
+        a += ["--setenv", k, v]
+    rules: list[tuple[str, int]] = []
+    for p in _SYSTEM_RO:
+        a += _system_bind(p)
+        if os.path.isdir(p) and not os.path.islink(p):
+            rules.append((p, _landlock.READ))
+    for t in trees:
+        a += ["--ro-bind", t, t]
+        rules.append((t, _landlock.READ))
+    # Installed packages are hidden unless the profile asks for them (an
+    # executor that imports httpx); they hold no secrets, but what is not
+    # needed is not shown.
+    for s in sites:
+        if any(Path(s).is_relative_to(t) for t in trees + list(_SYSTEM_RO)):
+            if not profile.site_packages:
+                a += ["--tmpfs", s, "--remount-ro", s]
+        elif profile.site_packages:
+            a += ["--ro-bind", s, s]
+            rules.append((s, _landlock.READ))
+    a += ["--proc", "/proc", "--dev", "/dev"]
+    tmp_mb = min(_TMP_MAX_MB, profile.max_memory_mb)
+    a += ["--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    rules += [("/proc/self", _landlock.READ), ("/tmp", _landlock.WRITE), ("/etc", _landlock.READ)]
+    rules += [(d, _landlock.DEVICE_RW) for d in _DEVICES]
+    for f in _ETC_ALWAYS + (_ETC_NETWORK if profile.wants_network else ()):
+        if os.path.exists(f):
+            a += ["--ro-bind", f, f]
+    a += ["--ro-bind", str(code_dir), INSIDE_CODE,
+          "--ro-bind", host_real, INSIDE_HOST,
+          "--ro-bind", str(here / "landlock.py"), INSIDE_LANDLOCK]
+    rules.append((INSIDE_DIR, _landlock.READ))
+    # Parents before children, so a read-write folder inside a read-only
+    # grant (or the reverse) keeps its own mode.
+    for g in sorted(scope.grants, key=lambda g: (len(g.real.parts), g.write)):
+        if os.path.exists(g.real):
+            a += ["--bind" if g.write else "--ro-bind", str(g.real), str(g.real)]
+        rules.append((str(g.real), _landlock.WRITE if g.write else _landlock.READ))
+    # Masks last: no later bind can uncover them.
+    bound = [g.real for g in scope.grants] + [Path(t) for t in trees]
+    for f in sorted(set(scope.forbidden), key=lambda p: len(p.parts)):
+        if is_inside(f, bound) is None or os.path.islink(f) or not os.path.exists(f):
+            continue
+        if os.path.isdir(f):
+            a += ["--perms", "0000", "--tmpfs", str(f), "--remount-ro", str(f)]
+        else:
+            a += ["--ro-bind", "/dev/null", str(f)]
+    a += ["--chdir", "/tmp"]
+
+    seccomp_ok, _ = _seccomp.available()
+    abi = _landlock.abi_version()
+    return SandboxPlan(
+        "bwrap", scope, INSIDE_CODE, INSIDE_HOST, INSIDE_LANDLOCK if abi >= 1 else None,
+        landlock_rules=rules, tcp_ports=_tcp_ports(scope.hosts) if profile.wants_network else [],
+        site_packages=wanted_sites, bwrap_args=a, child_env=child_env, seccomp=seccomp_ok,
+    )
+
+
+def wrap_plan(plan: SandboxPlan, cmd: Sequence[str]) -> WrappedCommand:
+    """The final argv; the seccomp fd (if any) must be passed and closed after."""
+    # bwrap's own environment is visible as /proc/1/environ inside: give it
+    # nothing worth reading.
+    if not plan.active:
+        return WrappedCommand(list(cmd), (), dict(plan.child_env), plan)
+    fds: tuple[int, ...] = ()
+    argv = list(plan.bwrap_args)
+    if plan.seccomp:
+        fd = _seccomp.bpf_fd()
+        fds = (fd,)
+        argv += ["--seccomp", str(fd)]
+    return WrappedCommand(argv + ["--", *cmd], fds, {"PATH": "/usr/bin:/bin"}, plan)
+
+
+def wrap_command(
+    executor: SandboxedExecutor,
+    cmd: Sequence[str],
+    *,
+    workspace: Workspace | None = None,
+    env: Mapping[str, str] | None = None,
+) -> WrappedCommand:
+    """seeds/003's entry point: ``cmd`` wrapped for ``executor``'s profile,
+    or unchanged when the sandbox is off or bwrap cannot run."""
+    ws = workspace or Workspace.from_env(dict(os.environ if env is None else env))
+    return wrap_plan(plan_for(executor.code_dir, executor.profile, workspace=ws, env=env), cmd)
