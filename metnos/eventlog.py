@@ -57,16 +57,21 @@ class EventLog(Application[UUID]):
             position = page[-1].id + 1
 
 
-    def domain_events(self, start: int = 1) -> Iterator[tuple[int, Any]]:
-        """(notification id, domain event) for every event from ``start`` on."""
+    def domain_events(self, start: int = 1, *, topics: tuple[str, ...] = ()) -> Iterator[tuple[int, Any]]:
+        """(notification id, domain event) for every event from ``start`` on.
+
+        With ``topics``, other events are skipped before they are decoded.
+        """
+        wanted = frozenset(topics)
         scan = getattr(self.recorder, "scan", None)
         decode = getattr(self.mapper, "decode", None)
         if scan is not None and decode is not None:
             for nid, oid, version, topic, state in scan(start):
-                yield nid, decode(topic, oid, version, state)
+                if not wanted or topic in wanted:
+                    yield nid, decode(topic, oid, version, state)
             return
         to_domain = self.mapper.to_domain_event
-        for n in self.notifications(start):
+        for n in self.notifications(start, topics=topics):
             yield n.id, to_domain(n)
 
 

@@ -1,0 +1,65 @@
+"""One call of an executor, from request to outcome (seeds/000 ch. 8 and 9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.base import Created, DomainEvent, MetnosAggregate
+
+
+class Invocation(MetnosAggregate):
+    class InvocationRequested(Created):
+        executor: str
+        version: str
+        origin: str
+        digest: str
+        args: dict
+        args_hash: str
+        caller: dict
+        turn_id: str | None
+        trace_id: str
+
+    class InvocationRefused(DomainEvent):
+        """Stopped before any spawn: policy, schema, quarantine, approval."""
+
+        kind: str
+        error: dict
+
+        def apply(self, invocation: Invocation) -> None:
+            invocation.outcome = self.kind
+
+    class InvocationCompleted(DomainEvent):
+        ok: bool
+        kind: str
+        exit_code: int | None
+        duration_ms: int
+        output_hash: str | None
+        output_size: int
+        output: Any
+        error: dict | None
+        stderr_tail: str
+
+        def apply(self, invocation: Invocation) -> None:
+            invocation.outcome = self.kind
+
+    def __init__(self, executor: str, version: str, origin: str, digest: str, args: dict, args_hash: str, caller: dict, turn_id: str | None, trace_id: str) -> None:
+        self.executor = executor
+        self.executor_version = version
+        self.origin = origin
+        self.digest = digest
+        self.args = args
+        self.args_hash = args_hash
+        self.caller = caller
+        self.turn_id = turn_id
+        self.trace_id = trace_id
+        self.outcome: str | None = None
+
+    @classmethod
+    def request(cls, *, id: Any, at: Any, **fields: Any) -> Invocation:  # noqa: A002
+        return cls._create(cls.InvocationRequested, id=id, timestamp=at, **fields)
+
+    def refuse(self, *, kind: str, error: dict, at: Any) -> None:
+        self.trigger_event(self.InvocationRefused, kind=kind, error=error, timestamp=at)
+
+    def complete(self, *, at: Any, **fields: Any) -> None:
+        self.trigger_event(self.InvocationCompleted, timestamp=at, **fields)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install Metnos and what it needs on a Debian machine.
+#   ./install.sh           the runtime, with the embedded local model's server
+#   ./install.sh --test    also what the test suite needs (PostgreSQL, test extras)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+with_tests=no
+[ "${1:-}" = "--test" ] && with_tests=yes
+
+packages=(bubblewrap libseccomp2)
+[ "$with_tests" = yes ] && packages+=(postgresql)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+extras="embedded"
+[ "$with_tests" = yes ] && extras="test,embedded"
+"$python" -m pip install -q --disable-pip-version-check -e ".[${extras}]"
+echo "metnos installed: $(command -v metnos || echo "$python -m metnos")"
