@@ -9,6 +9,7 @@ the caller's job.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -79,6 +80,25 @@ def _host_error(stderr: bytes) -> dict[str, Any]:
         return {}
 
 
+def _with_resolved_paths(args: Mapping[str, Any], checked: Mapping[str, Any]) -> Any:
+    """The executor gets the paths the policy approved (``~`` expanded,
+    symlinks resolved), so it cannot read a different file than was checked."""
+    out = copy.deepcopy(dict(args))
+    for pointer, value in checked.items():
+        if not isinstance(value, Path):
+            continue
+        keys = [k.replace("~1", "/").replace("~0", "~") for k in pointer[1:].split("/")]
+        node = out
+        for k in keys[:-1]:
+            node = node[int(k)] if isinstance(node, list) else node[k]
+        last = keys[-1]
+        if isinstance(node, list):
+            node[int(last)] = str(value)
+        else:
+            node[last] = str(value)
+    return out
+
+
 def _signal_of(code: int, sandboxed: bool) -> int | None:
     if code < 0:
         return -code
@@ -105,8 +125,8 @@ def invoke(
     try:
         validate(args, input_schema, where="input")
         plan = plan_for(Path(code_dir), profile, workspace=workspace, env=env)
-        check_args(args, input_schema, plan.scope)
-        request = orjson.dumps({"args": args, "ctx": dict(ctx or {})})
+        checked = check_args(args, input_schema, plan.scope)
+        request = orjson.dumps({"args": _with_resolved_paths(args, checked), "ctx": dict(ctx or {})})
     except InvocationError as e:
         return _fail(e.kind, t0, e.details(), plan=plan, layers=("policy",))
     except TypeError as e:  # args or ctx not JSON-serialisable

@@ -75,11 +75,30 @@ def pids_parent() -> tuple[Path | None, str | None]:
     return None, "; ".join(errors) or "no pids cgroup hierarchy mounted"
 
 
+def _sweep(base: Path) -> None:
+    """Remove empty leftovers of runtimes that were killed before cleaning up
+    (rmdir refuses a cgroup that still has members)."""
+    try:
+        entries = list(base.glob("inv-*"))
+    except OSError:
+        return
+    now = time.time()
+    for d in entries:
+        try:
+            # A young one may belong to a spawn that has not attached yet.
+            if now - d.stat().st_mtime < 60:
+                continue
+            d.rmdir()
+        except OSError:
+            pass
+
+
 class PidsCgroup:
     def __init__(self, max_pids: int):
         base, why = pids_parent()
         if base is None:
             raise OSError(why)
+        _sweep(base)
         self.path = base / f"inv-{uuid.uuid4().hex}"
         self.path.mkdir()
         try:

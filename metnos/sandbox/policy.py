@@ -200,7 +200,8 @@ def _walk(value: Any, schema: dict, root: Any, key: str | None, pointer: str, ou
     elif isinstance(value, dict):
         props = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
         for k, v in value.items():
-            _walk(v, props.get(k, {}), root, str(k), f"{pointer}/{k}", out)
+            esc = str(k).replace("~", "~0").replace("/", "~1")  # JSON pointer escaping
+            _walk(v, props.get(k, {}), root, str(k), f"{pointer}/{esc}", out)
 
 
 def check_args(

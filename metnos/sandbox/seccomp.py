@@ -68,9 +68,8 @@ def _binding():
     return pyseccomp
 
 
-@functools.lru_cache(maxsize=1)
-def filter_bpf() -> bytes:
-    """The compiled BPF program (cached: it is the same for every executor)."""
+def build_filter():
+    """The libseccomp filter object (tests load it directly in a child)."""
     sc = _binding()
     f = sc.SyscallFilter(sc.ALLOW)
     # Any foreign ABI (i386 via int 0x80, x32) kills: the rules below are
@@ -92,6 +91,13 @@ def filter_bpf() -> bytes:
     for flag in _NS_FLAGS:
         f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    return f
+
+
+@functools.lru_cache(maxsize=1)
+def filter_bpf() -> bytes:
+    """The compiled BPF program (cached: it is the same for every executor)."""
+    f = build_filter()
     with tempfile.TemporaryFile() as t:
         f.export_bpf(t)
         t.seek(0)

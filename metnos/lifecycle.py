@@ -1,0 +1,100 @@
+"""From what the loader found on disk to lifecycle events in the log.
+
+The loader says, at boot, which executor versions verify and which fail; this
+module records only what changed since the log last heard of them, so a boot
+with nothing new appends nothing. A quarantined version stays quarantined
+until someone rehabilitates it explicitly, even if its files verify again:
+the fix is a human act, and the log says who did it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError
+
+from domain.executor import ACTIVE, QUARANTINED, Executor, executor_id
+from metnos.eventlog import EventLog
+from metnos.executors.loader import LoadedExecutor, LoadReport, Quarantined
+
+Clock = Callable[[], datetime]
+
+
+class Lifecycle:
+    def __init__(self, log: EventLog, clock: Clock, key_id: str) -> None:
+        self.log = log
+        self.clock = clock
+        self.key_id = key_id
+        self._touched: dict[Any, Executor] = {}
+
+    def _executor(self, origin: str, name: str) -> Executor:
+        ident = executor_id(origin, name)
+        found = self._touched.get(ident)
+        if found is not None:
+            return found
+        try:
+            found = self.log.repository.get(ident)
+        except AggregateNotFoundError:
+            found = Executor.register(name=name, origin=origin, at=self.clock())
+        self._touched[ident] = found
+        return found
+
+    def record_loaded(self, le: LoadedExecutor) -> None:
+        e = self._executor(le.origin, le.name)
+        state = e.state_of(le.version)
+        if state is None:
+            at = self.clock()
+            e.register_version(version=le.version, digest=le.digest, summary=le.manifest.executor.summary, at=at)
+            e.record_signature(version=le.version, digest=le.digest, key_id=self.key_id, at=at)
+            e.verify(version=le.version, digest=le.digest, checks=["signature", "digests", "profile.lock", "schemas", "birth"], at=at)
+            e.activate(version=le.version, at=at)
+        elif state in (ACTIVE, "verified", "below_threshold") and e.versions[le.version]["digest"] != le.digest:
+            e.quarantine(
+                version=le.version, check="identity", file="manifest.sig", at=self.clock(),
+                reason=f"the signed files changed since version {le.version} was registered; a change must bump the version",
+            )
+        elif state in ("registered", "signed", "verified"):
+            at = self.clock()
+            if state == "registered":
+                e.record_signature(version=le.version, digest=le.digest, key_id=self.key_id, at=at)
+            if state != "verified":
+                e.verify(version=le.version, digest=le.digest, checks=["signature", "digests", "profile.lock", "schemas", "birth"], at=at)
+            e.activate(version=le.version, at=at)
+
+    def record_quarantined(self, q: Quarantined) -> None:
+        e = self._executor(q.origin, q.name)
+        entry = e.versions.get(q.version)
+        if entry is None:
+            e.register_version(version=q.version, digest="unverified", summary="", at=self.clock())
+        elif entry["state"] == QUARANTINED and entry.get("reason") == q.reason:
+            return
+        elif entry["state"] == "archived":
+            return
+        e.quarantine(version=q.version, check=q.check, file=q.file, reason=q.reason, at=self.clock())
+
+    def record_defaults(self, report: LoadReport) -> None:
+        for name, le in report.defaults.items():
+            e = self._executor(le.origin, name)
+            if e.state_of(le.version) == ACTIVE and e.current != le.version:
+                e.promote(version=le.version, by="CURRENT", at=self.clock())
+
+    def save(self) -> int:
+        pending = [e for e in self._touched.values() if e.pending_events]
+        count = sum(len(e.pending_events) for e in pending)
+        if pending:
+            self.log.save(*pending)
+        self._touched.clear()
+        return count
+
+
+def record_boot(log: EventLog, report: LoadReport, clock: Clock, key_id: str) -> int:
+    """Record what the loader found; returns how many events were appended."""
+    lifecycle = Lifecycle(log, clock, key_id)
+    for le in report.loaded:
+        lifecycle.record_loaded(le)
+    for q in report.quarantined:
+        lifecycle.record_quarantined(q)
+    lifecycle.record_defaults(report)
+    return lifecycle.save()

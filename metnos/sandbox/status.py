@@ -1,0 +1,96 @@
+"""What the sandbox can do on this machine, for ``metnos sandbox status``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from metnos.sandbox import bwrap as _bwrap
+from metnos.sandbox import cgroup as _cgroup
+from metnos.sandbox import landlock as _landlock
+from metnos.sandbox import seccomp as _seccomp
+
+
+def _userns() -> tuple[bool, str | None]:
+    for knob, off in (("/proc/sys/kernel/unprivileged_userns_clone", "0"), ("/proc/sys/user/max_user_namespaces", "0")):
+        try:
+            if Path(knob).read_text().strip() == off:
+                return False, f"{knob} is {off}"
+        except OSError:
+            continue
+    return True, None
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    active: bool  # executors will run inside bwrap
+    mode: str  # "bwrap", "off:env" (METNOS_SANDBOX) or "off:no-bwrap"
+    disabled_via_env: bool
+    bwrap_path: str | None
+    bwrap_version: str | None
+    bwrap_error: str | None
+    userns: bool
+    userns_note: str | None
+    landlock_abi: int
+    seccomp: bool
+    seccomp_error: str | None
+    pids_cgroup: str | None
+    pids_cgroup_error: str | None
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        out = ["policy"]
+        if self.active:
+            out.append("bwrap")
+            if self.seccomp:
+                out.append("seccomp")
+            if self.landlock_abi:
+                out.append("landlock")
+        if self.pids_cgroup:
+            out.append("pids-cgroup")
+        return tuple(out)
+
+
+def status(env: Mapping[str, str] | None = None) -> SandboxStatus:
+    env = os.environ if env is None else env
+    disabled = _bwrap.sandbox_disabled(env)
+    pr = _bwrap.probe()
+    userns, userns_note = _userns()
+    sc_ok, sc_err = _seccomp.available()
+    cg, cg_err = _cgroup.pids_parent()
+    mode = "off:env" if disabled else ("bwrap" if pr.works else "off:no-bwrap")
+    return SandboxStatus(
+        active=mode == "bwrap", mode=mode, disabled_via_env=disabled,
+        bwrap_path=pr.path, bwrap_version=pr.version, bwrap_error=pr.error,
+        userns=userns, userns_note=userns_note, landlock_abi=_landlock.abi_version(),
+        seccomp=sc_ok, seccomp_error=sc_err,
+        pids_cgroup=str(cg) if cg else None, pids_cgroup_error=cg_err,
+    )
+
+
+def format_status(st: SandboxStatus) -> str:
+    def yes(b: bool) -> str:
+        return "yes" if b else "no"
+
+    lines = []
+    if st.mode == "bwrap":
+        lines.append("sandbox: active (bubblewrap)")
+    elif st.mode == "off:env":
+        lines.append("sandbox: OFF - disabled by METNOS_SANDBOX; executors run as plain subprocesses")
+    else:
+        lines.append("sandbox: OFF - bubblewrap cannot run; executors run as plain subprocesses")
+    if st.mode != "bwrap":
+        lines.append("  the policy check (paths and hosts against the profile) and the caps stay on")
+    lines.append(f"  bwrap:        {st.bwrap_path or 'not found'}"
+                 + (f" {st.bwrap_version}" if st.bwrap_version else "")
+                 + ("" if st.bwrap_error is None else f" (probe failed: {st.bwrap_error})"))
+    lines.append(f"  user ns:      {yes(st.userns)}" + (f" ({st.userns_note})" if st.userns_note else ""))
+    lines.append(f"  landlock:     {'ABI ' + str(st.landlock_abi) if st.landlock_abi else 'not available'}"
+                 + ("" if st.active or not st.landlock_abi else " (unused without bwrap)"))
+    lines.append(f"  seccomp:      {yes(st.seccomp)}" + (f" ({st.seccomp_error})" if st.seccomp_error else "")
+                 + ("" if st.active or not st.seccomp else " (unused without bwrap)"))
+    lines.append(f"  pids cgroup:  {st.pids_cgroup or 'none'}" + (f" ({st.pids_cgroup_error})" if st.pids_cgroup_error else ""))
+    lines.append(f"  layers:       {', '.join(st.layers)}")
+    return "\n".join(lines)

@@ -1,0 +1,529 @@
+"""Deliberately hostile executors: every attempt must fail.
+
+Each executor reports what it managed to do instead of crashing, so the
+assertions check the attempt itself (a read that returned bytes, a connect
+that succeeded), not merely that something went wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from metnos.invocation.runner import invoke
+from metnos.sandbox.bwrap import probe
+from metnos.sandbox.profile import SandboxProfile
+from tests.support.sandbox_env import SandboxEnv, make_env
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(not probe().works, reason=f"bubblewrap cannot run: {probe().error}")]
+
+# A helper every hostile executor shares: try something, report the errno.
+TRY = """
+import os, errno
+def attempt(fn):
+    try:
+        r = fn()
+        return {"ok": True, "value": r if isinstance(r, (str, int, bool, type(None))) else repr(r)[:200]}
+    except OSError as e:
+        return {"ok": False, "errno": errno.errorcode.get(e.errno, str(e.errno))}
+    except Exception as e:
+        return {"ok": False, "error": type(e).__name__ + ": " + str(e)[:200]}
+def slurp(p):
+    with open(p, "rb") as f:
+        return f.read().decode("latin-1")
+"""
+
+
+@pytest.fixture
+def sx(tmp_path: Path) -> SandboxEnv:
+    return make_env(tmp_path)
+
+
+def hostile(sx: SandboxEnv, name: str, body: str) -> Path:
+    return sx.executor(name, TRY + textwrap.dedent(body))
+
+
+def run(sx: SandboxEnv, code: Path, profile: SandboxProfile, args: dict | None = None, **kw):
+    out = invoke(code, profile, args or {}, workspace=sx.workspace, env=kw.pop("env", sx.env), **kw)
+    assert out.sandbox_mode == "bwrap"
+    return out
+
+
+def test_read_etc_shadow(sx):
+    code = hostile(sx, "shadow", """
+        def run(args, ctx):
+            return {"shadow": attempt(lambda: slurp("/etc/shadow")),
+                    "passwd": attempt(lambda: slurp("/etc/passwd")),
+                    "listing": attempt(lambda: sorted(os.listdir("/etc")))}
+    """)
+    out = run(sx, code, SandboxProfile())
+    assert out.ok, out
+    assert out.output["shadow"] == {"ok": False, "errno": "ENOENT"}
+    assert out.output["passwd"]["ok"] is False
+    assert "shadow" not in out.output["listing"].get("value", "")
+
+
+def _ssh_key(sx: SandboxEnv) -> Path:
+    key = sx.home / ".ssh" / "id_ed25519"
+    key.parent.mkdir(mode=0o700)
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY----- SECRET")
+    return key
+
+
+def test_read_ssh_key_with_grant_on_home(sx):
+    key = _ssh_key(sx)
+    (sx.home / "notes.txt").write_text("fine")
+    code = hostile(sx, "sshkey", """
+        def run(args, ctx):
+            home = os.environ["HOME"]
+            return {"key": attempt(lambda: slurp(home + "/.ssh/id_ed25519")),
+                    "list": attempt(lambda: os.listdir(home + "/.ssh")),
+                    "notes": attempt(lambda: slurp(home + "/notes.txt"))}
+    """)
+    profile = SandboxProfile(fs_read=("~",))
+    out = run(sx, code, profile)
+    assert out.ok, out
+    assert out.output["notes"] == {"ok": True, "value": "fine"}  # the grant works
+    assert out.output["key"]["ok"] is False
+    assert out.output["list"]["ok"] is False or "id_ed25519" not in out.output["list"]["value"]
+    # And the policy refuses the path outright before any spawn.
+    refused = run(sx, code, profile, {"path": str(key)})
+    assert refused.kind == "PolicyViolation"
+    assert refused.error["rule"] == "forbidden-path" and refused.error["argument"] == "/path"
+
+
+def test_symlink_in_grant_to_forbidden_file(sx):
+    key = _ssh_key(sx)
+    grant = sx.root / "granted"
+    grant.mkdir()
+    (grant / "to_key").symlink_to(key)
+    (grant / "to_shadow").symlink_to("/etc/shadow")
+    code = hostile(sx, "symlink", """
+        def run(args, ctx):
+            g = args["dir"]
+            return {"key": attempt(lambda: slurp(g + "/to_key")),
+                    "shadow": attempt(lambda: slurp(g + "/to_shadow"))}
+    """)
+    profile = SandboxProfile(fs_read=(str(grant),))
+    out = run(sx, code, profile, {"dir": str(grant)})
+    assert out.ok, out
+    assert out.output["key"]["ok"] is False
+    assert out.output["shadow"]["ok"] is False
+    refused = run(sx, code, profile, {"path": str(grant / "to_key")})
+    assert refused.kind == "PolicyViolation" and refused.error["rule"] in ("symlink-escape", "forbidden-path")
+
+
+def test_unmount_a_mask(sx):
+    _ssh_key(sx)
+    code = hostile(sx, "umount", """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def umount(p):
+            if libc.umount2(p.encode(), 2) != 0:  # MNT_DETACH
+                raise OSError(ctypes.get_errno(), "umount2")
+            return True
+        def run(args, ctx):
+            home = os.environ["HOME"]
+            return {"umount": attempt(lambda: umount(home + "/.ssh")),
+                    "key": attempt(lambda: slurp(home + "/.ssh/id_ed25519"))}
+    """)
+    out = run(sx, code, SandboxProfile(fs_read=("~",)))
+    assert out.ok, out
+    assert out.output["umount"] == {"ok": False, "errno": "EPERM"}
+    assert out.output["key"]["ok"] is False
+
+
+def test_remount_readonly_bind_writable(sx):
+    data = sx.root / "ro"
+    data.mkdir()
+    (data / "f.txt").write_text("original")
+    code = hostile(sx, "remount", """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+        def remount(p):
+            if libc.mount(None, p.encode(), None, MS_REMOUNT | MS_BIND, None) != 0:
+                raise OSError(ctypes.get_errno(), "mount")
+            return True
+        def write(p):
+            with open(p, "w") as f:
+                f.write("pwned")
+        def run(args, ctx):
+            d = args["dir"]
+            return {"remount": attempt(lambda: remount(d)), "write": attempt(lambda: write(d + "/f.txt"))}
+    """)
+    out = run(sx, code, SandboxProfile(fs_read=(str(data),)), {"dir": str(data)})
+    assert out.ok, out
+    assert out.output["remount"] == {"ok": False, "errno": "EPERM"}
+    assert out.output["write"]["ok"] is False
+    assert (data / "f.txt").read_text() == "original"
+
+
+def test_write_into_audit_dir(sx):
+    audit = sx.workspace.audit_dir
+    code = hostile(sx, "audit", """
+        def write(p):
+            with open(p, "w") as f:
+                f.write("forged")
+        def run(args, ctx):
+            return {"write": attempt(lambda: write(args["audit"] + "/forged.jsonl"))}
+    """)
+    # A write grant on the whole workspace still leaves the audit dir out.
+    profile = SandboxProfile(fs_write=("$WORKSPACE",))
+    out = run(sx, code, profile, {"audit": str(audit)}, input_schema={"type": "object"})
+    # "audit" is not a path-like key, so only the kernel layers stand here.
+    assert out.ok, out
+    assert out.output["write"]["ok"] is False
+    assert not (audit / "forged.jsonl").exists()
+    refused = run(sx, code, profile, {"dest_file": str(audit / "x")})
+    assert refused.kind == "PolicyViolation" and refused.error["rule"] == "forbidden-path"
+
+
+def test_connect_to_loopback_without_network(sx):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    srv.settimeout(0.2)
+    port = srv.getsockname()[1]
+    code = hostile(sx, "loopback", """
+        import socket
+        def connect(port):
+            s = socket.create_connection(("127.0.0.1", port), timeout=1)
+            s.sendall(b"hello")
+            return True
+        def run(args, ctx):
+            return {"tcp": attempt(lambda: connect(ctx["port"]))}
+    """)
+    try:
+        out = run(sx, code, SandboxProfile(), ctx={"port": port})
+        assert out.ok, out
+        assert out.output["tcp"]["ok"] is False
+        with pytest.raises(socket.timeout):
+            srv.accept()
+    finally:
+        srv.close()
+
+
+def test_connect_to_host_unix_socket_in_bound_dir(sx):
+    d = sx.root / "sockdir"
+    d.mkdir()
+    path = str(d / "agent.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+    srv.settimeout(0.2)
+    code = hostile(sx, "unixsock", """
+        import socket, ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        def plain(p):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(p)
+            return True
+        def high_bits():
+            # AF_UNIX with garbage in the upper 32 bits: the kernel reads an
+            # int, so a 64-bit comparison in the filter would miss it.
+            fd = libc.syscall(41, ctypes.c_long(0x100000001), 1, 0)
+            if fd < 0:
+                raise OSError(ctypes.get_errno(), "socket")
+            return fd
+        def run(args, ctx):
+            return {"plain": attempt(lambda: plain(args["dir"] + "/agent.sock")), "high": attempt(high_bits)}
+    """)
+    try:
+        out = run(sx, code, SandboxProfile(fs_write=(str(d),)), {"dir": str(d)})
+        assert out.ok, out
+        assert out.output["plain"] == {"ok": False, "errno": "EAFNOSUPPORT"}
+        assert out.output["high"] == {"ok": False, "errno": "EAFNOSUPPORT"}
+        with pytest.raises(socket.timeout):
+            srv.accept()
+    finally:
+        srv.close()
+
+
+def test_read_other_process_environ(sx):
+    env = dict(sx.env, METNOS_TEST_SECRET="hunter2-environ")
+    code = hostile(sx, "environ", """
+        def run(args, ctx):
+            found = {"listing": attempt(lambda: os.listdir("/proc"))}
+            for pid in range(1, 64):
+                if pid != os.getpid():
+                    found[pid] = attempt(lambda: slurp("/proc/%d/environ" % pid))
+            found["self"] = attempt(lambda: slurp("/proc/self/environ"))
+            found["parent"] = attempt(lambda: slurp("/proc/%d/environ" % os.getppid()))
+            return found
+    """)
+    out = run(sx, code, SandboxProfile(), env=env)
+    assert out.ok, out
+    assert "hunter2-environ" not in str(out.output)
+    assert out.output["parent"]["ok"] is False
+    assert all(not r["ok"] for k, r in out.output.items() if k not in ("self",))
+    assert out.output["self"]["ok"] is True  # its own /proc stays usable
+
+
+def test_ptrace_the_parent(sx):
+    code = hostile(sx, "ptrace", """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.ptrace.restype = ctypes.c_long
+        def attach(pid):
+            if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
+                raise OSError(ctypes.get_errno(), "ptrace")
+            return True
+        def run(args, ctx):
+            return {"parent": attempt(lambda: attach(os.getppid())), "pid1": attempt(lambda: attach(1))}
+    """)
+    out = run(sx, code, SandboxProfile())
+    assert out.ok, out
+    assert out.output["parent"] == {"ok": False, "errno": "EPERM"}
+    assert out.output["pid1"]["ok"] is False
+
+
+def test_tiocsti(sx):
+    code = hostile(sx, "tiocsti", """
+        import fcntl, termios
+        def inject(fd):
+            fcntl.ioctl(fd, termios.TIOCSTI, b"x")
+            return True
+        def tty():
+            fd = os.open("/dev/tty", os.O_RDWR)
+            return inject(fd)
+        def run(args, ctx):
+            return {"stdin": attempt(lambda: inject(0)), "tty": attempt(tty)}
+    """)
+    out = run(sx, code, SandboxProfile())
+    assert out.ok, out
+    # On a pipe the kernel would say ENOTTY: EPERM means the filter refused it.
+    assert out.output["stdin"] == {"ok": False, "errno": "EPERM"}
+    assert out.output["tty"]["ok"] is False
+
+
+def _no_process_with(marker: str) -> bool:
+    """No live process mentions ``marker`` (bwrap's argv names the code dir)
+    or is an invocation host (whose argv names /run/metnos/host.py)."""
+    markers = (marker.encode(), b"/run/metnos/host.py")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if any(m in cmd for m in markers) and state != "Z":
+            return False
+    return True
+
+
+def test_fork_bomb(sx):
+    code = hostile(sx, "forkbomb", """
+        import time
+        def run(args, ctx):
+            n = 0
+            err = None
+            for _ in range(200):
+                try:
+                    pid = os.fork()
+                except OSError as e:
+                    err = e.errno
+                    break
+                if pid == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                n += 1
+            return {"forked": n, "errno": err}
+    """)
+    out = run(sx, code, SandboxProfile(max_pids=8, max_duration_s=5))
+    assert out.ok, out
+    assert "pids-cgroup" in out.layers
+    assert out.output["forked"] < 8
+    assert out.output["errno"] is not None
+    assert out.duration_ms < 4000
+
+
+def test_memory_hog(sx):
+    code = hostile(sx, "memhog", """
+        def run(args, ctx):
+            hog = []
+            for _ in range(64):
+                hog.append(bytearray(32 * 1024 * 1024))
+            return {"held_mb": 32 * len(hog)}
+    """)
+    out = run(sx, code, SandboxProfile(max_memory_mb=128, max_duration_s=5))
+    assert not out.ok
+    assert out.kind == "Crash" and out.error["type"] == "MemoryError"
+
+
+def test_infinite_loop_wall_clock(sx):
+    code = hostile(sx, "loop", """
+        def run(args, ctx):
+            while True:
+                pass
+    """)
+    t0 = time.monotonic()
+    out = run(sx, code, SandboxProfile(max_duration_s=0.7))
+    assert out.kind == "Timeout" and out.error["clock"] == "wall"
+    assert time.monotonic() - t0 < 2.5
+
+
+def test_infinite_loop_cpu_cap(sx):
+    code = hostile(sx, "cpuloop", """
+        def run(args, ctx):
+            while True:
+                pass
+    """)
+    out = run(sx, code, SandboxProfile(max_duration_s=5, max_cpu_s=1))
+    assert out.kind == "Timeout" and out.error["clock"] == "cpu"
+    assert out.duration_ms < 4000
+
+
+def test_hundred_megabytes_of_output(sx):
+    code = hostile(sx, "flood", """
+        def run(args, ctx):
+            # Straight at the result channel, bypassing the host's JSON.
+            chunk = b"A" * (1 << 20)
+            for fd in range(3, 12):
+                try:
+                    os.fstat(fd)
+                except OSError:
+                    continue
+                for _ in range(100):
+                    os.write(fd, chunk)
+            return {}
+    """)
+    cap = 1 << 20
+    out = run(sx, code, SandboxProfile(max_output_bytes=cap, max_duration_s=10))
+    assert out.kind == "TooLarge"
+    assert out.output_bytes == cap
+    assert out.duration_ms < 5000
+
+
+def test_hundred_megabytes_of_stderr_keeps_only_a_tail(sx):
+    code = hostile(sx, "errflood", """
+        import sys
+        def run(args, ctx):
+            chunk = "E" * (1 << 20)
+            for _ in range(100):
+                sys.stderr.write(chunk)
+            sys.stderr.write("THE-END")
+            return {"done": True}
+    """)
+    out = run(sx, code, SandboxProfile(max_duration_s=10))
+    assert out.ok, out.kind
+    assert len(out.stderr_tail) <= 4096 and out.stderr_tail.endswith("THE-END")
+
+
+def test_inherited_file_descriptors(sx):
+    secret = sx.root / "parent-secret.txt"
+    secret.write_text("inherited-secret")
+    fd = os.open(secret, os.O_RDONLY)
+    os.set_inheritable(fd, True)
+    code = hostile(sx, "fds", """
+        def run(args, ctx):
+            seen = {}
+            for fd in range(3, 256):
+                try:
+                    os.lseek(fd, 0, 0)
+                    seen[fd] = os.read(fd, 100).decode("latin-1")
+                except OSError:
+                    pass
+            return {"seen": seen}
+    """)
+    try:
+        out = run(sx, code, SandboxProfile())
+    finally:
+        os.close(fd)
+    assert out.ok, out
+    assert "inherited-secret" not in str(out.output)
+
+
+def test_secrets_in_environment(sx):
+    env = dict(sx.env, METNOS_TEST_SECRET="hunter2-env", ALLOWED_TOKEN="declared")
+    code = hostile(sx, "env", """
+        def run(args, ctx):
+            return {"env": dict(os.environ)}
+    """)
+    out = run(sx, code, SandboxProfile(env=("ALLOWED_TOKEN",)), env=env)
+    assert out.ok, out
+    assert "METNOS_TEST_SECRET" not in out.output["env"]
+    assert out.output["env"]["ALLOWED_TOKEN"] == "declared"
+    assert set(out.output["env"]) <= {"PATH", "HOME", "LANG", "TMPDIR", "PWD", "TZ", "ALLOWED_TOKEN"}
+
+
+def test_parent_killed_mid_run_leaves_nothing(sx):
+    marker_dir = sx.root / "marker"
+    marker_dir.mkdir()
+    code = hostile(sx, "sleeper", """
+        import time
+        def run(args, ctx):
+            for _ in range(3):
+                if os.fork() == 0:
+                    os.setsid()
+                    time.sleep(60)
+                    os._exit(0)
+            open(args["dir"] + "/started", "w").close()
+            time.sleep(60)
+            return {}
+    """)
+    parent_src = textwrap.dedent(f"""
+        import json, sys
+        from metnos.invocation.runner import invoke
+        from metnos.sandbox.profile import SandboxProfile
+        from metnos.workspace import Workspace
+        env = json.loads(sys.argv[1])
+        invoke({str(code)!r}, SandboxProfile(fs_write=({str(marker_dir)!r},), max_duration_s=60),
+               {{"dir": {str(marker_dir)!r}}}, workspace=Workspace.from_env(env), env=env)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", parent_src, __import__("json").dumps(sx.env)],
+                              cwd=os.getcwd(), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 15
+        while not (marker_dir / "started").exists():
+            assert time.monotonic() < deadline, "the executor never started"
+            assert parent.poll() is None, "the parent died early"
+            time.sleep(0.02)
+        assert not _no_process_with(str(code))  # the sandbox is there to kill
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 5
+        while not _no_process_with(str(code)):
+            assert time.monotonic() < deadline, "processes survived their parent"
+            time.sleep(0.05)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def test_grant_of_etc_is_refused(sx):
+    code = hostile(sx, "noop", "def run(args, ctx):\n    return {}\n")
+    for hint in ("/etc", "/", "/proc/1", "/sys"):
+        out = invoke(code, SandboxProfile(fs_read=(hint,)), {}, workspace=sx.workspace, env=sx.env)
+        assert out.kind == "PolicyViolation" and out.error["rule"] == "system-path", hint
+
+
+def test_nothing_left_running_after_timeout(sx):
+    """A timeout kills the whole tree, including a child in its own session."""
+    code = hostile(sx, "escaper", """
+        import time
+        def run(args, ctx):
+            if os.fork() == 0:
+                os.setsid()
+                time.sleep(60)
+                os._exit(0)
+            time.sleep(60)
+    """)
+    out = run(sx, code, SandboxProfile(max_duration_s=0.5))
+    assert out.kind == "Timeout"
+    time.sleep(0.2)
+    assert _no_process_with(str(code))

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import pytest
+
+from metnos.invocation.runner import invoke
+from metnos.sandbox.profile import SandboxProfile
+from tests.support.sandbox_env import make_env
+
+SCHEMA_IN = {"type": "object", "required": ["path"], "additionalProperties": False,
+             "properties": {"path": {"type": "string", "format": "path"}}}
+SCHEMA_OUT = {"type": "object", "required": ["lines"], "properties": {"lines": {"type": "array", "items": {"type": "string"}}}}
+
+READ_TAIL = """
+def run(args, ctx):
+    with open(args["path"]) as f:
+        lines = f.read().splitlines()
+    print("debug output goes to stderr, not the result")
+    return {"lines": lines[-ctx.get("n", 3):]}
+"""
+
+
+@pytest.fixture(params=["bwrap", "off"])
+def sx(request, tmp_path):
+    s = make_env(tmp_path)
+    if request.param == "off":
+        s.env["METNOS_SANDBOX"] = "0"
+    else:
+        from metnos.sandbox.bwrap import probe
+        if not probe().works:
+            pytest.skip(f"bubblewrap cannot run: {probe().error}")
+    notes = s.home / "notes"
+    notes.mkdir()
+    (notes / "diary.md").write_text("one\ntwo\nthree\nfour\n")
+    return s
+
+
+def call(sx, code, args, profile=None, **kw):
+    return invoke(code, profile or SandboxProfile(fs_read=("~/notes",)), args, kw.pop("input_schema", SCHEMA_IN),
+                  kw.pop("output_schema", SCHEMA_OUT), workspace=sx.workspace, env=sx.env, **kw)
+
+
+def test_happy_path(sx):
+    import blake3
+    code = sx.executor("read_tail", READ_TAIL)
+    out = call(sx, code, {"path": "~/notes/diary.md"}, ctx={"n": 3})
+    assert out.ok, out
+    assert out.kind is None and out.output == {"lines": ["two", "three", "four"]} and out.exit_code == 0
+    assert out.output_sha == blake3.blake3(b'{"lines": ["two", "three", "four"]}').hexdigest()
+    assert "debug output" in out.stderr_tail
+    expected = ("policy", "bwrap", "seccomp", "landlock") if sx.env.get("METNOS_SANDBOX") != "0" else ("policy",)
+    assert out.layers[: len(expected)] == expected
+    rec = out.to_record()
+    assert rec["ok"] is True and isinstance(rec["layers"], list)
+
+
+def test_input_schema_violation_before_spawn(sx):
+    code = sx.executor("boom", "raise SystemExit('must never be loaded')\n")
+    out = call(sx, code, {"path": 3})
+    assert out.kind == "SchemaViolation" and out.error["where"] == "input" and out.error["path"] == "/path"
+    assert out.exit_code is None
+
+
+def test_policy_violation_before_spawn(sx):
+    code = sx.executor("boom", "raise SystemExit('must never be loaded')\n")
+    out = call(sx, code, {"path": str(sx.home / "notes-evil" / "x")})
+    assert out.kind == "PolicyViolation" and out.error["argument"] == "/path" and out.error["rule"] == "outside-grant"
+    assert out.exit_code is None
+
+
+def test_output_schema_violation(sx):
+    code = sx.executor("bad_out", "def run(args, ctx):\n    return {'lines': 'not a list'}\n")
+    out = call(sx, code, {"path": "~/notes/diary.md"})
+    assert out.kind == "SchemaViolation" and out.error["where"] == "output" and out.output is None
+
+
+def test_non_json_output(sx):
+    code = sx.executor("garbage", "import os\ndef run(args, ctx):\n    os.write(3, b'not json')\n    os._exit(0)\n")
+    out = call(sx, code, {"path": "~/notes/diary.md"})
+    assert out.kind == "NonJSONOutput"
+
+
+def test_executor_exception_is_a_crash_with_stderr_tail(sx):
+    code = sx.executor("raises", "class NotFound(Exception):\n    pass\ndef run(args, ctx):\n    raise NotFound('no such note')\n")
+    out = call(sx, code, {"path": "~/notes/diary.md"})
+    assert out.kind == "Crash" and out.exit_code == 1
+    assert out.error == {"type": "NotFound", "message": "no such note"}
+    assert "Traceback" in out.stderr_tail
+
+
+def test_missing_main_is_a_crash_not_a_traceback(sx):
+    code = sx.root / "empty"
+    code.mkdir()
+    out = call(sx, code, {"path": "~/notes/diary.md"})
+    assert out.kind == "Crash" and out.error["type"] == "FileNotFoundError"
+
+
+def test_timeout(sx):
+    code = sx.executor("sleepy", "import time\ndef run(args, ctx):\n    time.sleep(30)\n")
+    out = call(sx, code, {"path": "~/notes/diary.md"}, SandboxProfile(fs_read=("~/notes",), max_duration_s=0.5))
+    assert out.kind == "Timeout" and out.duration_ms < 2000
+
+
+def test_site_packages_only_when_asked(sx):
+    src = "def run(args, ctx):\n    try:\n        import blake3\n        return {'lines': ['yes']}\n    except ImportError:\n        return {'lines': ['no']}\n"
+    code = sx.executor("needs_pkg", src)
+    assert call(sx, code, {"path": "~/notes/diary.md"}).output == {"lines": ["no"]}
+    out = call(sx, code, {"path": "~/notes/diary.md"}, SandboxProfile(fs_read=("~/notes",), site_packages=True))
+    assert out.output == {"lines": ["yes"]}, out

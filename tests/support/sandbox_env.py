@@ -1,0 +1,50 @@
+"""Helpers for tests that run executors: a fake home and Metnos home, and
+executors written on the fly."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from metnos.sandbox.bwrap import probe
+from metnos.workspace import Workspace
+
+
+@dataclass
+class SandboxEnv:
+    root: Path
+    home: Path
+    env: dict[str, str]
+    workspace: Workspace
+
+    def executor(self, name: str, source: str) -> Path:
+        d = self.root / "executors" / name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "main.py").write_text(textwrap.dedent(source))
+        return d
+
+
+def make_env(tmp_path: Path, **extra: str) -> SandboxEnv:
+    home = tmp_path / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "METNOS_SANDBOX"}
+    env.update(HOME=str(home), METNOS_HOME=str(tmp_path / "metnos"), **extra)
+    ws = Workspace.from_env(env)
+    for d in (ws.config_dir, ws.keys_dir, ws.log_dir, ws.audit_dir, ws.views_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    return SandboxEnv(tmp_path, home, env, ws)
+
+
+def _bwrap_reason() -> str:
+    p = probe()
+    return "" if p.works else f"bubblewrap cannot run here: {p.error}"
+
+
+def needs_bwrap(obj):
+    """Mark a test (or, as ``pytestmark = needs_bwrap``, a module)."""
+    obj = pytest.mark.bwrap(obj)
+    return pytest.mark.skipif(not probe().works, reason=_bwrap_reason() or "bwrap")(obj)

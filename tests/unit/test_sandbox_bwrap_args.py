@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import pytest
+
+from metnos.sandbox import bwrap
+from metnos.sandbox.profile import SandboxProfile
+from tests.support.sandbox_env import make_env, needs_bwrap
+
+
+@pytest.fixture
+def sx(tmp_path):
+    s = make_env(tmp_path)
+    for d in ("notes", "out", ".ssh", ".gnupg"):
+        (s.home / d).mkdir()
+    (s.root / "code").mkdir()
+    return s
+
+
+def plan(sx, **kw):
+    return bwrap.plan_for(sx.root / "code", SandboxProfile(**kw), workspace=sx.workspace, env=sx.env)
+
+
+def pairs(args, flag):
+    return [args[i + 1] for i, a in enumerate(args) if a == flag]
+
+
+@pytest.mark.parametrize("value", ["0", "off", "NO", "False", " false "])
+def test_env_switch_passes_command_through(sx, value):
+    sx.env["METNOS_SANDBOX"] = value
+    p = plan(sx)
+    assert p.mode == "off:env" and not p.active and p.layers == ("policy",)
+    assert bwrap.wrap_plan(p, ["python3", "x"]).argv == ["python3", "x"]
+
+
+def test_missing_bwrap_passes_command_through(sx, monkeypatch):
+    monkeypatch.setattr(bwrap, "probe", lambda: bwrap.BwrapProbe(None, None, False, "bwrap not found in PATH"))
+    p = plan(sx)
+    assert p.mode == "off:no-bwrap" and p.reason == "bwrap not found in PATH"
+    assert bwrap.wrap_plan(p, ["a"]).argv == ["a"]
+
+
+def test_probe_runs_bwrap_not_just_which(monkeypatch, tmp_path):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 9.9' && exit 0\necho 'no userns' >&2; exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    bwrap.probe.cache_clear()
+    try:
+        p = bwrap.probe()
+        assert p.path == str(fake) and p.version == "9.9" and not p.works and "no userns" in p.error
+    finally:
+        bwrap.probe.cache_clear()
+
+
+@needs_bwrap
+def test_always_on_flags(sx):
+    a = plan(sx).bwrap_args
+    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--new-session",
+                 "--die-with-parent", "--clearenv", "--unshare-net"):
+        assert flag in a, flag
+    assert pairs(a, "--cap-drop") == ["ALL"]
+    assert "/proc" in pairs(a, "--proc") and "/dev" in pairs(a, "--dev") and "/tmp" in pairs(a, "--tmpfs")
+    ro = pairs(a, "--ro-bind")
+    assert "/etc" not in ro and "/etc/ld.so.cache" in ro
+    assert not any(x.startswith("/etc/ssl") or x == "/etc/resolv.conf" for x in ro)
+    assert str((sx.root / "code").resolve()) in ro
+
+
+@needs_bwrap
+def test_network_and_grants(sx):
+    a = plan(sx, fs_read=("~/notes/**",), fs_write=("~/out",), network_hosts=("api.example.com",)).bwrap_args
+    assert "--unshare-net" not in a
+    assert str(sx.home / "notes") in pairs(a, "--ro-bind")
+    assert str(sx.home / "out") in pairs(a, "--bind")
+    assert "/etc/resolv.conf" in pairs(a, "--ro-bind") or not __import__("os").path.exists("/etc/resolv.conf")
+
+
+@needs_bwrap
+def test_forbidden_masked_after_every_bind(sx):
+    a = plan(sx, fs_read=("~",), fs_write=("~/out",)).bwrap_args
+    ssh = str(sx.home / ".ssh")
+    mask_at = [i for i, x in enumerate(a) if x == ssh and a[i - 1] == "--tmpfs"]
+    assert mask_at, "~/.ssh is not masked"
+    last_bind = max(i for i, x in enumerate(a) if x in ("--bind", "--ro-bind") and a[i + 1] != "/dev/null")
+    assert mask_at[0] > last_bind
+    assert ssh in pairs(a, "--remount-ro")
+    assert str(sx.home / ".gnupg") in pairs(a, "--tmpfs")
+
+
+@needs_bwrap
+def test_env_is_cleared_to_what_the_executor_needs(sx):
+    sx.env.update(SECRET_TOKEN="x", WANTED="y")
+    p = plan(sx, env=("WANTED",))
+    assert p.child_env.get("WANTED") == "y" and "SECRET_TOKEN" not in p.child_env
+    w = bwrap.wrap_plan(p, ["true"])
+    try:
+        assert w.env == {"PATH": "/usr/bin:/bin"}  # bwrap's own environ is visible inside
+        assert "SECRET_TOKEN" not in " ".join(w.argv)
+        assert w.argv[w.argv.index("--seccomp") + 1] == str(w.pass_fds[0])
+    finally:
+        w.close()

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metnos.invocation.errors import PolicyViolation
+from metnos.sandbox.hints import HintError, expand_hint
+from metnos.sandbox.policy import check_args, scope_for
+from metnos.sandbox.profile import SandboxProfile
+from tests.support.sandbox_env import make_env
+
+
+@pytest.fixture
+def sx(tmp_path):
+    s = make_env(tmp_path)
+    (s.home / "proj").mkdir()
+    (s.home / "proj" / "a.txt").write_text("a")
+    (s.home / "proj-evil").mkdir()
+    (s.home / "out").mkdir()
+    return s
+
+
+def scope(sx, **kw):
+    return scope_for(SandboxProfile(**kw), workspace=sx.workspace, env=sx.env)
+
+
+def violation(sx, args, schema=None, **kw) -> PolicyViolation:
+    with pytest.raises(PolicyViolation) as e:
+        check_args(args, schema, scope(sx, **kw))
+    return e.value
+
+
+def test_hint_expansion(sx):
+    ws, env = sx.workspace, sx.env
+    assert expand_hint("~/notes/**", workspace=ws, env=env) == sx.home / "notes"
+    assert expand_hint("/tmp/*", workspace=ws, env=env) == Path("/tmp")
+    assert expand_hint("$WORKSPACE/inbox/*.md", workspace=ws, env=env) == ws.data_dir / "inbox"
+    for bad in ("notes", "$FOO/x", "~root/x", "/a/../b", "/a\x00b"):
+        with pytest.raises(HintError):
+            expand_hint(bad, workspace=ws, env=env)
+
+
+def test_path_inside_grant_is_resolved(sx):
+    got = check_args({"path": "~/proj/a.txt"}, None, scope(sx, fs_read=("~/proj",)))
+    assert got == {"/path": sx.home / "proj" / "a.txt"}
+
+
+def test_prefix_twin_is_refused(sx):
+    v = violation(sx, {"path": str(sx.home / "proj-evil" / "x")}, fs_read=("~/proj",))
+    assert (v.argument, v.rule) == ("/path", "outside-grant")
+
+
+def test_nul_dotdot_relative(sx):
+    assert violation(sx, {"path": str(sx.home / "proj/a\x00b")}, fs_read=("~/proj",)).rule == "nul-byte"
+    assert violation(sx, {"path": str(sx.home / "proj/../proj-evil/x")}, fs_read=("~/proj",)).rule == "dotdot"
+    assert violation(sx, {"path": "proj/a.txt"}, fs_read=("~/proj",)).rule == "relative-path"
+
+
+def test_symlink_out_of_grant(sx):
+    (sx.home / "proj" / "link").symlink_to(sx.home / "proj-evil")
+    v = violation(sx, {"path": str(sx.home / "proj" / "link" / "x")}, fs_read=("~/proj",))
+    assert v.rule == "symlink-escape"
+
+
+def test_write_needs_write_grant(sx):
+    schema = {"type": "object", "properties": {"target": {"type": "string", "format": "path", "x-access": "write"}}}
+    v = violation(sx, {"target": str(sx.home / "proj" / "b")}, schema, fs_read=("~/proj",))
+    assert v.rule == "read-only-grant"
+    ok = check_args({"target": str(sx.home / "out" / "b")}, schema, scope(sx, fs_read=("~/proj",), fs_write=("~/out",)))
+    assert ok["/target"] == sx.home / "out" / "b"
+
+
+def test_schema_annotation_and_arrays_and_refs(sx):
+    schema = {"type": "object", "$defs": {"P": {"type": "string", "format": "path"}},
+              "properties": {"inputs": {"type": "array", "items": {"$ref": "#/$defs/P"}}}}
+    v = violation(sx, {"inputs": [str(sx.home / "proj/a.txt"), "/etc/passwd"]}, schema, fs_read=("~/proj",))
+    assert (v.argument, v.rule) == ("/inputs/1", "outside-grant")
+
+
+def test_forbidden_path_even_inside_a_wide_grant(sx):
+    (sx.home / ".ssh").mkdir()
+    v = violation(sx, {"path": "~/.ssh/id_ed25519"}, fs_read=("~",))
+    assert v.rule == "forbidden-path"
+    v = violation(sx, {"path": str(sx.workspace.keys_dir / "k")}, fs_read=("~",))
+    assert v.rule == "forbidden-path"
+
+
+def test_profile_that_no_profile_may_hold(sx):
+    for hint, rule in (("/etc", "system-path"), ("/", "system-path"), ("~/.ssh", "forbidden-path"),
+                       ("$WORKSPACE/.audit", "forbidden-path"), ("rel", "bad-hint")):
+        with pytest.raises(PolicyViolation) as e:
+            scope(sx, fs_read=(hint,))
+        assert (e.value.argument, e.value.rule) == ("profile", rule), hint
+
+
+def test_hosts(sx):
+    s = scope(sx, network_hosts=("api.telegram.org", "*.example.com", "localhost:8080"))
+    ok = check_args({"url": "https://api.telegram.org/bot/x", "urls": ["http://a.example.com/", "http://localhost:8080/x"]}, None, s)
+    assert ok["/url"] == "api.telegram.org"
+    for url, rule in (("https://evil.com/", "undeclared-host"),
+                      ("https://api.telegram.org@evil.com/", "undeclared-host"),
+                      ("https://api.telegram.org.evil.com/", "undeclared-host"),
+                      ("https://example.com/", "undeclared-host"),
+                      ("http://localhost:9999/", "undeclared-host"),
+                      ("file:///etc/passwd", "scheme"),
+                      ("http://evil.com\\@api.telegram.org/", "malformed-url")):
+        with pytest.raises(PolicyViolation) as e:
+            check_args({"url": url}, None, s)
+        assert e.value.rule == rule, url
+    with pytest.raises(PolicyViolation) as e:
+        check_args({"url": "https://api.telegram.org/"}, None, scope(sx))
+    assert e.value.rule == "no-network"
