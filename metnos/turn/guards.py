@@ -97,7 +97,7 @@ class TurnGuards:
     cap_steps: int = DEFAULT_CAP_STEPS
     cap_same_executor: int = DEFAULT_CAP_SAME_EXECUTOR
     cap_same_vectorial: int = DEFAULT_CAP_SAME_VECTORIAL
-    guarded: Mapping[str, tuple[str, ...]] = DUPLICATE_GUARDED
+    guarded: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DUPLICATE_GUARDED)
     steps: int = 0
     calls: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     # (executor, target) -> first step that handled it

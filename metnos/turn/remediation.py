@@ -77,7 +77,7 @@ class RemediationContext:
     catalogue: frozenset[str]
     observation: Mapping[str, Any] | None = None
     intent_object: str | None = None
-    object_primary_tools: Mapping[str, tuple[str, ...]] = OBJECT_PRIMARY_TOOLS
+    object_primary_tools: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: OBJECT_PRIMARY_TOOLS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -212,8 +212,7 @@ def _names_executor(intent_text: str, name: str) -> bool:
     return f" {name.replace('_', ' ')} " in f" {words} "
 
 
-def judge(name: str, args: Mapping[str, Any], intent_text: str,
-          policy: GuardPolicy) -> tuple[float, tuple[str, ...]]:
+def judge(name: str, args: Mapping[str, Any], intent_text: str) -> tuple[float, tuple[str, ...]]:
     hundredths = JUDGE_BASE
     fired = []
     if _names_executor(intent_text, name):
@@ -238,7 +237,7 @@ def vaglio(name: str, args: Mapping[str, Any], *, intent_text: str, policy: Guar
     if blocked is not None:
         law, reason = blocked
         return Verdict(name, DENY, reason, None, "guard", (f"guard:{law}",), keys, ts=ts)
-    score, fired = judge(name, args, intent_text, policy)
+    score, fired = judge(name, args, intent_text)
     if score < threshold:
         return Verdict(name, DENY, f"judge score {score:.2f} is below the threshold {threshold:.2f}",
                        score, "judge", fired, keys, ts=ts)

@@ -1,0 +1,169 @@
+"""An invocation as the runtime makes it: checks, sandbox, and its events.
+
+The low-level ``invoke`` runs one executor under its fence and reports an
+outcome; this service adds what the log must know: which exact executor
+(digest) was asked for what (arguments and their hash), by whom, and what came
+back. The signature is checked again at every call (seeds/000 ch. 3): an
+executor tampered with after boot is quarantined on the spot and never run.
+The events are left pending on the returned aggregate so the caller can commit
+them with the rest of its step, in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from nacl.signing import VerifyKey
+
+from domain.invocation import Invocation
+from metnos.blobs import BlobStore
+from metnos.canonical import canonical_hash, canonical_json
+from metnos.executors.context import build_ctx
+from metnos.executors.loader import LoadedExecutor, LoadReport, Quarantined
+from metnos.executors.signing import verify_executor
+from metnos.invocation.outcome import InvocationOutcome
+from metnos.invocation.runner import invoke
+from metnos.workspace import Workspace
+
+# Observations above this size go to the blob store; the event keeps the digest.
+INLINE_OUTPUT_LIMIT = 64 * 1024
+
+UNKNOWN = "UnknownExecutor"
+QUARANTINED = "Quarantined"
+
+
+@dataclass
+class Refusal:
+    """The executor could not even be asked: unknown, or quarantined."""
+
+    kind: str
+    message: str
+    quarantine: Quarantined | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"ok": False, "kind": self.kind, "error": {"message": self.message}}
+
+
+@dataclass
+class Call:
+    invocation: Invocation | None
+    outcome: InvocationOutcome | None
+    refusal: Refusal | None = None
+    executor: LoadedExecutor | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is not None and self.outcome.ok
+
+    def observation(self) -> dict[str, Any]:
+        """What the planner sees of the call."""
+        if self.refusal is not None:
+            return {"ok": False, "error": {"kind": self.refusal.kind, "message": self.refusal.message}}
+        assert self.outcome is not None
+        if self.outcome.ok and self.outcome.output is not None:
+            return self.outcome.output
+        return {"ok": False, "error": {"kind": self.outcome.kind, **self.outcome.error}}
+
+
+class Invoker:
+    def __init__(
+        self,
+        *,
+        workspace: Workspace,
+        report: LoadReport,
+        verify_key: VerifyKey,
+        clock: Callable[[], datetime],
+        new_id: Callable[[], UUID],
+        is_blocked: Callable[[LoadedExecutor], str | None] = lambda _: None,
+        config: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.report = report
+        self.verify_key = verify_key
+        self.clock = clock
+        self.new_id = new_id
+        self.is_blocked = is_blocked
+        self.config = config
+        self.env = env
+        self.blobs = BlobStore(workspace.blobs_dir)
+
+    def resolve(self, name: str, version: str | None = None) -> LoadedExecutor | Refusal:
+        found = self.report.get(name, version)
+        if found is not None:
+            blocked = self.is_blocked(found)
+            if blocked:
+                return Refusal(QUARANTINED, f"{name} {found.version} is quarantined: {blocked}")
+            return found
+        for q in self.report.quarantined:
+            if q.name == name and (version is None or q.version == version):
+                return Refusal(QUARANTINED, f"{name} {q.version} is quarantined: {q.reason}", q)
+        return Refusal(UNKNOWN, f"there is no executor named {name!r}" + (f" at version {version}" if version else ""))
+
+    def call(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        caller: dict[str, Any],
+        turn_id: str | None = None,
+        trace_id: str | None = None,
+        version: str | None = None,
+    ) -> Call:
+        target = self.resolve(name, version)
+        if isinstance(target, Refusal):
+            return Call(invocation=None, outcome=None, refusal=target)
+        # The files may have changed since boot: check them again now.
+        check = verify_executor(target.dir, self.verify_key)
+        if not check.ok or check.digest != target.digest:
+            bad = check.failure
+            q = Quarantined(
+                target.origin, target.name, target.version, target.dir,
+                bad.file if bad else "manifest.sig",
+                bad.check if bad else "identity",
+                bad.detail if bad else "the signed files changed since boot",
+            )
+            return Call(invocation=None, outcome=None, refusal=Refusal(QUARANTINED, f"{name} {target.version} failed its check at call time: {q.reason}", q), executor=target)
+        invocation_id = self.new_id()
+        at = self.clock()
+        invocation = Invocation.request(
+            id=invocation_id, at=at, executor=target.name, version=target.version, origin=target.origin,
+            digest=target.digest, args=args, args_hash=canonical_hash(args), caller=caller,
+            turn_id=turn_id, trace_id=trace_id or str(invocation_id),
+        )
+        ctx = build_ctx(now=at.isoformat(), workspace=self.workspace, profile=target.profile,
+                        name=target.name, version=target.version, config=self.config, env=self.env)
+        outcome = invoke(target.dir, target.profile, args, target.input_schema, target.output_schema,
+                         workspace=self.workspace, ctx=ctx, env=self.env)
+        done = self.clock()
+        if outcome.kind in ("PolicyViolation",) or (outcome.kind == "SchemaViolation" and outcome.error.get("where") == "input"):
+            invocation.refuse(kind=outcome.kind, error=outcome.error, at=done)
+        else:
+            invocation.complete(
+                at=done, ok=outcome.ok, kind=outcome.kind or "ok", exit_code=outcome.exit_code,
+                duration_ms=outcome.duration_ms, output_hash=outcome.output_sha and "blake3:" + outcome.output_sha,
+                output_size=outcome.output_bytes, output=self._keep(outcome.output), error=outcome.error or None,
+                stderr_tail=outcome.stderr_tail,
+            )
+        return Call(invocation=invocation, outcome=outcome, executor=target)
+
+    def _keep(self, output: dict[str, Any] | None) -> Any:
+        if output is None:
+            return None
+        raw = canonical_json(output)
+        if len(raw) <= INLINE_OUTPUT_LIMIT:
+            return output
+        return {"blob": self.blobs.put(raw), "size": len(raw)}
+
+    def stored_output(self, recorded: Any) -> Any:
+        """The observation an event recorded, fetched from the blob store if spilled."""
+        if isinstance(recorded, dict) and set(recorded) == {"blob", "size"}:
+            import orjson
+
+            return orjson.loads(self.blobs.get(recorded["blob"]))
+        return recorded

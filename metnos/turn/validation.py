@@ -1,0 +1,42 @@
+"""Check proposed arguments against the executor's JSON Schema.
+
+Runs after piping (the executor must receive valid data, whatever the LLM
+wrote) and before the vaglio. Errors come back as a list of plain records
+ordered by argument path then message, so the observation the LLM sees and
+the recorded event are the same on replay. Draft 2020-12 unless the schema
+names another draft in ``$schema``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+from jsonschema.validators import validator_for
+
+from metnos.turn.errors import TurnError
+
+MAX_ERRORS = 20
+
+
+class SchemaDefectError(TurnError):
+    pass
+
+
+def validate_args(schema: Mapping[str, Any], args: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``[]`` when valid, else ``[{"path": "a.0", "message": ..., "validator": ...}]``."""
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        # The manifest is signed: a broken schema is a catalogue defect,
+        # not something the LLM can correct.
+        raise SchemaDefectError("bad_schema", f"the executor's schema is invalid: {exc.message}",
+                                {}) from None
+    errors = []
+    for err in cls(schema).iter_errors(args):
+        errors.append({"path": ".".join(map(str, err.absolute_path)),
+                       "message": err.message, "validator": str(err.validator)})
+    errors.sort(key=lambda e: (e["path"], e["message"]))
+    return errors[:MAX_ERRORS]

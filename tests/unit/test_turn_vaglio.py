@@ -1,0 +1,147 @@
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metnos.turn.vaglio import GuardPolicy, path_strings, resolve_path, vaglio
+
+HOME = "/home/u"
+WS = "/home/u/.local/share/metnos"
+POLICY = GuardPolicy.core(HOME, workspace=WS, extra_forbidden=[WS + "/log", WS + "/keys"])
+
+
+def v(name, args, intent="do it", **kw):
+    return vaglio(name, args, intent_text=intent, policy=POLICY, **kw)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("read_files", {"paths": ["~/.ssh/id_rsa"]}),
+    ("read_files", {"path": "$HOME/.gnupg/pubring.kbx"}),
+    ("read_files", {"path": "/home/u/.config/metnos/keys/k"}),
+    ("read_files", {"path": "~/.config/myclaw"}),
+    ("read_files", {"path": "/etc/passwd"}),
+    ("read_files", {"path": "/etc/shadow"}),
+    ("read_files", {"path": "file:///proc/self/environ"}),
+    ("find_files", {"base_path": "/sys/class"}),
+    ("read_files", {"path": "../../../.ssh/id_ed25519"}),
+    ("read_files", {"path": "/home/u/notes/../.ssh/config"}),
+    ("read_files", {"path": "//etc//passwd"}),
+    ("write_files", {"path": WS + "/.audit/2026.jsonl", "content": "x"}),
+    ("write_files", {"path": WS + "/log/data.mdb", "content": "x"}),
+    ("classify_entries", {"entries": [{"path": "/home/u/.ssh/id_rsa", "size": 1}]}),
+    ("write_files", {"path": "/etc/hosts", "content": "1.2.3.4 bank"}),
+])
+def test_guard_blocks_core_forbidden_paths(name, args):
+    r = v(name, args)
+    assert r.decision == "deny" and r.blocked_by == "guard" and r.score is None
+    assert r.rules == ("guard:core_forbidden_path",)
+
+
+@pytest.mark.parametrize("path", ["/etc/localtime", "/etc/ssl/certs/ca.pem", "/etc/resolv.conf"])
+def test_innocuous_etc_files_are_readable_but_not_writable(path):
+    assert v("read_files", {"path": path}).approved
+    assert v("write_files", {"path": path, "content": "x"}).blocked_by == "guard"
+
+
+def test_guard_allows_ordinary_paths_and_wide_reads():
+    assert v("read_files", {"paths": ["~/notes/diary.md"]}).approved
+    assert v("find_files", {"base_path": "~", "pattern": "*.jpg"}).approved
+    assert v("find_files", {"base_path": "/"}).approved
+
+
+@pytest.mark.parametrize("name,args", [
+    ("delete_files", {"paths": ["~"]}),
+    ("delete_files", {"paths": ["/"]}),
+    ("move_files", {"src": "/home", "dst": "/tmp/h"}),
+    ("delete_files", {"paths": ["~/.config"]}),  # contains ~/.config/metnos
+    ("compress_files", {"paths": ["/usr"]}),
+])
+def test_guard_blocks_mass_harm(name, args):
+    r = v(name, args)
+    assert r.blocked_by == "guard" and r.rules == ("guard:no_mass_harm",)
+
+
+def test_guard_blocks_private_key_exfiltration_but_not_reading_about_keys():
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn...\n-----END OPENSSH PRIVATE KEY-----"
+    r = v("send_messages", {"messages": [{"to_user": "x", "body": key}]})
+    assert r.rules == ("guard:no_secret_exfiltration",)
+    assert v("extract_text", {"content": key}).approved
+
+
+def test_text_arguments_are_not_paths():
+    assert v("write_files", {"path": "~/notes/a.md", "content": "/etc/passwd is where users live"}).approved
+    assert path_strings({"content": "~/.ssh", "query": "/etc"}) == []
+
+
+def test_urls_are_not_paths():
+    assert path_strings({"urls": ["https://x.org/etc/passwd"], "path": "http://a/b"}) == []
+
+
+def test_resolve_path():
+    assert resolve_path("~/a/../b", POLICY) == "/home/u/b"
+    assert resolve_path("notes.txt", POLICY) == WS + "/notes.txt"
+    assert resolve_path("$WORKSPACE/x", POLICY) == WS + "/x"
+    assert resolve_path("//etc", POLICY) == "/etc"
+
+
+def test_judge_base_bonus_and_penalties_are_exact():
+    assert v("get_now", {}).score == 0.7
+    assert v("get_now", {}, intent="please run get_now").score == 0.9
+    assert v("read_files", {}, intent="Read files in my notes folder").score == 0.9
+    assert v("read_files", {"path": "~/a/../b.txt"}).score == 0.4
+    assert v("read_files", {"pa th": "x"}).score == 0.4
+    r = v("read_files", {"path": "a/../b", "we!rd": 1})
+    assert r.score == 0.1 and r.decision == "deny" and r.blocked_by == "judge"
+    assert set(r.rules) == {"judge:dotdot_in_path", "judge:anomalous_arg_key"}
+
+
+def test_threshold_is_inclusive_and_configurable():
+    assert v("read_files", {"path": "a/../b"}, threshold=0.4).approved
+    assert v("read_files", {"path": "a/../b"}, threshold=0.41).blocked_by == "judge"
+    assert v("get_now", {}, threshold=0.0).approved
+
+
+def test_precautionary_asymmetry_asks_unless_approved():
+    r = v("send_messages", {"messages": [{"to_user": "l", "body": "hi"}]}, side_effects=True, idempotent=False)
+    assert r.decision == "ask" and not r.approved and "approval" in r.reason
+    assert v("send_messages", {"messages": [1]}, side_effects=True, idempotent=False,
+             user_approved=True).approved
+    assert v("write_files", {"path": "~/a", "content": "x"}, side_effects=True, idempotent=True).approved
+
+
+def test_guard_wins_over_approval():
+    r = v("send_messages", {"path": "~/.ssh/id_rsa"}, side_effects=True, idempotent=False, user_approved=True)
+    assert r.blocked_by == "guard"
+
+
+def test_verdict_json_records_keys_not_values():
+    r = v("write_files", {"path": "~/secret-plan.md", "content": "the secret"}, ts="2026-04-27T10:00:00Z")
+    data = r.to_json()
+    assert data["args_keys"] == ["content", "path"]
+    text = json.dumps(data)
+    assert "secret" not in text
+    assert set(data) == {"executor", "approved", "decision", "reason", "score", "blocked_by", "rules",
+                         "args_keys", "judge_kind", "ts"}
+    assert data["judge_kind"] == "rule" and data["ts"] == "2026-04-27T10:00:00Z"
+
+
+def test_policy_validation():
+    with pytest.raises(ValueError):
+        GuardPolicy.core("relative/home")
+    with pytest.raises(ValueError):
+        GuardPolicy.core("/h", extra_forbidden=["rel"])
+
+
+segments = st.lists(st.sampled_from(["a", "b", "..", ".", "notes", ".ssh", "", "etc"]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["~/", "/", "", "./", "/home/u/", "$HOME/"]), segments)
+def test_property_no_spelling_reaches_ssh_unguarded(prefix, parts):
+    raw = prefix + "/".join(parts)
+    resolved = resolve_path(raw, POLICY)
+    r = v("read_files", {"path": raw})
+    if resolved == "/home/u/.ssh" or resolved.startswith("/home/u/.ssh/") or resolved.startswith("/etc"):
+        assert r.blocked_by == "guard"
+    assert resolved.startswith("/") and "/../" not in resolved + "/"
