@@ -10,27 +10,31 @@ sandbox, where the executor cannot import Metnos). Keys:
 ``workspace``    ``{"home": str, "root": str, "read": [str], "write": [str]}``:
                  ``home`` is what a leading ``~`` in a path argument means,
                  ``root`` what ``$WORKSPACE`` means; ``read``/``write`` are the
-                 executor's fs path hints resolved to absolute paths (what the
-                 sandbox grants; informative, the sandbox enforces).
-``outbox_dir``   where the local outbox channel of send_messages writes.
-``config``       executor-facing settings, e.g.
-                 ``{"telegram": {"base_url": ..., "token_env": ..., "chat_ids": {...}},
-                    "messages": {"default_channel": "outbox"}}``.
+                 executor's fs path hints expanded to absolute directories
+                 (what the sandbox binds; informative, the sandbox enforces).
+``outbox_dir``   where the local outbox channel of send_messages writes
+                 (``$WORKSPACE/outbox``).
+``config``       executor-facing settings, ``DEFAULT_CONFIG`` merged with the
+                 user's, e.g. ``{"telegram": {"base_url", "token_env",
+                 "chat_ids", "timeout_s"}, "messages": {"default_channel"}}``.
                  Secrets never travel in ctx: ``token_env`` names an
                  environment variable the manifest lists under
                  ``capabilities.env``.
 ``executor``     ``{"name", "version"}`` of the executor being run.
 
-Path hints understood in manifests: absolute paths, ``~`` / ``~/...`` (the
-user's home), ``$WORKSPACE`` (the Metnos data dir), ``$OUTBOX`` (the outbox).
+Path hints in manifests use the sandbox's vocabulary: absolute paths, ``~``,
+``$HOME``, ``$WORKSPACE`` (see metnos.sandbox.hints).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
+from metnos.sandbox.hints import expand_hints, home_of
 from metnos.sandbox.profile import SandboxProfile
+from metnos.workspace import Workspace
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "telegram": {
@@ -58,44 +62,33 @@ class ExecutorCtx(TypedDict):
     executor: dict[str, str]
 
 
-def resolve_hint(hint: str, *, home: Path, root: Path, outbox: Path) -> Path:
-    """Turn a manifest path hint into an absolute path."""
-    for var, base in (("$WORKSPACE", root), ("$OUTBOX", outbox)):
-        if hint == var or hint.startswith(var + "/"):
-            return base / hint[len(var) + 1:] if hint != var else base
-    if hint == "~" or hint.startswith("~/"):
-        return home / hint[2:] if hint != "~" else home
-    if hint.startswith("/"):
-        return Path(hint)
-    raise ValueError(f"unknown path hint {hint!r}")
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merge_config(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = merge_config(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), dict) else v
     return out
 
 
 def build_ctx(
     *,
     now: str,
-    home: Path,
-    root: Path,
-    outbox_dir: Path,
+    workspace: Workspace,
     profile: SandboxProfile,
     name: str,
     version: str,
-    config: dict[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ExecutorCtx:
+    env = os.environ if env is None else env
+
     def grant(hints: tuple[str, ...]) -> list[str]:
-        return [str(resolve_hint(h, home=home, root=root, outbox=outbox_dir)) for h in hints]
+        return [str(p) for p in expand_hints(hints, workspace=workspace, env=env)]
 
     return ExecutorCtx(
         now=now,
-        workspace=WorkspaceGrant(home=str(home), root=str(root), read=grant(profile.fs_read),
-                                 write=grant(profile.fs_write)),
-        outbox_dir=str(outbox_dir),
-        config=_merge(DEFAULT_CONFIG, config or {}),
+        workspace=WorkspaceGrant(home=str(home_of(env)), root=str(workspace.data_dir),
+                                 read=grant(profile.fs_read), write=grant(profile.fs_write)),
+        outbox_dir=str(workspace.outbox_dir),
+        config=merge_config(DEFAULT_CONFIG, config or {}),
         executor={"name": name, "version": version},
     )

@@ -228,8 +228,7 @@ def _run_births(report: LoadReport, candidates: list[LoadedExecutor], *, now: st
     now = now or datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     def one(e: LoadedExecutor):
-        ctx = build_ctx(now=now, home=workspace.data_dir, root=workspace.data_dir,
-                        outbox_dir=workspace.outbox_dir, profile=e.profile, name=e.name,
+        ctx = build_ctx(now=now, workspace=workspace, profile=e.profile, name=e.name,
                         version=e.version, config=config)
         schemas = ContractSchemas(document={}, input=e.input_schema, output=e.output_schema)
         timeout = 10.0 + 4 * e.profile.max_duration_s

@@ -154,8 +154,10 @@ def _path_hints(v: tuple[str, ...]) -> tuple[str, ...]:
     for hint in v:
         if not hint or "\x00" in hint:
             raise ValueError(f"bad path hint {hint!r}")
-        if not (hint.startswith(("/", "~", "$"))):
-            raise ValueError(f"path hint {hint!r} must be absolute, start with '~' or a $VARIABLE")
+        # The vocabulary the sandbox expands (metnos.sandbox.hints).
+        if not (hint.startswith("/") or hint == "~" or hint.startswith("~/")
+                or any(hint == v or hint.startswith(v + "/") for v in ("$HOME", "$WORKSPACE"))):
+            raise ValueError(f"path hint {hint!r} must be absolute or start with ~, $HOME or $WORKSPACE")
         if ".." in Path(hint).parts:
             raise ValueError(f"path hint {hint!r} must not contain '..'")
     return v
@@ -171,6 +173,8 @@ class Capabilities(_Strict):
     time_read: bool = Field(default=False, alias="time:read")
     # Names of environment variables passed through (e.g. a token's name).
     env: tuple[str, ...] = ()
+    # Import the runtime's installed packages; stdlib-only executors say no.
+    site_packages: bool = Field(default=False, alias="python:site-packages")
 
     @field_validator("fs_read", "fs_write")
     @classmethod
@@ -276,6 +280,7 @@ class Manifest(_Strict):
             network_hosts=tuple(sorted(set(cap.network))),
             binaries=tuple(sorted(set(cap.code_exec))),
             time_read=cap.time_read,
+            site_packages=cap.site_packages,
             env=tuple(sorted(set(cap.env))),
             max_duration_s=lim.max_duration_s,
             max_cpu_s=lim.max_cpu_s,

@@ -120,7 +120,17 @@ def sign_executor(directory: Path | str, signing_key: SigningKey) -> str:
         raise SigningError(f"{d / MANIFEST}: {exc}") from None
     except SchemaProblem as exc:
         raise SigningError(f"{d / SCHEMA}: {exc}") from None
-    lock = manifest.sandbox_profile().lock_digest().encode()
+    return write_signature(d, signing_key, manifest.sandbox_profile().lock_digest().encode())
+
+
+def write_signature(directory: Path | str, signing_key: SigningKey, lock: bytes) -> str:
+    """Sign the folder as it is, with ``lock`` as profile.lock, checking nothing.
+
+    The low half of sign_executor; tests use it to produce signed folders
+    that the loader must still refuse (a broken schema, a stale lock).
+    """
+    d = Path(directory)
+    data = {name: (d / name).read_bytes() for name in SIGNED_FILES}
     digests = [blake3.blake3(data[name]).digest() for name in SIGNED_FILES]
     message = signed_message(digests, lock)
     signature = signing_key.sign(message).signature
