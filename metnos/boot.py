@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from metnos.errors import MetnosError
-from metnos.eventlog import EventLog
 from metnos.workspace import Workspace
 
 
@@ -39,13 +38,29 @@ def create_workspace(workspace: Workspace) -> list[str]:
 
 
 def initialise(workspace: Workspace) -> list[str]:
+    """Idempotent: a second run keeps the keys and the log, and adds what is missing."""
+    from metnos.executors.install import install_seed_executors
+    from metnos.executors.keys import ensure_keypair, key_fingerprint
+    from metnos.runtime import Runtime
+
     report = []
     made = create_workspace(workspace)
     report.append(f"workspace: {workspace.data_dir} ({'created' if made else 'already there'})")
     report.append(f"config:    {workspace.config_dir}")
-    log = EventLog(workspace)
-    try:
-        report.append(f"log:       {workspace.log_dir} ({log.recorder.max_notification_id() or 0} events)")
-    finally:
-        log.close()
+    signing_key = ensure_keypair(workspace)
+    report.append(f"keys:      {workspace.keys_dir} (instance key {key_fingerprint(signing_key.verify_key)})")
+    installed = install_seed_executors(workspace, signing_key) if not _seeds_installed(workspace) else []
+    with Runtime.boot(workspace) as runtime:
+        active = sum(1 for e in runtime.report.loaded)
+        quarantined = len(runtime.report.quarantined)
+        report.append(f"executors: {active} active, {quarantined} quarantined" + (f" ({len(installed)} seeds signed)" if installed else ""))
+        report.append(f"log:       {workspace.log_dir} ({runtime.log.recorder.max_notification_id() or 0} events)")
     return report
+
+
+def _seeds_installed(workspace: Workspace) -> bool:
+    from executors import SEED_DIR
+
+    seed_dir = workspace.executors_origin_dir("seed")
+    shipped = [p.name for p in SEED_DIR.iterdir() if (p / "manifest.toml").is_file()]
+    return all((seed_dir / name / "CURRENT").is_file() for name in shipped)

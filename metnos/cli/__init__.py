@@ -45,6 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("metnos: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`metnos events | head`): not an error.
+        sys.stderr.close()
+        return 0
     except Exception as e:  # noqa: BLE001 - the last line of defence keeps tracebacks from users
         from eventsourcing.persistence import PersistenceError
 

@@ -117,7 +117,9 @@ class Invoker:
     ) -> Call:
         target = self.resolve(name, version)
         if isinstance(target, Refusal):
-            return Call(invocation=None, outcome=None, refusal=target)
+            q = target.quarantine
+            refused = self._refused(name, q.version if q else (version or ""), q.origin if q else "", "", args, caller, turn_id, trace_id, target)
+            return Call(invocation=refused, outcome=None, refusal=target)
         # The files may have changed since boot: check them again now.
         check = verify_executor(target.dir, self.verify_key)
         if not check.ok or check.digest != target.digest:
@@ -128,7 +130,9 @@ class Invoker:
                 bad.check if bad else "identity",
                 bad.detail if bad else "the signed files changed since boot",
             )
-            return Call(invocation=None, outcome=None, refusal=Refusal(QUARANTINED, f"{name} {target.version} failed its check at call time: {q.reason}", q), executor=target)
+            refusal = Refusal(QUARANTINED, f"{name} {target.version} failed its check at call time: {q.reason}", q)
+            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal)
+            return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
         invocation_id = self.new_id()
         at = self.clock()
         invocation = Invocation.request(
@@ -151,6 +155,21 @@ class Invoker:
                 stderr_tail=outcome.stderr_tail,
             )
         return Call(invocation=invocation, outcome=outcome, executor=target)
+
+    def _refused(
+        self, name: str, version: str, origin: str, digest: str, args: dict[str, Any], caller: dict[str, Any],
+        turn_id: str | None, trace_id: str | None, refusal: Refusal,
+    ) -> Invocation:
+        """Refusals are audited too (seeds/000 ch. 5: "in all cases")."""
+        invocation_id = self.new_id()
+        at = self.clock()
+        invocation = Invocation.request(
+            id=invocation_id, at=at, executor=name, version=version, origin=origin, digest=digest,
+            args=args, args_hash=canonical_hash(args), caller=caller, turn_id=turn_id,
+            trace_id=trace_id or str(invocation_id),
+        )
+        invocation.refuse(kind=refusal.kind, error={"message": refusal.message}, at=at)
+        return invocation
 
     def _keep(self, output: dict[str, Any] | None) -> Any:
         if output is None:

@@ -188,6 +188,10 @@ def _classify(key: str | None, schema: dict) -> tuple[str | None, bool]:
 
 def _walk(value: Any, schema: dict, root: Any, key: str | None, pointer: str, out: list) -> None:
     schema = _deref(schema, root)
+    # Data the executor computes on (entries of a list operator) is marked
+    # opaque in its signed schema: strings in it name nothing to open.
+    if schema.get("x-opaque") is True:
+        return
     if isinstance(value, str):
         kind, write = _classify(key, schema)
         if kind:

@@ -111,3 +111,20 @@ def test_hosts(sx):
     with pytest.raises(PolicyViolation) as e:
         check_args({"url": "https://api.telegram.org/"}, None, scope(sx))
     assert e.value.rule == "no-network"
+
+
+def test_opaque_data_is_not_taken_for_paths_but_the_rest_still_is(sx):
+    schema = {
+        "type": "object",
+        "properties": {
+            "entries": {"type": "array", "x-opaque": True, "items": {"type": "object"}},
+            "path": {"type": "string", "format": "path"},
+        },
+    }
+    entries = [{"path": "/etc/shadow", "url": "http://evil.example"}]
+    assert check_args({"entries": entries}, schema, scope(sx)) == {}
+    # Without the mark the same data is checked, and refused.
+    plain = {"type": "object", "properties": {"entries": {"type": "array", "items": {"type": "object"}}}}
+    assert violation(sx, {"entries": entries}, plain).argument.startswith("/entries/0/")
+    # An opaque sibling does not switch off the check of a real path argument.
+    assert violation(sx, {"entries": entries, "path": "/etc/shadow"}, schema).argument == "/path"

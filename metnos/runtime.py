@@ -1,0 +1,138 @@
+"""The runtime at boot: workspace, log, keys, verified executors, read models.
+
+Booting loads and checks every executor (signature, digests, profile lock,
+schemas, birth tests), records in the log what changed in their lifecycle,
+and brings the catalogue and the audit lines up to date. Everything else
+(``metnos executors run``, the turn loop) works on a booted runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from domain.executor import ACTIVE
+from metnos.clock import new_id, system_clock
+from metnos.errors import MetnosError
+from metnos.eventlog import EventLog
+from metnos.executors.keys import KeyFileError, key_fingerprint, load_verify_key
+from metnos.executors.loader import LoadedExecutor, LoadReport, load_executors
+from metnos.invocation.service import Call, Invoker
+from metnos.lifecycle import record_boot
+from metnos.workspace import Workspace
+from projections.audit import AuditLines
+from projections.base import MaterialisedView
+from projections.catalog import CatalogueFold
+from projections.store import ViewStore
+
+
+class NotInitialised(MetnosError):
+    """There is no workspace yet."""
+
+
+class Runtime:
+    def __init__(
+        self,
+        workspace: Workspace,
+        log: EventLog,
+        report: LoadReport,
+        verify_key: Any,
+        *,
+        clock: Callable[[], datetime] = system_clock,
+        ids: Callable[[], UUID] = new_id,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.log = log
+        self.report = report
+        self.verify_key = verify_key
+        self.key_id = key_fingerprint(verify_key)
+        self.clock = clock
+        self.ids = ids
+        self.config = config
+        self._catalogue_store = ViewStore.open(workspace.views_dir, "catalogue")
+        self._audit_store = ViewStore.open(workspace.views_dir, "audit")
+        self.catalogue = MaterialisedView(CatalogueFold(), self._catalogue_store)
+        self.audit = AuditLines(workspace.audit_dir, self._audit_store)
+        self.invoker = Invoker(
+            workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
+            is_blocked=self._blocked_reason, config=config,
+        )
+
+    @classmethod
+    def boot(
+        cls,
+        workspace: Workspace | None = None,
+        *,
+        birth: bool = True,
+        clock: Callable[[], datetime] = system_clock,
+        ids: Callable[[], UUID] = new_id,
+        config: dict[str, Any] | None = None,
+    ) -> Runtime:
+        workspace = workspace or Workspace.from_env()
+        if not workspace.keys_dir.exists():
+            msg = f"no Metnos workspace at {workspace.data_dir}; run `metnos init` first"
+            raise NotInitialised(msg)
+        try:
+            verify_key = load_verify_key(workspace)
+        except KeyFileError as e:
+            msg = f"{e}; run `metnos init` to create the instance keys"
+            raise NotInitialised(msg) from None
+        log = EventLog(workspace)
+        try:
+            report = load_executors(workspace, verify_key, birth=birth, now=clock().isoformat(), config=config)
+            runtime = cls(workspace, log, report, verify_key, clock=clock, ids=ids, config=config)
+            record_boot(log, report, clock, runtime.key_id)
+            runtime.refresh()
+        except BaseException:
+            log.close()
+            raise
+        return runtime
+
+    def refresh(self) -> None:
+        self.catalogue.catch_up(self.log)
+        self.audit.catch_up(self.log)
+
+    def catalogue_state(self) -> dict[str, Any]:
+        return self.catalogue.catch_up(self.log)
+
+    def _blocked_reason(self, executor: LoadedExecutor) -> str | None:
+        entry = self.catalogue.state()["executors"].get(f"{executor.origin}/{executor.name}")
+        if entry is None:
+            return None
+        version = entry["versions"].get(executor.version)
+        if version is None or version["state"] == ACTIVE:
+            return None
+        return version.get("reason") or f"its state is {version['state']}"
+
+    def call(self, name: str, args: dict[str, Any], *, caller: dict[str, Any], version: str | None = None) -> Call:
+        """One executor run outside a turn (``metnos executors run``), recorded."""
+        call = self.invoker.call(name, args, caller=caller, version=version)
+        self._record_quarantine(call)
+        if call.invocation is not None:
+            self.log.save(call.invocation)
+        self.refresh()
+        return call
+
+    def _record_quarantine(self, call: Call) -> None:
+        refusal = call.refusal
+        if refusal is None or refusal.quarantine is None or call.executor is None:
+            return
+        from metnos.lifecycle import Lifecycle
+
+        lifecycle = Lifecycle(self.log, self.clock, self.key_id)
+        lifecycle.record_quarantined(refusal.quarantine)
+        lifecycle.save()
+
+    def close(self) -> None:
+        self._catalogue_store.close()
+        self._audit_store.close()
+        self.log.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
