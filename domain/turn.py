@@ -1,0 +1,177 @@
+"""A turn: one request, the steps taken for it, and how it ended (seeds/002 ch. 2).
+
+Every decision of the loop is an event here, and every input that is not a
+pure function of earlier events (the model's replies, the observations, the
+approvals, the clock, the ids) is written into one of them, so that a replay
+can feed them back and check that the runtime takes the same path.
+Fields ending in ``_ms`` are measurements, and ``settings`` and
+``runtime_version`` are context: replay shows them but does not compare them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.base import Created, DomainEvent, MetnosAggregate
+
+OPEN = "open"
+ANSWERED = "answered"
+FAILED = "failed"
+UNDONE_SUFFIX = "+undone"
+
+# Fields that describe how the turn ran rather than what it decided.
+CONTEXT_FIELDS = frozenset({"settings", "runtime_version"})
+
+
+def is_measurement(field: str) -> bool:
+    return field.endswith("_ms")
+
+
+class Turn(MetnosAggregate):
+    class TurnStarted(Created):
+        text: str
+        actor: str
+        channel: str
+        mode: str
+        settings: dict
+        runtime_version: str
+
+    class CatalogueResolved(DomainEvent):
+        digest: str
+        entries: list
+
+    class PrefilterRanked(DomainEvent):
+        ranking: dict
+        prefilter_ms: int
+
+    class LLMAsked(DomainEvent):
+        round: int
+        tier: str
+        request_digest: str
+        tools: list
+
+    class LLMReplied(DomainEvent):
+        round: int
+        reply: dict
+        intent_ms: int
+
+    class LLMFailed(DomainEvent):
+        round: int
+        error_type: str
+        message: str
+
+    class StepProposed(DomainEvent):
+        step: int
+        call_id: str
+        executor: str
+        args: dict
+        call_form: str
+
+    class StepIntercepted(DomainEvent):
+        """A guard answered in the executor's place (duplicate read, caps)."""
+
+        step: int
+        decision: dict
+        observation: dict
+
+    class StepRejected(DomainEvent):
+        """The call was refused before running: unknown executor, shape, piping, schema, policy."""
+
+        step: int
+        kind: str
+        error: dict
+        observation: dict
+        remediation: dict | None
+
+    class StepResolved(DomainEvent):
+        step: int
+        args: dict
+        pipings: list
+
+    class StepJudged(DomainEvent):
+        step: int
+        verdict: dict
+        vaglio_ms: int
+
+    class ApprovalAsked(DomainEvent):
+        step: int
+        executor: str
+        reason: str
+
+    class ApprovalAnswered(DomainEvent):
+        step: int
+        approved: bool
+        by: str
+
+    class StepInvoked(DomainEvent):
+        step: int
+        invocation_id: str
+        executor: str
+        version: str
+        digest: str
+        args_hash: str
+        ok: bool
+        kind: str
+        exec_ms: int
+
+    class ObservationRecorded(DomainEvent):
+        step: int
+        ok: bool
+        observation: dict
+        spill: dict
+
+    class DataPiped(DomainEvent):
+        """Data passed from one step's executor to another's: what the mnestome learns from."""
+
+        src_step: int
+        src_executor: str
+        src_version: str
+        src_field: str
+        dst_step: int
+        dst_executor: str
+        dst_version: str
+        dst_arg: str
+        mechanism: str
+
+    class TurnAnswered(DomainEvent):
+        text: str
+        steps: int
+
+        def apply(self, turn: Turn) -> None:
+            turn.status = ANSWERED
+
+    class TurnFailed(DomainEvent):
+        kind: str
+        final_kind: str
+        message: str
+        steps: int
+
+        def apply(self, turn: Turn) -> None:
+            turn.status = FAILED
+
+    class TurnUndone(DomainEvent):
+        restored: list
+        not_undoable: list
+        forced: bool
+
+        def apply(self, turn: Turn) -> None:
+            turn.undone = True
+
+    def __init__(self, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str) -> None:
+        self.text = text
+        self.actor = actor
+        self.channel = channel
+        self.mode = mode
+        self.status = OPEN
+        self.undone = False
+
+    @classmethod
+    def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str) -> Turn:  # noqa: A002
+        return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings, runtime_version=runtime_version)
+
+    def record(self, event_class: type, *, at: Any, **fields: Any) -> None:
+        """Append one of this aggregate's events; the loop decides which and when."""
+        if self.status != OPEN and event_class is not Turn.TurnUndone:
+            msg = f"turn {self.id} is {self.status}; it records nothing more but its undo"
+            raise ValueError(msg)
+        self.trigger_event(event_class, timestamp=at, **fields)

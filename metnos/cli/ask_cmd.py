@@ -1,0 +1,108 @@
+"""``metnos ask "..."``: one turn, from the request to the answer."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from domain.turn import Turn
+from metnos.workspace import Workspace
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ask", help="ask Metnos something, in plain words")
+    p.add_argument("text", help="the request")
+    p.add_argument("--steps", action="store_true", help="show each step as it runs")
+    answer = p.add_mutually_exclusive_group()
+    answer.add_argument("--yes", action="store_true", help="approve every action that asks for approval")
+    answer.add_argument("--no", action="store_true", help="decline every action that asks for approval")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.set_defaults(run=run)
+
+
+def approver_for(args: argparse.Namespace) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
+    def approve(step: int, executor: str, call_args: dict[str, Any], reason: str) -> tuple[bool, str]:
+        if args.yes:
+            return True, "flag:--yes"
+        if args.no:
+            return False, "flag:--no"
+        if not sys.stdin.isatty():
+            # Nobody can answer: the safe answer is no.
+            return False, "no-terminal"
+        shown = orjson.dumps(call_args).decode()
+        print(f"\nstep {step}: {executor} {shown[:300]}\n  {reason}", file=sys.stderr)
+        reply = input("  approve? [y/N] ").strip().lower()
+        return reply in ("y", "yes"), "user:prompt"
+
+    return approve
+
+
+class Spinner:
+    """A spinner on stderr while the model thinks, only on a terminal."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def wrap(self, ask: Callable[..., Any]) -> Callable[..., Any]:
+        def spinning(*a: Any, **kw: Any) -> Any:
+            if not sys.stderr.isatty():
+                return ask(*a, **kw)
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread.start()
+            try:
+                return ask(*a, **kw)
+            finally:
+                self._stop.set()
+                self._thread.join()
+                sys.stderr.write("\r\033[K")
+
+        return spinning
+
+    def _spin(self) -> None:
+        for frame in itertools.cycle("|/-\\"):
+            if self._stop.wait(0.1):
+                return
+            sys.stderr.write(f"\r{frame} thinking…")
+            sys.stderr.flush()
+
+
+def step_printer(event: Any) -> None:
+    out = sys.stderr
+    if isinstance(event, Turn.PrefilterRanked):
+        names = [c["name"] for c in event.ranking.get("candidates", [])]
+        out.write(f"· candidates: {', '.join(names) or '(none)'}\n")
+    elif isinstance(event, Turn.StepProposed):
+        out.write(f"· step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:200]}\n")
+    elif isinstance(event, (Turn.StepRejected, Turn.StepIntercepted)):
+        out.write(f"  refused: {orjson.dumps(event.observation).decode()[:200]}\n")
+    elif isinstance(event, Turn.ObservationRecorded):
+        mark = "ok" if event.ok else "failed"
+        out.write(f"  {mark}: {orjson.dumps(event.observation).decode()[:200]}\n")
+    out.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from metnos.runtime import Runtime
+    from metnos.turn.session import run_turn
+
+    spinner = Spinner()
+    with Runtime.boot(Workspace.from_env()) as runtime:
+        outcome = run_turn(
+            runtime, args.text, approver=approver_for(args),
+            observer=step_printer if args.steps else None, wrap_llm=spinner.wrap,
+        )
+    if args.json:
+        print(orjson.dumps({"turn_id": outcome.turn_id, "status": outcome.status, "answer": outcome.answer, "failure": outcome.failure, "steps": outcome.steps}).decode())
+    elif outcome.status == "answered":
+        print(outcome.answer)
+    else:
+        print(f"metnos: {outcome.message}", file=sys.stderr)
+    return 0 if outcome.status == "answered" else 1

@@ -1,0 +1,91 @@
+"""Running one turn on a booted runtime: the live ports, the catalogue, the sink."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import metnos
+from metnos.llm.router import LLMRouter
+from metnos.llm.tiers import load_llm_settings
+from metnos.runtime import Runtime
+from metnos.sandbox.hints import home_of
+from metnos.sandbox.policy import check_args, scope_for
+from metnos.turn.catalogue import TurnCatalogue
+from metnos.turn.loop import TurnLoop, TurnOutcome, TurnRequest
+from metnos.turn.ports import Approver, LivePorts
+from metnos.turn.settings import load_turn_settings
+from metnos.turn.vaglio import GuardPolicy
+from projections.catalog import invocable
+
+
+class LogSink:
+    """Live turns commit each step's events (and its invocation's) in one save."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.log = runtime.log
+
+    def commit(self, aggregates: list[Any]) -> None:
+        pending = [a for a in aggregates if a.pending_events]
+        if pending:
+            self.log.save(*pending)
+
+
+def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
+    offered = invocable(runtime.catalogue_state())
+    loaded = [le for le in runtime.report.loaded if le.name in offered and offered[le.name]["version"] == le.version and offered[le.name]["origin"] == le.origin]
+    return TurnCatalogue(loaded)
+
+
+def guard_policy(runtime: Runtime, env: Mapping[str, str]) -> GuardPolicy:
+    ws = runtime.workspace
+    return GuardPolicy.core(
+        str(home_of(env)), workspace=str(ws.data_dir),
+        extra_forbidden=[str(p) for p in ws.forbidden_paths()],
+    )
+
+
+def policy_checker(runtime: Runtime, env: Mapping[str, str]) -> Callable[[Any, dict[str, Any]], None]:
+    def check(loaded: Any, args: dict[str, Any]) -> None:
+        check_args(args, loaded.input_schema, scope_for(loaded.profile, workspace=runtime.workspace, env=env))
+
+    return check
+
+
+def run_turn(
+    runtime: Runtime,
+    text: str,
+    *,
+    approver: Approver,
+    router: LLMRouter | None = None,
+    observer: Callable[[Any], None] | None = None,
+    actor: str = "user",
+    channel: str = "cli",
+    env: Mapping[str, str] | None = None,
+    wrap_llm: Callable[[Any], Any] | None = None,
+) -> TurnOutcome:
+    env = dict(os.environ if env is None else env)
+    own_router = router is None
+    if router is None:
+        router = LLMRouter(load_llm_settings(runtime.workspace.config_file, env), runtime.workspace, env=env)
+    try:
+        ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids)
+        if wrap_llm is not None:
+            ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
+        loop = TurnLoop(
+            ports=ports,
+            catalogue=turn_catalogue(runtime),
+            settings=load_turn_settings(env),
+            policy=guard_policy(runtime, env),
+            sink=LogSink(runtime),
+            runtime_version=metnos.__version__,
+            check_policy=policy_checker(runtime, env),
+            observer=observer,
+        )
+        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel))
+    finally:
+        if own_router:
+            router.close()
+    runtime.refresh()
+    return outcome
