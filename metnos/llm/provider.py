@@ -1,0 +1,70 @@
+"""What the turn loop talks to: a ``Provider``, and the factory that builds one from a tier."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import httpx
+
+from metnos.llm.anthropic import AnthropicProvider
+from metnos.llm.errors import EmbeddedUnavailable
+from metnos.llm.messages import LLMReply, Message, ToolSpec
+from metnos.llm.openai_compat import OpenAICompatProvider
+from metnos.llm.tiers import ResolvedTier, TierConfig
+
+
+@runtime_checkable
+class Provider(Protocol):
+    dialect: str
+    url: str
+    model: str
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> LLMReply:
+        """One request, one reply. ``None`` means the tier's own setting (temperature 0 by default).
+
+        Raises an ``LLMError`` (never an httpx or JSON error) when it cannot answer.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+def make_provider(
+    tier: TierConfig | ResolvedTier,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    env: Mapping[str, str] | None = None,
+    embedded_url: str | None = None,
+) -> Provider:
+    """A provider for one tier. ``transport`` replaces the network (httpx.MockTransport in tests).
+
+    An ``embedded`` tier needs the URL of a running embedded server
+    (``metnos.llm.router.LLMRouter`` starts one when needed).
+    """
+    config = tier.config if isinstance(tier, ResolvedTier) else tier
+    common = dict(
+        model=config.model,
+        timeout_s=config.timeout_s,
+        max_tokens=config.max_tokens,
+        temperature=config.temperature,
+        extra=config.extra,
+        transport=transport,
+        env=env,
+    )
+    if config.provider == "anthropic":
+        return AnthropicProvider(url=config.effective_url or "", api_key_env=config.effective_api_key_env, **common)
+    if config.provider == "openai":
+        return OpenAICompatProvider(url=config.url or "", api_key_env=config.api_key_env, **common)
+    if config.provider == "embedded":
+        if not embedded_url:
+            raise EmbeddedUnavailable("the embedded model is not running (start it with `metnos model serve`)")
+        return OpenAICompatProvider(url=embedded_url, api_key_env=None, **common)
+    raise AssertionError(f"unhandled provider {config.provider!r}")  # the config model admits no other
