@@ -47,7 +47,8 @@ _TAG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 # A schema reference is "<file>#<json pointer>"; the file is always the
 # signed schema.json, never anything else an attacker could drop in the dir.
 _SCHEMA_REF_RE = re.compile(r"^schema\.json#(/[^#]*)?$")
-_HOST_RE = re.compile(r"^(\*|[A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\])(:\d{1,5})?$")
+# A host, optionally with a port; "host:*" is any port of that host.
+_HOST_RE = re.compile(r"^(\*|[A-Za-z0-9.*-]+|\[[0-9a-fA-F:]+\])(:(\d{1,5}|\*))?$")
 
 
 class ManifestError(Exception):
@@ -186,7 +187,7 @@ class Capabilities(_Strict):
     def _hosts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         bad = [h for h in v if not _HOST_RE.match(h)]
         if bad:
-            raise ValueError(f"network hosts must be host names, IPs or '*', got {bad}")
+            raise ValueError(f"network hosts must be host names or IPs with an optional :port or :*, or '*', got {bad}")
         return v
 
     @field_validator("code_exec")

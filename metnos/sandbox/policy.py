@@ -122,8 +122,13 @@ def _host_matches(host: str, port: int | None, declared: str) -> bool:
         declared = urlsplit(declared).netloc
     d_host, _, d_port = declared.rpartition(":") if declared.count(":") == 1 else (declared, "", "")
     d_host = d_host.rstrip(".")
-    if d_port and (port is None or str(port) != d_port):
+    # "host:*" is any port of host; a bare "*" is any host on the web ports.
+    if d_port and d_port != "*" and (port is None or str(port) != d_port):
         return False
+    if not d_port and port is not None and port not in (80, 443):
+        return False
+    if d_host == "*":
+        return True
     if d_host.startswith("*."):
         return host.endswith(d_host[1:]) and host != d_host[2:]
     return host == d_host

@@ -281,6 +281,8 @@ class TurnLoop:
             turn, Turn.StepInvoked, step=step, invocation_id=result.invocation_id, executor=name, version=result.version,
             digest=result.digest, args_hash=result.args_hash, ok=result.ok, kind=result.kind, exec_ms=_ms(started),
         )
+        # The process may succeed while the executor reports a failure in its answer.
+        succeeded = result.ok and result.observation.get("ok") is not False
         state.observations[step] = result.observation
         state.executed[step] = (name, result.version)
         spilled = spill(result.observation, turn_id=str(turn.id), step=step, threshold_bytes=self.settings.scratchpad_threshold_bytes)
@@ -288,7 +290,7 @@ class TurnLoop:
             state.scratch.put(spilled.scratchpad_id, spilled.payload)
             state.has_scratch = True
         observation = dict(spilled.history_observation)
-        self._record(turn, Turn.ObservationRecorded, step=step, ok=result.ok, observation=observation, spill=spilled.to_json())
+        self._record(turn, Turn.ObservationRecorded, step=step, ok=succeeded, observation=observation, spill=spilled.to_json())
         for piping in resolution.pipings:
             src_executor, src_version = state.executed.get(piping.src_step, ("", ""))
             self._record(
@@ -296,8 +298,8 @@ class TurnLoop:
                 src_field=piping.src_field, dst_step=step, dst_executor=name, dst_version=result.version,
                 dst_arg=piping.dst_arg, mechanism=piping.mechanism,
             )
-        state.shape.append(ShapeStep(name, resolution.args, succeeded=result.ok))
-        state.guards = state.guards.record(step, name, resolution.args, executed=True, succeeded=result.ok)
+        state.shape.append(ShapeStep(name, resolution.args, succeeded=succeeded))
+        state.guards = state.guards.record(step, name, resolution.args, executed=True, succeeded=succeeded)
         return observation, result.aggregates
 
     def _reject(self, turn: Turn, state: _State, step: int, name: str, args: dict[str, Any], kind: str, error: dict[str, Any], observation: dict[str, Any], remediation: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:

@@ -49,3 +49,255 @@ def test_read_a_file_and_answer(home: Path, capsys, monkeypatch) -> None:
     assert kinds[:3] == ["TurnStarted", "CatalogueResolved", "PrefilterRanked"]
     for expected in ("LLMAsked", "LLMReplied", "StepProposed", "StepResolved", "StepJudged", "StepInvoked", "ObservationRecorded", "TurnAnswered"):
         assert expected in kinds
+
+
+@pytest.fixture
+def page_server():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = b"<html><body>hello from a local page</body></html>"
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):  # noqa: ANN002
+            pass
+
+        def do_GET(self):  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/page", body
+    server.shutdown()
+    server.server_close()
+
+
+def scripted(monkeypatch, llm: ScriptedLLM) -> None:
+    monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+    monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+
+
+def kinds_of(capsys, turn_id: str) -> list[str]:
+    return [e["topic"].rsplit(".", 1)[-1] for e in turn_events(capsys, turn_id)]
+
+
+def test_fetch_a_url_write_it_to_a_file_and_report_the_bytes(home: Path, capsys, monkeypatch, page_server) -> None:
+    url, body = page_server
+    script = [
+        call("get_urls", {"urls": [url]}),
+        call("write_files", {"files": [{"path": "~/page.html", "content": "{{step1.content}}"}]}),
+        text(f"I wrote {len(body)} bytes to ~/page.html"),
+    ]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "fetch the page, save it to ~/page.html and tell me how many bytes", "--yes")
+    assert code == 0, out
+    assert (home / "page.html").read_bytes() == body
+    events = turn_events(capsys, out["turn_id"])
+    piped = [e["state"] for e in events if e["topic"].endswith("DataPiped")]
+    assert piped and piped[0]["src_executor"] == "get_urls" and piped[0]["dst_executor"] == "write_files"
+    assert piped[0]["mechanism"] == "template"
+    approvals = [e["state"] for e in events if e["topic"].endswith("ApprovalAnswered")]
+    assert approvals == [{"step": 2, "approved": True, "by": "flag:--yes"}]
+
+
+def test_an_action_is_not_taken_when_approval_is_declined(home: Path, capsys, monkeypatch) -> None:
+    script = [call("write_files", {"files": [{"path": "~/x.txt", "content": "x"}]}), text("I could not write it")]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "write x to ~/x.txt", "--no")
+        tool_msg = [m for m in llm.requests[1].body["messages"] if m["role"] == "tool"][0]
+    assert code == 0
+    assert not (home / "x.txt").exists()
+    assert "declined" in tool_msg["content"]
+    assert "StepInvoked" not in kinds_of(capsys, out["turn_id"])
+
+
+def test_find_filter_describe_pipeline_with_from_step(home: Path, capsys, monkeypatch) -> None:
+    docs = home / "docs"
+    docs.mkdir()
+    for name in ("report-2025.md", "report-2026.md", "notes.txt", "recipe.md"):
+        (docs / name).write_text(name)
+    script = [
+        call("find_files", {"base_path": "~/docs", "pattern": "*.md"}),
+        call("filter_entries", {"from_step": 1, "predicate": "where_starts_with", "value": "report", "field": "name"}),
+        call("describe_entries", {"from_step": 2, "fields": ["name"]}),
+        text("report-2025.md and report-2026.md"),
+    ]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "find the markdown files in ~/docs whose name starts with report and describe them")
+        described = [m for m in llm.requests[3].body["messages"] if m["role"] == "tool"][-1]["content"]
+    assert code == 0, out
+    assert "report-2025.md" in described and "recipe.md" not in described
+    events = turn_events(capsys, out["turn_id"])
+    piped = [(e["state"]["src_executor"], e["state"]["dst_executor"], e["state"]["mechanism"]) for e in events if e["topic"].endswith("DataPiped")]
+    assert piped == [("find_files", "filter_entries", "from_step"), ("filter_entries", "describe_entries", "from_step")]
+
+
+def test_a_large_file_spills_to_the_scratchpad_and_can_be_read_back(home: Path, capsys, monkeypatch) -> None:
+    lines = [f"line {i:05d} " + "x" * 40 for i in range(400)]
+    lines[123] = "line 00123 THE NEEDLE"
+    (home / "big.log").write_text("\n".join(lines))
+
+    def grep_step(recorded):  # the scratchpad id comes from the previous observation
+        tool = [m for m in recorded.body["messages"] if m["role"] == "tool"][-1]
+        sid = orjson.loads(tool["content"])["scratchpad_id"]
+        return call("scratchpad_read", {"scratchpad_id": sid, "mode": "grep", "pattern": "NEEDLE"})
+
+    with ScriptedLLM([call("read_files", {"paths": ["~/big.log"]}), grep_step, text("found it at line 124")]) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "read ~/big.log and find the needle")
+        first_obs = orjson.loads([m for m in llm.requests[1].body["messages"] if m["role"] == "tool"][0]["content"])
+        grep_obs = [m for m in llm.requests[2].body["messages"] if m["role"] == "tool"][-1]["content"]
+        tools_second = [t["function"]["name"] for t in llm.requests[1].body["tools"]]
+    assert code == 0, out
+    assert first_obs["kind"] == "text" and first_obs["size_bytes"] > 4096
+    assert "characters omitted" in first_obs["summary"] and len(first_obs["summary"]) < 1200
+    assert "scratchpad_read" in tools_second
+    assert "THE NEEDLE" in grep_obs
+    spills = [e["state"]["spill"] for e in turn_events(capsys, out["turn_id"]) if e["topic"].endswith("ObservationRecorded") and e["state"]["spill"]]
+    assert spills[0]["spilled"] is True
+
+
+def test_the_duplicate_read_guard_intercepts_a_second_read(home: Path, capsys, monkeypatch) -> None:
+    (home / "a.md").write_text("alpha")
+    script = [call("read_files", {"paths": ["~/a.md"]}), call("read_files", {"paths": ["~/a.md"]}), text("alpha")]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "read ~/a.md")
+        second_obs = [m for m in llm.requests[2].body["messages"] if m["role"] == "tool"][-1]["content"]
+    assert code == 0
+    assert "duplicate_read" in second_obs and "step 1" in second_obs
+    events = turn_events(capsys, out["turn_id"])
+    assert [e["state"]["step"] for e in events if e["topic"].endswith("StepInvoked")] == [1]
+    assert [e["state"]["decision"]["outcome"] for e in events if e["topic"].endswith("StepIntercepted")] == ["duplicate_read"]
+
+
+def test_cap_steps_ends_the_turn_cleanly(home: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("METNOS_CAP_STEPS", "3")
+    script = [call("get_now", {}) for _ in range(5)]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "what time is it now")
+    assert code == 1
+    assert out["failure"]["kind"] == "cap_steps" and "3 steps" in out["failure"]["message"]
+    assert kinds_of(capsys, out["turn_id"])[-1] == "TurnFailed"
+
+
+def test_cap_same_executor_ends_the_turn_cleanly(home: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("METNOS_CAP_SAME_EXECUTOR", "2")
+    script = [call("get_now", {"timezone": tz}) for tz in ("UTC", "Europe/Rome", "Asia/Tokyo")]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "what time is it now in three places")
+    assert code == 1
+    assert out["failure"]["kind"] == "cap_same_executor" and "get_now" in out["failure"]["message"]
+
+
+def test_a_dead_llm_server_ends_the_turn_with_a_clear_message(home: Path, capsys, monkeypatch) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("METNOS_LLM_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("METNOS_LLM_MODEL", "nothing")
+    capsys.readouterr()
+    code = main(["ask", "hello"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "unreachable" in err and "Traceback" not in err
+    assert err.count("\n") == 1
+
+
+def test_needs_action_target_and_pipeline_already_closed(home: Path, capsys, monkeypatch) -> None:
+    with ScriptedLLM([call("delete_files", {})]) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "delete them")
+    assert code == 1 and out["failure"]["kind"] == "needs_inputs"
+
+    (home / "a.md").write_text("alpha")
+    script = [
+        call("read_files", {"paths": ["~/a.md"]}),
+        call("describe_entries", {"from_step": 1}),
+        call("read_files", {"paths": ["~/b.md"]}),
+        text("alpha"),
+    ]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "read ~/a.md and describe it")
+        last_tools = llm.requests[-1].body.get("tools") or []
+    assert code == 0, out
+    rejected = [e["state"] for e in turn_events(capsys, out["turn_id"]) if e["topic"].endswith("StepRejected")]
+    assert rejected[0]["error"]["error_class"] == "pipeline_already_closed"
+    assert rejected[0]["remediation"]["kind"] == "force_final_answer"
+    assert last_tools == []
+
+
+def test_needs_data_source_is_refused_with_a_remediation(home: Path, capsys, monkeypatch) -> None:
+    script = [call("sort_entries", {"by": "name"}), text("nothing to sort")]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "sort them by name")
+    assert code == 0
+    rejected = [e["state"] for e in turn_events(capsys, out["turn_id"]) if e["topic"].endswith("StepRejected")]
+    assert rejected[0]["kind"] == "shape" and rejected[0]["error"]["error_class"] == "needs_data_source"
+
+
+def test_an_executor_that_crashes_gives_an_observation_not_a_traceback(home: Path, capsys, monkeypatch) -> None:
+    # read_files on a directory makes the executor report an error; a crash needs a broken
+    # executor: replace one, re-sign it with the instance key, and call it.
+    from metnos.workspace import Workspace
+
+    ws = Workspace.from_env()
+    target = ws.executors_origin_dir("seed") / "get_now" / "1.0.0"
+    (target / "main.py").write_text("def run(args, ctx):\n    raise RuntimeError('boom inside get_now')\n")
+    (target / "tests" / "birth.py").write_text("def birth_nothing(run, tmp):\n    pass\n")
+    assert main(["executors", "sign", str(target)]) == 0
+    assert main(["executors", "rehabilitate", "get_now"]) in (0, 2)
+    with ScriptedLLM([call("get_now", {}), text("the clock is broken")]) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "what time is it now")
+        obs = [m for m in llm.requests[1].body["messages"] if m["role"] == "tool"][0]["content"]
+    assert code == 0, out
+    assert "Crash" in obs and "boom inside get_now" in obs
+
+
+def test_an_executor_tampered_with_after_signing_is_never_run(home: Path, capsys, monkeypatch) -> None:
+    from metnos.workspace import Workspace
+
+    (home / "a.md").write_text("alpha")
+    main_py = Workspace.from_env().executors_origin_dir("seed") / "read_files" / "1.0.0" / "main.py"
+    main_py.write_text(main_py.read_text() + "\nimport os  # tampered\n")
+    with ScriptedLLM([call("read_files", {"paths": ["~/a.md"]}), text("I cannot read it")]) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "read ~/a.md")
+        obs = [m for m in llm.requests[1].body["messages"] if m["role"] == "tool"][0]["content"] if len(llm.requests) > 1 else ""
+        offered = [t["function"]["name"] for t in llm.requests[0].body.get("tools", [])]
+    assert "read_files" not in offered
+    assert "nonexistent executor" in obs or "unknown_executor" in obs
+    assert "StepInvoked" not in kinds_of(capsys, out["turn_id"])
+
+
+def test_the_anthropic_dialect_drives_the_same_loop(home: Path, capsys, monkeypatch) -> None:
+    (home / "a.md").write_text("alpha beta")
+    config = Path(__import__("os").environ["METNOS_HOME"]) / "config" / "config.toml"
+    with ScriptedLLM([call("read_files", {"paths": ["~/a.md"]}), text("alpha beta")], dialect="anthropic") as llm:
+        config.write_text(
+            "[llm.tiers.fast]\n"
+            f'provider = "anthropic"\nurl = "{llm.url}"\nmodel = "claude-test"\napi_key_env = "METNOS_TEST_ANTHROPIC_KEY"\n'
+        )
+        monkeypatch.setenv("METNOS_TEST_ANTHROPIC_KEY", "sk-test-not-a-secret")
+        code, out = ask(capsys, "read ~/a.md")
+        first = llm.requests[0]
+        second = llm.requests[1].body
+    assert code == 0, out
+    assert out["answer"] == "alpha beta"
+    assert first.path == "/v1/messages" and first.headers.get("x-api-key") == "sk-test-not-a-secret"
+    assert any(b.get("type") == "tool_result" for m in second["messages"] if isinstance(m["content"], list) for b in m["content"])

@@ -128,3 +128,21 @@ def test_opaque_data_is_not_taken_for_paths_but_the_rest_still_is(sx):
     assert violation(sx, {"entries": entries}, plain).argument.startswith("/entries/0/")
     # An opaque sibling does not switch off the check of a real path argument.
     assert violation(sx, {"entries": entries, "path": "/etc/shadow"}, schema).argument == "/path"
+
+
+def test_host_wildcards_follow_the_ports_landlock_allows(sx):
+    from metnos.sandbox.bwrap import _tcp_ports
+    from metnos.sandbox.policy import check_host
+
+    web = scope(sx, network_hosts=("*",))
+    assert check_host("https://example.org/x", argument="/url", scope=web) == "example.org"
+    assert violation(sx, {"url": "http://example.org:8080/"}, network_hosts=("*",)).rule == "undeclared-host"
+    local = scope(sx, network_hosts=("127.0.0.1:*",))
+    assert check_host("http://127.0.0.1:37761/page", argument="/url", scope=local) == "127.0.0.1"
+    assert violation(sx, {"url": "http://10.0.0.1:37761/"}, network_hosts=("127.0.0.1:*",)).rule == "undeclared-host"
+    pinned = scope(sx, network_hosts=("api.example.org:8443",))
+    assert check_host("https://api.example.org:8443/v1", argument="/url", scope=pinned) == "api.example.org"
+    assert violation(sx, {"url": "https://api.example.org/v1"}, network_hosts=("api.example.org:8443",)).rule == "undeclared-host"
+    assert _tcp_ports(("*",)) == [53, 80, 443]
+    assert _tcp_ports(("*", "127.0.0.1:*")) is None
+    assert _tcp_ports(("x.org:8443",)) == [53, 8443]
