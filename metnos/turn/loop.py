@@ -216,8 +216,10 @@ class TurnLoop:
             state.guards = state.guards.record(step, name, args, executed=True, succeeded=observation.get("ok") is not False)
             return observation, []
 
-        if te is None or name not in pool:
-            return self._reject(turn, state, step, name, args, "unknown_executor", {"executor": name}, unknown_executor(name, pool))
+        # The pool is what the model was shown first; any active executor of the
+        # catalogue may still be called by name.
+        if te is None:
+            return self._reject(turn, state, step, name, args, "unknown_executor", {"executor": name}, unknown_executor(name, sorted(self.catalogue.executors)))
 
         try:
             transition = next_state(compute_state(state.shape), name, args)
