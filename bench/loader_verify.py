@@ -8,9 +8,11 @@ each with its own schema bytes), signs them, and times:
   cold       load_executors without birth tests, empty schema-check cache
              (first boot after install or upgrade);
   warm       the same with the cache the cold run left (every later boot);
-  birth      load_executors with birth tests (one child process each).
+  birth      load_executors with birth tests (one child process each), in
+             the sandbox (the default spawn) and as plain child processes.
 
 Run: python bench/loader_verify.py [--count 300] [--no-birth]
+     python bench/loader_verify.py --count 13   # the shipped seeds, once each
 Target: warm (and ideally cold) under 300 ms for 300 executors.
 """
 
@@ -30,10 +32,12 @@ import blake3
 from nacl.signing import SigningKey
 
 from executors import SEED_DIR
+from metnos.executors.birth import spawn_subprocess
 from metnos.executors.install import seed_sources
 from metnos.executors.loader import CURRENT, load_executors
 from metnos.executors.schemas import SchemaCheckCache
 from metnos.executors.signing import REQUIRED_FILES, SIGNATURE, SIGNED_FILES, sign_executor
+from metnos.sandbox.bwrap import probe, sandbox_disabled
 from metnos.workspace import Workspace
 
 
@@ -109,12 +113,14 @@ def main() -> None:
         print(f"  loader, no birth, warm schema cache:       {warm_ms:8.1f} ms  ({warm_ms / base:.1f}x baseline)"
               f"  target < 300 ms: {'met' if warm_ms < 300 else 'MISSED'}")
         if not opts.no_birth:
-            t = time.perf_counter()
-            r = load_executors(ws, key.verify_key, birth=True, reserved_names=(), schema_cache=cache)
-            birth_ms = (time.perf_counter() - t) * 1000
-            assert len(r.loaded) == opts.count, [q.reason for q in r.quarantined[:3]]
-            print(f"  loader, with birth tests (once):           {birth_ms:8.1f} ms  ({birth_ms / base:.1f}x baseline,"
-                  f" {birth_ms / opts.count:.1f} ms per executor)")
+            mode = "off" if sandbox_disabled() else ("bwrap" if probe().works else "off: no bwrap")
+            for label, spawn in ((f"sandboxed ({mode})", None), ("plain child", spawn_subprocess)):
+                t = time.perf_counter()
+                r = load_executors(ws, key.verify_key, birth=True, reserved_names=(), schema_cache=cache, spawn=spawn)
+                birth_ms = (time.perf_counter() - t) * 1000
+                assert len(r.loaded) == opts.count, [q.reason for q in r.quarantined[:3]]
+                print(f"  loader, birth tests, {label + ':':22}{birth_ms:8.1f} ms  ({birth_ms / base:.1f}x baseline,"
+                      f" {birth_ms / opts.count:.1f} ms per executor)")
 
 
 if __name__ == "__main__":

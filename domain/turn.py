@@ -19,12 +19,23 @@ ANSWERED = "answered"
 FAILED = "failed"
 UNDONE_SUFFIX = "+undone"
 
-# Fields that describe how the turn ran rather than what it decided.
-CONTEXT_FIELDS = frozenset({"settings", "runtime_version"})
+# Fields that describe the circumstances of a turn rather than its decisions:
+# replay shows them next to a divergence but does not compare them. A changed
+# catalogue matters only where the turn's path changes because of it.
+CONTEXT_FIELDS = {
+    "TurnStarted": frozenset({"settings", "runtime_version"}),
+    "CatalogueResolved": frozenset({"digest", "entries"}),
+}
 
 
 def is_measurement(field: str) -> bool:
     return field.endswith("_ms")
+
+
+def decision_fields(event_name: str, state: dict[str, Any]) -> dict[str, Any]:
+    """The part of an event's state that replay compares."""
+    context = CONTEXT_FIELDS.get(event_name, frozenset())
+    return {k: v for k, v in state.items() if k not in context and not is_measurement(k)}
 
 
 class Turn(MetnosAggregate):

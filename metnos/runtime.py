@@ -25,7 +25,9 @@ from metnos.workspace import Workspace
 from projections.audit import AuditLines
 from projections.base import MaterialisedView
 from projections.catalog import CatalogueFold
+from projections.daily import DailyLines
 from projections.store import ViewStore
+from projections.turns import TurnIndexFold, TurnLinesFold
 
 
 class NotInitialised(MetnosError):
@@ -52,10 +54,11 @@ class Runtime:
         self.clock = clock
         self.ids = ids
         self.config = config
-        self._catalogue_store = ViewStore.open(workspace.views_dir, "catalogue")
-        self._audit_store = ViewStore.open(workspace.views_dir, "audit")
-        self.catalogue = MaterialisedView(CatalogueFold(), self._catalogue_store)
-        self.audit = AuditLines(workspace.audit_dir, self._audit_store)
+        self._stores = {name: ViewStore.open(workspace.views_dir, name) for name in ("catalogue", "audit", "turns", "turn_lines")}
+        self.catalogue = MaterialisedView(CatalogueFold(), self._stores["catalogue"])
+        self.turns = MaterialisedView(TurnIndexFold(), self._stores["turns"])
+        self.audit = AuditLines(workspace.audit_dir, self._stores["audit"])
+        self.turn_lines = DailyLines(workspace.data_dir / "turns", self._stores["turn_lines"], TurnLinesFold())
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
             is_blocked=self._blocked_reason, config=config,
@@ -91,9 +94,13 @@ class Runtime:
             raise
         return runtime
 
+    def projections(self) -> dict[str, Any]:
+        """Every read model, by name: each can catch up and rebuild from the log."""
+        return {"catalogue": self.catalogue, "turns": self.turns, "audit": self.audit, "turn_lines": self.turn_lines}
+
     def refresh(self) -> None:
-        self.catalogue.catch_up(self.log)
-        self.audit.catch_up(self.log)
+        for projection in self.projections().values():
+            projection.catch_up(self.log)
 
     def catalogue_state(self) -> dict[str, Any]:
         return self.catalogue.catch_up(self.log)
@@ -127,8 +134,8 @@ class Runtime:
         lifecycle.save()
 
     def close(self) -> None:
-        self._catalogue_store.close()
-        self._audit_store.close()
+        for store in self._stores.values():
+            store.close()
         self.log.close()
 
     def __enter__(self) -> Runtime:

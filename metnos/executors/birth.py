@@ -5,9 +5,9 @@ Birth tests (``tests/birth.py`` in each executor) are functions
 executor's ``run(args, ctx)``, ``tmp`` is a scratch ``pathlib.Path`` that is
 also the executor's home and workspace for that test; a failing assert (any
 exception) fails the birth. They run in a child process through ``spawn``,
-so a crashing executor cannot take the loader down; the default spawns
-``python -I -S`` (no site-packages, as in the sandbox) and the sandbox can
-take over by passing its own ``spawn``.
+so a crashing executor cannot take the loader down. Here the default is a
+plain ``python -I -S`` (no site-packages, as in the sandbox); the loader
+passes metnos.sandbox.birth's spawn, which runs them in the sandbox.
 
 Every call a test makes is checked here, in the parent, against the
 contract: args against the input schema, the result against the output
@@ -58,7 +58,7 @@ Spawn = Callable[[SpawnRequest], SpawnResult]
 
 
 def spawn_subprocess(req: SpawnRequest) -> SpawnResult:
-    """Plain child process, no sandbox: until the sandbox provides a spawn."""
+    """Plain child process, no sandbox: the fallback when there is none."""
     try:
         p = subprocess.run(req.argv, input=req.stdin, capture_output=True, timeout=req.timeout_s,
                            cwd=req.tmp_dir)

@@ -1,12 +1,16 @@
 """Child-process host for an executor's birth tests.
 
-Run as a script (``python -I -S birth_host.py``), never imported by the
-loader: it must work with the standard library alone, as executors do inside
-the sandbox. It reads one JSON request on stdin
+Run as a script (``python -I -S birth_host.py [CONFIG]``), never imported by
+the loader: it must work with the standard library alone, as executors do
+inside the sandbox. It reads one JSON request on stdin
 ``{"executor_dir": str, "tmp": str, "ctx": {...}}``, runs every ``birth_*``
 function of ``tests/birth.py`` in definition order and writes one JSON
 report on the original stdout. The executor's own prints go to stderr so
 they cannot forge the report.
+
+CONFIG, given when it runs in the sandbox (metnos.sandbox.birth), is the
+invocation host's config plus ``host_dir``, where that host is bound: the
+birth host confines itself with the host's own code before loading anything.
 """
 
 import copy
@@ -37,11 +41,27 @@ def _where(tb):
     return f" (tests/birth.py:{frames[-1].lineno})" if frames else ""
 
 
+def _confine(request):
+    cfg = json.loads(sys.argv[1])
+    # The executor is bound at its own place inside the sandbox.
+    request["executor_dir"] = cfg["code_dir"]
+    sys.path.insert(0, cfg["host_dir"])
+    import host
+
+    del sys.path[0]
+    host.confine(cfg)
+    sys.path[:0] = [cfg["code_dir"]] + list(cfg.get("site_packages") or [])
+
+
 def main():
     request = json.loads(sys.stdin.read())
     report_out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # The executor dir is signed: no __pycache__ may appear in it.
+    sys.dont_write_bytecode = True
+    if len(sys.argv) > 1:
+        _confine(request)
     report = {"tests": [], "fatal": None}
     try:
         code = _load("executor_main", os.path.join(request["executor_dir"], "main.py"))

@@ -138,6 +138,9 @@ def load_executors(
     ``reserved_names`` are names no synt/skill executor may take even when no
     seed of that name is installed; by default the shipped seeds' names.
     ``schema_cache`` defaults to a persistent one under the runtime dir.
+    ``spawn`` runs the birth tests; by default in the sandbox
+    (metnos.sandbox.birth), which falls back to a plain child process when
+    METNOS_SANDBOX is off or bwrap cannot run.
     """
     if schema_cache is None:
         schema_cache = SchemaCheckCache(workspace.runtime_dir / "schema-checks.txt")
@@ -170,6 +173,12 @@ def load_executors(
     schema_cache.save()
 
     if birth:
+        if spawn is None:
+            # Imported here: metnos.sandbox.birth needs metnos.executors.birth,
+            # whose package imports this module.
+            from metnos.sandbox.birth import make_sandboxed_spawn
+
+            spawn = make_sandboxed_spawn(workspace)
         _run_births(report, candidates, now=now, config=config, spawn=spawn,
                     workspace=workspace, max_workers=max_workers)
     else:

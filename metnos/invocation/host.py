@@ -67,6 +67,27 @@ def _limits(lim):
         setlim(resource.RLIMIT_NPROC, lim["nproc"])
 
 
+def confine(cfg):
+    """Resource limits, then Landlock, on the calling process.
+
+    Also imported by the birth host (metnos/executors/birth_host.py), so that
+    birth tests run under exactly the restrictions of an invocation.
+    """
+    _limits(cfg.get("limits") or {})
+    ll = cfg.get("landlock")
+    if ll:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        try:
+            import landlock
+
+            landlock.restrict_self([tuple(r) for r in ll["rules"]], tcp_connect_ports=ll.get("tcp_ports"))
+        except Exception as e:
+            # Fail closed: a sandbox that was meant to have Landlock and
+            # does not is not the sandbox the profile was signed for.
+            _fail(2, "LandlockFailed", e)
+        del sys.path[0]
+
+
 def main():
     global cfg_in_sandbox
     cfg = json.loads(sys.argv[1])
@@ -83,19 +104,7 @@ def main():
         args, ctx = request["args"], request.get("ctx") or {}
     except (ValueError, KeyError, TypeError) as e:
         _fail(2, "BadRequest", e)
-    _limits(cfg.get("limits") or {})
-    ll = cfg.get("landlock")
-    if ll:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        try:
-            import landlock
-
-            landlock.restrict_self([tuple(r) for r in ll["rules"]], tcp_connect_ports=ll.get("tcp_ports"))
-        except Exception as e:
-            # Fail closed: a sandbox that was meant to have Landlock and
-            # does not is not the sandbox the profile was signed for.
-            _fail(2, "LandlockFailed", e)
-        del sys.path[0]
+    confine(cfg)
     code_dir = cfg["code_dir"]
     sys.path[:0] = [code_dir] + list(cfg.get("site_packages") or [])
     sys.dont_write_bytecode = True

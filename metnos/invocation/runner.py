@@ -14,7 +14,6 @@ import json
 import math
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,9 +24,8 @@ import orjson
 
 from metnos.invocation.errors import FailureKind, InvocationError, SchemaViolation
 from metnos.invocation.outcome import InvocationOutcome
-from metnos.invocation.pump import drain
+from metnos.invocation.pump import run_contained
 from metnos.invocation.schema import validate
-from metnos.sandbox import cgroup
 from metnos.sandbox.bwrap import SandboxPlan, plan_for, python_runtime, wrap_plan
 from metnos.sandbox.policy import check_args
 from metnos.sandbox.profile import SandboxProfile
@@ -50,7 +48,8 @@ def _fail(kind: FailureKind, t0: float, error: dict, *, plan: SandboxPlan | None
     )
 
 
-def _host_config(plan: SandboxPlan, profile: SandboxProfile) -> str:
+def host_config(plan: SandboxPlan, profile: SandboxProfile) -> str:
+    """host.py's CONFIG argument: where the code is, the limits, the Landlock rules."""
     cpu = profile.max_cpu_s or profile.max_duration_s
     cfg: dict[str, Any] = {
         "code_dir": plan.code_dir,
@@ -66,6 +65,9 @@ def _host_config(plan: SandboxPlan, profile: SandboxProfile) -> str:
     if plan.active and plan.landlock_path:
         cfg["landlock"] = {"rules": plan.landlock_rules, "tcp_ports": plan.tcp_ports}
     return json.dumps(cfg, separators=(",", ":"))
+
+
+_host_config = host_config  # the name bench/sandbox_spawn.py imports
 
 
 def _host_error(stderr: bytes) -> dict[str, Any]:
@@ -133,69 +135,31 @@ def invoke(
         return _fail(FailureKind.SCHEMA_VIOLATION, t0, {"where": "input", "path": "/", "message": str(e)}, plan=plan)
 
     exe, _, _ = python_runtime()
-    cmd = [exe, "-I", "-S", plan.host_path, _host_config(plan, profile)]
-    wrapped = wrap_plan(plan, cmd)
-    layers = list(plan.layers)
-    cg = None
-    try:
-        cg = cgroup.PidsCgroup(profile.max_pids)
-        layers.append("pids-cgroup")
-    except OSError:
-        cg = None
-    try:
-        proc = subprocess.Popen(
-            wrapped.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=wrapped.env, pass_fds=wrapped.pass_fds, start_new_session=True, cwd="/",
-            # cgroup v1 moves a process but not the children it already has,
-            # so joining must happen in the child before it execs bwrap.
-            preexec_fn=cg.attach_self if cg else None,
-        )
-    except (OSError, subprocess.SubprocessError) as e:
-        wrapped.close()
-        if cg:
-            cg.close()
-        return _fail(FailureKind.CRASH, t0, {"type": "SpawnFailed", "message": str(e)}, plan=plan, layers=tuple(layers))
-    wrapped.close()
-    deadline = t0 + profile.max_duration_s
-    try:
-        d = drain(proc, request, max_stdout=profile.max_output_bytes, deadline=deadline)
-        timed_out = d.timed_out
-        if not timed_out and not d.too_large:
-            try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-    finally:
-        # The whole process group, then everything the cgroup still holds
-        # (a child that called setsid left the group but not the cgroup).
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if cg:
-            cg.close()
-        proc.wait()
-        for f in (proc.stdout, proc.stderr):
-            if f:
-                f.close()
-    code = proc.returncode
-    tail = d.stderr_tail.decode("utf-8", "replace")
-    sha = blake3.blake3(d.stdout).hexdigest() if d.stdout else None
-    common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(d.stdout), layers=tuple(layers))
-    if timed_out:
+    cmd = [exe, "-I", "-S", plan.host_path, host_config(plan, profile)]
+    c = run_contained(wrap_plan(plan, cmd), request, max_stdout=profile.max_output_bytes,
+                      deadline=t0 + profile.max_duration_s, max_pids=profile.max_pids)
+    layers = list(plan.layers) + (["pids-cgroup"] if c.pids_cgroup else [])
+    if c.spawn_error is not None:
+        return _fail(FailureKind.CRASH, t0, {"type": "SpawnFailed", "message": c.spawn_error}, plan=plan, layers=tuple(layers))
+    assert c.returncode is not None
+    code = c.returncode
+    tail = c.stderr_tail.decode("utf-8", "replace")
+    sha = blake3.blake3(c.stdout).hexdigest() if c.stdout else None
+    common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(c.stdout), layers=tuple(layers))
+    if c.timed_out:
         return _fail(FailureKind.TIMEOUT, t0, {"clock": "wall", "limit_s": profile.max_duration_s}, **common)
-    if d.too_large:
+    if c.too_large:
         return _fail(FailureKind.TOO_LARGE, t0, {"limit_bytes": profile.max_output_bytes}, **common)
     sig = _signal_of(code, plan.active)
     if sig == signal.SIGXCPU:
         return _fail(FailureKind.TIMEOUT, t0, {"clock": "cpu", "limit_s": profile.max_cpu_s or profile.max_duration_s}, **common)
     if code != 0:
-        err = _host_error(d.stderr_tail) or {"type": "Exited", "message": f"exit code {code}"}
+        err = _host_error(c.stderr_tail) or {"type": "Exited", "message": f"exit code {code}"}
         if sig is not None:
             err["signal"] = signal.Signals(sig).name if sig in signal.valid_signals() else sig
         return _fail(FailureKind.CRASH, t0, err, **common)
     try:
-        output = orjson.loads(d.stdout)
+        output = orjson.loads(c.stdout)
     except orjson.JSONDecodeError as e:
         return _fail(FailureKind.NON_JSON_OUTPUT, t0, {"message": str(e)}, **common)
     if not isinstance(output, dict):
@@ -206,5 +170,5 @@ def invoke(
         return _fail(e.kind, t0, e.details(), **common)
     return InvocationOutcome(
         ok=True, kind=None, output=output, exit_code=code, duration_ms=_ms(t0), stderr_tail=tail,
-        output_sha=sha, output_bytes=len(d.stdout), error={}, layers=tuple(layers), sandbox_mode=plan.mode,
+        output_sha=sha, output_bytes=len(c.stdout), error={}, layers=tuple(layers), sandbox_mode=plan.mode,
     )

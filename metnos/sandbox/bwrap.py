@@ -11,13 +11,14 @@ the policy check remains the defence.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
 import site
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -176,11 +177,14 @@ def _child_env(profile: SandboxProfile, scope: Scope, env: Mapping[str, str]) ->
     return out
 
 
-def _tcp_ports(hosts: Sequence[str]) -> list[int]:
+def _tcp_ports(hosts: Sequence[str]) -> list[int] | None:
+    """The TCP ports Landlock lets the executor connect to; None: any port."""
     ports = {53}
     for h in hosts:
         h = h.split("://", 1)[-1]
         tail = h.rpartition(":")[2] if h.count(":") == 1 else ""
+        if tail == "*":
+            return None
         if tail.isdigit():
             ports.add(int(tail))
         else:
@@ -194,14 +198,27 @@ def plan_for(
     *,
     workspace: Workspace,
     env: Mapping[str, str] | None = None,
+    also_forbid: Iterable[Path] = (),
+    private_network: bool = False,
+    extra_files: Mapping[str, Path] | None = None,
 ) -> SandboxPlan:
     """Decide how to run an executor: the scope, the flags, the layers.
+
+    ``also_forbid`` adds paths to mask beyond those of ``workspace``/``env``
+    (a birth test plans against a scratch home, yet the real one's secrets
+    must stay hidden). ``private_network`` gives even a network profile its
+    own loopback-only namespace, where any TCP port is allowed since nothing
+    outside the sandbox can be reached. ``extra_files`` are bound read-only
+    as ``INSIDE_DIR/<name>``.
 
     Raises PolicyViolation when the profile itself asks for what no profile
     may hold.
     """
     env = dict(os.environ if env is None else env)
     scope = scope_for(profile, workspace=workspace, env=env)
+    extra_forbidden = [p for p in also_forbid if p not in scope.forbidden]
+    if extra_forbidden:
+        scope = dataclasses.replace(scope, forbidden=scope.forbidden + tuple(extra_forbidden))
     code_dir = Path(os.path.realpath(code_dir))
     here = Path(__file__).resolve().parent
     host_real = str(here.parent / "invocation" / "host.py")
@@ -221,7 +238,7 @@ def plan_for(
                     "--new-session", "--die-with-parent", "--clearenv", "--hostname", "metnos"]
     if pr.disable_userns:
         a.append("--disable-userns")
-    if not profile.wants_network:
+    if private_network or not profile.wants_network:
         a.append("--unshare-net")
     for k, v in sorted(child_env.items()):
         a += ["--setenv", k, v]
@@ -254,6 +271,8 @@ def plan_for(
     a += ["--ro-bind", str(code_dir), INSIDE_CODE,
           "--ro-bind", host_real, INSIDE_HOST,
           "--ro-bind", str(here / "landlock.py"), INSIDE_LANDLOCK]
+    for name, real in sorted((extra_files or {}).items()):
+        a += ["--ro-bind", str(real), f"{INSIDE_DIR}/{name}"]
     rules.append((INSIDE_DIR, _landlock.READ))
     # Parents before children, so a read-write folder inside a read-only
     # grant (or the reverse) keeps its own mode.
@@ -274,9 +293,13 @@ def plan_for(
 
     seccomp_ok, _ = _seccomp.available()
     abi = _landlock.abi_version()
+    if not profile.wants_network:
+        tcp_ports: list[int] | None = []
+    else:
+        tcp_ports = None if private_network else _tcp_ports(scope.hosts)
     return SandboxPlan(
         "bwrap", scope, INSIDE_CODE, INSIDE_HOST, INSIDE_LANDLOCK if abi >= 1 else None,
-        landlock_rules=rules, tcp_ports=_tcp_ports(scope.hosts) if profile.wants_network else [],
+        landlock_rules=rules, tcp_ports=tcp_ports,
         site_packages=wanted_sites, bwrap_args=a, child_env=child_env, seccomp=seccomp_ok,
     )
 

@@ -1,0 +1,100 @@
+"""``metnos turns list|show``: past turns, and one turn as a readable timeline."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+from uuid import UUID
+
+import orjson
+
+from metnos.errors import MetnosError
+from metnos.workspace import Workspace
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("turns", help="past turns")
+    inner = p.add_subparsers(dest="turns_command", required=True, metavar="SUBCOMMAND")
+    ls = inner.add_parser("list", help="the turns, newest last")
+    ls.add_argument("--limit", type=int, default=20)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(run=run_list)
+    show = inner.add_parser("show", help="one turn as a timeline (an id prefix is enough)")
+    show.add_argument("turn_id")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(run=run_show)
+
+
+def _boot():  # noqa: ANN202
+    from metnos.runtime import Runtime
+
+    return Runtime.boot(Workspace.from_env(), birth=False)
+
+
+def find_turn(state: dict[str, Any], prefix: str) -> str:
+    matches = [t for t in state["turns"] if t.startswith(prefix)]
+    if not matches:
+        raise MetnosError(f"no turn starts with {prefix!r}; see `metnos turns list`")
+    if len(matches) > 1:
+        raise MetnosError(f"{prefix!r} matches {len(matches)} turns; give more of the id")
+    return matches[0]
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with _boot() as rt:
+        state = rt.turns.catch_up(rt.log)
+    rows = [state["turns"][t] for t in state["order"]][-args.limit :] if args.limit else [state["turns"][t] for t in state["order"]]
+    if args.json:
+        print(orjson.dumps(rows).decode())
+        return 0
+    print(f"{'TURN':<36}  {'STARTED (UTC)':<19}  {'STATUS':<9} {'STEPS':>5}  REQUEST")
+    for t in rows:
+        status = t["status"] + ("*" if t["undone"] else "")
+        print(f"{t['id']:<36}  {t['started'][:19]:<19}  {status:<9} {t['steps']:>5}  {t['text'][:60]}")
+    if any(t["undone"] for t in rows):
+        print("(* undone)")
+    return 0
+
+
+def _line(event: Any) -> str:
+    from domain.turn import Turn
+
+    name = type(event).__name__
+    when = event.timestamp.strftime("%H:%M:%S.%f")[:12]
+    d = {k: v for k, v in vars(event).items() if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}
+    if isinstance(event, Turn.TurnStarted):
+        text = f"request: {event.text!r} (actor {event.actor}, channel {event.channel})"
+    elif isinstance(event, Turn.PrefilterRanked):
+        text = f"candidates: {', '.join(c['name'] for c in event.ranking.get('candidates', [])) or '(none)'} [{event.prefilter_ms} ms]"
+    elif isinstance(event, Turn.LLMReplied):
+        calls = event.reply.get("tool_calls") or []
+        said = ", ".join(c["name"] for c in calls) if calls else repr(event.reply.get("text", ""))[:80]
+        text = f"model ({event.reply.get('call_form')}): {said} [{event.intent_ms} ms]"
+    elif isinstance(event, Turn.StepProposed):
+        text = f"step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:120]}"
+    elif isinstance(event, Turn.StepInvoked):
+        text = f"step {event.step}: ran {event.executor} {event.version} -> {'ok' if event.ok else event.kind} [{event.exec_ms} ms]"
+    elif isinstance(event, Turn.ObservationRecorded):
+        text = f"step {event.step}: observed {orjson.dumps(event.observation).decode()[:120]}"
+    elif isinstance(event, Turn.TurnAnswered):
+        text = f"answer: {event.text[:200]}"
+    elif isinstance(event, Turn.TurnFailed):
+        text = f"failed ({event.kind}): {event.message}"
+    else:
+        text = orjson.dumps(d, default=str).decode()[:140]
+    return f"{event.originator_version:>3}  {when}  {name:<20} {text}"
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with _boot() as rt:
+        turn_id = find_turn(rt.turns.catch_up(rt.log), args.turn_id)
+        events = list(rt.log.events.get(UUID(turn_id)))
+    if args.json:
+        rows = [{"position": e.originator_version, "type": type(e).__name__, "timestamp": e.timestamp.isoformat(),
+                 "state": {k: v for k, v in vars(e).items() if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}} for e in events]
+        print(orjson.dumps({"turn_id": turn_id, "events": rows}, default=str).decode())
+        return 0
+    print(f"turn {turn_id}")
+    for e in events:
+        print(_line(e))
+    return 0

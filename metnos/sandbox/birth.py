@@ -1,0 +1,126 @@
+"""Birth tests inside the sandbox: the loader's default spawn.
+
+A birth test runs in one process with the executor it tests, so it gets the
+executor's own profile, with the layers and caps of an invocation (bwrap
+namespaces and ``--cap-drop ALL``, seccomp, Landlock applied by the host
+itself, the rlimits, a pids cgroup, a wall clock that kills the process
+group, a capped stdout). What differs is the world it runs against:
+
+* the test's scratch dir is the user's home and ``$WORKSPACE``: ``~`` and
+  ``$WORKSPACE`` hints expand into it, nothing of the real home is shown,
+  and the real home's secrets are masked even under an absolute grant;
+* the scratch dir is always writable, because the test code writes its
+  fixtures there before it calls the executor;
+* the network is a private loopback: a network executor's test serves its
+  own pages on 127.0.0.1 (any port), and nothing outside can be reached,
+  which keeps births hermetic;
+* no environment variable of the profile is passed on: a birth never sees
+  the user's real tokens.
+
+With METNOS_SANDBOX off or no working bwrap, it is the plain child process
+the loader used before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from metnos.invocation.errors import PolicyViolation
+from metnos.invocation.pump import run_contained
+from metnos.invocation.runner import host_config
+from metnos.sandbox.bwrap import INSIDE_DIR, SandboxPlan, plan_for, probe, python_runtime, sandbox_disabled, wrap_plan
+from metnos.sandbox.forbidden import user_forbidden
+from metnos.sandbox.profile import SandboxProfile
+from metnos.workspace import Workspace
+
+if TYPE_CHECKING:
+    from metnos.executors.birth import Spawn, SpawnRequest, SpawnResult
+
+BIRTH_HOST = "birth_host.py"
+# The report carries every call's args and result, so it may exceed what a
+# single call may return; still bounded.
+_MIN_REPORT_BYTES = 16 * 1024 * 1024
+_MAX_REPORT_BYTES = 256 * 1024 * 1024
+
+
+def birth_world(scratch: Path, env: Mapping[str, str]) -> tuple[Workspace, dict[str, str]]:
+    """The workspace and environment a birth test plans against."""
+    ws = Workspace(data_dir=scratch, config_dir=scratch / ".config" / "metnos")
+    world_env = {"HOME": str(scratch)}
+    if "TZ" in env:
+        world_env["TZ"] = env["TZ"]
+    return ws, world_env
+
+
+def birth_plan(req: SpawnRequest, *, workspace: Workspace, env: Mapping[str, str]) -> tuple[SandboxPlan, SandboxProfile]:
+    """The plan for one birth run, and the profile it was made from.
+
+    ``workspace``/``env`` are the real ones: only their secrets are used,
+    to mask them. Raises PolicyViolation as plan_for does.
+    """
+    scratch = Path(os.path.realpath(req.tmp_dir))
+    profile = req.profile or SandboxProfile()
+    # CPU for the whole test file, not for one call.
+    profile = profile.model_copy(update={
+        "fs_write": (*profile.fs_write, str(scratch)),
+        "max_cpu_s": max(req.timeout_s, profile.max_cpu_s or 0),
+    })
+    world, world_env = birth_world(scratch, env)
+    plan = plan_for(req.executor_dir, profile, workspace=world, env=world_env,
+                    also_forbid=user_forbidden(workspace, env), private_network=True,
+                    extra_files={BIRTH_HOST: req.host_script})
+    return plan, profile
+
+
+def _report_cap(profile: SandboxProfile) -> int:
+    return min(_MAX_REPORT_BYTES, max(_MIN_REPORT_BYTES, 4 * profile.max_output_bytes))
+
+
+def _spawn(req: SpawnRequest, workspace: Workspace | None, env: Mapping[str, str] | None) -> SpawnResult:
+    from metnos.executors.birth import SpawnResult, spawn_subprocess
+
+    env = dict(os.environ if env is None else env)
+    if sandbox_disabled(env) or not probe().works:
+        return spawn_subprocess(req)
+    t0 = time.monotonic()
+    try:
+        plan, profile = birth_plan(req, workspace=workspace or Workspace.from_env(env), env=env)
+    except PolicyViolation as e:
+        return SpawnResult(2, b"", f"the sandbox refuses the profile: {e}".encode())
+    cfg = json.loads(host_config(plan, profile))
+    cfg["host_dir"] = INSIDE_DIR
+    exe, _, _ = python_runtime()
+    cmd = [exe, "-I", "-S", f"{INSIDE_DIR}/{BIRTH_HOST}", json.dumps(cfg, separators=(",", ":"))]
+    cap = _report_cap(profile)
+    c = run_contained(wrap_plan(plan, cmd), req.stdin, max_stdout=cap, deadline=t0 + req.timeout_s,
+                      max_pids=profile.max_pids)
+    if c.spawn_error is not None:
+        return SpawnResult(-1, b"", f"could not start the sandbox: {c.spawn_error}".encode())
+    code = -9 if c.returncode is None else c.returncode
+    if c.timed_out:
+        return SpawnResult(code, c.stdout, c.stderr_tail, timed_out=True)
+    if c.too_large:
+        # An unparseable report fails the birth; the last line says why.
+        return SpawnResult(code, b"", c.stderr_tail + f"\nbirth report larger than {cap} bytes".encode())
+    return SpawnResult(code, c.stdout, c.stderr_tail)
+
+
+def sandboxed_spawn(req: SpawnRequest) -> SpawnResult:
+    """Run a birth in the sandbox, hiding the secrets of the workspace the
+    environment names (``METNOS_HOME`` or the XDG dirs) and of ``$HOME``."""
+    return _spawn(req, None, None)
+
+
+def make_sandboxed_spawn(workspace: Workspace | None = None, env: Mapping[str, str] | None = None) -> Spawn:
+    """A spawn for ``load_executors`` that hides ``workspace``'s secrets
+    (and, with ``env``, decides on that environment instead of os.environ)."""
+
+    def spawn(req: SpawnRequest) -> SpawnResult:
+        return _spawn(req, workspace, env)
+
+    return spawn

@@ -1,0 +1,132 @@
+"""Ports that answer a replayed turn from its recorded events.
+
+Nothing here executes, sends or writes: the model's replies, the executors'
+observations, the approvals, the clock and the ids all come back from the log
+in the order the live turn asked for them. Asking for more than was recorded,
+or for a different executor than the one recorded at that step, ends the
+replay; the comparison then reports where the paths parted.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import orjson
+
+from domain.invocation import Invocation
+from domain.turn import Turn
+from metnos.llm.errors import LLMError, ProviderUnreachable
+from metnos.llm.messages import LLMReply, Message, ToolSpec
+from metnos.turn.ports import ExecutorResult
+
+
+class ReplayExhausted(Exception):
+    """The replayed runtime asked a port for more than the turn recorded."""
+
+
+class ReplayedLLMError(LLMError):
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+
+
+class ReplayedUnreachable(ProviderUnreachable):
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+
+
+class RecordedPorts:
+    def __init__(
+        self,
+        recorded: Sequence[Any],
+        invocations: dict[str, Invocation | list[Any]],
+        *,
+        resolve_output: Callable[[Any], Any] = lambda o: o,
+        current_executor: Callable[[str], tuple[str, str] | None] = lambda _n: None,
+    ) -> None:
+        self._timestamps = deque(e.timestamp for e in recorded)
+        self._last_ts: datetime = recorded[-1].timestamp
+        self._turn_id = recorded[0].originator_id
+        self._replies = deque(e for e in recorded if isinstance(e, (Turn.LLMReplied, Turn.LLMFailed)))
+        self._invoked = deque(e for e in recorded if isinstance(e, Turn.StepInvoked))
+        self._approvals = deque(e for e in recorded if isinstance(e, Turn.ApprovalAnswered))
+        self._invocations = invocations
+        self._resolve_output = resolve_output
+        self._current_executor = current_executor
+        self._ids_given = 0
+        self.drift: list[dict[str, Any]] = []
+
+    def now(self) -> datetime:
+        if self._timestamps:
+            self._last_ts = self._timestamps.popleft()
+        return self._last_ts
+
+    def new_id(self) -> UUID:
+        self._ids_given += 1
+        if self._ids_given > 1:
+            msg = "the replayed turn asked for more ids than it recorded"
+            raise ReplayExhausted(msg)
+        return self._turn_id
+
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> LLMReply:
+        if not self._replies:
+            msg = "the replayed turn asked the model more often than the recorded one"
+            raise ReplayExhausted(msg)
+        event = self._replies.popleft()
+        if isinstance(event, Turn.LLMFailed):
+            if event.error_type in ("ProviderUnreachable", "ProviderTimeout"):
+                raise ReplayedUnreachable(event.message)
+            raise ReplayedLLMError(event.message)
+        return LLMReply.from_record(event.reply)
+
+    def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
+        if not self._invoked:
+            msg = f"step {step} runs {name}, which the recorded turn never ran"
+            raise ReplayExhausted(msg)
+        recorded = self._invoked.popleft()
+        if recorded.executor != name or recorded.step != step:
+            msg = f"step {step} runs {name}; the recorded turn ran {recorded.executor} at step {recorded.step}"
+            raise ReplayExhausted(msg)
+        observation = self.recorded_observation(recorded.invocation_id)
+        # Which executor would run now: a new version shows up as a changed
+        # digest at this very step.
+        current = self._current_executor(name)
+        version, digest = current if current is not None else (recorded.version, recorded.digest)
+        return ExecutorResult(
+            invocation_id=recorded.invocation_id, executor=name, version=version, digest=digest,
+            args_hash=recorded.args_hash, ok=recorded.ok, kind=recorded.kind, observation=observation,
+        )
+
+    def recorded_observation(self, invocation_id: str) -> dict[str, Any]:
+        events = self._invocations.get(invocation_id)
+        if not events:
+            msg = f"invocation {invocation_id} is not in the log"
+            raise ReplayExhausted(msg)
+        for event in events:
+            if isinstance(event, Invocation.InvocationCompleted):
+                if event.ok and event.output is not None:
+                    return self._resolve_output(event.output)
+                return {"ok": False, "error": {"kind": event.kind, **(event.error or {})}}
+            if isinstance(event, Invocation.InvocationRefused):
+                return {"ok": False, "error": {"kind": event.kind, **event.error}}
+        msg = f"invocation {invocation_id} never completed"
+        raise ReplayExhausted(msg)
+
+    def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+        if not self._approvals:
+            msg = f"step {step} asks approval for {executor}; the recorded turn asked none there"
+            raise ReplayExhausted(msg)
+        event = self._approvals.popleft()
+        return event.approved, event.by
+
+
+def output_resolver(blobs: Any) -> Callable[[Any], Any]:
+    def resolve(output: Any) -> Any:
+        if isinstance(output, dict) and set(output) == {"blob", "size"}:
+            return orjson.loads(blobs.get(output["blob"]))
+        return output
+
+    return resolve

@@ -1,0 +1,218 @@
+"""Replay a recorded turn through the runtime's own loop and check it took the same path.
+
+The loop runs again with ports fed from the log (replay/ports.py) against the
+current catalogue and settings; the events it would emit are compared with
+the recorded ones, position by position, on type and on a canonical hash of
+their decisions (context fields and measurements aside, see domain/turn.py).
+The first difference is reported with the turn, the position, the expected
+and the found event, and what changed around them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.utils import get_topic
+
+import metnos
+from domain.turn import Turn, decision_fields
+from metnos.blobs import BlobStore
+from metnos.canonical import canonical_hash
+from metnos.errors import MetnosError
+from metnos.runtime import Runtime
+from metnos.turn.loop import TurnLoop, TurnRequest
+from metnos.turn.session import guard_policy, policy_checker, turn_catalogue
+from metnos.turn.settings import load_turn_settings
+from replay.ports import RecordedPorts, ReplayExhausted, output_resolver
+
+_ENVELOPE = ("originator_id", "originator_version", "timestamp", "originator_topic")
+
+
+class UnknownTurn(MetnosError):
+    """No turn with that id in the log."""
+
+
+def event_name(event: Any) -> str:
+    return type(event).__name__
+
+
+def event_state(event: Any) -> dict[str, Any]:
+    return {k: v for k, v in vars(event).items() if k not in _ENVELOPE}
+
+
+def fingerprint(event: Any) -> str:
+    return canonical_hash(decision_fields(event_name(event), event_state(event)))
+
+
+@dataclass
+class Divergence:
+    turn_id: str
+    position: int
+    step: int | None
+    expected: dict[str, Any] | None
+    found: dict[str, Any] | None
+    changed: dict[str, Any]
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id, "position": self.position, "step": self.step,
+            "expected": self.expected, "found": self.found, "changed": self.changed, "note": self.note,
+        }
+
+
+@dataclass
+class ReplayResult:
+    turn_id: str
+    events: int
+    divergence: Divergence | None = None
+    drift: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def same_path(self) -> bool:
+        return self.divergence is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id, "same_path": self.same_path, "events": self.events,
+            "divergence": self.divergence.to_json() if self.divergence else None, "drift": self.drift,
+        }
+
+
+class CollectingSink:
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def commit(self, aggregates: list[Any]) -> None:
+        for aggregate in aggregates:
+            if isinstance(aggregate, Turn):
+                self.events.extend(aggregate.collect_events())
+
+
+class Replayer:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        env: Mapping[str, str] | None = None,
+        ask_llm: Callable[..., Any] | None = None,
+        re_execute: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.env = dict(os.environ if env is None else env)
+        self.catalogue = turn_catalogue(runtime)
+        self.settings = load_turn_settings(self.env)
+        self.policy = guard_policy(runtime, self.env)
+        self.check_policy = policy_checker(runtime, self.env)
+        self.resolve_output = output_resolver(BlobStore(runtime.workspace.blobs_dir))
+        self.ask_llm = ask_llm
+        self.re_execute = re_execute
+
+    def turn_ids(self) -> Iterator[str]:
+        topic = get_topic(Turn.TurnStarted)
+        for _, event in self.runtime.log.domain_events(topics=(topic,)):
+            yield str(event.originator_id)
+
+    def recorded(self, turn_id: str) -> list[Any]:
+        try:
+            ident = UUID(turn_id)
+        except ValueError:
+            raise UnknownTurn(f"{turn_id!r} is not a turn id (see `metnos turns list`)") from None
+        events = [e for e in self.runtime.log.events.get(ident) if not isinstance(e, Turn.TurnUndone)]
+        if not events or not isinstance(events[0], Turn.TurnStarted):
+            raise UnknownTurn(f"there is no turn {turn_id} in the log (see `metnos turns list`)")
+        return events
+
+    def replay(self, turn_id: str) -> ReplayResult:
+        recorded = self.recorded(turn_id)
+        invocations = {
+            e.invocation_id: list(self.runtime.log.events.get(UUID(e.invocation_id)))
+            for e in recorded if isinstance(e, Turn.StepInvoked) and e.invocation_id
+        }
+
+        def current(name: str) -> tuple[str, str] | None:
+            te = self.catalogue.get(name)
+            return (te.loaded.version, te.loaded.digest) if te else None
+
+        ports = RecordedPorts(recorded, invocations, resolve_output=self.resolve_output, current_executor=current)
+        drift: list[dict[str, Any]] = []
+        if self.ask_llm is not None:
+            ports.ask_llm = self.ask_llm  # type: ignore[method-assign]
+        if self.re_execute is not None:
+            ports.call_executor = self._re_executing(ports, drift)  # type: ignore[method-assign]
+        sink = CollectingSink()
+        loop = TurnLoop(
+            ports=ports, catalogue=self.catalogue, settings=self.settings, policy=self.policy, sink=sink,
+            runtime_version=metnos.__version__, check_policy=self.check_policy,
+        )
+        start = recorded[0]
+        note = ""
+        try:
+            loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode))
+        except ReplayExhausted as e:
+            note = str(e)
+        divergence = compare(turn_id, recorded, sink.events, note=note)
+        if divergence is not None:
+            divergence.changed.update(self._context_changes(recorded, sink.events))
+        return ReplayResult(turn_id, len(recorded), divergence, drift)
+
+    def _re_executing(self, ports: RecordedPorts, drift: list[dict[str, Any]]) -> Callable[..., Any]:
+        replay_call = ports.call_executor
+
+        def call(name: str, args: dict[str, Any], **kw: Any) -> Any:
+            result = replay_call(name, args, **kw)
+            fresh = self.re_execute(name, args)  # type: ignore[misc]
+            if fresh is not None and canonical_hash(fresh) != canonical_hash(result.observation):
+                drift.append({"step": kw.get("step"), "executor": name, "recorded": result.observation, "now": fresh})
+            return result
+
+        return call
+
+    def _context_changes(self, recorded: list[Any], produced: list[Any]) -> dict[str, Any]:
+        changes: dict[str, Any] = {}
+        start = recorded[0]
+        if start.runtime_version != metnos.__version__:
+            changes["runtime_version"] = {"recorded": start.runtime_version, "now": metnos.__version__}
+        now_settings = self.settings.to_json()
+        settings = {k: {"recorded": v, "now": now_settings.get(k)} for k, v in start.settings.items() if now_settings.get(k) != v}
+        if settings:
+            changes["settings"] = settings
+        rec_cat = next((e for e in recorded if isinstance(e, Turn.CatalogueResolved)), None)
+        if rec_cat is not None:
+            before = {e["name"]: (e["version"], e["digest"]) for e in rec_cat.entries}
+            after = {e["name"]: (e["version"], e["digest"]) for e in self.catalogue.entries}
+            executors = {
+                name: {"recorded": list(before[name]) if name in before else None, "now": list(after[name]) if name in after else None}
+                for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)
+            }
+            if executors:
+                changes["executors"] = executors
+        return changes
+
+
+def _describe(event: Any) -> dict[str, Any]:
+    return {"type": event_name(event), "state": decision_fields(event_name(event), event_state(event)), "hash": fingerprint(event)}
+
+
+def compare(turn_id: str, recorded: list[Any], produced: list[Any], *, note: str = "") -> Divergence | None:
+    for i in range(max(len(recorded), len(produced))):
+        r = recorded[i] if i < len(recorded) else None
+        p = produced[i] if i < len(produced) else None
+        if r is not None and p is not None and event_name(r) == event_name(p) and fingerprint(r) == fingerprint(p):
+            continue
+        step = getattr(r, "step", None) if r is not None else getattr(p, "step", None)
+        expected = _describe(r) if r is not None else None
+        found = _describe(p) if p is not None else None
+        changed: dict[str, Any] = {}
+        if expected and found and expected["type"] == found["type"]:
+            keys = sorted(set(expected["state"]) | set(found["state"]))
+            changed["fields"] = {
+                k: {"recorded": expected["state"].get(k), "now": found["state"].get(k)}
+                for k in keys if expected["state"].get(k) != found["state"].get(k)
+            }
+        return Divergence(turn_id, i + 1, step, expected, found, changed, note)
+    return None
