@@ -35,7 +35,14 @@ def is_measurement(field: str) -> bool:
 def decision_fields(event_name: str, state: dict[str, Any]) -> dict[str, Any]:
     """The part of an event's state that replay compares."""
     context = CONTEXT_FIELDS.get(event_name, frozenset())
-    return {k: v for k, v in state.items() if k not in context and not is_measurement(k)}
+    fields = {k: v for k, v in state.items() if k not in context and not is_measurement(k)}
+    if event_name == "PrefilterRanked" and isinstance(fields.get("ranking"), dict):
+        # Which executors were offered is the decision; their versions are the
+        # catalogue's business, compared where an executor actually runs.
+        ranking = dict(fields["ranking"])
+        ranking["candidates"] = [{k: v for k, v in c.items() if k != "version"} for c in ranking.get("candidates", [])]
+        fields["ranking"] = ranking
+    return fields
 
 
 class Turn(MetnosAggregate):

@@ -43,9 +43,9 @@ class DailyLines:
             return {**self.fold.initial(), "sizes": {}}
         return orjson.loads(raw)
 
-    def catch_up(self, log: Any) -> int:
+    def catch_up(self, log: Any, *, progress: Any = None) -> int:
         if self.store.get_version(self.fold.name) not in (None, self.fold.version):
-            return self.rebuild(log)
+            return self.rebuild(log, progress=progress)
         state = self._state()
         self._cut_back(state["sizes"])
         last = self.store.max_tracking_id(UPSTREAM) or 0
@@ -54,6 +54,8 @@ class DailyLines:
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             for nid, event in log.domain_events(last + 1, topics=self.fold.topics):
+                if progress is not None:
+                    progress(nid)
                 for day, line in self.fold.emit(state, event, nid):
                     handle = handles.get(day)
                     if handle is None:
@@ -80,9 +82,15 @@ class DailyLines:
                 with open(path, "r+b") as f:
                     f.truncate(recorded)
 
-    def rebuild(self, log: Any) -> int:
+    def rebuild(self, log: Any, *, progress: Any = None) -> int:
         self.store.reset(self.fold.name)
         if self.dir.exists():
             for path in self.dir.glob("*.jsonl"):
                 path.unlink()
-        return self.catch_up(log)
+        return self.catch_up(log, progress=progress)
+
+    def state_bytes(self) -> bytes:
+        """The view as bytes: its files, in name order, with their names."""
+        if not self.dir.exists():
+            return b""
+        return b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(self.dir.glob("*.jsonl")))

@@ -29,13 +29,17 @@ class ReplayExhausted(Exception):
 
 
 class ReplayedLLMError(LLMError):
-    def __init__(self, message: str) -> None:
+    """The recorded failure again, with the recorded kind and message."""
+
+    def __init__(self, kind: str, message: str) -> None:
         Exception.__init__(self, message)
+        self.kind = kind
 
 
 class ReplayedUnreachable(ProviderUnreachable):
-    def __init__(self, message: str) -> None:
+    def __init__(self, kind: str, message: str) -> None:
         Exception.__init__(self, message)
+        self.kind = kind
 
 
 class RecordedPorts:
@@ -77,9 +81,9 @@ class RecordedPorts:
             raise ReplayExhausted(msg)
         event = self._replies.popleft()
         if isinstance(event, Turn.LLMFailed):
-            if event.error_type in ("ProviderUnreachable", "ProviderTimeout"):
-                raise ReplayedUnreachable(event.message)
-            raise ReplayedLLMError(event.message)
+            if event.error_type in (ProviderUnreachable.kind, "provider_timeout"):
+                raise ReplayedUnreachable(event.error_type, event.message)
+            raise ReplayedLLMError(event.error_type, event.message)
         return LLMReply.from_record(event.reply)
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:

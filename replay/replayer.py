@@ -84,13 +84,21 @@ class ReplayResult:
 
 
 class CollectingSink:
+    """Takes the events the replayed loop emits; writes nothing anywhere.
+
+    Events are collected as they are recorded (the loop's observer), so a
+    replay cut short inside a step still shows that step's events.
+    """
+
     def __init__(self) -> None:
         self.events: list[Any] = []
 
+    def observe(self, event: Any) -> None:
+        self.events.append(event)
+
     def commit(self, aggregates: list[Any]) -> None:
         for aggregate in aggregates:
-            if isinstance(aggregate, Turn):
-                self.events.extend(aggregate.collect_events())
+            aggregate.collect_events()
 
 
 class Replayer:
@@ -147,7 +155,7 @@ class Replayer:
         sink = CollectingSink()
         loop = TurnLoop(
             ports=ports, catalogue=self.catalogue, settings=self.settings, policy=self.policy, sink=sink,
-            runtime_version=metnos.__version__, check_policy=self.check_policy,
+            runtime_version=metnos.__version__, check_policy=self.check_policy, observer=sink.observe,
         )
         start = recorded[0]
         note = ""

@@ -166,7 +166,7 @@ class TurnLoop:
         try:
             reply = self.ports.ask_llm(request.tier, messages, tools)
         except LLMError as e:
-            self._record(turn, Turn.LLMFailed, round=state.round, error_type=type(e).__name__, message=str(e))
+            self._record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
             kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY
             raise _EndTurn(kind, str(e)) from None
         self._record(turn, Turn.LLMReplied, round=state.round, reply=reply.to_record(), intent_ms=_ms(started))
