@@ -70,23 +70,47 @@ class MaterialisedView:
         """Fold whatever the log holds past our position; returns the state."""
         if self.is_stale():
             self.store.reset(self.fold.name)
-        state = self.state()
-        last = self.position
-        topics = self.fold.topics
-        seen = last
-        for nid, event in log.domain_events(last + 1, topics=topics):
-            self.fold.apply(state, event, nid)
-            seen = nid
+        fold_pass = self.begin()
+        # The head is read first: what lands during the scan is folded too,
+        # and nothing before the head can be skipped.
+        head = log.recorder.max_notification_id() or 0
+        for nid, event in log.domain_events(fold_pass.last + 1, topics=self.fold.topics):
+            fold_pass.feed(nid, event)
             if progress is not None:
                 progress(nid)
-        head = log.recorder.max_notification_id() or 0
-        # The position moves to the log's head even when the last events were
-        # of no interest to this fold, so the next catch-up starts there.
-        seen = max(seen, head)
-        if seen > last:
-            self.store.put_state(self.fold.name, self.fold.version, encode_state(state), Tracking(UPSTREAM, seen))
-        return state
+        return fold_pass.finish(head)
+
+    def begin(self) -> FoldPass:
+        """A pass over the log from where this view stands."""
+        return FoldPass(self, self.state(), self.position)
+
+    def reset(self) -> None:
+        self.store.reset(self.fold.name)
 
     def rebuild(self, log: Any, *, progress: Any = None) -> dict[str, Any]:
-        self.store.reset(self.fold.name)
+        self.reset()
         return self.catch_up(log, progress=progress)
+
+
+class FoldPass:
+    """One pass of a fold over part of the log, saved with its position at the end."""
+
+    def __init__(self, view: MaterialisedView, state: dict[str, Any], last: int) -> None:
+        self.view = view
+        self.state = state
+        self.last = last
+        self.seen = last
+        self.topics = frozenset(view.fold.topics)
+
+    def feed(self, nid: int, event: Any) -> None:
+        self.view.fold.apply(self.state, event, nid)
+        self.seen = nid
+
+    def finish(self, head: int) -> dict[str, Any]:
+        # The position moves to the head even when the last events were of no
+        # interest to this fold, so the next catch-up starts there.
+        seen = max(self.seen, head)
+        if seen > self.last:
+            fold = self.view.fold
+            self.view.store.put_state(fold.name, fold.version, encode_state(self.state), Tracking(UPSTREAM, seen))
+        return self.state

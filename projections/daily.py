@@ -46,32 +46,29 @@ class DailyLines:
     def catch_up(self, log: Any, *, progress: Any = None) -> int:
         if self.store.get_version(self.fold.name) not in (None, self.fold.version):
             return self.rebuild(log, progress=progress)
-        state = self._state()
-        self._cut_back(state["sizes"])
-        last = self.store.max_tracking_id(UPSTREAM) or 0
-        written = 0
-        handles: dict[str, Any] = {}
-        self.dir.mkdir(parents=True, exist_ok=True)
+        lines_pass = self.begin()
+        head = log.recorder.max_notification_id() or 0
         try:
-            for nid, event in log.domain_events(last + 1, topics=self.fold.topics):
+            for nid, event in log.domain_events(lines_pass.last + 1, topics=self.fold.topics):
                 if progress is not None:
                     progress(nid)
-                for day, line in self.fold.emit(state, event, nid):
-                    handle = handles.get(day)
-                    if handle is None:
-                        handle = handles[day] = open(self.dir / f"{day}.jsonl", "ab")  # noqa: SIM115
-                    handle.write(orjson.dumps(line, option=orjson.OPT_SORT_KEYS) + b"\n")
-                    written += 1
+                lines_pass.feed(nid, event)
         finally:
-            for day, handle in handles.items():
-                handle.flush()
-                os.fsync(handle.fileno())
-                handle.close()
-                state["sizes"][day] = (self.dir / f"{day}.jsonl").stat().st_size
-        head = log.recorder.max_notification_id() or 0
-        if head > last:
-            self.store.put_state(self.fold.name, self.fold.version, encode_state(state), Tracking(UPSTREAM, head))
-        return written
+            lines_pass.close()
+        lines_pass.finish(head)
+        return lines_pass.written
+
+    def begin(self) -> LinesPass:
+        state = self._state()
+        self._cut_back(state["sizes"])
+        self.dir.mkdir(parents=True, exist_ok=True)
+        return LinesPass(self, state, self.store.max_tracking_id(UPSTREAM) or 0)
+
+    def reset(self) -> None:
+        self.store.reset(self.fold.name)
+        if self.dir.exists():
+            for path in self.dir.glob("*.jsonl"):
+                path.unlink()
 
     def _cut_back(self, sizes: dict[str, int]) -> None:
         if not self.dir.exists():
@@ -83,10 +80,7 @@ class DailyLines:
                     f.truncate(recorded)
 
     def rebuild(self, log: Any, *, progress: Any = None) -> int:
-        self.store.reset(self.fold.name)
-        if self.dir.exists():
-            for path in self.dir.glob("*.jsonl"):
-                path.unlink()
+        self.reset()
         return self.catch_up(log, progress=progress)
 
     def state_bytes(self) -> bytes:
@@ -94,3 +88,37 @@ class DailyLines:
         if not self.dir.exists():
             return b""
         return b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(self.dir.glob("*.jsonl")))
+
+
+class LinesPass:
+    """One pass of a lines fold: appends to the day files, then records its position."""
+
+    def __init__(self, owner: DailyLines, state: dict[str, Any], last: int) -> None:
+        self.owner = owner
+        self.state = state
+        self.last = last
+        self.written = 0
+        self.topics = frozenset(owner.fold.topics)
+        self._handles: dict[str, Any] = {}
+
+    def feed(self, nid: int, event: Any) -> None:
+        for day, line in self.owner.fold.emit(self.state, event, nid):
+            handle = self._handles.get(day)
+            if handle is None:
+                handle = self._handles[day] = open(self.owner.dir / f"{day}.jsonl", "ab")  # noqa: SIM115
+            handle.write(orjson.dumps(line, option=orjson.OPT_SORT_KEYS) + b"\n")
+            self.written += 1
+
+    def close(self) -> None:
+        for day, handle in self._handles.items():
+            handle.flush()
+            os.fsync(handle.fileno())
+            handle.close()
+            self.state["sizes"][day] = (self.owner.dir / f"{day}.jsonl").stat().st_size
+        self._handles.clear()
+
+    def finish(self, head: int) -> None:
+        self.close()
+        if head > self.last:
+            fold = self.owner.fold
+            self.owner.store.put_state(fold.name, fold.version, encode_state(self.state), Tracking(UPSTREAM, head))
