@@ -35,7 +35,13 @@ class LogSink:
 def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
     offered = invocable(runtime.catalogue_state())
     loaded = [le for le in runtime.report.loaded if le.name in offered and offered[le.name]["version"] == le.version and offered[le.name]["origin"] == le.origin]
-    return TurnCatalogue(loaded)
+    # The pre-filter index is built once per set of executors, not per turn.
+    key = tuple((le.name, le.version, le.digest) for le in loaded)
+    cached = getattr(runtime, "_turn_catalogue", None)
+    if cached is None or cached[0] != key:
+        cached = (key, TurnCatalogue(loaded))
+        runtime._turn_catalogue = cached  # type: ignore[attr-defined]
+    return cached[1]
 
 
 def guard_policy(runtime: Runtime, env: Mapping[str, str]) -> GuardPolicy:
@@ -47,8 +53,15 @@ def guard_policy(runtime: Runtime, env: Mapping[str, str]) -> GuardPolicy:
 
 
 def policy_checker(runtime: Runtime, env: Mapping[str, str]) -> Callable[[Any, dict[str, Any]], None]:
+    """The sandbox policy check of a call; an executor's scope is resolved once per turn."""
+    scopes: dict[tuple[str, str], Any] = {}
+
     def check(loaded: Any, args: dict[str, Any]) -> None:
-        check_args(args, loaded.input_schema, scope_for(loaded.profile, workspace=runtime.workspace, env=env))
+        key = (loaded.name, loaded.digest)
+        scope = scopes.get(key)
+        if scope is None:
+            scope = scopes[key] = scope_for(loaded.profile, workspace=runtime.workspace, env=env)
+        check_args(args, loaded.input_schema, scope)
 
     return check
 

@@ -10,9 +10,11 @@ names another draft in ``$schema``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
+import orjson
 from jsonschema.validators import validator_for
 
 from metnos.turn.errors import TurnError
@@ -24,8 +26,11 @@ class SchemaDefectError(TurnError):
     pass
 
 
-def validate_args(schema: Mapping[str, Any], args: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``[]`` when valid, else ``[{"path": "a.0", "message": ..., "validator": ...}]``."""
+@lru_cache(maxsize=1024)
+def _validator(schema_json: bytes) -> Any:
+    # Checking a schema against its meta-schema costs milliseconds; a turn
+    # validates against the same few schemas at every step.
+    schema = orjson.loads(schema_json)
     cls = validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
@@ -34,8 +39,14 @@ def validate_args(schema: Mapping[str, Any], args: Mapping[str, Any]) -> list[di
         # not something the LLM can correct.
         raise SchemaDefectError("bad_schema", f"the executor's schema is invalid: {exc.message}",
                                 {}) from None
+    return cls(schema)
+
+
+def validate_args(schema: Mapping[str, Any], args: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``[]`` when valid, else ``[{"path": "a.0", "message": ..., "validator": ...}]``."""
+    validator = _validator(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
     errors = []
-    for err in cls(schema).iter_errors(args):
+    for err in validator.iter_errors(args):
         errors.append({"path": ".".join(map(str, err.absolute_path)),
                        "message": err.message, "validator": str(err.validator)})
     errors.sort(key=lambda e: (e["path"], e["message"]))

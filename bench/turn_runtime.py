@@ -1,0 +1,79 @@
+"""The runtime's own cost per step, without the model's time and the executor's body.
+
+    python bench/turn_runtime.py [--turns 200] [--steps 5]
+
+Each step goes through the whole loop (guards, shape FSM, piping, schema,
+sandbox policy check, vaglio, scratchpad decision, events) and commits its
+events durably to the LMDB log. The model and the executors answer at once.
+Printed against a baseline measured in the same run: one durable LMDB commit
+of the same number of events per step (what any recorded step must pay).
+The sandbox spawn (bench/sandbox_spawn.py) comes on top of this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import lmdb  # noqa: E402
+import orjson  # noqa: E402
+
+from bench._turns import InstantPorts, fresh_workspace, script, turn_loop  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    root = fresh_workspace("metnos-bench-turn-")
+    try:
+        from metnos.runtime import Runtime
+        from metnos.turn.loop import TurnRequest
+
+        env = dict(os.environ)
+        with Runtime.boot(birth=False) as rt:
+            per_step = []
+            events_per_step = []
+            for _ in range(args.turns):
+                ports = InstantPorts(rt, script(args.steps))
+                loop = turn_loop(rt, ports, env)
+                before = rt.log.recorder.max_notification_id() or 0
+                started = time.perf_counter()
+                outcome = loop.run(TurnRequest(text="read my notes and tell me what they say"))
+                elapsed = time.perf_counter() - started
+                assert outcome.status == "answered", outcome
+                per_step.append(elapsed / args.steps)
+                events_per_step.append(((rt.log.recorder.max_notification_id() or 0) - before) / args.steps)
+        ours_ms = statistics.median(per_step) * 1000
+        n_events = round(statistics.median(events_per_step))
+
+        env_raw = lmdb.open(str(root / "raw"), map_size=1 << 30, sync=True, metasync=True)
+        value = orjson.dumps({"kind": "StepRecorded", "args": {"paths": ["~/note.md"]}, "step": 1})
+        samples = []
+        key = 0
+        for _ in range(args.turns):
+            started = time.perf_counter()
+            with env_raw.begin(write=True) as txn:
+                for _ in range(n_events):
+                    key += 1
+                    txn.put(key.to_bytes(8, "big"), value, append=True)
+            samples.append(time.perf_counter() - started)
+        env_raw.close()
+        raw_ms = statistics.median(samples) * 1000
+        print(f"runtime cost per step (median over {args.turns} turns x {args.steps} steps): {ours_ms:.2f} ms")
+        print(f"baseline: one durable LMDB commit of {n_events} events:                 {raw_ms:.2f} ms")
+        print(f"ratio ours/baseline: {ours_ms / raw_ms:.1f}   beyond the baseline: {ours_ms - raw_ms:.2f} ms   target: under 5 ms a step")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
