@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.invocation import Invocation
+from projections.base import key_of
 from projections.daily import DailyLines, LinesFold
 from projections.store import ViewStore
 
@@ -25,7 +26,7 @@ class AuditFold(LinesFold):
         return {"open": {}}
 
     def emit(self, state: dict[str, Any], event: Any, position: int) -> list[tuple[str, dict[str, Any]]]:
-        key = str(event.originator_id)
+        key = key_of(event.originator_id)
         if isinstance(event, Invocation.InvocationRequested):
             state["open"][key] = {
                 "ts": event.timestamp.isoformat(),

@@ -10,6 +10,7 @@ Deleting a view and folding again from the start must give the same bytes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -40,6 +41,12 @@ class Fold(ABC):
     @abstractmethod
     def apply(self, state: dict[str, Any], event: Any, position: int) -> None:
         """Change ``state`` in place for one event (pure: no I/O, no clock)."""
+
+
+@lru_cache(maxsize=65536)
+def key_of(originator_id: Any) -> str:
+    """An aggregate id as a state key; folds meet the same ids many times in a row."""
+    return str(originator_id)
 
 
 def encode_state(state: dict[str, Any]) -> bytes:

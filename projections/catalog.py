@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from domain.executor import ACTIVE, Executor
-from projections.base import Fold
+from projections.base import Fold, key_of
 
 
 class CatalogueFold(Fold):
@@ -31,20 +31,21 @@ class CatalogueFold(Fold):
     )
 
     def initial(self) -> dict[str, Any]:
-        return {"executors": {}}
+        return {"executors": {}, "ids": {}}
 
     def apply(self, state: dict[str, Any], event: Any, position: int) -> None:
         executors = state["executors"]
         if isinstance(event, Executor.ExecutorRegistered):
+            state["ids"][key_of(event.originator_id)] = f"{event.origin}/{event.name}"
             executors[f"{event.origin}/{event.name}"] = {
                 "name": event.name,
                 "origin": event.origin,
-                "id": str(event.originator_id),
+                "id": key_of(event.originator_id),
                 "current": None,
                 "versions": {},
             }
             return
-        entry = next((e for e in executors.values() if e["id"] == str(event.originator_id)), None)
+        entry = executors.get(state["ids"].get(key_of(event.originator_id), ""))
         if entry is None:
             return
         versions = entry["versions"]

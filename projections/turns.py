@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from domain.turn import Turn
-from projections.base import Fold
+from projections.base import Fold, key_of
 from projections.daily import LinesFold
 
 _STEP_EVENTS = (Turn.StepInvoked, Turn.StepRejected, Turn.StepIntercepted)
@@ -25,7 +25,7 @@ class TurnIndexFold(Fold):
         return {"turns": {}, "order": []}
 
     def apply(self, state: dict[str, Any], event: Any, position: int) -> None:
-        key = str(event.originator_id)
+        key = key_of(event.originator_id)
         if isinstance(event, Turn.TurnStarted):
             state["turns"][key] = {
                 "id": key, "started": event.timestamp.isoformat(), "text": event.text, "actor": event.actor,
@@ -59,7 +59,7 @@ class TurnLinesFold(LinesFold):
         return {"open": {}}
 
     def emit(self, state: dict[str, Any], event: Any, position: int) -> list[tuple[str, dict[str, Any]]]:
-        key = str(event.originator_id)
+        key = key_of(event.originator_id)
         if isinstance(event, Turn.TurnStarted):
             state["open"][key] = {
                 "ts": event.timestamp.isoformat(), "turn_id": key, "actor": event.actor, "channel": event.channel,
