@@ -26,6 +26,8 @@ from projections.audit import AuditLines
 from projections.base import MaterialisedView
 from projections.catalog import CatalogueFold
 from projections.daily import DailyLines
+from projections.mnestome import MnestomeFold
+from projections.schedules import SchedulesFold
 from projections.store import ViewStore
 from projections.turns import TurnIndexFold, TurnLinesFold
 
@@ -54,9 +56,11 @@ class Runtime:
         self.clock = clock
         self.ids = ids
         self.config = config
-        self._stores = {name: ViewStore.open(workspace.views_dir, name) for name in ("catalogue", "audit", "turns", "turn_lines")}
+        self._stores = {name: ViewStore.open(workspace.views_dir, name) for name in ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules")}
         self.catalogue = MaterialisedView(CatalogueFold(), self._stores["catalogue"])
         self.turns = MaterialisedView(TurnIndexFold(), self._stores["turns"])
+        self.schedules = MaterialisedView(SchedulesFold(), self._stores["schedules"])
+        self.mnestome = MaterialisedView(MnestomeFold(), self._stores["mnestome"])
         self.audit = AuditLines(workspace.audit_dir, self._stores["audit"])
         self.turn_lines = DailyLines(workspace.data_dir / "turns", self._stores["turn_lines"], TurnLinesFold())
         self.invoker = Invoker(
@@ -96,7 +100,7 @@ class Runtime:
 
     def projections(self) -> dict[str, Any]:
         """Every read model, by name: each can catch up and rebuild from the log."""
-        return {"catalogue": self.catalogue, "turns": self.turns, "audit": self.audit, "turn_lines": self.turn_lines}
+        return {"catalogue": self.catalogue, "turns": self.turns, "audit": self.audit, "turn_lines": self.turn_lines, "mnestome": self.mnestome, "schedules": self.schedules}
 
     def refresh(self) -> None:
         for projection in self.projections().values():

@@ -112,11 +112,15 @@ def select(state: dict[str, Any], *, tag: str | None = None, states: Iterable[st
 
 def top(state: dict[str, Any], k: int, *, tag: str | None = None, states: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """The ``k`` heaviest mnests, heaviest first; ties by uses, then by key, so the order is total."""
-    return heapq.nsmallest(k, select(state, tag=tag, states=states), key=_rank_key)
-
-
-def _rank_key(m: dict[str, Any]) -> tuple[float, int, str]:
-    return (-m["weight"], -m["uses"], m["key"])
+    wanted = frozenset(states) if states is not None else LIVE
+    mnests = state["mnests"]
+    # One pass building plain tuples, then a bounded heap: tuples compare in C,
+    # which keeps 100,000 mnests in tens of milliseconds.
+    if tag is None:
+        ranked = [(-m["weight"], -m["uses"], m["key"], mid) for mid, m in mnests.items() if m["state"] in wanted]
+    else:
+        ranked = [(-m["weight"], -m["uses"], m["key"], mid) for mid, m in mnests.items() if m["state"] in wanted and tag in m["tags"]]
+    return [mnests[row[3]] for row in heapq.nsmallest(k, ranked)]
 
 
 def edges_from(state: dict[str, Any], src: str, *, min_weight: float = 0.0, states: Iterable[str] = (ACTIVE,)) -> list[dict[str, Any]]:
