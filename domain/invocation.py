@@ -28,6 +28,15 @@ class Invocation(MetnosAggregate):
         def apply(self, invocation: Invocation) -> None:
             invocation.outcome = self.kind
 
+    class FilesCaptured(DomainEvent):
+        """Before-images of the paths the executor may change, taken just before it ran.
+
+        One record per path: its state down to each file's blob digest, or why
+        it could not be kept (then that path cannot be undone).
+        """
+
+        before: list
+
     class InvocationCompleted(DomainEvent):
         ok: bool
         kind: str
@@ -41,6 +50,11 @@ class Invocation(MetnosAggregate):
 
         def apply(self, invocation: Invocation) -> None:
             invocation.outcome = self.kind
+
+    class FilesSettled(DomainEvent):
+        """The same paths as the executor left them: what undo checks is still there."""
+
+        after: list
 
     def __init__(self, executor: str, version: str, origin: str, digest: str, args: dict, args_hash: str, caller: dict, turn_id: str | None, trace_id: str) -> None:
         self.executor = executor
@@ -63,3 +77,9 @@ class Invocation(MetnosAggregate):
 
     def complete(self, *, at: Any, **fields: Any) -> None:
         self.trigger_event(self.InvocationCompleted, timestamp=at, **fields)
+
+    def capture_files(self, *, before: list, at: Any) -> None:
+        self.trigger_event(self.FilesCaptured, before=before, timestamp=at)
+
+    def settle_files(self, *, after: list, at: Any) -> None:
+        self.trigger_event(self.FilesSettled, after=after, timestamp=at)

@@ -39,7 +39,8 @@ class BlobStore:
         hexa = digest[len(PREFIX):]
         return self.root / hexa[:2] / hexa[2:]
 
-    def put(self, data: bytes) -> str:
+    def put(self, data: bytes, *, sync: bool = True) -> str:
+        """Store ``data``; with ``sync=False`` the caller flushes many at once before relying on them."""
         digest = digest_of(data)
         path = self._path(digest)
         if path.exists():
@@ -51,7 +52,8 @@ class BlobStore:
             with os.fdopen(fd, "wb") as f:
                 f.write(compressed)
                 f.flush()
-                os.fsync(f.fileno())
+                if sync:
+                    os.fsync(f.fileno())
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

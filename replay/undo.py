@@ -163,7 +163,7 @@ class Undoer:
             if loaded is None:
                 plan.not_undoable.append({**where, "reason": f"{invoked.executor} is no longer installed; what it did cannot be told"})
             elif loaded.manifest.contract.side_effects:
-                plan.not_undoable.append({**where, "reason": f"{invoked.executor} acted outside the files Metnos keeps (a message sent stays sent)"})
+                plan.not_undoable.append({**where, "reason": "its effects are not files Metnos keeps before-images of (a message sent stays sent)"})
             return []
         after = {r["path"]: r for r in (settled.after if settled else [])}
         actions = []

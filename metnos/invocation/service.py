@@ -25,6 +25,7 @@ from metnos.canonical import canonical_hash, canonical_json
 from metnos.executors.context import build_ctx
 from metnos.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.executors.signing import verify_executor
+from metnos.invocation.capture import FileCapture
 from metnos.invocation.outcome import InvocationOutcome
 from metnos.invocation.runner import invoke
 from metnos.workspace import Workspace
@@ -92,6 +93,7 @@ class Invoker:
         self.config = config
         self.env = env
         self.blobs = BlobStore(workspace.blobs_dir)
+        self.capture = FileCapture(workspace=workspace, blobs=self.blobs, env=env)
 
     def resolve(self, name: str, version: str | None = None) -> LoadedExecutor | Refusal:
         found = self.report.get(name, version)
@@ -142,18 +144,24 @@ class Invoker:
         )
         ctx = build_ctx(now=at.isoformat(), workspace=self.workspace, profile=target.profile,
                         name=target.name, version=target.version, config=self.config, env=self.env)
+        # Undo needs the files as they were (DESIGN decision 6): kept just before the spawn.
+        before = self.capture.before(target, args)
         outcome = invoke(target.dir, target.profile, args, target.input_schema, target.output_schema,
                          workspace=self.workspace, ctx=ctx, env=self.env)
         done = self.clock()
         if outcome.kind in ("PolicyViolation",) or (outcome.kind == "SchemaViolation" and outcome.error.get("where") == "input"):
             invocation.refuse(kind=outcome.kind, error=outcome.error, at=done)
         else:
+            if before:
+                invocation.capture_files(before=before, at=at)
             invocation.complete(
                 at=done, ok=outcome.ok, kind=outcome.kind or "ok", exit_code=outcome.exit_code,
                 duration_ms=outcome.duration_ms, output_hash=outcome.output_sha and "blake3:" + outcome.output_sha,
                 output_size=outcome.output_bytes, output=self._keep(outcome.output), error=outcome.error or None,
                 stderr_tail=outcome.stderr_tail,
             )
+            if before:
+                invocation.settle_files(after=self.capture.after(before), at=done)
         return Call(invocation=invocation, outcome=outcome, executor=target)
 
     def _refused(

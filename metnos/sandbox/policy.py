@@ -229,3 +229,18 @@ def check_args(
         else:
             checked[pointer] = check_host(value, argument=pointer, scope=scope)
     return checked
+
+
+def write_paths(
+    args: Mapping[str, Any],
+    input_schema: Mapping[str, Any] | None,
+    scope: Scope,
+) -> dict[str, Path]:
+    """The checked paths the executor may write (pointer -> resolved path): what undo keeps a before-image of."""
+    found: list = []
+    schema = dict(input_schema or {})
+    _walk(dict(args), schema, schema, None, "", found)
+    return {
+        pointer: check_path(value, argument=pointer, scope=scope, write=True)
+        for pointer, kind, write, value in found if kind == "path" and write
+    }
