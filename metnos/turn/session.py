@@ -7,6 +7,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import metnos
+from domain.turn import Turn
+from metnos.errors import MetnosError
+from metnos.mnestome.record import record_turn
 from metnos.llm.router import LLMRouter
 from metnos.llm.tiers import load_llm_settings
 from metnos.runtime import Runtime
@@ -21,15 +24,38 @@ from projections.catalog import invocable
 
 
 class LogSink:
-    """Live turns commit each step's events (and its invocation's) in one save."""
+    """Live turns commit each step's events (and its invocation's) in one save.
 
-    def __init__(self, runtime: Runtime) -> None:
+    At the close of a turn, what passed from executor to executor is learnt
+    into the mnestome (seeds/002 ch. 11.1), in the same last transaction. A
+    failure to learn is reported and never stops the turn from being recorded.
+    """
+
+    def __init__(self, runtime: Runtime, *, learn: bool = True) -> None:
+        self.runtime = runtime
         self.log = runtime.log
+        self.learn = learn
+        self._turn_events: list[Any] = []
+        self.learning_error: str | None = None
 
     def commit(self, aggregates: list[Any]) -> None:
         pending = [a for a in aggregates if a.pending_events]
+        extra: list[Any] = []
+        for aggregate in pending:
+            if isinstance(aggregate, Turn):
+                self._turn_events.extend(aggregate.pending_events)
+                closing = aggregate.pending_events[-1]
+                if self.learn and isinstance(closing, (Turn.TurnAnswered, Turn.TurnFailed)):
+                    extra = self._mnests(closing.timestamp)
         if pending:
-            self.log.save(*pending)
+            self.log.save(*pending, *extra)
+
+    def _mnests(self, at: Any) -> list[Any]:
+        try:
+            return record_turn(self.runtime, list(self._turn_events), at)
+        except MetnosError as e:
+            self.learning_error = str(e)
+            return []
 
 
 def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
