@@ -1,0 +1,98 @@
+"""Builtin maintenance jobs: callbacks resolved by a string key (seeds/002 ch. 11.2.1).
+
+A schedule whose target is ``{"kind": "callback", "key": ...}`` stores only
+the key; the dispatcher looks it up here when the slot fires. No callable is
+ever serialised, so a restart never meets a stale reference, and a key
+whose code is not (yet) there fails cleanly instead of crashing the tick.
+
+The mnestome's ager and synt's suggestions are registered with placeholders
+that report ``unavailable`` (a success, so a missing subsystem never counts
+towards auto-cancel); the code that brings them replaces the entry with
+``register(key)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class CallbackResult:
+    ok: bool
+    kind: str = "ok"
+    output: dict[str, Any] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    # Aggregates with pending events, committed together with the firing.
+    aggregates: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CallbackContext:
+    runtime: Any
+    now: datetime
+    schedule_id: str
+
+
+Callback = Callable[[CallbackContext, dict[str, Any]], CallbackResult]
+
+_REGISTRY: dict[str, Callback] = {}
+
+
+def register(key: str) -> Callable[[Callback], Callback]:
+    def add(fn: Callback) -> Callback:
+        _REGISTRY[key] = fn
+        return fn
+
+    return add
+
+
+def resolve(key: str) -> Callback | None:
+    _load_builtins()
+    return _REGISTRY.get(key)
+
+
+def keys() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+@dataclass(frozen=True)
+class BuiltinJob:
+    key: str
+    cron: str
+    label: str
+    args: dict[str, Any] = field(default_factory=dict)
+    # A machine asleep at 03:30 still ages its executors when it wakes that morning.
+    grace_s: int = 6 * 3600
+
+
+BUILTIN_JOBS = (
+    BuiltinJob("executor_ager", "30 3 * * *", "executor ager: mark executors idle for 30 days below threshold", {"idle_days": 30}),
+    BuiltinJob("mnest_ager", "0 4 * * *", "mnestome ager: decay, demote, purge proto-mnests"),
+    BuiltinJob("synt_suggest", "30 4 * * *", "synt suggestions for recurring proto-mnests (uses >= 3, weight >= 0.30)"),
+)
+
+
+def _unavailable(what: str) -> Callback:
+    def run(ctx: CallbackContext, args: dict[str, Any]) -> CallbackResult:
+        return CallbackResult(ok=True, kind="unavailable", output={"ok": True, "status": "unavailable", "message": f"{what} is not available yet in this runtime"})
+
+    return run
+
+
+_loaded = False
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from metnos.scheduler import ager
+
+    _REGISTRY.setdefault("executor_ager", ager.run_executor_ager)
+    _REGISTRY.setdefault("mnest_ager", _unavailable("the mnestome (and its ager)"))
+    _REGISTRY.setdefault("synt_suggest", _unavailable("synt"))

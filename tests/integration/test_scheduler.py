@@ -1,0 +1,632 @@
+"""Issue 8: the scheduler on a real workspace (LMDB log, signed seeds, sandboxed runs).
+
+Time is a hand-moved clock passed to the runtime: no test sleeps to wait for
+a slot. The last test runs ``metnos daemon`` as a real process, kills it
+with SIGKILL in the middle of a firing and restarts it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import orjson
+import pytest
+
+from metnos.cli import main
+from metnos.runtime import Runtime
+from metnos.scheduler import callbacks, firing
+from metnos.scheduler.clock import CLOCK_FILE_ENV, ManualClock
+from metnos.scheduler.due import stamp
+from metnos.scheduler.service import ScheduleService, SchedulerError
+from metnos.scheduler.tick import Scheduler
+from metnos.scheduler.tools import TOOLS, call_tool
+from metnos.workspace import Workspace
+
+UTC = timezone.utc
+START = datetime(2030, 5, 1, 7, 58, 30, tzinfo=UTC)
+
+
+def at(h: int, m: int = 0, s: int = 0, day: int = 1) -> datetime:
+    return datetime(2030, 5, day, h, m, s, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One initialised workspace per module (init runs the birth tests); each test gets a copy."""
+    root = tmp_path_factory.mktemp("sched-template")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("METNOS_HOME", str(root / "home"))
+    (root / "user").mkdir()
+    mp.setenv("HOME", str(root / "user"))
+    for key in ("PERSISTENCE_MODULE", "LMDB_PATH", CLOCK_FILE_ENV):
+        mp.delenv(key, raising=False)
+    assert main(["init"]) == 0
+    mp.undo()
+    yield root / "home"
+
+
+@pytest.fixture
+def home(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    target = tmp_path / "home"
+    shutil.copytree(template, target)
+    monkeypatch.setenv("METNOS_HOME", str(target))
+    # The user's home must not contain Metnos's own (masked) folders.
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.setenv("HOME", str(user))
+    for key in ("PERSISTENCE_MODULE", "LMDB_PATH", CLOCK_FILE_ENV):
+        monkeypatch.delenv(key, raising=False)
+    return target
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def rt(home: Path, clock: ManualClock) -> Iterator[Runtime]:
+    runtime = Runtime.boot(Workspace.from_env(), birth=False, clock=clock)
+    yield runtime
+    runtime.close()
+
+
+def add(rt: Runtime, **kw) -> str:
+    base = {"target": {"kind": "executor", "name": "get_now"}, "cron": "*/5 * * * *", "channel": "none"}
+    return ScheduleService(rt).create(**(base | kw))["schedule_id"]
+
+
+def tick_at(rt: Runtime, clock: ManualClock, when: datetime) -> dict:
+    clock.set(when)
+    report = Scheduler(rt).tick().to_json()
+    assert not report["errors"], report["errors"]
+    return report
+
+
+def history(rt: Runtime, sid: str) -> list[dict]:
+    return ScheduleService(rt).history(sid)["events"]
+
+
+def kinds(rt: Runtime, sid: str) -> list[str]:
+    return [e["type"] for e in history(rt, sid)]
+
+
+def outbox(home: Path) -> list[dict]:
+    folder = home / "data" / "outbox"
+    return [orjson.loads(p.read_bytes()) for p in sorted(folder.glob("*.json"))] if folder.exists() else []
+
+
+BAD_ZONE = {"timezone": "Nope/Zone"}
+
+
+# Cadence ----------------------------------------------------------------------
+def test_creation_returns_id_and_next_fire(rt: Runtime) -> None:
+    out = ScheduleService(rt).create(target={"kind": "executor", "name": "get_now"}, cron="*/5 * * * *")
+    assert set(out) == {"schedule_id", "next_fire"}
+    assert out["next_fire"] == stamp(at(8))
+    row = ScheduleService(rt).show(out["schedule_id"])
+    assert (row["status"], row["on_failure"], row["max_consecutive_failures"], row["channel"]) == ("active", "notify", 3, "outbox")
+
+
+def test_cron_cadence_and_two_ticks_in_one_slot_fire_once(rt: Runtime, clock: ManualClock) -> None:
+    sid = add(rt)
+    assert tick_at(rt, clock, at(7, 59))["firings"] == []
+    first = tick_at(rt, clock, at(8, 0, 1))
+    assert [(f["slot"], f["ok"]) for f in first["firings"]] == [(stamp(at(8)), True)]
+    # Same slot again, a second later and at the end of it: nothing.
+    assert tick_at(rt, clock, at(8, 0, 2))["firings"] == []
+    assert tick_at(rt, clock, at(8, 4, 59))["firings"] == []
+    assert [f["slot"] for f in tick_at(rt, clock, at(8, 5))["firings"]] == [stamp(at(8, 5))]
+    row = ScheduleService(rt).show(sid)
+    assert (row["fired"], row["ok"], row["next_fire"]) == (2, 2, stamp(at(8, 10)))
+    # Each firing is an invocation with the scheduler as caller, in the audit too.
+    started = [e for e in history(rt, sid) if e["type"] == "FiringFinished"]
+    inv = started[0]["invocations"][0]
+    assert inv["executor"] == "get_now" and inv["caller"] == {"kind": "scheduler", "schedule_id": sid} and inv["ok"]
+    audit = (rt.workspace.audit_dir / "executors").glob("*.jsonl")
+    lines = [orjson.loads(line) for p in audit for line in p.read_text().splitlines()]
+    assert sum(1 for line in lines if line["caller"].get("schedule_id") == sid) == 2
+
+
+def test_created_after_its_slot_does_not_fire_for_it(rt: Runtime, clock: ManualClock) -> None:
+    clock.set(at(8, 0, 30))
+    sid = add(rt)
+    assert tick_at(rt, clock, at(8, 1))["firings"] == []
+    assert [f["slot"] for f in tick_at(rt, clock, at(8, 6))["firings"]] == [stamp(at(8, 5))]
+    assert ScheduleService(rt).show(sid)["fired"] == 1
+
+
+def test_missed_slots_within_grace_are_recovered_older_are_passed_over(rt: Runtime, clock: ManualClock) -> None:
+    sid = add(rt, grace_s=10 * 60)
+    report = tick_at(rt, clock, at(8, 31))
+    assert [f["slot"] for f in report["firings"]] == [stamp(at(8, 25)), stamp(at(8, 30))]
+    assert report["skipped"] == [{"schedule_id": sid, "first": stamp(at(8)), "last": stamp(at(8, 20)), "missed": 5}]
+    assert tick_at(rt, clock, at(8, 32))["firings"] == []
+    assert kinds(rt, sid).count("FiringSkipped") == 1
+
+
+def test_paused_slots_are_not_owed(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    sid = add(rt)
+    service.pause(sid)
+    assert tick_at(rt, clock, at(8, 1))["firings"] == []
+    clock.set(at(8, 7))
+    service.resume(sid)
+    assert tick_at(rt, clock, at(8, 8))["firings"] == []
+    assert [f["slot"] for f in tick_at(rt, clock, at(8, 10))["firings"]] == [stamp(at(8, 10))]
+
+
+# Count and expiry ----------------------------------------------------------------
+def test_count_closes_the_schedule(rt: Runtime, clock: ManualClock) -> None:
+    sid = add(rt, count=2)
+    tick_at(rt, clock, at(8, 0))
+    report = tick_at(rt, clock, at(8, 5))
+    assert report["closed"] == [{"schedule_id": sid, "status": "completed", "reason": "count"}]
+    assert tick_at(rt, clock, at(8, 10))["firings"] == []
+    row = ScheduleService(rt).show(sid)
+    assert (row["status"], row["fired"], row["next_fire"], row["closed_reason"]) == ("completed", 2, None, "count")
+
+
+def test_one_shot(rt: Runtime, clock: ManualClock) -> None:
+    sid = add(rt, count=1, cron="0 9 * * *")
+    tick_at(rt, clock, at(9))
+    assert ScheduleService(rt).show(sid)["status"] == "completed"
+
+
+def test_expiry_closes_the_schedule(rt: Runtime, clock: ManualClock) -> None:
+    sid = add(rt, expiry=stamp(at(8, 7)))
+    assert len(tick_at(rt, clock, at(8, 0))["firings"]) == 1
+    report = tick_at(rt, clock, at(8, 5))
+    # 08:05 fires; 08:10 is past the expiry, so the schedule closes with it.
+    assert [f["slot"] for f in report["firings"]] == [stamp(at(8, 5))]
+    assert report["closed"] == [{"schedule_id": sid, "status": "completed", "reason": "expiry"}]
+    assert tick_at(rt, clock, at(8, 10))["firings"] == []
+
+
+def test_expiry_with_no_slot_left_closes_when_it_comes(rt: Runtime, clock: ManualClock) -> None:
+    sid = add(rt, cron="0 12 * * *", expiry=stamp(at(10)))
+    assert ScheduleService(rt).show(sid)["next_fire"] is None
+    assert tick_at(rt, clock, at(9))["closed"] == []
+    assert tick_at(rt, clock, at(10))["closed"] == [{"schedule_id": sid, "status": "completed", "reason": "expiry"}]
+
+
+# on_failure -------------------------------------------------------------------------
+def finished(rt: Runtime, sid: str) -> list[tuple]:
+    return [(e["attempt"], e["ok"], e["kind"], e["final"], e["action"]) for e in history(rt, sid) if e["type"] == "FiringFinished"]
+
+
+def test_on_failure_skip(rt: Runtime, clock: ManualClock, home: Path) -> None:
+    sid = add(rt, args=BAD_ZONE, on_failure="skip")
+    tick_at(rt, clock, at(8))
+    assert finished(rt, sid) == [(1, False, "UnknownTimezone", True, "skip")]
+    assert outbox(home) == []
+    assert ScheduleService(rt).show(sid)["consecutive_failures"] == 1
+
+
+def test_on_failure_retry(rt: Runtime, clock: ManualClock, home: Path) -> None:
+    sid = add(rt, args=BAD_ZONE, on_failure="retry")
+    tick_at(rt, clock, at(8))
+    assert finished(rt, sid) == [(1, False, "UnknownTimezone", False, "retry"), (2, False, "UnknownTimezone", True, "none")]
+    assert outbox(home) == []
+    row = ScheduleService(rt).show(sid)
+    assert (row["fired"], row["failed"]) == (1, 1)
+
+
+def test_on_failure_notify_is_the_default_after_one_retry(rt: Runtime, clock: ManualClock, home: Path) -> None:
+    sid = add(rt, args=BAD_ZONE, label="morning clock")
+    tick_at(rt, clock, at(8))
+    assert finished(rt, sid) == [(1, False, "UnknownTimezone", False, "retry"), (2, False, "UnknownTimezone", True, "notify")]
+    [message] = outbox(home)
+    assert "morning clock" in message["body"] and "UnknownTimezone" in message["body"]
+    notice = history(rt, sid)[-1]["notice"]
+    assert notice["ok"] and notice["invocation"]["executor"] == "send_messages"
+
+
+def test_on_failure_cancel(rt: Runtime, clock: ManualClock, home: Path) -> None:
+    sid = add(rt, args=BAD_ZONE, on_failure="cancel")
+    report = tick_at(rt, clock, at(8))
+    assert report["closed"] == [{"schedule_id": sid, "status": "cancelled", "reason": "on_failure"}]
+    assert finished(rt, sid) == [(1, False, "UnknownTimezone", True, "cancel")]
+    assert "cancelled" in outbox(home)[0]["body"]
+    assert tick_at(rt, clock, at(8, 5))["firings"] == []
+
+
+def test_auto_cancel_after_consecutive_failures(rt: Runtime, clock: ManualClock, home: Path) -> None:
+    sid = add(rt, args=BAD_ZONE, on_failure="skip", max_consecutive_failures=3)
+    for m in (0, 5):
+        tick_at(rt, clock, at(8, m))
+    assert ScheduleService(rt).show(sid)["status"] == "active"
+    report = tick_at(rt, clock, at(8, 10))
+    assert report["closed"] == [{"schedule_id": sid, "status": "cancelled", "reason": "consecutive_failures"}]
+    assert history(rt, sid)[-1]["type"] == "ScheduleCancelled"
+    assert len(outbox(home)) == 1
+
+
+def test_a_success_resets_the_failure_streak(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    sid = add(rt, args=BAD_ZONE, on_failure="skip", max_consecutive_failures=2)
+    tick_at(rt, clock, at(8))
+    service.modify(sid, {"args": {}})
+    tick_at(rt, clock, at(8, 5))
+    service.modify(sid, {"args": BAD_ZONE})
+    tick_at(rt, clock, at(8, 10))
+    row = service.show(sid)
+    assert (row["status"], row["consecutive_failures"], row["ok"], row["failed"]) == ("active", 1, 1, 2)
+
+
+# The loop survives ------------------------------------------------------------------
+def test_one_failing_task_never_stops_the_loop(rt: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    @callbacks.register("test_boom")
+    def boom(ctx, args):  # noqa: ANN001, ANN202
+        raise RuntimeError("the job has a bug")
+
+    service = ScheduleService(rt)
+    bad = service.create(target={"kind": "callback", "key": "test_boom"}, cron="*/5 * * * *", channel="none", owner="builtin", on_failure="skip")["schedule_id"]
+    good = add(rt)
+    real = firing.run_target
+    broken = add(rt, cron="*/5 * * * *")
+
+    def run_target(runtime, sid, target, args, now):  # noqa: ANN001, ANN202
+        if sid == broken:
+            raise OSError("disk on fire")
+        return real(runtime, sid, target, args, now)
+
+    monkeypatch.setattr(firing, "run_target", run_target)
+    clock.set(at(8))
+    report = Scheduler(rt).tick().to_json()
+    assert [e["schedule_id"] for e in report["errors"]] == [broken]
+    by = {f["schedule_id"]: f for f in report["firings"]}
+    assert by[bad]["kind"] == "CallbackError" and by[good]["ok"]
+    assert "the job has a bug" in history(rt, bad)[-1]["error"]["message"]
+    # The broken one's attempt is open; once the fault is gone, the next tick resolves it.
+    monkeypatch.setattr(firing, "run_target", real)
+    report = tick_at(rt, clock, at(8, 1))
+    assert [(f["schedule_id"], f["kind"], f["action"]) for f in report["firings"]][:2] == [(broken, "Interrupted", "recover"), (broken, "ok", "none")]
+
+
+# Restart in the middle of a firing --------------------------------------------------
+class Crash(BaseException):
+    """Stands for the process dying: nothing after it runs."""
+
+
+def crash_during_firing(rt: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, when: datetime) -> None:
+    def dies(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise Crash
+
+    with monkeypatch.context() as m:
+        m.setattr(firing, "run_target", dies)
+        clock.set(when)
+        with pytest.raises(Crash):
+            Scheduler(rt).tick()
+
+
+def test_restart_mid_firing_recovers_an_idempotent_target_once(home: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        sid = add(rt)
+        crash_during_firing(rt, clock, monkeypatch, at(8))
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        assert kinds(rt, sid)[-1] == "FiringStarted"
+        report = tick_at(rt, clock, at(8, 1))
+        assert [(f["slot"], f["attempt"], f["kind"], f["action"]) for f in report["firings"]] == [
+            (stamp(at(8)), 1, "Interrupted", "recover"), (stamp(at(8)), 2, "ok", "none")]
+        events = history(rt, sid)
+        starts = [(e["slot"], e["attempt"], e["recovery"]) for e in events if e["type"] == "FiringStarted"]
+        assert starts == [(stamp(at(8)), 1, False), (stamp(at(8)), 2, True)]
+        # Counted once; never fired a third time.
+        assert ScheduleService(rt).show(sid)["fired"] == 1
+        assert tick_at(rt, clock, at(8, 2))["firings"] == []
+        assert [f["slot"] for f in tick_at(rt, clock, at(8, 5))["firings"]] == [stamp(at(8, 5))]
+
+
+def test_restart_mid_firing_never_reruns_a_side_effect(home: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        sid = add(rt, target={"kind": "executor", "name": "send_messages"}, args={"messages": [{"to_user": "me", "body": "drink water"}]})
+        crash_during_firing(rt, clock, monkeypatch, at(8))
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        report = tick_at(rt, clock, at(8, 1))
+        assert [(f["attempt"], f["kind"], f["final"], f["action"]) for f in report["firings"]] == [(1, "Interrupted", True, "notify")]
+    bodies = [m["body"] for m in outbox(home)]
+    # Only the notice: the message itself is not sent a second time blindly.
+    assert len(bodies) == 1 and "Interrupted" in bodies[0] and "drink water" not in bodies[0]
+
+
+def test_crash_between_a_failure_and_its_retry(home: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        sid = add(rt, args=BAD_ZONE, on_failure="retry")
+        calls = []
+        real = firing.run_target
+
+        def once_then_die(*a, **k):  # noqa: ANN002, ANN003, ANN202
+            if calls:
+                raise Crash
+            calls.append(1)
+            return real(*a, **k)
+
+        with monkeypatch.context() as m:
+            m.setattr(firing, "run_target", once_then_die)
+            clock.set(at(8))
+            with pytest.raises(Crash):
+                Scheduler(rt).tick()
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        tick_at(rt, clock, at(8, 1))
+        # Attempt 2 had started when the process died: it is resolved, and the slot is closed after 2 attempts.
+        assert finished(rt, sid) == [(1, False, "UnknownTimezone", False, "retry"), (2, False, "Interrupted", True, "none")]
+
+
+# Run now, chains, builtin jobs ------------------------------------------------------------
+def test_run_now_is_recorded_and_not_counted(rt: Runtime, clock: ManualClock, home: Path) -> None:
+    service = ScheduleService(rt)
+    sid = add(rt, channel="outbox", count=1)
+    clock.set(at(7, 59))
+    record = service.run_now(sid)
+    assert record["ok"] and record["manual"]
+    row = service.show(sid)
+    assert (row["fired"], row["manual_runs"], row["status"]) == (0, 1, "active")
+    assert len(outbox(home)) == 1
+    tick_at(rt, clock, at(8))
+    assert service.show(sid)["status"] == "completed"
+
+
+def test_a_chain_pipes_between_steps(rt: Runtime, clock: ManualClock, home: Path) -> None:
+    (Path(os.environ["HOME"]) / "notes").mkdir()
+    (Path(os.environ["HOME"]) / "notes" / "a.md").write_text("alpha\n")
+    steps = [{"executor": "find_files", "args": {"base_path": "~/notes", "pattern": "*.md"}},
+             {"executor": "read_files", "args": {"from_step": 1}}]
+    sid = add(rt, target={"kind": "chain", "steps": steps})
+    report = tick_at(rt, clock, at(8))
+    assert [f["ok"] for f in report["firings"]] == [True], history(rt, sid)[-1]
+    invs = history(rt, sid)[-1]["invocations"]
+    assert [i["executor"] for i in invs] == ["find_files", "read_files"]
+
+
+def test_builtin_jobs_install_once_and_the_placeholders_report_cleanly(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    assert service.install_builtin_jobs() == ["executor_ager", "mnest_ager", "synt_suggest"]
+    assert service.install_builtin_jobs() == []
+    assert len(service.list(owner="builtin")) == 3
+    report = tick_at(rt, clock, at(4, 45, day=2))
+    by = {f["kind"] for f in report["firings"]}
+    assert by == {"ok", "unavailable"}
+    rows = {r["target"]["key"]: r for r in service.list(owner="builtin")}
+    assert rows["mnest_ager"]["last"]["kind"] == "unavailable" and rows["mnest_ager"]["consecutive_failures"] == 0
+
+
+def test_executor_ager_marks_idle_executors(home: Path) -> None:
+    clock = ManualClock(datetime.now(UTC) + timedelta(days=40))
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        # get_now is used five days before the ager runs; nothing else ever is.
+        sid = add(rt, cron="* * * * *", count=1)
+        Scheduler(rt).tick()
+        clock.advance(minutes=2)
+        Scheduler(rt).tick()
+        assert ScheduleService(rt).show(sid)["fired"] == 1
+        clock.advance(days=5)
+        service = ScheduleService(rt)
+        job = service.create(target={"kind": "callback", "key": "executor_ager"}, args={"idle_days": 30, "include_seeds": True},
+                             cron="* * * * *", channel="none", owner="builtin", count=1)["schedule_id"]
+        clock.advance(minutes=1)
+        Scheduler(rt).tick()
+        events = history(rt, job)
+        assert events[-2]["type"] == "FiringFinished" and events[-2]["ok"]
+        states = {e["name"]: e["versions"][e["current"]]["state"] for e in rt.catalogue.catch_up(rt.log)["executors"].values()}
+        assert states["get_now"] == "active"
+        assert states["read_files"] == "below_threshold" and states["send_messages"] == "below_threshold"
+
+
+def test_bad_requests_are_refused_clearly(rt: Runtime) -> None:
+    service = ScheduleService(rt)
+    cases = [
+        ({"target": {"kind": "executor", "name": "summon_demons"}}, "no executor named"),
+        ({"cron": "every morning"}, "not a cron expression"),
+        ({"args": {"timezone": 3}}, "input schema"),
+        ({"expiry": "2000-01-01T00:00:00Z"}, "already past"),
+        ({"timezone": "Mars/Base"}, "time zone"),
+        ({"on_failure": "panic"}, "on_failure"),
+        ({"target": {"kind": "callback", "key": "executor_ager"}}, "builtin"),
+    ]
+    for fields, message in cases:
+        with pytest.raises(SchedulerError, match=message):
+            add(rt, **fields)
+    with pytest.raises(SchedulerError, match="no schedule"):
+        service.show("deadbeef")
+
+
+# The planner's tools -----------------------------------------------------------------
+def test_planner_tools(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    assert set(TOOLS) == {"schedule_recurring", "cancel_recurring", "list_recurring", "show_recurring",
+                          "toggle_recurring", "history_recurring", "run_now_recurring"}
+    for tool in TOOLS.values():
+        assert tool.parameters["type"] == "object" and tool.description
+    made = call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "0 8 * * *", "channel": "none", "label": "time"})
+    assert made["ok"] and made["next_fire"] == stamp(at(8))
+    sid = made["schedule_id"]
+    assert [e["schedule_id"] for e in call_tool(service, "list_recurring", {})["entries"]] == [sid]
+    assert call_tool(service, "show_recurring", {"schedule_id": sid})["label"] == "time"
+    assert call_tool(service, "toggle_recurring", {"schedule_id": sid})["status"] == "paused"
+    assert call_tool(service, "toggle_recurring", {"schedule_id": sid, "paused": False})["status"] == "active"
+    assert call_tool(service, "run_now_recurring", {"schedule_id": sid})["ok"]
+    types = [e["type"] for e in call_tool(service, "history_recurring", {"schedule_id": sid})["entries"]]
+    assert types == ["ScheduleCreated", "SchedulePaused", "ScheduleResumed", "FiringStarted", "FiringFinished"]
+    assert call_tool(service, "cancel_recurring", {"schedule_id": sid})["status"] == "cancelled"
+    refused = call_tool(service, "cancel_recurring", {"schedule_id": sid})
+    assert refused == {"ok": False, "error": {"kind": "SchedulerError", "message": "the schedule is already cancelled"}}
+    assert call_tool(service, "schedule_recurring", {"cron": "* * * * *"})["error"]["kind"] == "BadArguments"
+    assert call_tool(service, "schedule_recurring", {"executor": "get_now"})["error"]["kind"] == "SchemaViolation"
+    assert call_tool(service, "schedule_recurring", {"executor": "nope", "cron": "* * * * *"})["error"]["kind"] == "SchedulerError"
+
+
+# CLI -------------------------------------------------------------------------------------
+def test_cli(home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock_file = tmp_path / "now"
+    clock_file.write_text(stamp(at(7, 58)))
+    monkeypatch.setenv(CLOCK_FILE_ENV, str(clock_file))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, _ = run("schedule", "add", "--executor", "get_now", "--args", "{}", "--cron", "*/5 * * * *", "--count", "2", "--channel", "none")
+    assert code == 0
+    made = orjson.loads(out)
+    sid = made["schedule_id"]
+    assert made["next_fire"] == stamp(at(8))
+    assert run("schedule", "add", "--executor", "get_now", "--args", "[", "--cron", "* * * * *")[2].startswith("metnos: --args is not valid JSON")
+    assert "not a cron expression" in run("schedule", "add", "--executor", "get_now", "--cron", "soon")[2]
+    code, out, _ = run("schedule", "list")
+    assert sid in out and "get_now" in out
+    assert run("schedule", "pause", sid)[0] == 0
+    assert orjson.loads(run("schedule", "show", sid, "--json")[1])["status"] == "paused"
+    assert run("schedule", "resume", sid[:13])[0] == 0
+    clock_file.write_text(stamp(at(8, 0, 5)))
+    code, out, _ = run("daemon", "--once", "--skip-birth")
+    assert code == 0
+    ticks = [orjson.loads(line) for line in out.splitlines()]
+    assert ticks[0]["installed"] == ["executor_ager", "mnest_ager", "synt_suggest"]
+    assert [f["slot"] for f in ticks[1]["firings"]] == [stamp(at(8))]
+    code, out, _ = run("schedule", "run-now", sid)
+    assert code == 0 and orjson.loads(out)["manual"]
+    code, out, _ = run("schedule", "history", sid)
+    assert "ScheduleCreated" in out and "SchedulePaused" in out and "(run-now)" in out and "-> ok" in out
+    assert run("schedule", "cancel", sid)[0] == 0
+    code, _, err = run("schedule", "cancel", sid)
+    assert code == 2 and err.strip() == "metnos: the schedule is already cancelled"
+    code, out, _ = run("schedule", "list", "--status", "cancelled", "--json")
+    assert [r["id"] for r in orjson.loads(out)] == [sid]
+
+
+# A daemon killed and restarted -------------------------------------------------------------
+class SlowPage:
+    """A page on 127.0.0.1 that holds each request until released; counts them."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+        page = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # noqa: ANN002
+                pass
+
+            def do_GET(self):  # noqa: N802
+                page.requests += 1
+                page.arrived.set()
+                page.release.wait(20)
+                body = b"slow hello"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/slow"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Daemon:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "metnos", "daemon", "--tick", "0.1", "--skip-birth"],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[dict] = []
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(orjson.loads(line))
+
+    def wait_for(self, predicate, timeout: float = 30.0) -> dict:  # noqa: ANN001
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if predicate(line):
+                    return line
+            if self.proc.poll() is not None:
+                pytest.fail(f"the daemon exited: {self.proc.stderr.read()}")
+            time.sleep(0.02)
+        pytest.fail(f"timed out; daemon said: {self.lines[-3:]}")
+
+    def wait_ticks(self, count: int, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.lines) < count:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                pytest.fail(f"the daemon stopped ticking: {self.lines[-3:]}")
+            time.sleep(0.02)
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def test_a_daemon_killed_mid_firing_and_restarted(home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock_file = tmp_path / "now"
+    clock_file.write_text(stamp(at(7, 58)))
+    monkeypatch.setenv(CLOCK_FILE_ENV, str(clock_file))
+    page = SlowPage()
+    try:
+        capsys.readouterr()
+        assert main(["schedule", "add", "--executor", "get_urls", "--args", orjson.dumps({"urls": [page.url]}).decode(),
+                     "--cron", "*/5 * * * *", "--channel", "none"]) == 0
+        sid = orjson.loads(capsys.readouterr().out)["schedule_id"]
+        env = dict(os.environ)
+        daemon = Daemon(env)
+        daemon.wait_for(lambda line: line["event"] == "tick")
+        clock_file.write_text(stamp(at(8, 0, 10)))
+        assert page.arrived.wait(30), "the firing never reached the page"
+        daemon.kill()  # SIGKILL while get_urls waits for the page
+        page.release.set()
+        assert page.requests == 1
+
+        daemon = Daemon(env)
+        line = daemon.wait_for(lambda line: line["event"] == "tick" and line["firings"])
+        assert [(f["attempt"], f["kind"], f["action"]) for f in line["firings"]] == [(1, "Interrupted", "recover"), (2, "ok", "none")]
+        # Later ticks in the same slot do nothing; the next slot fires once.
+        daemon.wait_ticks(len(daemon.lines) + 3)
+        assert all(not ln.get("firings") for ln in daemon.lines[-3:])
+        clock_file.write_text(stamp(at(8, 5, 1)))
+        line = daemon.wait_for(lambda line: line["event"] == "tick" and any(f["slot"] == stamp(at(8, 5)) for f in line["firings"]))
+        daemon.kill()
+        every = [f for ln in daemon.lines if ln["event"] == "tick" for f in ln["firings"] if f["schedule_id"] == sid]
+        assert [(f["slot"], f["attempt"]) for f in every] == [(stamp(at(8)), 1), (stamp(at(8)), 2), (stamp(at(8, 5)), 1)]
+        assert page.requests == 3  # the interrupted attempt, its recovery, the next slot
+    finally:
+        page.close()
+    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+        events = ScheduleService(rt).history(sid)["events"]
+    starts = [(e["slot"], e["attempt"], e["recovery"]) for e in events if e["type"] == "FiringStarted"]
+    assert starts == [(stamp(at(8)), 1, False), (stamp(at(8)), 2, True), (stamp(at(8, 5)), 1, False)]
+    ends = [(e["slot"], e["attempt"], e["kind"], e["final"]) for e in events if e["type"] == "FiringFinished"]
+    assert ends == [(stamp(at(8)), 1, "Interrupted", False), (stamp(at(8)), 2, "ok", True), (stamp(at(8, 5)), 1, "ok", True)]
+
+
+def test_the_store_rebuilt_from_the_log_is_byte_identical(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    a = add(rt, count=2)
+    add(rt, args=BAD_ZONE, on_failure="retry")
+    b = add(rt, cron="0 9 * * *")
+    service.pause(b)
+    for m in (0, 5, 10):
+        tick_at(rt, clock, at(8, m))
+    assert service.show(a)["status"] == "completed"
+    live = rt.schedules.state_bytes()
+    rt.schedules.rebuild(rt.log)
+    assert rt.schedules.state_bytes() == live
