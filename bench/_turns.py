@@ -66,6 +66,15 @@ class InstantPorts:
                      output=output, error=None, stderr_tail="")
         return ExecutorResult(str(inv.id), name, le.version, le.digest, inv.args_hash, True, "ok", output, [inv])
 
+    def call_builtin(self, name, args, *, step):
+        return {"ok": True, "schedules": [], "builtin": name}, []
+
+    def mnest_boost(self, ranking, context):
+        return None
+
+    def mnest_suggest(self, name, args, invoked, step):
+        return None
+
     def approve(self, step, executor, args, reason):
         return True, "bench"
 

@@ -132,6 +132,13 @@ class Turn(MetnosAggregate):
         kind: str
         exec_ms: int
 
+    class BuiltinCalled(DomainEvent):
+        """A runtime builtin answered in the step (the recurring-task tools): what it said."""
+
+        step: int
+        name: str
+        observation: dict
+
     class ObservationRecorded(DomainEvent):
         step: int
         ok: bool

@@ -57,6 +57,10 @@ class RecordedPorts:
         self._replies = deque(e for e in recorded if isinstance(e, (Turn.LLMReplied, Turn.LLMFailed)))
         self._invoked = deque(e for e in recorded if isinstance(e, Turn.StepInvoked))
         self._approvals = deque(e for e in recorded if isinstance(e, Turn.ApprovalAnswered))
+        self._builtins = {e.step: e for e in recorded if isinstance(e, Turn.BuiltinCalled)}
+        self._rejections = {e.step: e for e in recorded if isinstance(e, Turn.StepRejected)}
+        ranked = next((e for e in recorded if isinstance(e, Turn.PrefilterRanked)), None)
+        self._boost = ranked.ranking.get("mnest") if ranked is not None else None
         self._invocations = invocations
         self._resolve_output = resolve_output
         self._current_executor = current_executor
@@ -125,6 +129,22 @@ class RecordedPorts:
             raise ReplayExhausted(msg)
         event = self._approvals.popleft()
         return event.approved, event.by
+
+
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int) -> tuple[dict[str, Any], list[Any]]:
+        recorded = self._builtins.get(step)
+        if recorded is None or recorded.name != name:
+            msg = f"step {step} calls the builtin {name}, which the recorded turn did not call there"
+            raise ReplayExhausted(msg)
+        return recorded.observation, []
+
+    def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
+        # The mnestome has grown since; the turn saw the boost it recorded.
+        return self._boost
+
+    def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
+        recorded = self._rejections.get(step)
+        return recorded.observation.get("synt") if recorded is not None else None
 
 
 def output_resolver(blobs: Any) -> Callable[[Any], Any]:

@@ -27,15 +27,53 @@ class TurnExecutor:
     loaded: LoadedExecutor
     entry: CatalogueEntry
     tool: ToolSpec
+    first_tool: ToolSpec  # the same tool before any step has run: no step references
 
     @property
     def name(self) -> str:
         return self.loaded.name
 
 
-def tool_parameters(input_schema: dict[str, Any]) -> dict[str, Any]:
-    """The input schema as offered to the model: list arguments become step references."""
-    schema = copy.deepcopy(input_schema)
+_MAX_REF_DEPTH = 16
+
+
+def inline_refs(node: Any, root: dict[str, Any], depth: int = 0) -> Any:
+    """``node`` with its local ``#/...`` references replaced by what they point to.
+
+    A contract schema is ``{"$ref": "#/definitions/Input", "definitions": {...}}``
+    over the whole schema.json; shown as is, the model reads the output
+    half as well and invents arguments from it. A reference that does not
+    resolve, or that nests deeper than a sane schema would, becomes ``{}``
+    (any value): the validator, which keeps the full schema, still decides.
+    """
+    if isinstance(node, list):
+        return [inline_refs(v, root, depth) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#"):
+        if depth >= _MAX_REF_DEPTH:
+            return {}
+        target: Any = root
+        for raw in ref[1:].split("/")[1:]:
+            part = raw.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        if not isinstance(target, dict):
+            return {}
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        return inline_refs({**target, **siblings}, root, depth + 1)
+    return {k: inline_refs(v, root, depth) for k, v in node.items() if k not in ("$schema", "$id", "definitions", "$defs")}
+
+
+def tool_parameters(input_schema: dict[str, Any], *, step_refs: bool = True) -> dict[str, Any]:
+    """The input schema as offered to the model: self-contained, list arguments become step references.
+
+    ``step_refs=False`` is for the first round, when no step has run: a step
+    reference could only point at nothing, and a small model given one fills
+    it in anyway (``"from_step": 1`` at step 1), so the list argument is
+    simply not offered yet.
+    """
+    schema = inline_refs(copy.deepcopy(input_schema), input_schema)
     props = schema.get("properties")
     if not isinstance(props, dict):
         return schema
@@ -43,6 +81,9 @@ def tool_parameters(input_schema: dict[str, Any]) -> dict[str, Any]:
     for ref_arg, list_arg in LIST_REFERENCES:
         if list_arg in props and props[list_arg].get("type") == "array":
             props.pop(list_arg)
+            if not step_refs:
+                required = [r for r in required if r != list_arg]
+                continue
             props[ref_arg] = {
                 "type": "integer",
                 "minimum": 1,
@@ -52,6 +93,8 @@ def tool_parameters(input_schema: dict[str, Any]) -> dict[str, Any]:
                 required[required.index(list_arg)] = ref_arg
     if required:
         schema["required"] = required
+    else:
+        schema.pop("required", None)
     schema.pop("$schema", None)
     schema.pop("definitions", None)
     return schema
@@ -70,17 +113,50 @@ def _entry(le: LoadedExecutor) -> CatalogueEntry:
     )
 
 
-def _tool(le: LoadedExecutor) -> ToolSpec:
+def _tool(le: LoadedExecutor, *, step_refs: bool = True) -> ToolSpec:
     m = le.manifest
     description = m.description.get("en") or m.executor.summary
-    return ToolSpec(name=le.name, description=description, parameters=tool_parameters(le.input_schema))
+    return ToolSpec(name=le.name, description=description, parameters=tool_parameters(le.input_schema, step_refs=step_refs))
+
+
+# Words that make the pre-filter offer the recurring-task builtins.
+BUILTIN_AFFINITY: dict[str, tuple[str, ...]] = {
+    "schedule_recurring": ("schedule", "every", "recurring", "daily", "weekly", "hourly", "remind", "reminder", "cron", "ogni", "ricorda", "pianifica"),
+    "cancel_recurring": ("cancel", "stop", "recurring", "schedule", "reminder", "annulla"),
+    "list_recurring": ("schedules", "recurring", "scheduled", "reminders", "pianificati"),
+    "show_recurring": ("show", "schedule", "recurring", "reminder"),
+    "toggle_recurring": ("pause", "resume", "toggle", "schedule", "reminder", "sospendi", "riprendi"),
+    "history_recurring": ("history", "schedule", "firings", "recurring", "storia"),
+    "run_now_recurring": ("run", "now", "schedule", "recurring"),
+}
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A runtime builtin offered as a tool (not an executor: no manifest, no sandbox)."""
+
+    entry: CatalogueEntry
+    tool: ToolSpec
+
+
+def builtin_tools() -> dict[str, Builtin]:
+    from metnos.scheduler.tools import TOOLS
+
+    found = {}
+    for name, tool in sorted(TOOLS.items()):
+        spec = ToolSpec(**tool.spec())
+        found[name] = Builtin(CatalogueEntry(name=name, summary=tool.description, descriptions=(("en", tool.description),),
+                                             affinity=BUILTIN_AFFINITY.get(name, ()), side_effects=True, idempotent=False), spec)
+    return found
 
 
 class TurnCatalogue:
-    def __init__(self, executors: list[LoadedExecutor]) -> None:
+    def __init__(self, executors: list[LoadedExecutor], builtins: dict[str, Builtin] | None = None) -> None:
+        self.builtins = builtins or {}
         ordered = sorted(executors, key=lambda e: e.name)
-        self.executors = {le.name: TurnExecutor(le, _entry(le), _tool(le)) for le in ordered}
-        self.index = PrefilterIndex([te.entry for te in self.executors.values()]) if ordered else None
+        self.executors = {le.name: TurnExecutor(le, _entry(le), _tool(le), _tool(le, step_refs=False)) for le in ordered}
+        entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
+        self.index = PrefilterIndex(sorted(entries, key=lambda e: e.name)) if ordered else None
         self.entries = [{"name": te.name, "version": te.loaded.version, "digest": te.loaded.digest} for te in self.executors.values()]
         self.digest = canonical_hash(self.entries)
 
@@ -90,8 +166,13 @@ class TurnCatalogue:
     def get(self, name: str) -> TurnExecutor | None:
         return self.executors.get(name)
 
-    def tools(self, names: list[str], *, with_scratchpad: bool) -> list[ToolSpec]:
-        tools = [self.executors[n].tool for n in names if n in self.executors]
+    def tools(self, names: list[str], *, with_scratchpad: bool, step_refs: bool = True) -> list[ToolSpec]:
+        tools = []
+        for n in names:
+            if n in self.executors:
+                tools.append(self.executors[n].tool if step_refs else self.executors[n].first_tool)
+            elif n in self.builtins:
+                tools.append(self.builtins[n].tool)
         if with_scratchpad:
             spec = SCRATCHPAD_READ_TOOL
             tools.append(ToolSpec(name=spec["name"], description=spec["description"], parameters=dict(spec["parameters"])))

@@ -26,6 +26,7 @@ from metnos.canonical import canonical_hash
 from metnos.invocation.errors import InvocationError
 from metnos.llm.errors import LLMError, ProviderUnreachable
 from metnos.llm.messages import Message, SystemMessage, ToolCall, ToolResult, UserMessage
+from metnos.mnestome.boost import apply_boost
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.turn.errors import TurnError
 from metnos.turn.failures import FailureKind, turn_failure, unknown_executor
@@ -136,10 +137,16 @@ class TurnLoop:
         if len(self.catalogue) == 0:
             return self._fail(turn, state, FailureKind.EMPTY_CATALOGUE, "")
         started = time.perf_counter()
-        ranking = self.catalogue.index.query(request.text, pool_size=self.settings.pool_size)
-        self._record(turn, Turn.PrefilterRanked, ranking=ranking.to_json(), prefilter_ms=_ms(started))
+        ranking = self.catalogue.index.query(request.text, pool_size=self.settings.pool_size).to_json()
+        # Executors strong mnests lead to from what the request matched rank
+        # higher (seeds/004); the boost comes through a port and is recorded.
+        context = [c["name"] for c in ranking["candidates"] if c.get("score", 0) > 0]
+        record = self.ports.mnest_boost(ranking, context)
+        if record is not None:
+            ranking = apply_boost(ranking, record)
+        self._record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=_ms(started))
         self._commit(turn)
-        pool = list(ranking.names)
+        pool = [c["name"] for c in ranking["candidates"]]
         messages: list[Message] = [SystemMessage(PLANNER_PROMPT), UserMessage(request.text)]
         try:
             while True:
@@ -159,7 +166,7 @@ class TurnLoop:
 
     def _round(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> str | None:
         state.round += 1
-        tools = [] if state.final_only else self.catalogue.tools(pool, with_scratchpad=state.has_scratch)
+        tools = [] if state.final_only else self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
         digest = canonical_hash({"messages": [_message_record(m) for m in messages], "tools": [t.name for t in tools]})
         self._record(turn, Turn.LLMAsked, round=state.round, tier=request.tier, request_digest=digest, tools=[t.name for t in tools])
         started = time.perf_counter()
@@ -210,6 +217,14 @@ class TurnLoop:
                 raise _EndTurn(kind, str(self.settings.cap_steps) if kind is FailureKind.CAP_STEPS else name)
             return observation, []
 
+        if name in self.catalogue.builtins:
+            observation, others = self.ports.call_builtin(name, args, step=step)
+            self._record(turn, Turn.BuiltinCalled, step=step, name=name, observation=observation)
+            ok = observation.get("ok") is not False
+            self._record(turn, Turn.ObservationRecorded, step=step, ok=ok, observation=observation, spill={})
+            state.guards = state.guards.record(step, name, args, executed=True, succeeded=ok)
+            return observation, others
+
         if name == SCRATCHPAD_READ:
             observation = scratchpad_read(state.scratch, args)
             self._record(turn, Turn.ObservationRecorded, step=step, ok=observation.get("ok") is not False, observation=observation, spill={})
@@ -219,7 +234,13 @@ class TurnLoop:
         # The pool is what the model was shown first; any active executor of the
         # catalogue may still be called by name.
         if te is None:
-            return self._reject(turn, state, step, name, args, "unknown_executor", {"executor": name}, unknown_executor(name, sorted(self.catalogue.executors)))
+            observation = unknown_executor(name, sorted(self.catalogue.executors))
+            # A chain of existing executors that the mnestome knows may do it
+            # (seeds/002 ch. 11.1.1): offered as part of the observation.
+            synt = self.ports.mnest_suggest(name, args, dict(state.executed), step)
+            if synt is not None:
+                observation["synt"] = synt
+            return self._reject(turn, state, step, name, args, "unknown_executor", {"executor": name}, observation)
 
         try:
             transition = next_state(compute_state(state.shape), name, args)

@@ -45,6 +45,12 @@ class TurnPorts(Protocol):
 
     def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]: ...
 
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int) -> tuple[dict[str, Any], list[Any]]: ...
+
+    def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None: ...
+
+    def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None: ...
+
 
 Approver = Callable[[int, str, dict[str, Any], str], tuple[bool, str]]
 
@@ -89,3 +95,27 @@ class LivePorts:
 
     def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
         return self.approver(step, executor, args, reason)
+
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int) -> tuple[dict[str, Any], list[Any]]:
+        from metnos.scheduler.service import ScheduleService
+        from metnos.scheduler.tools import call_tool
+
+        # The scheduler's service records its own events as it acts.
+        return call_tool(ScheduleService(self.runtime), name, args), []
+
+    def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
+        from metnos.mnestome.boost import boost
+
+        _, record = boost(ranking, self.runtime.mnestome.state(), context, catalogue=self._catalogue_names())
+        return record if record["boosts"] else None
+
+    def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
+        from metnos.mnestome.compose import suggest
+
+        try:
+            return suggest(self.runtime.mnestome.state(), name, args, invoked, current_step=step, catalogue=self._catalogue_names())
+        except Exception:  # noqa: BLE001 - a suggestion must never break the turn (seeds/002 ch. 11.1.1)
+            return None
+
+    def _catalogue_names(self) -> set[str]:
+        return {le.name for le in self.runtime.report.loaded}

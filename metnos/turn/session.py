@@ -15,7 +15,7 @@ from metnos.llm.tiers import load_llm_settings
 from metnos.runtime import Runtime
 from metnos.sandbox.hints import home_of
 from metnos.sandbox.policy import check_args, scope_for
-from metnos.turn.catalogue import TurnCatalogue
+from metnos.turn.catalogue import TurnCatalogue, builtin_tools
 from metnos.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.turn.ports import Approver, LivePorts
 from metnos.turn.settings import load_turn_settings
@@ -65,7 +65,7 @@ def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
     key = tuple((le.name, le.version, le.digest) for le in loaded)
     cached = getattr(runtime, "_turn_catalogue", None)
     if cached is None or cached[0] != key:
-        cached = (key, TurnCatalogue(loaded))
+        cached = (key, TurnCatalogue(loaded, builtins=builtin_tools()))
         runtime._turn_catalogue = cached  # type: ignore[attr-defined]
     return cached[1]
 

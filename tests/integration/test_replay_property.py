@@ -87,6 +87,15 @@ class GeneratedPorts:
                      output=output, error=None, stderr_tail="")
         return ExecutorResult(str(inv.id), name, le.version, le.digest, inv.args_hash, True, "ok", output, [inv])
 
+    def call_builtin(self, name, args, *, step):
+        return {"ok": True, "schedules": [], "builtin": name}, []
+
+    def mnest_boost(self, ranking, context):
+        return None
+
+    def mnest_suggest(self, name, args, invoked, step):
+        return None
+
     def approve(self, step, executor, args, reason):
         return (self.approvals.pop(0) if self.approvals else False), "generated"
 
@@ -107,6 +116,7 @@ tool_call = st.one_of(
     st.builds(lambda n: ("sort_entries", {"from_step": n, "by": "size"}), st.integers(1, 4)),
     st.builds(lambda p: ("write_files", {"files": [{"path": f"~/{p.strip() or 'x'}.txt", "content": "{{step1.content}}"}]}), words),
     st.just(("no_such_executor", {"from_step": 1})),
+    st.just(("list_recurring", {})),
     st.just(("read_files", {"paths": 3})),
 )
 reply = st.one_of(

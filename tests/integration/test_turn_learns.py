@@ -41,3 +41,63 @@ def test_piping_in_a_turn_creates_then_reinforces_a_mnest(home: Path, capsys, mo
     assert pair[0]["uses"] == 2 and 0.15 < pair[0]["weight"] <= 0.30
     # Replay still replays clean: mnest events live on their own aggregates.
     assert main(["replay", "--all"]) == 0
+
+
+def _ask(monkeypatch, capsys, script, text_: str) -> dict:
+    with ScriptedLLM(list(script)) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        capsys.readouterr()
+        main(["ask", text_, "--json"])
+        return orjson.loads(capsys.readouterr().out)
+
+
+def _events(capsys, turn_id: str) -> list[dict]:
+    capsys.readouterr()
+    main(["events", "--json", "--aggregate", turn_id])
+    return [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_strong_mnests_boost_the_prefilter_and_compose_closes_a_gap(home: Path, capsys, monkeypatch) -> None:
+    pipeline = [
+        call("find_files", {"base_path": "~/docs"}),
+        call("filter_entries", {"from_step": 1, "predicate": "where_glob", "value": "*.md", "field": "name"}),
+        call("describe_entries", {"from_step": 2}),
+        text("a.md and b.md"),
+    ]
+    for _ in range(3):
+        _ask(monkeypatch, capsys, pipeline, "find the files in docs, keep the markdown ones and describe them")
+
+    # The request matches find_files alone; the mnest find_files -> filter_entries brings its partner.
+    out = _ask(monkeypatch, capsys, [call("find_files", {"base_path": "~/docs"}), text("three files")], "find the files in docs")
+    ranked = next(e["state"]["ranking"] for e in _events(capsys, out["turn_id"]) if e["topic"].endswith("PrefilterRanked"))
+    boosted = {b["name"]: b for b in ranked["mnest"]["boosts"]}
+    assert boosted["filter_entries"]["from"] == "find_files" and boosted["filter_entries"]["weight"] >= 0.3
+    assert "filter_entries" in [c["name"] for c in ranked["candidates"]]
+
+    # A call to an executor that does not exist, fed by step 1, gets a chain of existing ones.
+    gap = [call("find_files", {"base_path": "~/docs"}), call("filter_describe_entries", {"from_step": 1}), text("done")]
+    out = _ask(monkeypatch, capsys, gap, "find and describe the files in docs")
+    rejected = next(e["state"] for e in _events(capsys, out["turn_id"]) if e["topic"].endswith("StepRejected"))
+    assert rejected["kind"] == "unknown_executor"
+    assert rejected["observation"]["synt"]["kind"] == "compose"
+    assert rejected["observation"]["synt"]["chain"] == ["filter_entries", "describe_entries"]
+    # A proto-mnest now records the wish, and every turn still replays clean.
+    capsys.readouterr()
+    assert main(["mnestome", "list", "--state", "proto", "--json"]) == 0
+    protos = orjson.loads(capsys.readouterr().out)
+    assert [p["dst_executor"] for p in protos] == ["filter_describe_entries"]
+    assert main(["replay", "--all"]) == 0
+
+
+def test_the_planner_schedules_a_recurring_task(home: Path, capsys, monkeypatch) -> None:
+    script = [call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 8 * * *"}), text("every day at 8")]
+    out = _ask(monkeypatch, capsys, script, "every day at 8 tell me the time, schedule it")
+    assert out["status"] == "answered"
+    called = [e["state"] for e in _events(capsys, out["turn_id"]) if e["topic"].endswith("BuiltinCalled")]
+    assert called and called[0]["name"] == "schedule_recurring" and called[0]["observation"]["ok"] is True
+    capsys.readouterr()
+    assert main(["schedule", "list", "--json"]) == 0
+    listed = orjson.loads(capsys.readouterr().out)
+    assert any(s.get("cron") == "0 8 * * *" for s in (listed if isinstance(listed, list) else listed.get("schedules", [])))
+    assert main(["replay", "--all"]) == 0
