@@ -11,7 +11,7 @@ Rules:
 - To give a tool a single value produced by step N, use "{{stepN.field}}" as the whole argument value,
   for example "content": "{{step1.content}}".
 - When you have what the user asked for, stop calling tools and reply with the answer in plain text.
-  In the answer write the actual values (e.g. "I wrote 173 bytes"), never {{...}} placeholders.
+  In the answer write the actual values taken from the results, never {{...}} placeholders.
 - If a result says the data is already available at an earlier step, answer from it.
 """
 

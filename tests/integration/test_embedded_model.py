@@ -7,18 +7,16 @@ models dir, and skips with the reason when either is missing.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
 from metnos.llm.anthropic import AnthropicProvider
-from metnos.llm.embedded import EmbeddedServer, xllamacpp_available
+from metnos.llm.embedded import EmbeddedServer
 from metnos.llm.messages import SystemMessage, ToolResult, ToolSpec, UserMessage
-from metnos.llm.model_files import model_path
 from metnos.llm.openai_compat import OpenAICompatProvider
-from metnos.workspace import Workspace
+from tests.support.embedded import embedded_model_or_skip
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(240)]
 
@@ -32,12 +30,7 @@ SYSTEM = SystemMessage("You are Metnos, a personal agent. Use the tools to act."
 
 
 def _model() -> Path:
-    path = Path(os.environ.get("METNOS_EMBEDDED_MODEL") or model_path(Workspace.from_env().models_dir))
-    if not xllamacpp_available():
-        pytest.skip("xllamacpp is not installed (pip install 'metnos[embedded]')")
-    if not path.is_file():
-        pytest.skip(f"the embedded model is not installed at {path} (metnos model install)")
-    return path
+    return embedded_model_or_skip()
 
 
 @pytest.fixture(scope="module")

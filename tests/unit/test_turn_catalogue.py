@@ -1,0 +1,57 @@
+"""What the model is shown of an executor's input schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import executors
+from metnos.turn.catalogue import inline_refs, tool_parameters
+
+SEEDS = Path(executors.__file__).parent
+
+
+def contract(name: str) -> dict:
+    """The input half of a seed's schema.json, as the loader hands it over."""
+    doc = json.loads((SEEDS / name / "schema.json").read_text())
+    return {"$ref": "#/definitions/Input", "$schema": doc["$schema"], "definitions": doc["definitions"]}
+
+
+def test_the_model_sees_only_the_input_half_inlined() -> None:
+    params = tool_parameters(contract("read_files"))
+    text = json.dumps(params)
+    assert "$ref" not in text and "definitions" not in text and "$schema" not in text
+    assert "NotFound" not in text  # the output's error classes are not arguments
+    assert params["type"] == "object" and params["additionalProperties"] is False
+    assert set(params["properties"]) == {"paths", "max_bytes", "encoding", "from_step"}
+
+
+def test_before_any_step_there_is_no_step_reference() -> None:
+    first = tool_parameters(contract("sort_entries"), step_refs=False)
+    later = tool_parameters(contract("sort_entries"))
+    assert "from_step" not in first["properties"] and "entries" not in first["properties"]
+    assert first["required"] == ["field"]
+    assert later["required"] == ["from_step", "field"]
+    assert "required" not in tool_parameters(contract("read_files"), step_refs=False)
+
+
+def test_nested_refs_are_inlined_and_bad_ones_become_any() -> None:
+    root = {
+        "$ref": "#/definitions/In",
+        "definitions": {
+            "In": {"type": "object", "properties": {"who": {"$ref": "#/definitions/Name", "description": "the person"}, "bad": {"$ref": "#/definitions/Missing"}}},
+            "Name": {"type": "string", "minLength": 1},
+        },
+    }
+    out = inline_refs(root, root)
+    assert out["properties"]["who"] == {"type": "string", "minLength": 1, "description": "the person"}
+    assert out["properties"]["bad"] == {}
+
+
+def test_a_self_referencing_schema_stops() -> None:
+    root = {"$ref": "#/definitions/Node", "definitions": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/definitions/Node"}}}}}
+    out = inline_refs(root, root)
+    depth, node = 0, out
+    while node.get("properties", {}).get("next"):
+        node, depth = node["properties"]["next"], depth + 1
+    assert 0 < depth <= 16
