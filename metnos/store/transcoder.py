@@ -27,8 +27,14 @@ from eventsourcing.utils import get_topic, resolve_topic
 from pydantic import BaseModel
 
 _NATIVE = frozenset((str, int, float, bool, type(None)))
-_TAG_KEY = b'"_type_"'
+TAGGED = b" "
+
+
+def is_tagged(data: bytes) -> bool:
+    return data[:1] == TAGGED
 _TUPLE = "tuple_as_list"
+_BIG_INT = "int_as_str"
+_I64 = (-(1 << 63), (1 << 64) - 1)
 _MODEL = "pydantic_model"
 
 
@@ -39,7 +45,16 @@ class OrjsonTranscoder(JSONTranscoder):
             self.register(transcoding)
 
     def encode(self, obj: Any) -> bytes:
-        return orjson.dumps(self._wrap(obj))
+        wrapped = self._wrap(obj)
+        try:
+            data = orjson.dumps(wrapped)
+        except orjson.JSONEncodeError:
+            # orjson stops at 64-bit integers; JSON does not. The rare value
+            # beyond goes as text, tagged.
+            return TAGGED + orjson.dumps(_big_ints(wrapped))
+        # A leading space (still JSON) says "there are tags to unwrap": most
+        # event states have none, and reading can then skip the walk.
+        return data if wrapped is obj else TAGGED + data
 
     def decode(self, data: bytes) -> Any:
         try:
@@ -47,9 +62,7 @@ class OrjsonTranscoder(JSONTranscoder):
         except orjson.JSONDecodeError as e:
             msg = f"not JSON: {e}"
             raise ValueError(msg) from None
-        # Inside a JSON string a quote is escaped, so these bytes can only be
-        # a real tag key: where they are absent there is nothing to unwrap.
-        if _TAG_KEY not in data:
+        if not is_tagged(data):
             return loaded
         return self._unwrap(loaded)
 
@@ -57,16 +70,30 @@ class OrjsonTranscoder(JSONTranscoder):
         t = type(o)
         if t in _NATIVE:
             return o
+        # Containers come back as the same object when nothing inside needed
+        # wrapping: that identity is how encode knows the value has no tags.
         if t is dict:
-            for v in o.values():
-                if type(v) not in _NATIVE:
-                    return {k: (v if type(v) in _NATIVE else self._wrap(v)) for k, v in o.items()}
-            return o
+            changed = None
+            for k, v in o.items():
+                if type(v) in _NATIVE:
+                    continue
+                w = self._wrap(v)
+                if w is not v:
+                    if changed is None:
+                        changed = dict(o)
+                    changed[k] = w
+            return o if changed is None else changed
         if t is list:
-            for v in o:
-                if type(v) not in _NATIVE:
-                    return [v if type(v) in _NATIVE else self._wrap(v) for v in o]
-            return o
+            out = None
+            for i, v in enumerate(o):
+                if type(v) in _NATIVE:
+                    continue
+                w = self._wrap(v)
+                if w is not v:
+                    if out is None:
+                        out = list(o)
+                    out[i] = w
+            return o if out is None else out
         if t is tuple:
             return {"_type_": _TUPLE, "_data_": [self._wrap(v) for v in o]}
         transcoding = self.types.get(t)
@@ -89,6 +116,10 @@ class OrjsonTranscoder(JSONTranscoder):
         )
         raise TranscodingNotRegisteredError(msg)
 
+    def unwrap(self, loaded: Any) -> Any:
+        """Loaded JSON back to the types it was written from."""
+        return self._unwrap(loaded)
+
     def _unwrap(self, o: Any) -> Any:
         t = type(o)
         if t is list:
@@ -100,6 +131,8 @@ class OrjsonTranscoder(JSONTranscoder):
             data = self._unwrap(o["_data_"])
             if name == _TUPLE:
                 return tuple(data)
+            if name == _BIG_INT:
+                return int(data)
             if name == _MODEL:
                 return resolve_topic(data["topic"]).model_validate(data["state"])
             try:
@@ -112,6 +145,16 @@ class OrjsonTranscoder(JSONTranscoder):
                 raise TranscodingNotRegisteredError(msg) from None
             return transcoding.decode(data)
         return {k: (v if type(v) in _NATIVE else self._unwrap(v)) for k, v in o.items()}
+
+
+def _big_ints(o: Any) -> Any:
+    if type(o) is int and not _I64[0] <= o <= _I64[1]:
+        return {"_type_": _BIG_INT, "_data_": str(o)}
+    if type(o) is dict:
+        return {k: _big_ints(v) for k, v in o.items()}
+    if type(o) is list:
+        return [_big_ints(v) for v in o]
+    return o
 
 
 __all__ = ["OrjsonTranscoder", "Transcoding", "UUID", "datetime", "Decimal"]
