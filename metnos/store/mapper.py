@@ -22,6 +22,13 @@ from metnos.store.transcoder import OrjsonTranscoder
 _TS = "__ts__"
 
 
+def _with_stamp(data: bytes, stamp: bytes) -> bytes:
+    """The state's JSON object with the timestamp added as its last member."""
+    if data.lstrip() == b"{}":
+        return data[:-1] + b'"' + _TS.encode() + b'":' + stamp + b"}"
+    return data[:-1] + b',"' + _TS.encode() + b'":' + stamp + b"}"
+
+
 class FastMapper(Mapper):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -84,18 +91,26 @@ class FastMapper(Mapper):
         originator_id = state.pop("originator_id")
         originator_version = state.pop("originator_version")
         timestamp = state.get("timestamp")
+        stamp = None
         if type(timestamp) is datetime:
             del state["timestamp"]
-            state[_TS] = timestamp.isoformat()
+            # orjson writes a datetime as fromisoformat reads it, several times
+            # faster than datetime.isoformat.
+            stamp = orjson.dumps(timestamp)
         class_version = getattr(cls, "class_version", 1)
         if class_version > 1:
             state["class_version"] = class_version
         data = self.transcoder.encode(state)
+        if stamp is not None:
+            data = _with_stamp(data, stamp)
         if self.compressor:
             data = self.compressor.compress(data)
         if self.cipher:
             data = self.cipher.encrypt(data)
-        return StoredEvent(originator_id=originator_id, originator_version=originator_version, topic=topic, state=data)
+        stored = object.__new__(StoredEvent)
+        # The frozen dataclass's __init__ costs a microsecond an event.
+        object.__setattr__(stored, "__dict__", {"originator_id": originator_id, "originator_version": originator_version, "topic": topic, "state": data})
+        return stored
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return self.decode(stored_event.topic, stored_event.originator_id, stored_event.originator_version, stored_event.state)

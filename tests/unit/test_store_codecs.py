@@ -102,3 +102,23 @@ def test_the_mapper_round_trips_events_through_its_fast_path() -> None:
             back = mapper.decode(stored.topic, stored.originator_id, stored.originator_version, stored.state)
             assert type(back) is type(event) and vars(back) == vars(event)
             assert back.timestamp == when
+
+
+class Empty(MetnosAggregate):
+    class Made(Created):
+        pass
+
+    class Nested(DomainEvent):
+        inner: dict
+
+
+def test_the_timestamp_is_spliced_into_any_state_shape() -> None:
+    mapper = FastMapper(transcoder=OrjsonTranscoder(), compressor=ZstdCompressor())
+    when = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc)
+    agg = Empty._create(Empty.Made, id=uuid4(), timestamp=when)
+    agg.trigger_event(Empty.Nested, inner={}, timestamp=when)
+    agg.trigger_event(Empty.Nested, inner={"id": UUID(int=3), "empty": {}}, timestamp=when)
+    for event in agg.collect_events():
+        stored = mapper.to_stored_event(event)
+        back = mapper.to_domain_event(stored)
+        assert vars(back) == vars(event)
