@@ -5,10 +5,9 @@ the key; the dispatcher looks it up here when the slot fires. No callable is
 ever serialised, so a restart never meets a stale reference, and a key
 whose code is not (yet) there fails cleanly instead of crashing the tick.
 
-The mnestome's ager and synt's suggestions are registered with placeholders
-that report ``unavailable`` (a success, so a missing subsystem never counts
-towards auto-cancel); the code that brings them replaces the entry with
-``register(key)``.
+``_unavailable`` is the placeholder for a job whose subsystem is missing: it
+reports ``unavailable`` as a success, so a missing subsystem never counts
+towards auto-cancel.
 """
 
 from __future__ import annotations
@@ -91,8 +90,8 @@ def _load_builtins() -> None:
     if _loaded:
         return
     _loaded = True
-    from metnos.scheduler import ager
+    from metnos.scheduler import ager, maintenance
 
     _REGISTRY.setdefault("executor_ager", ager.run_executor_ager)
-    _REGISTRY.setdefault("mnest_ager", _unavailable("the mnestome (and its ager)"))
-    _REGISTRY.setdefault("synt_suggest", _unavailable("synt"))
+    _REGISTRY.setdefault("mnest_ager", maintenance.run_mnest_ager)
+    _REGISTRY.setdefault("synt_suggest", maintenance.run_synt_suggest)

@@ -389,16 +389,40 @@ def test_a_chain_pipes_between_steps(rt: Runtime, clock: ManualClock, home: Path
     assert [i["executor"] for i in invs] == ["find_files", "read_files"]
 
 
-def test_builtin_jobs_install_once_and_the_placeholders_report_cleanly(rt: Runtime, clock: ManualClock) -> None:
+def test_builtin_jobs_install_once_and_run_the_mnestome_maintenance(rt: Runtime, clock: ManualClock) -> None:
+    from metnos.mnestome.record import record_turn
+    from tests.support.mnest_turns import scripted_turn
+
+    # Three turns that wanted an executor that does not exist, fed by find_files:
+    # a recurring proto-mnest; and one real passing, which will decay.
+    for n in range(3):
+        turn, closed = scripted_turn(n, at(9, day=1) - timedelta(days=3 - n), "find files and tidy them",
+                                     [("find_files", "1.0.0", []), ("tidy_files", None, [(1, "entries", "from_step")])])
+        rt.log.save(turn, *record_turn(rt.log, list(turn.pending_events), closed))
+    turn, closed = scripted_turn(9, at(9, day=1) - timedelta(days=60), "find files and sort them",
+                                 [("find_files", "1.0.0", []), ("sort_entries", "1.0.0", [(1, "entries", "from_step")])])
+    rt.log.save(turn, *record_turn(rt.log, list(turn.pending_events), closed))
+    rt.refresh()
+
     service = ScheduleService(rt)
     assert service.install_builtin_jobs() == ["executor_ager", "mnest_ager", "synt_suggest"]
     assert service.install_builtin_jobs() == []
     assert len(service.list(owner="builtin")) == 3
     report = tick_at(rt, clock, at(4, 45, day=2))
-    by = {f["kind"] for f in report["firings"]}
-    assert by == {"ok", "unavailable"}
+    assert {f["kind"] for f in report["firings"]} == {"ok"}
     rows = {r["target"]["key"]: r for r in service.list(owner="builtin")}
-    assert rows["mnest_ager"]["last"]["kind"] == "unavailable" and rows["mnest_ager"]["consecutive_failures"] == 0
+    assert all(r["consecutive_failures"] == 0 for r in rows.values())
+    rt.refresh()
+    mnests = rt.mnestome.state()["mnests"].values()
+    sorted_pair = next(m for m in mnests if m["dst_executor"] == "sort_entries")
+    assert sorted_pair["state"] == "decaying" and sorted_pair["weight"] < 0.15
+    from domain.synthesis import synthesis_id
+
+    suggested = [e for e in rt.log.events.get(synthesis_id("tidy_files")) if type(e).__name__ == "SynthesisSuggested"]
+    assert len(suggested) == 1 and suggested[0].source == "find_files" and suggested[0].outcome == "generate"
+    # The next day's run says the same thing: nothing new is recorded.
+    tick_at(rt, clock, at(4, 45, day=3))
+    assert len([e for e in rt.log.events.get(synthesis_id("tidy_files")) if type(e).__name__ == "SynthesisSuggested"]) == 1
 
 
 def test_executor_ager_marks_idle_executors(home: Path) -> None:

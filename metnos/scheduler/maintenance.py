@@ -1,0 +1,53 @@
+"""The mnestome's builtin jobs: its ager, and synt's suggestions for recurring wishes.
+
+Both are functions of the log and the firing's date (never the wall clock):
+the ager's changes are Mnest events committed with the firing; a suggestion
+is a compose over the mnestome for each recurring proto-mnest (seeds/002
+ch. 11.2, "synt_suggest": uses >= 3, weight >= 0.30), recorded as a
+Synthesis event when it changed. No LLM is asked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError
+
+from domain.mnest import PROTO
+from domain.synthesis import Synthesis, synthesis_id
+from metnos.mnestome.ager import age
+from metnos.mnestome.compose import compose
+from metnos.scheduler.callbacks import CallbackContext, CallbackResult
+
+RECURRING_USES = 3
+RECURRING_WEIGHT = 0.30
+
+
+def run_mnest_ager(ctx: CallbackContext, args: dict[str, Any]) -> CallbackResult:
+    runtime = ctx.runtime
+    state = runtime.mnestome.catch_up(runtime.log)
+    changed = age(runtime, ctx.now, state=state)
+    events = sum(len(m.pending_events) for m in changed)
+    return CallbackResult(ok=True, output={"ok": True, "mnests_changed": len(changed), "events": events}, aggregates=changed)
+
+
+def run_synt_suggest(ctx: CallbackContext, args: dict[str, Any]) -> CallbackResult:
+    runtime = ctx.runtime
+    state = runtime.mnestome.catch_up(runtime.log)
+    names = {le.name for le in runtime.report.loaded}
+    suggestions = []
+    changed = []
+    for m in sorted(state["mnests"].values(), key=lambda m: m["key"]):
+        if m["state"] != PROTO or m["uses"] < args.get("min_uses", RECURRING_USES) or m["weight"] < args.get("min_weight", RECURRING_WEIGHT):
+            continue
+        found = compose(state, {"name": m["dst_executor"]}, start=m["src_executor"], catalogue=names)
+        chain = found["chain"] if found else None
+        outcome = "compose" if found else "generate"
+        suggestions.append({"wanted": m["dst_executor"], "from": m["src_executor"], "chain": chain, "outcome": outcome})
+        try:
+            synthesis = runtime.log.repository.get(synthesis_id(m["dst_executor"]))
+        except AggregateNotFoundError:
+            synthesis = Synthesis.open(wanted=m["dst_executor"], at=ctx.now)
+        if synthesis.suggest(source=m["src_executor"], uses=m["uses"], weight=m["weight"], outcome=outcome, chain=chain, at=ctx.now) or synthesis.version == 1:
+            changed.append(synthesis)
+    return CallbackResult(ok=True, output={"ok": True, "suggestions": suggestions}, aggregates=changed)
