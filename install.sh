@@ -9,7 +9,7 @@ with_tests=no
 [ "${1:-}" = "--test" ] && with_tests=yes
 
 packages=(bubblewrap libseccomp2)
-[ "$with_tests" = yes ] && packages+=(postgresql)
+[ "$with_tests" = yes ] && packages+=(postgresql graphviz)
 
 missing=()
 for p in "${packages[@]}"; do

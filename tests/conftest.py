@@ -27,3 +27,14 @@ def metnos_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key in ("PERSISTENCE_MODULE", "LMDB_PATH", "METNOS_LLM_URL", "METNOS_LLM_MODEL"):
         monkeypatch.delenv(key, raising=False)
     return home
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Where CI requires bubblewrap, a sandbox test may not quietly skip."""
+    if not os.environ.get("METNOS_REQUIRE_BWRAP"):
+        return
+    from metnos.sandbox.bwrap import probe
+
+    status = probe()
+    if not status.works:
+        raise pytest.UsageError(f"METNOS_REQUIRE_BWRAP is set but bubblewrap cannot run: {status.error}")

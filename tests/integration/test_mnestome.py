@@ -4,6 +4,9 @@ and the CLI on an initialised workspace."""
 
 from __future__ import annotations
 
+import os
+import shutil
+
 from datetime import datetime, timedelta, timezone
 
 import orjson
@@ -194,6 +197,11 @@ def test_cli_and_runtime_on_an_initialised_workspace(metnos_home, tmp_path, monk
     dot = out.read_text()
     assert dot.startswith("digraph mnestome {")
     assert '"fs_read" -> "pdf_extract"' in dot and '"extract_invoice_number" [style=dashed];' in dot
+    if shutil.which("dot"):
+        png = out.with_suffix(".png").read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 500
+    elif os.environ.get("METNOS_REQUIRE_GRAPHVIZ"):
+        pytest.fail("METNOS_REQUIRE_GRAPHVIZ is set but Graphviz's dot is not installed")
 
     assert main(["mnestome", "age", "--at", "not-a-date"]) == 2
     assert "is not an ISO date" in capsys.readouterr().err
