@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import httpx
 
-from metnos.llm._common import derived_call_id, int_or_none
+from metnos.llm._common import HTTPProvider, derived_call_id, int_or_none
 from metnos.llm.errors import LLMConfigError, MalformedReply
 from metnos.llm.messages import (
     AssistantMessage,
@@ -23,7 +21,6 @@ from metnos.llm.messages import (
     UserMessage,
 )
 from metnos.llm.textcalls import parse_text_call
-from metnos.llm.transport import make_client, post_json, public_url
 
 
 def chat_completions_url(base: str) -> str:
@@ -33,35 +30,11 @@ def chat_completions_url(base: str) -> str:
     return f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HTTPProvider):
     dialect = "openai"
 
-    def __init__(
-        self,
-        *,
-        url: str,
-        model: str,
-        timeout_s: float = 120.0,
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        api_key_env: str | None = None,
-        extra: Mapping[str, Any] | None = None,
-        transport: httpx.BaseTransport | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.url = url
-        self.endpoint = chat_completions_url(url)
-        self.model = model
-        self.timeout_s = timeout_s
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.api_key_env = api_key_env
-        self.extra = dict(extra or {})
-        self._env = os.environ if env is None else env
-        self._client = make_client(timeout_s, transport)
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatProvider(url={public_url(self.url)!r}, model={self.model!r})"
+    default_api_key_env = None
+    endpoint_for = staticmethod(chat_completions_url)
 
     def build_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None, max_tokens: int | None = None) -> dict[str, Any]:
         body: dict[str, Any] = dict(self.extra)
@@ -77,13 +50,8 @@ class OpenAICompatProvider:
             body["tools"] = [encode_tool(t) for t in tools]
         return body
 
-    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None, max_tokens: int | None = None) -> LLMReply:
-        body = self.build_request(messages, tools, temperature=temperature, max_tokens=max_tokens)
-        raw = post_json(self._client, self.endpoint, body, headers=self._headers(), timeout_s=self.timeout_s)
-        return parse_openai_reply(raw, tools, url=public_url(self.endpoint))
-
-    def close(self) -> None:
-        self._client.close()
+    def parse(self, raw: dict[str, Any], tools: Sequence[ToolSpec], url: str) -> LLMReply:
+        return parse_openai_reply(raw, tools, url=url)
 
     def _headers(self) -> dict[str, str]:
         if not self.api_key_env:
