@@ -370,28 +370,21 @@ class LMDBFactory(InfrastructureFactory[LMDBTrackingRecorder]):
         return resolve_topic(topic) if topic else default
 
     def _int_setting(self, key: str, default: int) -> int:
+        return self._positive(key, default, int, "a positive whole number of bytes")
+
+    def _float_setting(self, key: str, default: float) -> float:
+        return self._positive(key, default, float, "a positive number of seconds")
+
+    def _positive(self, key: str, default: Any, cast: Any, what: str) -> Any:
         raw = self.env.get(key)
         if not raw:
             return default
         try:
-            value = int(raw)
+            value = cast(raw)
         except ValueError:
             value = 0
         if value <= 0:
-            msg = f"{key}={raw!r} is not a positive whole number of bytes"
-            raise BadLogSetting(msg)
-        return value
-
-    def _float_setting(self, key: str, default: float) -> float:
-        raw = self.env.get(key)
-        if not raw:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            value = 0.0
-        if value <= 0:
-            msg = f"{key}={raw!r} is not a positive number of seconds"
+            msg = f"{key}={raw!r} is not {what}"
             raise BadLogSetting(msg)
         return value
 

@@ -201,3 +201,24 @@ def test_a_full_disk_is_a_clear_error_and_keeps_what_was_committed(tmp_path: Pat
         environments.release(shared)
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("LMDB_MAP_SIZE", "abc", "positive whole number of bytes"),
+    ("LMDB_POLL_INTERVAL", "-1", "positive number of seconds"),
+    ("LMDB_SYNC", "maybe", "yes or no"),
+])
+def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, key: str, value: str, says: str) -> None:
+    from metnos.store.errors import BadLogSetting
+
+    with pytest.raises(BadLogSetting, match=f"{key}='{value}' is not .*{says}"):
+        LMDBFactory({"LMDB_PATH": str(tmp_path), key: value})
+
+
+def test_an_unknown_persistence_module_is_one_line(metnos_home, monkeypatch, capsys) -> None:
+    from metnos.cli import main
+
+    monkeypatch.setenv("PERSISTENCE_MODULE", "no.such.module")
+    assert main(["events"]) == 2
+    err = capsys.readouterr().err
+    assert "PERSISTENCE_MODULE='no.such.module' is not a usable persistence module" in err and "Traceback" not in err
