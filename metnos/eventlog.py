@@ -66,9 +66,8 @@ class EventLog(Application[UUID]):
         scan = getattr(self.recorder, "scan", None)
         decode = getattr(self.mapper, "decode", None)
         if scan is not None and decode is not None:
-            for nid, oid, version, topic, state in scan(start):
-                if not wanted or topic in wanted:
-                    yield nid, decode(topic, oid, version, state)
+            for nid, oid, version, topic, state in scan(start, topics=wanted or None):
+                yield nid, decode(topic, oid, version, state)
             return
         to_domain = self.mapper.to_domain_event
         for n in self.notifications(start, topics=topics):

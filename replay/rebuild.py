@@ -39,12 +39,10 @@ def rebuild(runtime: Any, names: list[str] | None = None, *, progress: Callable[
     label = "+".join(chosen)
     try:
         if scan is not None and decode is not None:
-            for nid, oid, version, topic, state in scan(1):
-                readers = wanted.get(topic)
-                if readers:
-                    event = decode(topic, oid, version, state)
-                    for p in readers:
-                        p.feed(nid, event)
+            for nid, oid, version, topic, state in scan(1, topics=frozenset(wanted)):
+                event = decode(topic, oid, version, state)
+                for p in wanted[topic]:
+                    p.feed(nid, event)
                 if progress is not None and nid % 4096 == 0:
                     progress(label, nid, head)
         else:

@@ -212,23 +212,25 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
                     break
         return results
 
-    def scan(self, start: int = 1, batch: int = 5000) -> Iterator[tuple[int, UUID | str, int, str, bytes]]:
+    def scan(self, start: int = 1, batch: int = 5000, topics: frozenset[str] | None = None) -> Iterator[tuple[int, UUID | str, int, str, bytes]]:
         """Every record from ``start`` on as plain tuples, for rebuilds and audits.
 
-        Reads in batches, one short read transaction each, so a long scan
-        never pins old pages of the map.
+        With ``topics``, only records of those topics are returned (the others
+        are skipped before their ids and states are read). Reads in batches,
+        one short read transaction each, so a long scan never pins old pages.
         """
         table = self.notifications_table
         position = max(start, 1)
         while True:
-            rows = []
+            last: int | None = None
+            rows: list = []
             with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
                 if cursor.set_range(id_bytes(position)):
-                    rows = scan_rows(table, cursor, batch)
+                    rows, last = scan_rows(table, cursor, batch, topics)
             yield from rows
-            if len(rows) < batch:
+            if last is None:
                 return
-            position = rows[-1][0] + 1
+            position = last + 1
 
     def max_notification_id(self) -> int | None:
         with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from functools import lru_cache
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from eventsourcing.persistence import Notification, StoredEvent
 
@@ -59,7 +59,11 @@ def _encode_originator_id(originator_id: UUID | str) -> bytes:
 def _decode_originator_id(raw: bytes) -> UUID | str:
     tag, body = raw[:1], raw[1:]
     if tag == _UUID_TAG and len(body) == 16:
-        return UUID(bytes=body)
+        # UUID(bytes=...) validates what we already know: 16 bytes, our own.
+        uuid = object.__new__(UUID)
+        object.__setattr__(uuid, "int", int.from_bytes(body, "big"))
+        object.__setattr__(uuid, "is_safe", SafeUUID.unknown)
+        return uuid
     if tag == _STR_TAG:
         return body.decode("utf-8")
     msg = "originator id has an unknown tag"
@@ -95,10 +99,14 @@ def decode_parts(table: str, key: bytes, value: bytes) -> tuple[UUID | str, int,
     return _decode(table, key, value)
 
 
-def scan_rows(table: str, cursor: object, limit: int) -> list[tuple[int, UUID | str, int, str, bytes]]:
-    """Up to ``limit`` rows from where ``cursor`` stands: the hot loop of rebuilds.
+def scan_rows(
+    table: str, cursor: object, limit: int, wanted: frozenset[str] | None = None
+) -> tuple[list[tuple[int, UUID | str, int, str, bytes]], int | None]:
+    """Up to ``limit`` records from where ``cursor`` stands: the hot loop of rebuilds.
 
-    The header is parsed inline and well-formed records skip the checks of
+    Returns the rows (only those whose topic is in ``wanted``, when given) and
+    the id of the last record read, or None when the cursor ran out. The
+    header is parsed inline and well-formed records skip the checks of
     ``_decode``; anything odd goes through it to get its precise error.
     """
     rows = []
@@ -106,9 +114,13 @@ def scan_rows(table: str, cursor: object, limit: int) -> list[tuple[int, UUID | 
     unpack_id = _U64.unpack
     head = _HEAD.size
     topics: dict[bytes, str] = {}
+    read = 0
     for key, value in cursor:
+        read += 1
         if not value or value[0] != RECORD_FORMAT or len(value) < head:
-            rows.append((unpack_id(key)[0], *_decode(table, key, value)))
+            row = (unpack_id(key)[0], *_decode(table, key, value))
+            if wanted is None or row[3] in wanted:
+                rows.append(row)
         else:
             _, oid_len, topic_len, version = unpack_head(value)
             end_oid = head + oid_len
@@ -118,14 +130,16 @@ def scan_rows(table: str, cursor: object, limit: int) -> list[tuple[int, UUID | 
             if topic is None:
                 oid, version, topic, _state = _decode(table, key, value)
                 topics[raw_topic] = topic
-            try:
-                oid = _decode_originator_id(value[head:end_oid])
-            except ValueError as e:
-                raise CorruptRecord(table, key, str(e)) from None
-            rows.append((unpack_id(key)[0], oid, version, topic, value[end_topic:]))
-        if len(rows) >= limit:
-            break
-    return rows
+            # An event nobody reads is never decoded further.
+            if wanted is None or topic in wanted:
+                try:
+                    oid = _decode_originator_id(value[head:end_oid])
+                except ValueError as e:
+                    raise CorruptRecord(table, key, str(e)) from None
+                rows.append((unpack_id(key)[0], oid, version, topic, value[end_topic:]))
+        if read >= limit:
+            return rows, unpack_id(key)[0]
+    return rows, None
 
 
 def peek_topic(table: str, key: bytes, value: bytes) -> str:

@@ -222,3 +222,18 @@ def test_an_unknown_persistence_module_is_one_line(metnos_home, monkeypatch, cap
     assert main(["events"]) == 2
     err = capsys.readouterr().err
     assert "PERSISTENCE_MODULE='no.such.module' is not a usable persistence module" in err and "Traceback" not in err
+
+
+def test_a_filtered_scan_crosses_batches_where_nothing_matches(tmp_path: Path) -> None:
+    shared, recorder = open_recorder(tmp_path, sync=False)
+    try:
+        a, b = uuid4(), uuid4()
+        recorder.insert_events(events(a, 50, topic="test:wanted"))
+        recorder.insert_events(events(b, 500, topic="test:other"))
+        recorder.insert_events(events(a, 50, start=51, topic="test:wanted"))
+        rows = list(recorder.scan(1, batch=7, topics=frozenset({"test:wanted"})))
+        assert [r[0] for r in rows] == list(range(1, 51)) + list(range(551, 601))
+        assert all(r[1] == a and r[3] == "test:wanted" for r in rows)
+        assert [r[0] for r in recorder.scan(590, batch=3)] == list(range(590, 601))
+    finally:
+        environments.release(shared)
