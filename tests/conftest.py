@@ -38,3 +38,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     status = probe()
     if not status.works:
         raise pytest.UsageError(f"METNOS_REQUIRE_BWRAP is set but bubblewrap cannot run: {status.error}")
+
+
+@pytest.fixture
+def home(metnos_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An initialised workspace (seeds signed) and a user home of its own, as HOME."""
+    from metnos.cli import main
+
+    user_home = tmp_path / "user"
+    user_home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(user_home))
+    assert main(["init"]) == 0
+    return user_home

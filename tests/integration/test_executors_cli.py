@@ -12,13 +12,6 @@ from metnos.cli import main
 from metnos.workspace import Workspace
 
 
-@pytest.fixture
-def home(metnos_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    user_home = tmp_path / "user"
-    user_home.mkdir()
-    monkeypatch.setenv("HOME", str(user_home))
-    assert main(["init"]) == 0
-    return user_home
 
 
 def cli_json(capsys: pytest.CaptureFixture, *argv: str) -> object:

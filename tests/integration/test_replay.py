@@ -14,13 +14,9 @@ from tests.support.scripted_llm import ScriptedLLM, call, text
 
 
 @pytest.fixture
-def home(metnos_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    user_home = tmp_path / "user"
-    user_home.mkdir()
-    monkeypatch.setenv("HOME", str(user_home))
-    assert main(["init"]) == 0
-    (user_home / "notes.md").write_text("alpha\nbeta\ngamma\n")
-    return user_home
+def home(home: Path) -> Path:
+    (home / "notes.md").write_text("alpha\nbeta\ngamma\n")
+    return home
 
 
 def ask(capsys, monkeypatch, script, *argv: str) -> dict:

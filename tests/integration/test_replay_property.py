@@ -6,25 +6,21 @@ real loop into a real LMDB log, then replayed with the real replayer.
 
 from __future__ import annotations
 
-import itertools
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
-from uuid import UUID
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import metnos
-from domain.invocation import Invocation
-from metnos.canonical import canonical_hash
 from metnos.llm.errors import ProviderUnreachable
 from metnos.llm.messages import LLMReply, ToolCall
 from metnos.turn.loop import TurnLoop, TurnRequest
-from metnos.turn.ports import ExecutorResult
 from metnos.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
 from metnos.turn.settings import load_turn_settings
 from replay.replayer import Replayer
+from tests.support.turn_ports import InProcessPorts
 
 
 @pytest.fixture(scope="module")
@@ -50,23 +46,15 @@ def runtime(tmp_path_factory: pytest.TempPathFactory):
             os.environ[k] = v
 
 
-_ids = itertools.count(1)
+class GeneratedPorts(InProcessPorts):
+    tick = timedelta(milliseconds=7)
+    caller = "test"
 
-
-class GeneratedPorts:
     def __init__(self, runtime, replies, observations, approvals) -> None:
-        self.runtime = runtime
+        super().__init__(runtime)
         self.replies = list(replies)
         self.observations = list(observations)
         self.approvals = list(approvals)
-        self.t = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc)
-
-    def now(self) -> datetime:
-        self.t += timedelta(milliseconds=7)
-        return self.t
-
-    def new_id(self) -> UUID:
-        return UUID(int=next(_ids))
 
     def ask_llm(self, tier, messages, tools):
         if not self.replies:
@@ -76,25 +64,8 @@ class GeneratedPorts:
             raise ProviderUnreachable("http://127.0.0.1:9", "connection refused")
         return reply
 
-    def call_executor(self, name, args, *, turn_id, step, actor, channel):
-        le = self.runtime.report.get(name)
-        output = self.observations.pop(0) if self.observations else {"ok": True}
-        inv = Invocation.request(
-            id=UUID(int=next(_ids)), at=self.now(), executor=name, version=le.version, origin=le.origin, digest=le.digest,
-            args=args, args_hash=canonical_hash(args), caller={"kind": "test"}, turn_id=turn_id, trace_id=turn_id,
-        )
-        inv.complete(at=self.now(), ok=True, kind="ok", exit_code=0, duration_ms=1, output_hash=None, output_size=0,
-                     output=output, error=None, stderr_tail="")
-        return ExecutorResult(str(inv.id), name, le.version, le.digest, inv.args_hash, True, "ok", output, [inv])
-
-    def call_builtin(self, name, args, *, step):
-        return {"ok": True, "schedules": [], "builtin": name}, []
-
-    def mnest_boost(self, ranking, context):
-        return None
-
-    def mnest_suggest(self, name, args, invoked, step):
-        return None
+    def observe(self, name, args, step):
+        return self.observations.pop(0) if self.observations else {"ok": True}
 
     def approve(self, step, executor, args, reason):
         return (self.approvals.pop(0) if self.approvals else False), "generated"

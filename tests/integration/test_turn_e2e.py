@@ -11,13 +11,6 @@ from metnos.cli import main
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 
-@pytest.fixture
-def home(metnos_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    user_home = tmp_path / "user"
-    user_home.mkdir()
-    monkeypatch.setenv("HOME", str(user_home))
-    assert main(["init"]) == 0
-    return user_home
 
 
 def ask(capsys, *argv: str) -> tuple[int, dict]:

@@ -12,14 +12,11 @@ from tests.support.scripted_llm import ScriptedLLM, call, text
 
 
 @pytest.fixture
-def home(metnos_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    user_home = tmp_path / "user"
-    (user_home / "docs").mkdir(parents=True)
+def home(home: Path) -> Path:
+    (home / "docs").mkdir()
     for name in ("a.md", "b.md", "c.txt"):
-        (user_home / "docs" / name).write_text(name)
-    monkeypatch.setenv("HOME", str(user_home))
-    assert main(["init"]) == 0
-    return user_home
+        (home / "docs" / name).write_text(name)
+    return home
 
 
 def test_piping_in_a_turn_creates_then_reinforces_a_mnest(home: Path, capsys, monkeypatch) -> None:
