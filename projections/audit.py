@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from domain.invocation import Invocation
-from projections.base import key_of
-from projections.daily import DailyLines, LinesFold
+from projections.base import Handler, key_of
+from projections.daily import DailyLines, Lines, LinesFold
 from projections.store import ViewStore
 
 
@@ -20,27 +20,35 @@ class AuditFold(LinesFold):
 
     name = "audit"
     version = 1
-    events = (Invocation.InvocationRequested, Invocation.InvocationRefused, Invocation.InvocationCompleted)
 
     def initial(self) -> dict[str, Any]:
         return {"open": {}}
 
-    def emit(self, state: dict[str, Any], event: Any, position: int) -> list[tuple[str, dict[str, Any]]]:
-        key = key_of(event.originator_id)
-        if isinstance(event, Invocation.InvocationRequested):
-            state["open"][key] = {
-                "ts": event.timestamp.isoformat(),
-                "trace_id": event.trace_id,
-                "turn_id": event.turn_id,
-                "executor": event.executor,
-                "version": event.version,
-                "caller": event.caller,
-                "input": event.args,
-            }
-            return []
-        request = state["open"].pop(key, None)
+    def handlers(self) -> dict[type, Handler]:
+        return {
+            Invocation.InvocationRequested: self._requested,
+            Invocation.InvocationRefused: self._ended,
+            Invocation.InvocationCompleted: self._ended,
+        }
+
+    @staticmethod
+    def _requested(state: dict[str, Any], event: Any, position: int) -> Lines:
+        state["open"][key_of(event.originator_id)] = {
+            "ts": event.timestamp.isoformat(),
+            "trace_id": event.trace_id,
+            "turn_id": event.turn_id,
+            "executor": event.executor,
+            "version": event.version,
+            "caller": event.caller,
+            "input": event.args,
+        }
+        return None
+
+    @staticmethod
+    def _ended(state: dict[str, Any], event: Any, position: int) -> Lines:
+        request = state["open"].pop(key_of(event.originator_id), None)
         if request is None:
-            return []
+            return None
         return [(request["ts"][:10], audit_line(request, event))]
 
 

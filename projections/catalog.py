@@ -10,30 +10,35 @@ from __future__ import annotations
 from typing import Any
 
 from domain.executor import ACTIVE, Executor
-from projections.base import Fold, key_of
+from projections.base import Fold, Handler, key_of
+
+_EVENTS = (
+    Executor.ExecutorRegistered,
+    Executor.VersionRegistered,
+    Executor.ExecutorSigned,
+    Executor.ExecutorVerified,
+    Executor.ExecutorActivated,
+    Executor.ExecutorQuarantined,
+    Executor.ExecutorRehabilitated,
+    Executor.VersionPromoted,
+    Executor.ExecutorBelowThreshold,
+    Executor.ExecutorFused,
+    Executor.ExecutorArchived,
+)
 
 
 class CatalogueFold(Fold):
     name = "catalogue"
     version = 1
-    events = (
-        Executor.ExecutorRegistered,
-        Executor.VersionRegistered,
-        Executor.ExecutorSigned,
-        Executor.ExecutorVerified,
-        Executor.ExecutorActivated,
-        Executor.ExecutorQuarantined,
-        Executor.ExecutorRehabilitated,
-        Executor.VersionPromoted,
-        Executor.ExecutorBelowThreshold,
-        Executor.ExecutorFused,
-        Executor.ExecutorArchived,
-    )
 
     def initial(self) -> dict[str, Any]:
         return {"executors": {}, "ids": {}}
 
-    def apply(self, state: dict[str, Any], event: Any, position: int) -> None:
+    def handlers(self) -> dict[type, Handler]:
+        # One body reads them all: these events are few beside a turn's.
+        return dict.fromkeys(_EVENTS, self._apply)
+
+    def _apply(self, state: dict[str, Any], event: Any, position: int) -> None:
         executors = state["executors"]
         if isinstance(event, Executor.ExecutorRegistered):
             state["ids"][key_of(event.originator_id)] = f"{event.origin}/{event.name}"

@@ -9,26 +9,23 @@ twice. Rebuilding deletes the files and folds again: the bytes are the same.
 from __future__ import annotations
 
 import os
-from abc import abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 from eventsourcing.persistence import Tracking
 
-from projections.base import UPSTREAM, Fold, encode_state
+from projections.base import UPSTREAM, Fold, Handler, encode_state
 from projections.store import ViewStore
 
 
+# What a lines fold's handler returns: the (day, line) pairs the event completes, if any.
+Lines = list[tuple[str, dict[str, Any]]] | None
+
+
 class LinesFold(Fold):
-    """A fold that, besides changing its state, emits (day, line) pairs."""
-
-    def apply(self, state: dict[str, Any], event: Any, position: int) -> None:
-        self.emit(state, event, position)
-
-    @abstractmethod
-    def emit(self, state: dict[str, Any], event: Any, position: int) -> list[tuple[str, dict[str, Any]]]:
-        """Change ``state`` for one event and return the lines it completes."""
+    """A fold whose handlers, besides changing the state, return the lines an event completes."""
 
 
 class DailyLines:
@@ -102,7 +99,27 @@ class LinesPass:
         self._handles: dict[str, Any] = {}
 
     def feed(self, nid: int, event: Any) -> None:
-        for day, line in self.owner.fold.emit(self.state, event, nid):
+        lines = self.owner.fold.apply(self.state, event, nid)
+        if lines:
+            self._write(lines)
+
+    def feeders(self) -> dict[str, Callable[[Any, int], None]]:
+        """topic -> ``feed(event, position)``, as ``FoldPass.feeders``."""
+        return {topic: self._feeder(handler) for topic, handler in self.owner.fold.handler_for_topic().items()}
+
+    def _feeder(self, handler: Handler) -> Callable[[Any, int], None]:
+        state = self.state
+        write = self._write
+
+        def feed(event: Any, position: int) -> None:
+            lines = handler(state, event, position)
+            if lines:
+                write(lines)
+
+        return feed
+
+    def _write(self, lines: list[tuple[str, dict[str, Any]]]) -> None:
+        for day, line in lines:
             handle = self._handles.get(day)
             if handle is None:
                 handle = self._handles[day] = open(self.owner.dir / f"{day}.jsonl", "ab")  # noqa: SIM115

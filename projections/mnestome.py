@@ -19,21 +19,33 @@ from typing import Any
 
 from domain import mnest_weight as mw
 from domain.mnest import ACTIVE, ARCHIVED, DECAYING, LIVE, PROTO, PURGED, SUPERSEDED, Mnest, initial_weight, mnest_key
-from projections.base import Fold
+from projections.base import Fold, Handler
+
+_EVENTS = (
+    Mnest.MnestCreated,
+    Mnest.ProtoMnestRecorded,
+    Mnest.MnestReinforced,
+    Mnest.MnestDecayed,
+    Mnest.MnestDemoted,
+    Mnest.MnestArchiveProposed,
+    Mnest.MnestArchived,
+    Mnest.MnestSuperseded,
+    Mnest.ProtoMnestPurged,
+)
 
 
 class MnestomeFold(Fold):
     name = "mnestome"
     version = 1
-    events = (
-        Mnest.MnestCreated, Mnest.ProtoMnestRecorded, Mnest.MnestReinforced, Mnest.MnestDecayed, Mnest.MnestDemoted,
-        Mnest.MnestArchiveProposed, Mnest.MnestArchived, Mnest.MnestSuperseded, Mnest.ProtoMnestPurged,
-    )
 
     def initial(self) -> dict[str, Any]:
         return {"mnests": {}}
 
-    def apply(self, state: dict[str, Any], event: Any, position: int) -> None:
+    def handlers(self) -> dict[type, Handler]:
+        # One body reads them all: these events are few beside a turn's.
+        return dict.fromkeys(_EVENTS, self._apply)
+
+    def _apply(self, state: dict[str, Any], event: Any, position: int) -> None:
         mnests = state["mnests"]
         key = str(event.originator_id)
         at: datetime = event.timestamp

@@ -16,28 +16,33 @@ from typing import Any
 
 from domain.schedule import ACTIVE, CANCELLED, COMPLETED, PAUSED, Schedule
 from metnos.scheduler.due import BadSchedule, wake_at
-from projections.base import Fold
+from projections.base import Fold, Handler
+
+_EVENTS = (
+    Schedule.ScheduleCreated,
+    Schedule.SchedulePaused,
+    Schedule.ScheduleResumed,
+    Schedule.ScheduleModified,
+    Schedule.FiringStarted,
+    Schedule.FiringFinished,
+    Schedule.FiringSkipped,
+    Schedule.ScheduleCompleted,
+    Schedule.ScheduleCancelled,
+)
 
 
 class SchedulesFold(Fold):
     name = "schedules"
     version = 1
-    events = (
-        Schedule.ScheduleCreated,
-        Schedule.SchedulePaused,
-        Schedule.ScheduleResumed,
-        Schedule.ScheduleModified,
-        Schedule.FiringStarted,
-        Schedule.FiringFinished,
-        Schedule.FiringSkipped,
-        Schedule.ScheduleCompleted,
-        Schedule.ScheduleCancelled,
-    )
 
     def initial(self) -> dict[str, Any]:
         return {"schedules": {}, "index": []}
 
-    def apply(self, state: dict[str, Any], event: Any, position: int) -> None:
+    def handlers(self) -> dict[type, Handler]:
+        # One body reads them all: these events are few beside a turn's.
+        return dict.fromkeys(_EVENTS, self._apply)
+
+    def _apply(self, state: dict[str, Any], event: Any, position: int) -> None:
         key = str(event.originator_id)
         schedules = state["schedules"]
         when = event.timestamp.isoformat()

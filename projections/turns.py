@@ -10,86 +10,134 @@ from __future__ import annotations
 from typing import Any
 
 from domain.turn import Turn
-from projections.base import Fold, key_of
-from projections.daily import LinesFold
-
-_STEP_EVENTS = (Turn.StepInvoked, Turn.StepRejected, Turn.StepIntercepted)
+from projections.base import Fold, Handler, key_of
+from projections.daily import Lines, LinesFold
 
 
 class TurnIndexFold(Fold):
     name = "turns"
     version = 1
-    events = (Turn.TurnStarted, Turn.StepInvoked, Turn.TurnAnswered, Turn.TurnFailed, Turn.TurnUndone)
 
     def initial(self) -> dict[str, Any]:
         return {"turns": {}, "order": []}
 
-    def apply(self, state: dict[str, Any], event: Any, position: int) -> None:
+    def handlers(self) -> dict[type, Handler]:
+        return {
+            Turn.TurnStarted: self._started,
+            Turn.StepInvoked: self._invoked,
+            Turn.TurnAnswered: self._answered,
+            Turn.TurnFailed: self._failed,
+            Turn.TurnUndone: self._undone,
+        }
+
+    @staticmethod
+    def _started(state: dict[str, Any], event: Any, position: int) -> None:
         key = key_of(event.originator_id)
-        if isinstance(event, Turn.TurnStarted):
-            state["turns"][key] = {
-                "id": key, "started": event.timestamp.isoformat(), "text": event.text, "actor": event.actor,
-                "channel": event.channel, "status": "open", "result": None, "steps": 0, "executors": [],
-                "undone": False, "position": position,
-            }
-            state["order"].append(key)
-            return
-        turn = state["turns"].get(key)
-        if turn is None:
-            return
-        if isinstance(event, Turn.StepInvoked):
+        state["turns"][key] = {
+            "id": key, "started": event.timestamp.isoformat(), "text": event.text, "actor": event.actor,
+            "channel": event.channel, "status": "open", "result": None, "steps": 0, "executors": [],
+            "undone": False, "position": position,
+        }
+        state["order"].append(key)
+
+    @staticmethod
+    def _invoked(state: dict[str, Any], event: Any, position: int) -> None:
+        turn = state["turns"].get(key_of(event.originator_id))
+        if turn is not None:
             turn["executors"].append(event.executor)
-        elif isinstance(event, Turn.TurnAnswered):
+
+    @staticmethod
+    def _answered(state: dict[str, Any], event: Any, position: int) -> None:
+        turn = state["turns"].get(key_of(event.originator_id))
+        if turn is not None:
             turn.update(status="answered", result=event.text, steps=event.steps, ended=event.timestamp.isoformat())
-        elif isinstance(event, Turn.TurnFailed):
+
+    @staticmethod
+    def _failed(state: dict[str, Any], event: Any, position: int) -> None:
+        turn = state["turns"].get(key_of(event.originator_id))
+        if turn is not None:
             turn.update(status="failed", result=event.message, steps=event.steps, final_kind=event.final_kind, ended=event.timestamp.isoformat())
-        elif isinstance(event, Turn.TurnUndone):
+
+    @staticmethod
+    def _undone(state: dict[str, Any], event: Any, position: int) -> None:
+        turn = state["turns"].get(key_of(event.originator_id))
+        if turn is not None:
             turn["undone"] = True
 
 
 class TurnLinesFold(LinesFold):
+    """State: the turns still open, each with the line it will close with."""
+
     name = "turn_lines"
     version = 1
-    events = (
-        Turn.TurnStarted, Turn.PrefilterRanked, Turn.LLMReplied, Turn.StepJudged, Turn.StepInvoked,
-        Turn.StepRejected, Turn.StepIntercepted, Turn.TurnAnswered, Turn.TurnFailed,
-    )
 
     def initial(self) -> dict[str, Any]:
         return {"open": {}}
 
-    def emit(self, state: dict[str, Any], event: Any, position: int) -> list[tuple[str, dict[str, Any]]]:
+    def handlers(self) -> dict[type, Handler]:
+        return {
+            Turn.TurnStarted: self._started,
+            Turn.PrefilterRanked: _timing("prefilter_ms"),
+            Turn.LLMReplied: _timing("intent_ms"),
+            Turn.StepJudged: _timing("vaglio_ms"),
+            Turn.StepInvoked: self._invoked,
+            Turn.StepRejected: self._rejected,
+            Turn.StepIntercepted: self._intercepted,
+            Turn.TurnAnswered: self._answered,
+            Turn.TurnFailed: self._failed,
+        }
+
+    @staticmethod
+    def _started(state: dict[str, Any], event: Any, position: int) -> None:
         key = key_of(event.originator_id)
-        if isinstance(event, Turn.TurnStarted):
-            state["open"][key] = {
-                "ts": event.timestamp.isoformat(), "turn_id": key, "actor": event.actor, "channel": event.channel,
-                "query": event.text, "steps": [],
-                "timings": {"intent_ms": 0, "prefilter_ms": 0, "vaglio_ms": 0, "exec_ms": 0},
-            }
-            return []
-        line = state["open"].get(key)
-        if line is None:
-            return []
-        timings = line["timings"]
-        if isinstance(event, Turn.PrefilterRanked):
-            timings["prefilter_ms"] += event.prefilter_ms
-        elif isinstance(event, Turn.LLMReplied):
-            timings["intent_ms"] += event.intent_ms
-        elif isinstance(event, Turn.StepJudged):
-            timings["vaglio_ms"] += event.vaglio_ms
-        elif isinstance(event, Turn.StepInvoked):
-            timings["exec_ms"] += event.exec_ms
+        state["open"][key] = {
+            "ts": event.timestamp.isoformat(), "turn_id": key, "actor": event.actor, "channel": event.channel,
+            "query": event.text, "steps": [],
+            "timings": {"intent_ms": 0, "prefilter_ms": 0, "vaglio_ms": 0, "exec_ms": 0},
+        }
+
+    @staticmethod
+    def _invoked(state: dict[str, Any], event: Any, position: int) -> None:
+        line = state["open"].get(key_of(event.originator_id))
+        if line is not None:
+            line["timings"]["exec_ms"] += event.exec_ms
             line["steps"].append({"step": event.step, "executor": event.executor, "version": event.version, "ok": event.ok})
-        elif isinstance(event, (Turn.StepRejected, Turn.StepIntercepted)):
-            kind = event.kind if isinstance(event, Turn.StepRejected) else event.decision.get("outcome")
-            line["steps"].append({"step": event.step, "refused": kind})
-        elif isinstance(event, (Turn.TurnAnswered, Turn.TurnFailed)):
-            del state["open"][key]
-            answered = isinstance(event, Turn.TurnAnswered)
-            line.update(
-                final_kind="answer" if answered else event.final_kind,
-                final=event.text if answered else event.message,
-                ended=event.timestamp.isoformat(),
-            )
-            return [(line["ts"][:10], line)]
-        return []
+
+    @staticmethod
+    def _rejected(state: dict[str, Any], event: Any, position: int) -> None:
+        line = state["open"].get(key_of(event.originator_id))
+        if line is not None:
+            line["steps"].append({"step": event.step, "refused": event.kind})
+
+    @staticmethod
+    def _intercepted(state: dict[str, Any], event: Any, position: int) -> None:
+        line = state["open"].get(key_of(event.originator_id))
+        if line is not None:
+            line["steps"].append({"step": event.step, "refused": event.decision.get("outcome")})
+
+    @staticmethod
+    def _answered(state: dict[str, Any], event: Any, position: int) -> Lines:
+        return _close(state, event, final_kind="answer", final=event.text)
+
+    @staticmethod
+    def _failed(state: dict[str, Any], event: Any, position: int) -> Lines:
+        return _close(state, event, final_kind=event.final_kind, final=event.message)
+
+
+def _timing(field: str) -> Handler:
+    """A handler adding the event's ``field`` (milliseconds) to the open turn's timings."""
+
+    def add(state: dict[str, Any], event: Any, position: int) -> None:
+        line = state["open"].get(key_of(event.originator_id))
+        if line is not None:
+            line["timings"][field] += getattr(event, field)
+
+    return add
+
+
+def _close(state: dict[str, Any], event: Any, *, final_kind: str, final: str) -> Lines:
+    line = state["open"].pop(key_of(event.originator_id), None)
+    if line is None:
+        return None
+    line.update(final_kind=final_kind, final=final, ended=event.timestamp.isoformat())
+    return [(line["ts"][:10], line)]

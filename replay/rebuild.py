@@ -28,32 +28,38 @@ def rebuild(runtime: Any, names: list[str] | None = None, *, progress: Callable[
         views[name].reset()
     passes = {name: views[name].begin() for name in chosen}
     head = runtime.log.recorder.max_notification_id() or 0
-    # One scan of the log feeds every fold; an event no fold reads is never decoded.
-    wanted: dict[str, list[Any]] = {}
+    # One scan of the log feeds every fold, each event straight to the handlers
+    # that read its topic; an event no fold reads is never decoded.
+    feeders: dict[str, list[Any]] = {}
     for p in passes.values():
-        for topic in p.topics:
-            wanted.setdefault(topic, []).append(p)
+        for topic, feed in p.feeders().items():
+            feeders.setdefault(topic, []).append(feed)
     log = runtime.log
     scan = getattr(log.recorder, "scan", None)
     decode = getattr(log.mapper, "decode", None)
     label = "+".join(chosen)
+    last = head
     try:
         if scan is not None and decode is not None:
-            for nid, oid, version, topic, state in scan(1, topics=frozenset(wanted)):
+            for nid, oid, version, topic, state in scan(1, topics=frozenset(feeders)):
                 event = decode(topic, oid, version, state)
-                for p in wanted[topic]:
-                    p.feed(nid, event)
+                for feed in feeders[topic]:
+                    feed(event, nid)
                 if progress is not None and nid % 4096 == 0:
                     progress(label, nid, head)
+                last = nid
         else:
-            for nid, event in log.domain_events(1, topics=tuple(wanted)):
-                for p in wanted[event_topic(event)]:
-                    p.feed(nid, event)
+            for nid, event in log.domain_events(1, topics=tuple(feeders)):
+                for feed in feeders[event_topic(event)]:
+                    feed(event, nid)
+                last = nid
     finally:
         for p in passes.values():
             close = getattr(p, "close", None)
             if close is not None:
                 close()
+    # Events that landed during the scan were folded too: the views stand past them.
+    head = max(head, last)
     for p in passes.values():
         p.finish(head)
     if progress is not None:

@@ -22,6 +22,8 @@ _U64 = struct.Struct(">Q")
 _VERSION_OFFSET = 1 << 63
 
 _UUID_TAG = b"u"
+# Bound once: an enum member read through its class costs a descriptor call.
+_UNKNOWN_SAFETY = SafeUUID.unknown
 _STR_TAG = b"s"
 
 
@@ -62,7 +64,7 @@ def _decode_originator_id(raw: bytes) -> UUID | str:
         # UUID(bytes=...) validates what we already know: 16 bytes, our own.
         uuid = object.__new__(UUID)
         object.__setattr__(uuid, "int", int.from_bytes(body, "big"))
-        object.__setattr__(uuid, "is_safe", SafeUUID.unknown)
+        object.__setattr__(uuid, "is_safe", _UNKNOWN_SAFETY)
         return uuid
     if tag == _STR_TAG:
         return body.decode("utf-8")
@@ -109,18 +111,23 @@ def scan_rows(
     header is parsed inline and well-formed records skip the checks of
     ``_decode``; anything odd goes through it to get its precise error.
     """
-    rows = []
+    rows: list[tuple[int, UUID | str, int, str, bytes]] = []
+    append = rows.append
     unpack_head = _HEAD.unpack_from
-    unpack_id = _U64.unpack
+    from_bytes = int.from_bytes
     head = _HEAD.size
     topics: dict[bytes, str] = {}
+    # An aggregate's events sit side by side in a scan (a turn's dozen, one
+    # commit), so the id decoded last is nearly always the next one too.
+    last_raw_oid = b""
+    last_oid: UUID | str = ""
     read = 0
     for key, value in cursor:
         read += 1
         if not value or value[0] != RECORD_FORMAT or len(value) < head:
-            row = (unpack_id(key)[0], *_decode(table, key, value))
+            row = (from_bytes(key, "big"), *_decode(table, key, value))
             if wanted is None or row[3] in wanted:
-                rows.append(row)
+                append(row)
         else:
             _, oid_len, topic_len, version = unpack_head(value)
             end_oid = head + oid_len
@@ -128,17 +135,20 @@ def scan_rows(
             raw_topic = value[end_oid:end_topic]
             topic = topics.get(raw_topic)
             if topic is None:
-                oid, version, topic, _state = _decode(table, key, value)
+                _oid, version, topic, _state = _decode(table, key, value)
                 topics[raw_topic] = topic
             # An event nobody reads is never decoded further.
             if wanted is None or topic in wanted:
-                try:
-                    oid = _decode_originator_id(value[head:end_oid])
-                except ValueError as e:
-                    raise CorruptRecord(table, key, str(e)) from None
-                rows.append((unpack_id(key)[0], oid, version, topic, value[end_topic:]))
+                raw_oid = value[head:end_oid]
+                if raw_oid != last_raw_oid:
+                    try:
+                        last_oid = _decode_originator_id(raw_oid)
+                    except ValueError as e:
+                        raise CorruptRecord(table, key, str(e)) from None
+                    last_raw_oid = raw_oid
+                append((from_bytes(key, "big"), last_oid, version, topic, value[end_topic:]))
         if read >= limit:
-            return rows, unpack_id(key)[0]
+            return rows, from_bytes(key, "big")
     return rows, None
 
 
