@@ -1,11 +1,15 @@
-"""Bringing a workspace to life: folders, log, keys, seed executors."""
+"""Bringing a workspace to life: folders, log, keys, seed executors, seed mnests."""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from metnos.errors import MetnosError
 from metnos.workspace import Workspace
+
+if TYPE_CHECKING:
+    from metnos.runtime import Runtime
 
 
 def create_workspace(workspace: Workspace) -> list[str]:
@@ -54,8 +58,21 @@ def initialise(workspace: Workspace) -> list[str]:
         active = sum(1 for e in runtime.report.loaded)
         quarantined = len(runtime.report.quarantined)
         report.append(f"executors: {active} active, {quarantined} quarantined" + (f" ({len(installed)} seeds signed)" if installed else ""))
+        report.append(_mnestome_line(runtime))
         report.append(f"log:       {workspace.log_dir} ({runtime.log.recorder.max_notification_id() or 0} events)")
     return report
+
+
+def _mnestome_line(runtime: Runtime) -> str:
+    from domain.mnest_weight import BOOTSTRAP_WEIGHT
+    from projections.mnestome import select
+
+    if runtime.seed_mnests_planted:
+        return f"mnestome:  {runtime.seed_mnests_planted} seed mnests at weight {BOOTSTRAP_WEIGHT:.2f}"
+    state = runtime.mnestome.state()
+    live = sum(1 for _ in select(state))
+    seeds = sum(1 for m in state["mnests"].values() if m["origin"] == "seed")
+    return f"mnestome:  {live} live mnests ({seeds} seed mnests, planted at its first boot)"
 
 
 def _seeds_installed(workspace: Workspace) -> bool:

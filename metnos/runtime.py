@@ -2,8 +2,10 @@
 
 Booting loads and checks every executor (signature, digests, profile lock,
 schemas, birth tests), records in the log what changed in their lifecycle,
-and brings the catalogue and the audit lines up to date. Everything else
-(``metnos executors run``, the turn loop) works on a booted runtime.
+plants the seed mnests if the mnestome has never had any
+(:mod:`metnos.mnestome.bootstrap`), and brings the catalogue and the audit
+lines up to date. Everything else (``metnos executors run``, the turn loop)
+works on a booted runtime.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from metnos.executors.keys import KeyFileError, key_fingerprint, load_verify_key
 from metnos.executors.loader import LoadedExecutor, LoadReport, load_executors
 from metnos.invocation.service import Call, Invoker
 from metnos.lifecycle import record_boot
+from metnos.mnestome.bootstrap import plant_seed_mnests
 from metnos.workspace import Workspace
 from projections.audit import AuditLines
 from projections.base import MaterialisedView
@@ -56,6 +59,8 @@ class Runtime:
         self.clock = clock
         self.ids = ids
         self.config = config
+        # How many seed mnests this boot planted: non-zero only at the mnestome's first boot.
+        self.seed_mnests_planted = 0
         self._stores = {name: ViewStore.open(workspace.views_dir, name) for name in ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules")}
         self.catalogue = MaterialisedView(CatalogueFold(), self._stores["catalogue"])
         self.turns = MaterialisedView(TurnIndexFold(), self._stores["turns"])
@@ -92,6 +97,7 @@ class Runtime:
             report = load_executors(workspace, verify_key, birth=birth, now=clock().isoformat(), config=config)
             runtime = cls(workspace, log, report, verify_key, clock=clock, ids=ids, config=config)
             record_boot(log, report, clock, runtime.key_id)
+            runtime.seed_mnests_planted = plant_seed_mnests(runtime)
             runtime.refresh()
         except BaseException:
             log.close()

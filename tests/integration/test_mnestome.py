@@ -22,6 +22,7 @@ from projections.base import MaterialisedView
 from projections.mnestome import MnestomeFold, top
 from projections.store import ViewStore
 from tests.support.mnest_turns import scripted_turn
+from tests.support.seed_mnests import EXPECTED_SEED_PAIRS
 
 T0 = datetime(2026, 3, 12, 9, tzinfo=timezone.utc)
 TEXT = "archive the PDF invoice"
@@ -172,7 +173,10 @@ def test_cli_and_runtime_on_an_initialised_workspace(metnos_home, tmp_path, monk
             rt.log.save(turn, *record_turn(rt, list(turn.pending_events), closed))
         rt.refresh()
         live = rt.mnestome.state_bytes()
-        assert len(orjson.loads(live)["mnests"]) == 4
+        # The four mnests of the invoice flow, next to the seed mnests init planted.
+        mnests = orjson.loads(live)["mnests"].values()
+        assert len(mnests) == 4 + len(EXPECTED_SEED_PAIRS)
+        assert sum(m["origin"] == "seed" for m in mnests) == len(EXPECTED_SEED_PAIRS)
 
     capsys.readouterr()
     assert main(["mnestome", "list", "--json", "--tag", "invoice"]) == 0

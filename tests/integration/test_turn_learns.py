@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import orjson
 import pytest
 
+from domain import mnest_weight as mw
 from metnos.cli import main
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -19,7 +21,7 @@ def home(home: Path) -> Path:
     return home
 
 
-def test_piping_in_a_turn_creates_then_reinforces_a_mnest(home: Path, capsys, monkeypatch) -> None:
+def test_piping_in_a_turn_reinforces_a_mnest(home: Path, capsys, monkeypatch) -> None:
     script = [
         call("find_files", {"base_path": "~/docs", "pattern": "*.md"}),
         call("describe_entries", {"from_step": 1}),
@@ -31,11 +33,23 @@ def test_piping_in_a_turn_creates_then_reinforces_a_mnest(home: Path, capsys, mo
             monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
             assert main(["ask", "find the markdown files in docs and describe them"]) == 0
     capsys.readouterr()
-    assert main(["mnestome", "list", "--json"]) == 0
+    assert main(["mnestome", "list", "--json", "--limit", "100"]) == 0
     mnests = orjson.loads(capsys.readouterr().out)
     pair = [m for m in mnests if m["src_executor"] == "find_files" and m["dst_executor"] == "describe_entries"]
     assert len(pair) == 1
-    assert pair[0]["uses"] == 2 and 0.15 < pair[0]["weight"] <= 0.30
+    # find_files -> describe_entries is a seed mnest (planted by init at 0.30, uses 1):
+    # each turn reinforces it by 0.15, after the decay of the seconds in between.
+    assert pair[0]["origin"] == "seed" and pair[0]["uses"] == 3
+    assert main(["mnestome", "show", "find_files", "describe_entries", "--json"]) == 0
+    history = orjson.loads(capsys.readouterr().out)[0]["history"]
+    assert [h["event"] for h in history] == ["MnestCreated", "MnestReinforced", "MnestReinforced"]
+    assert [h["uses"] for h in history] == [1, 2, 3]
+    assert history[0]["weight"] == mw.BOOTSTRAP_WEIGHT and history[0]["turn_id"] is None
+    for before, after in zip(history, history[1:]):
+        dt = mw.days_between(datetime.fromisoformat(before["at"]), datetime.fromisoformat(after["at"]))
+        assert after["weight"] == mw.reinforced(before["weight"], dt, mw.DEFAULT_LAMBDA, 1)
+        assert after["turn_id"] is not None
+    assert 0.59 < pair[0]["weight"] == history[-1]["weight"] <= 0.60
     # Replay still replays clean: mnest events live on their own aggregates.
     assert main(["replay", "--all"]) == 0
 
