@@ -63,11 +63,12 @@ class EventLog(Application[UUID]):
         With ``topics``, other events are skipped before they are decoded.
         """
         wanted = frozenset(topics)
-        scan = getattr(self.recorder, "scan", None)
-        decode = getattr(self.mapper, "decode", None)
-        if scan is not None and decode is not None:
-            for nid, oid, version, topic, state in scan(start, topics=wanted or None):
-                yield nid, decode(topic, oid, version, state)
+        batches = getattr(self.recorder, "scan_batches", None)
+        decode_rows = getattr(self.mapper, "decode_rows", None)
+        if batches is not None and decode_rows is not None:
+            for rows in batches(start, topics=wanted or None):
+                for row, event in zip(rows, decode_rows(rows), strict=True):
+                    yield row[0], event
             return
         to_domain = self.mapper.to_domain_event
         for n in self.notifications(start, topics=topics):

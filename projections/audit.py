@@ -20,6 +20,7 @@ class AuditFold(LinesFold):
 
     name = "audit"
     version = 1
+    cost = 2
 
     def initial(self) -> dict[str, Any]:
         return {"open": {}}

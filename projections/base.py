@@ -37,6 +37,9 @@ class Fold(ABC):
     # Bump when the fold's code changes what it produces: the view is then
     # rebuilt from the log at start-up.
     version: int = 1
+    # Work per log event relative to other folds (events read, lines written),
+    # so that a parallel rebuild gives its workers even shares.
+    cost: int = 1
 
     @abstractmethod
     def initial(self) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from projections.base import UPSTREAM, Fold, Handler, encode_state
 from projections.store import ViewStore
 
 
+_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
 # What a lines fold's handler returns: the (day, line) pairs the event completes, if any.
 Lines = list[tuple[str, dict[str, Any]]] | None
 
@@ -123,7 +125,7 @@ class LinesPass:
             handle = self._handles.get(day)
             if handle is None:
                 handle = self._handles[day] = open(self.owner.dir / f"{day}.jsonl", "ab")  # noqa: SIM115
-            handle.write(orjson.dumps(line, option=orjson.OPT_SORT_KEYS) + b"\n")
+            handle.write(orjson.dumps(line, option=_LINE))
             self.written += 1
 
     def close(self) -> None:

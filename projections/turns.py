@@ -17,6 +17,7 @@ from projections.daily import Lines, LinesFold
 class TurnIndexFold(Fold):
     name = "turns"
     version = 1
+    cost = 2
 
     def initial(self) -> dict[str, Any]:
         return {"turns": {}, "order": []}
@@ -70,6 +71,7 @@ class TurnLinesFold(LinesFold):
 
     name = "turn_lines"
     version = 1
+    cost = 3
 
     def initial(self) -> dict[str, Any]:
         return {"open": {}}

@@ -12,6 +12,8 @@ from metnos.workspace import Workspace
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rebuild", help="empty projections and fold them again from the log")
     p.add_argument("projection", nargs="*", help="which ones (default: all)")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="processes that fold, each taking a share of the projections (default: one per core on a big log, else 1)")
     p.set_defaults(run=run)
 
 
@@ -32,6 +34,14 @@ class ProgressBar:
         self.stream.flush()
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        msg = f"must be 1 or more, not {value}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from metnos.runtime import Runtime
     from replay.rebuild import rebuild
@@ -39,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     bar = ProgressBar() if sys.stderr.isatty() else None
     with Runtime.boot(Workspace.from_env(), birth=False) as rt:
         started = time.perf_counter()
-        sizes = rebuild(rt, args.projection, progress=bar)
+        sizes = rebuild(rt, args.projection, progress=bar, workers=args.workers)
         elapsed = time.perf_counter() - started
         head = rt.log.recorder.max_notification_id() or 0
     if bar is not None:

@@ -213,11 +213,17 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         return results
 
     def scan(self, start: int = 1, batch: int = 5000, topics: frozenset[str] | None = None) -> Iterator[tuple[int, UUID | str, int, str, bytes]]:
-        """Every record from ``start`` on as plain tuples, for rebuilds and audits.
+        """Every record from ``start`` on as plain tuples ``(id, originator id, version, topic, state)``."""
+        for rows in self.scan_batches(start, batch, topics):
+            yield from rows
+
+    def scan_batches(self, start: int = 1, batch: int = 5000, topics: frozenset[str] | None = None) -> Iterator[list[tuple[int, UUID | str, int, str, bytes]]]:
+        """The records of ``scan``, a list at a time: rebuilds and audits loop over lists, not a generator.
 
         With ``topics``, only records of those topics are returned (the others
-        are skipped before their ids and states are read). Reads in batches,
-        one short read transaction each, so a long scan never pins old pages.
+        are skipped before their ids and states are read). Reads ``batch``
+        records a transaction, each short, so a long scan never pins old pages;
+        a list may be empty when none of its records matched.
         """
         table = self.notifications_table
         position = max(start, 1)
@@ -227,7 +233,8 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
             with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
                 if cursor.set_range(id_bytes(position)):
                     rows, last = scan_rows(table, cursor, batch, topics)
-            yield from rows
+            if rows:
+                yield rows
             if last is None:
                 return
             position = last + 1

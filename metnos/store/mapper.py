@@ -10,6 +10,7 @@ ordinary transcoder output, so the stock Mapper's contract holds.
 from __future__ import annotations
 
 from datetime import datetime
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -42,10 +43,10 @@ class FastMapper(Mapper):
             and (self.compressor is None or type(self.compressor) is ZstdCompressor)
         )
         if self._own_codecs:
-            self.decode = self._fast_decoder()  # type: ignore[method-assign]
+            self.decode_rows = self._fast_rows_decoder()  # type: ignore[method-assign]
 
-    def _fast_decoder(self) -> Any:
-        """``decode`` with everything it touches bound once: the hot path of scans."""
+    def _fast_rows_decoder(self) -> Any:
+        """``decode_rows`` with everything it touches bound once: the hot loop of scans."""
         classes = self._classes
         loads = orjson.loads
         unwrap = self.transcoder.unwrap
@@ -55,32 +56,37 @@ class FastMapper(Mapper):
         set_dict = object.__setattr__
         slow = self._decode
 
-        def decode(topic: str, originator_id: Any, originator_version: int, data: bytes) -> Any:
-            found = classes.get(topic)
-            if found is None or found[1] > 1:
-                return slow(topic, originator_id, originator_version, data)
-            cls, _, convertors = found
-            try:
-                if decompress is not None:
-                    data = data[1:] if data[0] == 0 else decompress(data)
-                state = loads(data)
-                if data[0] == 32:  # the transcoder's mark for tagged values
-                    state = unwrap(state)
-                ts = state.pop(_TS, None)
-                if ts is not None:
-                    state["timestamp"] = fromiso(ts)
-            except Exception:  # noqa: BLE001 - the slow path reports it properly
-                return slow(topic, originator_id, originator_version, data)
-            convert = convertors.get(type(originator_id))
-            if convert is None:
-                return slow(topic, originator_id, originator_version, data)
-            state["originator_id"] = originator_id if convert is pass_through_convertor else convert(originator_id)
-            state["originator_version"] = originator_version
-            event = new(cls)
-            set_dict(event, "__dict__", state)
-            return event
+        def decode_rows(rows: Iterable[tuple[int, Any, int, str, bytes]]) -> list[Any]:
+            events: list[Any] = []
+            append = events.append
+            for _id, originator_id, originator_version, topic, data in rows:
+                found = classes.get(topic)
+                if found is None or found[1] > 1:
+                    append(slow(topic, originator_id, originator_version, data))
+                    continue
+                cls, _, convertors = found
+                convert = convertors.get(type(originator_id))
+                try:
+                    if convert is None:
+                        raise LookupError  # noqa: TRY301 - the slow path learns the convertor
+                    payload = data if decompress is None else data[1:] if data[0] == 0 else decompress(data)
+                    state = loads(payload)
+                    if payload[0] == 32:  # the transcoder's mark for tagged values
+                        state = unwrap(state)
+                    ts = state.pop(_TS, None)
+                    if ts is not None:
+                        state["timestamp"] = fromiso(ts)
+                except Exception:  # noqa: BLE001 - the slow path reports it properly
+                    append(slow(topic, originator_id, originator_version, data))
+                    continue
+                state["originator_id"] = originator_id if convert is pass_through_convertor else convert(originator_id)
+                state["originator_version"] = originator_version
+                event = new(cls)
+                set_dict(event, "__dict__", state)
+                append(event)
+            return events
 
-        return decode
+        return decode_rows
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         cls = type(domain_event)
@@ -117,7 +123,11 @@ class FastMapper(Mapper):
 
     def decode(self, topic: str, originator_id: Any, originator_version: int, data: bytes) -> Any:
         """A domain event from the parts of a stored event (scans skip the StoredEvent)."""
-        return self._decode(topic, originator_id, originator_version, data)
+        return self.decode_rows(((0, originator_id, originator_version, topic, data),))[0]
+
+    def decode_rows(self, rows: Iterable[tuple[int, Any, int, str, bytes]]) -> list[Any]:
+        """Domain events for scan rows ``(id, originator id, version, topic, state)``, in order."""
+        return [self._decode(topic, oid, version, data) for _id, oid, version, topic, data in rows]
 
     def _decode(self, topic: str, originator_id: Any, originator_version: int, data: bytes) -> Any:
         found = self._classes.get(topic)

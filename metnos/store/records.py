@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from functools import lru_cache
+from itertools import islice
 from uuid import UUID, SafeUUID
 
 from eventsourcing.persistence import Notification, StoredEvent
@@ -122,7 +123,8 @@ def scan_rows(
     last_raw_oid = b""
     last_oid: UUID | str = ""
     read = 0
-    for key, value in cursor:
+    key = b""
+    for key, value in islice(cursor, limit):
         read += 1
         if not value or value[0] != RECORD_FORMAT or len(value) < head:
             row = (from_bytes(key, "big"), *_decode(table, key, value))
@@ -147,9 +149,8 @@ def scan_rows(
                         raise CorruptRecord(table, key, str(e)) from None
                     last_raw_oid = raw_oid
                 append((from_bytes(key, "big"), last_oid, version, topic, value[end_topic:]))
-        if read >= limit:
-            return rows, from_bytes(key, "big")
-    return rows, None
+    # A full batch may have more behind it; a short one means the cursor ran out.
+    return rows, (from_bytes(key, "big") if read == limit else None)
 
 
 def peek_topic(table: str, key: bytes, value: bytes) -> str:

@@ -166,7 +166,8 @@ def test_live_llm_and_re_execute_modes(home: Path, capsys, monkeypatch) -> None:
     assert "delta" in orjson.dumps(drift[0]["now"]).decode()
 
 
-def test_rebuild_gives_every_projection_byte_for_byte(home: Path, capsys, monkeypatch) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_rebuild_gives_every_projection_byte_for_byte(home: Path, capsys, monkeypatch, workers: str) -> None:
     from metnos.runtime import Runtime
 
     ask(capsys, monkeypatch, READ, "read ~/notes.md")
@@ -176,7 +177,8 @@ def test_rebuild_gives_every_projection_byte_for_byte(home: Path, capsys, monkey
         rt.refresh()
         live = {name: view.state_bytes() for name, view in rt.projections().items()}
     assert all(live.values())
-    assert main(["rebuild"]) == 0
+    assert main(["rebuild", "--workers", workers]) == 0
+    assert "6 projections" in capsys.readouterr().out
     with Runtime.boot(birth=False) as rt:
         rebuilt = {name: view.state_bytes() for name, view in rt.projections().items()}
     assert rebuilt == live
