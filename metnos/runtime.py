@@ -25,14 +25,7 @@ from metnos.invocation.service import Call, Invoker
 from metnos.lifecycle import record_boot
 from metnos.mnestome.bootstrap import plant_seed_mnests
 from metnos.workspace import Workspace
-from projections.audit import AuditLines
-from projections.base import MaterialisedView
-from projections.catalog import CatalogueFold
-from projections.daily import DailyLines
-from projections.mnestome import MnestomeFold
-from projections.schedules import SchedulesFold
-from projections.store import ViewStore
-from projections.turns import TurnIndexFold, TurnLinesFold
+from projections.views import open_stores, open_views
 
 
 class NotInitialised(MetnosError):
@@ -61,13 +54,14 @@ class Runtime:
         self.config = config
         # How many seed mnests this boot planted: non-zero only at the mnestome's first boot.
         self.seed_mnests_planted = 0
-        self._stores = {name: ViewStore.open(workspace.views_dir, name) for name in ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules")}
-        self.catalogue = MaterialisedView(CatalogueFold(), self._stores["catalogue"])
-        self.turns = MaterialisedView(TurnIndexFold(), self._stores["turns"])
-        self.schedules = MaterialisedView(SchedulesFold(), self._stores["schedules"])
-        self.mnestome = MaterialisedView(MnestomeFold(), self._stores["mnestome"])
-        self.audit = AuditLines(workspace.audit_dir, self._stores["audit"])
-        self.turn_lines = DailyLines(workspace.data_dir / "turns", self._stores["turn_lines"], TurnLinesFold())
+        self._stores = open_stores(workspace)
+        self._views = open_views(workspace, self._stores)
+        self.catalogue = self._views["catalogue"]
+        self.turns = self._views["turns"]
+        self.schedules = self._views["schedules"]
+        self.mnestome = self._views["mnestome"]
+        self.audit = self._views["audit"]
+        self.turn_lines = self._views["turn_lines"]
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
             is_blocked=self._blocked_reason, config=config,
@@ -106,7 +100,7 @@ class Runtime:
 
     def projections(self) -> dict[str, Any]:
         """Every read model, by name: each can catch up and rebuild from the log."""
-        return {"catalogue": self.catalogue, "turns": self.turns, "audit": self.audit, "turn_lines": self.turn_lines, "mnestome": self.mnestome, "schedules": self.schedules}
+        return dict(self._views)
 
     def refresh(self) -> None:
         for projection in self.projections().values():
