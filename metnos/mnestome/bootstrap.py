@@ -10,7 +10,9 @@ ager fades what is never walked.
 log holds no seed mnest, the mnestome has not had its first boot. A
 workspace made before seed mnests existed therefore gets them at its next
 boot; once any seed mnest is in the log, nothing is planted again, even if
-the user has archived them all since.
+the user has archived them all since, and a seed executor that was not
+active at that boot (quarantined, say) gets none later: from then on the
+mnestome learns only from use.
 
 A pair the log already knows (any mnest from A to B, in any state or
 version) keeps its history and gets no seed: what was observed outranks a
