@@ -8,7 +8,14 @@ least the bootstrap weight: a seed mnest, or an observed one used twice in
 a short while) gains ``POINTS x weight``, where POINTS is one affinity hit
 of the pre-filter, so a mnest can reorder close candidates but never buries
 a clear word match. Executors reached that way but absent from the pool are
-added after it (at most ``MAX_ADDED``), if the catalogue still offers them.
+added after it (at most ``MAX_ADDED``), if the catalogue still offers them,
+but only through a mnest that use has walked. A seed mnest is a prior that
+data *can* pass, read off the contracts; every one weighs the same, so it
+cannot tell which of a producer's consumers a request wants, and adding them
+would pull unrelated executors into every pool (``filter_lists`` matches
+"time", and would bring ``delete_files`` to "what time is it"). It may still
+raise a candidate already in the pool. A seed mnest reinforced by a turn has
+been walked.
 
 ``boost`` computes a record of what it did; ``apply_boost`` rebuilds the
 new ranking from the ranking and that record alone, so a replay that reads
@@ -25,6 +32,7 @@ from domain import mnest_weight as mw
 from domain.mnest import ACTIVE
 
 STRONG_WEIGHT = mw.BOOTSTRAP_WEIGHT
+SEED = "seed"
 POINTS = 2.0
 MAX_ADDED = 3
 
@@ -32,8 +40,10 @@ MAX_ADDED = 3
 def boost(ranking: Mapping[str, Any], state: Mapping[str, Any], context: Iterable[str], *,
           catalogue: Collection[str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     ctx = sorted(set(context))
-    # dst -> (-weight, src, mnest id): the smallest is the strongest, ties by name.
+    # dst -> (-weight, src, mnest id): the smallest is the strongest, ties by name;
+    # ``best`` over every strong mnest, ``walked`` over those use has walked.
     best: dict[str, tuple[float, str, str]] = {}
+    walked: dict[str, tuple[float, str, str]] = {}
     wanted = set(ctx)
     for m in state["mnests"].values():
         if m["state"] != ACTIVE or m["weight"] < STRONG_WEIGHT or m["src_executor"] not in wanted:
@@ -44,13 +54,15 @@ def boost(ranking: Mapping[str, Any], state: Mapping[str, Any], context: Iterabl
         cand = (-m["weight"], m["src_executor"], m["id"])
         if dst not in best or cand < best[dst]:
             best[dst] = cand
+        if (m["origin"] != SEED or m["uses"] > 1) and (dst not in walked or cand < walked[dst]):
+            walked[dst] = cand
     in_pool = {c["name"] for c in ranking.get("candidates", [])}
     boosts = []
     for name in sorted(best):
-        neg_weight, src, mid = best[name]
-        weight = -neg_weight
-        if name not in in_pool and (catalogue is None or name not in catalogue):
+        if name not in in_pool and (catalogue is None or name not in catalogue or name not in walked):
             continue
+        neg_weight, src, mid = best[name] if name in in_pool else walked[name]
+        weight = -neg_weight
         boosts.append({"name": name, "from": src, "mnest": mid, "weight": round(weight, 6), "added": name not in in_pool})
     added = sorted((b for b in boosts if b["added"]), key=lambda b: (-b["weight"], b["name"]))[MAX_ADDED:]
     dropped = {b["name"] for b in added}

@@ -246,9 +246,34 @@ def test_turns_from_before_and_after_the_planting_replay_clean(user_home, monkey
     state = mnestome_state()
     seeds = {m["id"]: m for m in state["mnests"].values() if m["origin"] == "seed"}
     assert len(seeds) == len(EXPECTED_SEED_PAIRS) - 1
-    boosts = _ranking(capsys, after["turn_id"])["mnest"]["boosts"]
-    assert boosts and all(b["from"] == "find_files" and b["weight"] == 0.30 and b["mnest"] in seeds for b in boosts)
-    assert "describe_entries" not in {b["name"] for b in boosts}  # its mnest is the observed one, at 0.15 then 0.30 - decay
+    # find_files's seed mnests reach eight executors the words did not match;
+    # a prior that cannot tell them apart adds none of them to the pool.
+    ranking = _ranking(capsys, after["turn_id"])
+    assert "find_files" in [c["name"] for c in ranking["candidates"]]
+    assert [c["name"] for c in ranking["candidates"] if c.get("via") == "mnest"] == []
+    assert "mnest" not in ranking
 
     capsys.readouterr()
     assert main(["replay", "--all"]) == 0
+
+
+def test_a_seed_mnest_never_brings_an_unrelated_executor_into_the_pool(user_home, monkeypatch, capsys) -> None:
+    from tests.support.scripted_llm import ScriptedLLM, call, text
+
+    assert main(["init"]) == 0
+    # "time" matches filter_lists (its temporal overlap), a producer whose seed
+    # mnests reach every consumer of lists; none of them belongs in this pool.
+    with ScriptedLLM([call("get_now", {}), text("it is now")]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        capsys.readouterr()
+        assert main(["ask", "What time is it now?", "--json"]) == 0
+        turn = orjson.loads(capsys.readouterr().out)
+    ranking = _ranking(capsys, turn["turn_id"])
+    names = [c["name"] for c in ranking["candidates"]]
+    assert names[0] == "get_now"
+    assert "filter_lists" in names
+    assert [c["name"] for c in ranking["candidates"] if c.get("via") == "mnest"] == []
+    assert "delete_files" not in names
+    # Nothing matched by the words is a seed destination left to reorder.
+    assert "mnest" not in ranking

@@ -106,6 +106,31 @@ def test_boost_reorders_by_strong_mnests_from_the_context_and_is_replayable() ->
     assert all(c["name"] != "write_files" for c in ranked2["candidates"])
 
 
+def test_a_seed_mnest_reorders_the_pool_but_only_a_walked_mnest_widens_it() -> None:
+    def seed(src: str, dst: str, *, uses: int = 1) -> dict:
+        return {**mnest(src, dst, 0.3, uses=uses), "origin": "seed"}
+
+    catalogue = {"read_files", "filter_lines", "delete_files", "compute_summary"}
+    graph = state_of(seed("read_files", "filter_lines"), seed("read_files", "delete_files"),
+                     seed("read_files", "compute_summary", uses=2))
+    ranked, record = boost(RANKING, graph, ["read_files"], catalogue=catalogue)
+    by_name = {c["name"]: c for c in ranked["candidates"]}
+    # In the pool already: the seed prior adds 2 x 0.3.
+    assert by_name["filter_lines"]["score"] == round(RANKING["candidates"][1]["score"] + 0.6, 4)
+    # Out of the pool: a seed never walked adds nothing; one a turn reinforced does.
+    assert "delete_files" not in by_name
+    assert by_name["compute_summary"]["via"] == "mnest"
+    assert [(b["name"], b["added"]) for b in record["boosts"]] == [("compute_summary", True), ("filter_lines", False)]
+    assert apply_boost(RANKING, record) == ranked
+    # An observed mnest widens the pool even where a seed ranks first (equal weight,
+    # ties by source name), and the record names the mnest that widened it.
+    graph2 = state_of(seed("filter_lines", "delete_files"), mnest("read_files", "delete_files", 0.3))
+    _ranked, record2 = boost(RANKING, graph2, ["read_files", "filter_lines"], catalogue=catalogue)
+    assert [(b["name"], b["from"], b["added"]) for b in record2["boosts"]] == [("delete_files", "read_files", True)]
+    _ranked, record3 = boost(RANKING, state_of(seed("filter_lines", "delete_files")), ["read_files", "filter_lines"], catalogue=catalogue)
+    assert record3["boosts"] == []
+
+
 def test_boost_with_an_empty_context_changes_only_the_record() -> None:
     ranked, record = boost(RANKING, GRAPH, [])
     assert record["boosts"] == []
