@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.invocation import Invocation
-from projections.base import Handler, key_of
+from projections.base import Handler, iso, key_of
 from projections.daily import DailyLines, Lines, LinesFold
 from projections.store import ViewStore
 
@@ -35,7 +35,7 @@ class AuditFold(LinesFold):
     @staticmethod
     def _requested(state: dict[str, Any], event: Any, position: int) -> Lines:
         state["open"][key_of(event.originator_id)] = {
-            "ts": event.timestamp.isoformat(),
+            "ts": iso(event.timestamp),
             "trace_id": event.trace_id,
             "turn_id": event.turn_id,
             "executor": event.executor,

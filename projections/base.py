@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from datetime import datetime
 from functools import cached_property, partial
 from typing import Any
 
@@ -88,6 +89,16 @@ def key_of(originator_id: Any) -> str:
     key = str(originator_id)
     _last_key = (originator_id, key)
     return key
+
+
+def iso(moment: datetime) -> str:
+    """``moment.isoformat()`` for the event timestamps folds keep, at a third of the cost.
+
+    orjson writes a datetime in the same text (tested: aware with whole-minute
+    offsets, naive, with and without microseconds), and a rebuild formats
+    millions of them.
+    """
+    return orjson.dumps(moment)[1:-1].decode()
 
 
 def encode_state(state: dict[str, Any]) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from domain.executor import ACTIVE, Executor
-from projections.base import Fold, Handler, key_of
+from projections.base import Fold, Handler, iso, key_of
 
 _EVENTS = (
     Executor.ExecutorRegistered,
@@ -54,7 +54,7 @@ class CatalogueFold(Fold):
         if entry is None:
             return
         versions = entry["versions"]
-        when = event.timestamp.isoformat()
+        when = iso(event.timestamp)
         if isinstance(event, Executor.VersionRegistered):
             versions[event.version] = {"state": "registered", "digest": event.digest, "summary": event.summary, "reason": None, "check": None, "since": when}
             return

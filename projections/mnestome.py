@@ -19,7 +19,7 @@ from typing import Any
 
 from domain import mnest_weight as mw
 from domain.mnest import ACTIVE, ARCHIVED, DECAYING, LIVE, PROTO, PURGED, SUPERSEDED, Mnest, initial_weight, mnest_key
-from projections.base import Fold, Handler
+from projections.base import Fold, Handler, iso
 
 _EVENTS = (
     Mnest.MnestCreated,
@@ -49,6 +49,7 @@ class MnestomeFold(Fold):
         mnests = state["mnests"]
         key = str(event.originator_id)
         at: datetime = event.timestamp
+        when = iso(at)
         kind = type(event)
         if kind is Mnest.MnestCreated or kind is Mnest.ProtoMnestRecorded:
             proto = kind is Mnest.ProtoMnestRecorded
@@ -63,10 +64,10 @@ class MnestomeFold(Fold):
                 "dst_executor": event.dst_executor,
                 "dst_version": dst_version,
                 "weight": initial_weight(origin, event.uses, event.decay_lambda, carried, at),
-                "weight_at": at.isoformat(),
+                "weight_at": when,
                 "uses": event.uses + (carried["uses"] if carried else 0),
-                "ts_first": carried["ts_first"] if carried else at.isoformat(),
-                "ts_last": at.isoformat(),
+                "ts_first": carried["ts_first"] if carried else when,
+                "ts_last": when,
                 "decay_lambda": event.decay_lambda,
                 "tags": list(event.tags),
                 "state": PROTO if proto else ACTIVE,
@@ -83,14 +84,14 @@ class MnestomeFold(Fold):
         if kind is Mnest.MnestReinforced:
             since = datetime.fromisoformat(m["weight_at"])
             m["weight"] = mw.reinforced(m["weight"], mw.days_between(since, at), m["decay_lambda"], event.uses)
-            m["weight_at"] = m["ts_last"] = at.isoformat()
+            m["weight_at"] = m["ts_last"] = when
             m["uses"] += event.uses
             m["archive_proposed"] = False
             m["superseded_by"] = m["superseded_at"] = None
             m["state"] = PROTO if m["dst_version"] is None else ACTIVE
         elif kind is Mnest.MnestDecayed:
             m["weight"] = mw.weight_at(m["weight"], datetime.fromisoformat(m["weight_at"]), at, m["decay_lambda"])
-            m["weight_at"] = at.isoformat()
+            m["weight_at"] = when
         elif kind is Mnest.MnestDemoted:
             m["state"] = DECAYING
         elif kind is Mnest.MnestArchiveProposed:
@@ -101,7 +102,7 @@ class MnestomeFold(Fold):
         elif kind is Mnest.MnestSuperseded:
             m["state"] = SUPERSEDED
             m["superseded_by"] = event.by
-            m["superseded_at"] = at.isoformat()
+            m["superseded_at"] = when
         elif kind is Mnest.ProtoMnestPurged:
             m["state"] = PURGED
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from domain.schedule import ACTIVE, CANCELLED, COMPLETED, PAUSED, Schedule
 from metnos.scheduler.due import BadSchedule, wake_at
-from projections.base import Fold, Handler
+from projections.base import Fold, Handler, iso
 
 _EVENTS = (
     Schedule.ScheduleCreated,
@@ -45,7 +45,7 @@ class SchedulesFold(Fold):
     def _apply(self, state: dict[str, Any], event: Any, position: int) -> None:
         key = str(event.originator_id)
         schedules = state["schedules"]
-        when = event.timestamp.isoformat()
+        when = iso(event.timestamp)
         if isinstance(event, Schedule.ScheduleCreated):
             schedules[key] = {
                 "id": key, "label": event.label, "owner": event.owner, "target": event.target, "args": event.args,

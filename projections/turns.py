@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from domain.turn import Turn
-from projections.base import Fold, Handler, key_of
+from projections.base import Fold, Handler, iso, key_of
 from projections.daily import Lines, LinesFold
 
 
@@ -35,7 +35,7 @@ class TurnIndexFold(Fold):
     def _started(state: dict[str, Any], event: Any, position: int) -> None:
         key = key_of(event.originator_id)
         state["turns"][key] = {
-            "id": key, "started": event.timestamp.isoformat(), "text": event.text, "actor": event.actor,
+            "id": key, "started": iso(event.timestamp), "text": event.text, "actor": event.actor,
             "channel": event.channel, "status": "open", "result": None, "steps": 0, "executors": [],
             "undone": False, "position": position,
         }
@@ -51,13 +51,13 @@ class TurnIndexFold(Fold):
     def _answered(state: dict[str, Any], event: Any, position: int) -> None:
         turn = state["turns"].get(key_of(event.originator_id))
         if turn is not None:
-            turn.update(status="answered", result=event.text, steps=event.steps, ended=event.timestamp.isoformat())
+            turn.update(status="answered", result=event.text, steps=event.steps, ended=iso(event.timestamp))
 
     @staticmethod
     def _failed(state: dict[str, Any], event: Any, position: int) -> None:
         turn = state["turns"].get(key_of(event.originator_id))
         if turn is not None:
-            turn.update(status="failed", result=event.message, steps=event.steps, final_kind=event.final_kind, ended=event.timestamp.isoformat())
+            turn.update(status="failed", result=event.message, steps=event.steps, final_kind=event.final_kind, ended=iso(event.timestamp))
 
     @staticmethod
     def _undone(state: dict[str, Any], event: Any, position: int) -> None:
@@ -93,7 +93,7 @@ class TurnLinesFold(LinesFold):
     def _started(state: dict[str, Any], event: Any, position: int) -> None:
         key = key_of(event.originator_id)
         state["open"][key] = {
-            "ts": event.timestamp.isoformat(), "turn_id": key, "actor": event.actor, "channel": event.channel,
+            "ts": iso(event.timestamp), "turn_id": key, "actor": event.actor, "channel": event.channel,
             "query": event.text, "steps": [],
             "timings": {"intent_ms": 0, "prefilter_ms": 0, "vaglio_ms": 0, "exec_ms": 0},
         }
@@ -141,5 +141,5 @@ def _close(state: dict[str, Any], event: Any, *, final_kind: str, final: str) ->
     line = state["open"].pop(key_of(event.originator_id), None)
     if line is None:
         return None
-    line.update(final_kind=final_kind, final=final, ended=event.timestamp.isoformat())
+    line.update(final_kind=final_kind, final=final, ended=iso(event.timestamp))
     return [(line["ts"][:10], line)]
