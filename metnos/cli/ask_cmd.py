@@ -99,8 +99,11 @@ def run(args: argparse.Namespace) -> int:
             runtime, args.text, approver=approver_for(args),
             observer=step_printer if args.steps else None, wrap_llm=spinner.wrap,
         )
+    if outcome.learning_error is not None:
+        print(f"metnos: the mnestome did not learn from this turn: {outcome.learning_error}", file=sys.stderr)
     if args.json:
-        print(orjson.dumps({"turn_id": outcome.turn_id, "status": outcome.status, "answer": outcome.answer, "failure": outcome.failure, "steps": outcome.steps}).decode())
+        print(orjson.dumps({"turn_id": outcome.turn_id, "status": outcome.status, "answer": outcome.answer, "failure": outcome.failure,
+                            "steps": outcome.steps, "learning_error": outcome.learning_error}).decode())
     elif outcome.status == "answered":
         print(outcome.answer)
     else:

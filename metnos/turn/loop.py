@@ -62,6 +62,9 @@ class TurnOutcome:
     answer: str | None = None
     failure: dict[str, Any] | None = None
     steps: int = 0
+    # Why the mnestome did not learn from this turn, if it did not (the turn is
+    # recorded all the same; seeds/002 ch. 11.1: reported, never fatal).
+    learning_error: str | None = None
 
     @property
     def message(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -108,6 +109,7 @@ def run_turn(
     own_router = router is None
     if router is None:
         router = LLMRouter(load_llm_settings(runtime.workspace.config_file, env), runtime.workspace, env=env)
+    sink = LogSink(runtime)
     try:
         ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids)
         if wrap_llm is not None:
@@ -117,7 +119,7 @@ def run_turn(
             catalogue=turn_catalogue(runtime),
             settings=load_turn_settings(env),
             policy=guard_policy(runtime, env),
-            sink=LogSink(runtime),
+            sink=sink,
             runtime_version=metnos.__version__,
             check_policy=policy_checker(runtime, env),
             observer=observer,
@@ -127,4 +129,6 @@ def run_turn(
         if own_router:
             router.close()
     runtime.refresh()
+    if sink.learning_error is not None:
+        outcome = dataclasses.replace(outcome, learning_error=sink.learning_error)
     return outcome

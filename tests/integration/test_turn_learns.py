@@ -112,3 +112,36 @@ def test_the_planner_schedules_a_recurring_task(home: Path, capsys, monkeypatch)
     listed = orjson.loads(capsys.readouterr().out)
     assert any(s.get("cron") == "0 8 * * *" for s in (listed if isinstance(listed, list) else listed.get("schedules", [])))
     assert main(["replay", "--all"]) == 0
+
+
+def test_a_turn_the_mnestome_cannot_learn_from_is_recorded_and_says_why(home: Path, capsys, monkeypatch) -> None:
+    from datetime import timedelta, timezone
+
+    from domain.mnest import mnest_id
+    from metnos.runtime import Runtime
+
+    # The pair's last use lies a day ahead (a clock that was set forward, then back):
+    # reinforcing it now would run the weight backwards in time.
+    with Runtime.boot(birth=False) as rt:
+        versions = {le.name: le.version for le in rt.report.loaded}
+        mnest = rt.log.repository.get(mnest_id("find_files", versions["find_files"], "describe_entries", versions["describe_entries"]))
+        mnest.reinforce(uses=1, at=datetime.now(timezone.utc) + timedelta(days=1))
+        rt.log.save(mnest)
+        uses_before = mnest.uses
+    script = [call("find_files", {"base_path": "~/docs", "pattern": "*.md"}), call("describe_entries", {"from_step": 1}), text("a.md and b.md")]
+    with ScriptedLLM(script) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        capsys.readouterr()
+        assert main(["ask", "find the markdown files in docs and describe them", "--json"]) == 0
+    captured = capsys.readouterr()
+    outcome = orjson.loads(captured.out)
+    assert outcome["status"] == "answered" and outcome["steps"] == 2
+    assert outcome["learning_error"].startswith("mnest find_files -> describe_entries: ")
+    assert "the mnestome did not learn from this turn: mnest find_files -> describe_entries" in captured.err
+    # The turn is in the log all the same; the mnest is as it was.
+    assert main(["turns", "list", "--json"]) == 0
+    turns = orjson.loads(capsys.readouterr().out)
+    assert any(t["id"] == outcome["turn_id"] and t["status"] == "answered" for t in turns)
+    with Runtime.boot(birth=False) as rt:
+        assert rt.log.repository.get(mnest.id).uses == uses_before
