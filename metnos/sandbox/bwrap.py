@@ -247,6 +247,10 @@ def plan_for(
         a += _system_bind(p)
         if os.path.isdir(p) and not os.path.islink(p):
             rules.append((p, _landlock.READ))
+    # A fresh /tmp first: the interpreter's own trees go on top of it, so a
+    # venv or an interpreter that lives under /tmp stays visible.
+    tmp_mb = min(_TMP_MAX_MB, profile.max_memory_mb)
+    a += ["--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     for t in trees:
         a += ["--ro-bind", t, t]
         rules.append((t, _landlock.READ))
@@ -261,8 +265,6 @@ def plan_for(
             a += ["--ro-bind", s, s]
             rules.append((s, _landlock.READ))
     a += ["--proc", "/proc", "--dev", "/dev"]
-    tmp_mb = min(_TMP_MAX_MB, profile.max_memory_mb)
-    a += ["--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     rules += [("/proc/self", _landlock.READ), ("/tmp", _landlock.WRITE), ("/etc", _landlock.READ)]
     rules += [(d, _landlock.DEVICE_RW) for d in _DEVICES]
     for f in _ETC_ALWAYS + (_ETC_NETWORK if profile.wants_network else ()):

@@ -99,3 +99,15 @@ def test_env_is_cleared_to_what_the_executor_needs(sx):
         assert w.argv[w.argv.index("--seccomp") + 1] == str(w.pass_fds[0])
     finally:
         w.close()
+
+
+def test_an_interpreter_under_tmp_is_bound_over_the_fresh_tmp(sx, monkeypatch):
+    # A venv under /tmp (a CI checkout, say): its trees must land on top of the
+    # sandbox's own /tmp, not under it where the tmpfs would hide them.
+    venv = "/tmp/some-checkout/.venv"
+    site_dir = venv + "/lib/python3.11/site-packages"
+    monkeypatch.setattr(bwrap, "python_runtime", lambda: ("/usr/bin/python3", [venv], [site_dir]))
+    a = plan(sx, site_packages=True).bwrap_args
+    tmpfs_at = next(i for i, x in enumerate(a) if x == "--tmpfs" and a[i + 1] == "/tmp")
+    bind_at = next(i for i, x in enumerate(a) if x == "--ro-bind" and a[i + 1] == venv)
+    assert tmpfs_at < bind_at
