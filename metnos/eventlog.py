@@ -8,7 +8,7 @@ who outgrow one machine: see docs/log.md).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,6 +18,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import InfrastructureFactoryError
 
 from metnos.errors import MetnosError
+from metnos.store.event_record import Record, record_of
 from metnos.workspace import Workspace
 
 DEFAULT_PERSISTENCE_MODULE = "metnos.store.lmdb"
@@ -73,6 +74,42 @@ class EventLog(Application[UUID]):
         to_domain = self.mapper.to_domain_event
         for n in self.notifications(start, topics=topics):
             yield n.id, to_domain(n)
+
+    def record_batches(
+        self, start: int = 1, *, topics: Iterable[str] = (), fields: Mapping[str, frozenset[str] | None] | None = None
+    ) -> Iterator[list[tuple[int, str, Record]]]:
+        """Lists of ``(notification id, topic, record)`` from ``start`` on: what folds read.
+
+        Only records of ``topics`` (default: all) are read, the others skipped
+        before they are decoded. ``fields`` (topic -> fields wanted, None for
+        all) names the topics instead and lets a record hold only the fields
+        wanted. A list may be empty when none of its stored events matched.
+        """
+        wanted = frozenset(fields) if fields is not None else frozenset(topics)
+        decode_records = getattr(self.mapper, "decode_records", None)
+        batches = getattr(self.recorder, "scan_batches", None)
+        if batches is not None and decode_records is not None:
+            loaders = self.mapper.record_loaders(fields) if fields else None
+            for rows in batches(start, topics=wanted or None):
+                yield decode_records(rows, loaders)
+            return
+        to_domain = self.mapper.to_domain_event
+        page: list[tuple[int, str, Record]] = []
+        for n in self.notifications(start, topics=tuple(wanted)):
+            page.append((n.id, n.topic, record_of(to_domain(n))))
+            if len(page) == _PAGE:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    def records(self, start: int = 1, *, topics: Iterable[str] = ()) -> Iterator[tuple[int, str, Record]]:
+        """``(notification id, topic, record)`` for every event of ``topics`` (default: all) from ``start`` on."""
+        for batch in self.record_batches(start, topics=topics):
+            yield from batch
+
+
+_PAGE = 1000
 
 
 _SETTING_KEYS = {

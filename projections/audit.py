@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from domain.invocation import Invocation
-from projections.base import Handler, iso, key_of
+from metnos.store.event_record import Record
+from projections.base import Handler, reads
 from projections.daily import DailyLines, Lines, LinesFold
 from projections.store import ViewStore
 
@@ -28,41 +29,44 @@ class AuditFold(LinesFold):
     def handlers(self) -> dict[type, Handler]:
         return {
             Invocation.InvocationRequested: self._requested,
-            Invocation.InvocationRefused: self._ended,
-            Invocation.InvocationCompleted: self._ended,
+            Invocation.InvocationRefused: self._refused,
+            Invocation.InvocationCompleted: self._completed,
         }
 
     @staticmethod
-    def _requested(state: dict[str, Any], event: Any, position: int) -> Lines:
-        state["open"][key_of(event.originator_id)] = {
-            "ts": iso(event.timestamp),
-            "trace_id": event.trace_id,
-            "turn_id": event.turn_id,
-            "executor": event.executor,
-            "version": event.version,
-            "caller": event.caller,
-            "input": event.args,
+    @reads("trace_id", "turn_id", "executor", "version", "caller", "args")
+    def _requested(state: dict[str, Any], record: Record, position: int) -> Lines:
+        state["open"][record["originator_id"]] = {
+            "ts": record["timestamp"],
+            "trace_id": record["trace_id"],
+            "turn_id": record["turn_id"],
+            "executor": record["executor"],
+            "version": record["version"],
+            "caller": record["caller"],
+            "input": record["args"],
         }
         return None
 
     @staticmethod
-    def _ended(state: dict[str, Any], event: Any, position: int) -> Lines:
-        request = state["open"].pop(key_of(event.originator_id), None)
+    @reads("output_size", "output_hash", "duration_ms", "ok", "kind")
+    def _completed(state: dict[str, Any], record: Record, position: int) -> Lines:
+        request = state["open"].pop(record["originator_id"], None)
         if request is None:
             return None
-        return [(request["ts"][:10], audit_line(request, event))]
+        outcome = {
+            "output": {"size": record["output_size"], "sha": record["output_hash"]},
+            "duration_ms": record["duration_ms"],
+            "exit": "ok" if record["ok"] else record["kind"],
+        }
+        return [(request["ts"][:10], {**request, **outcome})]
 
-
-def audit_line(request: dict[str, Any], event: Any) -> dict[str, Any]:
-    if isinstance(event, Invocation.InvocationCompleted):
-        output = {"size": event.output_size, "sha": event.output_hash}
-        duration = event.duration_ms
-        exit_kind = "ok" if event.ok else event.kind
-    else:
-        output = None
-        duration = 0
-        exit_kind = event.kind
-    return {**request, "output": output, "duration_ms": duration, "exit": exit_kind}
+    @staticmethod
+    @reads("kind")
+    def _refused(state: dict[str, Any], record: Record, position: int) -> Lines:
+        request = state["open"].pop(record["originator_id"], None)
+        if request is None:
+            return None
+        return [(request["ts"][:10], {**request, "output": None, "duration_ms": 0, "exit": record["kind"]})]
 
 
 def AuditLines(audit_dir: Path, store: ViewStore) -> DailyLines:  # noqa: N802 - a factory that reads as a class

@@ -10,28 +10,53 @@ Deleting a view and folding again from the start must give the same bytes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Iterable
 from functools import cached_property, partial
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from eventsourcing.persistence import Tracking
 from eventsourcing.utils import get_topic
 
+from metnos.store.event_record import Record, record_of
 from projections.store import ViewStore
 
 UPSTREAM = "metnos"
 
 
-Handler = Callable[[dict[str, Any], Any, int], Any]
+# ``handler(state, record, position)``: a record is the event's fields in a
+# dict (metnos/store/event_record.py), read without building the event.
+Handler = Callable[[dict[str, Any], Record, int], Any]
+H = TypeVar("H", bound=Handler)
+
+
+def reads(*fields: str) -> Callable[[H], H]:
+    """Declare the fields a handler reads, besides ``originator_id``, ``originator_version``
+    and ``timestamp``, which every record has.
+
+    Its records may then hold those fields alone: a rebuild decodes nothing
+    else. A handler without a declaration gets every field.
+    """
+
+    def declare(handler: H) -> H:
+        handler.reads = frozenset(fields)  # type: ignore[attr-defined]
+        return handler
+
+    return declare
+
+
+def fields_read(handler: Handler) -> frozenset[str] | None:
+    """The fields ``handler`` declared with ``reads``; None: all of them."""
+    return getattr(handler, "reads", None)
 
 
 class Fold(ABC):
     """A fold is a table: for each event class it reads, how that event changes the state.
 
-    Rebuilds bind the table once per topic and call the handlers directly, so
-    an event costs one dictionary lookup, not a chain of type tests.
+    Handlers read records, not event objects: a rebuild decodes millions of
+    events, and a record is what the stored bytes give at once. Rebuilds bind
+    the table once per topic and call the handlers directly, so an event costs
+    one dictionary lookup, not a chain of type tests.
     """
 
     name: str
@@ -48,12 +73,21 @@ class Fold(ABC):
 
     @abstractmethod
     def handlers(self) -> dict[type, Handler]:
-        """Event class -> ``handler(state, event, position)``, which changes ``state`` in place
+        """Event class -> ``handler(state, record, position)``, which changes ``state`` in place
         (pure: no I/O, no clock). Events of other classes are skipped before decoding."""
 
     @cached_property
     def table(self) -> dict[type, Handler]:
         return self.handlers()
+
+    @cached_property
+    def by_topic(self) -> dict[str, Handler]:
+        return {get_topic(cls): handler for cls, handler in self.table.items()}
+
+    @cached_property
+    def fields(self) -> dict[str, frozenset[str] | None]:
+        """topic -> the fields its handler reads (None: all)."""
+        return {topic: fields_read(handler) for topic, handler in self.by_topic.items()}
 
     @property
     def events(self) -> tuple[type, ...]:
@@ -61,44 +95,30 @@ class Fold(ABC):
 
     @property
     def topics(self) -> tuple[str, ...]:
-        return tuple(get_topic(cls) for cls in self.table)
-
-    def handler_for_topic(self) -> dict[str, Handler]:
-        return {get_topic(cls): handler for cls, handler in self.table.items()}
+        return tuple(self.by_topic)
 
     def apply(self, state: dict[str, Any], event: Any, position: int) -> Any:
-        """Fold one event into ``state``; returns what its handler returns."""
+        """Fold one domain event object into ``state``; returns what its handler returns."""
         handler = self.table.get(type(event))
-        return None if handler is None else handler(state, event, position)
+        return None if handler is None else handler(state, record_of(event), position)
+
+    def apply_record(self, state: dict[str, Any], topic: str, record: Record, position: int) -> Any:
+        """Fold one record of the given topic into ``state``; returns what its handler returns."""
+        handler = self.by_topic.get(topic)
+        return None if handler is None else handler(state, record, position)
 
 
-_last_key: tuple[Any, str] = (None, "")
-
-
-def key_of(originator_id: Any) -> str:
-    """An aggregate id as a state key.
-
-    A scan hands the folds the same id object for an aggregate's events side
-    by side, so the key made last is remembered by identity: hashing a UUID
-    runs Python code, and a rebuild asks millions of times.
-    """
-    global _last_key
-    last = _last_key
-    if last[0] is originator_id:
-        return last[1]
-    key = str(originator_id)
-    _last_key = (originator_id, key)
-    return key
-
-
-def iso(moment: datetime) -> str:
-    """``moment.isoformat()`` for the event timestamps folds keep, at a third of the cost.
-
-    orjson writes a datetime in the same text (tested: aware with whole-minute
-    offsets, naive, with and without microseconds), and a rebuild formats
-    millions of them.
-    """
-    return orjson.dumps(moment)[1:-1].decode()
+def fields_of(folds: Iterable[Fold]) -> dict[str, frozenset[str] | None]:
+    """topic -> the fields any of ``folds`` reads of it (None: all), for one scan feeding them all."""
+    merged: dict[str, frozenset[str] | None] = {}
+    for fold in folds:
+        for topic, wanted in fold.fields.items():
+            if topic not in merged:
+                merged[topic] = wanted
+            else:
+                before = merged[topic]
+                merged[topic] = None if before is None or wanted is None else before | wanted
+    return merged
 
 
 def encode_state(state: dict[str, Any]) -> bytes:
@@ -133,10 +153,11 @@ class MaterialisedView:
         # The head is read first: what lands during the scan is folded too,
         # and nothing before the head can be skipped.
         head = log.recorder.max_notification_id() or 0
-        for nid, event in log.domain_events(fold_pass.last + 1, topics=self.fold.topics):
-            fold_pass.feed(nid, event)
-            if progress is not None:
-                progress(nid)
+        for batch in log.record_batches(fold_pass.last + 1, fields=self.fold.fields):
+            for nid, topic, record in batch:
+                fold_pass.feed(nid, topic, record)
+            if batch and progress is not None:
+                progress(batch[-1][0])
         return fold_pass.finish(head)
 
     def begin(self) -> FoldPass:
@@ -156,19 +177,20 @@ class FoldPass:
 
     def __init__(self, view: MaterialisedView, state: dict[str, Any], last: int) -> None:
         self.view = view
+        self.fold = view.fold
         self.state = state
         self.last = last
         self.seen = last
         self.topics = frozenset(view.fold.topics)
 
-    def feed(self, nid: int, event: Any) -> None:
-        self.view.fold.apply(self.state, event, nid)
+    def feed(self, nid: int, topic: str, record: Record) -> None:
+        self.view.fold.apply_record(self.state, topic, record, nid)
         self.seen = nid
 
-    def feeders(self) -> dict[str, Callable[[Any, int], Any]]:
-        """topic -> ``feed(event, position)`` bound to this pass's state, for scans that
+    def feeders(self) -> dict[str, Callable[[Record, int], Any]]:
+        """topic -> ``feed(record, position)`` bound to this pass's state, for scans that
         dispatch by topic themselves (they pass the last position to ``finish``)."""
-        return {topic: partial(handler, self.state) for topic, handler in self.view.fold.handler_for_topic().items()}
+        return {topic: partial(handler, self.state) for topic, handler in self.view.fold.by_topic.items()}
 
     def finish(self, head: int) -> dict[str, Any]:
         # The position moves to the head even when the last events were of no

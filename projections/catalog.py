@@ -10,22 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from domain.executor import ACTIVE, Executor
-from projections.base import Fold, Handler, iso, key_of
-
-_EVENTS = (
-    Executor.ExecutorRegistered,
-    Executor.VersionRegistered,
-    Executor.ExecutorSigned,
-    Executor.ExecutorVerified,
-    Executor.ExecutorActivated,
-    Executor.ExecutorQuarantined,
-    Executor.ExecutorRehabilitated,
-    Executor.VersionPromoted,
-    Executor.ExecutorBelowThreshold,
-    Executor.ExecutorFused,
-    Executor.ExecutorArchived,
-)
-
+from metnos.store.event_record import Record
+from projections.base import Fold, Handler
 
 class CatalogueFold(Fold):
     name = "catalogue"
@@ -35,61 +21,73 @@ class CatalogueFold(Fold):
         return {"executors": {}, "ids": {}}
 
     def handlers(self) -> dict[type, Handler]:
-        # One body reads them all: these events are few beside a turn's.
-        return dict.fromkeys(_EVENTS, self._apply)
+        return {
+            Executor.ExecutorRegistered: _registered,
+            Executor.VersionRegistered: _version_registered,
+            Executor.VersionPromoted: _promoted,
+            Executor.ExecutorSigned: _moved_to("signed", digest=True),
+            Executor.ExecutorVerified: _moved_to("verified", digest=True),
+            Executor.ExecutorActivated: _moved_to(ACTIVE),
+            Executor.ExecutorQuarantined: _moved_to("quarantined", reason=True, check=True),
+            Executor.ExecutorRehabilitated: _moved_to(ACTIVE, digest=True),
+            Executor.ExecutorBelowThreshold: _moved_to("below_threshold"),
+            Executor.ExecutorFused: _moved_to("fused"),
+            Executor.ExecutorArchived: _moved_to("archived", reason=True),
+        }
 
-    def _apply(self, state: dict[str, Any], event: Any, position: int) -> None:
-        executors = state["executors"]
-        if isinstance(event, Executor.ExecutorRegistered):
-            state["ids"][key_of(event.originator_id)] = f"{event.origin}/{event.name}"
-            executors[f"{event.origin}/{event.name}"] = {
-                "name": event.name,
-                "origin": event.origin,
-                "id": key_of(event.originator_id),
-                "current": None,
-                "versions": {},
-            }
-            return
-        entry = executors.get(state["ids"].get(key_of(event.originator_id), ""))
-        if entry is None:
-            return
-        versions = entry["versions"]
-        when = iso(event.timestamp)
-        if isinstance(event, Executor.VersionRegistered):
-            versions[event.version] = {"state": "registered", "digest": event.digest, "summary": event.summary, "reason": None, "check": None, "since": when}
-            return
-        version = versions.get(event.version)
+
+def _registered(state: dict[str, Any], record: Record, position: int) -> None:
+    name = f"{record['origin']}/{record['name']}"
+    state["ids"][record["originator_id"]] = name
+    state["executors"][name] = {
+        "name": record["name"],
+        "origin": record["origin"],
+        "id": record["originator_id"],
+        "current": None,
+        "versions": {},
+    }
+
+
+def _entry(state: dict[str, Any], record: Record) -> dict[str, Any] | None:
+    return state["executors"].get(state["ids"].get(record["originator_id"], ""))
+
+
+def _version_registered(state: dict[str, Any], record: Record, position: int) -> None:
+    entry = _entry(state, record)
+    if entry is not None:
+        entry["versions"][record["version"]] = {
+            "state": "registered", "digest": record["digest"], "summary": record["summary"],
+            "reason": None, "check": None, "since": record["timestamp"],
+        }
+
+
+def _promoted(state: dict[str, Any], record: Record, position: int) -> None:
+    entry = _entry(state, record)
+    if entry is not None and record["version"] in entry["versions"]:
+        entry["current"] = record["version"]
+
+
+def _moved_to(new_state: str, *, reason: bool = False, check: bool = False, digest: bool = False) -> Handler:
+    """A handler moving a version to ``new_state``, keeping the event's reason, check or digest."""
+
+    def move(state: dict[str, Any], record: Record, position: int) -> None:
+        entry = _entry(state, record)
+        version = None if entry is None else entry["versions"].get(record["version"])
         if version is None:
             return
-        kind = type(event)
-        if kind is Executor.VersionPromoted:
-            entry["current"] = event.version
-            return
-        new_state = _STATE_AFTER[kind]
         version["state"] = new_state
-        version["since"] = when
-        if kind is Executor.ExecutorQuarantined:
-            version["reason"] = event.reason
-            version["check"] = event.check
-        elif kind is Executor.ExecutorArchived:
-            version["reason"] = event.reason
-        elif new_state == ACTIVE:
+        version["since"] = record["timestamp"]
+        if reason:
+            version["reason"] = record["reason"]
+        if check:
+            version["check"] = record["check"]
+        if new_state == ACTIVE:
             version["reason"] = None
             version["check"] = None
-        if kind in (Executor.ExecutorSigned, Executor.ExecutorVerified, Executor.ExecutorRehabilitated):
-            version["digest"] = event.digest
+        if digest:
+            version["digest"] = record["digest"]
 
-
-_STATE_AFTER = {
-    Executor.ExecutorSigned: "signed",
-    Executor.ExecutorVerified: "verified",
-    Executor.ExecutorActivated: ACTIVE,
-    Executor.ExecutorQuarantined: "quarantined",
-    Executor.ExecutorRehabilitated: ACTIVE,
-    Executor.ExecutorBelowThreshold: "below_threshold",
-    Executor.ExecutorFused: "fused",
-    Executor.ExecutorArchived: "archived",
-}
+    return move
 
 
 def invocable(state: dict[str, Any]) -> dict[str, dict[str, Any]]:

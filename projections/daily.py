@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 from eventsourcing.persistence import Tracking
 
+from metnos.store.event_record import Record
 from projections.base import UPSTREAM, Fold, Handler, encode_state
 from projections.store import ViewStore
 
@@ -48,10 +49,11 @@ class DailyLines:
         lines_pass = self.begin()
         head = log.recorder.max_notification_id() or 0
         try:
-            for nid, event in log.domain_events(lines_pass.last + 1, topics=self.fold.topics):
-                if progress is not None:
-                    progress(nid)
-                lines_pass.feed(nid, event)
+            for batch in log.record_batches(lines_pass.last + 1, fields=self.fold.fields):
+                for nid, topic, record in batch:
+                    lines_pass.feed(nid, topic, record)
+                if batch and progress is not None:
+                    progress(batch[-1][0])
         finally:
             lines_pass.close()
         lines_pass.finish(head)
@@ -94,27 +96,28 @@ class LinesPass:
 
     def __init__(self, owner: DailyLines, state: dict[str, Any], last: int) -> None:
         self.owner = owner
+        self.fold = owner.fold
         self.state = state
         self.last = last
         self.written = 0
         self.topics = frozenset(owner.fold.topics)
         self._handles: dict[str, Any] = {}
 
-    def feed(self, nid: int, event: Any) -> None:
-        lines = self.owner.fold.apply(self.state, event, nid)
+    def feed(self, nid: int, topic: str, record: Record) -> None:
+        lines = self.owner.fold.apply_record(self.state, topic, record, nid)
         if lines:
             self._write(lines)
 
-    def feeders(self) -> dict[str, Callable[[Any, int], None]]:
-        """topic -> ``feed(event, position)``, as ``FoldPass.feeders``."""
-        return {topic: self._feeder(handler) for topic, handler in self.owner.fold.handler_for_topic().items()}
+    def feeders(self) -> dict[str, Callable[[Record, int], None]]:
+        """topic -> ``feed(record, position)``, as ``FoldPass.feeders``."""
+        return {topic: self._feeder(handler) for topic, handler in self.owner.fold.by_topic.items()}
 
-    def _feeder(self, handler: Handler) -> Callable[[Any, int], None]:
+    def _feeder(self, handler: Handler) -> Callable[[Record, int], None]:
         state = self.state
         write = self._write
 
-        def feed(event: Any, position: int) -> None:
-            lines = handler(state, event, position)
+        def feed(record: Record, position: int) -> None:
+            lines = handler(state, record, position)
             if lines:
                 write(lines)
 

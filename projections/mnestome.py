@@ -13,26 +13,14 @@ composer share them.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from domain import mnest_weight as mw
 from domain.mnest import ACTIVE, ARCHIVED, DECAYING, LIVE, PROTO, PURGED, SUPERSEDED, Mnest, initial_weight, mnest_key
-from projections.base import Fold, Handler, iso
-
-_EVENTS = (
-    Mnest.MnestCreated,
-    Mnest.ProtoMnestRecorded,
-    Mnest.MnestReinforced,
-    Mnest.MnestDecayed,
-    Mnest.MnestDemoted,
-    Mnest.MnestArchiveProposed,
-    Mnest.MnestArchived,
-    Mnest.MnestSuperseded,
-    Mnest.ProtoMnestPurged,
-)
-
+from metnos.store.event_record import Record
+from projections.base import Fold, Handler
 
 class MnestomeFold(Fold):
     name = "mnestome"
@@ -42,69 +30,103 @@ class MnestomeFold(Fold):
         return {"mnests": {}}
 
     def handlers(self) -> dict[type, Handler]:
-        # One body reads them all: these events are few beside a turn's.
-        return dict.fromkeys(_EVENTS, self._apply)
+        return {
+            Mnest.MnestCreated: _created,
+            Mnest.ProtoMnestRecorded: _proto_recorded,
+            Mnest.MnestReinforced: _known(_reinforced),
+            Mnest.MnestDecayed: _known(_decayed),
+            Mnest.MnestDemoted: _known(_moved_to(DECAYING)),
+            Mnest.MnestArchiveProposed: _known(_archive_proposed),
+            Mnest.MnestArchived: _known(_archived),
+            Mnest.MnestSuperseded: _known(_superseded),
+            Mnest.ProtoMnestPurged: _known(_moved_to(PURGED)),
+        }
 
-    def _apply(self, state: dict[str, Any], event: Any, position: int) -> None:
-        mnests = state["mnests"]
-        key = str(event.originator_id)
-        at: datetime = event.timestamp
-        when = iso(at)
-        kind = type(event)
-        if kind is Mnest.MnestCreated or kind is Mnest.ProtoMnestRecorded:
-            proto = kind is Mnest.ProtoMnestRecorded
-            dst_version = None if proto else event.dst_version
-            carried = None if proto else event.carried
-            origin = "observed" if proto else event.origin
-            mnests[key] = {
-                "id": key,
-                "key": mnest_key(event.src_executor, event.src_version, event.dst_executor, dst_version),
-                "src_executor": event.src_executor,
-                "src_version": event.src_version,
-                "dst_executor": event.dst_executor,
-                "dst_version": dst_version,
-                "weight": initial_weight(origin, event.uses, event.decay_lambda, carried, at),
-                "weight_at": when,
-                "uses": event.uses + (carried["uses"] if carried else 0),
-                "ts_first": carried["ts_first"] if carried else when,
-                "ts_last": when,
-                "decay_lambda": event.decay_lambda,
-                "tags": list(event.tags),
-                "state": PROTO if proto else ACTIVE,
-                "origin": origin,
-                "desired_signature": event.desired_signature if proto else None,
-                "archive_proposed": False,
-                "superseded_by": None,
-                "superseded_at": None,
-            }
-            return
-        m = mnests.get(key)
-        if m is None:
-            return
-        if kind is Mnest.MnestReinforced:
-            since = datetime.fromisoformat(m["weight_at"])
-            m["weight"] = mw.reinforced(m["weight"], mw.days_between(since, at), m["decay_lambda"], event.uses)
-            m["weight_at"] = m["ts_last"] = when
-            m["uses"] += event.uses
-            m["archive_proposed"] = False
-            m["superseded_by"] = m["superseded_at"] = None
-            m["state"] = PROTO if m["dst_version"] is None else ACTIVE
-        elif kind is Mnest.MnestDecayed:
-            m["weight"] = mw.weight_at(m["weight"], datetime.fromisoformat(m["weight_at"]), at, m["decay_lambda"])
-            m["weight_at"] = when
-        elif kind is Mnest.MnestDemoted:
-            m["state"] = DECAYING
-        elif kind is Mnest.MnestArchiveProposed:
-            m["archive_proposed"] = True
-        elif kind is Mnest.MnestArchived:
-            m["state"] = ARCHIVED
-            m["archive_proposed"] = False
-        elif kind is Mnest.MnestSuperseded:
-            m["state"] = SUPERSEDED
-            m["superseded_by"] = event.by
-            m["superseded_at"] = when
-        elif kind is Mnest.ProtoMnestPurged:
-            m["state"] = PURGED
+
+def _created(state: dict[str, Any], e: Record, position: int) -> None:
+    _born(state, e, dst_version=e["dst_version"], carried=e["carried"], origin=e["origin"], proto=False)
+
+
+def _proto_recorded(state: dict[str, Any], e: Record, position: int) -> None:
+    _born(state, e, dst_version=None, carried=None, origin="observed", proto=True)
+
+
+def _born(state: dict[str, Any], e: Record, *, dst_version: str | None, carried: dict[str, Any] | None, origin: str, proto: bool) -> None:
+    key = e["originator_id"]
+    when = e["timestamp"]
+    state["mnests"][key] = {
+        "id": key,
+        "key": mnest_key(e["src_executor"], e["src_version"], e["dst_executor"], dst_version),
+        "src_executor": e["src_executor"],
+        "src_version": e["src_version"],
+        "dst_executor": e["dst_executor"],
+        "dst_version": dst_version,
+        "weight": initial_weight(origin, e["uses"], e["decay_lambda"], carried, datetime.fromisoformat(when)),
+        "weight_at": when,
+        "uses": e["uses"] + (carried["uses"] if carried else 0),
+        "ts_first": carried["ts_first"] if carried else when,
+        "ts_last": when,
+        "decay_lambda": e["decay_lambda"],
+        "tags": list(e["tags"]),
+        "state": PROTO if proto else ACTIVE,
+        "origin": origin,
+        "desired_signature": e["desired_signature"] if proto else None,
+        "archive_proposed": False,
+        "superseded_by": None,
+        "superseded_at": None,
+    }
+
+
+Change = Callable[[dict[str, Any], Record], None]
+
+
+def _known(change: Change) -> Handler:
+    """A handler applying ``change(mnest, record)`` to a mnest the view knows (others are skipped)."""
+
+    def handle(state: dict[str, Any], e: Record, position: int) -> None:
+        m = state["mnests"].get(e["originator_id"])
+        if m is not None:
+            change(m, e)
+
+    return handle
+
+
+def _reinforced(m: dict[str, Any], e: Record) -> None:
+    since = datetime.fromisoformat(m["weight_at"])
+    at = datetime.fromisoformat(e["timestamp"])
+    m["weight"] = mw.reinforced(m["weight"], mw.days_between(since, at), m["decay_lambda"], e["uses"])
+    m["weight_at"] = m["ts_last"] = e["timestamp"]
+    m["uses"] += e["uses"]
+    m["archive_proposed"] = False
+    m["superseded_by"] = m["superseded_at"] = None
+    m["state"] = PROTO if m["dst_version"] is None else ACTIVE
+
+
+def _decayed(m: dict[str, Any], e: Record) -> None:
+    m["weight"] = mw.weight_at(m["weight"], datetime.fromisoformat(m["weight_at"]), datetime.fromisoformat(e["timestamp"]), m["decay_lambda"])
+    m["weight_at"] = e["timestamp"]
+
+
+def _moved_to(new_state: str) -> Change:
+    def move(m: dict[str, Any], e: Record) -> None:
+        m["state"] = new_state
+
+    return move
+
+
+def _archive_proposed(m: dict[str, Any], e: Record) -> None:
+    m["archive_proposed"] = True
+
+
+def _archived(m: dict[str, Any], e: Record) -> None:
+    m["state"] = ARCHIVED
+    m["archive_proposed"] = False
+
+
+def _superseded(m: dict[str, Any], e: Record) -> None:
+    m["state"] = SUPERSEDED
+    m["superseded_by"] = e["by"]
+    m["superseded_at"] = e["timestamp"]
 
 
 # Queries ---------------------------------------------------------------------

@@ -12,24 +12,13 @@ the index only says where to look.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Callable
 from typing import Any
 
 from domain.schedule import ACTIVE, CANCELLED, COMPLETED, PAUSED, Schedule
 from metnos.scheduler.due import BadSchedule, wake_at
-from projections.base import Fold, Handler, iso
-
-_EVENTS = (
-    Schedule.ScheduleCreated,
-    Schedule.SchedulePaused,
-    Schedule.ScheduleResumed,
-    Schedule.ScheduleModified,
-    Schedule.FiringStarted,
-    Schedule.FiringFinished,
-    Schedule.FiringSkipped,
-    Schedule.ScheduleCompleted,
-    Schedule.ScheduleCancelled,
-)
-
+from metnos.store.event_record import Record
+from projections.base import Fold, Handler
 
 class SchedulesFold(Fold):
     name = "schedules"
@@ -39,65 +28,97 @@ class SchedulesFold(Fold):
         return {"schedules": {}, "index": []}
 
     def handlers(self) -> dict[type, Handler]:
-        # One body reads them all: these events are few beside a turn's.
-        return dict.fromkeys(_EVENTS, self._apply)
+        return {
+            Schedule.ScheduleCreated: _created,
+            Schedule.SchedulePaused: _changes(_paused),
+            Schedule.ScheduleResumed: _changes(_resumed),
+            Schedule.ScheduleModified: _changes(_modified),
+            Schedule.FiringStarted: _changes(_firing_started),
+            Schedule.FiringFinished: _changes(_firing_finished),
+            Schedule.FiringSkipped: _changes(_firing_skipped),
+            Schedule.ScheduleCompleted: _changes(_closed(COMPLETED)),
+            Schedule.ScheduleCancelled: _changes(_closed(CANCELLED)),
+        }
 
-    def _apply(self, state: dict[str, Any], event: Any, position: int) -> None:
-        key = str(event.originator_id)
-        schedules = state["schedules"]
-        when = iso(event.timestamp)
-        if isinstance(event, Schedule.ScheduleCreated):
-            schedules[key] = {
-                "id": key, "label": event.label, "owner": event.owner, "target": event.target, "args": event.args,
-                "cron": event.cron, "timezone": event.timezone, "channel": event.channel, "count": event.count,
-                "expiry": event.expiry, "on_failure": event.on_failure,
-                "max_consecutive_failures": event.max_consecutive_failures, "grace_s": event.grace_s,
-                "status": PAUSED if event.paused else ACTIVE, "cursor": event.since, "created": when,
-                "fired": 0, "ok": 0, "failed": 0, "consecutive_failures": 0, "manual_runs": 0,
-                "open": None, "last": None, "closed_reason": None, "wake": None, "next_fire": None, "position": position,
-            }
-            _reindex(state, schedules[key])
-            return
-        s = schedules.get(key)
+
+def _created(state: dict[str, Any], e: Record, position: int) -> None:
+    key = e["originator_id"]
+    state["schedules"][key] = s = {
+        "id": key, "label": e["label"], "owner": e["owner"], "target": e["target"], "args": e["args"],
+        "cron": e["cron"], "timezone": e["timezone"], "channel": e["channel"], "count": e["count"],
+        "expiry": e["expiry"], "on_failure": e["on_failure"],
+        "max_consecutive_failures": e["max_consecutive_failures"], "grace_s": e["grace_s"],
+        "status": PAUSED if e["paused"] else ACTIVE, "cursor": e["since"], "created": e["timestamp"],
+        "fired": 0, "ok": 0, "failed": 0, "consecutive_failures": 0, "manual_runs": 0,
+        "open": None, "last": None, "closed_reason": None, "wake": None, "next_fire": None, "position": position,
+    }
+    _reindex(state, s)
+
+
+Change = Callable[[dict[str, Any], Record], None]
+
+
+def _changes(change: Change) -> Handler:
+    """A handler applying ``change(schedule, record)`` to a known schedule, then re-indexing it."""
+
+    def handle(state: dict[str, Any], e: Record, position: int) -> None:
+        s = state["schedules"].get(e["originator_id"])
         if s is None:
             return
         s["position"] = position
-        if isinstance(event, Schedule.SchedulePaused):
-            s["status"] = PAUSED
-        elif isinstance(event, Schedule.ScheduleResumed):
-            s["status"] = ACTIVE
-            s["cursor"] = max(s["cursor"], event.since)
-        elif isinstance(event, Schedule.ScheduleModified):
-            s.update(event.changes)
-            if "cron" in event.changes or "timezone" in event.changes:
-                s["cursor"] = max(s["cursor"], event.since)
-        elif isinstance(event, Schedule.FiringStarted):
-            s["open"] = {"slot": event.slot, "attempt": event.attempt, "phase": "running", "manual": event.manual, "recovery": event.recovery}
-            if not event.manual:
-                s["cursor"] = max(s["cursor"], event.slot)
-        elif isinstance(event, Schedule.FiringFinished):
-            manual = bool(s["open"] and s["open"].get("manual"))
-            if not event.final:
-                s["open"] = {"slot": event.slot, "attempt": event.attempt, "phase": "retry", "manual": manual, "recovery": False}
-            else:
-                s["open"] = None
-                s["last"] = {"slot": event.slot, "ok": event.ok, "kind": event.kind, "attempt": event.attempt, "action": event.action, "at": when, "manual": manual}
-                if manual:
-                    s["manual_runs"] += 1
-                else:
-                    s["fired"] += 1
-                    s["ok" if event.ok else "failed"] += 1
-                    s["consecutive_failures"] = 0 if event.ok else s["consecutive_failures"] + 1
-        elif isinstance(event, Schedule.FiringSkipped):
-            s["cursor"] = max(s["cursor"], event.last)
-            s["skipped"] = s.get("skipped", 0) + event.missed
-        elif isinstance(event, Schedule.ScheduleCompleted):
-            s["status"] = COMPLETED
-            s["closed_reason"] = event.reason
-        elif isinstance(event, Schedule.ScheduleCancelled):
-            s["status"] = CANCELLED
-            s["closed_reason"] = event.reason
+        change(s, e)
         _reindex(state, s)
+
+    return handle
+
+
+def _paused(s: dict[str, Any], e: Record) -> None:
+    s["status"] = PAUSED
+
+
+def _resumed(s: dict[str, Any], e: Record) -> None:
+    s["status"] = ACTIVE
+    s["cursor"] = max(s["cursor"], e["since"])
+
+
+def _modified(s: dict[str, Any], e: Record) -> None:
+    s.update(e["changes"])
+    if "cron" in e["changes"] or "timezone" in e["changes"]:
+        s["cursor"] = max(s["cursor"], e["since"])
+
+
+def _firing_started(s: dict[str, Any], e: Record) -> None:
+    s["open"] = {"slot": e["slot"], "attempt": e["attempt"], "phase": "running", "manual": e["manual"], "recovery": e["recovery"]}
+    if not e["manual"]:
+        s["cursor"] = max(s["cursor"], e["slot"])
+
+
+def _firing_finished(s: dict[str, Any], e: Record) -> None:
+    manual = bool(s["open"] and s["open"].get("manual"))
+    if not e["final"]:
+        s["open"] = {"slot": e["slot"], "attempt": e["attempt"], "phase": "retry", "manual": manual, "recovery": False}
+        return
+    s["open"] = None
+    s["last"] = {"slot": e["slot"], "ok": e["ok"], "kind": e["kind"], "attempt": e["attempt"], "action": e["action"], "at": e["timestamp"], "manual": manual}
+    if manual:
+        s["manual_runs"] += 1
+    else:
+        s["fired"] += 1
+        s["ok" if e["ok"] else "failed"] += 1
+        s["consecutive_failures"] = 0 if e["ok"] else s["consecutive_failures"] + 1
+
+
+def _firing_skipped(s: dict[str, Any], e: Record) -> None:
+    s["cursor"] = max(s["cursor"], e["last"])
+    s["skipped"] = s.get("skipped", 0) + e["missed"]
+
+
+def _closed(status: str) -> Change:
+    def close(s: dict[str, Any], e: Record) -> None:
+        s["status"] = status
+        s["closed_reason"] = e["reason"]
+
+    return close
 
 
 def _reindex(state: dict[str, Any], s: dict[str, Any]) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from domain.turn import Turn
-from projections.base import Fold, Handler, iso, key_of
+from metnos.store.event_record import Record
+from projections.base import Fold, Handler, reads
 from projections.daily import Lines, LinesFold
 
 
@@ -32,36 +33,41 @@ class TurnIndexFold(Fold):
         }
 
     @staticmethod
-    def _started(state: dict[str, Any], event: Any, position: int) -> None:
-        key = key_of(event.originator_id)
+    @reads("text", "actor", "channel")
+    def _started(state: dict[str, Any], record: Record, position: int) -> None:
+        key = record["originator_id"]
         state["turns"][key] = {
-            "id": key, "started": iso(event.timestamp), "text": event.text, "actor": event.actor,
-            "channel": event.channel, "status": "open", "result": None, "steps": 0, "executors": [],
+            "id": key, "started": record["timestamp"], "text": record["text"], "actor": record["actor"],
+            "channel": record["channel"], "status": "open", "result": None, "steps": 0, "executors": [],
             "undone": False, "position": position,
         }
         state["order"].append(key)
 
     @staticmethod
-    def _invoked(state: dict[str, Any], event: Any, position: int) -> None:
-        turn = state["turns"].get(key_of(event.originator_id))
+    @reads("executor")
+    def _invoked(state: dict[str, Any], record: Record, position: int) -> None:
+        turn = state["turns"].get(record["originator_id"])
         if turn is not None:
-            turn["executors"].append(event.executor)
+            turn["executors"].append(record["executor"])
 
     @staticmethod
-    def _answered(state: dict[str, Any], event: Any, position: int) -> None:
-        turn = state["turns"].get(key_of(event.originator_id))
+    @reads("text", "steps")
+    def _answered(state: dict[str, Any], record: Record, position: int) -> None:
+        turn = state["turns"].get(record["originator_id"])
         if turn is not None:
-            turn.update(status="answered", result=event.text, steps=event.steps, ended=iso(event.timestamp))
+            turn.update(status="answered", result=record["text"], steps=record["steps"], ended=record["timestamp"])
 
     @staticmethod
-    def _failed(state: dict[str, Any], event: Any, position: int) -> None:
-        turn = state["turns"].get(key_of(event.originator_id))
+    @reads("message", "steps", "final_kind")
+    def _failed(state: dict[str, Any], record: Record, position: int) -> None:
+        turn = state["turns"].get(record["originator_id"])
         if turn is not None:
-            turn.update(status="failed", result=event.message, steps=event.steps, final_kind=event.final_kind, ended=iso(event.timestamp))
+            turn.update(status="failed", result=record["message"], steps=record["steps"], final_kind=record["final_kind"], ended=record["timestamp"])
 
     @staticmethod
-    def _undone(state: dict[str, Any], event: Any, position: int) -> None:
-        turn = state["turns"].get(key_of(event.originator_id))
+    @reads()
+    def _undone(state: dict[str, Any], record: Record, position: int) -> None:
+        turn = state["turns"].get(record["originator_id"])
         if turn is not None:
             turn["undone"] = True
 
@@ -90,56 +96,63 @@ class TurnLinesFold(LinesFold):
         }
 
     @staticmethod
-    def _started(state: dict[str, Any], event: Any, position: int) -> None:
-        key = key_of(event.originator_id)
+    @reads("actor", "channel", "text")
+    def _started(state: dict[str, Any], record: Record, position: int) -> None:
+        key = record["originator_id"]
         state["open"][key] = {
-            "ts": iso(event.timestamp), "turn_id": key, "actor": event.actor, "channel": event.channel,
-            "query": event.text, "steps": [],
+            "ts": record["timestamp"], "turn_id": key, "actor": record["actor"], "channel": record["channel"],
+            "query": record["text"], "steps": [],
             "timings": {"intent_ms": 0, "prefilter_ms": 0, "vaglio_ms": 0, "exec_ms": 0},
         }
 
     @staticmethod
-    def _invoked(state: dict[str, Any], event: Any, position: int) -> None:
-        line = state["open"].get(key_of(event.originator_id))
+    @reads("exec_ms", "step", "executor", "version", "ok")
+    def _invoked(state: dict[str, Any], record: Record, position: int) -> None:
+        line = state["open"].get(record["originator_id"])
         if line is not None:
-            line["timings"]["exec_ms"] += event.exec_ms
-            line["steps"].append({"step": event.step, "executor": event.executor, "version": event.version, "ok": event.ok})
+            line["timings"]["exec_ms"] += record["exec_ms"]
+            line["steps"].append({"step": record["step"], "executor": record["executor"], "version": record["version"], "ok": record["ok"]})
 
     @staticmethod
-    def _rejected(state: dict[str, Any], event: Any, position: int) -> None:
-        line = state["open"].get(key_of(event.originator_id))
+    @reads("step", "kind")
+    def _rejected(state: dict[str, Any], record: Record, position: int) -> None:
+        line = state["open"].get(record["originator_id"])
         if line is not None:
-            line["steps"].append({"step": event.step, "refused": event.kind})
+            line["steps"].append({"step": record["step"], "refused": record["kind"]})
 
     @staticmethod
-    def _intercepted(state: dict[str, Any], event: Any, position: int) -> None:
-        line = state["open"].get(key_of(event.originator_id))
+    @reads("step", "decision")
+    def _intercepted(state: dict[str, Any], record: Record, position: int) -> None:
+        line = state["open"].get(record["originator_id"])
         if line is not None:
-            line["steps"].append({"step": event.step, "refused": event.decision.get("outcome")})
+            line["steps"].append({"step": record["step"], "refused": record["decision"].get("outcome")})
 
     @staticmethod
-    def _answered(state: dict[str, Any], event: Any, position: int) -> Lines:
-        return _close(state, event, final_kind="answer", final=event.text)
+    @reads("text")
+    def _answered(state: dict[str, Any], record: Record, position: int) -> Lines:
+        return _close(state, record, final_kind="answer", final=record["text"])
 
     @staticmethod
-    def _failed(state: dict[str, Any], event: Any, position: int) -> Lines:
-        return _close(state, event, final_kind=event.final_kind, final=event.message)
+    @reads("final_kind", "message")
+    def _failed(state: dict[str, Any], record: Record, position: int) -> Lines:
+        return _close(state, record, final_kind=record["final_kind"], final=record["message"])
 
 
 def _timing(field: str) -> Handler:
     """A handler adding the event's ``field`` (milliseconds) to the open turn's timings."""
 
-    def add(state: dict[str, Any], event: Any, position: int) -> None:
-        line = state["open"].get(key_of(event.originator_id))
+    @reads(field)
+    def add(state: dict[str, Any], record: Record, position: int) -> None:
+        line = state["open"].get(record["originator_id"])
         if line is not None:
-            line["timings"][field] += getattr(event, field)
+            line["timings"][field] += record[field]
 
     return add
 
 
-def _close(state: dict[str, Any], event: Any, *, final_kind: str, final: str) -> Lines:
-    line = state["open"].pop(key_of(event.originator_id), None)
+def _close(state: dict[str, Any], record: Record, *, final_kind: str, final: str) -> Lines:
+    line = state["open"].pop(record["originator_id"], None)
     if line is None:
         return None
-    line.update(final_kind=final_kind, final=final, ended=iso(event.timestamp))
+    line.update(final_kind=final_kind, final=final, ended=record["timestamp"])
     return [(line["ts"][:10], line)]

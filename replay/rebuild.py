@@ -24,6 +24,7 @@ from typing import Any
 from metnos.errors import MetnosError
 from metnos.store.lmdb import LMDBApplicationRecorder
 from metnos.workspace import Workspace
+from projections.base import fields_of
 
 Progress = Callable[[str, int, int], None]
 
@@ -86,31 +87,24 @@ def share_out(costs: dict[str, int], workers: int) -> list[list[str]]:
 def fold_from_log(log: Any, views: dict[str, Any], head: int, *, progress: Progress | None = None) -> None:
     """Fold the whole log into ``views`` (already reset) in one scan, and save each with its position."""
     passes = [view.begin() for view in views.values()]
-    # Each event goes straight to the handlers that read its topic; an event
+    # Each record goes straight to the handlers that read its topic; an event
     # no fold reads is never decoded.
     feeders: dict[str, list[Any]] = {}
     for p in passes:
         for topic, feed in p.feeders().items():
             feeders.setdefault(topic, []).append(feed)
-    batches = getattr(log.recorder, "scan_batches", None)
-    decode_rows = getattr(log.mapper, "decode_rows", None)
     label = "+".join(views)
     last = head
     try:
         with _collector_paused():
-            if batches is not None and decode_rows is not None:
-                for rows in batches(1, topics=frozenset(feeders)):
-                    for (nid, _oid, _version, topic, _state), event in zip(rows, decode_rows(rows), strict=True):
-                        for feed in feeders[topic]:
-                            feed(event, nid)
-                    last = rows[-1][0]
+            for batch in log.record_batches(1, fields=fields_of(p.fold for p in passes)):
+                for nid, topic, record in batch:
+                    for feed in feeders[topic]:
+                        feed(record, nid)
+                if batch:
+                    last = batch[-1][0]
                     if progress is not None:
                         progress(label, last, head)
-            else:
-                for nid, event in log.domain_events(1, topics=tuple(feeders)):
-                    for feed in feeders[event_topic(event)]:
-                        feed(event, nid)
-                    last = nid
     finally:
         for p in passes:
             close = getattr(p, "close", None)
@@ -232,8 +226,3 @@ def _last_line(stderr: bytes) -> str:
     lines = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
     return lines[-1] if lines else "no message"
 
-
-def event_topic(event: Any) -> str:
-    from eventsourcing.utils import get_topic
-
-    return get_topic(type(event))

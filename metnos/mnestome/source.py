@@ -26,8 +26,8 @@ def mnestome_state(source: Any) -> dict[str, Any]:
         return view.catch_up(source.log)
     fold = MnestomeFold()
     state = fold.initial()
-    for nid, event in source.domain_events(1, topics=fold.topics):
-        fold.apply(state, event, nid)
+    for nid, topic, record in source.records(1, topics=fold.topics):
+        fold.apply_record(state, topic, record, nid)
     return state
 
 
