@@ -90,7 +90,7 @@ class EventLog(Application[UUID]):
         batches = getattr(self.recorder, "scan_batches", None)
         if batches is not None and decode_records is not None:
             loaders = self.mapper.record_loaders(fields) if fields else None
-            for rows in batches(start, topics=wanted or None):
+            for rows in batches(start, topics=wanted or None, ids_as_text=True):
                 yield decode_records(rows, loaders)
             return
         to_domain = self.mapper.to_domain_event

@@ -18,7 +18,7 @@ from projections.daily import Lines, LinesFold
 class TurnIndexFold(Fold):
     name = "turns"
     version = 1
-    cost = 2
+    cost = 3
 
     def initial(self) -> dict[str, Any]:
         return {"turns": {}, "order": []}
@@ -77,7 +77,7 @@ class TurnLinesFold(LinesFold):
 
     name = "turn_lines"
     version = 1
-    cost = 3
+    cost = 4
 
     def initial(self) -> dict[str, Any]:
         return {"open": {}}

@@ -74,14 +74,21 @@ def default_workers(log: Any, head: int) -> int:
 
 
 def share_out(costs: dict[str, int], workers: int) -> list[list[str]]:
-    """The folds in at most ``workers`` groups of even cost: costliest first, each to the lightest group."""
+    """The folds in at most ``workers`` groups of even cost, heaviest group first.
+
+    Costliest fold first, each to the lightest group. The calling process
+    takes the first group: a worker starts half a second late.
+    """
     groups: list[list[str]] = [[] for _ in range(max(1, min(workers, len(costs))))]
     loads = [0] * len(groups)
     for name in sorted(costs, key=lambda n: (-costs[n], n)):
-        lightest = loads.index(min(loads))
+        # Of equally light groups, the one with fewer folds: folds that cost
+        # next to nothing still spread out.
+        lightest = min(range(len(groups)), key=lambda i: (loads[i], len(groups[i])))
         groups[lightest].append(name)
         loads[lightest] += costs[name]
-    return [sorted(g) for g in groups if g]
+    shares = sorted(zip(loads, groups, strict=True), key=lambda share: (-share[0], sorted(share[1])))
+    return [sorted(group) for _, group in shares if group]
 
 
 def fold_from_log(log: Any, views: dict[str, Any], head: int, *, progress: Progress | None = None) -> None:

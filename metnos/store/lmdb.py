@@ -217,11 +217,14 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         for rows in self.scan_batches(start, batch, topics):
             yield from rows
 
-    def scan_batches(self, start: int = 1, batch: int = 5000, topics: frozenset[str] | None = None) -> Iterator[list[tuple[int, UUID | str, int, str, bytes]]]:
+    def scan_batches(
+        self, start: int = 1, batch: int = 5000, topics: frozenset[str] | None = None, *, ids_as_text: bool = False
+    ) -> Iterator[list[tuple[int, UUID | str, int, str, bytes]]]:
         """The records of ``scan``, a list at a time: rebuilds and audits loop over lists, not a generator.
 
         With ``topics``, only records of those topics are returned (the others
-        are skipped before their ids and states are read). Reads ``batch``
+        are skipped before their ids and states are read); with ``ids_as_text``,
+        originator ids are text, as records want them. Reads ``batch``
         records a transaction, each short, so a long scan never pins old pages;
         a list may be empty when none of its records matched.
         """
@@ -232,7 +235,7 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
             rows: list = []
             with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
                 if cursor.set_range(id_bytes(position)):
-                    rows, last = scan_rows(table, cursor, batch, topics)
+                    rows, last = scan_rows(table, cursor, batch, topics, ids_as_text=ids_as_text)
             if rows:
                 yield rows
             if last is None:

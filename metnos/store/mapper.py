@@ -109,21 +109,26 @@ class FastMapper(Mapper):
 
         def decode_records(rows: Iterable[tuple[int, Any, int, str, bytes]], loaders: Loaders | None = None) -> list[tuple[int, str, Record]]:
             get_loader = (loaders or {}).get
+            # topic -> its loader, once its class is known to need no upcasting.
+            ready: dict[str, Callable[[bytes], dict[str, Any]]] = {}
             records: list[tuple[int, str, Record]] = []
             append = records.append
             last_id: Any = None
             last_key = ""
             for nid, originator_id, originator_version, topic, data in rows:
-                found = classes.get(topic)
-                if found is None or found[1] > 1:
-                    append((nid, topic, slow(topic, originator_id, originator_version, data)))
-                    continue
+                load = ready.get(topic)
+                if load is None:
+                    found = classes.get(topic)
+                    if found is None or found[1] > 1:
+                        append((nid, topic, slow(topic, originator_id, originator_version, data)))
+                        continue
+                    load = ready[topic] = get_loader(topic, loads)
                 try:
                     payload = data if decompress is None else data[1:] if data[0] == 0 else decompress(data)
                     if payload[0] == 32:  # the transcoder's mark for tagged values: all of it, unwrapped
                         record = unwrap(loads(payload))
                     else:
-                        record = get_loader(topic, loads)(payload)
+                        record = load(payload)
                     # No stored stamp (a stock mapper's event) is the slow path's to read.
                     record["timestamp"] = record.pop(_TS)
                 except Exception:  # noqa: BLE001 - the slow path reports it properly

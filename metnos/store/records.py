@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from functools import lru_cache
 from itertools import islice
+from typing import Any
 from uuid import UUID, SafeUUID
 
 from eventsourcing.persistence import Notification, StoredEvent
@@ -103,21 +104,25 @@ def decode_parts(table: str, key: bytes, value: bytes) -> tuple[UUID | str, int,
 
 
 def scan_rows(
-    table: str, cursor: object, limit: int, wanted: frozenset[str] | None = None
+    table: str, cursor: object, limit: int, wanted: frozenset[str] | None = None, *, ids_as_text: bool = False
 ) -> tuple[list[tuple[int, UUID | str, int, str, bytes]], int | None]:
     """Up to ``limit`` records from where ``cursor`` stands: the hot loop of rebuilds.
 
     Returns the rows (only those whose topic is in ``wanted``, when given) and
-    the id of the last record read, or None when the cursor ran out. The
-    header is parsed inline and well-formed records skip the checks of
-    ``_decode``; anything odd goes through it to get its precise error.
+    the id of the last record read, or None when the cursor ran out. With
+    ``ids_as_text``, originator ids are given as text (what folds key on)
+    instead of ``UUID`` objects. The header is parsed inline and well-formed
+    records skip the checks of ``_decode``; anything odd goes through it to
+    get its precise error.
     """
     rows: list[tuple[int, UUID | str, int, str, bytes]] = []
     append = rows.append
     unpack_head = _HEAD.unpack_from
     from_bytes = int.from_bytes
+    decode_id = _originator_id_text if ids_as_text else _decode_originator_id
     head = _HEAD.size
-    topics: dict[bytes, str] = {}
+    # Raw topic -> topic, or None for a topic nobody asked for.
+    topics: dict[bytes, str | None] = {}
     # An aggregate's events sit side by side in a scan (a turn's dozen, one
     # commit), so the id decoded last is nearly always the next one too.
     last_raw_oid = b""
@@ -126,31 +131,48 @@ def scan_rows(
     key = b""
     for key, value in islice(cursor, limit):
         read += 1
-        if not value or value[0] != RECORD_FORMAT or len(value) < head:
-            row = (from_bytes(key, "big"), *_decode(table, key, value))
-            if wanted is None or row[3] in wanted:
-                append(row)
-        else:
-            _, oid_len, topic_len, version = unpack_head(value)
-            end_oid = head + oid_len
-            end_topic = end_oid + topic_len
-            raw_topic = value[end_oid:end_topic]
-            topic = topics.get(raw_topic)
-            if topic is None:
-                _oid, version, topic, _state = _decode(table, key, value)
-                topics[raw_topic] = topic
-            # An event nobody reads is never decoded further.
-            if wanted is None or topic in wanted:
-                raw_oid = value[head:end_oid]
-                if raw_oid != last_raw_oid:
-                    try:
-                        last_oid = _decode_originator_id(raw_oid)
-                    except ValueError as e:
-                        raise CorruptRecord(table, key, str(e)) from None
-                    last_raw_oid = raw_oid
-                append((from_bytes(key, "big"), last_oid, version, topic, value[end_topic:]))
+        try:
+            fmt, oid_len, topic_len, version = unpack_head(value)
+        except struct.error:
+            fmt = None
+        if fmt != RECORD_FORMAT:
+            _decode(table, key, value)  # raises, naming what is wrong
+        end_oid = head + oid_len
+        end_topic = end_oid + topic_len
+        raw_topic = value[end_oid:end_topic]
+        topic = topics.get(raw_topic, _UNSEEN)
+        if topic is None:
+            continue  # an event nobody reads is never decoded further
+        if topic is _UNSEEN:
+            # A topic's first record goes through every check of the header.
+            topic = _decode(table, key, value)[2]
+            if wanted is not None and topic not in wanted:
+                topics[raw_topic] = None
+                continue
+            topics[raw_topic] = topic
+        raw_oid = value[head:end_oid]
+        if raw_oid != last_raw_oid:
+            try:
+                last_oid = decode_id(raw_oid)
+            except ValueError as e:
+                raise CorruptRecord(table, key, str(e)) from None
+            last_raw_oid = raw_oid
+        append((from_bytes(key, "big"), last_oid, version, topic, value[end_topic:]))
     # A full batch may have more behind it; a short one means the cursor ran out.
     return rows, (from_bytes(key, "big") if read == limit else None)
+
+
+_UNSEEN: Any = object()
+
+
+@lru_cache(maxsize=4096)
+def _originator_id_text(raw: bytes) -> str:
+    """``str(_decode_originator_id(raw))`` straight from the bytes."""
+    tag, body = raw[:1], raw[1:]
+    if tag == _UUID_TAG and len(body) == 16:
+        h = body.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return str(_decode_originator_id(raw))
 
 
 def peek_topic(table: str, key: bytes, value: bytes) -> str:

@@ -178,3 +178,11 @@ def test_a_record_decoded_for_some_fields_is_the_full_record_cut_to_them(value, 
             tagged = mapper.compressor.decompress(row[4]).startswith(b" ")
             assert (nid2, topic2) == (nid, topic)
             assert part == (whole if tagged else {k: v for k, v in whole.items() if k in fields})
+
+
+@given(st.one_of(st.uuids(), st.text(max_size=40)))
+def test_an_id_read_as_text_is_the_text_of_the_id_read(originator_id) -> None:
+    from metnos.store.records import _decode_originator_id, _encode_originator_id, _originator_id_text
+
+    raw = _encode_originator_id(originator_id)
+    assert _originator_id_text(raw) == str(_decode_originator_id(raw)) == str(originator_id)
