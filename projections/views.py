@@ -1,22 +1,18 @@
 """Every read model of a workspace, opened by name.
 
 The runtime and a rebuild worker in another process open the same views the
-same way: the fold, where its state lives, and where its lines go.
+same way: the fold, where its state lives, and where its lines go. A view's
+module is imported when the view is opened: a rebuild worker that folds a
+few views starts without the others' event classes.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from metnos.workspace import Workspace
-from projections.audit import AuditLines
-from projections.base import MaterialisedView
-from projections.catalog import CatalogueFold
-from projections.daily import DailyLines
-from projections.mnestome import MnestomeFold
-from projections.schedules import SchedulesFold
 from projections.store import ViewStore
-from projections.turns import TurnIndexFold, TurnLinesFold
 
 VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules")
 
@@ -27,12 +23,24 @@ def open_stores(workspace: Workspace, names: tuple[str, ...] = VIEW_NAMES) -> di
 
 def open_views(workspace: Workspace, stores: dict[str, ViewStore]) -> dict[str, Any]:
     """name -> view (a ``MaterialisedView`` or ``DailyLines``) over the given stores."""
-    makers = {
-        "catalogue": lambda store: MaterialisedView(CatalogueFold(), store),
-        "turns": lambda store: MaterialisedView(TurnIndexFold(), store),
-        "schedules": lambda store: MaterialisedView(SchedulesFold(), store),
-        "mnestome": lambda store: MaterialisedView(MnestomeFold(), store),
-        "audit": lambda store: AuditLines(workspace.audit_dir, store),
-        "turn_lines": lambda store: DailyLines(workspace.data_dir / "turns", store, TurnLinesFold()),
-    }
-    return {name: makers[name](store) for name, store in stores.items()}
+    return {name: _open(name, workspace, store) for name, store in stores.items()}
+
+
+def _open(name: str, workspace: Workspace, store: ViewStore) -> Any:
+    from projections.base import MaterialisedView
+    from projections.daily import DailyLines
+
+    if name == "audit":
+        return import_module("projections.audit").AuditLines(workspace.audit_dir, store)
+    if name == "turn_lines":
+        return DailyLines(workspace.data_dir / "turns", store, import_module("projections.turns").TurnLinesFold())
+    module, fold = _FOLDS[name]
+    return MaterialisedView(getattr(import_module(module), fold)(), store)
+
+
+_FOLDS = {
+    "catalogue": ("projections.catalog", "CatalogueFold"),
+    "turns": ("projections.turns", "TurnIndexFold"),
+    "schedules": ("projections.schedules", "SchedulesFold"),
+    "mnestome": ("projections.mnestome", "MnestomeFold"),
+}
