@@ -101,17 +101,12 @@ def fold_from_log(log: Any, views: dict[str, Any], head: int, *, progress: Progr
         for topic, feed in p.feeders().items():
             feeders.setdefault(topic, []).append(feed)
     label = "+".join(views)
-    last = head
     try:
         with _collector_paused():
-            for batch in log.record_batches(1, fields=fields_of(p.fold for p in passes)):
-                for nid, topic, record in batch:
-                    for feed in feeders[topic]:
-                        feed(record, nid)
-                if batch:
-                    last = batch[-1][0]
-                    if progress is not None:
-                        progress(label, last, head)
+            last = log.feed(
+                feeders, fields=fields_of(p.fold for p in passes),
+                progress=None if progress is None else lambda position: progress(label, position, head),
+            )
     finally:
         for p in passes:
             close = getattr(p, "close", None)
@@ -119,7 +114,7 @@ def fold_from_log(log: Any, views: dict[str, Any], head: int, *, progress: Progr
                 close()
     # Events that landed during the scan were folded too: the views stand past them.
     for p in passes:
-        p.finish(max(head, last))
+        p.finish(max(head, last or 0))
     if progress is not None:
         progress(label, head, head)
 

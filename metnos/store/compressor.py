@@ -13,6 +13,7 @@ import zstandard
 from eventsourcing.persistence import Compressor
 
 _RAW = b"\x00"
+RAW_MARK = _RAW[0]
 _ZSTD = b"\x01"
 THRESHOLD = 512
 LEVEL = 3

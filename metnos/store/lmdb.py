@@ -242,6 +242,12 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
                 return
             position = last + 1
 
+    def feed_records(self, mapper: Any, feeds: Any, loaders: Any = None, start: int = 1, *, progress: Any = None) -> int | None:
+        """Records of the feeds' topics straight to them: the rebuild's loop (metnos/store/record_feed.py)."""
+        from metnos.store.record_feed import feed_records
+
+        return feed_records(self, mapper, feeds, loaders, start, progress=progress)
+
     def max_notification_id(self) -> int | None:
         with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
             return id_from_bytes(cursor.key()) if cursor.last() else None

@@ -18,11 +18,17 @@ import orjson
 from eventsourcing.persistence import Mapper, MapperDeserialisationError, StoredEvent, find_id_convertor, pass_through_convertor
 from eventsourcing.utils import get_topic, resolve_topic
 
-from metnos.store.compressor import ZstdCompressor
+from metnos.store.compressor import RAW_MARK, ZstdCompressor
 from metnos.store.event_record import Record, record_of
-from metnos.store.transcoder import OrjsonTranscoder
+from metnos.store.transcoder import TAGGED, OrjsonTranscoder
 
 _TS = "__ts__"
+# A stored state that starts with this byte is the JSON after it, as the
+# compressor stored it raw; JSON that starts with the transcoder's mark holds
+# tagged values. The rebuild's hot loop reads the first kind itself.
+PLAIN_MARK = RAW_MARK
+TAGGED_MARK = TAGGED[0]
+STAMP = _TS
 
 # topic -> the function turning its stored JSON into a record's fields
 Loaders = dict[str, Callable[[bytes], dict[str, Any]]]
@@ -101,7 +107,7 @@ class FastMapper(Mapper):
         A record is the stored JSON as it is: the timestamp stays the text it
         was stored as, the id becomes text once per run of one aggregate's events.
         """
-        classes = self._classes
+        class_of = self._class_of
         loads = orjson.loads
         unwrap = self.transcoder.unwrap
         decompress = self.compressor.decompress if self.compressor is not None else None
@@ -118,8 +124,7 @@ class FastMapper(Mapper):
             for nid, originator_id, originator_version, topic, data in rows:
                 load = ready.get(topic)
                 if load is None:
-                    found = classes.get(topic)
-                    if found is None or found[1] > 1:
+                    if class_of(topic)[1] > 1:
                         append((nid, topic, slow(topic, originator_id, originator_version, data)))
                         continue
                     load = ready[topic] = get_loader(topic, loads)
@@ -203,6 +208,19 @@ class FastMapper(Mapper):
             loaders[topic] = loader
         return loaders
 
+    def plain_loader(self, topic: str, loaders: Loaders | None = None) -> Callable[[bytes], dict[str, Any]] | None:
+        """For a stored state that is plain JSON (stored raw, ``PLAIN_MARK`` first, no
+        tagged values): the function giving its fields from the bytes after the mark.
+
+        None when this topic's states need more than that (another codec, an
+        upcast): ``decode_records`` then reads them.
+        """
+        if not self._own_codecs or self.compressor is None:
+            return None
+        if self._class_of(topic)[1] > 1:
+            return None
+        return (loaders or {}).get(topic, orjson.loads)
+
     def decode_records(self, rows: Iterable[tuple[int, Any, int, str, bytes]], loaders: Loaders | None = None) -> list[tuple[int, str, Record]]:
         """``(id, topic, record)`` for scan rows, in order: what folds read (metnos/store/event_record.py).
 
@@ -214,12 +232,16 @@ class FastMapper(Mapper):
     def _record(self, topic: str, originator_id: Any, originator_version: int, data: bytes) -> Record:
         return record_of(self._decode(topic, originator_id, originator_version, data))
 
-    def _decode(self, topic: str, originator_id: Any, originator_version: int, data: bytes) -> Any:
+    def _class_of(self, topic: str) -> tuple[type, int, dict[type, Any]]:
+        """(class, its class version, id convertors by id type) for a topic, resolved once."""
         found = self._classes.get(topic)
         if found is None:
             cls = resolve_topic(topic)
             found = self._classes[topic] = (cls, getattr(cls, "class_version", 1), {})
-        cls, class_version, convertors = found
+        return found
+
+    def _decode(self, topic: str, originator_id: Any, originator_version: int, data: bytes) -> Any:
+        cls, class_version, convertors = self._class_of(topic)
         try:
             if self._own_codecs:
                 compressor = self.compressor
