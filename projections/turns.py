@@ -18,7 +18,7 @@ from projections.daily import Lines, LinesFold
 class TurnIndexFold(Fold):
     name = "turns"
     version = 1
-    cost = 3
+    cost = 2
 
     def initial(self) -> dict[str, Any]:
         return {"turns": {}, "order": []}
