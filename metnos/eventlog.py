@@ -85,6 +85,8 @@ class EventLog(Application[UUID]):
         all) names the topics instead and lets a record hold only the fields
         wanted. A list may be empty when none of its stored events matched.
         """
+        if fields is not None and not fields:
+            return  # no topic wanted, not every topic
         wanted = frozenset(fields) if fields is not None else frozenset(topics)
         decode_records = getattr(self.mapper, "decode_records", None)
         batches = getattr(self.recorder, "scan_batches", None)

@@ -171,3 +171,26 @@ def test_a_state_that_is_not_json_is_the_mapper_error_naming_the_event(recorder)
     with pytest.raises(MapperDeserialisationError, match=str(UUID(int=5))):
         fed(recorder, fast(), FIELDS[1])
     assert encode_event(bad)  # the record itself is well-formed: only its state is not
+
+
+def test_no_topic_wanted_reads_nothing_and_every_path_agrees(tmp_path, monkeypatch) -> None:
+    from metnos.eventlog import EventLog
+    from metnos.workspace import Workspace
+
+    log = EventLog(Workspace(data_dir=tmp_path / "data", config_dir=tmp_path / "config"), env={"LMDB_SYNC": "no"})
+    try:
+        ledger = Ledger._create(Ledger.Opened, id=UUID(int=1), owner="ann", timestamp=AT)
+        ledger.trigger_event(Ledger.Noted, text="t", extra=None, timestamp=AT)
+        log.save(ledger)
+        assert list(log.record_batches(fields={})) == []
+        got: list[Any] = []
+        assert log.feed({}, fields={}) is None
+        assert log.feed({NOTED: [lambda r, n: got.append((n, r["text"]))]}, fields={NOTED: frozenset({"text"})}) == 2
+        assert got == [(2, "t")]
+        # Without the one-loop feed (another recorder), the same through record_batches.
+        monkeypatch.setattr(type(log.recorder), "feed_records", None, raising=False)
+        again: list[Any] = []
+        assert log.feed({NOTED: [lambda r, n: again.append((n, r["text"]))]}, fields={NOTED: frozenset({"text"})}) == 2
+        assert again == got
+    finally:
+        log.close()
