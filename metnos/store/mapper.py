@@ -102,7 +102,7 @@ class FastMapper(Mapper):
         return decode_rows
 
     def _fast_records_decoder(self) -> Any:
-        """``decode_records`` with everything it touches bound once: the hot loop of rebuilds.
+        """``decode_records`` with everything it touches bound once: the hot loop of catch-ups.
 
         A record is the stored JSON as it is: the timestamp stays the text it
         was stored as, the id becomes text once per run of one aggregate's events.

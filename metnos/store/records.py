@@ -106,7 +106,7 @@ def decode_parts(table: str, key: bytes, value: bytes) -> tuple[UUID | str, int,
 def scan_rows(
     table: str, cursor: object, limit: int, wanted: frozenset[str] | None = None, *, ids_as_text: bool = False
 ) -> tuple[list[tuple[int, UUID | str, int, str, bytes]], int | None]:
-    """Up to ``limit`` records from where ``cursor`` stands: the hot loop of rebuilds.
+    """Up to ``limit`` records from where ``cursor`` stands: the hot loop of scans and catch-ups.
 
     Returns the rows (only those whose topic is in ``wanted``, when given) and
     the id of the last record read, or None when the cursor ran out. With
