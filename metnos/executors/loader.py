@@ -90,6 +90,8 @@ class LoadReport:
     issues: list[NameIssue] = field(default_factory=list)
     # name -> the version CURRENT designates, only when it loaded cleanly.
     defaults: dict[str, LoadedExecutor] = field(default_factory=dict)
+    # (name, version, why the first run failed) for births that passed on their second run.
+    birth_retries: list[tuple[str, str, str]] = field(default_factory=list)
 
     def get(self, name: str, version: str | None = None) -> LoadedExecutor | None:
         if version is None:
@@ -247,6 +249,14 @@ def _run_births(report: LoadReport, candidates: list[LoadedExecutor], *, now: st
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(one, candidates))
     for e, res in zip(candidates, results):
+        if not res.ok:
+            # Quarantine sticks until a person lifts it, so one failed run of
+            # tests that ran alongside a dozen others (a slow machine, a spawn
+            # that hiccuped) gets a second, alone; a real failure fails again.
+            first = res.failure or "no birth test ran"
+            res = one(e)
+            if res.ok:
+                report.birth_retries.append((e.name, e.version, first))
         if res.ok:
             report.loaded.append(e)
         else:

@@ -3,7 +3,7 @@ import json
 import pytest
 from nacl.signing import SigningKey
 
-from metnos.executors.birth import spawn_subprocess
+from metnos.executors.birth import SpawnResult, spawn_subprocess
 from metnos.executors.install import install_executor
 from metnos.executors.loader import load_executors
 from metnos.executors.signing import REQUIRED_FILES, write_signature
@@ -222,3 +222,28 @@ def test_birth_goes_through_the_spawn_hook(ws, key, tmp_path):
     assert req.executor_dir.name == "1.0.0" and req.profile.fs_read == ("~/notes",)
     assert "-I" in req.argv and "-S" in req.argv
     assert json.loads(req.stdin)["ctx"]["now"] == "2026-05-06T16:45:23+02:00"
+
+
+def test_a_birth_that_fails_once_runs_again_alone_and_only_a_second_failure_quarantines(ws, key, tmp_path):
+    _install(ws, key, tmp_path)
+    runs = []
+
+    def flaky(req):
+        runs.append(req)
+        if len(runs) == 1:
+            return SpawnResult(-9, b"", b"", timed_out=True)
+        return spawn_subprocess(req)
+
+    r = _load(ws, key, birth=True, spawn=flaky)
+    assert r.get("get_word") is not None and len(runs) == 2
+    ((name, version, first),) = r.birth_retries
+    assert (name, version) == ("get_word", "1.0.0") and first.startswith("birth tests did not finish within")
+
+    always = []
+
+    def broken(req):
+        always.append(req)
+        return SpawnResult(3, b"", b"boom\n")
+
+    q = _only_quarantine(_load(ws, key, birth=True, spawn=broken))
+    assert len(always) == 2 and q.check == "birth" and "exit 3" in q.detail
