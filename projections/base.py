@@ -183,7 +183,6 @@ class FoldPass:
         self.state = state
         self.last = last
         self.seen = last
-        self.topics = frozenset(view.fold.topics)
 
     def feed(self, nid: int, topic: str, record: Record) -> None:
         self.view.fold.apply_record(self.state, topic, record, nid)

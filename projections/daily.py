@@ -100,7 +100,6 @@ class LinesPass:
         self.state = state
         self.last = last
         self.written = 0
-        self.topics = frozenset(owner.fold.topics)
         self._handles: dict[str, Any] = {}
 
     def feed(self, nid: int, topic: str, record: Record) -> None:
