@@ -101,6 +101,15 @@ def _with_resolved_paths(args: Mapping[str, Any], checked: Mapping[str, Any]) ->
     return out
 
 
+def _exit_message(code: int, stderr_tail: str, sandboxed: bool) -> str:
+    """Why the process ended, in words: its last stderr line names the cause
+    (a bwrap that could not build the sandbox, a Python traceback's last line)."""
+    last = next((ln.strip() for ln in reversed(stderr_tail.splitlines()) if ln.strip()), "")
+    if sandboxed and last.startswith("bwrap:"):
+        return f"the sandbox could not start: {last[:300]}"
+    return f"exit code {code}: {last[:300]}" if last else f"exit code {code}"
+
+
 def _signal_of(code: int, sandboxed: bool) -> int | None:
     if code < 0:
         return -code
@@ -154,7 +163,7 @@ def invoke(
     if sig == signal.SIGXCPU:
         return _fail(FailureKind.TIMEOUT, t0, {"clock": "cpu", "limit_s": profile.max_cpu_s or profile.max_duration_s}, **common)
     if code != 0:
-        err = _host_error(c.stderr_tail) or {"type": "Exited", "message": f"exit code {code}"}
+        err = _host_error(c.stderr_tail) or {"type": "Exited", "message": _exit_message(code, tail, plan.active)}
         if sig is not None:
             err["signal"] = signal.Signals(sig).name if sig in signal.valid_signals() else sig
         return _fail(FailureKind.CRASH, t0, err, **common)

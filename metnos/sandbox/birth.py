@@ -35,6 +35,7 @@ from metnos.invocation.pump import run_contained
 from metnos.invocation.runner import host_config
 from metnos.sandbox.bwrap import INSIDE_DIR, SandboxPlan, plan_for, probe, python_runtime, sandbox_disabled, wrap_plan
 from metnos.sandbox.forbidden import user_forbidden
+from metnos.sandbox.hints import home_of
 from metnos.sandbox.profile import SandboxProfile
 from metnos.workspace import Workspace
 
@@ -48,9 +49,24 @@ _MIN_REPORT_BYTES = 16 * 1024 * 1024
 _MAX_REPORT_BYTES = 256 * 1024 * 1024
 
 
-def birth_world(scratch: Path, env: Mapping[str, str]) -> tuple[Workspace, dict[str, str]]:
-    """The workspace and environment a birth test plans against."""
-    ws = Workspace(data_dir=scratch, config_dir=scratch / ".config" / "metnos")
+def birth_world(scratch: Path, env: Mapping[str, str], real: Workspace | None = None) -> tuple[Workspace, dict[str, str]]:
+    """The workspace and environment a birth test plans against.
+
+    The scratch dir is the home and ``$WORKSPACE``; Metnos's own folders are
+    laid out in it as they are in the user's real layout (the config dir at
+    the same place relative to the home, the log and keys inside) and created,
+    so the birth's sandbox masks the same nesting an invocation's does: a
+    layout the sandbox cannot build fails the birth, not every later call.
+    """
+    config = scratch / ".config" / "metnos"
+    if real is not None:
+        real_home = Path(os.path.realpath(home_of(env)))
+        real_config = Path(os.path.realpath(real.config_dir))
+        if real_config.is_relative_to(real_home) and real_config != real_home:
+            config = scratch / real_config.relative_to(real_home)
+    ws = Workspace(data_dir=scratch, config_dir=config)
+    for d in (*ws.forbidden_paths(), ws.executors_dir, ws.blobs_dir, ws.runtime_dir):
+        d.mkdir(parents=True, exist_ok=True)
     world_env = {"HOME": str(scratch)}
     if "TZ" in env:
         world_env["TZ"] = env["TZ"]
@@ -70,7 +86,7 @@ def birth_plan(req: SpawnRequest, *, workspace: Workspace, env: Mapping[str, str
         "fs_write": (*profile.fs_write, str(scratch)),
         "max_cpu_s": max(req.timeout_s, profile.max_cpu_s or 0),
     })
-    world, world_env = birth_world(scratch, env)
+    world, world_env = birth_world(scratch, env, workspace)
     plan = plan_for(req.executor_dir, profile, workspace=world, env=world_env,
                     also_forbid=user_forbidden(workspace, env), private_network=True,
                     extra_files={BIRTH_HOST: req.host_script})

@@ -192,6 +192,29 @@ def _tcp_ports(hosts: Sequence[str]) -> list[int] | None:
     return sorted(ports)
 
 
+def mask_args(forbidden: Iterable[Path], *, bound: Sequence[Path]) -> list[str]:
+    """bwrap flags hiding every forbidden path that a bind would show.
+
+    A path inside a folder already masked is hidden with it and gets no mask
+    of its own: its mount point would have to be created inside the mask's
+    read-only tmpfs, which bwrap cannot do (the default layout nests
+    ~/.config/metnos/keys in ~/.config/metnos, itself inside a grant of ~).
+    """
+    out: list[str] = []
+    masked: list[Path] = []
+    for f in sorted(set(forbidden), key=lambda p: (len(p.parts), str(p))):
+        if is_inside(f, masked) is not None or is_inside(f, list(bound)) is None:
+            continue
+        if os.path.islink(f) or not os.path.exists(f):
+            continue
+        if os.path.isdir(f):
+            out += ["--perms", "0000", "--tmpfs", str(f), "--remount-ro", str(f)]
+            masked.append(f)
+        else:
+            out += ["--ro-bind", "/dev/null", str(f)]
+    return out
+
+
 def plan_for(
     code_dir: Path,
     profile: SandboxProfile,
@@ -282,15 +305,13 @@ def plan_for(
         if os.path.exists(g.real):
             a += ["--bind" if g.write else "--ro-bind", str(g.real), str(g.real)]
         rules.append((str(g.real), _landlock.WRITE if g.write else _landlock.READ))
+    # A write grant over the interpreter's own trees (a pyenv under ~) must
+    # not let an executor rewrite the Python that Metnos itself runs on.
+    for t in trees:
+        if any(g.write and Path(t).is_relative_to(g.real) for g in scope.grants):
+            a += ["--ro-bind", t, t]
     # Masks last: no later bind can uncover them.
-    bound = [g.real for g in scope.grants] + [Path(t) for t in trees]
-    for f in sorted(set(scope.forbidden), key=lambda p: len(p.parts)):
-        if is_inside(f, bound) is None or os.path.islink(f) or not os.path.exists(f):
-            continue
-        if os.path.isdir(f):
-            a += ["--perms", "0000", "--tmpfs", str(f), "--remount-ro", str(f)]
-        else:
-            a += ["--ro-bind", "/dev/null", str(f)]
+    a += mask_args(scope.forbidden, bound=[g.real for g in scope.grants] + [Path(t) for t in trees])
     a += ["--chdir", "/tmp"]
 
     seccomp_ok, _ = _seccomp.available()
