@@ -63,6 +63,20 @@ class Schedule(MetnosAggregate):
         owner: str
         since: str
 
+    class ScheduleApproved(DomainEvent):
+        """The user's approval of what each firing may do: the target and
+        its argument template, by digest. A firing whose target or
+        arguments hash differently runs nothing."""
+
+        template: str
+        executors: list
+        by: str
+        turn_id: str | None
+        reason: str
+
+        def apply(self, s: Schedule) -> None:
+            s.approval = {"template": self.template, "executors": list(self.executors), "by": self.by, "turn_id": self.turn_id}
+
     class SchedulePaused(DomainEvent):
         by: str
 
@@ -167,6 +181,7 @@ class Schedule(MetnosAggregate):
         self.fired = 0
         self.consecutive_failures = 0
         self.open: dict[str, Any] | None = None
+        self.approval: dict[str, Any] | None = None
 
     @classmethod
     def create(cls, *, id: Any, at: Any, since: str, **fields: Any) -> Schedule:  # noqa: A002
@@ -176,6 +191,12 @@ class Schedule(MetnosAggregate):
     @property
     def closed(self) -> bool:
         return self.status in (COMPLETED, CANCELLED)
+
+    def approve(self, *, template: str, executors: list, by: str, turn_id: str | None, reason: str, at: Any) -> None:
+        if self.closed:
+            raise ScheduleError(f"the schedule is {self.status}; there is nothing to approve")
+        self.trigger_event(self.ScheduleApproved, template=template, executors=list(executors), by=by,
+                           turn_id=turn_id, reason=reason, timestamp=at)
 
     def pause(self, *, by: str, at: Any) -> None:
         if self.status != ACTIVE:

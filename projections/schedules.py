@@ -22,7 +22,7 @@ from projections.base import Fold, Handler
 
 class SchedulesFold(Fold):
     name = "schedules"
-    version = 1
+    version = 2
 
     def initial(self) -> dict[str, Any]:
         return {"schedules": {}, "index": []}
@@ -30,6 +30,7 @@ class SchedulesFold(Fold):
     def handlers(self) -> dict[type, Handler]:
         return {
             Schedule.ScheduleCreated: _created,
+            Schedule.ScheduleApproved: _changes(_approved),
             Schedule.SchedulePaused: _changes(_paused),
             Schedule.ScheduleResumed: _changes(_resumed),
             Schedule.ScheduleModified: _changes(_modified),
@@ -50,7 +51,7 @@ def _created(state: dict[str, Any], e: Record, position: int) -> None:
         "max_consecutive_failures": e["max_consecutive_failures"], "grace_s": e["grace_s"],
         "status": PAUSED if e["paused"] else ACTIVE, "cursor": e["since"], "created": e["timestamp"],
         "fired": 0, "ok": 0, "failed": 0, "consecutive_failures": 0, "manual_runs": 0,
-        "open": None, "last": None, "closed_reason": None, "wake": None, "next_fire": None, "position": position,
+        "open": None, "approval": None, "last": None, "closed_reason": None, "wake": None, "next_fire": None, "position": position,
     }
     _reindex(state, s)
 
@@ -70,6 +71,10 @@ def _changes(change: Change) -> Handler:
         _reindex(state, s)
 
     return handle
+
+
+def _approved(s: dict[str, Any], e: Record) -> None:
+    s["approval"] = {"template": e["template"], "executors": e["executors"], "by": e["by"], "turn_id": e["turn_id"]}
 
 
 def _paused(s: dict[str, Any], e: Record) -> None:

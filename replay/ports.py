@@ -131,7 +131,7 @@ class RecordedPorts:
         return event.approved, event.by
 
 
-    def call_builtin(self, name: str, args: dict[str, Any], *, step: int) -> tuple[dict[str, Any], list[Any]]:
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         recorded = self._builtins.get(step)
         if recorded is None or recorded.name != name:
             msg = f"step {step} calls the builtin {name}, which the recorded turn did not call there"

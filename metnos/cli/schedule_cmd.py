@@ -76,6 +76,9 @@ def run_add(args: argparse.Namespace) -> int:
             target=target, args=call_args, cron=args.cron, timezone=args.timezone, count=args.count, expiry=args.expiry,
             on_failure=args.on_failure, max_consecutive_failures=args.max_failures or None, channel=args.channel,
             grace_s=DEFAULT_GRACE_S if args.grace is None else args.grace, label=args.label, paused=args.paused,
+            # The user typed the command: that is the approval a schedule
+            # with side effects needs, recorded as such.
+            approved_by="user:cli",
         )
     print(orjson.dumps(out).decode())
     return 0

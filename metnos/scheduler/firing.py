@@ -8,6 +8,11 @@ runs its steps in order, piping with ``from_step`` / ``{{stepN.field}}``
 as in a turn, and stops at the first failure. A callback is runtime code
 looked up by key; an exception in it is a failed attempt, never a crashed
 tick.
+
+Every firing passes the same gate as a turn's step: the schedule's approval
+must cover exactly the target and arguments about to run
+(metnos/scheduler/approval.py), and each invocation is judged by the vaglio
+with the approval standing in for the user's answer. A refusal runs nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from metnos.scheduler import approval as approvals
 from metnos.scheduler import callbacks
 from metnos.scheduler.callbacks import CallbackContext
 
@@ -42,6 +48,31 @@ class Attempt:
 
 def caller_of(schedule_id: str) -> dict[str, str]:
     return {"kind": "scheduler", "schedule_id": schedule_id}
+
+
+class _Refused(Exception):
+    def __init__(self, kind: str, message: str, verdict: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.error: dict[str, Any] = {"message": message, **({"verdict": verdict} if verdict else {})}
+
+
+def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved: bool) -> None:
+    """The vaglio on one call of a firing (guard and judge), as in a turn."""
+    import os
+
+    from metnos.turn.session import guard_policy
+    from metnos.turn.vaglio import ALLOW, vaglio
+
+    found = runtime.report.get(name)
+    if found is None:
+        return  # the invoker refuses an unknown executor with its own kind
+    contract = found.manifest.contract
+    verdict = vaglio(name, args, intent_text=intent, policy=guard_policy(runtime, os.environ),
+                     side_effects=contract.side_effects, idempotent=contract.idempotent, user_approved=approved)
+    if verdict.decision != ALLOW:
+        kind = approvals.NOT_APPROVED if verdict.blocked_by is None else approvals.VAGLIO_DENIED
+        raise _Refused(kind, f"the vaglio refuses {name}: {verdict.reason}", verdict.to_json())
 
 
 def _invoke(runtime: Any, name: str, args: dict[str, Any], schedule_id: str) -> tuple[Any, Any]:
@@ -68,15 +99,27 @@ def _ok(call: Any) -> bool:
     return _kind_of(call) == "ok"
 
 
-def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dict[str, Any], now: datetime) -> Attempt:
+def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dict[str, Any], now: datetime,
+               *, approval: dict[str, Any] | None = None, intent: str = "") -> Attempt:
+    """One attempt; ``approval`` is the schedule's (ScheduleApproved), checked
+    against exactly ``target`` and ``args`` before anything runs."""
     kind = target["kind"]
+    if kind != "callback":
+        refused = approvals.refusal(runtime.report, approval, target, args)
+        if refused is not None:
+            return Attempt(False, approvals.NOT_APPROVED, error={"message": refused})
+    approved = approval is not None
     if kind == "executor":
+        try:
+            _judge(runtime, target["name"], args, intent, approved)
+        except _Refused as r:
+            return Attempt(False, r.kind, error=r.error)
         call, invocation = _invoke(runtime, target["name"], args, schedule_id)
         obs = call.observation()
         ok = _ok(call)
         return Attempt(ok, _kind_of(call), obs, None if ok else obs.get("error"), [invocation] if invocation else [])
     if kind == "chain":
-        return _run_chain(runtime, schedule_id, target["steps"], args)
+        return _run_chain(runtime, schedule_id, target["steps"], args, intent, approved)
     fn = callbacks.resolve(target["key"])
     if fn is None:
         return Attempt(False, "UnknownCallback", error={"message": f"no builtin job registered under {target['key']!r}; known: {', '.join(callbacks.keys())}"})
@@ -88,7 +131,7 @@ def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dic
     return Attempt(result.ok, result.kind, result.output, result.error, aggregates=list(result.aggregates))
 
 
-def _run_chain(runtime: Any, schedule_id: str, steps: list[dict[str, Any]], args: dict[str, Any]) -> Attempt:
+def _run_chain(runtime: Any, schedule_id: str, steps: list[dict[str, Any]], args: dict[str, Any], intent: str, approved: bool) -> Attempt:
     from metnos.turn.piping import PipingError, resolve_args
 
     observations: dict[int, Any] = {}
@@ -100,6 +143,10 @@ def _run_chain(runtime: Any, schedule_id: str, steps: list[dict[str, Any]], args
             resolved = resolve_args(step_args, observations, current_step=number).args
         except PipingError as e:
             return Attempt(False, "PipingError", obs, {"message": str(e), "step": number}, invocations)
+        try:
+            _judge(runtime, step["executor"], resolved, intent, approved)
+        except _Refused as r:
+            return Attempt(False, r.kind, obs, {**r.error, "step": number}, invocations)
         call, invocation = _invoke(runtime, step["executor"], resolved, schedule_id)
         if invocation is not None:
             invocations.append(invocation)

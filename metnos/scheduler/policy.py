@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from domain.schedule import MAX_ATTEMPTS
 
-PERMANENT = frozenset({"UnknownExecutor", "Quarantined", "PolicyViolation", "SchemaViolation", "UnknownCallback", "PipingError"})
+PERMANENT = frozenset({"UnknownExecutor", "Quarantined", "PolicyViolation", "SchemaViolation", "UnknownCallback", "PipingError",
+                       "NotApproved", "VaglioDenied"})
 INTERRUPTED = "Interrupted"
 
 

@@ -17,7 +17,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from domain.schedule import ACTIVE, PAUSED, Schedule, ScheduleError, builtin_schedule_id
 from metnos.errors import MetnosError
-from metnos.scheduler import callbacks
+from metnos.scheduler import approval, callbacks
 from metnos.scheduler.due import BadSchedule, check_cron, next_slot, parse, stamp, zone
 
 # Slots missed by up to this much are still fired (a daemon restart, a laptop lid).
@@ -40,10 +40,19 @@ class ScheduleService:
         channel: str = "outbox", count: int | None = None, expiry: str | None = None, on_failure: str = "notify",
         max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES, paused: bool = False,
         grace_s: int = DEFAULT_GRACE_S, label: str = "", owner: str = "user", schedule_id: UUID | None = None,
+        approved_by: str | None = None, turn_id: str | None = None,
     ) -> dict[str, Any]:
+        """A new schedule. One whose target has side effects needs
+        ``approved_by`` (who approved it: a turn's approval, the user at the
+        CLI); the approval is recorded with the creation, in one transaction."""
         now = self.clock()
         args = {} if args is None else args
         fields = self._checked(target=target, args=args, cron=cron, timezone=timezone, expiry=expiry, now=now, owner=owner)
+        acting = approval.side_effecting(self.runtime.report, target)
+        if acting and not approved_by:
+            raise SchedulerError(
+                f"a schedule that runs {', '.join(sorted(set(acting)))} (side effects) must be approved when it is "
+                "created; nothing was scheduled")
         sid = schedule_id or self.runtime.ids()
         try:
             schedule = Schedule.create(
@@ -52,11 +61,20 @@ class ScheduleService:
                 max_consecutive_failures=max_consecutive_failures, paused=paused, grace_s=grace_s,
                 label=label, owner=owner,
             )
+            if acting:
+                self._approve(schedule, acting, approved_by, turn_id, now)
         except ScheduleError as e:
             raise SchedulerError(str(e)) from None
         self.runtime.log.save(schedule)
         self.runtime.schedules.catch_up(self.runtime.log)
         return {"schedule_id": str(sid), "next_fire": self._next_fire(schedule)}
+
+    @staticmethod
+    def _approve(schedule: Schedule, acting: list[str], by: str | None, turn_id: str | None, at: datetime) -> None:
+        schedule.approve(
+            template=approval.template_of(schedule.target, schedule.args), executors=sorted(set(acting)), by=str(by),
+            turn_id=turn_id, reason=f"each firing runs {', '.join(sorted(set(acting)))}, which has side effects", at=at,
+        )
 
     def _checked(self, *, target: Any, args: Any, cron: str, timezone: str, expiry: str | None, now: datetime, owner: str) -> dict[str, Any]:
         try:
@@ -131,8 +149,14 @@ class ScheduleService:
     def cancel(self, ref: str, *, by: str = "user", reason: str = "cancelled by the user") -> dict[str, Any]:
         return self._command(ref, lambda s: s.cancel(reason=reason, by=by, at=self.clock()))
 
-    def modify(self, ref: str, changes: dict[str, Any], *, by: str = "user") -> dict[str, Any]:
+    def modify(self, ref: str, changes: dict[str, Any], *, by: str = "user", approved_by: str | None = None) -> dict[str, Any]:
+        """Changing the arguments of a schedule with side effects needs a new
+        approval (``approved_by``); without one nothing changes."""
         schedule = self._load(ref)
+        acting = approval.side_effecting(self.runtime.report, schedule.target)
+        if acting and "args" in changes and changes["args"] != schedule.args and not approved_by:
+            raise SchedulerError(f"the arguments of a schedule that runs {', '.join(sorted(set(acting)))} "
+                                 "(side effects) change only with a new approval; nothing was changed")
         now = self.clock()
         changes = dict(changes)
         if "cron" in changes or "timezone" in changes or "expiry" in changes or "args" in changes:
@@ -145,11 +169,20 @@ class ScheduleService:
                 changes["cron"] = fields["cron"]
             if "expiry" in changes:
                 changes["expiry"] = fields["expiry"]
-        return self._command(ref, lambda s: s.modify(changes=changes, by=by, since=stamp(now), at=now))
+        def apply(s: Schedule) -> None:
+            s.modify(changes=changes, by=by, since=stamp(now), at=now)
+            if acting and "args" in changes:
+                self._approve(s, acting, approved_by, None, now)
+
+        return self._command(ref, apply)
 
     def run_now(self, ref: str) -> dict[str, Any]:
         from metnos.scheduler.tick import Scheduler
 
+        schedule = self._load(ref)
+        refused = approval.refusal(self.runtime.report, schedule.approval, schedule.target, schedule.args)
+        if refused is not None:
+            raise SchedulerError(f"run-now refused: {refused}")
         record = Scheduler(self.runtime, self.clock).run_now(self.find(ref))
         self.runtime.schedules.catch_up(self.runtime.log)
         return record

@@ -156,7 +156,8 @@ class Scheduler:
         while True:
             schedule.start_firing(slot=slot, attempt=attempt, recovery=recovery, manual=manual, at=self.clock())
             self.runtime.log.save(schedule)
-            result = firing.run_target(self.runtime, sid, schedule.target, schedule.args, self.clock())
+            result = firing.run_target(self.runtime, sid, schedule.target, schedule.args, self.clock(),
+                                       approval=schedule.approval, intent=schedule.label)
             record = self._finish(schedule, slot, attempt, result, manual=manual)
             if report is not None:
                 report.firings.append(record)

@@ -9,6 +9,7 @@ it names the step whose list to use and never types the list out itself.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +138,8 @@ class Builtin:
 
     entry: CatalogueEntry
     tool: ToolSpec
+    # The executor calls (name, args) the builtin sets up to run later.
+    targets: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]] = lambda args: []
 
 
 def builtin_tools() -> dict[str, Builtin]:
@@ -146,7 +149,8 @@ def builtin_tools() -> dict[str, Builtin]:
     for name, tool in sorted(TOOLS.items()):
         spec = ToolSpec(**tool.spec())
         found[name] = Builtin(CatalogueEntry(name=name, summary=tool.description, descriptions=(("en", tool.description),),
-                                             affinity=BUILTIN_AFFINITY.get(name, ()), side_effects=True, idempotent=False), spec)
+                                             affinity=BUILTIN_AFFINITY.get(name, ()), side_effects=tool.side_effects,
+                                             idempotent=tool.idempotent), spec, tool.targets)
     return found
 
 

@@ -14,6 +14,7 @@ Each refusal becomes an observation the model can correct. A step's events
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from metnos.turn.remediation import RemediationContext, plan_remediation
 from metnos.turn.scratchpad import InMemoryScratchpadStore, scratchpad_read, spill
 from metnos.turn.settings import TurnSettings
 from metnos.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state
-from metnos.turn.vaglio import ASK, DENY, GuardPolicy, vaglio
+from metnos.turn.vaglio import ALLOW, ASK, DENY, GuardPolicy, vaglio
 from metnos.turn.validation import validate_args
 
 
@@ -221,7 +222,12 @@ class TurnLoop:
             return observation, []
 
         if name in self.catalogue.builtins:
-            observation, others = self.ports.call_builtin(name, args, step=step)
+            builtin = self.catalogue.builtins[name]
+            approval, refused = self._gate(turn, state, request, step, name, args, side_effects=builtin.entry.side_effects,
+                                           idempotent=builtin.entry.idempotent, targets=builtin.targets(args))
+            if refused is not None:
+                return refused, []
+            observation, others = self.ports.call_builtin(name, args, step=step, approval=approval)
             self._record(turn, Turn.BuiltinCalled, step=step, name=name, observation=observation)
             ok = observation.get("ok") is not False
             self._record(turn, Turn.ObservationRecorded, step=step, ok=ok, observation=observation, spill={})
@@ -229,6 +235,9 @@ class TurnLoop:
             return observation, others
 
         if name == SCRATCHPAD_READ:
+            _, refused = self._gate(turn, state, request, step, name, args, side_effects=False, idempotent=True)
+            if refused is not None:
+                return refused, []
             observation = scratchpad_read(state.scratch, args)
             self._record(turn, Turn.ObservationRecorded, step=step, ok=observation.get("ok") is not False, observation=observation, spill={})
             state.guards = state.guards.record(step, name, args, executed=True, succeeded=observation.get("ok") is not False)
@@ -328,6 +337,41 @@ class TurnLoop:
         state.guards = state.guards.record(step, name, resolution.args, executed=True, succeeded=succeeded)
         return observation, result.aggregates
 
+    def _gate(
+        self, turn: Turn, state: _State, request: TurnRequest, step: int, name: str, args: dict[str, Any], *,
+        side_effects: bool, idempotent: bool, targets: list[tuple[str, dict[str, Any]]] | None = None,
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The vaglio and, where it asks, the user, for a call that is not an
+        executor's (a builtin, the scratchpad). A builtin that sets up executor
+        calls for later (a schedule) is judged with each of them, as a call
+        that repeats: one with side effects asks. Returns (the approval, when
+        the user gave one; the refusal observation, when there is one)."""
+        started = time.perf_counter()
+        verdict = vaglio(name, args, intent_text=request.text, policy=self.policy, threshold=self.settings.judge_threshold,
+                         side_effects=side_effects, idempotent=idempotent)
+        for target, target_args in targets or ():
+            te = self.catalogue.get(target)
+            if te is None:
+                continue  # the builtin refuses an unknown executor itself
+            judged = vaglio(target, target_args, intent_text=request.text, policy=self.policy,
+                            threshold=self.settings.judge_threshold, side_effects=te.entry.side_effects,
+                            idempotent=not te.entry.side_effects)
+            if _SEVERITY[judged.decision] > _SEVERITY[verdict.decision]:
+                verdict = dataclasses.replace(judged, executor=name, reason=f"{name} would run {target} again and again: {judged.reason}")
+        self._record(turn, Turn.StepJudged, step=step, verdict=verdict.to_json(), vaglio_ms=_ms(started))
+        if verdict.decision == DENY:
+            observation = {"ok": False, "error_class": "vaglio_denied", "error": verdict.reason}
+            return None, self._observe_refusal(turn, state, step, name, args, observation)[0]
+        if verdict.decision == ASK:
+            self._record(turn, Turn.ApprovalAsked, step=step, executor=name, reason=verdict.reason)
+            approved, by = self.ports.approve(step, name, args, verdict.reason)
+            self._record(turn, Turn.ApprovalAnswered, step=step, approved=bool(approved), by=by)
+            if not approved:
+                observation = {"ok": False, "error_class": "declined", "error": f"the user did not approve {name}; do not retry it"}
+                return None, self._observe_refusal(turn, state, step, name, args, observation)[0]
+            return {"by": by, "turn_id": str(turn.id), "step": step}, None
+        return None, None
+
     def _reject(self, turn: Turn, state: _State, step: int, name: str, args: dict[str, Any], kind: str, error: dict[str, Any], observation: dict[str, Any], remediation: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         self._record(turn, Turn.StepRejected, step=step, kind=kind, error=error, observation=observation, remediation=remediation)
         state.guards = state.guards.record(step, name, args, executed=False, succeeded=False)
@@ -337,6 +381,9 @@ class TurnLoop:
         self._record(turn, Turn.ObservationRecorded, step=step, ok=False, observation=observation, spill={})
         state.guards = state.guards.record(step, name, args, executed=False, succeeded=False)
         return observation, []
+
+
+_SEVERITY = {ALLOW: 0, ASK: 1, DENY: 2}
 
 
 def _ms(started: float) -> int:

@@ -45,7 +45,7 @@ class TurnPorts(Protocol):
 
     def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]: ...
 
-    def call_builtin(self, name: str, args: dict[str, Any], *, step: int) -> tuple[dict[str, Any], list[Any]]: ...
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]: ...
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None: ...
 
@@ -96,12 +96,12 @@ class LivePorts:
     def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
         return self.approver(step, executor, args, reason)
 
-    def call_builtin(self, name: str, args: dict[str, Any], *, step: int) -> tuple[dict[str, Any], list[Any]]:
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         from metnos.scheduler.service import ScheduleService
         from metnos.scheduler.tools import call_tool
 
         # The scheduler's service records its own events as it acts.
-        return call_tool(ScheduleService(self.runtime), name, args), []
+        return call_tool(ScheduleService(self.runtime), name, args, approval), []
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
         from metnos.mnestome.boost import boost

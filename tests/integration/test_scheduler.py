@@ -276,10 +276,10 @@ def test_one_failing_task_never_stops_the_loop(rt: Runtime, clock: ManualClock, 
     real = firing.run_target
     broken = add(rt, cron="*/5 * * * *")
 
-    def run_target(runtime, sid, target, args, now):  # noqa: ANN001, ANN202
+    def run_target(runtime, sid, target, args, now, **kw):  # noqa: ANN001, ANN202, ANN003
         if sid == broken:
             raise OSError("disk on fire")
-        return real(runtime, sid, target, args, now)
+        return real(runtime, sid, target, args, now, **kw)
 
     monkeypatch.setattr(firing, "run_target", run_target)
     clock.set(at(8))
@@ -330,7 +330,8 @@ def test_restart_mid_firing_recovers_an_idempotent_target_once(home: Path, clock
 
 def test_restart_mid_firing_never_reruns_a_side_effect(home: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
     with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
-        sid = add(rt, target={"kind": "executor", "name": "send_messages"}, args={"messages": [{"to_user": "me", "body": "drink water"}]})
+        sid = add(rt, target={"kind": "executor", "name": "send_messages"}, args={"messages": [{"to_user": "me", "body": "drink water"}]},
+                  approved_by="test:user")
         crash_during_firing(rt, clock, monkeypatch, at(8))
     with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
         report = tick_at(rt, clock, at(8, 1))
