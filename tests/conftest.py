@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.layouts import LAYOUTS, apply_layout
 from tests.support.postgres import postgres_server
 
 
@@ -40,13 +41,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"METNOS_REQUIRE_BWRAP is set but bubblewrap cannot run: {status.error}")
 
 
+@pytest.fixture(params=LAYOUTS)
+def layout(request: pytest.FixtureRequest) -> str:
+    """Each layout a user can have (tests/support/layouts.py)."""
+    return request.param
+
+
 @pytest.fixture
-def home(metnos_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An initialised workspace (seeds signed) and a user home of its own, as HOME."""
+def home(layout: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An initialised workspace (seeds signed) in ``layout``, and the user's home, as HOME."""
     from metnos.cli import main
 
-    user_home = tmp_path / "user"
-    user_home.mkdir(exist_ok=True)
-    monkeypatch.setenv("HOME", str(user_home))
+    user_home = apply_layout(layout, tmp_path, monkeypatch, os.environ)
     assert main(["init"]) == 0
     return user_home

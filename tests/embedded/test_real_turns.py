@@ -17,6 +17,7 @@ $METNOS_REQUIRE_EMBEDDED, as in CI).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from metnos.cli import main
 from metnos.llm.model_files import MODEL_FILENAME
 from metnos.workspace import Workspace
 from tests.support.embedded import embedded_model_or_skip
+from tests.support.layouts import LAYOUTS, apply_layout
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(600)]
 
@@ -45,17 +47,14 @@ class Session:
         self.timings: list[tuple[str, float]] = []
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+@pytest.fixture(scope="module", params=LAYOUTS)
+def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     model = embedded_model_or_skip()  # looked up before METNOS_HOME moves to a temporary folder
     root = tmp_path_factory.mktemp("embedded-turns")
     s = Session(root)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("METNOS_HOME", str(root / "metnos-home"))
-        mp.setenv("HOME", str(s.home))
-        for key in ("PERSISTENCE_MODULE", "LMDB_PATH", "METNOS_LLM_URL", "METNOS_LLM_MODEL", "METNOS_LLM_PROVIDER"):
-            mp.delenv(key, raising=False)
-        s.home.mkdir()
+        assert apply_layout(request.param, root, mp, os.environ) == s.home
+        mp.delenv("METNOS_LLM_PROVIDER", raising=False)
         (s.home / "notes").mkdir()
         (s.home / "notes" / "diary.md").write_text(DIARY)
         (s.home / "projects").mkdir()

@@ -6,6 +6,7 @@ a failure under the sandbox is the sandbox's doing, not a broken test.
 
 from __future__ import annotations
 
+import os
 import socket
 import textwrap
 import time
@@ -23,6 +24,7 @@ from metnos.sandbox.bwrap import probe
 from metnos.sandbox.birth import make_sandboxed_spawn
 from metnos.workspace import Workspace
 from tests.integration.test_seed_executors import REQUIRED
+from tests.support.layouts import apply_layout
 from tests.unit.executor_kit import write_executor
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(not probe().works, reason=f"bubblewrap cannot run: {probe().error}")]
@@ -32,15 +34,13 @@ SECRET = "not-for-executors-7f3a"
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    """A real-looking user: a home with a key in ~/.ssh and a public note."""
-    home = tmp_path / "home"
+def world(tmp_path, monkeypatch, layout):
+    """A real-looking user in ``layout``: a home with a key in ~/.ssh and a public note."""
+    home = apply_layout(layout, tmp_path, monkeypatch, os.environ)
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text(SECRET)
     (home / "notes").mkdir()
     (home / "notes" / "public.txt").write_text("hello")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("METNOS_HOME", str(tmp_path / "metnos"))
     monkeypatch.delenv("METNOS_SANDBOX", raising=False)
     return home
 

@@ -43,8 +43,8 @@ def slurp(p):
 
 
 @pytest.fixture
-def sx(tmp_path: Path) -> SandboxEnv:
-    return make_env(tmp_path)
+def sx(tmp_path: Path, layout: str) -> SandboxEnv:
+    return make_env(tmp_path, layout)
 
 
 def hostile(sx: SandboxEnv, name: str, body: str) -> Path:

@@ -146,3 +146,24 @@ def test_show_and_verify(home: Path, capsys) -> None:
     assert verified["quarantined"][0]["name"] == "sort_entries"
     assert verified["quarantined"][0]["file"] == "profile.lock"
     assert main(["executors", "show", "nope"]) == 2
+
+
+def test_executors_granted_the_home_run_in_this_layout(home: Path, capsys) -> None:
+    """The issue's check: in the default layout Metnos's own config sits inside ~;
+    an executor granted ~ must still start, read, write, and see no secret."""
+    (home / "notes.md").write_text("first\nsecond\n")
+    capsys.readouterr()
+    assert main(["executors", "run", "read_files", '{"paths": ["~/notes.md"]}']) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert out["ok"] is True and out["entries"][0]["content"] == "first\nsecond\n"
+
+    assert main(["executors", "run", "write_files", '{"files": [{"path": "~/new.txt", "content": "written"}]}']) == 0, capsys.readouterr()
+    assert (home / "new.txt").read_text() == "written"
+
+    keys = Workspace.from_env().keys_dir / "instance.key"
+    assert keys.exists()
+    capsys.readouterr()
+    main(["executors", "run", "read_files", orjson.dumps({"paths": [str(keys)]}).decode()])
+    out = orjson.loads(capsys.readouterr().out)
+    assert keys.read_bytes().hex() not in orjson.dumps(out).decode()
+    assert out["ok"] is False or all(e.get("content") in (None, "") for e in out.get("entries", []))

@@ -20,8 +20,8 @@ def run(args, ctx):
 
 
 @pytest.fixture(params=["bwrap", "off"])
-def sx(request, tmp_path):
-    s = make_env(tmp_path)
+def sx(request, tmp_path, layout):
+    s = make_env(tmp_path, layout)
     if request.param == "off":
         s.env["METNOS_SANDBOX"] = "0"
     else:

@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from metnos.cli import main
+from metnos.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 
@@ -246,7 +247,6 @@ def test_needs_data_source_is_refused_with_a_remediation(home: Path, capsys, mon
 def test_an_executor_that_crashes_gives_an_observation_not_a_traceback(home: Path, capsys, monkeypatch) -> None:
     # read_files on a directory makes the executor report an error; a crash needs a broken
     # executor: replace one, re-sign it with the instance key, and call it.
-    from metnos.workspace import Workspace
 
     ws = Workspace.from_env()
     target = ws.executors_origin_dir("seed") / "get_now" / "1.0.0"
@@ -263,7 +263,6 @@ def test_an_executor_that_crashes_gives_an_observation_not_a_traceback(home: Pat
 
 
 def test_an_executor_tampered_with_after_signing_is_never_run(home: Path, capsys, monkeypatch) -> None:
-    from metnos.workspace import Workspace
 
     (home / "a.md").write_text("alpha")
     main_py = Workspace.from_env().executors_origin_dir("seed") / "read_files" / "1.0.0" / "main.py"
@@ -280,7 +279,7 @@ def test_an_executor_tampered_with_after_signing_is_never_run(home: Path, capsys
 
 def test_the_anthropic_dialect_drives_the_same_loop(home: Path, capsys, monkeypatch) -> None:
     (home / "a.md").write_text("alpha beta")
-    config = Path(__import__("os").environ["METNOS_HOME"]) / "config" / "config.toml"
+    config = Workspace.from_env().config_file
     with ScriptedLLM([call("read_files", {"paths": ["~/a.md"]}), text("alpha beta")], dialect="anthropic") as llm:
         config.write_text(
             "[llm.tiers.fast]\n"

@@ -12,20 +12,16 @@ import pytest
 from metnos.blobs import BlobStore
 from metnos.cli import main
 from metnos.workspace import Workspace
+from tests.support.layouts import LAYOUTS, apply_layout
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One workspace for the module (init runs the birth tests once); each test undoes its own turns."""
+@pytest.fixture(scope="module", params=LAYOUTS)
+def home(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One workspace a layout for the module (init runs the birth tests once); each test undoes its own turns."""
     root = tmp_path_factory.mktemp("undo")
-    user_home = root / "user"
-    user_home.mkdir()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("METNOS_HOME", str(root / "metnos-home"))
-        mp.setenv("HOME", str(user_home))
-        for key in ("PERSISTENCE_MODULE", "LMDB_PATH", "METNOS_LLM_URL", "METNOS_LLM_MODEL"):
-            mp.delenv(key, raising=False)
+        user_home = apply_layout(request.param, root, mp, os.environ)
         assert main(["init"]) == 0
         yield user_home
 

@@ -12,6 +12,7 @@ import pytest
 
 from metnos.sandbox.bwrap import probe
 from metnos.workspace import Workspace
+from tests.support.layouts import layout_env
 
 
 @dataclass
@@ -28,15 +29,14 @@ class SandboxEnv:
         return d
 
 
-def make_env(tmp_path: Path, **extra: str) -> SandboxEnv:
-    home = tmp_path / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != "METNOS_SANDBOX"}
-    env.update(HOME=str(home), METNOS_HOME=str(tmp_path / "metnos"), **extra)
+def make_env(tmp_path: Path, layout: str = "metnos_home", **extra: str) -> SandboxEnv:
+    """A user home and a workspace in ``layout``, its Metnos folders made."""
+    env = layout_env(layout, tmp_path, {k: v for k, v in os.environ.items() if k != "METNOS_SANDBOX"})
+    env.update(**extra)
     ws = Workspace.from_env(env)
     for d in (ws.config_dir, ws.keys_dir, ws.log_dir, ws.audit_dir, ws.views_dir):
         d.mkdir(parents=True, exist_ok=True)
-    return SandboxEnv(tmp_path, home, env, ws)
+    return SandboxEnv(tmp_path, Path(env["HOME"]), env, ws)
 
 
 def _bwrap_reason() -> str:

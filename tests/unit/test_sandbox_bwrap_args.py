@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from metnos.sandbox import bwrap
@@ -111,3 +114,24 @@ def test_an_interpreter_under_tmp_is_bound_over_the_fresh_tmp(sx, monkeypatch):
     tmpfs_at = next(i for i, x in enumerate(a) if x == "--tmpfs" and a[i + 1] == "/tmp")
     bind_at = next(i for i, x in enumerate(a) if x == "--ro-bind" and a[i + 1] == venv)
     assert tmpfs_at < bind_at
+
+
+@pytest.mark.parametrize("layout", ["xdg", "metnos_home_inside_home"])
+@needs_bwrap
+def test_a_path_inside_a_mask_gets_no_mount_point_of_its_own(tmp_path, layout):
+    """The default layout nests the keys in the config dir, inside a grant of ~:
+    bwrap cannot make a mount point inside the config mask's read-only tmpfs."""
+    extra = {"METNOS_HOME": str(tmp_path / "user" / "mh")} if layout != "xdg" else {}
+    s = make_env(tmp_path, "xdg", **extra)
+    (s.root / "code").mkdir()
+    ws = s.workspace
+    assert ws.keys_dir.is_relative_to(s.home) and ws.keys_dir.is_dir()
+    a = bwrap.plan_for(s.root / "code", SandboxProfile(fs_read=("~",), fs_write=("~/out",)),
+                       workspace=ws, env=s.env).bwrap_args
+    masks = [Path(a[i + 3]) for i, x in enumerate(a) if x == "--perms" and a[i + 1] == "0000"]
+    assert ws.config_dir in masks
+    assert not [(m, p) for m in masks for p in masks if m != p and m.is_relative_to(p)]
+    assert str(ws.keys_dir) not in pairs(a, "--ro-bind")
+    # And bwrap really builds it.
+    r = subprocess.run([*a, "--", "/bin/ls", str(s.home)], capture_output=True, text=True, env={})
+    assert r.returncode == 0, r.stderr
