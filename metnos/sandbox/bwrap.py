@@ -45,6 +45,13 @@ INSIDE_CODE = INSIDE_DIR + "/code"
 INSIDE_HOST = INSIDE_DIR + "/host.py"
 INSIDE_LANDLOCK = INSIDE_DIR + "/landlock.py"
 _TMP_MAX_MB = 64
+# Who the executor is inside its user namespace: never uid 0, so it holds no
+# capability there and cannot setuid back. bwrap maps this id to the invoking
+# user's, which is what makes files written through a grant theirs; what that
+# mapping would still allow a root invoker (setuid files, file capabilities)
+# is refused by the seccomp filter and by --cap-drop ALL.
+SANDBOX_UID = 1000
+SANDBOX_GID = 1000
 
 
 def sandbox_disabled(env: Mapping[str, str] | None = None) -> bool:
@@ -133,6 +140,7 @@ class SandboxPlan:
     bwrap_args: list[str] = field(default_factory=list)
     child_env: dict[str, str] = field(default_factory=dict)
     seccomp: bool = False
+    network: bool = False  # the seccomp program that allows AF_INET/AF_INET6
     reason: str | None = None
 
     @property
@@ -258,7 +266,8 @@ def plan_for(
 
     a: list[str] = [pr.path or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
                     "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
-                    "--new-session", "--die-with-parent", "--clearenv", "--hostname", "metnos"]
+                    "--new-session", "--die-with-parent", "--clearenv", "--hostname", "metnos",
+                    "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
     if pr.disable_userns:
         a.append("--disable-userns")
     if private_network or not profile.wants_network:
@@ -324,6 +333,7 @@ def plan_for(
         "bwrap", scope, INSIDE_CODE, INSIDE_HOST, INSIDE_LANDLOCK if abi >= 1 else None,
         landlock_rules=rules, tcp_ports=tcp_ports,
         site_packages=wanted_sites, bwrap_args=a, child_env=child_env, seccomp=seccomp_ok,
+        network=profile.wants_network,
     )
 
 
@@ -336,7 +346,7 @@ def wrap_plan(plan: SandboxPlan, cmd: Sequence[str]) -> WrappedCommand:
     fds: tuple[int, ...] = ()
     argv = list(plan.bwrap_args)
     if plan.seccomp:
-        fd = _seccomp.bpf_fd()
+        fd = _seccomp.bpf_fd(plan.network)
         fds = (fd,)
         argv += ["--seccomp", str(fd)]
     return WrappedCommand(argv + ["--", *cmd], fds, {"PATH": "/usr/bin:/bin"}, plan)

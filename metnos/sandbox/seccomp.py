@@ -8,6 +8,12 @@ inside the sandbox stdlib-only.
 
 It is a deny list on top of bwrap's namespaces and ``--cap-drop ALL``:
 what it refuses is what those leave open (seeds/003 ch. 9, DESIGN decision 4).
+Two of those gaps come from running as root: the sandbox's uid maps to the
+invoking user's, so a file made setuid or setgid inside a write grant would
+be a root-owned setuid file on the host; and sockets of families the network
+namespace does not isolate (netlink, vsock) or that need no network grant to
+open. There are two programs, one for profiles with a network grant (AF_INET
+and AF_INET6 allowed) and one without (no socket at all).
 """
 
 from __future__ import annotations
@@ -22,7 +28,19 @@ import tempfile
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
 _LOW32 = 0xFFFFFFFF
-_AF_UNIX = 1
+_AF_INET = 2
+_AF_INET6 = 10
+# The mode bits that would make a file run with its owner's (or group's)
+# identity. mode_t is an unsigned int and the filter tests one bit at a time,
+# so high garbage in the register cannot hide them.
+_S_ISUID = 0o4000
+_S_ISGID = 0o2000
+# (syscall, index of its mode argument): every way to set a mode on an
+# existing file, and every way to create one with a mode.
+_MODE_ARGS = (
+    ("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2),
+    ("open", 2), ("openat", 3), ("creat", 1), ("mknod", 1), ("mknodat", 2),
+)
 # One rule per flag: libseccomp ORs rules, and "any of these bits set" is
 # not expressible as a single masked comparison.
 _NS_FLAGS = (
@@ -68,8 +86,36 @@ def _binding():
     return pyseccomp
 
 
-def build_filter():
-    """The libseccomp filter object (tests load it directly in a child)."""
+def _add_optional(f, action, name: str, *args) -> None:
+    try:
+        f.add_rule(action, name, *args)
+    except (OSError, ValueError, RuntimeError):
+        pass  # syscall unknown to this libseccomp/arch (fchmodat2 before 6.6)
+
+
+def _refuse_sockets(f, sc, network: bool) -> None:
+    """socket() only for AF_INET/AF_INET6, and only with a network grant.
+
+    The domain is an int, but the register is 64 bits: anything above
+    AF_INET6 is refused on the whole register (garbage in the high bits
+    included), and below it every value but the two allowed ones.
+    """
+    no = sc.ERRNO(errno.EAFNOSUPPORT)
+    if not network:
+        f.add_rule(no, "socket")
+        return
+    f.add_rule(no, "socket", sc.Arg(0, sc.GT, _AF_INET6))
+    for domain in range(_AF_INET6):
+        if domain != _AF_INET:
+            f.add_rule(no, "socket", sc.Arg(0, sc.EQ, domain))
+
+
+def build_filter(network: bool = False):
+    """The libseccomp filter object (tests load it directly in a child).
+
+    ``network``: the profile holds a network grant, so AF_INET and AF_INET6
+    sockets are allowed; without it no socket can be opened.
+    """
     sc = _binding()
     f = sc.SyscallFilter(sc.ALLOW)
     # Any foreign ABI (i386 via int 0x80, x32) kills: the rules below are
@@ -77,13 +123,17 @@ def build_filter():
     f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
     eperm = sc.ERRNO(errno.EPERM)
     for name in _DENIED:
-        try:
-            f.add_rule(eperm, name)
-        except (OSError, ValueError, RuntimeError):
-            continue  # syscall unknown to this libseccomp/arch
+        _add_optional(f, eperm, name)
     # A pathname unix socket in a bound dir is reachable even without a
-    # network namespace; the domain is an int, so mask to 32 bits.
-    f.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.MASKED_EQ, _LOW32, _AF_UNIX))
+    # network namespace, netlink talks to the kernel and vsock to the
+    # hypervisor: only the two families a network grant is about remain.
+    _refuse_sockets(f, sc, network)
+    for name, index in _MODE_ARGS:
+        for bit in (_S_ISUID, _S_ISGID):
+            _add_optional(f, eperm, name, sc.Arg(index, sc.MASKED_EQ, bit, bit))
+    # openat2 passes its mode inside a struct the filter cannot read; libc
+    # does not need it (ENOSYS makes callers fall back to openat).
+    _add_optional(f, sc.ERRNO(errno.ENOSYS), "openat2")
     f.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, _LOW32, _TIOCSTI))
     f.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, _LOW32, _TIOCLINUX))
     # New namespaces through clone flags; clone3 passes its flags in memory
@@ -94,10 +144,10 @@ def build_filter():
     return f
 
 
-@functools.lru_cache(maxsize=1)
-def filter_bpf() -> bytes:
-    """The compiled BPF program (cached: it is the same for every executor)."""
-    f = build_filter()
+@functools.lru_cache(maxsize=2)
+def filter_bpf(network: bool = False) -> bytes:
+    """The compiled BPF program (cached: one per network setting)."""
+    f = build_filter(network)
     with tempfile.TemporaryFile() as t:
         f.export_bpf(t)
         t.seek(0)
@@ -112,13 +162,13 @@ def available() -> tuple[bool, str | None]:
     return True, None
 
 
-def bpf_fd() -> int:
+def bpf_fd(network: bool = False) -> int:
     """A readable fd holding the program, for ``bwrap --seccomp FD``.
 
     A memfd rather than a pipe so the write can never block, whatever the
     program's size. The caller passes it to the child and closes it after.
     """
-    data = filter_bpf()
+    data = filter_bpf(network)
     fd = os.memfd_create("metnos-seccomp", 0)
     try:
         os.write(fd, data)

@@ -549,3 +549,162 @@ def test_nothing_left_running_after_timeout(sx):
     time.sleep(0.2)
     assert _no_process_named(token)
     assert _no_process_with(str(code), also_hosts=False)
+
+# Metnos runs as root here, as in most containers: the sandbox's uid maps to
+# root outside, so what root ownership could still do is tried below.
+
+SETUID_BITS = 0o6000
+
+
+def _setuid_files(root: Path) -> list[str]:
+    found = []
+    for p in root.rglob("*"):
+        st = p.lstat()
+        if st.st_mode & SETUID_BITS:
+            found.append(f"{p} {oct(st.st_mode)} uid={st.st_uid}")
+    return found
+
+
+def test_setuid_copy_of_sh_in_a_write_grant(sx):
+    grant = sx.root / "out"
+    grant.mkdir()
+    code = hostile(sx, "setuid_sh", """
+        import shutil, stat, ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        def raw(nr, *a):
+            if libc.syscall(nr, *a) != 0:
+                raise OSError(ctypes.get_errno(), "syscall %d" % nr)
+            return True
+        def created(path, mode):
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, mode))
+            return oct(os.stat(path).st_mode)
+        def run(args, ctx):
+            g = args["dir"]
+            sh = g + "/sh"
+            r = {"copy": attempt(lambda: shutil.copy("/bin/sh", sh))}
+            r["chmod_plain"] = attempt(lambda: os.chmod(sh, 0o755))  # the filter is not a ban on chmod
+            r["chmod_4755"] = attempt(lambda: os.chmod(sh, 0o4755))
+            r["chmod_2755"] = attempt(lambda: os.chmod(sh, 0o2755))
+            fd = os.open(sh, os.O_RDONLY)
+            r["fchmod"] = attempt(lambda: os.fchmod(fd, 0o4755))
+            dfd = os.open(g, os.O_RDONLY)
+            r["fchmodat"] = attempt(lambda: os.chmod("sh", 0o6755, dir_fd=dfd))
+            # fchmodat2 (6.6+), AT_FDCWD as -100; and chmod with garbage in
+            # the high bits of the mode register.
+            r["fchmodat2"] = attempt(lambda: raw(452, ctypes.c_long(-100), sh.encode(), ctypes.c_long(0o4755), 0))
+            r["chmod_high_bits"] = attempt(lambda: raw(90, sh.encode(), ctypes.c_long(0x700004755)))
+            r["open_creat"] = attempt(lambda: created(g + "/born_setuid", 0o4755))
+            r["mknod"] = attempt(lambda: os.mknod(g + "/node", stat.S_IFREG | 0o4755))
+            r["mode"] = oct(os.stat(sh).st_mode)
+            return r
+    """)
+    out = run(sx, code, SandboxProfile(fs_write=(str(grant),)), {"dir": str(grant)})
+    assert out.ok, out
+    r = out.output
+    assert r["copy"]["ok"] and r["chmod_plain"] == {"ok": True, "value": None}
+    for attempt_name in ("chmod_4755", "chmod_2755", "fchmod", "fchmodat", "fchmodat2",
+                         "chmod_high_bits", "open_creat", "mknod"):
+        assert r[attempt_name] == {"ok": False, "errno": "EPERM"}, (attempt_name, r[attempt_name])
+    assert r["mode"] == "0o100755"
+    assert _setuid_files(grant) == []
+    # The copy is there and root's, as the invoking user's: only the bits were refused.
+    assert (grant / "sh").stat().st_uid == os.getuid()
+
+
+def test_the_executor_is_not_root_inside_and_cannot_become_it(sx):
+    grant = sx.root / "caps"
+    grant.mkdir()
+    (grant / "f").write_text("x")
+    code = hostile(sx, "whoami", """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def status():
+            return {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/self/status")) if k.startswith(("Cap", "NoNewPrivs"))}
+        def unshare_user():
+            if libc.unshare(0x10000000) != 0:
+                raise OSError(ctypes.get_errno(), "unshare")
+            return True
+        def run(args, ctx):
+            f = args["dir"] + "/f"
+            # A v2 file capability granting CAP_SETUID: needs CAP_SETFCAP.
+            blob = bytes([0, 0, 0, 2, 0x80, 0, 0, 0, 0x80, 0, 0, 0] + [0] * 8)
+            return {"ids": [os.getuid(), os.geteuid(), os.getgid(), os.getegid()],
+                    "setuid0": attempt(lambda: os.setuid(0)),
+                    "setgid0": attempt(lambda: os.setgid(0)),
+                    "setgroups": attempt(lambda: os.setgroups([0])),
+                    "setresuid": attempt(lambda: os.setresuid(0, 0, 0)),
+                    "filecap": attempt(lambda: os.setxattr(f, "security.capability", blob)),
+                    "unshare_user": attempt(unshare_user),
+                    "status": status()}
+    """)
+    out = run(sx, code, SandboxProfile(fs_write=(str(grant),)), {"dir": str(grant)})
+    assert out.ok, out
+    r = out.output
+    assert 0 not in r["ids"], r["ids"]
+    for name in ("setuid0", "setgid0", "setgroups", "setresuid", "filecap", "unshare_user"):
+        assert r[name]["ok"] is False, (name, r[name])
+    caps = r["status"]
+    assert all(caps[k] == "0000000000000000" for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")), caps
+    assert caps["NoNewPrivs"] == "1"
+    assert "security.capability" not in os.listxattr(grant / "f")
+
+
+def test_files_written_through_a_grant_belong_to_the_invoking_user(sx):
+    grant = sx.root / "written"
+    grant.mkdir()
+    code = hostile(sx, "owner", """
+        def run(args, ctx):
+            d = args["dir"]
+            with open(d + "/made.txt", "w") as f:
+                f.write("made")
+            os.mkdir(d + "/sub")
+            st = os.stat(d + "/made.txt")
+            return {"inside": [st.st_uid, st.st_gid], "me": [os.getuid(), os.getgid()]}
+    """)
+    out = run(sx, code, SandboxProfile(fs_write=(str(grant),)), {"dir": str(grant)})
+    assert out.ok, out
+    # Inside the file is the executor's; on the host it is whoever ran Metnos,
+    # not an overflow id.
+    assert out.output["inside"] == out.output["me"]
+    for p in (grant / "made.txt", grant / "sub"):
+        st = p.stat()
+        assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid()), p
+
+
+SOCKETS = """
+    import socket, ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    FAMILIES = {"AF_INET": (2, 2), "AF_INET6": (10, 2), "AF_UNIX": (1, 1), "AF_NETLINK": (16, 3),
+                "AF_PACKET": (17, 3), "AF_VSOCK": (40, 1), "AF_ALG": (38, 5), "AF_BLUETOOTH": (31, 3)}
+    def open_socket(domain, kind):
+        fd = libc.syscall(41, ctypes.c_long(domain), kind, 0)
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), "socket")
+        os.close(fd)
+        return True
+    def run(args, ctx):
+        r = {name: attempt(lambda d=d, k=k: open_socket(d, k)) for name, (d, k) in FAMILIES.items()}
+        # AF_INET with the high 32 bits set: the kernel reads an int.
+        r["AF_INET_high_bits"] = attempt(lambda: open_socket(0x100000002, 2))
+        r["AF_NETLINK_high_bits"] = attempt(lambda: open_socket(0x100000010, 3))
+        return r
+"""
+
+
+def test_no_socket_at_all_without_a_network_grant(sx):
+    code = hostile(sx, "sockets", SOCKETS)
+    out = run(sx, code, SandboxProfile())
+    assert out.ok, out
+    assert out.output and all(v == {"ok": False, "errno": "EAFNOSUPPORT"} for v in out.output.values()), out.output
+
+
+def test_only_inet_sockets_with_a_network_grant(sx):
+    code = hostile(sx, "sockets_net", SOCKETS)
+    out = run(sx, code, SandboxProfile(network_hosts=("example.org",)))
+    assert out.ok, out
+    r = out.output
+    assert r.pop("AF_INET") == {"ok": True, "value": True}
+    assert r.pop("AF_INET6") == {"ok": True, "value": True}
+    assert all(v == {"ok": False, "errno": "EAFNOSUPPORT"} for v in r.values()), r

@@ -49,27 +49,53 @@ def test_landlock_confines_reads_and_writes(tmp_path):
         assert got["tcp"] == errno.EACCES
 
 
-def test_seccomp_filter_compares_32_bits():
+def _seccomp_child(network: bool) -> dict:
     ok, why = seccomp.available()
     if not ok:
         pytest.skip(why)
-    got = child("""
-        import ctypes, errno, json, socket
+    return child(f"""
+        import ctypes, errno, json, os, tempfile
         from metnos.sandbox import seccomp
-        seccomp.build_filter().load()
+        seccomp.build_filter(network={network!r}).load()
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
-        def raw(domain):
-            fd = libc.syscall(41, ctypes.c_long(domain), 1, 0)
-            return "ok" if fd >= 0 else errno.errorcode[ctypes.get_errno()]
-        res = {"unix": raw(1), "unix_high_bits": raw(0x100000001), "inet": raw(2)}
+        def raw(nr, *args):
+            r = libc.syscall(nr, *args)
+            return "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()]
+        def sock(domain):
+            return raw(41, ctypes.c_long(domain), 1 if domain in (1, 40) else 2, 0)
+        res = {{"unix": sock(1), "unix_high_bits": sock(0x100000001), "inet": sock(2), "inet6": sock(10),
+               "inet_high_bits": sock(0x100000002), "netlink": sock(16), "vsock": sock(40), "packet": sock(17)}}
         libc.ptrace.restype = ctypes.c_long
         res["ptrace"] = "ok" if libc.ptrace(0, 0, None, None) == 0 else errno.errorcode[ctypes.get_errno()]
         res["io_uring"] = "ok" if libc.syscall(425, 1, None) >= 0 else errno.errorcode[ctypes.get_errno()]
+        d = tempfile.mkdtemp()
+        f = (d + "/f").encode()
+        res["creat_0755"] = raw(85, f, 0o755)
+        res["chmod_0700"] = raw(90, f, 0o700)
+        res["chmod_setuid"] = raw(90, f, 0o4755)
+        res["chmod_setgid_high_bits"] = raw(90, f, ctypes.c_long(0x100002755))
+        res["creat_setuid"] = raw(85, (d + "/g").encode(), 0o4700)
+        res["mode"] = oct(os.stat(f).st_mode & 0o7777)
         print(json.dumps(res))
     """)
-    assert got == {"unix": "EAFNOSUPPORT", "unix_high_bits": "EAFNOSUPPORT", "inet": "ok",
-                   "ptrace": "EPERM", "io_uring": "EPERM"}
+
+
+def test_seccomp_filter_without_network_refuses_every_socket_and_setuid_bits():
+    got = _seccomp_child(network=False)
+    assert got == {"unix": "EAFNOSUPPORT", "unix_high_bits": "EAFNOSUPPORT", "inet": "EAFNOSUPPORT",
+                   "inet6": "EAFNOSUPPORT", "inet_high_bits": "EAFNOSUPPORT", "netlink": "EAFNOSUPPORT",
+                   "vsock": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "ptrace": "EPERM", "io_uring": "EPERM",
+                   "creat_0755": "ok", "chmod_0700": "ok", "chmod_setuid": "EPERM",
+                   "chmod_setgid_high_bits": "EPERM", "creat_setuid": "EPERM", "mode": "0o700"}
+
+
+def test_seccomp_filter_with_network_allows_inet_only_and_compares_32_bits():
+    got = _seccomp_child(network=True)
+    assert {k: got[k] for k in ("unix", "unix_high_bits", "inet", "inet6", "inet_high_bits", "netlink", "vsock", "packet")} == {
+        "unix": "EAFNOSUPPORT", "unix_high_bits": "EAFNOSUPPORT", "inet": "ok", "inet6": "ok",
+        "inet_high_bits": "EAFNOSUPPORT", "netlink": "EAFNOSUPPORT", "vsock": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT"}
+    assert got["chmod_setuid"] == got["creat_setuid"] == "EPERM"
 
 
 def test_status_reports_layers(monkeypatch):
