@@ -57,6 +57,23 @@ class Executor(MetnosAggregate):
         def apply(self, executor: Executor) -> None:
             executor._set(self.version, "verified", digest=self.digest)
 
+    class BirthTestsPassed(DomainEvent):
+        """The version's birth tests passed, for these signed files, in this
+        sandbox, under this runtime: while all three stay the same, a later
+        boot may take this result instead of running them again."""
+
+        version: str
+        digest: str
+        tests: str  # blake3 of the birth tests that ran (not every signature covers them)
+        sandbox: str
+        runtime: str
+
+        def apply(self, executor: Executor) -> None:
+            executor.versions[self.version]["birth"] = self.conditions()
+
+        def conditions(self) -> dict[str, str]:
+            return {"digest": self.digest, "tests": self.tests, "sandbox": self.sandbox, "runtime": self.runtime}
+
     class ExecutorActivated(DomainEvent):
         version: str
 
@@ -70,7 +87,10 @@ class Executor(MetnosAggregate):
         reason: str
 
         def apply(self, executor: Executor) -> None:
+            # A quarantine voids any earlier birth pass: whatever is lifted
+            # later is born again before it may run.
             executor._set(self.version, QUARANTINED, reason=self.reason)
+            executor.versions[self.version].pop("birth", None)
 
     class ExecutorRehabilitated(DomainEvent):
         version: str
@@ -145,6 +165,18 @@ class Executor(MetnosAggregate):
             raise LifecycleError(msg)
         self._require(version)
         self.trigger_event(self.ExecutorVerified, version=version, digest=digest, checks=checks, timestamp=at)
+
+    def record_birth(self, *, version: str, digest: str, tests: str, sandbox: str, runtime: str, at: Any) -> None:
+        self._require(version)
+        self.trigger_event(self.BirthTestsPassed, version=version, digest=digest, tests=tests, sandbox=sandbox,
+                           runtime=runtime, timestamp=at)
+
+    def birth_passed(self, version: str, *, digest: str, tests: str, sandbox: str, runtime: str) -> bool:
+        """Whether the last birth pass recorded for an active ``version`` holds for exactly these conditions."""
+        entry = self.versions.get(version)
+        if entry is None or entry["state"] != ACTIVE:
+            return False
+        return entry.get("birth") == {"digest": digest, "tests": tests, "sandbox": sandbox, "runtime": runtime}
 
     def activate(self, *, version: str, at: Any) -> None:
         if self.state_of(version) not in ("verified", "below_threshold"):

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.application import AggregateNotFoundError
 
 from domain.executor import ACTIVE, QUARANTINED, Executor, executor_id
 from metnos.eventlog import EventLog
 from metnos.executors.loader import LoadedExecutor, LoadReport, Quarantined
+
+if TYPE_CHECKING:
+    from metnos.birth_reuse import BirthConditions
 
 Clock = Callable[[], datetime]
 
@@ -74,6 +77,14 @@ class Lifecycle:
             return
         e.quarantine(version=q.version, check=q.check, file=q.file, reason=q.reason, at=self.clock())
 
+    def record_births(self, report: LoadReport, conditions: BirthConditions) -> None:
+        """The births that ran and passed at this boot, with what they ran under."""
+        for le, tests in report.births_passed:
+            e = self._executor(le.origin, le.name)
+            if e.state_of(le.version) == ACTIVE and e.versions[le.version]["digest"] == le.digest:
+                e.record_birth(version=le.version, digest=le.digest, tests=tests, sandbox=conditions.sandbox,
+                               runtime=conditions.runtime, at=self.clock())
+
     def record_defaults(self, report: LoadReport) -> None:
         for name, le in report.defaults.items():
             e = self._executor(le.origin, name)
@@ -89,12 +100,19 @@ class Lifecycle:
         return count
 
 
-def record_boot(log: EventLog, report: LoadReport, clock: Clock, key_id: str) -> int:
-    """Record what the loader found; returns how many events were appended."""
+def record_boot(log: EventLog, report: LoadReport, clock: Clock, key_id: str,
+                births: BirthConditions | None = None) -> int:
+    """Record what the loader found; returns how many events were appended.
+
+    With ``births``, the conditions the birth tests ran under, each birth
+    that passed is recorded too, so that a later boot may reuse it.
+    """
     lifecycle = Lifecycle(log, clock, key_id)
     for le in report.loaded:
         lifecycle.record_loaded(le)
     for q in report.quarantined:
         lifecycle.record_quarantined(q)
+    if births is not None:
+        lifecycle.record_births(report, births)
     lifecycle.record_defaults(report)
     return lifecycle.save()

@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.executor import ACTIVE
+from metnos.birth_reuse import BirthConditions, BirthLedger, reuse_allowed
 from metnos.clock import new_id, system_clock
 from metnos.errors import MetnosError
 from metnos.eventlog import EventLog
@@ -73,10 +74,15 @@ class Runtime:
         workspace: Workspace | None = None,
         *,
         birth: bool = True,
+        reuse_births: bool = True,
         clock: Callable[[], datetime] = system_clock,
         ids: Callable[[], UUID] = new_id,
         config: dict[str, Any] | None = None,
     ) -> Runtime:
+        """``reuse_births=False`` runs every birth test (the daemon's start,
+        ``executors verify``); otherwise a birth passed earlier under the
+        same conditions is taken (metnos.birth_reuse), unless
+        METNOS_BIRTH_REUSE=0."""
         workspace = workspace or Workspace.from_env()
         if not workspace.keys_dir.exists():
             msg = f"no Metnos workspace at {workspace.data_dir}; run `metnos init` first"
@@ -88,9 +94,12 @@ class Runtime:
             raise NotInitialised(msg) from None
         log = EventLog(workspace)
         try:
-            report = load_executors(workspace, verify_key, birth=birth, now=clock().isoformat(), config=config)
+            conditions = BirthConditions.current() if birth else None
+            ledger = BirthLedger(log, conditions) if conditions and reuse_births and reuse_allowed() else None
+            report = load_executors(workspace, verify_key, birth=birth, now=clock().isoformat(), config=config,
+                                    born=ledger.passed if ledger else None)
             runtime = cls(workspace, log, report, verify_key, clock=clock, ids=ids, config=config)
-            record_boot(log, report, clock, runtime.key_id)
+            record_boot(log, report, clock, runtime.key_id, births=conditions)
             runtime.seed_mnests_planted = plant_seed_mnests(runtime)
             runtime.refresh()
         except BaseException:

@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     if args.tick <= 0:
         raise MetnosError("--tick must be a positive number of seconds")
     clock = clock_from_env()
-    with Runtime.boot(Workspace.from_env(), birth=not args.skip_birth, clock=clock) as rt:
+    # The daemon runs every birth at its start; commands reuse what it found.
+    with Runtime.boot(Workspace.from_env(), birth=not args.skip_birth, reuse_births=False, clock=clock) as rt:
         installed = ScheduleService(rt).install_builtin_jobs()
         _emit({"event": "started", "installed": installed})
         scheduler = Scheduler(rt)

@@ -57,10 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(run=run_run)
 
 
-def _boot(birth: bool = True):  # noqa: ANN202
+def _boot(birth: bool = True, *, reuse_births: bool = True):  # noqa: ANN202
     from metnos.runtime import Runtime
 
-    return Runtime.boot(Workspace.from_env(), birth=birth)
+    return Runtime.boot(Workspace.from_env(), birth=birth, reuse_births=reuse_births)
 
 
 def _rows(state: dict[str, Any]) -> list[dict[str, Any]]:
@@ -128,7 +128,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    with _boot() as rt:
+    # "Now" means now: no birth result from an earlier boot is taken.
+    with _boot(reuse_births=False) as rt:
         report = rt.report
         bad = [q for q in report.quarantined if not args.name or q.name == args.name]
         good = [e for e in report.loaded if not args.name or e.name == args.name]

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import blake3
+
 from metnos.executors.context import ExecutorCtx
 from metnos.executors.schemas import ContractSchemas, validator
 from metnos.sandbox.profile import SandboxProfile
@@ -65,6 +67,17 @@ def spawn_subprocess(req: SpawnRequest) -> SpawnResult:
     except subprocess.TimeoutExpired as exc:
         return SpawnResult(-9, exc.stdout or b"", exc.stderr or b"", timed_out=True)
     return SpawnResult(p.returncode, p.stdout, p.stderr)
+
+
+def tests_digest(executor_dir: Path) -> str:
+    """blake3 over the executor's ``tests/`` folder, names and bytes in order:
+    which birth tests ran, whether or not the signature covers them."""
+    h = blake3.blake3()
+    tests = Path(executor_dir) / "tests"
+    for path in sorted(p for p in tests.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(tests)).encode() + b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ caller's business.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,7 +27,7 @@ from typing import Any
 
 from nacl.signing import VerifyKey
 
-from metnos.executors.birth import Spawn, run_birth_tests
+from metnos.executors.birth import Spawn, run_birth_tests, tests_digest
 from metnos.executors.context import build_ctx
 from metnos.executors.manifest import ORIGINS, Manifest
 from metnos.executors.schemas import ContractSchemas, SchemaCheckCache
@@ -92,6 +92,10 @@ class LoadReport:
     defaults: dict[str, LoadedExecutor] = field(default_factory=dict)
     # (name, version, why the first run failed) for births that passed on their second run.
     birth_retries: list[tuple[str, str, str]] = field(default_factory=list)
+    # Births that ran and passed at this boot: (executor, blake3 of the tests that ran).
+    births_passed: list[tuple[LoadedExecutor, str]] = field(default_factory=list)
+    # Versions whose birth this boot took from an earlier pass instead of running it.
+    births_reused: list[LoadedExecutor] = field(default_factory=list)
 
     def get(self, name: str, version: str | None = None) -> LoadedExecutor | None:
         if version is None:
@@ -134,6 +138,7 @@ def load_executors(
     reserved_names: Iterable[str] | None = None,
     schema_cache: SchemaCheckCache | None = None,
     max_workers: int | None = None,
+    born: Callable[[LoadedExecutor], bool] | None = None,
 ) -> LoadReport:
     """Verify every executor in the workspace and sort the sheep from the goats.
 
@@ -142,7 +147,9 @@ def load_executors(
     ``schema_cache`` defaults to a persistent one under the runtime dir.
     ``spawn`` runs the birth tests; by default in the sandbox
     (metnos.sandbox.birth), which falls back to a plain child process when
-    METNOS_SANDBOX is off or bwrap cannot run.
+    METNOS_SANDBOX is off or bwrap cannot run. ``born`` says which verified
+    versions already passed their birth under today's conditions
+    (metnos.birth_reuse); those are loaded without running it again.
     """
     if schema_cache is None:
         schema_cache = SchemaCheckCache(workspace.runtime_dir / "schema-checks.txt")
@@ -174,6 +181,12 @@ def load_executors(
             taken.setdefault(name_dir.name, origin)
     schema_cache.save()
 
+    if birth and born is not None:
+        unborn = []
+        for c in candidates:
+            (report.births_reused if born(c) else unborn).append(c)
+        report.loaded.extend(report.births_reused)
+        candidates = unborn
     if birth:
         if spawn is None:
             # Imported here: metnos.sandbox.birth needs metnos.executors.birth,
@@ -239,26 +252,29 @@ def _run_births(report: LoadReport, candidates: list[LoadedExecutor], *, now: st
     now = now or datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     def one(e: LoadedExecutor):
+        # Read before the run: the digest names the tests that ran, not later ones.
+        tests = tests_digest(e.dir)
         ctx = build_ctx(now=now, workspace=workspace, profile=e.profile, name=e.name,
                         version=e.version, config=config)
         schemas = ContractSchemas(document={}, input=e.input_schema, output=e.output_schema)
         timeout = 10.0 + 4 * e.profile.max_duration_s
-        return run_birth_tests(e.dir, ctx, schemas=schemas, profile=e.profile, spawn=spawn, timeout_s=timeout)
+        return run_birth_tests(e.dir, ctx, schemas=schemas, profile=e.profile, spawn=spawn, timeout_s=timeout), tests
 
     workers = max_workers or max(2, os.cpu_count() or 2)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(one, candidates))
-    for e, res in zip(candidates, results):
+    for e, (res, tests) in zip(candidates, results):
         if not res.ok:
             # Quarantine sticks until a person lifts it, so one failed run of
             # tests that ran alongside a dozen others (a slow machine, a spawn
             # that hiccuped) gets a second, alone; a real failure fails again.
             first = res.failure or "no birth test ran"
-            res = one(e)
+            res, tests = one(e)
             if res.ok:
                 report.birth_retries.append((e.name, e.version, first))
         if res.ok:
             report.loaded.append(e)
+            report.births_passed.append((e, tests))
         else:
             report.quarantined.append(Quarantined(e.origin, e.name, e.version, e.dir, BIRTH, "birth",
                                                   res.failure or "no birth test ran"))
