@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -18,6 +19,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import InfrastructureFactoryError
 
 from metnos.errors import MetnosError
+from metnos.store.errors import LogUnavailable
 from metnos.store.event_record import Record, record_of
 from metnos.workspace import Workspace
 
@@ -39,12 +41,26 @@ class EventLog(Application[UUID]):
         # The environment wins over the defaults, an explicit env over both.
         settings.update({k: v for k, v in os.environ.items() if k in _SETTING_KEYS or k.startswith(("LMDB_", "POSTGRES_", "SQLITE_"))})
         settings.update(env or {})
+        if settings.get("PERSISTENCE_MODULE") == DEFAULT_PERSISTENCE_MODULE:
+            _refuse_an_empty_log_with_history(self.workspace, Path(settings.get("LMDB_PATH") or self.workspace.log_dir))
         try:
             super().__init__(env=settings)
         except InfrastructureFactoryError as e:
             module = settings.get("PERSISTENCE_MODULE", "")
             msg = f"PERSISTENCE_MODULE={module!r} is not a usable persistence module; use one of: {', '.join(KNOWN_MODULES)}"
             raise LogConfigError(msg) from e
+
+    def save(self, *objs: Any, **kwargs: Any) -> Any:
+        """Save as eventsourcing does; a write that fails says which events it did not write."""
+        pending = [
+            (type(obj).__name__, str(obj.id), [type(e).__name__ for e in getattr(obj, "pending_events", ())])
+            for obj in objs if obj is not None and hasattr(obj, "pending_events")
+        ]
+        try:
+            return super().save(*objs, **kwargs)
+        except LogUnavailable as e:
+            lost = "; ".join(f"{kind} {ident[:8]}: {', '.join(names)}" for kind, ident, names in pending if names)
+            raise LogUnavailable(f"{e}. Not written: {lost or 'nothing pending'}. Everything recorded before is in the log") from e
 
     def notifications(self, start: int = 1, *, topics: tuple[str, ...] = (), batch: int = 1000) -> Iterator[Any]:
         """Every stored notification from ``start`` on, in order."""
@@ -151,6 +167,40 @@ _SETTING_KEYS = {
     "CIPHER_KEY",
     "TRANSCODER_TOPIC",
 }
+
+
+def _refuse_an_empty_log_with_history(workspace: Workspace, log_path: Path) -> None:
+    """An empty log where the views have folded events is a history lost, not a new log.
+
+    LMDB takes an empty data file for a new environment; writing into it
+    would bury the evidence, so nothing is opened and the user is told how
+    to recover.
+    """
+    from metnos.store.environment import DATA_FILE
+    from metnos.store.errors import LogDamaged, LogUnavailable
+    from projections.base import UPSTREAM
+    from projections.store import ViewStore
+
+    data_file = log_path / DATA_FILE
+    if not data_file.exists() or data_file.stat().st_size > 0:
+        return
+    if not (workspace.views_dir / DATA_FILE).exists() or os.path.realpath(log_path) != os.path.realpath(workspace.log_dir):
+        return
+    try:
+        store = ViewStore.open(workspace.views_dir, "turns")
+    except (LogUnavailable, LogDamaged):
+        return
+    try:
+        folded = store.max_tracking_id(UPSTREAM) or 0
+    finally:
+        store.close()
+    if folded:
+        msg = (
+            f"the log file {data_file} is empty, but this workspace's views have folded {folded} events from it: "
+            "the history is gone from that file, and Metnos will not start a new log over it (nothing was written). "
+            f"Restore {data_file} from a backup; to start over on purpose, move {workspace.data_dir} aside and run `metnos init`"
+        )
+        raise LogDamaged(msg)
 
 
 def _defaults(workspace: Workspace) -> dict[str, str]:

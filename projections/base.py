@@ -18,6 +18,7 @@ import orjson
 from eventsourcing.persistence import Tracking
 from eventsourcing.utils import get_topic
 
+from metnos.store.errors import LogUnavailable
 from metnos.store.event_record import Record, record_of
 from projections.store import ViewStore
 
@@ -149,6 +150,10 @@ class MaterialisedView:
 
     def catch_up(self, log: Any, *, progress: Any = None) -> dict[str, Any]:
         """Fold whatever the log holds past our position; returns the state."""
+        with self.store.folding():
+            return self._catch_up(log, progress=progress)
+
+    def _catch_up(self, log: Any, *, progress: Any = None) -> dict[str, Any]:
         if self.is_stale():
             self.store.reset(self.fold.name)
         fold_pass = self.begin()
@@ -170,8 +175,9 @@ class MaterialisedView:
         self.store.reset(self.fold.name)
 
     def rebuild(self, log: Any, *, progress: Any = None) -> dict[str, Any]:
-        self.reset()
-        return self.catch_up(log, progress=progress)
+        with self.store.folding():
+            self.reset()
+            return self._catch_up(log, progress=progress)
 
 
 class FoldPass:
@@ -199,5 +205,10 @@ class FoldPass:
         seen = max(self.seen, head)
         if seen > self.last:
             fold = self.view.fold
-            self.view.store.put_state(fold.name, fold.version, encode_state(self.state), Tracking(UPSTREAM, seen))
+            try:
+                self.view.store.put_state(fold.name, fold.version, encode_state(self.state), Tracking(UPSTREAM, seen))
+            except LogUnavailable:
+                # A full disk: the state is right in memory for this command;
+                # the view stays where it was and catches up once there is room.
+                pass
         return self.state

@@ -8,6 +8,7 @@ twice. Rebuilding deletes the files and folds again: the bytes are the same.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import orjson
 from eventsourcing.persistence import Tracking
 
+from metnos.store.errors import LogUnavailable
 from metnos.store.event_record import Record
 from projections.base import UPSTREAM, Fold, Handler, encode_state
 from projections.store import ViewStore
@@ -44,8 +46,19 @@ class DailyLines:
         return orjson.loads(raw)
 
     def catch_up(self, log: Any, *, progress: Any = None) -> int:
-        if self.store.get_version(self.fold.name) not in (None, self.fold.version):
-            return self.rebuild(log, progress=progress)
+        with self.store.folding():
+            if self.store.get_version(self.fold.name) not in (None, self.fold.version):
+                self.reset()
+            try:
+                return self._catch_up(log, progress=progress)
+            except LogUnavailable:
+                return 0  # a full disk: the position was not moved, the next catch-up cuts back and folds again
+            except OSError as e:
+                if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                return 0
+
+    def _catch_up(self, log: Any, *, progress: Any = None) -> int:
         lines_pass = self.begin()
         head = log.recorder.max_notification_id() or 0
         try:
@@ -81,8 +94,9 @@ class DailyLines:
                     f.truncate(recorded)
 
     def rebuild(self, log: Any, *, progress: Any = None) -> int:
-        self.reset()
-        return self.catch_up(log, progress=progress)
+        with self.store.folding():
+            self.reset()
+            return self._catch_up(log, progress=progress)
 
     def state_bytes(self) -> bytes:
         """The view as bytes: its files, in name order, with their names."""

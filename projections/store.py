@@ -8,6 +8,11 @@ position together, and the next catch-up folds them again.
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,30 @@ class ViewStore(LMDBTrackingRecorder):
     def __init__(self, shared: environments.SharedEnvironment, table_name: str, **kwargs: Any) -> None:
         super().__init__(shared, table_name, **kwargs)
         self._data_db = shared.db(table_name + ".data")
+        self._lock_path = shared.path / f"{table_name}.lock"
+
+    @contextmanager
+    def folding(self) -> Iterator[None]:
+        """One process at a time folds into this view.
+
+        Two processes catching up at once would both fold the same events:
+        the second to record its position would find it taken, and a lines
+        view would get its lines twice. The second waits, then folds only
+        what the first left. Where the lock cannot even be created (a full
+        disk), the fold goes on without it: it will not be able to write.
+        """
+        try:
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                raise
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     @classmethod
     def open(cls, views_dir: Path, view: str) -> ViewStore:

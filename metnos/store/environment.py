@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import struct
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from typing import TypeVar
 
 import lmdb
 
-from metnos.store.errors import LogUnavailable
+from metnos.store.errors import LogDamaged, LogUnavailable
 
 T = TypeVar("T")
 
@@ -83,6 +84,7 @@ class SharedEnvironment:
         self._listeners: set[threading.Event] = set()
         self._listeners_lock = threading.Lock()
         self.refcount = 0
+        check_data_file(path / DATA_FILE)
         try:
             path.mkdir(parents=True, exist_ok=True)
             self.env = lmdb.open(
@@ -214,6 +216,58 @@ class SharedEnvironment:
             if not self.sync:
                 self.env.sync(True)
             self.env.close()
+
+
+DATA_FILE = "data.mdb"
+_MAGIC = 0xBEEFC0DE
+# Where LMDB's two meta pages keep what a check needs (a 64-bit build): after
+# the 16-byte page header, the magic; the page size sits in the free-pages
+# table's first field; then the last page used and the transaction id.
+_META_MAGIC, _META_PAGE_SIZE, _META_LAST_PAGE, _META_TXN = 16, 40, 136, 144
+
+
+def required_size(data_file: Path) -> int | None:
+    """How long the header of an LMDB data file says the file is; None if it has no header to read."""
+    with open(data_file, "rb") as f:
+        head = f.read(_META_TXN + 8)
+        if len(head) < _META_TXN + 8 or struct.unpack_from("<I", head, _META_MAGIC)[0] != _MAGIC:
+            return None
+        page_size = struct.unpack_from("<I", head, _META_PAGE_SIZE)[0]
+        f.seek(page_size)
+        second = f.read(_META_TXN + 8)
+    metas = [head]
+    if len(second) == _META_TXN + 8 and struct.unpack_from("<I", second, _META_MAGIC)[0] == _MAGIC:
+        metas.append(second)
+    # The meta with the newest transaction is the one LMDB will use.
+    newest = max(metas, key=lambda m: struct.unpack_from("<Q", m, _META_TXN)[0])
+    return (struct.unpack_from("<Q", newest, _META_LAST_PAGE)[0] + 1) * page_size
+
+
+def check_data_file(data_file: Path) -> None:
+    """Refuse a data file cut short: mapping it would end in SIGBUS on the first read past its end."""
+    try:
+        size = data_file.stat().st_size
+    except OSError:
+        return  # no file (or no folder) yet: opening says what is wrong, if anything
+    if size == 0:
+        return  # a new environment; whether one was expected is the workspace's to say
+    try:
+        wanted = required_size(data_file)
+    except OSError as e:
+        raise LogUnavailable(f"cannot read {data_file}: {e.strerror}") from e
+    if wanted is None:
+        msg = (
+            f"{data_file} is not an LMDB data file (no valid header); it was left untouched. "
+            "Restore it from a backup, or move its folder aside to start that store anew"
+        )
+        raise LogDamaged(msg)
+    if size < wanted:
+        msg = (
+            f"{data_file} is {size} bytes but its header says {wanted}: the file was cut short "
+            "(a copy or a disk that failed part way); it was left untouched. Restore it from a backup; "
+            "if it is the views store, move the views folder aside and run `metnos rebuild`"
+        )
+        raise LogDamaged(msg)
 
 
 def _is_disk_full(error: BaseException) -> bool:

@@ -25,3 +25,7 @@ class LogFromNewerVersion(PersistenceError):
 
 class BadLogSetting(PersistenceError):
     """An environment variable that configures the log has a bad value."""
+
+
+class LogDamaged(PersistenceError):
+    """A data file is not what its header or the workspace says it should be; it is left untouched."""
