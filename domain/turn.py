@@ -10,6 +10,7 @@ Fields ending in ``_ms`` are measurements, and ``settings`` and
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from domain.base import Created, DomainEvent, MetnosAggregate
@@ -17,6 +18,8 @@ from domain.base import Created, DomainEvent, MetnosAggregate
 OPEN = "open"
 ANSWERED = "answered"
 FAILED = "failed"
+INTERRUPTED = "interrupted"
+ABANDONED = "abandoned"
 UNDONE_SUFFIX = "+undone"
 
 # Fields that describe the circumstances of a turn rather than its decisions:
@@ -174,6 +177,34 @@ class Turn(MetnosAggregate):
         def apply(self, turn: Turn) -> None:
             turn.status = FAILED
 
+    class TurnInterrupted(DomainEvent):
+        """The process running the turn was told to stop (SIGINT, SIGTERM) and closed it.
+
+        ``step`` is the step reached, ``during`` what the turn was doing
+        ("while waiting for the model", "while waiting for approval", "between steps").
+        """
+
+        signal: str
+        step: int
+        during: str
+
+        def apply(self, turn: Turn) -> None:
+            turn.status = INTERRUPTED
+
+    class TurnAbandoned(DomainEvent):
+        """Another process closed a turn whose writer is gone (SIGKILL, power cut).
+
+        ``step`` is the last step in the log, ``events`` how many of the
+        turn's events were committed before its writer went away.
+        """
+
+        step: int
+        events: int
+        reason: str
+
+        def apply(self, turn: Turn) -> None:
+            turn.status = ABANDONED
+
     class TurnUndone(DomainEvent):
         restored: list
         not_undoable: list
@@ -200,3 +231,17 @@ class Turn(MetnosAggregate):
             msg = f"turn {self.id} is {self.status}; it records nothing more but its undo"
             raise ValueError(msg)
         self.trigger_event(event_class, timestamp=at, **fields)
+
+
+# How a turn stops before its end: replay follows it to where it stopped.
+STOPPED_EARLY = (Turn.TurnInterrupted, Turn.TurnAbandoned)
+
+
+def status_of(events: list[Any]) -> str:
+    """How a turn stands after its events, read through their own apply hooks
+    (a bare namespace stands for the aggregate, so a gap in the events cannot
+    stop the reading)."""
+    turn = SimpleNamespace(status=OPEN, undone=False)
+    for event in events[1:]:
+        event.apply(turn)
+    return turn.status

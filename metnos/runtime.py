@@ -25,6 +25,7 @@ from metnos.executors.loader import LoadedExecutor, LoadReport, load_executors
 from metnos.invocation.service import Call, Invoker
 from metnos.lifecycle import record_boot
 from metnos.mnestome.bootstrap import plant_seed_mnests
+from metnos.turn.orphans import OrphanReport, close_orphaned_turns
 from metnos.workspace import Workspace
 from projections.views import open_stores, open_views
 
@@ -55,6 +56,8 @@ class Runtime:
         self.config = config
         # How many seed mnests this boot planted: non-zero only at the mnestome's first boot.
         self.seed_mnests_planted = 0
+        # Turns this boot closed as abandoned, and those it could not close now.
+        self.orphans = OrphanReport()
         self._stores = open_stores(workspace)
         self._views = open_views(workspace, self._stores)
         self.catalogue = self._views["catalogue"]
@@ -102,6 +105,7 @@ class Runtime:
             record_boot(log, report, clock, runtime.key_id, births=conditions)
             runtime.seed_mnests_planted = plant_seed_mnests(runtime)
             runtime.refresh()
+            runtime.close_orphaned_turns()
         except BaseException:
             log.close()
             raise
@@ -114,6 +118,13 @@ class Runtime:
     def refresh(self) -> None:
         for projection in self.projections().values():
             projection.catch_up(self.log)
+
+    def close_orphaned_turns(self) -> OrphanReport:
+        """Close the open turns whose writer is gone (see :mod:`metnos.turn.orphans`)."""
+        self.orphans = close_orphaned_turns(self, self.turns.state())
+        if self.orphans.closed:
+            self.refresh()
+        return self.orphans
 
     def catalogue_state(self) -> dict[str, Any]:
         return self.catalogue.catch_up(self.log)

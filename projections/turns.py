@@ -17,7 +17,7 @@ from projections.daily import Lines, LinesFold
 
 class TurnIndexFold(Fold):
     name = "turns"
-    version = 1
+    version = 2
     cost = 2
 
     def initial(self) -> dict[str, Any]:
@@ -29,6 +29,8 @@ class TurnIndexFold(Fold):
             Turn.StepInvoked: self._invoked,
             Turn.TurnAnswered: self._answered,
             Turn.TurnFailed: self._failed,
+            Turn.TurnInterrupted: self._interrupted,
+            Turn.TurnAbandoned: self._abandoned,
             Turn.TurnUndone: self._undone,
         }
 
@@ -65,6 +67,21 @@ class TurnIndexFold(Fold):
             turn.update(status="failed", result=record["message"], steps=record["steps"], final_kind=record["final_kind"], ended=record["timestamp"])
 
     @staticmethod
+    @reads("signal", "step", "during")
+    def _interrupted(state: dict[str, Any], record: Record, position: int) -> None:
+        turn = state["turns"].get(record["originator_id"])
+        if turn is not None:
+            message = f"interrupted by {record['signal']} {record['during']}, at step {record['step']}"
+            turn.update(status="interrupted", result=message, steps=record["step"], ended=record["timestamp"])
+
+    @staticmethod
+    @reads("step", "reason")
+    def _abandoned(state: dict[str, Any], record: Record, position: int) -> None:
+        turn = state["turns"].get(record["originator_id"])
+        if turn is not None:
+            turn.update(status="abandoned", result=f"abandoned at step {record['step']}: {record['reason']}", steps=record["step"], ended=record["timestamp"])
+
+    @staticmethod
     @reads()
     def _undone(state: dict[str, Any], record: Record, position: int) -> None:
         turn = state["turns"].get(record["originator_id"])
@@ -76,7 +93,7 @@ class TurnLinesFold(LinesFold):
     """State: the turns still open, each with the line it will close with."""
 
     name = "turn_lines"
-    version = 1
+    version = 2
     cost = 4
 
     def initial(self) -> dict[str, Any]:
@@ -93,6 +110,8 @@ class TurnLinesFold(LinesFold):
             Turn.StepIntercepted: self._intercepted,
             Turn.TurnAnswered: self._answered,
             Turn.TurnFailed: self._failed,
+            Turn.TurnInterrupted: self._interrupted,
+            Turn.TurnAbandoned: self._abandoned,
         }
 
     @staticmethod
@@ -136,6 +155,17 @@ class TurnLinesFold(LinesFold):
     @reads("final_kind", "message")
     def _failed(state: dict[str, Any], record: Record, position: int) -> Lines:
         return _close(state, record, final_kind=record["final_kind"], final=record["message"])
+
+
+    @staticmethod
+    @reads("signal", "during")
+    def _interrupted(state: dict[str, Any], record: Record, position: int) -> Lines:
+        return _close(state, record, final_kind="interrupted", final=f"interrupted by {record['signal']} {record['during']}")
+
+    @staticmethod
+    @reads("reason")
+    def _abandoned(state: dict[str, Any], record: Record, position: int) -> Lines:
+        return _close(state, record, final_kind="abandoned", final=record["reason"])
 
 
 def _timing(field: str) -> Handler:

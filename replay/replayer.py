@@ -19,7 +19,7 @@ from uuid import UUID
 from eventsourcing.utils import get_topic
 
 import metnos
-from domain.turn import Turn, decision_fields
+from domain.turn import OPEN, STOPPED_EARLY, Turn, decision_fields, status_of
 from metnos.blobs import BlobStore
 from metnos.canonical import canonical_hash
 from metnos.errors import MetnosError
@@ -71,6 +71,9 @@ class ReplayResult:
     events: int
     divergence: Divergence | None = None
     drift: list[dict[str, Any]] = field(default_factory=list)
+    # How the turn stopped before its end, if it did ("interrupted at step 2",
+    # "abandoned", "still open"): replayed up to where it stopped.
+    stopped: str = ""
 
     @property
     def same_path(self) -> bool:
@@ -80,6 +83,7 @@ class ReplayResult:
         return {
             "turn_id": self.turn_id, "same_path": self.same_path, "events": self.events,
             "divergence": self.divergence.to_json() if self.divergence else None, "drift": self.drift,
+            "stopped": self.stopped,
         }
 
 
@@ -137,6 +141,11 @@ class Replayer:
 
     def replay(self, turn_id: str) -> ReplayResult:
         recorded = self.recorded(turn_id)
+        stopped = _stopped_early(recorded)
+        if recorded and isinstance(recorded[-1], STOPPED_EARLY):
+            # The close was decided outside the loop (a signal, another
+            # process): the loop cannot emit it again, only what led to it.
+            recorded = recorded[:-1]
         invocations = {
             e.invocation_id: list(self.runtime.log.events.get(UUID(e.invocation_id)))
             for e in recorded if isinstance(e, Turn.StepInvoked) and e.invocation_id
@@ -163,10 +172,10 @@ class Replayer:
             loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode))
         except ReplayExhausted as e:
             note = str(e)
-        divergence = compare(turn_id, recorded, sink.events, note=note)
+        divergence = compare(turn_id, recorded, sink.events, note=note, up_to_recorded=bool(stopped))
         if divergence is not None:
             divergence.changed.update(self._context_changes(recorded, sink.events))
-        return ReplayResult(turn_id, len(recorded), divergence, drift)
+        return ReplayResult(turn_id, len(recorded), divergence, drift, stopped)
 
     def _re_executing(self, ports: RecordedPorts, drift: list[dict[str, Any]]) -> Callable[..., Any]:
         replay_call = ports.call_executor
@@ -206,8 +215,22 @@ def _describe(event: Any) -> dict[str, Any]:
     return {"type": event_name(event), "state": decision_fields(event_name(event), event_state(event)), "hash": fingerprint(event)}
 
 
-def compare(turn_id: str, recorded: list[Any], produced: list[Any], *, note: str = "") -> Divergence | None:
-    for i in range(max(len(recorded), len(produced))):
+def _stopped_early(recorded: list[Any]) -> str:
+    """How the turn stopped before its end, or "" when it ended as a turn ends."""
+    last = recorded[-1]
+    if isinstance(last, Turn.TurnInterrupted):
+        return f"interrupted by {last.signal} at step {last.step}"
+    if isinstance(last, Turn.TurnAbandoned):
+        return f"abandoned at step {last.step}"
+    return "still open" if status_of(recorded) == OPEN else ""
+
+
+def compare(turn_id: str, recorded: list[Any], produced: list[Any], *, note: str = "", up_to_recorded: bool = False) -> Divergence | None:
+    """The first position where the events differ. ``up_to_recorded``: the
+    recorded turn stopped early, and what the replay does after its last event
+    was never decided live, so it is not compared."""
+    length = len(recorded) if up_to_recorded else max(len(recorded), len(produced))
+    for i in range(length):
         r = recorded[i] if i < len(recorded) else None
         p = produced[i] if i < len(produced) else None
         if r is not None and p is not None and event_name(r) == event_name(p) and fingerprint(r) == fingerprint(p):

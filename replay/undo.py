@@ -19,7 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.invocation import Invocation
-from domain.turn import Turn
+from domain.turn import OPEN, Turn, status_of
 from metnos.blobs import BlobStore
 from metnos.errors import MetnosError
 from metnos.filestate import describe, digests, put_back, take
@@ -27,6 +27,10 @@ from metnos.filestate import describe, digests, put_back, take
 
 class NothingToUndo(MetnosError):
     """No turn left that has not been undone."""
+
+
+class TurnStillRunning(MetnosError):
+    """The turn has not ended: its writer is at work."""
 
 
 class UndoTurnUnknown(MetnosError):
@@ -132,6 +136,10 @@ class Undoer:
     def plan(self, turn_id: str | None = None) -> UndoPlan:
         turn_id = turn_id or self.last_turn()
         events = self._turn_events(turn_id)
+        if status_of(events) == OPEN:
+            # Every boot closes the turns whose writer is gone: one still open is being written.
+            msg = f"turn {turn_id} is still running; undo it once it has ended (or stop it: Ctrl-C)"
+            raise TurnStillRunning(msg)
         plan = UndoPlan(turn_id, events[0].text, any(isinstance(e, Turn.TurnUndone) for e in events))
         if plan.already_undone:
             return plan

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from collections.abc import Sequence
 
 from metnos.cli import events_cmd, init_cmd
 from metnos.errors import MetnosError
+from metnos.turn.interrupts import InterruptGate, Interrupted
 
 COMMANDS = [init_cmd, events_cmd]
 
@@ -37,8 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # SIGINT and SIGTERM become Interrupted; a turn defers them to a safe point.
+    args.interrupts = InterruptGate()
     try:
-        return int(args.run(args) or 0)
+        if threading.current_thread() is not threading.main_thread():
+            return int(args.run(args) or 0)
+        with args.interrupts.installed():
+            return int(args.run(args) or 0)
+    except Interrupted as e:
+        print(f"metnos: {e}; stopped", file=sys.stderr)
+        return e.exit_code
     except MetnosError as e:
         print(f"metnos: {e}", file=sys.stderr)
         return 2

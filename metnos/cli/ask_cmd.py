@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = run_turn(
             runtime, args.text, approver=approver_for(args),
             observer=step_printer if args.steps else None, wrap_llm=spinner.wrap,
+            interrupts=getattr(args, "interrupts", None),
         )
     if outcome.learning_error is not None:
         print(f"metnos: the mnestome did not learn from this turn: {outcome.learning_error}", file=sys.stderr)
@@ -106,6 +108,11 @@ def run(args: argparse.Namespace) -> int:
                             "steps": outcome.steps, "learning_error": outcome.learning_error}).decode())
     elif outcome.status == "answered":
         print(outcome.answer)
+    elif outcome.status == "interrupted":
+        print(f"metnos: {outcome.message}; turn {outcome.turn_id} is recorded as interrupted"
+              " (`metnos undo` puts back what its finished steps changed)", file=sys.stderr)
     else:
         print(f"metnos: {outcome.message}", file=sys.stderr)
+    if outcome.status == "interrupted":
+        return 128 + signal.Signals[outcome.failure["signal"]].value
     return 0 if outcome.status == "answered" else 1

@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     # The daemon runs every birth at its start; commands reuse what it found.
     with Runtime.boot(Workspace.from_env(), birth=not args.skip_birth, reuse_births=False, clock=clock) as rt:
         installed = ScheduleService(rt).install_builtin_jobs()
-        _emit({"event": "started", "installed": installed})
+        # Turns left open by a writer that is gone were closed as abandoned at boot.
+        _emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed})
         scheduler = Scheduler(rt)
         while True:
             started = time.monotonic()

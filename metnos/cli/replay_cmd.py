@@ -100,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
         if not diverged:
             what = f"{len(results)} turns" if args.all else f"turn {results[0].turn_id}"
             print(f"{what}: same path ({sum(r.events for r in results)} events, {elapsed:.2f} s)")
+        for r in results:
+            if r.stopped and r.same_path:
+                print(f"turn {r.turn_id} {r.stopped}: replayed to where it stopped, same path")
     if diverged:
         print(f"metnos: {len(diverged)} of {len(results)} turns diverged", file=sys.stderr)
         return 1

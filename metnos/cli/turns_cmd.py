@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 from uuid import UUID
 
@@ -43,14 +44,16 @@ def find_turn(state: dict[str, Any], prefix: str) -> str:
 def run_list(args: argparse.Namespace) -> int:
     with _boot() as rt:
         state = rt.turns.catch_up(rt.log)
+        for problem in rt.orphans.problems:
+            print(f"metnos: {problem}", file=sys.stderr)
     rows = [state["turns"][t] for t in state["order"]][-args.limit :] if args.limit else [state["turns"][t] for t in state["order"]]
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
-    print(f"{'TURN':<36}  {'STARTED (UTC)':<19}  {'STATUS':<9} {'STEPS':>5}  REQUEST")
+    print(f"{'TURN':<36}  {'STARTED (UTC)':<19}  {'STATUS':<12} {'STEPS':>5}  REQUEST")
     for t in rows:
         status = t["status"] + ("*" if t["undone"] else "")
-        print(f"{t['id']:<36}  {t['started'][:19]:<19}  {status:<9} {t['steps']:>5}  {t['text'][:60]}")
+        print(f"{t['id']:<36}  {t['started'][:19]:<19}  {status:<12} {t['steps']:>5}  {t['text'][:60]}")
     if any(t["undone"] for t in rows):
         print("(* undone)")
     return 0
@@ -80,6 +83,10 @@ def _line(event: Any) -> str:
         text = f"answer: {event.text[:200]}"
     elif isinstance(event, Turn.TurnFailed):
         text = f"failed ({event.kind}): {event.message}"
+    elif isinstance(event, Turn.TurnInterrupted):
+        text = f"interrupted by {event.signal} {event.during}, at step {event.step}"
+    elif isinstance(event, Turn.TurnAbandoned):
+        text = f"abandoned after {event.events} events, at step {event.step}: {event.reason}"
     else:
         text = orjson.dumps(d, default=str).decode()[:140]
     return f"{event.originator_version:>3}  {when}  {name:<20} {text}"

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -32,6 +33,7 @@ from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.turn.errors import TurnError
 from metnos.turn.failures import FailureKind, turn_failure, unknown_executor
 from metnos.turn.guards import TurnGuards
+from metnos.turn.interrupts import InterruptGate, Interrupted
 from metnos.turn.piping import resolve_args, placeholders_in
 from metnos.turn.ports import TurnPorts
 from metnos.turn.prompt import FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT
@@ -59,7 +61,7 @@ class TurnRequest:
 @dataclass
 class TurnOutcome:
     turn_id: str
-    status: str  # answered | failed
+    status: str  # answered | failed | interrupted
     answer: str | None = None
     failure: dict[str, Any] | None = None
     steps: int = 0
@@ -84,6 +86,8 @@ class _State:
     shape: list[ShapeStep] = field(default_factory=list)
     scratch: InMemoryScratchpadStore = field(default_factory=InMemoryScratchpadStore)
     has_scratch: bool = False
+    # What the turn is doing, for the record if a signal stops it there.
+    during: str = "between steps"
 
 
 class _EndTurn(Exception):
@@ -104,6 +108,7 @@ class TurnLoop:
         runtime_version: str,
         check_policy: Callable[[Any, dict[str, Any]], None] | None = None,
         observer: Callable[[Any], None] | None = None,
+        interrupts: InterruptGate | None = None,
     ) -> None:
         self.ports = ports
         self.catalogue = catalogue
@@ -113,6 +118,8 @@ class TurnLoop:
         self.runtime_version = runtime_version
         self.check_policy = check_policy
         self.observer = observer
+        # Replay and tests pass none: a gate nobody installed never fires.
+        self.interrupts = interrupts or InterruptGate()
 
     # Recording -----------------------------------------------------------
     def _record(self, turn: Turn, event_class: type, **fields: Any) -> None:
@@ -137,6 +144,13 @@ class TurnLoop:
             cap_same_executor=self.settings.cap_same_executor,
             cap_same_vectorial=self.settings.cap_same_vectorial,
         ))
+        with self.interrupts.deferring():
+            try:
+                return self._run(turn, state, request)
+            except Interrupted as stop:
+                return self._interrupted(turn, state, stop)
+
+    def _run(self, turn: Turn, state: _State, request: TurnRequest) -> TurnOutcome:
         self._record(turn, Turn.CatalogueResolved, digest=self.catalogue.digest, entries=self.catalogue.entries)
         if len(self.catalogue) == 0:
             return self._fail(turn, state, FailureKind.EMPTY_CATALOGUE, "")
@@ -162,6 +176,14 @@ class TurnLoop:
         except _EndTurn as end:
             return self._fail(turn, state, end.kind, end.detail)
 
+    def _interrupted(self, turn: Turn, state: _State, stop: Interrupted) -> TurnOutcome:
+        # Whatever the turn had recorded since its last commit is committed
+        # with the close: the step proposed, the approval asked, the model asked.
+        self._record(turn, Turn.TurnInterrupted, signal=stop.signal, step=state.step, during=state.during)
+        self._commit(turn)
+        message = f"interrupted by {stop.signal} {state.during}, at step {state.step}"
+        return TurnOutcome(str(turn.id), "interrupted", failure={"kind": "interrupted", "signal": stop.signal, "message": message}, steps=state.step)
+
     def _fail(self, turn: Turn, state: _State, kind: FailureKind, detail: str) -> TurnOutcome:
         failure = turn_failure(kind, detail)
         self._record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.message, steps=state.step)
@@ -169,13 +191,15 @@ class TurnLoop:
         return TurnOutcome(str(turn.id), "failed", failure=failure.to_json(), steps=state.step)
 
     def _round(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> str | None:
+        self.interrupts.checkpoint()
         state.round += 1
         tools = [] if state.final_only else self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
         digest = canonical_hash({"messages": [_message_record(m) for m in messages], "tools": [t.name for t in tools]})
         self._record(turn, Turn.LLMAsked, round=state.round, tier=request.tier, request_digest=digest, tools=[t.name for t in tools])
         started = time.perf_counter()
         try:
-            reply = self.ports.ask_llm(request.tier, messages, tools)
+            with self._waiting(state, "while waiting for the model"):
+                reply = self.ports.ask_llm(request.tier, messages, tools)
         except LLMError as e:
             self._record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
             kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY
@@ -200,6 +224,7 @@ class TurnLoop:
             observation, others = self._step(turn, state, request, pool, call, reply.call_form)
             messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation), is_error=observation.get("ok") is False))
             self._commit(turn, *others)
+            self.interrupts.checkpoint()
         if state.final_only:
             messages.append(UserMessage(FINAL_ONLY))
         return None
@@ -304,7 +329,8 @@ class TurnLoop:
             return self._observe_refusal(turn, state, step, name, resolution.args, observation)
         if verdict.decision == ASK:
             self._record(turn, Turn.ApprovalAsked, step=step, executor=name, reason=verdict.reason)
-            approved, by = self.ports.approve(step, name, resolution.args, verdict.reason)
+            with self._waiting(state, "while waiting for approval"):
+                approved, by = self.ports.approve(step, name, resolution.args, verdict.reason)
             self._record(turn, Turn.ApprovalAnswered, step=step, approved=bool(approved), by=by)
             if not approved:
                 observation = {"ok": False, "error_class": "declined", "error": f"the user did not approve {name}; do not retry it"}
@@ -364,13 +390,22 @@ class TurnLoop:
             return None, self._observe_refusal(turn, state, step, name, args, observation)[0]
         if verdict.decision == ASK:
             self._record(turn, Turn.ApprovalAsked, step=step, executor=name, reason=verdict.reason)
-            approved, by = self.ports.approve(step, name, args, verdict.reason)
+            with self._waiting(state, "while waiting for approval"):
+                approved, by = self.ports.approve(step, name, args, verdict.reason)
             self._record(turn, Turn.ApprovalAnswered, step=step, approved=bool(approved), by=by)
             if not approved:
                 observation = {"ok": False, "error_class": "declined", "error": f"the user did not approve {name}; do not retry it"}
                 return None, self._observe_refusal(turn, state, step, name, args, observation)[0]
             return {"by": by, "turn_id": str(turn.id), "step": step}, None
         return None, None
+
+    @contextmanager
+    def _waiting(self, state: _State, what: str) -> Iterator[None]:
+        self.interrupts.checkpoint()
+        state.during = what
+        with self.interrupts.waiting():
+            yield
+        state.during = "between steps"
 
     def _reject(self, turn: Turn, state: _State, step: int, name: str, args: dict[str, Any], kind: str, error: dict[str, Any], observation: dict[str, Any], remediation: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         self._record(turn, Turn.StepRejected, step=step, kind=kind, error=error, observation=observation, remediation=remediation)

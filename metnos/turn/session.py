@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import metnos
-from domain.turn import Turn
+from domain.turn import OPEN, Turn
 from metnos.errors import MetnosError
 from metnos.mnestome.record import record_turn
 from metnos.llm.router import LLMRouter
@@ -17,6 +17,8 @@ from metnos.runtime import Runtime
 from metnos.sandbox.hints import home_of
 from metnos.sandbox.policy import check_args, scope_for
 from metnos.turn.catalogue import TurnCatalogue, builtin_tools
+from metnos.turn.interrupts import InterruptGate
+from metnos.turn.lease import TurnLease
 from metnos.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.turn.ports import Approver, LivePorts
 from metnos.turn.settings import load_turn_settings
@@ -38,18 +40,32 @@ class LogSink:
         self.learn = learn
         self._turn_events: list[Any] = []
         self.learning_error: str | None = None
+        self._lease: TurnLease | None = None
 
     def commit(self, aggregates: list[Any]) -> None:
         pending = [a for a in aggregates if a.pending_events]
         extra: list[Any] = []
+        closed = False
         for aggregate in pending:
             if isinstance(aggregate, Turn):
+                if self._lease is None and isinstance(aggregate.pending_events[0], Turn.TurnStarted):
+                    # Held from before the turn's first event until after its
+                    # last: while it is held, nobody closes the turn as abandoned.
+                    self._lease = TurnLease.take(self.runtime.workspace, str(aggregate.id))
                 self._turn_events.extend(aggregate.pending_events)
                 closing = aggregate.pending_events[-1]
                 if self.learn and isinstance(closing, (Turn.TurnAnswered, Turn.TurnFailed)):
                     extra = self._mnests(closing.timestamp)
+                closed = aggregate.status != OPEN
         if pending:
             self.log.save(*pending, *extra)
+        if closed:
+            self.release()
+
+    def release(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
     def _mnests(self, at: Any) -> list[Any]:
         try:
@@ -104,6 +120,7 @@ def run_turn(
     channel: str = "cli",
     env: Mapping[str, str] | None = None,
     wrap_llm: Callable[[Any], Any] | None = None,
+    interrupts: InterruptGate | None = None,
 ) -> TurnOutcome:
     env = dict(os.environ if env is None else env)
     own_router = router is None
@@ -123,9 +140,11 @@ def run_turn(
             runtime_version=metnos.__version__,
             check_policy=policy_checker(runtime, env),
             observer=observer,
+            interrupts=interrupts,
         )
         outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel))
     finally:
+        sink.release()
         if own_router:
             router.close()
     runtime.refresh()

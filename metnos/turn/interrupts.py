@@ -1,0 +1,82 @@
+"""SIGINT and SIGTERM during a turn: stop where nothing is half done, and say so.
+
+A signal becomes an :class:`Interrupted` exception. While a turn runs, the
+gate defers it: an executor that is changing files and the commit of a step
+are never cut in half. It lands at once only in the two waits on the outside
+world (the model's reply, the user's approval), where nothing is being
+written, and otherwise at the next checkpoint, just after a step's events are
+committed. The loop then records ``TurnInterrupted`` and closes the turn.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """The process was told to stop. A BaseException, like KeyboardInterrupt,
+    so that no ``except Exception`` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.signal = signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.signal}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class InterruptGate:
+    """Where a stop signal may land. Without :meth:`installed`, it never fires
+    (replay and tests run the loop with a gate that nothing opens)."""
+
+    def __init__(self) -> None:
+        self.pending: int | None = None
+        self._deferring = False
+        self._waiting = 0
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self._deferring and not self._waiting:
+            self.pending = signum
+            return
+        raise Interrupted(signum)
+
+    @contextmanager
+    def installed(self) -> Iterator[InterruptGate]:
+        """Route SIGINT and SIGTERM to this gate (main thread only), then put the old handlers back."""
+        previous = {s: signal.signal(s, self._handle) for s in HANDLED}
+        try:
+            yield self
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    @contextmanager
+    def deferring(self) -> Iterator[None]:
+        """A signal waits for the next checkpoint or wait instead of landing where it falls."""
+        self._deferring, self._waiting = True, 0
+        try:
+            yield
+        finally:
+            self._deferring, self._waiting = False, 0
+
+    def checkpoint(self) -> None:
+        if self.pending is not None:
+            signum, self.pending = self.pending, None
+            raise Interrupted(signum)
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """A wait on the outside world: a signal may land inside it."""
+        self.checkpoint()
+        self._waiting += 1
+        try:
+            yield
+        finally:
+            self._waiting = max(0, self._waiting - 1)
