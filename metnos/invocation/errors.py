@@ -17,6 +17,8 @@ class FailureKind(str, Enum):
     SCHEMA_VIOLATION = "SchemaViolation"
     TIMEOUT = "Timeout"
     TOO_LARGE = "TooLarge"
+    # The invocation's processes together passed the memory cap.
+    MEMORY_EXCEEDED = "MemoryExceeded"
     NON_JSON_OUTPUT = "NonJSONOutput"
     CRASH = "Crash"
 

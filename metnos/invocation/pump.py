@@ -5,7 +5,9 @@ kept up to the cap and no further (one byte over is enough to know it is too
 large), stderr keeps only its tail. Nothing is ever buffered whole.
 
 ``run_contained`` is the whole life of a sandboxed child (spawn, drain, kill)
-shared by invocations and birth tests, so both get the same caps.
+shared by invocations and birth tests, so both get the same caps: a cgroup
+for processes and memory, or a memory watchdog where no memory cgroup can be
+used; the drain loop looks at the memory cap between reads.
 """
 
 from __future__ import annotations
@@ -15,15 +17,22 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from metnos.sandbox import cgroup
+from metnos.sandbox.memwatch import MemoryWatchdog, descendants
 
 if TYPE_CHECKING:
     from metnos.sandbox.bwrap import WrappedCommand
 
 _CHUNK = 65536
+# How often the memory cap is looked at: a cgroup only needs its OOM counter
+# read (the kernel enforces the cap); the watchdog enforces it itself, so it
+# looks more often.
+_CGROUP_EVERY_S = 0.05
+_WATCHDOG_EVERY_S = 0.02
 
 
 @dataclass
@@ -32,9 +41,14 @@ class Drained:
     stderr_tail: bytes
     timed_out: bool
     too_large: bool
+    stopped: bool = False  # ``stop`` said so
 
 
-def drain(proc: subprocess.Popen, stdin_data: bytes, *, max_stdout: int, deadline: float, tail: int = 4096) -> Drained:
+def drain(proc: subprocess.Popen, stdin_data: bytes, *, max_stdout: int, deadline: float, tail: int = 4096,
+          stop: Callable[[], bool] | None = None, stop_every: float = 0.5) -> Drained:
+    """Feed and read ``proc`` until its pipes close, the deadline passes, the
+    output cap is reached or ``stop()`` (called about every ``stop_every``
+    seconds) returns True."""
     out = bytearray()
     err = bytearray()
     sel = selectors.DefaultSelector()
@@ -48,13 +62,19 @@ def drain(proc: subprocess.Popen, stdin_data: bytes, *, max_stdout: int, deadlin
     sel.register(proc.stdout, selectors.EVENT_READ)
     sel.register(proc.stderr, selectors.EVENT_READ)
     timed_out = too_large = False
+    next_look = time.monotonic() + stop_every
     try:
         while sel.get_map():
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 timed_out = True
                 break
-            for key, _ in sel.select(min(left, 0.5)):
+            if stop is not None and now >= next_look:
+                next_look = now + stop_every
+                if stop():
+                    return Drained(bytes(out), bytes(err[-tail:]), False, False, True)
+            for key, _ in sel.select(min(left, stop_every if stop is not None else 0.5)):
                 f = key.fileobj
                 if f is proc.stdin:
                     try:
@@ -94,6 +114,14 @@ def drain(proc: subprocess.Popen, stdin_data: bytes, *, max_stdout: int, deadlin
     return Drained(bytes(out), bytes(err[-tail:]), timed_out, too_large)
 
 
+class MemoryGuard(Protocol):
+    memory_mechanism: str
+
+    def memory_exceeded(self) -> bool: ...
+
+    def memory_peak(self) -> int | None: ...
+
+
 @dataclass
 class Contained:
     """How a contained child ended. ``returncode`` is None when it never started."""
@@ -105,14 +133,26 @@ class Contained:
     too_large: bool
     pids_cgroup: bool
     spawn_error: str | None = None
+    # "cgroup-v2", "cgroup-v1" or "watchdog": what held the memory cap.
+    memory_cap: str = ""
+    memory_exceeded: bool = False
+    memory_peak: int | None = None
+
+    @property
+    def layers(self) -> list[str]:
+        """The caps in force, named as the invocation's layers."""
+        out = ["pids-cgroup"] if self.pids_cgroup else []
+        if self.memory_cap:
+            out.append("memory-watchdog" if self.memory_cap == "watchdog" else "memory-cgroup")
+        return out
 
 
 def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int, deadline: float,
-                  max_pids: int, tail: int = 4096) -> Contained:
-    """Spawn ``wrapped`` in its own session and pids cgroup, feed and drain it
+                  max_pids: int, max_memory_bytes: int, tail: int = 4096) -> Contained:
+    """Spawn ``wrapped`` in its own session and cgroup, feed and drain it
     under the caps, and leave nothing of it running. Closes ``wrapped``."""
     try:
-        cg = cgroup.PidsCgroup(max_pids)
+        cg = cgroup.InvocationCgroup(max_pids, max_memory_bytes)
     except OSError:
         cg = None
     try:
@@ -126,13 +166,21 @@ def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int
     except (OSError, subprocess.SubprocessError) as e:
         if cg:
             cg.close()
-        return Contained(None, b"", b"", False, False, cg is not None, str(e))
+        return Contained(None, b"", b"", False, False, cg is not None and cg.caps_pids, str(e))
     finally:
         wrapped.close()
+    guard: MemoryGuard
+    if cg is not None and cg.caps_memory:
+        guard, every = cg, _CGROUP_EVERY_S
+    else:
+        members = cg.pids if cg is not None and cg.caps_pids else (lambda: descendants(proc.pid))
+        guard, every = MemoryWatchdog(max_memory_bytes, members), _WATCHDOG_EVERY_S
+    exceeded = False
     try:
-        d = drain(proc, stdin_data, max_stdout=max_stdout, deadline=deadline, tail=tail)
+        d = drain(proc, stdin_data, max_stdout=max_stdout, deadline=deadline, tail=tail,
+                  stop=guard.memory_exceeded, stop_every=every)
         timed_out = d.timed_out
-        if not timed_out and not d.too_large:
+        if not timed_out and not d.too_large and not d.stopped:
             try:
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -145,9 +193,17 @@ def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int
         except (ProcessLookupError, PermissionError):
             pass
         if cg:
+            cg.kill_all()
+        # Looked at once more when it is all over: the kernel may have
+        # killed a child for memory while the rest carried on and finished.
+        exceeded = guard.memory_exceeded()
+        peak = guard.memory_peak()
+        if cg:
             cg.close()
         proc.wait()
         for f in (proc.stdout, proc.stderr):
             if f:
                 f.close()
-    return Contained(proc.returncode, d.stdout, d.stderr_tail, timed_out, d.too_large, cg is not None)
+    return Contained(proc.returncode, d.stdout, d.stderr_tail, timed_out, d.too_large,
+                     cg is not None and cg.caps_pids, memory_cap=guard.memory_mechanism,
+                     memory_exceeded=exceeded, memory_peak=peak)

@@ -33,6 +33,7 @@ from metnos.workspace import Workspace
 
 _HOST_ERROR = b"METNOS-HOST-ERROR "
 _NOFILE = 256
+_MB = 1024 * 1024
 
 
 def _ms(t0: float) -> int:
@@ -56,7 +57,7 @@ def host_config(plan: SandboxPlan, profile: SandboxProfile) -> str:
         "sandboxed": plan.active,
         "site_packages": plan.site_packages,
         "limits": {
-            "memory_bytes": profile.max_memory_mb * 1024 * 1024,
+            "memory_bytes": profile.max_memory_mb * _MB,
             "cpu_s": max(1, math.ceil(cpu)),
             "nofile": _NOFILE,
             "nproc": profile.max_pids,
@@ -146,8 +147,9 @@ def invoke(
     exe, _, _ = python_runtime()
     cmd = [exe, "-I", "-S", plan.host_path, host_config(plan, profile)]
     c = run_contained(wrap_plan(plan, cmd), request, max_stdout=profile.max_output_bytes,
-                      deadline=t0 + profile.max_duration_s, max_pids=profile.max_pids)
-    layers = list(plan.layers) + (["pids-cgroup"] if c.pids_cgroup else [])
+                      deadline=t0 + profile.max_duration_s, max_pids=profile.max_pids,
+                      max_memory_bytes=profile.max_memory_mb * _MB)
+    layers = list(plan.layers) + c.layers
     if c.spawn_error is not None:
         return _fail(FailureKind.CRASH, t0, {"type": "SpawnFailed", "message": c.spawn_error}, plan=plan, layers=tuple(layers))
     assert c.returncode is not None
@@ -155,6 +157,13 @@ def invoke(
     tail = c.stderr_tail.decode("utf-8", "replace")
     sha = blake3.blake3(c.stdout).hexdigest() if c.stdout else None
     common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(c.stdout), layers=tuple(layers))
+    if c.memory_exceeded:
+        # Before the rest: a tree killed for memory may also look timed out
+        # or crashed, but this is why it ended.
+        return _fail(FailureKind.MEMORY_EXCEEDED, t0, {
+            "limit_mb": profile.max_memory_mb, "enforced_by": c.memory_cap,
+            "peak_mb": None if c.memory_peak is None else round(c.memory_peak / _MB, 1),
+        }, **common)
     if c.timed_out:
         return _fail(FailureKind.TIMEOUT, t0, {"clock": "wall", "limit_s": profile.max_duration_s}, **common)
     if c.too_large:

@@ -114,10 +114,14 @@ def _spawn(req: SpawnRequest, workspace: Workspace | None, env: Mapping[str, str
     cmd = [exe, "-I", "-S", f"{INSIDE_DIR}/{BIRTH_HOST}", json.dumps(cfg, separators=(",", ":"))]
     cap = _report_cap(profile)
     c = run_contained(wrap_plan(plan, cmd), req.stdin, max_stdout=cap, deadline=t0 + req.timeout_s,
-                      max_pids=profile.max_pids)
+                      max_pids=profile.max_pids, max_memory_bytes=profile.max_memory_mb * 1024 * 1024)
     if c.spawn_error is not None:
         return SpawnResult(-1, b"", f"could not start the sandbox: {c.spawn_error}".encode())
     code = -9 if c.returncode is None else c.returncode
+    if c.memory_exceeded:
+        return SpawnResult(code or -9, b"", c.stderr_tail + (
+            f"\nbirth tests exceeded the memory cap of {profile.max_memory_mb} MB "
+            f"(held by {c.memory_cap})").encode())
     if c.timed_out:
         return SpawnResult(code, c.stdout, c.stderr_tail, timed_out=True)
     if c.too_large:

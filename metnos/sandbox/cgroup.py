@@ -1,13 +1,22 @@
-"""A pids cgroup per invocation: the process cap that works for root.
+"""A cgroup per invocation: one process cap and one memory cap for the tree.
 
-RLIMIT_NPROC is skipped by the kernel for the real root user, so a fork bomb
-is stopped by ``pids.max`` instead. The same files (``pids.max``,
-``cgroup.procs``) exist in cgroup v1 and v2; we look for a pids hierarchy
-we can create children in, and report none when there is not one.
+RLIMIT_NPROC is skipped by the kernel for the real root user, and RLIMIT_AS
+is per process (twelve children of 120 MB each pass a 256 MB rlimit), so the
+caps that hold for a whole invocation are ``pids.max`` and the memory limit of
+a cgroup holding every process of it.
+
+Under cgroup v2 one group carries both (``pids.max``, ``memory.max``, with
+``memory.oom.group`` so that the kernel kills the whole group at once); it
+works where the controllers are delegated to the cgroup Metnos runs in. Under
+cgroup v1 each controller has its own hierarchy, and a group is made in each
+one that lets us. Invocation groups are made directly under the cgroup
+Metnos runs in, so nothing is left in someone else's tree once they are
+removed. Where no memory controller can be used the caller falls back to a
+watchdog (``metnos.sandbox.memwatch``).
 
 Joining has to happen before bwrap forks (v1 moves a process, not its
 descendants), hence ``attach_self`` for use between fork and exec. The
-cgroup is also how everything is killed at the end: its member list is
+group is also how everything is killed at the end: its member list is
 complete even for processes that left the process group.
 """
 
@@ -18,11 +27,21 @@ import os
 import signal
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
+_PREFIX = "metnos-inv-"
 
-def _pids_mounts() -> list[tuple[Path, bool]]:
-    """(mount point, is_v2) of the hierarchies that may carry the pids controller."""
+
+@dataclass(frozen=True)
+class Mount:
+    path: Path
+    is_v2: bool
+    controllers: frozenset[str]
+
+
+def _mounts() -> list[Mount]:
+    """The cgroup hierarchies mounted here and the controllers each carries."""
     out = []
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -33,53 +52,107 @@ def _pids_mounts() -> list[tuple[Path, bool]]:
         fields, rfields = left.split(), right.split()
         if len(rfields) < 3:
             continue
-        if rfields[0] == "cgroup" and "pids" in rfields[2].split(","):
-            out.append((Path(fields[4]), False))
+        if rfields[0] == "cgroup":
+            ctrls = frozenset(rfields[2].split(",")) & {"pids", "memory"}
+            if ctrls:
+                out.append(Mount(Path(fields[4]), False, ctrls))
         elif rfields[0] == "cgroup2":
-            ctrl = Path(fields[4]) / "cgroup.controllers"
-            try:
-                if "pids" in ctrl.read_text().split():
-                    out.append((Path(fields[4]), True))
-            except OSError:
-                pass
+            out.append(Mount(Path(fields[4]), True, frozenset()))
     return out
 
 
-def _own_path(is_v2: bool) -> str:
+def _own_path(m: Mount) -> Path:
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         hid, ctrls, path = line.split(":", 2)
-        if (is_v2 and hid == "0") or (not is_v2 and "pids" in ctrls.split(",")):
-            return path.lstrip("/")
-    return ""
+        if (m.is_v2 and hid == "0") or (not m.is_v2 and m.controllers & set(ctrls.split(","))):
+            return m.path / path.lstrip("/")
+    return m.path
+
+
+def _write(path: Path, value: str) -> None:
+    path.write_text(value)
+
+
+def _try_group(parent: Path, limits: dict[str, str]) -> None:
+    """Make a probe group under ``parent`` and set ``limits`` in it."""
+    probe = parent / f"{_PREFIX}probe-{uuid.uuid4().hex[:8]}"
+    probe.mkdir()
+    try:
+        for name, value in limits.items():
+            _write(probe / name, value)
+    finally:
+        probe.rmdir()
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where invocation groups are made, per controller, and why not when not."""
+
+    pids: Path | None
+    memory: Path | None
+    memory_v2: bool
+    pids_error: str | None
+    memory_error: str | None
+
+    @property
+    def memory_mechanism(self) -> str:
+        if self.memory is None:
+            return "watchdog"
+        return "cgroup-v2" if self.memory_v2 else "cgroup-v1"
 
 
 @functools.lru_cache(maxsize=1)
-def pids_parent() -> tuple[Path | None, str | None]:
-    """Where invocation cgroups are made, or (None, why not)."""
-    errors = []
-    for mount, is_v2 in _pids_mounts():
-        base = mount / _own_path(is_v2) / "metnos"
+def placement() -> Placement:
+    """Find, once, the hierarchies where this process may make child groups."""
+    pids = memory = None
+    memory_v2 = False
+    errors: dict[str, list[str]] = {"pids": [], "memory": []}
+    mounts = _mounts()
+    # v2 first: one group for both caps, and a kernel that kills it whole.
+    for m in (m for m in mounts if m.is_v2):
+        own = _own_path(m)
         try:
-            base.mkdir(exist_ok=True)
-            if is_v2:
-                (base / "cgroup.subtree_control").write_text("+pids")
-            probe = base / f"probe-{uuid.uuid4().hex[:8]}"
-            probe.mkdir()
-            try:
-                (probe / "pids.max").write_text("1")
-            finally:
-                probe.rmdir()
-            return base, None
+            available = set((own / "cgroup.subtree_control").read_text().split())
+            missing = {"pids", "memory"} - available
+            if missing:
+                # Possible only where we are the root of the delegated tree
+                # (a process may not enable controllers for its own siblings).
+                _write(own / "cgroup.subtree_control", " ".join("+" + c for c in sorted(missing)))
+            _try_group(own, {"pids.max": "1", "memory.max": str(64 << 20)})
+            pids = memory = own
+            memory_v2 = True
+            break
         except OSError as e:
-            errors.append(f"{base}: {e.strerror or e}")
-    return None, "; ".join(errors) or "no pids cgroup hierarchy mounted"
+            for c in ("pids", "memory"):
+                errors[c].append(f"{own}: {e.strerror or e}")
+    for m in (m for m in mounts if not m.is_v2):
+        own = _own_path(m)
+        if "pids" in m.controllers and pids is None:
+            try:
+                _try_group(own, {"pids.max": "1"})
+                pids = own
+            except OSError as e:
+                errors["pids"].append(f"{own}: {e.strerror or e}")
+        if "memory" in m.controllers and memory is None:
+            try:
+                _try_group(own, {"memory.limit_in_bytes": str(64 << 20)})
+                memory = own
+            except OSError as e:
+                errors["memory"].append(f"{own}: {e.strerror or e}")
+
+    def why(c: str, found: Path | None) -> str | None:
+        if found is not None:
+            return None
+        return "; ".join(errors[c]) or f"no cgroup hierarchy with the {c} controller is mounted"
+
+    return Placement(pids, memory, memory_v2, why("pids", pids), why("memory", memory))
 
 
-def _sweep(base: Path) -> None:
+def _sweep(parent: Path) -> None:
     """Remove empty leftovers of runtimes that were killed before cleaning up
     (rmdir refuses a cgroup that still has members)."""
     try:
-        entries = list(base.glob("inv-*"))
+        entries = list(parent.glob(_PREFIX + "*"))
     except OSError:
         return
     now = time.time()
@@ -93,34 +166,112 @@ def _sweep(base: Path) -> None:
             pass
 
 
-class PidsCgroup:
-    def __init__(self, max_pids: int):
-        base, why = pids_parent()
-        if base is None:
-            raise OSError(why)
-        _sweep(base)
-        self.path = base / f"inv-{uuid.uuid4().hex}"
-        self.path.mkdir()
+def _counter(path: Path, key: str) -> int:
+    """A ``key value`` line of a flat-keyed cgroup file (memory.events, oom_control)."""
+    try:
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(" ")
+            if k == key:
+                return int(v)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class InvocationCgroup:
+    """The groups of one invocation: pids and memory, in as many hierarchies
+    as they live in (one under v2, up to two under v1).
+
+    ``memory`` is False when no memory controller could be used; the caller
+    then watches memory some other way.
+    """
+
+    def __init__(self, max_pids: int, memory_bytes: int):
+        p = placement()
+        if p.pids is None and p.memory is None:
+            raise OSError(p.pids_error)
+        self.memory_mechanism = p.memory_mechanism
+        self.memory_bytes = memory_bytes
+        self.dirs: list[Path] = []
+        self.pids_dir: Path | None = None
+        self.memory_dir: Path | None = None
+        name = _PREFIX + uuid.uuid4().hex
         try:
-            (self.path / "pids.max").write_text(str(max_pids))
+            for parent in dict.fromkeys(d for d in (p.pids, p.memory) if d is not None):
+                _sweep(parent)
+                d = parent / name
+                d.mkdir()
+                self.dirs.append(d)
+                if parent == p.pids:
+                    _write(d / "pids.max", str(max_pids))
+                    self.pids_dir = d
+                if parent == p.memory:
+                    self._limit_memory(d, p.memory_v2)
+                    self.memory_dir = d
         except OSError:
-            self.path.rmdir()
+            self._remove()
             raise
-        self._procs = str(self.path / "cgroup.procs")
+        self._procs = [str(d / "cgroup.procs") for d in self.dirs]
+
+    def _limit_memory(self, d: Path, v2: bool) -> None:
+        limit = str(self.memory_bytes)
+        if v2:
+            _write(d / "memory.max", limit)
+            # Swap would let the tree hold more than the cap; a whole-group
+            # kill leaves no half-dead invocation behind.
+            for name, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
+                if (d / name).exists():
+                    _write(d / name, value)
+        else:
+            _write(d / "memory.limit_in_bytes", limit)
+            if (d / "memory.memsw.limit_in_bytes").exists():
+                _write(d / "memory.memsw.limit_in_bytes", limit)
+
+    @property
+    def caps_pids(self) -> bool:
+        return self.pids_dir is not None
+
+    @property
+    def caps_memory(self) -> bool:
+        return self.memory_dir is not None
 
     def attach_self(self) -> None:
         """For preexec_fn: only raw os calls, it runs between fork and exec."""
-        fd = os.open(self._procs, os.O_WRONLY)
-        try:
-            os.write(fd, b"0")  # 0 means "the writing process"
-        finally:
-            os.close(fd)
+        for procs in self._procs:
+            fd = os.open(procs, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")  # 0 means "the writing process"
+            finally:
+                os.close(fd)
 
     def pids(self) -> list[int]:
+        found: set[int] = set()
+        for procs in self._procs:
+            try:
+                found.update(int(x) for x in Path(procs).read_text().split())
+            except OSError:
+                pass
+        return sorted(found)
+
+    def memory_exceeded(self) -> bool:
+        """The kernel hit the memory cap and killed (or, v1, froze) a member."""
+        d = self.memory_dir
+        if d is None:
+            return False
+        if self.memory_mechanism == "cgroup-v2":
+            return _counter(d / "memory.events", "oom_kill") > 0 or _counter(d / "memory.events", "oom_group_kill") > 0
+        oom = d / "memory.oom_control"
+        return _counter(oom, "oom_kill") > 0 or _counter(oom, "under_oom") > 0
+
+    def memory_peak(self) -> int | None:
+        d = self.memory_dir
+        if d is None:
+            return None
+        name = "memory.peak" if self.memory_mechanism == "cgroup-v2" else "memory.max_usage_in_bytes"
         try:
-            return [int(x) for x in Path(self._procs).read_text().split()]
-        except OSError:
-            return []
+            return int((d / name).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def kill_all(self, deadline_s: float = 2.0) -> bool:
         """SIGKILL every member until none is left; True when empty."""
@@ -138,13 +289,17 @@ class PidsCgroup:
                 return False
             time.sleep(0.005)
 
+    def _remove(self) -> None:
+        for d in self.dirs:
+            for _ in range(200):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.005)  # members still exiting
+
     def close(self) -> None:
         self.kill_all()
-        for _ in range(200):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.005)  # members still exiting
+        self._remove()

@@ -38,6 +38,12 @@ class SandboxStatus:
     seccomp_error: str | None
     pids_cgroup: str | None
     pids_cgroup_error: str | None
+    # What holds one memory cap for a whole invocation: "cgroup-v2",
+    # "cgroup-v1" (a memory cgroup, exact) or "watchdog" (a poll summing the
+    # tree's PSS, where no memory cgroup can be made).
+    memory_cap: str = "watchdog"
+    memory_cgroup: str | None = None
+    memory_cgroup_error: str | None = None
 
     @property
     def layers(self) -> tuple[str, ...]:
@@ -50,6 +56,7 @@ class SandboxStatus:
                 out.append("landlock")
         if self.pids_cgroup:
             out.append("pids-cgroup")
+        out.append("memory-watchdog" if self.memory_cap == "watchdog" else "memory-cgroup")
         return tuple(out)
 
 
@@ -59,14 +66,16 @@ def status(env: Mapping[str, str] | None = None) -> SandboxStatus:
     pr = _bwrap.probe()
     userns, userns_note = _userns()
     sc_ok, sc_err = _seccomp.available()
-    cg, cg_err = _cgroup.pids_parent()
+    cg = _cgroup.placement()
     mode = "off:env" if disabled else ("bwrap" if pr.works else "off:no-bwrap")
     return SandboxStatus(
         active=mode == "bwrap", mode=mode, disabled_via_env=disabled,
         bwrap_path=pr.path, bwrap_version=pr.version, bwrap_error=pr.error,
         userns=userns, userns_note=userns_note, landlock_abi=_landlock.abi_version(),
         seccomp=sc_ok, seccomp_error=sc_err,
-        pids_cgroup=str(cg) if cg else None, pids_cgroup_error=cg_err,
+        pids_cgroup=str(cg.pids) if cg.pids else None, pids_cgroup_error=cg.pids_error,
+        memory_cap=cg.memory_mechanism, memory_cgroup=str(cg.memory) if cg.memory else None,
+        memory_cgroup_error=cg.memory_error,
     )
 
 
@@ -92,5 +101,11 @@ def format_status(st: SandboxStatus) -> str:
     lines.append(f"  seccomp:      {yes(st.seccomp)}" + (f" ({st.seccomp_error})" if st.seccomp_error else "")
                  + ("" if st.active or not st.seccomp else " (unused without bwrap)"))
     lines.append(f"  pids cgroup:  {st.pids_cgroup or 'none'}" + (f" ({st.pids_cgroup_error})" if st.pids_cgroup_error else ""))
+    if st.memory_cap == "watchdog":
+        memory = "watchdog: the invocation's processes are summed (PSS) and killed past the cap"
+        memory += f" (no memory cgroup: {st.memory_cgroup_error})" if st.memory_cgroup_error else ""
+    else:
+        memory = f"{st.memory_cap.replace('-', ' ')} memory controller, one cap per invocation ({st.memory_cgroup})"
+    lines.append(f"  memory cap:   {memory}")
     lines.append(f"  layers:       {', '.join(st.layers)}")
     return "\n".join(lines)

@@ -7,12 +7,14 @@ that succeeded), not merely that something went wrong.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import pytest
 from metnos.invocation.runner import invoke
 from metnos.sandbox.bwrap import probe
 from metnos.sandbox.profile import SandboxProfile
+from tests.support.hostile import FORK_AND_HOLD
 from tests.support.sandbox_env import SandboxEnv, make_env
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(not probe().works, reason=f"bubblewrap cannot run: {probe().error}")]
@@ -708,3 +711,77 @@ def test_only_inet_sockets_with_a_network_grant(sx):
     assert r.pop("AF_INET") == {"ok": True, "value": True}
     assert r.pop("AF_INET6") == {"ok": True, "value": True}
     assert all(v == {"ok": False, "errno": "EAFNOSUPPORT"} for v in r.values()), r
+
+
+def _pss_of_processes_named(name: str) -> int:
+    """The test's own count of what a tree holds: PSS of every live process
+    called ``name`` (the hostile children rename themselves)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != name:
+                    continue
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total += next(int(l.split()[1]) * 1024 for l in f if l.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
+    return total
+
+
+MB = 1024 * 1024
+
+
+def _twelve_children_of_120_mb(sx: SandboxEnv, monkeypatch, mechanism: str) -> tuple:
+    from metnos.sandbox import cgroup
+
+    real = cgroup.placement()
+    if mechanism == "watchdog":
+        monkeypatch.setattr(cgroup, "placement", lambda: dataclasses.replace(real, memory=None, memory_error="test"))
+    elif real.memory is None:
+        pytest.skip(f"no memory cgroup here: {real.memory_error}")
+    token = "mtn" + os.urandom(6).hex()
+    code = hostile(sx, "forkhog", FORK_AND_HOLD + "def run(args, ctx):\n"
+                                                 f"    return {{'held_mb': fork_and_hold(12, 120, b'{token}')}}\n")
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _pss_of_processes_named(token))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        out = run(sx, code, SandboxProfile(max_memory_mb=256, max_pids=32, max_duration_s=60))
+    finally:
+        done.set()
+        sampler.join()
+    time.sleep(0.2)
+    assert _no_process_named(token)
+    return out, peak[0]
+
+
+def test_forked_children_share_one_memory_cap(sx, monkeypatch):
+    out, peak = _twelve_children_of_120_mb(sx, monkeypatch, "cgroup")
+    assert out.kind == "MemoryExceeded", out
+    assert out.error["limit_mb"] == 256 and out.error["enforced_by"] in ("cgroup-v1", "cgroup-v2")
+    assert "memory-cgroup" in out.layers
+    # The kernel holds the cap: never more than it in use, by the test's own
+    # count and by the cgroup's.
+    assert peak <= 256 * MB and out.error["peak_mb"] <= 256
+    # Killed when the cap was reached, not at the 60 s wall clock.
+    assert out.duration_ms < 30_000
+
+
+def test_forked_children_share_one_memory_cap_under_the_watchdog(sx, monkeypatch):
+    out, peak = _twelve_children_of_120_mb(sx, monkeypatch, "watchdog")
+    assert out.kind == "MemoryExceeded", out
+    assert out.error["enforced_by"] == "watchdog" and "memory-watchdog" in out.layers
+    # A poll overshoots by what is allocated between two looks, but the tree
+    # is stopped near the cap, far from the 1440 MB it asked for.
+    assert out.error["peak_mb"] > 256 and peak < 512 * MB
+    assert out.duration_ms < 30_000

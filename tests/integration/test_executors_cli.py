@@ -10,6 +10,7 @@ import pytest
 
 from metnos.cli import main
 from metnos.workspace import Workspace
+from tests.support.hostile import FORK_AND_HOLD
 
 
 
@@ -167,3 +168,36 @@ def test_executors_granted_the_home_run_in_this_layout(home: Path, capsys) -> No
     out = orjson.loads(capsys.readouterr().out)
     assert keys.read_bytes().hex() not in orjson.dumps(out).decode()
     assert out["ok"] is False or all(e.get("content") in (None, "") for e in out.get("entries", []))
+
+
+HOG = FORK_AND_HOLD + """
+def run(args, ctx):
+    if args["word"] != "hog":
+        return {"ok": True, "content": args["word"]}
+    return {"ok": True, "content": "held %d MB" % fork_and_hold(12, 120)}
+"""
+
+
+def test_an_invocation_past_its_memory_cap_is_recorded_as_memory_exceeded(home: Path, capsys) -> None:
+    from metnos.executors.keys import load_signing_key
+    from metnos.executors.signing import sign_executor
+    from tests.unit.executor_kit import write_executor
+
+    ws = Workspace.from_env()
+    d = write_executor(ws.executors_origin_dir("skill") / "compute_hog" / "1.0.0", name="compute_hog",
+                       created_by="skill:tests", main=HOG)
+    manifest = d / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace(
+        "max_duration_s = 2", "max_duration_s = 30\nmax_memory_mb = 256\nmax_pids = 32"))
+    sign_executor(d, load_signing_key(ws))
+    # Installed the way a user installs a skill: found, checked and born at
+    # boot, then made current.
+    assert main(["executors", "promote", "compute_hog", "1.0.0"]) == 0
+    capsys.readouterr()
+    assert main(["executors", "run", "compute_hog", '{"word": "hog"}']) == 1
+    out = orjson.loads(capsys.readouterr().out)
+    assert out["ok"] is False and out["error"]["kind"] == "MemoryExceeded", out
+    completed = events(capsys, "InvocationCompleted")[-1]["state"]
+    assert completed["kind"] == "MemoryExceeded" and completed["ok"] is False
+    assert completed["error"]["limit_mb"] == 256
+    assert completed["error"]["enforced_by"] in ("cgroup-v2", "cgroup-v1", "watchdog")

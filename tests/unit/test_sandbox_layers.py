@@ -109,3 +109,20 @@ def test_status_reports_layers(monkeypatch):
     assert st.active == (st.mode == "bwrap") and st.landlock_abi == landlock.abi_version()
     assert ("landlock" in st.layers) == (st.active and st.landlock_abi > 0)
     assert f"ABI {st.landlock_abi}" in format_status(st) or st.landlock_abi == 0
+
+
+def test_status_says_what_holds_the_memory_cap(monkeypatch):
+    import dataclasses
+
+    from metnos.sandbox import cgroup
+
+    real = cgroup.placement()
+    st = status()
+    assert st.memory_cap == real.memory_mechanism
+    assert st.memory_cap in ("cgroup-v2", "cgroup-v1", "watchdog")
+    assert ("memory-cgroup" in st.layers) == (st.memory_cap != "watchdog")
+    assert "memory cap:" in format_status(st)
+    monkeypatch.setattr(cgroup, "placement", lambda: dataclasses.replace(real, memory=None, memory_error="not delegated"))
+    st = status()
+    assert st.memory_cap == "watchdog" and "memory-watchdog" in st.layers
+    assert "watchdog" in format_status(st) and "not delegated" in format_status(st)
