@@ -47,6 +47,9 @@ class Invocation(MetnosAggregate):
         output: Any
         error: dict | None
         stderr_tail: str
+        # The egress proxy's record of each connection (host, port, method,
+        # allowed, reason); None when the executor had no network.
+        network: list | None = None
 
         def apply(self, invocation: Invocation) -> None:
             invocation.outcome = self.kind

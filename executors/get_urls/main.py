@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 
 _TEXTUAL = ("text/", "application/json", "application/xml", "application/javascript",
             "application/xhtml+xml", "application/rss+xml", "application/atom+xml", "+json", "+xml")
-# No proxies from the environment: the sandbox decides where traffic goes.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# The proxies from the environment: in the sandbox, the only way out is the
+# egress proxy the host names there (it refuses what the instance does not allow).
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler())
 
 
 class _Visible(HTMLParser):

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from metnos.sandbox.netallow import NETWORK_ALLOW, valid_pattern
 from metnos.sandbox.profile import SandboxProfile
 
 # The closed vocabulary of seeds/002 section 4-bis, with each verb's place in
@@ -47,8 +48,6 @@ _TAG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 # A schema reference is "<file>#<json pointer>"; the file is always the
 # signed schema.json, never anything else an attacker could drop in the dir.
 _SCHEMA_REF_RE = re.compile(r"^schema\.json#(/[^#]*)?$")
-# A host, optionally with a port; "host:*" is any port of that host.
-_HOST_RE = re.compile(r"^(\*|[A-Za-z0-9.*-]+|\[[0-9a-fA-F:]+\])(:(\d{1,5}|\*))?$")
 
 
 class ManifestError(Exception):
@@ -185,9 +184,10 @@ class Capabilities(_Strict):
     @field_validator("network")
     @classmethod
     def _hosts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [h for h in v if not _HOST_RE.match(h)]
+        bad = [h for h in v if not valid_pattern(h)]
         if bad:
-            raise ValueError(f"network hosts must be host names or IPs with an optional :port or :*, or '*', got {bad}")
+            raise ValueError(f"network hosts must be host names or IPs with an optional :port or :*, '*', "
+                             f"or {NETWORK_ALLOW}, got {bad}")
         return v
 
     @field_validator("code_exec")

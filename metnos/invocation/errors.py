@@ -21,6 +21,7 @@ class FailureKind(str, Enum):
     MEMORY_EXCEEDED = "MemoryExceeded"
     NON_JSON_OUTPUT = "NonJSONOutput"
     CRASH = "Crash"
+    NETWORK_DENIED = "NetworkDenied"
 
 
 class InvocationError(Exception):
@@ -67,3 +68,25 @@ class SchemaViolation(InvocationError):
 
     def details(self) -> dict[str, Any]:
         return {"where": self.where, "path": self.path, "message": self.message[:1000]}
+
+
+class NetworkDenied(InvocationError):
+    """A host outside what the executor may reach: not on both its manifest's
+    list and the instance's ``[network] allow`` (metnos/sandbox/netallow.py).
+
+    Raised by the policy check for a host argument; the egress proxy reports
+    the same kind for a connection it refused at run time.
+    """
+
+    kind = FailureKind.NETWORK_DENIED
+
+    def __init__(self, argument: str, host: str, port: int | None, detail: str):
+        super().__init__(f"{argument}: {host}{'' if port is None else f':{port}'}: {detail}")
+        self.argument = argument
+        self.host = host
+        self.port = port
+        self.detail = detail
+
+    def details(self) -> dict[str, Any]:
+        return {"argument": self.argument, "rule": "not-allowed", "host": self.host, "port": self.port,
+                "detail": self.detail}

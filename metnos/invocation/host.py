@@ -88,6 +88,27 @@ def confine(cfg):
         del sys.path[0]
 
 
+def _through_proxy(cfg):
+    """The executor's only way out: the bridge to the egress proxy, on this
+    sandbox's loopback, named by the proxy variables every HTTP client reads.
+    Landlock then lets TCP connect to that port alone (and bind to none)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import bridge
+
+        port = bridge.start(cfg["proxy"]["fd"])
+    except Exception as e:
+        _fail(2, "EgressBridgeFailed", e)
+    del sys.path[0]
+    url = "http://127.0.0.1:%d" % port
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        os.environ[name] = url
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+        os.environ.pop(name, None)
+    if cfg.get("landlock"):
+        cfg["landlock"]["tcp_ports"] = [port]
+
+
 def main():
     global cfg_in_sandbox
     cfg = json.loads(sys.argv[1])
@@ -104,6 +125,8 @@ def main():
         args, ctx = request["args"], request.get("ctx") or {}
     except (ValueError, KeyError, TypeError) as e:
         _fail(2, "BadRequest", e)
+    if cfg.get("proxy"):
+        _through_proxy(cfg)
     confine(cfg)
     code_dir = cfg["code_dir"]
     sys.path[:0] = [code_dir] + list(cfg.get("site_packages") or [])

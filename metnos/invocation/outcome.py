@@ -26,9 +26,12 @@ class InvocationOutcome:
     # "pids-cgroup") or just ("policy",) in fallback.
     layers: tuple[str, ...] = ()
     sandbox_mode: str = ""
+    # Every connection the egress proxy saw: host, port, method, allowed, reason.
+    network: tuple[dict[str, Any], ...] = ()
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict for the event log."""
         d = asdict(self)
         d["layers"] = list(self.layers)
+        d["network"] = list(self.network)
         return d

@@ -15,7 +15,7 @@ import math
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,10 @@ from metnos.invocation.errors import FailureKind, InvocationError, SchemaViolati
 from metnos.invocation.outcome import InvocationOutcome
 from metnos.invocation.pump import run_contained
 from metnos.invocation.schema import validate
+from metnos.sandbox import netallow
 from metnos.sandbox.bwrap import SandboxPlan, plan_for, python_runtime, wrap_plan
-from metnos.sandbox.policy import check_args
+from metnos.sandbox.egress import Connection, EgressProxy
+from metnos.sandbox.policy import NOT_ALLOWED, Scope, check_args
 from metnos.sandbox.profile import SandboxProfile
 from metnos.workspace import Workspace
 
@@ -46,11 +48,13 @@ def _fail(kind: FailureKind, t0: float, error: dict, *, plan: SandboxPlan | None
         duration_ms=_ms(t0), stderr_tail=kw.pop("stderr_tail", ""), output_sha=kw.pop("output_sha", None),
         output_bytes=kw.pop("output_bytes", 0), error=error,
         layers=kw.pop("layers", plan.layers if plan else ()), sandbox_mode=plan.mode if plan else "",
+        network=kw.pop("network", ()),
     )
 
 
-def host_config(plan: SandboxPlan, profile: SandboxProfile) -> str:
-    """host.py's CONFIG argument: where the code is, the limits, the Landlock rules."""
+def host_config(plan: SandboxPlan, profile: SandboxProfile, *, proxy_fd: int | None = None) -> str:
+    """host.py's CONFIG argument: where the code is, the limits, the Landlock
+    rules, and the inherited socket that leads to the egress proxy."""
     cpu = profile.max_cpu_s or profile.max_duration_s
     cfg: dict[str, Any] = {
         "code_dir": plan.code_dir,
@@ -65,7 +69,26 @@ def host_config(plan: SandboxPlan, profile: SandboxProfile) -> str:
     }
     if plan.active and plan.landlock_path:
         cfg["landlock"] = {"rules": plan.landlock_rules, "tcp_ports": plan.tcp_ports}
+    if proxy_fd is not None:
+        cfg["proxy"] = {"fd": proxy_fd}
     return json.dumps(cfg, separators=(",", ":"))
+
+
+def _admission(scope: Scope) -> Callable[[str, int], tuple[bool, str]]:
+    def admit(host: str, port: int) -> tuple[bool, str]:
+        if not netallow.declared(host, port, scope.hosts):
+            return False, "not among the hosts the executor's manifest declares"
+        if not netallow.allowed(host, port, scope.allow):
+            return False, NOT_ALLOWED
+        return True, ""
+
+    return admit
+
+
+def _network_denied(denied: list[Connection]) -> dict[str, Any]:
+    first = denied[0]
+    return {"rule": "not-allowed", "host": first.host, "port": first.port, "detail": first.reason,
+            "message": f"the egress proxy refused {len(denied)} connection(s); first: {first.host}:{first.port}: {first.reason}"}
 
 
 _host_config = host_config  # the name bench/sandbox_spawn.py imports
@@ -145,10 +168,21 @@ def invoke(
         return _fail(FailureKind.SCHEMA_VIOLATION, t0, {"where": "input", "path": "/", "message": str(e)}, plan=plan)
 
     exe, _, _ = python_runtime()
-    cmd = [exe, "-I", "-S", plan.host_path, host_config(plan, profile)]
-    c = run_contained(wrap_plan(plan, cmd), request, max_stdout=profile.max_output_bytes,
-                      deadline=t0 + profile.max_duration_s, max_pids=profile.max_pids,
-                      max_memory_bytes=profile.max_memory_mb * _MB)
+    proxy = EgressProxy(_admission(plan.scope)).start() if plan.egress else None
+    try:
+        proxy_fd = proxy.take_child_fd() if proxy else None
+        cmd = [exe, "-I", "-S", plan.host_path, host_config(plan, profile, proxy_fd=proxy_fd)]
+        wrapped = wrap_plan(plan, cmd)
+        if proxy_fd is not None:
+            wrapped.pass_fds += (proxy_fd,)
+        c = run_contained(wrapped, request, max_stdout=profile.max_output_bytes,
+                          deadline=t0 + profile.max_duration_s, max_pids=profile.max_pids,
+                          max_memory_bytes=profile.max_memory_mb * _MB)
+    finally:
+        connections = proxy.connections if proxy else []
+        if proxy:
+            proxy.close()
+    network = tuple(x.to_record() for x in connections)
     layers = list(plan.layers) + c.layers
     if c.spawn_error is not None:
         return _fail(FailureKind.CRASH, t0, {"type": "SpawnFailed", "message": c.spawn_error}, plan=plan, layers=tuple(layers))
@@ -156,7 +190,8 @@ def invoke(
     code = c.returncode
     tail = c.stderr_tail.decode("utf-8", "replace")
     sha = blake3.blake3(c.stdout).hexdigest() if c.stdout else None
-    common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(c.stdout), layers=tuple(layers))
+    common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(c.stdout),
+                  layers=tuple(layers), network=network)
     if c.memory_exceeded:
         # Before the rest: a tree killed for memory may also look timed out
         # or crashed, but this is why it ended.
@@ -168,6 +203,10 @@ def invoke(
         return _fail(FailureKind.TIMEOUT, t0, {"clock": "wall", "limit_s": profile.max_duration_s}, **common)
     if c.too_large:
         return _fail(FailureKind.TOO_LARGE, t0, {"limit_bytes": profile.max_output_bytes}, **common)
+    denied = [x for x in connections if not x.allowed]
+    if denied:
+        # Whatever the executor made of the refusal, the call tried to leave its scope.
+        return _fail(FailureKind.NETWORK_DENIED, t0, _network_denied(denied), **common)
     sig = _signal_of(code, plan.active)
     if sig == signal.SIGXCPU:
         return _fail(FailureKind.TIMEOUT, t0, {"clock": "cpu", "limit_s": profile.max_cpu_s or profile.max_duration_s}, **common)
@@ -189,4 +228,5 @@ def invoke(
     return InvocationOutcome(
         ok=True, kind=None, output=output, exit_code=code, duration_ms=_ms(t0), stderr_tail=tail,
         output_sha=sha, output_bytes=len(c.stdout), error={}, layers=tuple(layers), sandbox_mode=plan.mode,
+        network=network,
     )

@@ -149,7 +149,8 @@ class Invoker:
         outcome = invoke(target.dir, target.profile, args, target.input_schema, target.output_schema,
                          workspace=self.workspace, ctx=ctx, env=self.env)
         done = self.clock()
-        if outcome.kind in ("PolicyViolation",) or (outcome.kind == "SchemaViolation" and outcome.error.get("where") == "input"):
+        refused_before_spawn = outcome.kind == "NetworkDenied" and outcome.exit_code is None
+        if outcome.kind in ("PolicyViolation",) or refused_before_spawn or (outcome.kind == "SchemaViolation" and outcome.error.get("where") == "input"):
             invocation.refuse(kind=outcome.kind, error=outcome.error, at=done)
         else:
             if before:
@@ -158,7 +159,7 @@ class Invoker:
                 at=done, ok=outcome.ok, kind=outcome.kind or "ok", exit_code=outcome.exit_code,
                 duration_ms=outcome.duration_ms, output_hash=outcome.output_sha and "blake3:" + outcome.output_sha,
                 output_size=outcome.output_bytes, output=self._keep(outcome.output), error=outcome.error or None,
-                stderr_tail=outcome.stderr_tail,
+                stderr_tail=outcome.stderr_tail, network=list(outcome.network) or None,
             )
             if before:
                 invocation.settle_files(after=self.capture.after(before), at=done)

@@ -44,6 +44,7 @@ INSIDE_DIR = "/run/metnos"
 INSIDE_CODE = INSIDE_DIR + "/code"
 INSIDE_HOST = INSIDE_DIR + "/host.py"
 INSIDE_LANDLOCK = INSIDE_DIR + "/landlock.py"
+INSIDE_BRIDGE = INSIDE_DIR + "/bridge.py"
 _TMP_MAX_MB = 64
 # Who the executor is inside its user namespace: never uid 0, so it holds no
 # capability there and cannot setuid back. bwrap maps this id to the invoking
@@ -142,6 +143,8 @@ class SandboxPlan:
     seccomp: bool = False
     network: bool = False  # the seccomp program that allows AF_INET/AF_INET6
     reason: str | None = None
+    # The executor's traffic goes through an egress proxy started for the spawn.
+    egress: bool = False
 
     @property
     def active(self) -> bool:
@@ -156,6 +159,8 @@ class SandboxPlan:
             out.append("seccomp")
         if self.landlock_path:
             out.append("landlock")
+        if self.egress:
+            out.append("egress-proxy")
         return tuple(out)
 
 
@@ -183,21 +188,6 @@ def _child_env(profile: SandboxProfile, scope: Scope, env: Mapping[str, str]) ->
         if name in env:
             out[name] = env[name]
     return out
-
-
-def _tcp_ports(hosts: Sequence[str]) -> list[int] | None:
-    """The TCP ports Landlock lets the executor connect to; None: any port."""
-    ports = {53}
-    for h in hosts:
-        h = h.split("://", 1)[-1]
-        tail = h.rpartition(":")[2] if h.count(":") == 1 else ""
-        if tail == "*":
-            return None
-        if tail.isdigit():
-            ports.add(int(tail))
-        else:
-            ports.update((80, 443))
-    return sorted(ports)
 
 
 def mask_args(forbidden: Iterable[Path], *, bound: Sequence[Path]) -> list[str]:
@@ -237,9 +227,10 @@ def plan_for(
 
     ``also_forbid`` adds paths to mask beyond those of ``workspace``/``env``
     (a birth test plans against a scratch home, yet the real one's secrets
-    must stay hidden). ``private_network`` gives even a network profile its
-    own loopback-only namespace, where any TCP port is allowed since nothing
-    outside the sandbox can be reached. ``extra_files`` are bound read-only
+    must stay hidden). Every sandbox has a network namespace of its own; a
+    network profile reaches out through the egress proxy (``egress``), unless
+    ``private_network`` keeps it to its own loopback, where any TCP port is
+    allowed since nothing outside the sandbox can be reached. ``extra_files`` are bound read-only
     as ``INSIDE_DIR/<name>``.
 
     Raises PolicyViolation when the profile itself asks for what no profile
@@ -270,8 +261,9 @@ def plan_for(
                     "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
     if pr.disable_userns:
         a.append("--disable-userns")
-    if private_network or not profile.wants_network:
-        a.append("--unshare-net")
+    # Always a network namespace of its own: an executor with a network
+    # grant reaches the world only through the egress proxy (egress.py).
+    a.append("--unshare-net")
     for k, v in sorted(child_env.items()):
         a += ["--setenv", k, v]
     rules: list[tuple[str, int]] = []
@@ -305,6 +297,9 @@ def plan_for(
     a += ["--ro-bind", str(code_dir), INSIDE_CODE,
           "--ro-bind", host_real, INSIDE_HOST,
           "--ro-bind", str(here / "landlock.py"), INSIDE_LANDLOCK]
+    egress = profile.wants_network and not private_network
+    if egress:
+        a += ["--ro-bind", str(here / "bridge.py"), INSIDE_BRIDGE]
     for name, real in sorted((extra_files or {}).items()):
         a += ["--ro-bind", str(real), f"{INSIDE_DIR}/{name}"]
     rules.append((INSIDE_DIR, _landlock.READ))
@@ -325,15 +320,14 @@ def plan_for(
 
     seccomp_ok, _ = _seccomp.available()
     abi = _landlock.abi_version()
-    if not profile.wants_network:
-        tcp_ports: list[int] | None = []
-    else:
-        tcp_ports = None if private_network else _tcp_ports(scope.hosts)
+    # No TCP at all without a grant; with one, the host allows the bridge's
+    # port alone once it knows it; a private loopback (births) may use any.
+    tcp_ports: list[int] | None = None if private_network and profile.wants_network else []
     return SandboxPlan(
         "bwrap", scope, INSIDE_CODE, INSIDE_HOST, INSIDE_LANDLOCK if abi >= 1 else None,
         landlock_rules=rules, tcp_ports=tcp_ports,
         site_packages=wanted_sites, bwrap_args=a, child_env=child_env, seccomp=seccomp_ok,
-        network=profile.wants_network,
+        network=profile.wants_network, egress=egress,
     )
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from metnos.invocation.errors import PolicyViolation
+from metnos.invocation.errors import NetworkDenied, PolicyViolation
+from metnos.sandbox import netallow
 from metnos.sandbox.forbidden import covers_system_root, is_inside, user_forbidden
 from metnos.sandbox.hints import HintError, expand_hint, home_of, resolve
 from metnos.sandbox.profile import SandboxProfile
@@ -55,13 +56,21 @@ class Scope:
     forbidden: tuple[Path, ...]
     hosts: tuple[str, ...]
     home: Path
+    # The instance's [network] allow: a host must be on it and on ``hosts``.
+    allow: tuple[str, ...] = ()
 
     def roots(self, *, write: bool) -> list[Grant]:
         return [g for g in self.grants if g.write or not write]
 
 
-def scope_for(profile: SandboxProfile, *, workspace: Workspace, env: Mapping[str, str] | None = None) -> Scope:
-    """Resolve the profile's hints; a hint no profile may hold is a violation."""
+NOT_ALLOWED = "not in [network] allow of config.toml (the instance's allow-list); add it there to let executors reach it"
+
+
+def scope_for(profile: SandboxProfile, *, workspace: Workspace, env: Mapping[str, str] | None = None,
+              allow: tuple[str, ...] | None = None) -> Scope:
+    """Resolve the profile's hints; a hint no profile may hold is a violation.
+    ``allow`` is the instance's network allow-list (default: read from the
+    workspace's config.toml when the profile wants the network)."""
     env = os.environ if env is None else env
     forbidden = user_forbidden(workspace, env)
     grants: dict[tuple[Path, bool], Grant] = {}
@@ -83,9 +92,18 @@ def scope_for(profile: SandboxProfile, *, workspace: Workspace, env: Mapping[str
     return Scope(
         grants=tuple(grants.values()),
         forbidden=tuple(forbidden),
-        hosts=tuple(h.strip().lower() for h in profile.network_hosts),
+        hosts=tuple(h.strip() if h.strip() == netallow.NETWORK_ALLOW else h.strip().lower() for h in profile.network_hosts),
         home=home_of(env),
+        allow=_allow_list(workspace) if allow is None and profile.wants_network else (allow or ()),
     )
+
+
+def _allow_list(workspace: Workspace) -> tuple[str, ...]:
+    try:
+        return netallow.load_allow(workspace.config_file)
+    except netallow.NetworkConfigError as e:
+        # Fail closed, and say where.
+        raise PolicyViolation("config", "bad-network-allow", str(e)) from None
 
 
 def check_path(value: str, *, argument: str, scope: Scope, write: bool) -> Path:
@@ -117,23 +135,6 @@ def check_path(value: str, *, argument: str, scope: Scope, write: bool) -> Path:
     raise PolicyViolation(argument, "outside-grant", f"no {need} grant covers {real}", value)
 
 
-def _host_matches(host: str, port: int | None, declared: str) -> bool:
-    if "://" in declared:
-        declared = urlsplit(declared).netloc
-    d_host, _, d_port = declared.rpartition(":") if declared.count(":") == 1 else (declared, "", "")
-    d_host = d_host.rstrip(".")
-    # "host:*" is any port of host; a bare "*" is any host on the web ports.
-    if d_port and d_port != "*" and (port is None or str(port) != d_port):
-        return False
-    if not d_port and port is not None and port not in (80, 443):
-        return False
-    if d_host == "*":
-        return True
-    if d_host.startswith("*."):
-        return host.endswith(d_host[1:]) and host != d_host[2:]
-    return host == d_host
-
-
 def check_host(value: str, *, argument: str, scope: Scope) -> str:
     if any(c in value for c in "\x00\\ \t\r\n"):
         raise PolicyViolation(argument, "malformed-url", "control characters, spaces or backslashes", value)
@@ -155,8 +156,10 @@ def check_host(value: str, *, argument: str, scope: Scope) -> str:
         port = int(port_text) if port_text.isdigit() else None
     if not host or not _HOSTNAME.match(host):
         raise PolicyViolation(argument, "malformed-url", "no usable host name", value)
-    if not any(_host_matches(host, port, d) for d in scope.hosts):
+    if not netallow.declared(host, port, scope.hosts):
         raise PolicyViolation(argument, "undeclared-host", f"{host} is not a declared network host", value)
+    if not netallow.allowed(host, port, scope.allow):
+        raise NetworkDenied(argument, host, port, NOT_ALLOWED)
     return host
 
 

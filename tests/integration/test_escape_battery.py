@@ -785,3 +785,137 @@ def test_forked_children_share_one_memory_cap_under_the_watchdog(sx, monkeypatch
     # is stopped near the cap, far from the 1440 MB it asked for.
     assert out.error["peak_mb"] > 256 and peak < 512 * MB
     assert out.duration_ms < 30_000
+
+
+# The network allow-list on the wire (issue 16 item 6) ---------------------------
+# A realistic grant: loopback on any port, met by an instance that allows one
+# server only. Without the egress proxy the grant alone would reach them all.
+LOOPBACK_GRANT = SandboxProfile(network_hosts=("127.0.0.1:*",), max_duration_s=10)
+
+
+@pytest.fixture
+def two_servers(sx):
+    from tests.support.web_server import web_server
+
+    with web_server() as allowed, web_server() as refused:
+        sx.workspace.config_file.write_text(f'[network]\nallow = ["{allowed.pattern}"]\n')
+        yield allowed, refused
+
+
+def test_network_grant_gives_no_direct_route(sx, two_servers):
+    allowed, _ = two_servers
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    srv.settimeout(0.2)
+    code = hostile(sx, "rawnet", """
+        import socket
+        def connect(addr, family=socket.AF_INET):
+            s = socket.socket(family, socket.SOCK_STREAM)
+            s.settimeout(2)
+            s.connect(addr)
+            return True
+        def run(args, ctx):
+            return {"listener": attempt(lambda: connect(("127.0.0.1", ctx["port"]))),
+                    "allowed": attempt(lambda: connect(("127.0.0.1", ctx["allowed"]))),
+                    "outside": attempt(lambda: connect(("1.1.1.1", 80))),
+                    "v6": attempt(lambda: connect(("::1", ctx["port"]), socket.AF_INET6))}
+    """)
+    try:
+        out = run(sx, code, LOOPBACK_GRANT, ctx={"port": srv.getsockname()[1], "allowed": allowed.port})
+        assert out.ok, out
+        for name in ("listener", "allowed", "outside", "v6"):
+            assert out.output[name]["ok"] is False, (name, out.output)
+        with pytest.raises(socket.timeout):
+            srv.accept()
+        assert allowed.seen == []
+    finally:
+        srv.close()
+
+
+def test_network_executor_ignoring_the_proxy_variables(sx, two_servers):
+    allowed, _ = two_servers
+    code = hostile(sx, "noproxy", """
+        import http.client, urllib.request
+        def direct_urllib(url):
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            return opener.open(url, timeout=2).read().decode()
+        def direct_http(port):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/direct")
+            return c.getresponse().read().decode()
+        def run(args, ctx):
+            return {"urllib": attempt(lambda: direct_urllib(ctx["base"] + "/direct")),
+                    "http": attempt(lambda: direct_http(ctx["port"])),
+                    "via_proxy": attempt(lambda: urllib.request.urlopen(ctx["base"] + "/proxied", timeout=5).read().decode())}
+    """)
+    out = run(sx, code, LOOPBACK_GRANT, ctx={"base": allowed.base, "port": allowed.port})
+    assert out.ok, out
+    assert out.output["urllib"]["ok"] is False and out.output["http"]["ok"] is False
+    # The same host through the proxy is fine: the route, not the host, was refused.
+    assert out.output["via_proxy"] == {"ok": True, "value": f"page /proxied from {allowed.pattern}"}
+    assert allowed.seen == ["/proxied"]
+
+
+def test_network_executor_asking_the_proxy_for_a_refused_host(sx, two_servers):
+    allowed, refused = two_servers
+    code = hostile(sx, "askproxy", """
+        import socket
+        from urllib.parse import urlsplit
+        def proxy_say(text):
+            p = urlsplit(os.environ["http_proxy"])
+            s = socket.create_connection((p.hostname, p.port), timeout=5)
+            s.sendall(text.encode())
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            return data.decode("latin-1")
+        def run(args, ctx):
+            a, r = ctx["allowed"], ctx["refused"]
+            return {
+                "connect_refused": attempt(lambda: proxy_say(f"CONNECT 127.0.0.1:{r} HTTP/1.1\\r\\nHost: 127.0.0.1:{r}\\r\\n\\r\\n")),
+                "get_refused": attempt(lambda: proxy_say(f"GET http://127.0.0.1:{r}/secret HTTP/1.1\\r\\nHost: 127.0.0.1:{a}\\r\\n\\r\\n")),
+                "userinfo": attempt(lambda: proxy_say(f"GET http://127.0.0.1:{a}@127.0.0.1:{r}/secret HTTP/1.1\\r\\n\\r\\n")),
+                "tunnel_allowed": attempt(lambda: proxy_say(
+                    f"CONNECT 127.0.0.1:{a} HTTP/1.1\\r\\n\\r\\nGET /tunnel HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")),
+            }
+    """)
+    out = run(sx, code, LOOPBACK_GRANT, ctx={"allowed": allowed.port, "refused": refused.port})
+    assert out.kind == "NetworkDenied", out
+    assert out.error["port"] == refused.port and "[network] allow" in out.error["detail"]
+    records = [(c["port"], c["allowed"]) for c in out.network]
+    assert records.count((refused.port, False)) == 3 and (allowed.port, True) in records
+    assert refused.seen == []
+    assert allowed.seen == ["/tunnel"]
+
+
+def test_network_executor_using_the_inherited_proxy_socket(sx, two_servers):
+    _, refused = two_servers
+    code = hostile(sx, "ctlsock", """
+        import socket, stat
+        def through_control(port):
+            for fd in range(3, 64):
+                try:
+                    if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                        continue
+                    s = socket.socket(fileno=os.dup(fd))
+                    if s.family != socket.AF_UNIX:
+                        continue
+                except OSError:
+                    continue
+                s.sendall(b"N")
+                _, fds, _, _ = socket.recv_fds(s, 16, 1)
+                conn = socket.socket(fileno=fds[0])
+                conn.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n".encode())
+                return conn.recv(200).decode("latin-1")
+            return "no control socket"
+        def run(args, ctx):
+            return {"control": attempt(lambda: through_control(ctx["refused"]))}
+    """)
+    out = run(sx, code, LOOPBACK_GRANT, ctx={"refused": refused.port})
+    assert out.kind == "NetworkDenied", out
+    assert refused.seen == []
+    assert [(c["port"], c["allowed"]) for c in out.network] == [(refused.port, False)]

@@ -71,8 +71,13 @@ def test_always_on_flags(sx):
 
 @needs_bwrap
 def test_network_and_grants(sx):
-    a = plan(sx, fs_read=("~/notes/**",), fs_write=("~/out",), network_hosts=("api.example.com",)).bwrap_args
-    assert "--unshare-net" not in a
+    p = plan(sx, fs_read=("~/notes/**",), fs_write=("~/out",), network_hosts=("api.example.com",))
+    a = p.bwrap_args
+    # A network grant still gets a namespace of its own: the way out is the egress proxy.
+    assert "--unshare-net" in a and p.egress and "egress-proxy" in p.layers
+    assert bwrap.INSIDE_BRIDGE in a
+    assert p.tcp_ports == []  # host.py opens the bridge's port alone
+    assert not plan(sx).egress
     assert str(sx.home / "notes") in pairs(a, "--ro-bind")
     assert str(sx.home / "out") in pairs(a, "--bind")
     assert "/etc/resolv.conf" in pairs(a, "--ro-bind") or not __import__("os").path.exists("/etc/resolv.conf")

@@ -21,8 +21,13 @@ def sx(tmp_path):
     return s
 
 
-def scope(sx, **kw):
-    return scope_for(SandboxProfile(**kw), workspace=sx.workspace, env=sx.env)
+# An instance that allows any host on any port: what is left to check is the
+# manifest's own list.
+ANY_HOST = ("*:*",)
+
+
+def scope(sx, allow=ANY_HOST, **kw):
+    return scope_for(SandboxProfile(**kw), workspace=sx.workspace, env=sx.env, allow=allow)
 
 
 def violation(sx, args, schema=None, **kw) -> PolicyViolation:
@@ -113,6 +118,35 @@ def test_hosts(sx):
     assert e.value.rule == "no-network"
 
 
+def test_a_host_must_be_on_the_manifest_and_on_the_instance_list(sx):
+    from metnos.invocation.errors import NetworkDenied
+
+    declared = ("api.telegram.org", "*.example.com", "$NETWORK_ALLOW")
+    narrow = scope(sx, allow=("api.telegram.org", "a.example.com:8080"), network_hosts=declared[:2])
+    assert check_args({"url": "https://api.telegram.org/x"}, None, narrow)["/url"] == "api.telegram.org"
+    for url in ("https://b.example.com/", "http://a.example.com/"):
+        with pytest.raises(NetworkDenied) as e:
+            check_args({"url": url}, None, narrow)
+        assert e.value.details()["rule"] == "not-allowed", url
+    with pytest.raises(PolicyViolation):  # on the instance list, not on the manifest's
+        check_args({"url": "http://a.example.com:8080/"}, None, narrow)
+    # $NETWORK_ALLOW: the instance's list is the whole of it.
+    instance = scope(sx, allow=("example.org",), network_hosts=("$NETWORK_ALLOW",))
+    assert check_args({"url": "https://example.org/"}, None, instance)["/url"] == "example.org"
+    with pytest.raises(NetworkDenied):
+        check_args({"url": "https://example.net/"}, None, instance)
+    with pytest.raises(NetworkDenied):
+        check_args({"url": "https://example.org/"}, None, scope(sx, allow=(), network_hosts=("$NETWORK_ALLOW",)))
+    # Read from config.toml when not given.
+    sx.workspace.config_file.write_text('[network]\nallow = ["example.org"]\n')
+    from_file = scope_for(SandboxProfile(network_hosts=("$NETWORK_ALLOW",)), workspace=sx.workspace, env=sx.env)
+    assert from_file.allow == ("example.org",)
+    sx.workspace.config_file.write_text('[network]\nallow = "example.org"\n')
+    with pytest.raises(PolicyViolation) as e:
+        scope_for(SandboxProfile(network_hosts=("$NETWORK_ALLOW",)), workspace=sx.workspace, env=sx.env)
+    assert e.value.rule == "bad-network-allow"
+
+
 def test_opaque_data_is_not_taken_for_paths_but_the_rest_still_is(sx):
     schema = {
         "type": "object",
@@ -130,8 +164,7 @@ def test_opaque_data_is_not_taken_for_paths_but_the_rest_still_is(sx):
     assert violation(sx, {"entries": entries, "path": "/etc/shadow"}, schema).argument == "/path"
 
 
-def test_host_wildcards_follow_the_ports_landlock_allows(sx):
-    from metnos.sandbox.bwrap import _tcp_ports
+def test_host_wildcards_and_ports(sx):
     from metnos.sandbox.policy import check_host
 
     web = scope(sx, network_hosts=("*",))
@@ -143,6 +176,3 @@ def test_host_wildcards_follow_the_ports_landlock_allows(sx):
     pinned = scope(sx, network_hosts=("api.example.org:8443",))
     assert check_host("https://api.example.org:8443/v1", argument="/url", scope=pinned) == "api.example.org"
     assert violation(sx, {"url": "https://api.example.org/v1"}, network_hosts=("api.example.org:8443",)).rule == "undeclared-host"
-    assert _tcp_ports(("*",)) == [53, 80, 443]
-    assert _tcp_ports(("*", "127.0.0.1:*")) is None
-    assert _tcp_ports(("x.org:8443",)) == [53, 8443]
