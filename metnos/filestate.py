@@ -90,13 +90,14 @@ def _node(path: Path, blobs: BlobStore | None) -> dict[str, Any]:
         return dict(MISSING)
     mode = stat.S_IMODE(st.st_mode)
     if stat.S_ISLNK(st.st_mode):
-        return {"type": "symlink", "target": os.readlink(path)}
+        return {"type": "symlink", "target": os.readlink(path), "mtime": st.st_mtime_ns}
     if stat.S_ISREG(st.st_mode):
         size, digest = _file_digest(path, blobs)
-        return {"type": "file", "size": size, "hash": digest, "mode": mode}
+        return {"type": "file", "size": size, "hash": digest, "mode": mode, "mtime": st.st_mtime_ns}
     if stat.S_ISDIR(st.st_mode):
         entries = {name: _node(path / name, blobs) for name in sorted(os.listdir(path))}
-        return {"type": "dir", "mode": mode, "entries": entries}
+        # Read after the entries: listing does not change it, and they are what it dates.
+        return {"type": "dir", "mode": mode, "entries": entries, "mtime": os.lstat(path).st_mtime_ns}
     raise NotCapturable(f"{path} is not a file, folder or symlink")
 
 
@@ -130,6 +131,25 @@ def first_missing(path: Path) -> Path | None:
     return top
 
 
+def same(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """The same content: type, bytes, modes, targets, entries; modification times aside.
+
+    A time is put back, but a file whose bytes and mode are as the turn left
+    them is the turn's file still (and nodes recorded before times were kept
+    have none).
+    """
+    return _timeless(a) == _timeless(b)
+
+
+def _timeless(node: dict[str, Any] | None) -> Any:
+    if node is None:
+        return None
+    out = {k: v for k, v in node.items() if k != "mtime"}
+    if node.get("type") == "dir":
+        out["entries"] = {name: _timeless(child) for name, child in node["entries"].items()}
+    return out
+
+
 def digests(node: dict[str, Any]) -> list[str]:
     """Every file digest a node needs from the blob store to be put back."""
     if node["type"] == "file":
@@ -156,11 +176,16 @@ def describe(node: dict[str, Any]) -> str:
 #
 # In three phases, so that nothing on disk changes until every byte needed is
 # fetched, checked against its digest and flushed: plan the operations, stage
-# each file's bytes (a staging folder beside the target, same file system),
-# then remove, create and rename into place. A rename is atomic, so a crash
-# leaves each file either as it was or as it should be, never half-written.
+# each file's bytes in a staging folder of the workspace (never in the user's
+# folders), then remove, create and rename into place. A rename is atomic, so
+# a crash leaves each file either as it was or as it should be, never
+# half-written. Where the staging folder is on another file system than the
+# target, a rename cannot cross: the bytes are copied to a hidden name beside
+# the target (``leftover_of``) and renamed from there; a kill in that window
+# leaves that one name, which the next undo removes.
 
 _syncfs: Any = None
+LEFTOVER_SUFFIX = ".metnos-undo"
 
 
 def sync_filesystem(path: Path) -> None:
@@ -176,6 +201,11 @@ def sync_filesystem(path: Path) -> None:
             os.sync()
     finally:
         os.close(fd)
+
+
+def leftover_of(path: Path) -> Path:
+    """The one name a cross-file-system put-back may leave beside ``path`` if killed."""
+    return path.with_name(f".{path.name}{LEFTOVER_SUFFIX}")
 
 
 def _plan(path: Path, want: dict[str, Any], have: dict[str, Any], ops: list[tuple]) -> None:
@@ -199,9 +229,11 @@ def _plan(path: Path, want: dict[str, Any], have: dict[str, Any], ops: list[tupl
         for name, child in want["entries"].items():
             _plan(path / name, child, have["entries"].get(name, MISSING), ops)
         ops.append(("chmod", path, want["mode"]))
+        ops.append(("times", path, want))  # last: every change inside has moved it
         return
     if kind == "file" and have["type"] == "file" and have["hash"] == want["hash"]:
         ops.append(("chmod", path, want["mode"]))
+        ops.append(("times", path, want))
         return
     if kind not in ("file", "symlink"):
         raise NotCapturable(f"cannot put back {describe(want)} at {path}")
@@ -210,13 +242,18 @@ def _plan(path: Path, want: dict[str, Any], have: dict[str, Any], ops: list[tupl
     ops.append(("place", path, want))
 
 
-def _stage(ops: list[tuple], staging: Path, blobs: BlobStore) -> dict[Path, Path]:
+def _set_times(path: Path, want: dict[str, Any]) -> None:
+    if "mtime" in want:
+        os.utime(path, ns=(want["mtime"], want["mtime"]), follow_symlinks=False)
+
+
+def _stage(ops: list[tuple], room: Path, blobs: BlobStore) -> dict[Path, Path]:
     staged: dict[Path, Path] = {}
     for op in ops:
         if op[0] != "place":
             continue
         _, path, want = op
-        tmp = staging / str(len(staged))
+        tmp = room / str(len(staged))
         if want["type"] == "symlink":
             os.symlink(want["target"], tmp)
         else:
@@ -224,50 +261,86 @@ def _stage(ops: list[tuple], staging: Path, blobs: BlobStore) -> dict[Path, Path
             with os.fdopen(fd, "wb") as f:
                 f.write(blobs.get(want["hash"]))
                 os.fchmod(f.fileno(), want["mode"])
+        _set_times(tmp, want)
         staged[path] = tmp
     return staged
 
 
-def _carry_out(ops: list[tuple], staged: dict[Path, Path]) -> None:
+def _carry_out(ops: list[tuple], staged: dict[Path, Path], room: Path, *, same_fs: bool) -> None:
     for op in ops:
         if op[0] == "remove":
-            _remove(op[1], op[2])
+            _remove(op[1], op[2], room if same_fs else None)
         elif op[0] == "mkdir":
             op[1].parent.mkdir(parents=True, exist_ok=True)
             os.mkdir(op[1], 0o700)
         elif op[0] == "chmod":
             os.chmod(op[1], op[2])
+        elif op[0] == "times":
+            _set_times(op[1], op[2])
         else:
-            op[1].parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged[op[1]], op[1])
+            path = op[1]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            source = staged[path]
+            if not same_fs:
+                beside = leftover_of(path)
+                _copy_exactly(source, beside)
+                source = beside
+            os.replace(source, path)
 
 
-def _remove(path: Path, have: dict[str, Any]) -> None:
+def _copy_exactly(source: Path, target: Path) -> None:
+    if target.is_symlink() or target.exists():
+        target.unlink()
+    if source.is_symlink():
+        os.symlink(os.readlink(source), target)
+    else:
+        shutil.copyfile(source, target)
+        shutil.copystat(source, target)
+        with open(target, "rb") as f:
+            os.fsync(f.fileno())
+    st = os.lstat(source)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+def _remove(path: Path, have: dict[str, Any], room: Path | None) -> None:
     if have["type"] == "dir":
-        shutil.rmtree(path)
+        if room is not None:
+            # Out of the user's folder in one rename, then deleted at leisure:
+            # a kill never leaves a folder half-emptied.
+            aside = room / f"removed-{os.urandom(4).hex()}"
+            os.rename(path, aside)
+            shutil.rmtree(aside)
+        else:
+            shutil.rmtree(path)
     elif have["type"] != "missing":
         path.unlink()
 
 
-def put_back(path: Path, want: dict[str, Any], blobs: BlobStore, *, created_from: Path | None = None) -> None:
-    """Make ``path`` exactly ``want`` again, fetching file bytes from ``blobs``.
+def put_back(
+    path: Path, want: dict[str, Any], blobs: BlobStore, *, staging: Path, created_from: Path | None = None,
+) -> None:
+    """Make ``path`` exactly ``want`` again (bytes, modes, times), fetching file bytes from ``blobs``.
 
-    ``created_from`` is the topmost folder that did not exist when ``want``
-    was taken: folders the change made on the way are removed again if empty.
+    ``staging`` is a folder of Metnos's own where the bytes wait before they
+    are renamed into place. ``created_from`` is the topmost folder that did
+    not exist when ``want`` was taken: folders the change made on the way are
+    removed again if empty.
     """
     ops: list[tuple] = []
     _plan(path, want, take(path), ops)
     if ops:
         anchor = next(p for p in path.parents if p.is_dir())
-        staging = anchor / f".metnos-undo-{os.urandom(6).hex()}"
-        os.mkdir(staging, 0o700)
+        staging.mkdir(parents=True, exist_ok=True, mode=0o700)
+        same_fs = os.stat(staging).st_dev == os.stat(anchor).st_dev
+        room = staging / f"put-back-{os.urandom(6).hex()}"
+        os.mkdir(room, 0o700)
         try:
-            staged = _stage(ops, staging, blobs)
+            staged = _stage(ops, room, blobs)
             if staged:
-                sync_filesystem(staging)
-            _carry_out(ops, staged)
+                sync_filesystem(room)
+            _carry_out(ops, staged, room, same_fs=same_fs)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(room, ignore_errors=True)
         sync_filesystem(anchor)
     if want["type"] == "missing" and created_from is not None and created_from != path:
         folder = path.parent

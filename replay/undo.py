@@ -5,24 +5,36 @@ order, each with the before-image and after-state of the paths it could
 change. A path is checked against the disk only where no later step of the
 turn touched it (or a folder around it, or a file inside it): there the file
 must still be as the turn left it, otherwise it is a conflict and nothing is
-done unless forced. A path already back as it was before counts as done, so
-an undo cut short can simply be run again. Invocations that acted outside
-the files (a message sent) are listed, not hidden. Once done, ``TurnUndone``
-records what was restored; a turn undone once is never undone again.
+done unless forced. Invocations that acted outside the files (a message
+sent) are listed, not hidden.
+
+Nothing is touched until every kept file the plan needs is in the blob store
+and matches its digest; a plan that would lose a file is refused. The undo
+is a journal (domain/undo.py): the plan is recorded before the first path
+changes, each path after it is back, and the end together with the turn's
+``TurnUndone``. Killed in between, the next ``undo`` reads the journal and
+resumes where it stopped: the paths already back are its own work, and the
+one it was at when killed may be in any state (what stands there is kept in
+the blob store before it is replaced). Files wait in the workspace's staging
+folder, never in the user's folders. A turn undone once is never undone again.
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.application import AggregateNotFoundError
+
 from domain.invocation import Invocation
 from domain.turn import OPEN, Turn, status_of
-from metnos.blobs import BlobStore
+from domain.undo import UndoJournal, journal_id
+from metnos.blobs import BlobError, BlobStore
 from metnos.errors import MetnosError
-from metnos.filestate import describe, digests, put_back, take
+from metnos.filestate import describe, digests, leftover_of, put_back, same, take
 
 
 class NothingToUndo(MetnosError):
@@ -61,6 +73,16 @@ class Action:
             "to": describe(self.before), "from": describe(self.after) if self.after else "unknown",
         }
 
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "step": self.step, "executor": self.executor, "path": self.path, "before": self.before,
+            "after": self.after, "created_from": self.created_from, "checked": self.checked,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Action:
+        return cls(**record)
+
 
 @dataclass
 class Conflict:
@@ -82,21 +104,30 @@ class UndoPlan:
     actions: list[Action] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     not_undoable: list[dict[str, Any]] = field(default_factory=list)
-    # Paths already back as they were (an earlier undo cut short): nothing to do there.
+    # Paths already back as they were: nothing to do there.
     settled: list[str] = field(default_factory=list)
+    # Kept files the plan needs that are gone from the blob store or damaged: the undo is refused.
+    lost: list[dict[str, Any]] = field(default_factory=list)
+    # An undo of this turn that was cut short: the plan is its plan, resumed.
+    journal: UndoJournal | None = None
+
+    @property
+    def resuming(self) -> bool:
+        return self.journal is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "turn_id": self.turn_id, "text": self.text, "already_undone": self.already_undone,
             "actions": [a.to_json() for a in self.actions], "conflicts": [c.to_json() for c in self.conflicts],
-            "not_undoable": self.not_undoable,
+            "not_undoable": self.not_undoable, "lost": self.lost, "resuming": self.resuming,
+            "already_back": sorted(self.journal.restored) if self.journal else [],
         }
 
 
 @dataclass
 class UndoResult:
     plan: UndoPlan
-    status: str  # undone | already-undone | refused
+    status: str  # undone | already-undone | refused (conflicts) | refused-lost (kept files missing)
     restored: list[dict[str, Any]] = field(default_factory=list)
     forced: bool = False
 
@@ -143,6 +174,34 @@ class Undoer:
         plan = UndoPlan(turn_id, events[0].text, any(isinstance(e, Turn.TurnUndone) for e in events))
         if plan.already_undone:
             return plan
+        journal = self._journal(turn_id)
+        if journal is not None:
+            self._resume_plan(plan, journal)
+        else:
+            self._fresh_plan(plan, events)
+        self._check_blobs(plan)
+        return plan
+
+    def _journal(self, turn_id: str) -> UndoJournal | None:
+        try:
+            journal = self.log.repository.get(journal_id(turn_id))
+        except AggregateNotFoundError:
+            return None  # no undo of this turn was ever started
+        return None if journal.finished else journal
+
+    def _resume_plan(self, plan: UndoPlan, journal: UndoJournal) -> None:
+        plan.journal = journal
+        plan.not_undoable = list(journal.not_undoable)
+        plan.actions = [Action.from_record(r) for r in journal.actions]
+        at = journal.in_progress
+        for index, action in enumerate(plan.actions):
+            # Paths already back are this undo's own work; the one it was at
+            # when it stopped may be half done, so it is not a conflict either.
+            if index in journal.restored or index == at or not action.checked:
+                continue
+            self._check(action, plan)
+
+    def _fresh_plan(self, plan: UndoPlan, events: list[Any]) -> None:
         steps = [e for e in events if isinstance(e, Turn.StepInvoked) and e.invocation_id]
         per_step: list[list[Action]] = []
         for invoked in steps:
@@ -157,7 +216,24 @@ class Undoer:
             if action.checked:
                 self._check(action, plan)
         plan.actions = [a for a in plan.actions if a.path not in plan.settled or not a.checked]
-        return plan
+
+    def _check_blobs(self, plan: UndoPlan) -> None:
+        """Every kept file the plan still needs, read back and checked against its digest."""
+        done = set(plan.journal.restored) if plan.journal else set()
+        checked: dict[str, str | None] = {}
+        for index, action in enumerate(plan.actions):
+            if index in done:
+                continue
+            for digest in digests(action.before):
+                if digest not in checked:
+                    try:
+                        self.blobs.get(digest)
+                        checked[digest] = None
+                    except BlobError as e:
+                        checked[digest] = str(e)
+                if checked[digest] is not None:
+                    plan.lost.append({"step": action.step, "executor": action.executor, "path": action.path,
+                                      "digest": digest, "problem": checked[digest]})
 
     def _step_actions(self, invoked: Any, plan: UndoPlan) -> list[Action]:
         recorded = list(self.log.events.get(UUID(invoked.invocation_id)))
@@ -184,12 +260,8 @@ class Undoer:
                 invoked.step, invoked.executor, record["path"], record["node"], left.get("node"),
                 created_from=record.get("created_from"),
             )
-            if action.after == action.before:
+            if same(action.after, action.before):
                 continue  # this step did not change it
-            lost = [d for d in digests(action.before) if d not in self.blobs]
-            if lost:
-                plan.not_undoable.append({**where, "path": action.path, "reason": f"{len(lost)} kept file(s) are gone from the blob store"})
-                continue
             actions.append(action)
         return actions
 
@@ -199,9 +271,9 @@ class Undoer:
         except Exception as e:  # noqa: BLE001 - whatever stops reading it is a conflict to show
             plan.conflicts.append(Conflict(action.step, action.executor, action.path, describe(action.after or {}), f"unreadable: {e}"))
             return
-        if now == action.after:
+        if same(now, action.after):
             return
-        if now == action.before:
+        if same(now, action.before):
             plan.settled.append(action.path)
             return
         left = describe(action.after) if action.after is not None else "more than Metnos checks"
@@ -210,24 +282,67 @@ class Undoer:
     def apply(self, plan: UndoPlan, *, force: bool = False) -> UndoResult:
         if plan.already_undone:
             return UndoResult(plan, "already-undone")
+        if plan.lost:
+            return UndoResult(plan, "refused-lost")
         if plan.conflicts and not force:
             return UndoResult(plan, "refused")
+        staging = self.runtime.workspace.runtime_dir / "undo" / plan.turn_id
+        journal = plan.journal
+        if journal is None:
+            forced = bool(force and plan.conflicts)
+            journal = UndoJournal.start(
+                turn_id=plan.turn_id, at=self.runtime.clock(), actions=[a.to_record() for a in plan.actions],
+                not_undoable=plan.not_undoable, forced=forced,
+            )
+            self.log.save(journal)
+        self._clear_leftovers(plan, staging)
         conflicting = {c.path for c in plan.conflicts}
-        restored = []
-        for action in plan.actions:
-            entry = action.to_json()
-            if action.path in conflicting:
-                # What --force overwrites is kept too, so the later edit is not lost for good.
-                try:
-                    entry["displaced"] = take(Path(action.path), blobs=self.blobs)
-                except Exception:  # noqa: BLE001 - keeping it is a courtesy, the undo goes on
-                    entry["displaced"] = None
-            put_back(Path(action.path), action.before, self.blobs,
+        cut_at = journal.in_progress if plan.journal is not None else None
+        for index, action in enumerate(plan.actions):
+            if index in journal.restored:
+                continue
+            displaced = None
+            if action.path in conflicting or index == cut_at:
+                displaced = self._keep_displaced(action)
+            put_back(Path(action.path), action.before, self.blobs, staging=staging,
                      created_from=Path(action.created_from) if action.created_from else None)
-            restored.append(entry)
+            journal.path_restored(index=index, path=action.path, displaced=displaced, at=self.runtime.clock())
+            self.log.save(journal)
+        shutil.rmtree(staging, ignore_errors=True)
+        restored = self._restored(plan, journal)
+        forced = journal.forced or bool(force and plan.conflicts)
         turn = self.log.repository.get(UUID(plan.turn_id))
-        forced = bool(force and plan.conflicts)
         turn.record(Turn.TurnUndone, at=self.runtime.clock(), restored=restored, not_undoable=plan.not_undoable, forced=forced)
-        self.log.save(turn)
+        journal.finish(at=self.runtime.clock())
+        self.log.save(journal, turn)
         self.runtime.turns.catch_up(self.log)
         return UndoResult(plan, "undone", restored, forced)
+
+    def _keep_displaced(self, action: Action) -> dict[str, Any] | None:
+        """What stands at the path now, kept in the blob store when it is neither side of the turn:
+        what --force overwrites, or whatever a killed undo left half done."""
+        try:
+            now = take(Path(action.path))
+            if same(now, action.before) or same(now, action.after):
+                return None
+            return take(Path(action.path), blobs=self.blobs)
+        except Exception:  # noqa: BLE001 - keeping it is a courtesy, the undo goes on
+            return None
+
+    @staticmethod
+    def _clear_leftovers(plan: UndoPlan, staging: Path) -> None:
+        """What a killed undo may have left: its staging folder, and a hidden copy beside a target on another file system."""
+        shutil.rmtree(staging, ignore_errors=True)
+        for action in plan.actions:
+            Path(leftover_of(Path(action.path))).unlink(missing_ok=True)
+
+    @staticmethod
+    def _restored(plan: UndoPlan, journal: UndoJournal) -> list[dict[str, Any]]:
+        entries = []
+        for index, action in enumerate(plan.actions):
+            entry = action.to_json()
+            displaced = journal.displaced.get(index)
+            if displaced is not None or action.path in {c.path for c in plan.conflicts}:
+                entry["displaced"] = displaced
+            entries.append(entry)
+        return entries

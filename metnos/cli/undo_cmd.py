@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
             print(orjson.dumps({"status": "nothing", "message": str(e)}).decode() if args.json else f"{e}; nothing to do")
             return 0
         if args.dry_run:
-            status = "already-undone" if plan.already_undone else ("would-refuse" if plan.conflicts and not args.force else "dry-run")
+            refuse = plan.lost or (plan.conflicts and not args.force)
+            status = "already-undone" if plan.already_undone else ("would-refuse" if refuse else "dry-run")
             result = UndoResult(plan, status)
         else:
             result = undoer.apply(plan, force=args.force)
@@ -72,8 +73,14 @@ def run(args: argparse.Namespace) -> int:
     elif result.status == "already-undone":
         print(f"turn {plan.turn_id} was already undone; nothing to do")
     else:
-        for line in _lines(result, dry_run=args.dry_run or result.status == "refused", home=home):
+        for line in _lines(result, dry_run=args.dry_run or result.status.startswith("refused"), home=home):
             print(line)
+        if plan.resuming:
+            print(f"resuming an undo of this turn that was cut short: {len(plan.journal.restored)} of {len(plan.actions)} path(s) were already back")
+        if plan.lost:
+            print(f"kept files missing or damaged ({len(plan.lost)}):")
+            for item in plan.lost:
+                print(f"  {_short(item['path'], home)} (step {item['step']}, {item['executor']}): {item['problem']}")
         if plan.conflicts:
             print(f"changed since the turn ({len(plan.conflicts)}):")
             for c in plan.conflicts:
@@ -82,6 +89,15 @@ def run(args: argparse.Namespace) -> int:
             print("undone" + (" (forced over the changes above)" if result.forced else ""))
         elif args.dry_run:
             print("dry run: nothing was changed")
+    if result.status == "refused-lost" or (args.dry_run and plan.lost):
+        if not args.json:
+            print(
+                f"metnos: refused: {len(plan.lost)} kept file(s) this undo needs are missing or damaged in the blob store "
+                f"({Workspace.from_env().blobs_dir}); nothing was changed and the turn is not marked undone. "
+                "Restore the blob store from a backup and run `metnos undo` again",
+                file=sys.stderr,
+            )
+        return 1
     if result.status == "refused" or (args.dry_run and result.status == "would-refuse"):
         if not args.json:
             print("metnos: refused: files changed since the turn; nothing was changed (--force restores anyway)", file=sys.stderr)

@@ -106,8 +106,14 @@ def _allow_list(workspace: Workspace) -> tuple[str, ...]:
         raise PolicyViolation("config", "bad-network-allow", str(e)) from None
 
 
-def check_path(value: str, *, argument: str, scope: Scope, write: bool) -> Path:
-    """The resolved path, or PolicyViolation."""
+def check_path(value: str, *, argument: str, scope: Scope, write: bool, entry: bool = False) -> Path:
+    """The resolved path, or PolicyViolation.
+
+    With ``entry``, the path names a directory entry the executor acts on
+    itself (deletes or moves it): a symlink there is the thing acted on, so
+    only the folders above it are resolved, and the link is never followed
+    to its target.
+    """
     if "\x00" in value:
         raise PolicyViolation(argument, "nul-byte", "a path may not contain NUL", value)
     text = value
@@ -119,7 +125,7 @@ def check_path(value: str, *, argument: str, scope: Scope, write: bool) -> Path:
     if ".." in p.parts:
         raise PolicyViolation(argument, "dotdot", "'..' is not allowed in a path", value)
     lexical = Path(os.path.normpath(p))
-    real = resolve(lexical)
+    real = resolve(lexical.parent) / lexical.name if entry and lexical.name else resolve(lexical)
     for candidate in (lexical, real):
         bad = is_inside(candidate, list(scope.forbidden))
         if bad is not None:
@@ -203,7 +209,7 @@ def _walk(value: Any, schema: dict, root: Any, key: str | None, pointer: str, ou
     if isinstance(value, str):
         kind, write = _classify(key, schema)
         if kind:
-            out.append((pointer or "/", kind, write, value))
+            out.append((pointer or "/", kind, write, value, schema.get("x-entry") is True))
     elif isinstance(value, list):
         items = schema.get("items", {})
         # An array's elements take their meaning from the array's key.
@@ -226,9 +232,9 @@ def check_args(
     schema = dict(input_schema or {})
     _walk(dict(args), schema, schema, None, "", found)
     checked: dict[str, Path | str] = {}
-    for pointer, kind, write, value in found:
+    for pointer, kind, write, value, entry in found:
         if kind == "path":
-            checked[pointer] = check_path(value, argument=pointer, scope=scope, write=write)
+            checked[pointer] = check_path(value, argument=pointer, scope=scope, write=write, entry=entry)
         else:
             checked[pointer] = check_host(value, argument=pointer, scope=scope)
     return checked
@@ -244,6 +250,6 @@ def write_paths(
     schema = dict(input_schema or {})
     _walk(dict(args), schema, schema, None, "", found)
     return {
-        pointer: check_path(value, argument=pointer, scope=scope, write=True)
-        for pointer, kind, write, value in found if kind == "path" and write
+        pointer: check_path(value, argument=pointer, scope=scope, write=True, entry=entry)
+        for pointer, kind, write, value, entry in found if kind == "path" and write
     }

@@ -60,7 +60,7 @@ def test_a_tree_comes_back_byte_for_byte_whatever_happened_to_it(tmp_path: Path,
 
     shutil.rmtree(root / "a" / "b")
     (root / "a" / "b").write_text("a file where a folder was")
-    put_back(root, node, blobs)
+    put_back(root, node, blobs, staging=tmp_path / "staging")
     assert tree(root) == want
     assert not list(tmp_path.rglob(".metnos-undo-*"))  # the staging folder is gone
     assert take(root) == node  # hashes only, the same description
@@ -72,7 +72,7 @@ def test_a_path_that_did_not_exist_goes_with_the_folders_made_for_it(tmp_path: P
     target.parent.mkdir(parents=True)
     target.write_text("z")
     (tmp_path / "x" / "other").write_text("someone else's")
-    put_back(target, dict(MISSING), blobs, created_from=tmp_path / "x")
+    put_back(target, dict(MISSING), blobs, staging=tmp_path / "staging", created_from=tmp_path / "x")
     assert not target.exists() and not (tmp_path / "x" / "y").exists()
     assert (tmp_path / "x" / "other").exists()  # not empty: no longer only the turn's
 
@@ -103,5 +103,5 @@ def test_a_missing_blob_is_an_error_not_an_empty_file(tmp_path: Path, blobs: Blo
         if p.is_file():
             p.unlink()
     with pytest.raises(BlobError):
-        put_back(f, node, blobs)
+        put_back(f, node, blobs, staging=tmp_path / "staging")
     assert f.read_text() == "other"

@@ -176,3 +176,20 @@ def test_host_wildcards_and_ports(sx):
     pinned = scope(sx, network_hosts=("api.example.org:8443",))
     assert check_host("https://api.example.org:8443/v1", argument="/url", scope=pinned) == "api.example.org"
     assert violation(sx, {"url": "https://api.example.org/v1"}, network_hosts=("api.example.org:8443",)).rule == "undeclared-host"
+
+
+def test_an_entry_path_names_the_symlink_itself_never_its_target(sx):
+    """delete_files and move_files act on a link, not on what it points to (issue 18 item 2)."""
+    (sx.home / "proj" / "to-out").symlink_to(sx.home / "out" / "precious")
+    (sx.home / "proj" / "to-a").symlink_to("a.txt")
+    entry = {"type": "object", "properties": {"path": {"type": "string", "format": "path", "x-access": "write", "x-entry": True}}}
+    followed = {"type": "object", "properties": {"path": {"type": "string", "format": "path", "x-access": "write"}}}
+    grant = scope(sx, fs_write=("~/proj",))
+    assert check_args({"path": "~/proj/to-a"}, entry, grant) == {"/path": sx.home / "proj" / "to-a"}
+    assert check_args({"path": "~/proj/to-a"}, followed, grant) == {"/path": sx.home / "proj" / "a.txt"}
+    # A link out of the grant may be removed or moved as a link; writing through it stays refused.
+    assert check_args({"path": "~/proj/to-out"}, entry, grant) == {"/path": sx.home / "proj" / "to-out"}
+    assert violation(sx, {"path": "~/proj/to-out"}, followed, fs_write=("~/proj",)).rule == "symlink-escape"
+    # Folders above the entry are still resolved: a link on the way out of the grant is an escape.
+    (sx.home / "proj" / "evil-dir").symlink_to(sx.home / "proj-evil")
+    assert violation(sx, {"path": "~/proj/evil-dir/x"}, entry, fs_write=("~/proj",)).rule == "symlink-escape"
