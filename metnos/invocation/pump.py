@@ -12,7 +12,9 @@ used; the drain loop looks at the memory cap between reads.
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -147,6 +149,85 @@ class Contained:
         return out
 
 
+def _read_until_eof(fd: int, deadline: float, limit: int = 65536) -> bytes:
+    data = bytearray()
+    while len(data) < limit:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _spawn_gated(wrapped: WrappedCommand, cg: cgroup.InvocationCgroup, deadline: float) -> subprocess.Popen:
+    """Start bwrap and put its sandbox into ``cg`` before anything runs there.
+
+    bwrap reports the pid of its sandbox child (``--info-fd``) and that child
+    waits, with the sandbox built but nothing executed, for a byte on
+    ``--block-fd``. bwrap itself is moved first: a cgroup move waits for an
+    RCU grace period (~10 ms here) and this way the wait runs while bwrap
+    builds the sandbox; the child's move right after is quick. It also spares
+    the full fork of the runtime that a preexec_fn costs.
+
+    The child reads end-of-file on the gate as a go too, so a child that is
+    not released is killed first; until released it is still in bwrap's
+    process group (it calls setsid after the gate). Raises OSError when the
+    child cannot be moved.
+    """
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    released = False
+    proc: subprocess.Popen | None = None
+    try:
+        try:
+            proc = subprocess.Popen(
+                wrapped.gated_argv(info_w, block_r), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=wrapped.env, pass_fds=(*wrapped.pass_fds, info_w, block_r),
+                start_new_session=True, cwd="/",
+            )
+        finally:
+            os.close(info_w)
+            os.close(block_r)
+        try:
+            try:
+                cg.attach(proc.pid)
+            except ProcessLookupError:
+                pass  # bwrap already failed; its stderr says why
+            info = _read_until_eof(info_r, deadline)
+            # No info, or a child already gone: bwrap could not build the
+            # sandbox and is exiting (its stderr says why), or the deadline
+            # passed and the drain reports it.
+            if info:
+                cg.attach(int(json.loads(info)["child-pid"]))
+                os.write(block_w, b"1")
+                released = True
+        except (ProcessLookupError, BrokenPipeError):
+            pass
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            _kill_group(proc)
+            proc.wait()
+            for f in (proc.stdin, proc.stdout, proc.stderr):
+                if f:
+                    f.close()
+            raise OSError(f"could not put the sandbox in its cgroup: {e}") from e
+        return proc
+    finally:
+        if proc is not None and not released:
+            _kill_group(proc)
+        os.close(info_r)
+        os.close(block_w)
+
+
 def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int, deadline: float,
                   max_pids: int, max_memory_bytes: int, tail: int = 4096) -> Contained:
     """Spawn ``wrapped`` in its own session and cgroup, feed and drain it
@@ -156,13 +237,17 @@ def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int
     except OSError:
         cg = None
     try:
-        proc = subprocess.Popen(
-            wrapped.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=wrapped.env, pass_fds=wrapped.pass_fds, start_new_session=True, cwd="/",
-            # cgroup v1 moves a process but not the children it already has,
-            # so joining must happen in the child before it execs bwrap.
-            preexec_fn=cg.attach_self if cg else None,
-        )
+        if cg is not None and wrapped.plan.active:
+            proc = _spawn_gated(wrapped, cg, deadline)
+        else:
+            proc = subprocess.Popen(
+                wrapped.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=wrapped.env, pass_fds=wrapped.pass_fds, start_new_session=True, cwd="/",
+                # cgroup v1 moves a process but not the children it already
+                # has, so without bwrap's gate joining must happen in the
+                # child, before it execs.
+                preexec_fn=cg.attach_self if cg else None,
+            )
     except (OSError, subprocess.SubprocessError) as e:
         if cg:
             cg.close()
@@ -188,10 +273,7 @@ def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int
     finally:
         # The whole process group, then everything the cgroup still holds
         # (a child that called setsid left the group but not the cgroup).
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(proc)
         if cg:
             cg.kill_all()
         # Looked at once more when it is all over: the kernel may have

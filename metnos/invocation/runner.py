@@ -91,8 +91,6 @@ def _network_denied(denied: list[Connection]) -> dict[str, Any]:
             "message": f"the egress proxy refused {len(denied)} connection(s); first: {first.host}:{first.port}: {first.reason}"}
 
 
-_host_config = host_config  # the name bench/sandbox_spawn.py imports
-
 
 def _host_error(stderr: bytes) -> dict[str, Any]:
     i = stderr.rfind(_HOST_ERROR)

@@ -171,6 +171,12 @@ class WrappedCommand:
     env: dict[str, str]
     plan: SandboxPlan
 
+    def gated_argv(self, info_fd: int, block_fd: int) -> list[str]:
+        """The argv with bwrap writing its sandbox child's pid to ``info_fd``
+        and holding the sandbox, built but not yet run, until a byte arrives
+        on ``block_fd``."""
+        return [self.argv[0], "--info-fd", str(info_fd), "--block-fd", str(block_fd), *self.argv[1:]]
+
     def close(self) -> None:
         for fd in self.pass_fds:
             try:

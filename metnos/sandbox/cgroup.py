@@ -244,6 +244,11 @@ class InvocationCgroup:
             finally:
                 os.close(fd)
 
+    def attach(self, pid: int) -> None:
+        """Move ``pid`` (not its existing children: v1) into every group."""
+        for procs in self._procs:
+            _write(Path(procs), str(pid))
+
     def pids(self) -> list[int]:
         found: set[int] = set()
         for procs in self._procs:

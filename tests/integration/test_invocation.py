@@ -106,3 +106,24 @@ def test_site_packages_only_when_asked(sx):
     assert call(sx, code, {"path": "~/notes/diary.md"}).output == {"lines": ["no"]}
     out = call(sx, code, {"path": "~/notes/diary.md"}, SandboxProfile(fs_read=("~/notes",), site_packages=True))
     assert out.output == {"lines": ["yes"]}, out
+
+
+def test_a_sandbox_that_cannot_be_built_names_its_cause(sx, monkeypatch):
+    # bwrap holds its sandbox until the runtime has put it in the invocation's
+    # cgroup; when it fails while building it, its own message still arrives.
+    if sx.env.get("METNOS_SANDBOX") == "0":
+        pytest.skip("about bwrap")
+    import metnos.invocation.runner as runner
+
+    real = runner.plan_for
+
+    def broken(*a, **kw):
+        plan = real(*a, **kw)
+        plan.bwrap_args += ["--ro-bind", "/nonexistent-metnos-source", "/nonexistent-metnos-source"]
+        return plan
+
+    monkeypatch.setattr(runner, "plan_for", broken)
+    out = call(sx, sx.executor("read_tail", READ_TAIL), {"path": "~/notes/diary.md"})
+    assert out.kind == "Crash" and out.error["type"] == "Exited", out
+    assert "the sandbox could not start" in out.error["message"]
+    assert "/nonexistent-metnos-source" in out.error["message"]
