@@ -84,7 +84,7 @@ def confine(cfg):
         except Exception as e:
             # Fail closed: a sandbox that was meant to have Landlock and
             # does not is not the sandbox the profile was signed for.
-            _fail(2, "LandlockFailed", e)
+            _fail(2, "LandlockFailed", f"{type(e).__name__}: {e}")
         del sys.path[0]
 
 

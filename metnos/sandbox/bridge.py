@@ -13,6 +13,7 @@ import socket
 import threading
 
 _CHUNK = 65536
+_STACK = 256 * 1024
 
 
 def splice(a, b):
@@ -58,6 +59,9 @@ def start(control_fd):
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     lock = threading.Lock()
+    # The memory cap is on the process's address space too: threads with the
+    # default 8 MB stacks would take a small executor's whole allowance.
+    threading.stack_size(_STACK)
 
     def serve():
         while True:

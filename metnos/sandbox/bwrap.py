@@ -305,7 +305,9 @@ def plan_for(
           "--ro-bind", str(here / "landlock.py"), INSIDE_LANDLOCK]
     egress = profile.wants_network and not private_network
     if egress:
-        a += ["--ro-bind", str(here / "bridge.py"), INSIDE_BRIDGE]
+        # The bridge's threads would each get a glibc malloc arena, reserved
+        # 64 MB at a time: address space the memory cap counts.
+        a += ["--ro-bind", str(here / "bridge.py"), INSIDE_BRIDGE, "--setenv", "MALLOC_ARENA_MAX", "1"]
     for name, real in sorted((extra_files or {}).items()):
         a += ["--ro-bind", str(real), f"{INSIDE_DIR}/{name}"]
     rules.append((INSIDE_DIR, _landlock.READ))

@@ -139,3 +139,12 @@ def test_each_connection_is_recorded_in_the_invocation_event(home: Path, allowed
     captured = capsys.readouterr()
     assert code == 1 and "NetworkDenied" in captured.out and "failed: NetworkDenied" in captured.err
     assert "Traceback" not in captured.err
+
+
+def test_the_bridge_fits_a_small_memory_cap(sx: SandboxEnv, allowed: WebServer) -> None:
+    # send_messages runs with 64 MB: the bridge's threads must not eat it.
+    allow(sx.workspace, allowed.pattern)
+    profile = load_manifest(GET_URLS / "manifest.toml").sandbox_profile().model_copy(update={"max_memory_mb": 64})
+    out = invoke(GET_URLS, profile, {"urls": [allowed.base + "/small"]}, workspace=sx.workspace, env=sx.env)
+    assert out.ok, out
+    assert allowed.seen == ["/small"]

@@ -607,6 +607,8 @@ def test_a_daemon_killed_mid_firing_and_restarted(home: Path, tmp_path: Path, ca
     clock_file.write_text(stamp(at(7, 58)))
     monkeypatch.setenv(CLOCK_FILE_ENV, str(clock_file))
     page = SlowPage()
+    # get_urls reaches what the instance allows.
+    Workspace.from_env().config_file.write_text(f'[network]\nallow = ["127.0.0.1:{page.server.server_address[1]}"]\n')
     try:
         capsys.readouterr()
         assert main(["schedule", "add", "--executor", "get_urls", "--args", orjson.dumps({"urls": [page.url]}).decode(),
