@@ -131,18 +131,20 @@ def _edit_recorded_reply(workspace: Workspace, turn_id: str, new_args: dict) -> 
 
 def test_a_model_reply_edited_in_a_copy_of_the_log_diverges_at_the_proposal(home: Path, capsys, monkeypatch, tmp_path) -> None:
     out = ask(capsys, monkeypatch, READ, "read ~/notes.md")
-    original = Path(Workspace.from_env().data_dir).parent
-    copy = tmp_path / "copy"
-    shutil.copytree(original, copy)
-    monkeypatch.setenv("METNOS_HOME", str(copy))
-    _edit_recorded_reply(Workspace.from_env(), out["turn_id"], {"paths": ["~/other.md"]})
-    code, result = replay(capsys, out["turn_id"])
+    original = Workspace.from_env()
+    copy = tmp_path / "copy"  # a METNOS_HOME, whatever the layout of the original
+    shutil.copytree(original.data_dir, copy / "data")
+    shutil.copytree(original.config_dir, copy / "config")
+    with monkeypatch.context() as mp:
+        mp.setenv("METNOS_HOME", str(copy))
+        _edit_recorded_reply(Workspace.from_env(), out["turn_id"], {"paths": ["~/other.md"]})
+        code, result = replay(capsys, out["turn_id"])
     assert code == 1
     d = result["results"][0]["divergence"]
     assert d["expected"]["type"] == "StepProposed" and d["step"] == 1
     assert d["changed"]["fields"]["args"] == {"recorded": {"paths": ["~/notes.md"]}, "now": {"paths": ["~/other.md"]}}
     # The original log still replays clean.
-    monkeypatch.setenv("METNOS_HOME", str(original))
+    assert Workspace.from_env() == original
     assert replay(capsys, out["turn_id"])[0] == 0
 
 
