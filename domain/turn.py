@@ -20,6 +20,11 @@ ANSWERED = "answered"
 FAILED = "failed"
 INTERRUPTED = "interrupted"
 ABANDONED = "abandoned"
+REFUSED = "refused"
+NEEDS_INPUT = "needs_input"
+# How a turn that did not answer ended. A TurnFailed written before statuses
+# existed has no status field and reads as "failed".
+END_STATUSES = (FAILED, REFUSED, NEEDS_INPUT)
 UNDONE_SUFFIX = "+undone"
 
 # Fields that describe the circumstances of a turn rather than its decisions:
@@ -161,6 +166,21 @@ class Turn(MetnosAggregate):
         dst_arg: str
         mechanism: str
 
+    class AnswerRejected(DomainEvent):
+        """The model's text was not an answer (empty, a tool name, raw tool output,
+        a call written as text, a stub): it was sent back once with the reason."""
+
+        round: int
+        reason: str
+        text: str
+
+    class AnswerComposed(DomainEvent):
+        """Metnos, not the model, wrote the answer: from what ``from_steps`` produced
+        (the model kept asking for data it already had)."""
+
+        from_steps: list
+        reason: str
+
     class TurnAnswered(DomainEvent):
         text: str
         steps: int
@@ -169,13 +189,25 @@ class Turn(MetnosAggregate):
             turn.status = ANSWERED
 
     class TurnFailed(DomainEvent):
+        """The turn ended without an answer. ``status`` says how: failed (something
+        broke), refused (a fence or the user said no), needs_input (the request
+        lacks what acting needs)."""
+
+        # Version 1 had no status: every such turn failed.
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict) -> None:
+            state["status"] = FAILED
+
         kind: str
         final_kind: str
         message: str
         steps: int
+        status: str = FAILED
 
         def apply(self, turn: Turn) -> None:
-            turn.status = FAILED
+            turn.status = self.status if self.status in END_STATUSES else FAILED
 
     class TurnInterrupted(DomainEvent):
         """The process running the turn was told to stop (SIGINT, SIGTERM) and closed it.

@@ -17,7 +17,7 @@ from projections.daily import Lines, LinesFold
 
 class TurnIndexFold(Fold):
     name = "turns"
-    version = 2
+    version = 3
     cost = 2
 
     def initial(self) -> dict[str, Any]:
@@ -60,11 +60,11 @@ class TurnIndexFold(Fold):
             turn.update(status="answered", result=record["text"], steps=record["steps"], ended=record["timestamp"])
 
     @staticmethod
-    @reads("message", "steps", "final_kind")
+    @reads("message", "steps", "final_kind", "status")
     def _failed(state: dict[str, Any], record: Record, position: int) -> None:
         turn = state["turns"].get(record["originator_id"])
         if turn is not None:
-            turn.update(status="failed", result=record["message"], steps=record["steps"], final_kind=record["final_kind"], ended=record["timestamp"])
+            turn.update(status=record["status"], result=record["message"], steps=record["steps"], final_kind=record["final_kind"], ended=record["timestamp"])
 
     @staticmethod
     @reads("signal", "step", "during")

@@ -19,6 +19,7 @@ import orjson
 
 from domain.invocation import Invocation
 from domain.turn import Turn
+from metnos.invocation.outcome import failure_observation
 from metnos.llm.errors import LLMError, ProviderUnreachable
 from metnos.llm.messages import LLMReply, Message, ToolSpec
 from metnos.turn.ports import ExecutorResult
@@ -117,7 +118,7 @@ class RecordedPorts:
             if isinstance(event, Invocation.InvocationCompleted):
                 if event.ok and event.output is not None:
                     return self._resolve_output(event.output)
-                return {"ok": False, "error": {"kind": event.kind, **(event.error or {})}}
+                return failure_observation(event.kind, event.error, event.stderr_tail)
             if isinstance(event, Invocation.InvocationRefused):
                 return {"ok": False, "error": {"kind": event.kind, **event.error}}
         msg = f"invocation {invocation_id} never completed"

@@ -15,6 +15,10 @@ import orjson
 from domain.turn import Turn
 from metnos.workspace import Workspace
 
+# How `metnos ask` exits, by the turn's status (README, "Exit codes"). 2 is
+# argparse's for a bad command line.
+EXIT_CODES = {"answered": 0, "failed": 1, "refused": 3, "needs_input": 4}
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="ask Metnos something, in plain words")
@@ -115,4 +119,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"metnos: {outcome.message}", file=sys.stderr)
     if outcome.status == "interrupted":
         return 128 + signal.Signals[outcome.failure["signal"]].value
-    return 0 if outcome.status == "answered" else 1
+    return EXIT_CODES.get(outcome.status, 1)

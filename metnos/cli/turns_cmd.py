@@ -76,13 +76,20 @@ def _line(event: Any) -> str:
     elif isinstance(event, Turn.StepProposed):
         text = f"step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:120]}"
     elif isinstance(event, Turn.StepInvoked):
-        text = f"step {event.step}: ran {event.executor} {event.version} -> {'ok' if event.ok else event.kind} [{event.exec_ms} ms]"
+        text = f"step {event.step}: ran {event.executor} {event.version} -> {'ok' if event.ok else 'failed'} [{event.exec_ms} ms]"
     elif isinstance(event, Turn.ObservationRecorded):
-        text = f"step {event.step}: observed {orjson.dumps(event.observation).decode()[:120]}"
+        if event.ok:
+            text = f"step {event.step}: observed {orjson.dumps(event.observation).decode()[:120]}"
+        else:
+            text = f"step {event.step}: {_failure(event.observation)}"
+    elif isinstance(event, (Turn.StepRejected, Turn.StepIntercepted)):
+        text = f"step {event.step}: not run: {_failure(event.observation)}"
+    elif isinstance(event, Turn.AnswerRejected):
+        text = f"not an answer ({event.reason}): {event.text[:120]!r}"
     elif isinstance(event, Turn.TurnAnswered):
         text = f"answer: {event.text[:200]}"
     elif isinstance(event, Turn.TurnFailed):
-        text = f"failed ({event.kind}): {event.message}"
+        text = f"{event.status} ({event.kind}): {event.message}"
     elif isinstance(event, Turn.TurnInterrupted):
         text = f"interrupted by {event.signal} {event.during}, at step {event.step}"
     elif isinstance(event, Turn.TurnAbandoned):
@@ -90,6 +97,17 @@ def _line(event: Any) -> str:
     else:
         text = orjson.dumps(d, default=str).decode()[:140]
     return f"{event.originator_version:>3}  {when}  {name:<20} {text}"
+
+
+def _failure(observation: dict[str, Any]) -> str:
+    """A failed step in words, and the end of the executor's stderr when it left one."""
+    from metnos.turn.failures import step_failure_words
+
+    words = step_failure_words("", observation).strip()
+    tail = observation.get("stderr_tail")
+    if tail:
+        words += "\n" + "\n".join(f"{'':>38}| {line}" for line in str(tail).splitlines()[-12:])
+    return words
 
 
 def run_show(args: argparse.Namespace) -> int:

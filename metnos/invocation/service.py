@@ -26,7 +26,7 @@ from metnos.executors.context import build_ctx
 from metnos.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.executors.signing import verify_executor
 from metnos.invocation.capture import FileCapture
-from metnos.invocation.outcome import InvocationOutcome
+from metnos.invocation.outcome import InvocationOutcome, failure_observation
 from metnos.invocation.runner import invoke
 from metnos.workspace import Workspace
 
@@ -68,7 +68,7 @@ class Call:
         assert self.outcome is not None
         if self.outcome.ok and self.outcome.output is not None:
             return self.outcome.output
-        return {"ok": False, "error": {"kind": self.outcome.kind, **self.outcome.error}}
+        return failure_observation(self.outcome.kind, self.outcome.error, self.outcome.stderr_tail)
 
 
 class Invoker:

@@ -26,16 +26,27 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A call the model asked for. ``arguments_error`` says why its arguments
+    could not be read (not JSON, not an object): the call is then kept, with
+    empty arguments, so the loop can send the error back for one correction
+    instead of losing the whole reply."""
+
     id: str
     name: str
     arguments: dict[str, Any]
+    arguments_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+        d: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.arguments_error is not None:
+            d["arguments_error"] = self.arguments_error
+        return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(id=str(data["id"]), name=str(data["name"]), arguments=dict(data["arguments"]))
+        error = data.get("arguments_error")
+        return cls(id=str(data["id"]), name=str(data["name"]), arguments=dict(data["arguments"]),
+                   arguments_error=str(error) if error is not None else None)
 
 
 @dataclass(frozen=True)

@@ -145,15 +145,18 @@ def _native_calls(tool_calls: Any, raw: dict[str, Any], url: str) -> list[ToolCa
             raise MalformedReply(url, f"tool call {i} has no function name")
         name = fn["name"]
         args = fn.get("arguments")
+        problem: str | None = None
         if args is None or args == "":
             args = {}
         elif isinstance(args, str):
             try:
                 args = json.loads(args)
-            except ValueError:
-                raise MalformedReply(url, f"the arguments of tool call {name!r} are not JSON") from None
-        if not isinstance(args, dict):
-            raise MalformedReply(url, f"the arguments of tool call {name!r} are not a JSON object")
+            except ValueError as e:
+                problem = f"the arguments are not valid JSON ({e}): {args[:200]}"
+        if problem is None and not isinstance(args, dict):
+            problem = f"the arguments are a JSON {type(args).__name__}, not an object"
         call_id = entry.get("id") if isinstance(entry.get("id"), str) and entry.get("id") else derived_call_id(raw, i)
-        calls.append(ToolCall(id=call_id, name=name, arguments=args))
+        # A call whose arguments cannot be read is still a call: the loop sends the
+        # problem back to the model for one correction.
+        calls.append(ToolCall(id=call_id, name=name, arguments=args if problem is None else {}, arguments_error=problem))
     return calls

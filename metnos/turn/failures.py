@@ -37,7 +37,18 @@ class FailureKind(enum.Enum):
     BAD_LLM_REPLY = "bad_llm_reply"
     NEEDS_INPUTS = "needs_inputs"
     INTERNAL_ERROR = "internal_error"
+    STEP_FAILED = "step_failed"
+    STEP_REFUSED = "step_refused"
+    UNUSABLE_ANSWER = "unusable_answer"
+    INVALID_ARGUMENTS = "invalid_arguments"
 
+
+# How the turn ended, by kind: failed unless a fence or the user said no
+# (refused) or the request lacks what acting needs (needs_input).
+STATUS_OF: dict[FailureKind, str] = {
+    FailureKind.STEP_REFUSED: "refused",
+    FailureKind.NEEDS_INPUTS: "needs_input",
+}
 
 # kind -> (final_kind, message template)
 _TABLE: dict[FailureKind, tuple[str, str]] = {
@@ -54,6 +65,12 @@ _TABLE: dict[FailureKind, tuple[str, str]] = {
         "needs_inputs", "I need more information before acting: {detail}"),
     FailureKind.INTERNAL_ERROR: (
         "error", "Something went wrong inside Metnos ({detail}); the turn was stopped."),
+    FailureKind.STEP_FAILED: ("error", "I could not do it: {detail}"),
+    FailureKind.STEP_REFUSED: ("refused", "Not done: {detail}"),
+    FailureKind.UNUSABLE_ANSWER: (
+        "error", "The language model did not produce an answer ({detail})."),
+    FailureKind.INVALID_ARGUMENTS: (
+        "error", "The language model could not write a valid call ({detail})."),
 }
 
 
@@ -69,8 +86,12 @@ class TurnFailure:
     message: str
     detail: str
 
+    @property
+    def status(self) -> str:
+        return STATUS_OF.get(self.kind, "failed")
+
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "final_kind": self.final_kind,
+        return {"kind": self.kind.value, "final_kind": self.final_kind, "status": self.status,
                 "message": self.message, "detail": self.detail}
 
 
@@ -99,3 +120,55 @@ def unknown_executor(name: str, available: list[str] | tuple[str, ...]) -> dict[
     return {"ok": False, "error_class": "unknown_executor",
             "error": f"nonexistent executor: {name}",
             "available": sorted(available)}
+
+
+# What an invocation failure kind means, in words.
+_KIND_WORDS = {
+    "Crash": "crashed",
+    "Timeout": "ran out of time",
+    "TooLarge": "produced more output than it may",
+    "NonJSONOutput": "answered with something that is not JSON",
+    "SchemaViolation": "did not keep to its schema",
+    "PolicyViolation": "was stopped by the sandbox policy",
+    "SandboxUnavailable": "could not be sandboxed",
+    "Quarantined": "is quarantined",
+    "UnknownExecutor": "is not installed",
+}
+# error_class of a step the loop refused -> words
+_CLASS_WORDS = {
+    "policy_violation": "was refused by the sandbox policy",
+    "vaglio_denied": "was refused by the vaglio",
+    "declined": "was not approved",
+    "schema_violation": "was called with arguments that do not fit its schema",
+    "invalid_arguments": "was called with arguments that are not valid JSON",
+    "unknown_executor": "does not exist",
+    "needs_data_source": "had no data to work on",
+    "unknown_verb": "is not a known kind of executor",
+    "duplicate_read": "was not run again (its data is already there)",
+    "pipeline_already_closed": "was not run (the work was already done)",
+    "cap_steps": "was not run (step limit)",
+    "cap_same_executor": "was not run (called too often)",
+}
+
+
+def step_failure_words(executor: str, observation: dict[str, Any]) -> str:
+    """What went wrong in a step, in one line a person can read:
+    ``get_now crashed: RuntimeError: boom`` rather than ``-> Crash``."""
+    error = observation.get("error")
+    if isinstance(error, dict) and error.get("kind"):
+        what = _KIND_WORDS.get(str(error["kind"]), f"failed ({error['kind']})")
+        cause = ": ".join(str(error[k]) for k in ("type", "message") if error.get(k) and error.get(k) != "Exited")
+        if not cause:
+            cause = str(error.get("detail") or error.get("rule") or "")
+    else:
+        error_class = str(observation.get("error_class") or "")
+        what = _CLASS_WORDS.get(error_class, f"failed ({error_class})" if error_class else "failed")
+        if isinstance(error, dict):
+            cause = str(error.get("message") or error.get("detail") or "")
+        else:
+            cause = str(error or "")
+        if not cause and observation.get("errors"):
+            first = observation["errors"][0]
+            cause = f"{first.get('path') or '(top)'}: {first.get('message', '')}"
+    cause = " ".join(_excerpt(cause, 200).split())
+    return f"{executor} {what}: {cause}" if cause else f"{executor} {what}"

@@ -8,8 +8,26 @@ Order of the checks on a proposed call, as the spec gives it: the guards
 (caps, duplicate read), the executor's existence, the pipeline shape, step
 references (from_step, {{stepN.field}}), the argument schema, the sandbox
 policy, then the vaglio (guard and judge) and, where it asks, the user.
-Each refusal becomes an observation the model can correct. A step's events
-(and the invocation's) are committed together, in one transaction.
+Each refusal becomes an observation the model can correct, with a hint. A
+step's events (and the invocation's) are committed together, in one
+transaction.
+
+How a turn ends is honest (docs/turns.md, "Outcomes"):
+
+* ``answered`` only with text that reads as an answer (:mod:`metnos.turn.answers`):
+  an empty reply, a tool name, raw tool output, a call written as text or a
+  stub is sent back once with the reason, and a second one fails the turn.
+* A step that failed (crashed, timed out, refused by a fence or the user,
+  rejected for its shape, schema or arguments) leaves the turn failed,
+  refused or needs_input unless a later step succeeded and the answer uses
+  what it produced.
+* Unreadable or schema-violating arguments get one correction round; a
+  second in a row ends the turn.
+* A call that needs a data source it lacks is remediated (seeds/002 ch.
+  4-ter): the prerequisite runs as a step of its own, then the call is
+  retried once with the prerequisite's list (``from_step``).
+* A read intercepted as a duplicate and proposed again ends the turn with
+  an answer made from the data the earlier step already holds.
 """
 
 from __future__ import annotations
@@ -29,15 +47,17 @@ from metnos.invocation.errors import InvocationError
 from metnos.llm.errors import LLMError, ProviderUnreachable
 from metnos.llm.messages import Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from metnos.mnestome.boost import apply_boost
+from metnos.turn.answers import REASONS, answer_problem, grounded_in
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.turn.errors import TurnError
-from metnos.turn.failures import FailureKind, turn_failure, unknown_executor
-from metnos.turn.guards import TurnGuards
+from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
+from metnos.turn.guards import DUPLICATE_READ, TurnGuards, targets_of
 from metnos.turn.interrupts import InterruptGate, Interrupted
-from metnos.turn.piping import resolve_args, placeholders_in
+from metnos.turn.piping import FROM_STEP, resolve_args, placeholders_in
 from metnos.turn.ports import TurnPorts
-from metnos.turn.prompt import FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT
-from metnos.turn.remediation import RemediationContext, plan_remediation
+from metnos.turn.prompt import FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, answer_correction
+from metnos.turn.remediation import RemediationAction, RemediationContext, plan_remediation
+from metnos.turn.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.turn.scratchpad import InMemoryScratchpadStore, scratchpad_read, spill
 from metnos.turn.settings import TurnSettings
 from metnos.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state
@@ -61,7 +81,7 @@ class TurnRequest:
 @dataclass
 class TurnOutcome:
     turn_id: str
-    status: str  # answered | failed | interrupted
+    status: str  # answered | failed | refused | needs_input | interrupted
     answer: str | None = None
     failure: dict[str, Any] | None = None
     steps: int = 0
@@ -79,6 +99,15 @@ class _State:
     step: int = 0
     round: int = 0
     corrections: int = 0
+    answer_corrections: int = 0
+    # Calls in a row whose arguments could not be used (not JSON, off schema).
+    argument_errors: int = 0
+    # The last step that went wrong, and what succeeded since (an answer must use it).
+    problem: tuple[FailureKind, str] | None = None
+    since_problem: list[dict[str, Any]] = field(default_factory=list)
+    # (executor, targets) of reads already intercepted once as duplicates.
+    intercepted: set[tuple[str, frozenset[str]]] = field(default_factory=set)
+    remediating: bool = False
     final_only: bool = False
     guards: TurnGuards = field(default_factory=TurnGuards)
     observations: dict[int, Any] = field(default_factory=dict)
@@ -94,6 +123,13 @@ class _EndTurn(Exception):
     def __init__(self, kind: FailureKind, detail: str) -> None:
         self.kind = kind
         self.detail = detail
+
+
+class _AnswerFromData(Exception):
+    """The model asked again for data it already has: answer with that data."""
+
+    def __init__(self, steps: tuple[int, ...]) -> None:
+        self.steps = steps
 
 
 class TurnLoop:
@@ -120,6 +156,8 @@ class TurnLoop:
         self.observer = observer
         # Replay and tests pass none: a gate nobody installed never fires.
         self.interrupts = interrupts or InterruptGate()
+
+        self.tool_names = frozenset(catalogue.executors) | frozenset(catalogue.builtins) | {SCRATCHPAD_READ}
 
     # Recording -----------------------------------------------------------
     def _record(self, turn: Turn, event_class: type, **fields: Any) -> None:
@@ -170,11 +208,18 @@ class TurnLoop:
             while True:
                 answer = self._round(turn, state, request, pool, messages)
                 if answer is not None:
-                    self._record(turn, Turn.TurnAnswered, text=answer, steps=state.step)
-                    self._commit(turn)
-                    return TurnOutcome(str(turn.id), "answered", answer=answer, steps=state.step)
+                    return self._answered(turn, state, answer)
         except _EndTurn as end:
             return self._fail(turn, state, end.kind, end.detail)
+        except _AnswerFromData as found:
+            answer = compose_answer([state.observations.get(s, {}) for s in found.steps])
+            self._record(turn, Turn.AnswerComposed, from_steps=list(found.steps), reason="duplicate_read_repeated")
+            return self._answered(turn, state, answer)
+
+    def _answered(self, turn: Turn, state: _State, answer: str) -> TurnOutcome:
+        self._record(turn, Turn.TurnAnswered, text=answer, steps=state.step)
+        self._commit(turn)
+        return TurnOutcome(str(turn.id), "answered", answer=answer, steps=state.step)
 
     def _interrupted(self, turn: Turn, state: _State, stop: Interrupted) -> TurnOutcome:
         # Whatever the turn had recorded since its last commit is committed
@@ -186,9 +231,10 @@ class TurnLoop:
 
     def _fail(self, turn: Turn, state: _State, kind: FailureKind, detail: str) -> TurnOutcome:
         failure = turn_failure(kind, detail)
-        self._record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.message, steps=state.step)
+        self._record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.message,
+                     steps=state.step, status=failure.status)
         self._commit(turn)
-        return TurnOutcome(str(turn.id), "failed", failure=failure.to_json(), steps=state.step)
+        return TurnOutcome(str(turn.id), failure.status, failure=failure.to_json(), steps=state.step)
 
     def _round(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> str | None:
         self.interrupts.checkpoint()
@@ -213,8 +259,18 @@ class TurnLoop:
                 messages.append(UserMessage(PLACEHOLDER_CORRECTION))
                 self._commit(turn)
                 return None
-            if not text:
-                raise _EndTurn(FailureKind.BAD_LLM_REPLY, "an empty answer")
+            problem = answer_problem(text, self.tool_names, [o for o in state.observations.values() if isinstance(o, dict)])
+            if problem is not None:
+                if state.answer_corrections >= 1:
+                    raise _EndTurn(FailureKind.UNUSABLE_ANSWER, REASONS[problem])
+                state.answer_corrections += 1
+                self._record(turn, Turn.AnswerRejected, round=state.round, reason=problem, text=text[:2000])
+                messages.append(reply.to_message())
+                messages.append(UserMessage(answer_correction(REASONS[problem])))
+                self._commit(turn)
+                return None
+            if state.problem is not None and not grounded_in(text, state.since_problem):
+                raise _EndTurn(*state.problem)
             return text
         if state.final_only:
             raise _EndTurn(FailureKind.BAD_LLM_REPLY, "a tool call after the pipeline was closed")
@@ -238,13 +294,31 @@ class TurnLoop:
         decision = state.guards.check(name, args, vectorial=bool(te and te.entry.vectorial))
         if not decision.allowed:
             observation = decision.observation()
-            self._record(turn, Turn.StepIntercepted, step=step, decision=decision.to_json(), observation=observation)
+            repeated = False
+            if decision.outcome == DUPLICATE_READ:
+                key = (name, targets_of(name, args))
+                repeated = key in state.intercepted
+                state.intercepted.add(key)
+            record = decision.to_json()
+            if repeated:
+                # Told once that the data is there, asked again: the model is
+                # looping. The turn ends with the data it already has.
+                record = {**record, "outcome": "duplicate_read_repeated", "ends_turn": True}
+            self._record(turn, Turn.StepIntercepted, step=step, decision=record, observation=observation)
             state.guards = state.guards.record(step, name, args, executed=False, succeeded=False)
+            if repeated:
+                self._commit(turn)
+                raise _AnswerFromData(decision.previous_steps)
             if decision.ends_turn:
                 self._commit(turn)
                 kind = FailureKind.CAP_STEPS if decision.outcome == "cap_steps" else FailureKind.CAP_SAME_EXECUTOR
                 raise _EndTurn(kind, str(self.settings.cap_steps) if kind is FailureKind.CAP_STEPS else name)
             return observation, []
+
+        if call.arguments_error is not None:
+            observation = {"ok": False, "error_class": "invalid_arguments", "error": call.arguments_error,
+                           "hint": f"call {name} again with its arguments written as one JSON object"}
+            return self._reject(turn, state, step, name, args, "arguments", {"message": call.arguments_error}, observation)
 
         if name in self.catalogue.builtins:
             builtin = self.catalogue.builtins[name]
@@ -257,6 +331,8 @@ class TurnLoop:
             ok = observation.get("ok") is not False
             self._record(turn, Turn.ObservationRecorded, step=step, ok=ok, observation=observation, spill={})
             state.guards = state.guards.record(step, name, args, executed=True, succeeded=ok)
+            if ok:
+                self._succeeded(state, observation)
             return observation, others
 
         if name == SCRATCHPAD_READ:
@@ -266,12 +342,15 @@ class TurnLoop:
             observation = scratchpad_read(state.scratch, args)
             self._record(turn, Turn.ObservationRecorded, step=step, ok=observation.get("ok") is not False, observation=observation, spill={})
             state.guards = state.guards.record(step, name, args, executed=True, succeeded=observation.get("ok") is not False)
+            if observation.get("ok") is not False:
+                self._succeeded(state, observation)
             return observation, []
 
         # The pool is what the model was shown first; any active executor of the
         # catalogue may still be called by name.
         if te is None:
             observation = unknown_executor(name, sorted(self.catalogue.executors))
+            observation["hint"] = "call one of the available executors, by its exact name"
             # A chain of existing executors that the mnestome knows may do it
             # (seeds/002 ch. 11.1.1): offered as part of the observation.
             synt = self.ports.mnest_suggest(name, args, dict(state.executed), step)
@@ -287,34 +366,44 @@ class TurnLoop:
         if transition.error_class is not None:
             action = plan_remediation(RemediationContext(
                 error_class=transition.error_class, executor=name, args=args, request_text=request.text,
-                catalogue=frozenset(pool),
+                catalogue=frozenset(self.catalogue.executors),
             ))
-            observation = {"ok": False, "error_class": transition.error_class, "error": action.message, "remediation": action.to_json()}
+            observation = {"ok": False, "error_class": transition.error_class, "error": action.message,
+                           "remediation": action.to_json(), "hint": _shape_hint(transition.error_class, name)}
             result = self._reject(turn, state, step, name, args, "shape", transition.to_json(), observation, action.to_json())
             if action.kind == "force_final_answer":
                 state.final_only = True
             elif action.kind == "dialog":
                 self._commit(turn)
                 raise _EndTurn(FailureKind.NEEDS_INPUTS, f"{name} needs a target (which files, which items?)")
+            elif action.kind == "prereq_then_retry" and not state.remediating:
+                return self._remediate(turn, state, request, pool, call, action)
             return result
 
         try:
-            resolution = resolve_args(args, state.observations, current_step=step)
+            resolution = resolve_args(args, state.observations, current_step=step, rows=name.endswith("_entries"))
         except TurnError as e:
             error = {"code": e.code, "message": e.message}
-            return self._reject(turn, state, step, name, args, "piping", error, {"ok": False, "error_class": e.code, "error": e.message})
+            return self._reject(turn, state, step, name, args, "piping", error, {
+                "ok": False, "error_class": e.code, "error": e.message,
+                "hint": "refer only to earlier steps that succeeded: from_step N for a list, {{stepN.field}} as a whole value"})
 
         problems = validate_args(te.loaded.input_schema, resolution.args)
         if problems:
             error = {"errors": problems}
-            return self._reject(turn, state, step, name, args, "schema", error, {"ok": False, "error_class": "schema_violation", "errors": problems})
+            required = te.tool.parameters.get("required", [])
+            hint = f"call {name} again with arguments that fit its schema" + (f" (required: {', '.join(required)})" if required else "")
+            return self._reject(turn, state, step, name, args, "schema", error,
+                                {"ok": False, "error_class": "schema_violation", "errors": problems, "hint": hint})
 
         if self.check_policy is not None:
             try:
                 self.check_policy(te.loaded, resolution.args)
             except InvocationError as e:
                 details = e.details()
-                return self._reject(turn, state, step, name, args, "policy", details, {"ok": False, "error_class": "policy_violation", "error": details})
+                return self._reject(turn, state, step, name, args, "policy", details, {
+                    "ok": False, "error_class": "policy_violation", "error": details,
+                    "hint": f"{name} may only touch what its manifest declares: use a path or host inside that scope, or tell the user it is out of reach"})
 
         self._record(turn, Turn.StepResolved, step=step, args=resolution.args, pipings=[p.to_json() for p in resolution.pipings])
 
@@ -361,6 +450,13 @@ class TurnLoop:
             )
         state.shape.append(ShapeStep(name, resolution.args, succeeded=succeeded))
         state.guards = state.guards.record(step, name, resolution.args, executed=True, succeeded=succeeded)
+        if not result.ok:
+            # The executor could not do its work at all (crash, timeout, sandbox):
+            # unlike an answer that reports a missing file, that is the turn's problem.
+            kind = FailureKind.STEP_REFUSED if result.kind == "PolicyViolation" else FailureKind.STEP_FAILED
+            state.problem, state.since_problem = (kind, step_failure_words(name, result.observation)), []
+        elif succeeded:
+            self._succeeded(state, result.observation)
         return observation, result.aggregates
 
     def _gate(
@@ -407,18 +503,102 @@ class TurnLoop:
             yield
         state.during = "between steps"
 
+    def _succeeded(self, state: _State, observation: dict[str, Any]) -> None:
+        state.argument_errors = 0
+        if state.problem is not None:
+            state.since_problem.append(observation)
+
+    def _remediate(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], call: ToolCall, action: RemediationAction) -> tuple[dict[str, Any], list[Any]]:
+        """Run the prerequisite as a step of its own, then retry the refused call
+        once with the prerequisite's list (seeds/002 ch. 4-ter). Both are steps
+        like any other: checked, judged, recorded."""
+        assert action.prereq_tool is not None
+        state.remediating = True
+        try:
+            self._commit(turn)
+            state.step += 1
+            prereq = ToolCall(id=f"{call.id}~prereq", name=action.prereq_tool, arguments=dict(action.prereq_args))
+            prereq_observation, others = self._step(turn, state, request, pool, prereq, "remediation")
+            self._commit(turn, *others)
+            prereq_step = state.step
+            if prereq_observation.get("ok") is False:
+                return {"ok": False, "error_class": NEEDS_DATA_SOURCE,
+                        "error": f"{call.name} had no data; {action.prereq_tool} was run to provide it (step {prereq_step}) and failed",
+                        "prerequisite": {"step": prereq_step, "observation": prereq_observation},
+                        "hint": _shape_hint(NEEDS_DATA_SOURCE, call.name)}, []
+            state.step += 1
+            retry_args = {k: v for k, v in call.arguments.items() if k not in ("entries", FROM_STEP)}
+            retry_args[FROM_STEP] = prereq_step
+            retry = ToolCall(id=f"{call.id}~retry", name=call.name, arguments=retry_args)
+            observation, others = self._step(turn, state, request, pool, retry, "remediation")
+            if observation.get("ok") is not False and state.problem is not None and state.problem[0] is FailureKind.NEEDS_INPUTS:
+                state.problem, state.since_problem = None, []
+            remediated = {"prerequisite": {"executor": action.prereq_tool, "step": prereq_step}, "retried_as_step": state.step}
+            return {**observation, "remediated": remediated}, others
+        finally:
+            state.remediating = False
+
     def _reject(self, turn: Turn, state: _State, step: int, name: str, args: dict[str, Any], kind: str, error: dict[str, Any], observation: dict[str, Any], remediation: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         self._record(turn, Turn.StepRejected, step=step, kind=kind, error=error, observation=observation, remediation=remediation)
         state.guards = state.guards.record(step, name, args, executed=False, succeeded=False)
+        error_class = observation.get("error_class")
+        if error_class == PIPELINE_ALREADY_CLOSED:
+            return observation, []
+        words = step_failure_words(name, observation)
+        if kind == "policy":
+            state.problem = (FailureKind.STEP_REFUSED, words)
+        elif error_class == NEEDS_DATA_SOURCE:
+            state.problem = (FailureKind.NEEDS_INPUTS, f"{name} needs data to work on (which file, folder or items?)")
+        else:
+            state.problem = (FailureKind.STEP_FAILED, words)
+        state.since_problem = []
+        if kind in ("arguments", "schema"):
+            state.argument_errors += 1
+            if state.argument_errors > 1:
+                # One correction round was given; a second unusable call ends it.
+                self._commit(turn)
+                raise _EndTurn(FailureKind.INVALID_ARGUMENTS, words)
         return observation, []
 
     def _observe_refusal(self, turn: Turn, state: _State, step: int, name: str, args: dict[str, Any], observation: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         self._record(turn, Turn.ObservationRecorded, step=step, ok=False, observation=observation, spill={})
         state.guards = state.guards.record(step, name, args, executed=False, succeeded=False)
+        state.problem, state.since_problem = (FailureKind.STEP_REFUSED, step_failure_words(name, observation)), []
         return observation, []
 
 
 _SEVERITY = {ALLOW: 0, ASK: 1, DENY: 2}
+
+def _shape_hint(error_class: str, name: str) -> str:
+    if error_class == NEEDS_DATA_SOURCE:
+        return (f"{name} works on a list from an earlier step: first call a source (read_files for a named file, "
+                "find_files for a folder, get_urls for a page), then call it again with from_step set to that step")
+    if error_class == PIPELINE_ALREADY_CLOSED:
+        return "the work is done: answer the user in plain text"
+    return "a request with a target (which files, which items) is needed"
+
+
+ANSWER_LIMIT = 8000
+
+
+def compose_answer(observations: list[dict[str, Any]]) -> str:
+    """An answer made of what earlier steps produced: their content, or their
+    entries' content, as text (bounded)."""
+    parts: list[str] = []
+    for obs in observations:
+        content = obs.get("content")
+        if isinstance(content, (str, int, float)) and not isinstance(content, bool):
+            parts.append(str(content))
+            continue
+        entries = obs.get("entries")
+        if isinstance(entries, list):
+            for e in entries:
+                value = e.get("content") if isinstance(e, dict) else None
+                parts.append(str(value) if value is not None else orjson.dumps(e).decode())
+            continue
+        parts.append(orjson.dumps({k: v for k, v in obs.items() if k not in ("ok", "metadata")}).decode())
+    text = "\n".join(p.strip("\n") for p in parts).strip()
+    return text if len(text) <= ANSWER_LIMIT else text[:ANSWER_LIMIT] + "\n[… cut]"
 
 
 def _ms(started: float) -> int:

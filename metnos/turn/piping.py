@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metnos.turn.errors import TurnError
+from metnos.turn.records import RecordsError, file_rows, is_file_list
 
 FROM_STEP = "from_step"
 WITH_STEP = "with_step"
@@ -62,14 +63,20 @@ class Piping:
     src_field: str
     dst_arg: str
     mechanism: str  # "from_step" | "with_step" | "template"
+    # The files of the source list were opened into their rows, read as these
+    # kinds ("csv", "json+lines"); None: the list passed as it was.
+    records: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d = {
             "src_step": self.src_step,
             "src_field": self.src_field,
             "dst_arg": self.dst_arg,
             "mechanism": self.mechanism,
         }
+        if self.records is not None:
+            d["records"] = self.records
+        return d
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,12 +224,14 @@ def _resolve_value(value: Any, dst: str, observations: Mapping[int, Any], curren
 
 
 def resolve_args(args: Mapping[str, Any], observations: Mapping[int, Any], *,
-                 current_step: int) -> Resolution:
+                 current_step: int, rows: bool = False) -> Resolution:
     """Resolve step references in ``args`` proposed for step ``current_step``.
 
     Returns new arguments (the input is not modified) and the pipings, in
     the order: list references first, then placeholders in argument order.
     Raises :class:`PipingError` on the first reference that cannot be met.
+    ``rows``: the destination works on entries, so a list of read files is
+    given as the rows inside them (:mod:`metnos.turn.records`).
     """
     if not isinstance(args, Mapping):
         raise PipingError("bad_reference", "arguments must be an object", {})
@@ -241,8 +250,15 @@ def resolve_args(args: Mapping[str, Any], observations: Mapping[int, Any], *,
         step = _step_number(args[ref_arg], ref_arg)
         obs = _observation(observations, step, current_step, f"{ref_arg}={step}")
         field = list_field_of(obs, step)
-        injected[dst_arg] = copy.deepcopy(obs[field])
-        pipings.append(Piping(step, field, dst_arg, ref_arg))
+        records = None
+        if rows and is_file_list(obs[field]):
+            try:
+                injected[dst_arg], records = file_rows(obs[field])
+            except RecordsError as e:
+                raise PipingError(e.code, f"{ref_arg}={step}: {e.message}", e.detail) from None
+        else:
+            injected[dst_arg] = copy.deepcopy(obs[field])
+        pipings.append(Piping(step, field, dst_arg, ref_arg, records))
     reference_args = {ref for ref, _ in LIST_REFERENCES}
     for key, value in args.items():
         if key in reference_args:

@@ -21,3 +21,10 @@ PLACEHOLDER_CORRECTION = (
 )
 
 FINAL_ONLY = "The pipeline is complete: answer the user now in plain text, without calling any tool."
+
+
+def answer_correction(reason: str) -> str:
+    """What the model is told when its reply was not an answer (once a turn)."""
+    return (f"That reply is not an answer: {reason}. If you still need data, call a tool; otherwise reply "
+            "to the user in plain sentences with the actual values from the tool results. If a step failed "
+            "and you could not do what was asked, say so plainly.")

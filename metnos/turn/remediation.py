@@ -12,10 +12,13 @@ dynamic choice of prerequisite and the argument builders read only the
 
 Readings where the spec leaves room:
 
-* ``needs_data_source`` picks ``OBJECT_PRIMARY_TOOLS[intent_object][0]``
-  when that executor is in the catalogue, else ``find_urls`` (given the
-  request as ``query``), else nothing: a prerequisite that is not
-  installed is reported as ``unavailable``, never invented.
+* ``needs_data_source`` first looks at what the request names
+  (:mod:`metnos.turn.intent`): a file is read with read_files, a folder
+  searched with find_files, a URL fetched with get_urls. Else it picks
+  ``OBJECT_PRIMARY_TOOLS[intent_object][0]`` when that executor is in the
+  catalogue, else ``find_urls`` (given the request as ``query``), else
+  nothing: a prerequisite that is not installed is reported as
+  ``unavailable``, never invented.
 * ``needs_content_fetch`` fetches the first 5 URLs of the observation's
   ``needs_urls_html`` hint.
 * ``needs_action_target`` never cascades (a mutation target is never
@@ -38,6 +41,7 @@ from typing import Any
 import orjson
 
 from metnos.turn.errors import TurnError
+from metnos.turn.intent import named_targets
 from metnos.turn.shape import NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 
 NEEDS_CONTENT_FETCH = "needs_content_fetch"
@@ -116,7 +120,24 @@ class RemediationAction:
         }
 
 
+def _named_source(ctx: RemediationContext) -> tuple[str, dict[str, Any]] | None:
+    """The source of what the request names: a file is read, a folder
+    searched, a page fetched (the first of these that is installed)."""
+    named = named_targets(ctx.request_text)
+    for tool, args in (
+        ("read_files", {"paths": list(named.files)} if named.files else None),
+        ("find_files", {"base_path": named.folders[0]} if named.folders else None),
+        ("get_urls", {"urls": list(named.urls)} if named.urls else None),
+    ):
+        if args is not None and tool in ctx.catalogue:
+            return tool, args
+    return None
+
+
 def _choose_data_source(ctx: RemediationContext) -> str | None:
+    named = _named_source(ctx)
+    if named is not None:
+        return named[0]
     if ctx.intent_object:
         for tool in ctx.object_primary_tools.get(ctx.intent_object, ())[:1]:
             if tool in ctx.catalogue:
@@ -125,6 +146,9 @@ def _choose_data_source(ctx: RemediationContext) -> str | None:
 
 
 def _data_source_args(_: Any, ctx: RemediationContext) -> dict[str, Any]:
+    named = _named_source(ctx)
+    if named is not None:
+        return named[1]
     # Only the generic web search needs to be told what to look for; an
     # object's primary reader runs on its own defaults.
     chosen = _choose_data_source(ctx)

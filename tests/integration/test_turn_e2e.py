@@ -112,7 +112,9 @@ def test_an_action_is_not_taken_when_approval_is_declined(home: Path, capsys, mo
         scripted(monkeypatch, llm)
         code, out = ask(capsys, "write x to ~/x.txt", "--no")
         tool_msg = [m for m in llm.requests[1].body["messages"] if m["role"] == "tool"][0]
-    assert code == 0
+    # Nothing was done, so the turn is not "answered", whatever the model wrote.
+    assert code == 3 and out["status"] == "refused", out
+    assert "write_files was not approved" in out["failure"]["message"]
     assert not (home / "x.txt").exists()
     assert "declined" in tool_msg["content"]
     assert "StepInvoked" not in kinds_of(capsys, out["turn_id"])
@@ -220,7 +222,7 @@ def test_needs_action_target_and_pipeline_already_closed(home: Path, capsys, mon
     with ScriptedLLM([call("delete_files", {})]) as llm:
         scripted(monkeypatch, llm)
         code, out = ask(capsys, "delete them")
-    assert code == 1 and out["failure"]["kind"] == "needs_inputs"
+    assert code == 4 and out["status"] == "needs_input" and out["failure"]["kind"] == "needs_inputs"
 
     (home / "a.md").write_text("alpha")
     script = [
@@ -240,12 +242,13 @@ def test_needs_action_target_and_pipeline_already_closed(home: Path, capsys, mon
     assert last_tools == []
 
 
-def test_needs_data_source_is_refused_with_a_remediation(home: Path, capsys, monkeypatch) -> None:
+def test_needs_data_source_with_nothing_named_needs_input(home: Path, capsys, monkeypatch) -> None:
     script = [call("sort_entries", {"by": "name"}), text("nothing to sort")]
     with ScriptedLLM(script) as llm:
         scripted(monkeypatch, llm)
         code, out = ask(capsys, "sort them by name")
-    assert code == 0
+    # The request names nothing to sort and no source can be guessed: Metnos asks.
+    assert code == 4 and out["status"] == "needs_input", out
     rejected = [e["state"] for e in turn_events(capsys, out["turn_id"]) if e["topic"].endswith("StepRejected")]
     assert rejected[0]["kind"] == "shape" and rejected[0]["error"]["error_class"] == "needs_data_source"
 
@@ -263,9 +266,17 @@ def test_an_executor_that_crashes_gives_an_observation_not_a_traceback(home: Pat
     with ScriptedLLM([call("get_now", {}), text("the clock is broken")]) as llm:
         scripted(monkeypatch, llm)
         code, out = ask(capsys, "what time is it now")
-        obs = [m for m in llm.requests[1].body["messages"] if m["role"] == "tool"][0]["content"]
-    assert code == 0, out
-    assert "Crash" in obs and "boom inside get_now" in obs
+        obs = orjson.loads([m for m in llm.requests[1].body["messages"] if m["role"] == "tool"][0]["content"])
+    # The model saw the error and the end of stderr; the turn is failed, said in words.
+    assert obs["error"]["kind"] == "Crash" and "boom inside get_now" in obs["error"]["message"]
+    assert "RuntimeError" in obs["stderr_tail"] and len(obs["stderr_tail"].encode()) <= 2048
+    assert code == 1 and out["status"] == "failed", out
+    assert out["failure"]["message"] == "I could not do it: get_now crashed: RuntimeError: boom inside get_now"
+    capsys.readouterr()
+    assert main(["turns", "show", out["turn_id"][:8]]) == 0
+    shown = capsys.readouterr().out
+    assert "crashed: RuntimeError: boom inside get_now" in shown and "-> Crash" not in shown
+    assert "failed (step_failed)" in shown
 
 
 def test_an_executor_tampered_with_after_signing_is_never_run(home: Path, capsys, monkeypatch) -> None:

@@ -10,7 +10,7 @@ the runtime sent.
         ...
         assert llm.requests[1].body["messages"][-1]["role"] == "tool"
 
-Steps: ``text(s)``, ``call(name, args)``, ``calls(call(...), call(...))``,
+Steps: ``text(s)``, ``call(name, args)``, ``call_raw(name, "{not json")``, ``calls(call(...), call(...))``,
 ``text_call(name, args)`` (the call written as fenced JSON in the text),
 ``http_error(status, message)``, ``malformed(body)``, ``hang_up()`` (close
 the connection without an answer); ``slow(step, seconds)`` delays any of them.
@@ -39,6 +39,8 @@ class ScriptedCall:
     name: str
     arguments: dict[str, Any]
     id: str | None = None
+    # The arguments exactly as sent, when they are not JSON (OpenAI dialect only).
+    raw_arguments: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,11 @@ def text(s: str) -> Step:
 
 def call(name: str, arguments: dict[str, Any] | None = None, *, id: str | None = None) -> Step:
     return Step("reply", calls=(ScriptedCall(name, dict(arguments or {}), id),))
+
+
+def call_raw(name: str, raw_arguments: str) -> Step:
+    """A native call whose arguments string is sent as given (e.g. not valid JSON)."""
+    return Step("reply", calls=(ScriptedCall(name, {}, None, raw_arguments),))
 
 
 def calls(*steps: Step, text: str = "") -> Step:
@@ -232,7 +239,7 @@ def _openai_reply(step: Step, index: int, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
     if step.calls:
         message["tool_calls"] = [
-            {"id": c.id or f"call_{index}_{i}", "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+            {"id": c.id or f"call_{index}_{i}", "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments) if c.raw_arguments is None else c.raw_arguments}}
             for i, c in enumerate(step.calls)
         ]
     return {

@@ -108,12 +108,20 @@ def test_reply_record_round_trip() -> None:
     (reply({"content": 5}), "content is int"),
     (reply({"tool_calls": {"x": 1}}), "not a list"),
     (reply({"tool_calls": [{"function": {"arguments": "{}"}}]}), "no function name"),
-    (reply({"tool_calls": [{"function": {"name": "read_files", "arguments": "{oops"}}]}), "are not JSON"),
-    (reply({"tool_calls": [{"function": {"name": "read_files", "arguments": "[1]"}}]}), "not a JSON object"),
 ])
 def test_malformed_replies(raw: dict, needle: str) -> None:
     with pytest.raises(MalformedReply, match=needle):
         parse_openai_reply(raw, [READ], url="http://h/v1/chat/completions")
+
+
+@pytest.mark.parametrize(("arguments", "needle"), [("{oops", "not valid JSON"), ("[1]", "not an object")])
+def test_unreadable_arguments_keep_the_call_with_the_problem(arguments: str, needle: str) -> None:
+    # The loop sends the problem back for one correction; the reply is not lost.
+    raw = reply({"tool_calls": [{"id": "c1", "function": {"name": "read_files", "arguments": arguments}}]})
+    r = parse_openai_reply(raw, [READ])
+    (c,) = r.tool_calls
+    assert c.name == "read_files" and c.arguments == {} and needle in (c.arguments_error or "")
+    assert LLMReply.from_record(json.loads(json.dumps(r.to_record()))) == r
 
 
 def test_http_error_carries_status_and_server_message() -> None:

@@ -1,0 +1,110 @@
+"""Is the model's text an answer? The checks that keep a non-answer from being
+reported as ``answered``.
+
+A small model, asked to answer, often writes something that is not one: an
+empty reply, the name of a tool, the raw JSON a tool returned, a tool call
+written out as text, or a lead-in that stops before saying anything ("The
+tool returned:"). Each is recognised here by its form alone, never by
+matching known requests or answers, and named by a reason the loop records
+and sends back to the model once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from metnos.turn.text import content_tokens
+
+EMPTY = "empty"
+TOOL_NAME = "tool_name"
+RAW_TOOL_OUTPUT = "raw_tool_output"
+TOOL_CALL_AS_TEXT = "tool_call_as_text"
+STUB = "stub"
+
+REASONS: Mapping[str, str] = {
+    EMPTY: "it was empty",
+    TOOL_NAME: "it was only the name of a tool",
+    RAW_TOOL_OUTPUT: "it was raw tool output (JSON), not an answer in words",
+    TOOL_CALL_AS_TEXT: "it was a tool call written as text; tools are called through the tool-calling interface",
+    STUB: "it stopped before saying anything (a lead-in ending with ':')",
+}
+
+_FENCE = re.compile(r"\A```[a-zA-Z]*\s*\n?(?P<body>.*?)\n?\s*```\Z", re.DOTALL)
+_TAGGED_CALL = re.compile(r"<\s*/?\s*(tool_call|function_call|tool_use)\b", re.IGNORECASE)
+_CALL_SYNTAX = re.compile(r"\A\s*`?(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*\(")
+# A lead-in: at most this many words, ending with a colon and nothing after it.
+_STUB_WORDS = 12
+
+
+def _unfenced(text: str) -> str:
+    m = _FENCE.match(text)
+    return m.group("body").strip() if m else text
+
+
+def _json_of(text: str) -> Any:
+    body = _unfenced(text)
+    if not body or body[0] not in "{[":
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _echoes(value: Any, observations: Iterable[Mapping[str, Any]]) -> bool:
+    """``value`` is an observation, or one of an observation's top-level values."""
+    for obs in observations:
+        if value == obs or (isinstance(value, (dict, list)) and value in obs.values()):
+            return True
+    return False
+
+
+def answer_problem(text: str, tool_names: Collection[str],
+                   observations: Iterable[Mapping[str, Any]] = ()) -> str | None:
+    """None when ``text`` reads as an answer, else the reason it does not."""
+    stripped = text.strip()
+    if not stripped:
+        return EMPTY
+    bare = stripped.strip("`'\"*.!:; \n\t")
+    if bare in tool_names or (bare.endswith("()") and bare[:-2] in tool_names):
+        return TOOL_NAME
+    if _TAGGED_CALL.search(stripped):
+        return TOOL_CALL_AS_TEXT
+    m = _CALL_SYNTAX.match(_unfenced(stripped))
+    if m and m.group("name") in tool_names:
+        return TOOL_CALL_AS_TEXT
+    data = _json_of(stripped)
+    if isinstance(data, dict) and "name" in data and ({"arguments", "parameters", "args"} & set(data)):
+        return TOOL_CALL_AS_TEXT
+    if isinstance(data, list) and data and all(isinstance(d, dict) and "name" in d and "arguments" in d for d in data):
+        return TOOL_CALL_AS_TEXT
+    if data is not None and (isinstance(data, dict) and ("ok" in data or "error" in data) or _echoes(data, list(observations))):
+        return RAW_TOOL_OUTPUT
+    if stripped.endswith(":") and len(stripped.split()) <= _STUB_WORDS:
+        return STUB
+    return None
+
+
+def grounded_in(text: str, observations: Iterable[Mapping[str, Any]]) -> bool:
+    """The answer shares at least one word or number with one of ``observations``:
+    a sign that it uses what those steps produced."""
+    words = content_tokens(text)
+    if not words:
+        return False
+    return any(words & content_tokens(" ".join(_leaves(obs))) for obs in observations)
+
+
+def _leaves(value: Any) -> Iterable[str]:
+    """The values of an observation as text, without its keys (an answer saying
+    "content" uses nothing by that)."""
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)

@@ -1,0 +1,194 @@
+"""Issue 17, items 2 and 4: honest outcomes and a loop that recovers, end to end
+through the CLI against a scripted model on 127.0.0.1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from metnos.cli import main
+from tests.support.scripted_llm import ScriptedLLM, call, call_raw, text
+
+
+def ask(capsys, *argv: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = main(["ask", *argv, "--json"])
+    return code, orjson.loads(capsys.readouterr().out)
+
+
+def events(capsys, turn_id: str) -> list[dict]:
+    capsys.readouterr()
+    main(["events", "--json", "--aggregate", turn_id])
+    return [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def of(evs: list[dict], name: str) -> list[dict]:
+    return [e["state"] for e in evs if e["topic"].rsplit(".", 1)[-1] == name]
+
+
+def run(monkeypatch, capsys, script, *argv: str) -> tuple[int, dict, ScriptedLLM]:
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, *argv)
+    return code, out, llm
+
+
+def replays_clean(capsys, turn_id: str) -> bool:
+    capsys.readouterr()
+    return main(["replay", turn_id]) == 0
+
+
+def tool_messages(request) -> list[dict]:
+    return [orjson.loads(m["content"]) for m in request.body["messages"] if m["role"] == "tool"]
+
+
+# Item 2: what is not an answer -------------------------------------------------
+
+@pytest.mark.parametrize(("bad", "reason"), [
+    ("read_files", "tool_name"),
+    ('{"ok": true, "content": "alpha"}', "raw_tool_output"),
+    ('{"name": "read_files", "arguments": {"paths": 5}}', "tool_call_as_text"),  # not a valid call: stays text
+    ("write_files(path='~/b.md')", "tool_call_as_text"),
+    ("The tool returned:", "stub"),
+    ("", "empty"),
+])
+def test_a_non_answer_is_sent_back_once_then_a_real_answer_is_answered(home: Path, capsys, monkeypatch, bad: str, reason: str) -> None:
+    (home / "a.md").write_text("alpha")
+    script = [call("read_files", {"paths": ["~/a.md"]}), text(bad), text("The file says alpha.")]
+    code, out, llm = run(monkeypatch, capsys, script, "read ~/a.md")
+    assert code == 0 and out["status"] == "answered" and out["answer"] == "The file says alpha.", out
+    correction = llm.requests[2].body["messages"][-1]
+    assert correction["role"] == "user" and "not an answer" in correction["content"]
+    assert [(r["reason"], r["round"]) for r in of(events(capsys, out["turn_id"]), "AnswerRejected")] == [(reason, 2)]
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_two_non_answers_fail_the_turn(home: Path, capsys, monkeypatch) -> None:
+    (home / "a.md").write_text("alpha")
+    script = [call("read_files", {"paths": ["~/a.md"]}), text("read_files"), text("The tool returned:")]
+    code, out, _ = run(monkeypatch, capsys, script, "read ~/a.md")
+    assert code == 1 and out["status"] == "failed" and out["failure"]["kind"] == "unusable_answer", out
+    failed = of(events(capsys, out["turn_id"]), "TurnFailed")
+    assert failed[0]["status"] == "failed"
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_crash_followed_by_a_used_success_is_answered(home: Path, capsys, monkeypatch) -> None:
+    # The first read is refused by the sandbox policy (outside the home); the
+    # second succeeds and the answer uses it: answered.
+    (home / "a.md").write_text("alpha")
+    script = [call("read_files", {"paths": ["/etc/shadow"]}), call("read_files", {"paths": ["~/a.md"]}), text("It says alpha.")]
+    code, out, _ = run(monkeypatch, capsys, script, "read my note")
+    assert code == 0 and out["answer"] == "It says alpha.", out
+
+
+def test_a_refused_step_with_an_answer_that_uses_nothing_is_refused(home: Path, capsys, monkeypatch) -> None:
+    (home / "a.md").write_text("alpha")
+    script = [call("read_files", {"paths": ["/etc/shadow"]}), call("read_files", {"paths": ["~/a.md"]}), text("Done, all good.")]
+    code, out, _ = run(monkeypatch, capsys, script, "read the shadow file")
+    assert code == 3 and out["status"] == "refused", out
+    assert "read_files was refused by the sandbox policy" in out["failure"]["message"]
+
+
+def test_an_old_turn_failed_event_without_status_reads_as_failed(home: Path, capsys, monkeypatch) -> None:
+    # A TurnFailed written before statuses existed (class version 1, no status
+    # field) still loads, folds and shows as failed.
+    from datetime import datetime, timezone
+    from uuid import uuid4
+
+    from domain.turn import Turn
+    from metnos.eventlog import EventLog
+    from metnos.workspace import Workspace
+
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    turn = Turn.start(id=uuid4(), at=at, text="an old request", actor="user", channel="cli", mode="local", settings={}, runtime_version="0.0.1")
+    turn.record(Turn.TurnFailed, at=at, kind="cap_steps", final_kind="cap_steps", message="Stopped after 3 steps.", steps=3)
+    del turn.pending_events[-1].__dict__["status"]
+    log = EventLog(Workspace.from_env())
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(Turn.TurnFailed, "class_version", 1)
+            log.save(turn)
+    finally:
+        log.close()
+    capsys.readouterr()
+    assert main(["turns", "list", "--json"]) == 0
+    rows = {r["id"]: r for r in orjson.loads(capsys.readouterr().out)}
+    assert rows[str(turn.id)]["status"] == "failed"
+    assert main(["turns", "show", str(turn.id)[:8]]) == 0
+    assert "failed (cap_steps): Stopped after 3 steps." in capsys.readouterr().out
+
+
+# Item 4: a loop that recovers ---------------------------------------------------
+
+def test_arguments_that_are_not_json_get_one_correction(home: Path, capsys, monkeypatch) -> None:
+    (home / "a.md").write_text("alpha")
+    script = [call_raw("read_files", '{"paths": ["~/a.md"'), call("read_files", {"paths": ["~/a.md"]}), text("It says alpha.")]
+    code, out, llm = run(monkeypatch, capsys, script, "read ~/a.md")
+    assert code == 0 and out["answer"] == "It says alpha.", out
+    first = tool_messages(llm.requests[1])[0]
+    assert first["error_class"] == "invalid_arguments" and "not valid JSON" in first["error"] and first["hint"]
+    rejected = of(events(capsys, out["turn_id"]), "StepRejected")
+    assert [r["kind"] for r in rejected] == ["arguments"]
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_second_unusable_call_in_a_row_ends_the_turn(home: Path, capsys, monkeypatch) -> None:
+    script = [call_raw("read_files", "{oops"), call("read_files", {"paths": 5}), text("never asked")]
+    code, out, llm = run(monkeypatch, capsys, script, "read ~/a.md")
+    assert code == 1 and out["failure"]["kind"] == "invalid_arguments", out
+    assert len(llm.requests) == 2
+
+
+def test_a_repeated_duplicate_read_ends_with_the_data_already_there(home: Path, capsys, monkeypatch) -> None:
+    (home / "a.md").write_text("alpha\nbeta\n")
+    same = call("read_files", {"paths": ["~/a.md"]})
+    code, out, llm = run(monkeypatch, capsys, [same, same, same, same, text("unused")], "read ~/a.md")
+    assert code == 0 and out["status"] == "answered" and out["answer"] == "alpha\nbeta", out
+    assert len(llm.requests) == 3  # the read, the interception, then the repeat ends it
+    evs = events(capsys, out["turn_id"])
+    assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["duplicate_read", "duplicate_read_repeated"]
+    assert of(evs, "AnswerComposed") == [{"from_steps": [1], "reason": "duplicate_read_repeated"}]
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_rejected_step_gets_its_reason_and_a_hint(home: Path, capsys, monkeypatch) -> None:
+    script = [call("read_files", {"paths": ["~/a.md"], "bogus": 1}), text("I could not read it.")]
+    code, out, llm = run(monkeypatch, capsys, script, "read ~/a.md")
+    obs = tool_messages(llm.requests[1])[0]
+    assert obs["error_class"] == "schema_violation" and obs["errors"] and "read_files again" in obs["hint"]
+    assert code == 1 and out["status"] == "failed", out
+
+
+def test_csv_read_then_compute_entries_sums_a_column(home: Path, capsys, monkeypatch) -> None:
+    (home / "receipts").mkdir()
+    (home / "receipts" / "groceries.csv").write_text("item,amount\nbread,2.50\nmilk,1.20\napples,3.30\n")
+    script = [
+        call("read_files", {"paths": ["~/receipts/groceries.csv"]}),
+        call("compute_entries", {"from_step": 1, "op": "sum", "field": "amount"}),
+        text("The total is 7.0."),
+    ]
+    code, out, llm = run(monkeypatch, capsys, script, "what is the total of the amount column in ~/receipts/groceries.csv")
+    assert code == 0, out
+    assert tool_messages(llm.requests[2])[-1]["content"] == pytest.approx(7.0)
+    evs = events(capsys, out["turn_id"])
+    resolved = of(evs, "StepResolved")[1]
+    assert resolved["pipings"][0]["records"] == "csv" and resolved["args"]["entries"][0] == {"item": "bread", "amount": 2.5}
+
+
+def test_a_missing_data_source_is_remediated_with_the_named_file(home: Path, capsys, monkeypatch) -> None:
+    (home / "receipts").mkdir()
+    (home / "receipts" / "groceries.csv").write_text("item,amount\nbread,2\nmilk,3\n")
+    script = [call("compute_entries", {"op": "sum", "field": "amount"}), text("The total is 5.")]
+    code, out, llm = run(monkeypatch, capsys, script, "sum the amount column of ~/receipts/groceries.csv")
+    assert code == 0 and out["answer"] == "The total is 5.", out
+    obs = tool_messages(llm.requests[1])[0]
+    assert obs["content"] == 5 and obs["remediated"] == {"prerequisite": {"executor": "read_files", "step": 2}, "retried_as_step": 3}
+    evs = events(capsys, out["turn_id"])
+    proposed = [(p["step"], p["executor"], p["call_form"]) for p in of(evs, "StepProposed")]
+    assert proposed == [(1, "compute_entries", "native"), (2, "read_files", "remediation"), (3, "compute_entries", "remediation")]
+    assert [(d["src_executor"], d["dst_executor"]) for d in of(evs, "DataPiped")] == [("read_files", "compute_entries")]
+    assert replays_clean(capsys, out["turn_id"])

@@ -1,0 +1,43 @@
+"""What reads as an answer and what does not (issue 17, item 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from metnos.turn.answers import (
+    EMPTY, RAW_TOOL_OUTPUT, STUB, TOOL_CALL_AS_TEXT, TOOL_NAME, answer_problem, grounded_in,
+)
+
+TOOLS = frozenset({"read_files", "compute_entries", "get_now"})
+OBS = [{"ok": True, "content": "alpha\nbeta", "entries": [{"path": "/h/a.md", "content": "alpha\nbeta"}]}]
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("", EMPTY), ("  \n", EMPTY),
+    ("read_files", TOOL_NAME), ("`compute_entries`", TOOL_NAME), ("get_now()", TOOL_NAME), ("read_files.", TOOL_NAME),
+    ('{"ok": true, "content": "alpha"}', RAW_TOOL_OUTPUT),
+    ('```json\n{"error": {"kind": "Crash"}}\n```', RAW_TOOL_OUTPUT),
+    ('[{"path": "/h/a.md", "content": "alpha\\nbeta"}]', RAW_TOOL_OUTPUT),
+    ('{"name": "read_files", "arguments": {"paths": ["x"]}}', TOOL_CALL_AS_TEXT),
+    ('<tool_call>{"name": "get_now"}</tool_call>', TOOL_CALL_AS_TEXT),
+    ("read_files(paths=['~/a.md'])", TOOL_CALL_AS_TEXT),
+    ("The tool returned:", STUB), ("Here are the last three lines:", STUB),
+])
+def test_non_answers_are_named(text: str, reason: str) -> None:
+    assert answer_problem(text, TOOLS, OBS) == reason
+
+
+@pytest.mark.parametrize("text", [
+    "alpha and beta", "The total is 7.", "42", "It is 14:03 in Rome.",
+    "The file lists: milk, bread and eggs.",  # a colon inside a sentence is fine
+    "I used read_files to read it: it says alpha.",
+    "files_total is not a tool, and this is an answer",
+])
+def test_answers_pass(text: str) -> None:
+    assert answer_problem(text, TOOLS, OBS) is None
+
+
+def test_grounded_answers_share_a_value_not_a_key() -> None:
+    assert grounded_in("it says beta", OBS)
+    assert not grounded_in("the content is fine", [{"ok": True, "content": "zeta"}])
+    assert not grounded_in("done", [])
