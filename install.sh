@@ -27,4 +27,21 @@ python=${PYTHON:-python3}
 extras="embedded"
 [ "$with_tests" = yes ] && extras="test,embedded"
 "$python" -m pip install -q --disable-pip-version-check -e ".[${extras}]"
+
+# Installed is not the same as able to start: Metnos refuses to run executors
+# where bwrap cannot (DESIGN decision 4), so say so now, with the fix.
+if ! status=$(METNOS_SANDBOX=on "$python" -m metnos sandbox status 2>&1); then
+  echo "$status" >&2
+  cat >&2 <<'FIX'
+
+install.sh: bubblewrap is installed but cannot start here, so Metnos will refuse
+to run executors. Usual causes and fixes:
+  - unprivileged user namespaces are off: sysctl -w kernel.unprivileged_userns_clone=1
+    (Ubuntu 24.04+: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0)
+  - inside a container: allow user namespaces (e.g. docker run --security-opt seccomp=unconfined)
+  - or accept the risk and run executors unsandboxed: export METNOS_SANDBOX=off
+FIX
+  exit 1
+fi
 echo "metnos installed: $(command -v metnos || echo "$python -m metnos")"
+echo "sandbox: bubblewrap starts"

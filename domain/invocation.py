@@ -24,6 +24,10 @@ class Invocation(MetnosAggregate):
 
         kind: str
         error: dict
+        # How executors run here: "bwrap", "off" (METNOS_SANDBOX=off) or
+        # "unavailable" (refused: nothing may run); "" in events recorded
+        # before the field existed, and for refusals decided before it mattered.
+        sandbox: str = ""
 
         def apply(self, invocation: Invocation) -> None:
             invocation.outcome = self.kind
@@ -50,6 +54,7 @@ class Invocation(MetnosAggregate):
         # The egress proxy's record of each connection (host, port, method,
         # allowed, reason); None when the executor had no network.
         network: list | None = None
+        sandbox: str = ""  # as in InvocationRefused
 
         def apply(self, invocation: Invocation) -> None:
             invocation.outcome = self.kind
@@ -75,8 +80,8 @@ class Invocation(MetnosAggregate):
     def request(cls, *, id: Any, at: Any, **fields: Any) -> Invocation:  # noqa: A002
         return cls._create(cls.InvocationRequested, id=id, timestamp=at, **fields)
 
-    def refuse(self, *, kind: str, error: dict, at: Any) -> None:
-        self.trigger_event(self.InvocationRefused, kind=kind, error=error, timestamp=at)
+    def refuse(self, *, kind: str, error: dict, at: Any, sandbox: str = "") -> None:
+        self.trigger_event(self.InvocationRefused, kind=kind, error=error, sandbox=sandbox, timestamp=at)
 
     def complete(self, *, at: Any, **fields: Any) -> None:
         self.trigger_event(self.InvocationCompleted, timestamp=at, **fields)

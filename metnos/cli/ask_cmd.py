@@ -96,8 +96,11 @@ def step_printer(event: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from metnos.runtime import Runtime
+    from metnos.sandbox.setting import OFF_WARNING, sandbox_off
     from metnos.turn.session import run_turn
 
+    if sandbox_off():
+        print(f"metnos: {OFF_WARNING}", file=sys.stderr)
     spinner = Spinner()
     with Runtime.boot(Workspace.from_env()) as runtime:
         outcome = run_turn(

@@ -229,12 +229,17 @@ def run_run(args: argparse.Namespace) -> int:
         raise MetnosError(f"the arguments are not JSON: {e}") from None
     if not isinstance(call_args, dict):
         raise MetnosError("the arguments must be a JSON object, e.g. '{\"paths\": [\"~/notes.md\"]}'")
+    from metnos.sandbox.setting import OFF_WARNING, sandbox_off
+
+    if sandbox_off():
+        print(f"metnos: {OFF_WARNING}", file=sys.stderr)
     with _boot() as rt:
         call = rt.call(args.name, call_args, caller={"kind": "cli", "command": "executors run"}, version=args.version)
     result = call.observation()
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     if call.outcome is not None and not call.outcome.ok:
-        print(f"metnos: {args.name} failed: {call.outcome.kind}", file=sys.stderr)
+        why = call.outcome.error.get("message") if call.outcome.kind == "SandboxUnavailable" else None
+        print(f"metnos: {args.name} failed: {call.outcome.kind}" + (f": {why}" if why else ""), file=sys.stderr)
     elif call.refusal is not None:
         print(f"metnos: {call.refusal.message}", file=sys.stderr)
     return 0 if call.ok else 1

@@ -25,4 +25,5 @@ def run_status(args: argparse.Namespace) -> int:
         print(orjson.dumps(asdict(st), default=str).decode())
     else:
         print(format_status(st))
-    return 0
+    # A script can tell from the exit code alone that nothing would run.
+    return 1 if st.mode == "unavailable" else 0

@@ -146,10 +146,12 @@ def load_executors(
     seed of that name is installed; by default the shipped seeds' names.
     ``schema_cache`` defaults to a persistent one under the runtime dir.
     ``spawn`` runs the birth tests; by default in the sandbox
-    (metnos.sandbox.birth), which falls back to a plain child process when
-    METNOS_SANDBOX is off or bwrap cannot run. ``born`` says which verified
-    versions already passed their birth under today's conditions
-    (metnos.birth_reuse); those are loaded without running it again.
+    (metnos.sandbox.birth), a plain child process only with METNOS_SANDBOX=off.
+    Where bwrap cannot start, that default raises SandboxUnavailable before
+    any birth runs: the machine is at fault, not the executors, so none is
+    quarantined for it. ``born`` says which verified versions already passed
+    their birth under today's conditions (metnos.birth_reuse); those are
+    loaded without running it again.
     """
     if schema_cache is None:
         schema_cache = SchemaCheckCache(workspace.runtime_dir / "schema-checks.txt")
@@ -192,7 +194,9 @@ def load_executors(
             # Imported here: metnos.sandbox.birth needs metnos.executors.birth,
             # whose package imports this module.
             from metnos.sandbox.birth import make_sandboxed_spawn
+            from metnos.sandbox.bwrap import require_sandbox
 
+            require_sandbox()
             spawn = make_sandboxed_spawn(workspace)
         _run_births(report, candidates, now=now, config=config, spawn=spawn,
                     workspace=workspace, max_workers=max_workers)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from metnos.errors import MetnosError
+
 
 class FailureKind(str, Enum):
     POLICY_VIOLATION = "PolicyViolation"
@@ -22,6 +24,7 @@ class FailureKind(str, Enum):
     NON_JSON_OUTPUT = "NonJSONOutput"
     CRASH = "Crash"
     NETWORK_DENIED = "NetworkDenied"
+    SANDBOX_UNAVAILABLE = "SandboxUnavailable"
 
 
 class InvocationError(Exception):
@@ -90,3 +93,23 @@ class NetworkDenied(InvocationError):
     def details(self) -> dict[str, Any]:
         return {"argument": self.argument, "rule": "not-allowed", "host": self.host, "port": self.port,
                 "detail": self.detail}
+
+
+class SandboxUnavailable(InvocationError, MetnosError):
+    """Nothing may run: bwrap cannot start, or METNOS_SANDBOX has a value
+    that is neither on nor off. Never a reason to run unsandboxed
+    (DESIGN decision 4); ``fix`` says what the user can do.
+
+    A MetnosError too, so that a boot or a turn refused for it ends as one
+    line on the command line.
+    """
+
+    kind = FailureKind.SANDBOX_UNAVAILABLE
+
+    def __init__(self, reason: str, fix: str):
+        super().__init__(f"the sandbox cannot run executors: {reason}; {fix}")
+        self.reason = reason
+        self.fix = fix
+
+    def details(self) -> dict[str, Any]:
+        return {"message": str(self), "reason": self.reason, "fix": self.fix}

@@ -29,6 +29,7 @@ class InvocationOutcome:
     # Which layers were in force: ("policy", "bwrap", "seccomp", "landlock",
     # "pids-cgroup") or just ("policy",) in fallback.
     layers: tuple[str, ...] = ()
+    # "bwrap", "off" (METNOS_SANDBOX=off) or "unavailable" (refused).
     sandbox_mode: str = ""
     # Every connection the egress proxy saw: host, port, method, allowed, reason.
     network: tuple[dict[str, Any], ...] = ()

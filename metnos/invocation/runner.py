@@ -22,18 +22,20 @@ from typing import Any
 import blake3
 import orjson
 
-from metnos.invocation.errors import FailureKind, InvocationError, SchemaViolation
+from metnos.invocation.errors import FailureKind, InvocationError, SandboxUnavailable, SchemaViolation
 from metnos.invocation.outcome import InvocationOutcome
 from metnos.invocation.pump import run_contained
 from metnos.invocation.schema import validate
 from metnos.sandbox import netallow
-from metnos.sandbox.bwrap import SandboxPlan, plan_for, python_runtime, wrap_plan
+from metnos.sandbox.bwrap import SandboxPlan, plan_for, python_runtime, require_sandbox, wrap_plan
 from metnos.sandbox.egress import Connection, EgressProxy
 from metnos.sandbox.policy import NOT_ALLOWED, Scope, check_args
 from metnos.sandbox.profile import SandboxProfile
 from metnos.workspace import Workspace
 
 _HOST_ERROR = b"METNOS-HOST-ERROR "
+# The sandbox_mode of an invocation refused because nothing may run.
+UNAVAILABLE = "unavailable"
 _NOFILE = 256
 _MB = 1024 * 1024
 
@@ -47,7 +49,8 @@ def _fail(kind: FailureKind, t0: float, error: dict, *, plan: SandboxPlan | None
         ok=False, kind=kind.value, output=kw.pop("output", None), exit_code=kw.pop("exit_code", None),
         duration_ms=_ms(t0), stderr_tail=kw.pop("stderr_tail", ""), output_sha=kw.pop("output_sha", None),
         output_bytes=kw.pop("output_bytes", 0), error=error,
-        layers=kw.pop("layers", plan.layers if plan else ()), sandbox_mode=plan.mode if plan else "",
+        layers=kw.pop("layers", plan.layers if plan else ()),
+        sandbox_mode=kw.pop("sandbox_mode", plan.mode if plan else ""),
         network=kw.pop("network", ()),
     )
 
@@ -155,6 +158,11 @@ def invoke(
     env = dict(os.environ if env is None else env)
     workspace = workspace or Workspace.from_env(env)
     plan: SandboxPlan | None = None
+    try:
+        # First: where nothing may run, no other answer matters.
+        require_sandbox(env)
+    except SandboxUnavailable as e:
+        return _fail(e.kind, t0, e.details(), layers=(), sandbox_mode=UNAVAILABLE)
     try:
         validate(args, input_schema, where="input")
         plan = plan_for(Path(code_dir), profile, workspace=workspace, env=env)

@@ -26,12 +26,17 @@ from metnos.executors.context import build_ctx
 from metnos.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.executors.signing import verify_executor
 from metnos.invocation.capture import FileCapture
+from metnos.invocation.errors import FailureKind, SandboxUnavailable
 from metnos.invocation.outcome import InvocationOutcome, failure_observation
-from metnos.invocation.runner import invoke
+from metnos.invocation.runner import UNAVAILABLE, invoke
+from metnos.sandbox.bwrap import require_sandbox
 from metnos.workspace import Workspace
 
 # Observations above this size go to the blob store; the event keeps the digest.
 INLINE_OUTPUT_LIMIT = 64 * 1024
+
+# Outcomes decided before any spawn are refusals, not completions.
+_BEFORE_SPAWN = (FailureKind.POLICY_VIOLATION.value, FailureKind.SANDBOX_UNAVAILABLE.value)
 
 UNKNOWN = "UnknownExecutor"
 QUARANTINED = "Quarantined"
@@ -39,14 +44,16 @@ QUARANTINED = "Quarantined"
 
 @dataclass
 class Refusal:
-    """The executor could not even be asked: unknown, or quarantined."""
+    """The executor could not even be asked: nothing may run, unknown, or quarantined."""
 
     kind: str
     message: str
     quarantine: Quarantined | None = None
+    # Structured detail beyond the message (SandboxUnavailable: reason, fix).
+    details: dict[str, Any] | None = None
 
     def to_record(self) -> dict[str, Any]:
-        return {"ok": False, "kind": self.kind, "error": {"message": self.message}}
+        return {"ok": False, "kind": self.kind, "error": self.details or {"message": self.message}}
 
 
 @dataclass
@@ -64,7 +71,7 @@ class Call:
     def observation(self) -> dict[str, Any]:
         """What the planner sees of the call."""
         if self.refusal is not None:
-            return {"ok": False, "error": {"kind": self.refusal.kind, "message": self.refusal.message}}
+            return {"ok": False, "error": {"kind": self.refusal.kind, **(self.refusal.details or {"message": self.refusal.message})}}
         assert self.outcome is not None
         if self.outcome.ok and self.outcome.output is not None:
             return self.outcome.output
@@ -117,10 +124,16 @@ class Invoker:
         trace_id: str | None = None,
         version: str | None = None,
     ) -> Call:
+        try:
+            sandbox = require_sandbox(self.env)
+        except SandboxUnavailable as e:
+            refusal = Refusal(e.kind.value, str(e), details=e.details())
+            refused = self._refused(name, version or "", "", "", args, caller, turn_id, trace_id, refusal, UNAVAILABLE)
+            return Call(invocation=refused, outcome=None, refusal=refusal)
         target = self.resolve(name, version)
         if isinstance(target, Refusal):
             q = target.quarantine
-            refused = self._refused(name, q.version if q else (version or ""), q.origin if q else "", "", args, caller, turn_id, trace_id, target)
+            refused = self._refused(name, q.version if q else (version or ""), q.origin if q else "", "", args, caller, turn_id, trace_id, target, sandbox)
             return Call(invocation=refused, outcome=None, refusal=target)
         # The files may have changed since boot: check them again now.
         check = verify_executor(target.dir, self.verify_key)
@@ -133,7 +146,7 @@ class Invoker:
                 bad.detail if bad else "the signed files changed since boot",
             )
             refusal = Refusal(QUARANTINED, f"{name} {target.version} failed its check at call time: {q.reason}", q)
-            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal)
+            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox)
             return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
         invocation_id = self.new_id()
         at = self.clock()
@@ -149,9 +162,10 @@ class Invoker:
         outcome = invoke(target.dir, target.profile, args, target.input_schema, target.output_schema,
                          workspace=self.workspace, ctx=ctx, env=self.env)
         done = self.clock()
+        mode = outcome.sandbox_mode or sandbox
         refused_before_spawn = outcome.kind == "NetworkDenied" and outcome.exit_code is None
-        if outcome.kind in ("PolicyViolation",) or refused_before_spawn or (outcome.kind == "SchemaViolation" and outcome.error.get("where") == "input"):
-            invocation.refuse(kind=outcome.kind, error=outcome.error, at=done)
+        if outcome.kind in _BEFORE_SPAWN or refused_before_spawn or (outcome.kind == "SchemaViolation" and outcome.error.get("where") == "input"):
+            invocation.refuse(kind=outcome.kind, error=outcome.error, at=done, sandbox=mode)
         else:
             if before:
                 invocation.capture_files(before=before, at=at)
@@ -159,7 +173,7 @@ class Invoker:
                 at=done, ok=outcome.ok, kind=outcome.kind or "ok", exit_code=outcome.exit_code,
                 duration_ms=outcome.duration_ms, output_hash=outcome.output_sha and "blake3:" + outcome.output_sha,
                 output_size=outcome.output_bytes, output=self._keep(outcome.output), error=outcome.error or None,
-                stderr_tail=outcome.stderr_tail, network=list(outcome.network) or None,
+                stderr_tail=outcome.stderr_tail, network=list(outcome.network) or None, sandbox=mode,
             )
             if before:
                 invocation.settle_files(after=self.capture.after(before), at=done)
@@ -167,7 +181,7 @@ class Invoker:
 
     def _refused(
         self, name: str, version: str, origin: str, digest: str, args: dict[str, Any], caller: dict[str, Any],
-        turn_id: str | None, trace_id: str | None, refusal: Refusal,
+        turn_id: str | None, trace_id: str | None, refusal: Refusal, sandbox: str,
     ) -> Invocation:
         """Refusals are audited too (seeds/000 ch. 5: "in all cases")."""
         invocation_id = self.new_id()
@@ -177,7 +191,7 @@ class Invoker:
             args=args, args_hash=canonical_hash(args), caller=caller, turn_id=turn_id,
             trace_id=trace_id or str(invocation_id),
         )
-        invocation.refuse(kind=refusal.kind, error={"message": refusal.message}, at=at)
+        invocation.refuse(kind=refusal.kind, error=refusal.details or {"message": refusal.message}, at=at, sandbox=sandbox)
         return invocation
 
     def _keep(self, output: dict[str, Any] | None) -> Any:

@@ -17,8 +17,9 @@ group, a capped stdout). What differs is the world it runs against:
 * no environment variable of the profile is passed on: a birth never sees
   the user's real tokens.
 
-With METNOS_SANDBOX off or no working bwrap, it is the plain child process
-the loader used before.
+With METNOS_SANDBOX=off it is a plain child process; where bwrap cannot
+start, the spawn raises SandboxUnavailable: no birth test runs unsandboxed
+by accident, and none fails (and quarantines) for the machine's fault.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING
 from metnos.invocation.errors import PolicyViolation
 from metnos.invocation.pump import run_contained
 from metnos.invocation.runner import host_config
-from metnos.sandbox.bwrap import INSIDE_DIR, SandboxPlan, plan_for, probe, python_runtime, sandbox_disabled, wrap_plan
+from metnos.sandbox.bwrap import INSIDE_DIR, SandboxPlan, plan_for, python_runtime, require_sandbox, wrap_plan
 from metnos.sandbox.forbidden import user_forbidden
 from metnos.sandbox.hints import home_of
 from metnos.sandbox.profile import SandboxProfile
@@ -101,7 +102,7 @@ def _spawn(req: SpawnRequest, workspace: Workspace | None, env: Mapping[str, str
     from metnos.executors.birth import SpawnResult, spawn_subprocess
 
     env = dict(os.environ if env is None else env)
-    if sandbox_disabled(env) or not probe().works:
+    if require_sandbox(env) == "off":
         return spawn_subprocess(req)
     t0 = time.monotonic()
     try:

@@ -4,9 +4,10 @@ The flags follow seeds/003 ch. 3 with the lessons of DESIGN decision 4:
 ``--cap-drop ALL`` (as root bwrap otherwise keeps every capability), an
 allow-list of ``/etc`` files instead of ``/etc`` (root reads /etc/shadow
 whatever ``--uid`` says), the core forbidden paths masked last, and the
-seccomp program passed by fd. Where bwrap cannot run, or METNOS_SANDBOX
-turns it off, the command passes through unchanged (seeds/003 ch. 4) and
-the policy check remains the defence.
+seccomp program passed by fd. Where bwrap cannot run, planning refuses
+(SandboxUnavailable, overriding the fallback of seeds/003 ch. 4); only an
+explicit METNOS_SANDBOX=off passes the command through unchanged, with the
+policy check as the only defence.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from metnos.sandbox import seccomp as _seccomp
 from metnos.sandbox.forbidden import is_inside
 from metnos.sandbox.policy import Scope, scope_for
 from metnos.sandbox.profile import SandboxProfile
+from metnos.sandbox.setting import bwrap_missing, sandbox_off
 from metnos.workspace import Workspace
 
-_DISABLE_VALUES = frozenset({"0", "off", "no", "false"})
 _SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
 # What the interpreter and libc read from /etc; nothing that names users or
 # holds secrets.
@@ -56,8 +57,8 @@ SANDBOX_GID = 1000
 
 
 def sandbox_disabled(env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return env.get("METNOS_SANDBOX", "").strip().lower() in _DISABLE_VALUES
+    """METNOS_SANDBOX=off; raises SandboxUnavailable for an unknown value."""
+    return sandbox_off(env)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,18 @@ def probe() -> BwrapProbe:
     return BwrapProbe(path, version, True, None, "--disable-userns" in helptext)
 
 
+def require_sandbox(env: Mapping[str, str] | None = None) -> str:
+    """The mode executors will run in: "bwrap", or "off" when the user said
+    so. Raises SandboxUnavailable when bwrap cannot start or the setting is
+    unknown: nothing runs then."""
+    if sandbox_off(env):
+        return "off"
+    pr = probe()
+    if not pr.works:
+        raise bwrap_missing(pr.error)
+    return "bwrap"
+
+
 def _system_bind(p: str) -> list[str]:
     if os.path.islink(p):
         # Merged-/usr systems: recreate the link rather than bind through it.
@@ -130,7 +143,7 @@ class SandboxedExecutor(Protocol):
 class SandboxPlan:
     """Everything decided about one spawn before it happens."""
 
-    mode: str  # "bwrap", "off:env", "off:no-bwrap"
+    mode: str  # "bwrap", or "off" (METNOS_SANDBOX=off)
     scope: Scope
     code_dir: str  # as the sandboxed process sees it
     host_path: str
@@ -240,7 +253,8 @@ def plan_for(
     as ``INSIDE_DIR/<name>``.
 
     Raises PolicyViolation when the profile itself asks for what no profile
-    may hold.
+    may hold, SandboxUnavailable when bwrap cannot start (unless
+    METNOS_SANDBOX=off) or the setting is unknown.
     """
     env = dict(os.environ if env is None else env)
     scope = scope_for(profile, workspace=workspace, env=env)
@@ -253,13 +267,10 @@ def plan_for(
     child_env = _child_env(profile, scope, env)
     exe, trees, sites = python_runtime()
     wanted_sites = sites if profile.site_packages else []
-    if sandbox_disabled(env):
-        return SandboxPlan("off:env", scope, str(code_dir), host_real, None, site_packages=wanted_sites,
-                           child_env=child_env, reason="METNOS_SANDBOX disables it")
+    if require_sandbox(env) == "off":
+        return SandboxPlan("off", scope, str(code_dir), host_real, None, site_packages=wanted_sites,
+                           child_env=child_env, reason="METNOS_SANDBOX=off")
     pr = probe()
-    if not pr.works:
-        return SandboxPlan("off:no-bwrap", scope, str(code_dir), host_real, None, site_packages=wanted_sites,
-                           child_env=child_env, reason=pr.error)
 
     a: list[str] = [pr.path or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
                     "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
@@ -362,6 +373,6 @@ def wrap_command(
     env: Mapping[str, str] | None = None,
 ) -> WrappedCommand:
     """seeds/003's entry point: ``cmd`` wrapped for ``executor``'s profile,
-    or unchanged when the sandbox is off or bwrap cannot run."""
+    unchanged when METNOS_SANDBOX=off; SandboxUnavailable when bwrap cannot run."""
     ws = workspace or Workspace.from_env(dict(os.environ if env is None else env))
     return wrap_plan(plan_for(executor.code_dir, executor.profile, workspace=ws, env=env), cmd)

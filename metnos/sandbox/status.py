@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from metnos.invocation.errors import SandboxUnavailable
 from metnos.sandbox import bwrap as _bwrap
 from metnos.sandbox import cgroup as _cgroup
 from metnos.sandbox import landlock as _landlock
@@ -26,7 +27,9 @@ def _userns() -> tuple[bool, str | None]:
 @dataclass(frozen=True)
 class SandboxStatus:
     active: bool  # executors will run inside bwrap
-    mode: str  # "bwrap", "off:env" (METNOS_SANDBOX) or "off:no-bwrap"
+    # "bwrap"; "off" (METNOS_SANDBOX=off); "unavailable": bwrap cannot start
+    # or METNOS_SANDBOX is unknown, and every invocation is refused.
+    mode: str
     disabled_via_env: bool
     bwrap_path: str | None
     bwrap_version: str | None
@@ -44,6 +47,8 @@ class SandboxStatus:
     memory_cap: str = "watchdog"
     memory_cgroup: str | None = None
     memory_cgroup_error: str | None = None
+    # Why nothing may run, and what to do about it (mode "unavailable").
+    refusal: str | None = None
 
     @property
     def layers(self) -> tuple[str, ...]:
@@ -62,14 +67,17 @@ class SandboxStatus:
 
 def status(env: Mapping[str, str] | None = None) -> SandboxStatus:
     env = os.environ if env is None else env
-    disabled = _bwrap.sandbox_disabled(env)
     pr = _bwrap.probe()
     userns, userns_note = _userns()
     sc_ok, sc_err = _seccomp.available()
     cg = _cgroup.placement()
-    mode = "off:env" if disabled else ("bwrap" if pr.works else "off:no-bwrap")
+    refusal = None
+    try:
+        mode = _bwrap.require_sandbox(env)
+    except SandboxUnavailable as e:
+        mode, refusal = "unavailable", str(e)
     return SandboxStatus(
-        active=mode == "bwrap", mode=mode, disabled_via_env=disabled,
+        active=mode == "bwrap", mode=mode, disabled_via_env=mode == "off", refusal=refusal,
         bwrap_path=pr.path, bwrap_version=pr.version, bwrap_error=pr.error,
         userns=userns, userns_note=userns_note, landlock_abi=_landlock.abi_version(),
         seccomp=sc_ok, seccomp_error=sc_err,
@@ -86,12 +94,13 @@ def format_status(st: SandboxStatus) -> str:
     lines = []
     if st.mode == "bwrap":
         lines.append("sandbox: active (bubblewrap)")
-    elif st.mode == "off:env":
-        lines.append("sandbox: OFF - disabled by METNOS_SANDBOX; executors run as plain subprocesses")
+    elif st.mode == "off":
+        lines.append("sandbox: OFF - disabled by METNOS_SANDBOX=off; executors run as plain subprocesses")
+        lines.append("  the policy check (paths and hosts against the profile) and the caps stay on;")
+        lines.append("  every invocation records sandbox: off")
     else:
-        lines.append("sandbox: OFF - bubblewrap cannot run; executors run as plain subprocesses")
-    if st.mode != "bwrap":
-        lines.append("  the policy check (paths and hosts against the profile) and the caps stay on")
+        lines.append("sandbox: UNAVAILABLE - invocations, birth tests and turns are refused")
+        lines.append(f"  {st.refusal}")
     lines.append(f"  bwrap:        {st.bwrap_path or 'not found'}"
                  + (f" {st.bwrap_version}" if st.bwrap_version else "")
                  + ("" if st.bwrap_error is None else f" (probe failed: {st.bwrap_error})"))

@@ -14,6 +14,7 @@ from metnos.mnestome.record import record_turn
 from metnos.llm.router import LLMRouter
 from metnos.llm.tiers import load_llm_settings
 from metnos.runtime import Runtime
+from metnos.sandbox.bwrap import require_sandbox
 from metnos.sandbox.hints import home_of
 from metnos.sandbox.policy import check_args, scope_for
 from metnos.turn.catalogue import TurnCatalogue, builtin_tools
@@ -123,6 +124,8 @@ def run_turn(
     interrupts: InterruptGate | None = None,
 ) -> TurnOutcome:
     env = dict(os.environ if env is None else env)
+    # A turn runs executors: where none may run, it does not start.
+    require_sandbox(env)
     own_router = router is None
     if router is None:
         router = LLMRouter(load_llm_settings(runtime.workspace.config_file, env), runtime.workspace, env=env)

@@ -126,7 +126,7 @@ def test_another_sandbox_or_runtime_runs_the_births_again(small_home: Path, spaw
     monkeypatch.setenv("METNOS_SANDBOX", "off")
     reused, passed, _, _ = boot_report()
     assert reused == [] and passed == sorted(KEPT)
-    assert birth_record("read_files")["sandbox"].startswith("off:env")
+    assert birth_record("read_files")["sandbox"].startswith("off;")
 
 
 def test_a_reused_birth_never_spares_the_signature_check(small_home: Path, spawned: list[str]) -> None:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from metnos.invocation.errors import SandboxUnavailable
 from metnos.sandbox import bwrap
 from metnos.sandbox.profile import SandboxProfile
 from tests.support.sandbox_env import make_env, needs_bwrap
@@ -31,15 +32,32 @@ def pairs(args, flag):
 def test_env_switch_passes_command_through(sx, value):
     sx.env["METNOS_SANDBOX"] = value
     p = plan(sx)
-    assert p.mode == "off:env" and not p.active and p.layers == ("policy",)
+    assert p.mode == "off" and not p.active and p.layers == ("policy",)
     assert bwrap.wrap_plan(p, ["python3", "x"]).argv == ["python3", "x"]
 
 
-def test_missing_bwrap_passes_command_through(sx, monkeypatch):
+def test_missing_bwrap_refuses_to_plan(sx, monkeypatch):
     monkeypatch.setattr(bwrap, "probe", lambda: bwrap.BwrapProbe(None, None, False, "bwrap not found in PATH"))
-    p = plan(sx)
-    assert p.mode == "off:no-bwrap" and p.reason == "bwrap not found in PATH"
-    assert bwrap.wrap_plan(p, ["a"]).argv == ["a"]
+    with pytest.raises(SandboxUnavailable) as exc:
+        plan(sx)
+    assert exc.value.kind.value == "SandboxUnavailable"
+    assert "bwrap not found in PATH" in exc.value.reason
+    assert "apt install bubblewrap" in exc.value.fix and "METNOS_SANDBOX=off" in exc.value.fix
+
+
+@pytest.mark.parametrize("value", ["maybe", "offf", "2"])
+def test_an_unknown_setting_is_an_error_naming_the_variable_and_the_values(sx, value):
+    sx.env["METNOS_SANDBOX"] = value
+    with pytest.raises(SandboxUnavailable) as exc:
+        plan(sx)
+    text = str(exc.value)
+    assert "METNOS_SANDBOX" in text and repr(value) in text
+    assert "on" in exc.value.fix and "off" in exc.value.fix
+
+
+@pytest.mark.parametrize("value", ["", "on", "ON", "1", "yes", "true"])
+def test_on_values_require_the_sandbox(value):
+    assert bwrap.sandbox_disabled({"METNOS_SANDBOX": value}) is False
 
 
 def test_probe_runs_bwrap_not_just_which(monkeypatch, tmp_path):

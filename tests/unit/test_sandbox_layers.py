@@ -101,9 +101,10 @@ def test_seccomp_filter_with_network_allows_inet_only_and_compares_32_bits():
 def test_status_reports_layers(monkeypatch):
     monkeypatch.setenv("METNOS_SANDBOX", "off")
     st = status()
-    assert st.mode == "off:env" and not st.active and "bwrap" not in st.layers
+    assert st.mode == "off" and not st.active and "bwrap" not in st.layers
     text = format_status(st)
     assert "OFF" in text and "METNOS_SANDBOX" in text and "policy check" in text
+    assert "records sandbox: off" in text
     monkeypatch.delenv("METNOS_SANDBOX")
     st = status()
     assert st.active == (st.mode == "bwrap") and st.landlock_abi == landlock.abi_version()
