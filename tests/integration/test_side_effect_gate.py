@@ -74,7 +74,9 @@ def test_a_declined_turn_leaves_no_schedule_behind(home: Path, victim: Path, cap
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
         code, out = ask(capsys, "delete precious.txt, and every hour from now on", "--no")
         tool_messages = [m for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
-    assert code == 0, out
+    # Nothing was done: the turn is refused, not answered.
+    assert code == 3 and out["status"] == "refused", out
+    assert "schedule_recurring was not approved" in out["failure"]["message"]
     assert schedules(capsys) == []
     assert victim.read_text() == "keep me"
     events = events_of(capsys, out["turn_id"])
