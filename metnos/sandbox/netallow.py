@@ -62,7 +62,11 @@ def matches(host: str, port: int | None, pattern: str) -> bool:
     """Whether ``host`` (on ``port``; None: not said) fits one pattern."""
     if "://" in pattern:
         pattern = urlsplit(pattern).netloc
-    p_host, _, p_port = pattern.rpartition(":") if pattern.count(":") == 1 else (pattern, "", "")
+    if pattern.startswith("["):  # an IPv6 literal, "[::1]" or "[::1]:8080"
+        p_host, _, rest = pattern[1:].partition("]")
+        p_port = rest[1:] if rest.startswith(":") else ""
+    else:
+        p_host, _, p_port = pattern.rpartition(":") if pattern.count(":") == 1 else (pattern, "", "")
     p_host = p_host.rstrip(".")
     # "host:*" is any port of host; a bare "*" is any host on the web ports.
     if p_port and p_port != "*" and (port is None or str(port) != p_port):

@@ -16,6 +16,7 @@ fails closed rather than open.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -141,6 +142,13 @@ def check_path(value: str, *, argument: str, scope: Scope, write: bool, entry: b
     raise PolicyViolation(argument, "outside-grant", f"no {need} grant covers {real}", value)
 
 
+def _ipv6(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 6
+    except ValueError:
+        return False
+
+
 def check_host(value: str, *, argument: str, scope: Scope) -> str:
     if any(c in value for c in "\x00\\ \t\r\n"):
         raise PolicyViolation(argument, "malformed-url", "control characters, spaces or backslashes", value)
@@ -160,7 +168,7 @@ def check_host(value: str, *, argument: str, scope: Scope) -> str:
         host, _, port_text = value.lower().partition(":")
         host = host.rstrip(".")
         port = int(port_text) if port_text.isdigit() else None
-    if not host or not _HOSTNAME.match(host):
+    if not host or not (_HOSTNAME.match(host) or _ipv6(host)):
         raise PolicyViolation(argument, "malformed-url", "no usable host name", value)
     if not netallow.declared(host, port, scope.hosts):
         raise PolicyViolation(argument, "undeclared-host", f"{host} is not a declared network host", value)

@@ -130,6 +130,10 @@ def test_a_host_must_be_on_the_manifest_and_on_the_instance_list(sx):
         assert e.value.details()["rule"] == "not-allowed", url
     with pytest.raises(PolicyViolation):  # on the instance list, not on the manifest's
         check_args({"url": "http://a.example.com:8080/"}, None, narrow)
+    v6 = scope(sx, allow=("[::1]:8080",), network_hosts=("[::1]:*",))
+    assert check_args({"url": "http://[::1]:8080/"}, None, v6)["/url"] == "::1"
+    with pytest.raises(NetworkDenied):
+        check_args({"url": "http://[::1]:9090/"}, None, v6)
     # $NETWORK_ALLOW: the instance's list is the whole of it.
     instance = scope(sx, allow=("example.org",), network_hosts=("$NETWORK_ALLOW",))
     assert check_args({"url": "https://example.org/"}, None, instance)["/url"] == "example.org"
