@@ -121,15 +121,23 @@ def _system_bind(p: str) -> list[str]:
     return []
 
 
-def python_runtime() -> tuple[str, list[str], list[str]]:
-    """(interpreter, trees it needs read-only, its site-packages dirs)."""
+@functools.lru_cache(maxsize=1)
+def _python_runtime() -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    # Once per process: the interpreter does not move under a running runtime,
+    # and resolving it costs a good part of planning a spawn.
     exe = os.path.realpath(sys.executable)
     trees = []
     for p in {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}:
         if not any(Path(p).is_relative_to(s) for s in _SYSTEM_RO):
             trees.append(p)
     sites = [os.path.realpath(s) for s in site.getsitepackages() if os.path.isdir(s)]
-    return exe, sorted(trees), sorted(set(sites))
+    return exe, tuple(sorted(trees)), tuple(sorted(set(sites)))
+
+
+def python_runtime() -> tuple[str, list[str], list[str]]:
+    """(interpreter, trees it needs read-only, its site-packages dirs)."""
+    exe, trees, sites = _python_runtime()
+    return exe, list(trees), list(sites)
 
 
 class SandboxedExecutor(Protocol):
