@@ -10,6 +10,9 @@ lands in the invocation's event.
 from __future__ import annotations
 
 import json
+import shutil
+import ssl
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from metnos.executors.manifest import load_manifest
 from metnos.invocation.runner import invoke
 from metnos.runtime import Runtime
 from metnos.sandbox.bwrap import probe
+from metnos.sandbox.profile import SandboxProfile
 from metnos.workspace import Workspace
 from tests.support.sandbox_env import SandboxEnv, make_env
 from tests.support.web_server import WebServer, web_server
@@ -148,3 +152,31 @@ def test_the_bridge_fits_a_small_memory_cap(sx: SandboxEnv, allowed: WebServer) 
     out = invoke(GET_URLS, profile, {"urls": [allowed.base + "/small"]}, workspace=sx.workspace, env=sx.env)
     assert out.ok, out
     assert allowed.seen == ["/small"]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is needed to make a test certificate")
+def test_https_goes_end_to_end_through_a_connect_tunnel(sx: SandboxEnv, tmp_path: Path) -> None:
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(certs / "key.pem"), "-out", str(certs / "cert.pem"), "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    with web_server() as server:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(certs / "cert.pem", certs / "key.pem")
+        server.wrap(tls)
+        allow(sx.workspace, server.pattern)
+        code = sx.executor("tlsfetch", """
+            import ssl, urllib.request
+            def run(args, ctx):
+                context = ssl.create_default_context(cafile=ctx["ca"])
+                opener = urllib.request.build_opener(urllib.request.ProxyHandler(), urllib.request.HTTPSHandler(context=context))
+                return {"body": opener.open(ctx["url"], timeout=5).read().decode()}
+        """)
+        profile = SandboxProfile(network_hosts=("127.0.0.1:*",), fs_read=(str(certs),))
+        out = invoke(code, profile, {}, workspace=sx.workspace, env=sx.env,
+                     ctx={"ca": str(certs / "cert.pem"), "url": f"https://{server.pattern}/secure"})
+    assert out.ok, out
+    assert out.output["body"] == f"page /secure from {server.pattern}"
+    # The proxy saw a tunnel, not the request: TLS ran from the executor to the server.
+    assert [(c["method"], c["port"], c["allowed"]) for c in out.network] == [("CONNECT", server.port, True)]

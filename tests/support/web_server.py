@@ -4,8 +4,9 @@ can assert that a refused host saw nothing)."""
 
 from __future__ import annotations
 
+import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,9 @@ class WebServer:
     port: int
     redirects: dict[str, str] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
+
+    # Set by web_server: serve over TLS from now on.
+    wrap: Callable[[ssl.SSLContext], None] = lambda context: None
 
     @property
     def base(self) -> str:
@@ -53,6 +57,11 @@ def web_server(host: str = "127.0.0.1") -> Iterator[WebServer]:
 
     server = ThreadingHTTPServer((host, 0), Handler)
     state.port = server.server_address[1]
+
+    def wrap(context: ssl.SSLContext) -> None:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+
+    state.wrap = wrap
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
