@@ -483,8 +483,12 @@ def test_secrets_in_environment(sx):
 def test_parent_killed_mid_run_leaves_nothing(sx):
     marker_dir = sx.root / "marker"
     marker_dir.mkdir()
-    code = hostile(sx, "sleeper", """
-        import time
+    # Other sessions on this machine run sandboxed hosts too: this tree is
+    # recognised by a name of its own, which forked children inherit.
+    token = "mtn" + os.urandom(6).hex()
+    code = hostile(sx, "sleeper", f"""
+        import ctypes, time
+        ctypes.CDLL(None).prctl(15, b"{token}", 0, 0, 0)
         def run(args, ctx):
             for _ in range(3):
                 if os.fork() == 0:
@@ -493,7 +497,7 @@ def test_parent_killed_mid_run_leaves_nothing(sx):
                     os._exit(0)
             open(args["dir"] + "/started", "w").close()
             time.sleep(60)
-            return {}
+            return {{}}
     """)
     parent_src = textwrap.dedent(f"""
         import json, sys
@@ -512,11 +516,13 @@ def test_parent_killed_mid_run_leaves_nothing(sx):
             assert time.monotonic() < deadline, "the executor never started"
             assert parent.poll() is None, "the parent died early"
             time.sleep(0.02)
-        assert not _no_process_with(str(code))  # the sandbox is there to kill
+        # The sandbox is there to kill: bwrap (its argv names the code dir)
+        # and the executor with its three children in their own sessions.
+        assert not _no_process_with(str(code), also_hosts=False) and not _no_process_named(token)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
         deadline = time.monotonic() + 5
-        while not _no_process_with(str(code)):
+        while not (_no_process_with(str(code), also_hosts=False) and _no_process_named(token)):
             assert time.monotonic() < deadline, "processes survived their parent"
             time.sleep(0.05)
     finally:
