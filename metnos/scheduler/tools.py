@@ -31,8 +31,10 @@ class BuiltinTool:
     description: str
     parameters: dict[str, Any]
     handler: Callable[[Any, dict[str, Any], dict[str, Any] | None], dict[str, Any]]
-    side_effects: bool = False
-    idempotent: bool = True
+    # Fail closed: a builtin that does not say it is harmless is treated as
+    # an irreversible action, and the loop asks the user before it runs.
+    side_effects: bool = True
+    idempotent: bool = False
     # The executor calls (name, args) this builtin sets up to run later,
     # judged with it: a schedule of delete_files is a delete_files.
     targets: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]] = lambda args: []
@@ -123,25 +125,26 @@ TOOLS: dict[str, BuiltinTool] = {t.name: t for t in (
     # What a schedule will do is judged through its targets: the loop asks
     # the user when one of them has side effects (it will repeat them).
     BuiltinTool("schedule_recurring", "Schedule a recurring task: run an executor (or a chain) at the times of a cron expression, and deliver each result.",
-                _SCHEDULE, _schedule, side_effects=True, targets=_schedule_targets),
+                _SCHEDULE, _schedule, idempotent=True, targets=_schedule_targets),
     # Cancelling cannot be taken back: it asks, like any irreversible action.
     BuiltinTool("cancel_recurring", "Cancel a recurring task for good.", _REF,
-                lambda s, a, _=None: {"ok": True, **_brief(s.cancel(a["schedule_id"]))}, side_effects=True, idempotent=False),
+                lambda s, a, _=None: {"ok": True, **_brief(s.cancel(a["schedule_id"]))}),
     BuiltinTool("list_recurring", "List the user's recurring tasks with their next firing.",
                 {"type": "object", "additionalProperties": False, "properties": {
                     "status": {"enum": ["active", "paused", "completed", "cancelled"]}, "include_builtin": {"type": "boolean"}}},
-                _list),
+                _list, side_effects=False, idempotent=True),
     BuiltinTool("show_recurring", "Show one recurring task: target, cadence, counts, last firing.", _REF,
-                lambda s, a, _=None: {"ok": True, **s.show(a["schedule_id"])}),
+                lambda s, a, _=None: {"ok": True, **s.show(a["schedule_id"])}, side_effects=False, idempotent=True),
     # Pausing or resuming runs nothing new: a resumed schedule fires only
     # within its own approval.
     BuiltinTool("toggle_recurring", "Pause a recurring task, or resume a paused one (paused: true/false to be explicit).",
-                {**_REF, "properties": {**_REF["properties"], "paused": {"type": "boolean"}}}, _toggle, side_effects=True),
+                {**_REF, "properties": {**_REF["properties"], "paused": {"type": "boolean"}}}, _toggle, idempotent=True),
     BuiltinTool("history_recurring", "The history of one recurring task: creation, changes, every firing and its outcome.",
-                {**_REF, "properties": {**_REF["properties"], "limit": {"type": "integer", "minimum": 1, "maximum": 200}}}, _history),
+                {**_REF, "properties": {**_REF["properties"], "limit": {"type": "integer", "minimum": 1, "maximum": 200}}}, _history,
+                side_effects=False, idempotent=True),
     # A run-now is a firing: it runs only within the schedule's approval.
     BuiltinTool("run_now_recurring", "Run a recurring task once now, outside its cadence (not counted as a firing).", _REF,
-                lambda s, a, _=None: {"ok": True, **s.run_now(a["schedule_id"])}, side_effects=True),
+                lambda s, a, _=None: {"ok": True, **s.run_now(a["schedule_id"])}, idempotent=True),
 )}
 
 
