@@ -204,3 +204,30 @@ def test_a_birth_cannot_allocate_past_the_memory_cap(world, tmp_path):
         "max_duration_s = 2", "max_duration_s = 2\nmax_memory_mb = 128"))
     assert _cases(_births(d, spawn_subprocess))["birth_hog"] is None
     assert "MemoryError" in (_cases(_births(d, make_sandboxed_spawn()))["birth_hog"] or "")
+
+
+def test_forked_births_share_one_memory_cap(world, tmp_path):
+    # Twelve children of 120 MB each pass a per-process limit of 256 MB; the
+    # invocation's cap counts them together.
+    d = _write(tmp_path, "compute_forks", '"fs:read" = ["~"]', """\
+        def birth_forks(run, tmp):
+            import os, time
+            kids = []
+            for _ in range(12):
+                pid = os.fork()
+                if pid == 0:
+                    hold = bytearray(120 * 1024 * 1024)
+                    for i in range(0, len(hold), 4096):
+                        hold[i] = 1
+                    time.sleep(2)
+                    os._exit(0)
+                kids.append(pid)
+            for pid in kids:
+                assert os.waitpid(pid, 0)[1] == 0
+        """)
+    (d / "manifest.toml").write_text((d / "manifest.toml").read_text().replace(
+        "max_duration_s = 2", "max_duration_s = 15\nmax_memory_mb = 256\nmax_pids = 32"))
+    assert _cases(_births(d, spawn_subprocess))["birth_forks"] is None
+    boxed = _births(d, make_sandboxed_spawn())
+    assert not boxed.ok
+    assert "exceeded the memory cap of 256 MB" in (boxed.reason or ""), boxed
