@@ -24,6 +24,7 @@ from metnos.sandbox.bwrap import probe
 from metnos.sandbox.birth import make_sandboxed_spawn
 from metnos.workspace import Workspace
 from tests.integration.test_seed_executors import REQUIRED
+from tests.support.hostile import FORK_AND_HOLD
 from tests.support.layouts import apply_layout
 from tests.unit.executor_kit import write_executor
 
@@ -209,22 +210,10 @@ def test_a_birth_cannot_allocate_past_the_memory_cap(world, tmp_path):
 def test_forked_births_share_one_memory_cap(world, tmp_path):
     # Twelve children of 120 MB each pass a per-process limit of 256 MB; the
     # invocation's cap counts them together.
-    d = _write(tmp_path, "compute_forks", '"fs:read" = ["~"]', """\
+    d = _write(tmp_path, "compute_forks", '"fs:read" = ["~"]', FORK_AND_HOLD + textwrap.dedent("""
         def birth_forks(run, tmp):
-            import os, time
-            kids = []
-            for _ in range(12):
-                pid = os.fork()
-                if pid == 0:
-                    hold = bytearray(120 * 1024 * 1024)
-                    for i in range(0, len(hold), 4096):
-                        hold[i] = 1
-                    time.sleep(2)
-                    os._exit(0)
-                kids.append(pid)
-            for pid in kids:
-                assert os.waitpid(pid, 0)[1] == 0
-        """)
+            assert fork_and_hold(12, 120, hold_s=2) == 1440
+        """))
     (d / "manifest.toml").write_text((d / "manifest.toml").read_text().replace(
         "max_duration_s = 2", "max_duration_s = 15\nmax_memory_mb = 256\nmax_pids = 32"))
     assert _cases(_births(d, spawn_subprocess))["birth_forks"] is None
