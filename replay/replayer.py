@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -27,6 +28,8 @@ from metnos.runtime import Runtime
 from metnos.turn.loop import TurnLoop, TurnRequest
 from metnos.turn.session import guard_policy, policy_checker, turn_catalogue
 from metnos.turn.settings import load_turn_settings
+from metnos.turn.settings import ENV_OF_SETTING
+from replay.causes import explain
 from replay.ports import RecordedPorts, ReplayExhausted, output_resolver
 
 _ENVELOPE = ("originator_id", "originator_version", "timestamp", "originator_topic")
@@ -57,11 +60,14 @@ class Divergence:
     found: dict[str, Any] | None
     changed: dict[str, Any]
     note: str = ""
+    # Why, in the user's terms (replay/causes.py): each a kind, a message, maybe a diff.
+    causes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "turn_id": self.turn_id, "position": self.position, "step": self.step,
             "expected": self.expected, "found": self.found, "changed": self.changed, "note": self.note,
+            "causes": self.causes,
         }
 
 
@@ -175,6 +181,7 @@ class Replayer:
         divergence = compare(turn_id, recorded, sink.events, note=note, up_to_recorded=bool(stopped))
         if divergence is not None:
             divergence.changed.update(self._context_changes(recorded, sink.events))
+            divergence.causes = explain(recorded, sink.events, divergence.position, divergence.changed, ENV_OF_SETTING)
         return ReplayResult(turn_id, len(recorded), divergence, drift, stopped)
 
     def _re_executing(self, ports: RecordedPorts, drift: list[dict[str, Any]]) -> Callable[..., Any]:
@@ -183,11 +190,42 @@ class Replayer:
         def call(name: str, args: dict[str, Any], **kw: Any) -> Any:
             result = replay_call(name, args, **kw)
             fresh = self.re_execute(name, args)  # type: ignore[misc]
-            if fresh is not None and canonical_hash(fresh) != canonical_hash(result.observation):
-                drift.append({"step": kw.get("step"), "executor": name, "recorded": result.observation, "now": fresh})
+            if fresh is None:
+                return result
+            varies = self._output_varies(name)
+            # An executor that reads the clock or the web declares it: its
+            # values differ by nature, and only a changed shape is drift.
+            measure = shape if varies else (lambda o: o)
+            if canonical_hash(measure(fresh)) != canonical_hash(measure(result.observation)):
+                drift.append({
+                    "step": kw.get("step"), "executor": name, "recorded": result.observation, "now": fresh,
+                    "compared": f"shape (its output varies with the {varies})" if varies else "value",
+                })
             return result
 
         return call
+
+    def _files_on_disk(self, name: str, version: str) -> dict[str, str]:
+        """The signed files of a version that no longer loads (quarantined, most often because they changed)."""
+        import blake3
+
+        from metnos.executors.signing import SIGNED_FILES
+
+        held = self.runtime.report.get(name, version) or next(
+            (q for q in self.runtime.report.quarantined if q.name == name and q.version == version), None)
+        if held is None:
+            return {}
+        found = {}
+        for f in SIGNED_FILES:
+            try:
+                found[f] = "blake3:" + blake3.blake3((Path(held.dir) / f).read_bytes()).hexdigest()
+            except OSError:
+                found[f] = "missing"
+        return found
+
+    def _output_varies(self, name: str) -> str | None:
+        entry = self.catalogue.get(name)
+        return entry.loaded.manifest.contract.output_varies if entry is not None else None
 
     def _context_changes(self, recorded: list[Any], produced: list[Any]) -> dict[str, Any]:
         changes: dict[str, Any] = {}
@@ -202,13 +240,40 @@ class Replayer:
         if rec_cat is not None:
             before = {e["name"]: (e["version"], e["digest"]) for e in rec_cat.entries}
             after = {e["name"]: (e["version"], e["digest"]) for e in self.catalogue.entries}
+            files_then = {e["name"]: e.get("files") or {} for e in rec_cat.entries}
+            files_now = {e["name"]: e.get("files") or {} for e in self.catalogue.entries}
+            files_now.update({name: self._files_on_disk(name, before[name][0]) for name in before if name not in after})
             executors = {
-                name: {"recorded": list(before[name]) if name in before else None, "now": list(after[name]) if name in after else None}
+                name: {
+                    "recorded": list(before[name]) if name in before else None, "now": list(after[name]) if name in after else None,
+                    "files": _changed_files(files_then.get(name, {}), files_now.get(name, {})),
+                }
                 for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)
             }
             if executors:
                 changes["executors"] = executors
         return changes
+
+
+def _changed_files(then: dict[str, str], now: dict[str, str]) -> list[dict[str, Any]]:
+    """Which signed files of an executor differ (none known when the turn predates file digests)."""
+    if not then or not now:
+        return []
+    return [{"file": f, "recorded": then.get(f), "now": now.get(f)} for f in sorted(set(then) | set(now)) if then.get(f) != now.get(f)]
+
+
+def shape(value: Any) -> Any:
+    """Keys and types, not values: what stays the same when a clock or a web page moves on."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        kinds = {canonical_hash(shape(v)): shape(v) for v in value}
+        return ["list", *(kinds[k] for k in sorted(kinds))]
+    if isinstance(value, bool) or value is None:
+        return type(value).__name__
+    if isinstance(value, (int, float)):
+        return "number"
+    return type(value).__name__
 
 
 def _describe(event: Any) -> dict[str, Any]:

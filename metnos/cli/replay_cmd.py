@@ -51,13 +51,11 @@ def format_divergence(result: Any) -> str:
         if key == "fields":
             for field, values in change.items():
                 lines.append(f"  changed field {field}: {orjson.dumps(values['recorded'], default=str).decode()[:120]} -> {orjson.dumps(values['now'], default=str).decode()[:120]}")
-        elif key == "executors":
-            for name, values in change.items():
-                lines.append(f"  executor {name}: {values['recorded']} -> {values['now']}")
-        else:
-            lines.append(f"  {key}: {orjson.dumps(change, default=str).decode()[:200]}")
     if d.note:
         lines.append(f"  note: {d.note}")
+    for cause in d.causes:
+        lines.append(f"  why: {cause['message']}")
+        lines.extend(f"    {line}" for line in cause.get("diff", "").splitlines())
     return "\n".join(lines)
 
 
@@ -96,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             print(format_divergence(r))
         for r in drifted:
             for d in r.drift:
-                print(f"turn {r.turn_id} step {d['step']}: {d['executor']} now observes something else than recorded")
+                print(f"turn {r.turn_id} step {d['step']}: {d['executor']} now observes something else than recorded (compared by {d['compared']})")
         if not diverged:
             what = f"{len(results)} turns" if args.all else f"turn {results[0].turn_id}"
             print(f"{what}: same path ({sum(r.events for r in results)} events, {elapsed:.2f} s)")
@@ -105,5 +103,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"turn {r.turn_id} {r.stopped}: replayed to where it stopped, same path")
     if diverged:
         print(f"metnos: {len(diverged)} of {len(results)} turns diverged", file=sys.stderr)
+        return 1
+    if drifted:
+        print(f"metnos: {len(drifted)} of {len(results)} turns drifted: re-executed, an executor observes something else now", file=sys.stderr)
         return 1
     return 0

@@ -131,6 +131,10 @@ class Contract(_Strict):
     error_classes: tuple[str, ...] = ()
     idempotent: bool
     side_effects: bool
+    # What, besides its arguments, its output depends on: "time" (a clock) or
+    # "world" (the network, other people's files). A re-execution then
+    # compares the output's shape (keys and types), not its values.
+    output_varies: Literal["time", "world"] | None = None
 
     @field_validator("input_schema", "output_schema")
     @classmethod

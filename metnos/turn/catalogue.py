@@ -161,8 +161,10 @@ class TurnCatalogue:
         self.executors = {le.name: TurnExecutor(le, _entry(le), _tool(le), _tool(le, step_refs=False)) for le in ordered}
         entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
         self.index = PrefilterIndex(sorted(entries, key=lambda e: e.name)) if ordered else None
-        self.entries = [{"name": te.name, "version": te.loaded.version, "digest": te.loaded.digest} for te in self.executors.values()]
-        self.digest = canonical_hash(self.entries)
+        identities = [{"name": te.name, "version": te.loaded.version, "digest": te.loaded.digest} for te in self.executors.values()]
+        # Each signed file's digest rides along, so a replay can say which file of an executor changed.
+        self.entries = [{**ident, "files": dict(te.loaded.file_digests)} for ident, te in zip(identities, self.executors.values(), strict=True)]
+        self.digest = canonical_hash(identities)
 
     def __len__(self) -> int:
         return len(self.executors)

@@ -22,6 +22,13 @@ ENV_CAP_SAME_EXECUTOR = "METNOS_CAP_SAME_EXECUTOR"
 ENV_CAP_SAME_VECTORIAL = "METNOS_CAP_SAME_VECTORIAL"
 ENV_SCRATCHPAD_THRESHOLD = "METNOS_SCRATCHPAD_THRESHOLD_BYTES"
 
+# Each setting and the variable that sets it, so a message can name what to change.
+ENV_OF_SETTING = {
+    "pool_size": ENV_POOL_SIZE, "judge_threshold": ENV_JUDGE_THRESHOLD, "cap_steps": ENV_CAP_STEPS,
+    "cap_same_executor": ENV_CAP_SAME_EXECUTOR, "cap_same_vectorial": ENV_CAP_SAME_VECTORIAL,
+    "scratchpad_threshold_bytes": ENV_SCRATCHPAD_THRESHOLD,
+}
+
 DEFAULT_POOL_SIZE = 12
 DEFAULT_JUDGE_THRESHOLD = 0.30
 DEFAULT_CAP_STEPS = 30

@@ -162,7 +162,7 @@ def test_live_llm_and_re_execute_modes(home: Path, capsys, monkeypatch) -> None:
 
     (home / "notes.md").write_text("alpha\nbeta\ngamma\ndelta\n")
     code, result = replay(capsys, out["turn_id"], "--re-execute")
-    assert code == 0
+    assert code == 1  # drift is a finding, not a pass
     drift = result["results"][0]["drift"]
     assert len(drift) == 1 and drift[0]["executor"] == "read_files"
     assert "delta" in orjson.dumps(drift[0]["now"]).decode()
