@@ -219,6 +219,7 @@ def _spawn_gated(wrapped: WrappedCommand, cg: cgroup.InvocationCgroup, deadline:
             for f in (proc.stdin, proc.stdout, proc.stderr):
                 if f:
                     f.close()
+            proc = None  # reaped: its group id may belong to someone else now
             raise OSError(f"could not put the sandbox in its cgroup: {e}") from e
         return proc
     finally:

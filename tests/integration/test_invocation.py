@@ -127,3 +127,33 @@ def test_a_sandbox_that_cannot_be_built_names_its_cause(sx, monkeypatch):
     assert out.kind == "Crash" and out.error["type"] == "Exited", out
     assert "the sandbox could not start" in out.error["message"]
     assert "/nonexistent-metnos-source" in out.error["message"]
+
+
+def test_a_sandbox_that_cannot_join_its_cgroup_never_runs(sx, monkeypatch, tmp_path):
+    if sx.env.get("METNOS_SANDBOX") == "0":
+        pytest.skip("about bwrap's gate")
+    from metnos.sandbox import cgroup
+
+    moved = []
+    real = cgroup.InvocationCgroup.attach
+
+    def attach(self, pid):
+        moved.append(pid)
+        if len(moved) == 2:  # bwrap went in; its sandbox child is refused
+            raise PermissionError(13, "refused by the test")
+        real(self, pid)
+
+    monkeypatch.setattr(cgroup.InvocationCgroup, "attach", attach)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    code = sx.executor("runs_at_import", f"""
+        open({str(out_dir / "ran")!r}, "w").close()
+        def run(args, ctx):
+            return {{}}
+    """)
+    out = call(sx, code, {}, SandboxProfile(fs_write=(str(out_dir),)), input_schema={"type": "object"},
+               output_schema={"type": "object"})
+    assert out.kind == "Crash" and out.error["type"] == "SpawnFailed", out
+    assert "could not put the sandbox in its cgroup" in out.error["message"]
+    assert len(moved) == 2
+    assert not (out_dir / "ran").exists()
