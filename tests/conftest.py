@@ -20,6 +20,18 @@ def postgres_env() -> Iterator[dict[str, str]]:
         yield env
 
 
+@pytest.fixture(scope="session", autouse=True)
+def short_model_idle() -> Iterator[None]:
+    """A model server a test leaves warm ends itself seconds after its last use, not minutes."""
+    from metnos.llm.shared_server import ENV_IDLE
+
+    saved = os.environ.get(ENV_IDLE)
+    os.environ.setdefault(ENV_IDLE, "20")
+    yield
+    if saved is None:
+        os.environ.pop(ENV_IDLE, None)
+
+
 @pytest.fixture
 def metnos_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty Metnos home for one test: everything under tmp_path."""

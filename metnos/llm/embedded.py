@@ -9,7 +9,9 @@ Parent side: ``EmbeddedServer(model_path).start()`` returns the base URL (an
 OpenAI-compatible and Anthropic-compatible server), ``stop()`` ends it.
 Child side: ``python -m metnos.llm.embedded --model PATH ...`` prints one JSON
 line ``{"url": ...}`` when the model is loaded and serves until its stdin
-closes (so it dies with its parent) or it gets SIGTERM.
+closes (so it dies with its parent) or it gets SIGTERM; with ``--idle-s N``
+it is detached instead and serves until nobody used it for N seconds (the
+shared warm server, metnos.llm.shared_server).
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import httpx
 from metnos.llm.errors import EmbeddedUnavailable, ModelNotInstalled
 
 DEFAULT_CTX = 4096
-RUNTIME_FILENAME = "embedded-llm.json"
 EXTRA_HINT = "install the optional extra: pip install 'metnos[embedded]'"
 
 
@@ -56,8 +57,16 @@ class EmbeddedServer:
         threads: int | None = None,
         chat_template: Path | None = None,
         log_path: Path | None = None,
+        idle_s: float | None = None,
+        state_file: Path | None = None,
     ) -> None:
+        """With ``idle_s``, the server outlives this process: it is detached
+        (its own session, no stdin tie) and ends itself after ``idle_s``
+        seconds in which nobody touched ``state_file`` and it served nothing
+        (see metnos.llm.shared_server)."""
         self.model_path = Path(model_path)
+        self.idle_s = idle_s
+        self.state_file = state_file
         self.host = host
         self.port = port
         self.n_ctx = n_ctx
@@ -100,7 +109,13 @@ class EmbeddedServer:
         ]
         if self.threads:
             cmd += ["--threads", str(self.threads)]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file, start_new_session=True)
+        if self.idle_s is not None:
+            cmd += ["--idle-s", str(self.idle_s)]
+            if self.state_file is not None:
+                cmd += ["--state-file", str(self.state_file)]
+        # A detached server must not end when this process closes its stdin.
+        stdin = subprocess.DEVNULL if self.idle_s is not None else subprocess.PIPE
+        self._proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=log_file, start_new_session=True)
         log_file.close()
         deadline = time.monotonic() + timeout_s
         try:
@@ -110,6 +125,12 @@ class EmbeddedServer:
             self.stop()
             raise
         return self.url
+
+    def release(self) -> None:
+        """Let a detached server run on without this process: close our ends only."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.stdout:
+            proc.stdout.close()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         proc, self._proc = self._proc, None
@@ -187,29 +208,6 @@ class EmbeddedServer:
         return EmbeddedUnavailable(f"the embedded model server exited during start-up (code {code}): {tail or 'no log'} (log: {self.log_path})")
 
 
-# Finding a server that `metnos model serve` is running.
-
-def write_runtime_file(runtime_dir: Path, url: str, pid: int, model_path: Path) -> Path:
-    runtime_dir.mkdir(parents=True, exist_ok=True)
-    path = runtime_dir / RUNTIME_FILENAME
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"url": url, "pid": pid, "model": str(model_path)}))
-    os.replace(tmp, path)
-    return path
-
-
-def find_running(runtime_dir: Path) -> str | None:
-    """The URL of a healthy embedded server announced in ``runtime_dir``, if any."""
-    path = runtime_dir / RUNTIME_FILENAME
-    try:
-        info = json.loads(path.read_text())
-        os.kill(int(info["pid"]), 0)
-        r = httpx.get(f"{info['url']}/health", timeout=2.0, trust_env=False)
-    except (OSError, ValueError, KeyError, TypeError, httpx.HTTPError):
-        return None
-    return str(info["url"]) if r.status_code == 200 else None
-
-
 # The child.
 
 def _child_main(argv: Sequence[str]) -> int:
@@ -220,6 +218,8 @@ def _child_main(argv: Sequence[str]) -> int:
     p.add_argument("--ctx", type=int, default=DEFAULT_CTX)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--template", required=True)
+    p.add_argument("--idle-s", type=float, default=None)
+    p.add_argument("--state-file", default=None)
     args = p.parse_args(argv)
 
     def say(obj: dict[str, str]) -> None:
@@ -254,8 +254,14 @@ def _child_main(argv: Sequence[str]) -> int:
         return 4
     say({"url": server.listening_address})
     try:
-        while sys.stdin.buffer.read(4096):
-            pass  # stdin closes when the parent goes: that is our cue to go too
+        if args.idle_s is None:
+            while sys.stdin.buffer.read(4096):
+                pass  # stdin closes when the parent goes: that is our cue to go too
+        else:
+            from metnos.llm.shared_server import serve_until_idle
+
+            serve_until_idle(server.listening_address, args.idle_s,
+                             Path(args.state_file) if args.state_file else None)
     finally:
         os._exit(0)
 

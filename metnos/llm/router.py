@@ -1,9 +1,11 @@
 """Providers for the tiers of one run, and the embedded server they may share.
 
 ``LLMRouter(settings, workspace).for_tier("wise")`` gives a provider for that
-tier. If any tier used is ``embedded``, the router first looks for a server
-that ``metnos model serve`` announced; if there is none, it starts one and
-stops it again on ``close()``.
+tier. If any tier used is ``embedded``, the router uses the server announced
+in the runtime dir (by ``metnos model serve``, the daemon, or an earlier
+command) when it serves the same model file; if there is none, it starts one
+that stays warm for the next command until idle (metnos.llm.shared_server).
+With an idle time of 0 it starts its own and stops it on ``close()``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 
 import httpx
 
-from metnos.llm.embedded import EmbeddedServer, find_running
+from metnos.llm import shared_server
+from metnos.llm.embedded import EmbeddedServer
 from metnos.llm.model_files import model_path as default_model_path
 from metnos.llm.provider import Provider, make_provider
 from metnos.llm.tiers import LLMSettings, ResolvedTier
@@ -29,7 +32,10 @@ class LLMRouter:
         transport: httpx.BaseTransport | None = None,
         env: Mapping[str, str] | None = None,
         progress: Callable[[str], None] = lambda _line: None,
+        idle_s: float | None = None,
     ) -> None:
+        """``idle_s``: how long a server this router starts stays warm after
+        its last use; by default from the config (``[model] idle_s``)."""
         self.settings = settings
         self.workspace = workspace
         self._transport = transport
@@ -38,8 +44,12 @@ class LLMRouter:
         self._providers: dict[str, Provider] = {}
         self._embedded: dict[Path, str] = {}
         self._owned: list[EmbeddedServer] = []
+        self._idle_s = idle_s
+        self._shared = False
 
     def for_tier(self, name: str) -> Provider:
+        if self._shared:
+            shared_server.touch(self.workspace.runtime_dir)
         if name not in self._providers:
             tier = self.settings.tier(name)
             url = self._embedded_url(tier) if tier.config.provider == "embedded" else None
@@ -53,6 +63,9 @@ class LLMRouter:
         for server in self._owned:
             server.stop()
         self._owned.clear()
+        if self._shared:
+            shared_server.touch(self.workspace.runtime_dir)
+            self._shared = False
         self._embedded.clear()
 
     def __enter__(self) -> LLMRouter:
@@ -64,10 +77,19 @@ class LLMRouter:
     def _embedded_url(self, tier: ResolvedTier) -> str:
         path = Path(tier.config.model_path) if tier.config.model_path else default_model_path(self.workspace.models_dir)
         if path not in self._embedded:
-            url = find_running(self.workspace.runtime_dir)
-            if url is None:
+            runtime_dir = self.workspace.runtime_dir
+            url = shared_server.find_running(runtime_dir, path)
+            self._shared = self._shared or url is not None
+            idle_s = self._idle_s
+            if url is None and idle_s is None:
+                idle_s = shared_server.idle_seconds(self.workspace.config_file, self._env)
+            if url is None and idle_s:
+                self._progress("starting the embedded model (it stays warm for the next command) …")
+                url = shared_server.start_shared(runtime_dir, path, idle_s)
+                self._shared = True
+            elif url is None:
                 self._progress("starting the embedded model …")
-                server = EmbeddedServer(path, log_path=self.workspace.runtime_dir / "embedded-llm.log")
+                server = EmbeddedServer(path, log_path=runtime_dir / shared_server.LOG_FILENAME)
                 url = server.start()
                 self._owned.append(server)
             self._embedded[path] = url

@@ -27,6 +27,7 @@ import pytest
 
 from metnos.cli import main
 from metnos.llm.model_files import MODEL_FILENAME
+from metnos.llm.shared_server import stop_announced
 from metnos.workspace import Workspace
 from tests.support.embedded import embedded_model_or_skip
 from tests.support.layouts import LAYOUTS, apply_layout
@@ -66,7 +67,11 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         ws = Workspace.from_env()
         ws.models_dir.mkdir(parents=True, exist_ok=True)
         (ws.models_dir / MODEL_FILENAME).symlink_to(model)
-        yield s
+        try:
+            yield s
+        finally:
+            # The turns shared one warm server; it goes with the session.
+            stop_announced(ws.runtime_dir)
     for label, seconds in s.timings:
         print(f"embedded turn {label}: {seconds:.1f} s")
 
