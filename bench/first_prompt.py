@@ -97,6 +97,22 @@ def evaluate(client: httpx.Client, url: str, messages, tools, *, cache: bool) ->
     return {"evaluated": timings.get("prompt_n"), "cached": timings.get("cache_n"), "ms": timings.get("prompt_ms") or 0}
 
 
+def worst_case(client: httpx.Client, url: str, prompts) -> tuple[int, int]:
+    from metnos.runtime import Runtime
+    from metnos.turn.session import turn_catalogue
+    from metnos.turn.settings import load_turn_settings
+
+    pool = load_turn_settings(dict(os.environ)).pool_size
+    _, messages, _ = prompts[0]
+    with Runtime.boot(birth=False) as rt:
+        catalogue = turn_catalogue(rt)
+        names = [*catalogue.executors, *catalogue.builtins]
+        alone = {n: len(render(client, url, messages, catalogue.tools([n], with_scratchpad=False, step_refs=False)))
+                 for n in names}
+        largest = sorted(names, key=lambda n: -alone[n])[:pool]
+        return len(render(client, url, messages, catalogue.tools(largest, with_scratchpad=False, step_refs=False))), pool
+
+
 def shared_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b):
@@ -137,6 +153,10 @@ def main() -> None:
             share = statistics.median(h / len(t) for h, t in zip(reused[1:], tokens[1:]))
             print(f"first prompt: median {statistics.median(sizes):.0f} tokens, max {max(sizes)} (limit {args.limit})"
                   f"{'' if max(sizes) <= args.limit else '  OVER THE LIMIT'}; median share reused from the previous turn's prompt {share:.0%}")
+            # The bound: the pool's worth of the largest tools the catalogue has.
+            worst = worst_case(client, url, prompts)
+            print(f"worst case: the {worst[1]} largest tools of the catalogue (the pool size) make {worst[0]} tokens"
+                  f"{'' if worst[0] <= args.limit else '  OVER THE LIMIT'}")
             if args.timed:
                 picked = prompts[: args.timed + 1]
                 cold = [evaluate(client, url, m, t, cache=False) for _, m, t in picked][1:]

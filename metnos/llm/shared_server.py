@@ -12,10 +12,11 @@ overrides it; 0 means the old way: each command starts and stops its own).
 
 The state file, ``embedded-llm.json``: ``pid`` (the server process), ``url``,
 ``port``, ``model`` (its path), ``model_hash`` (see :func:`model_fingerprint`),
+``template_hash`` (of the chat template it loaded),
 ``owner`` ("ask", "serve" or "daemon"), ``owner_pid`` (the process to signal
 to stop it) and ``idle_s``. A file whose pid is dead or is not a Metnos model
 server is stale and removed. A command uses a server only for the same model
-file (same path and fingerprint). Each use touches the file: that is how the
+file (same path and fingerprint) and chat template. Each use touches the file: that is how the
 server knows it is not idle.
 """
 
@@ -89,6 +90,13 @@ def model_fingerprint(path: Path) -> str:
     return h.hexdigest()[:32]
 
 
+def template_fingerprint() -> str:
+    """blake3 of the chat template a server loads: a server with another template renders other prompts."""
+    from metnos.llm.embedded import chat_template_path
+
+    return blake3.blake3(chat_template_path().read_bytes()).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class Announced:
     url: str
@@ -98,6 +106,7 @@ class Announced:
     owner: str
     owner_pid: int
     idle_s: float | None
+    template_hash: str
 
 
 def announce(runtime_dir: Path, *, url: str, pid: int, model: Path, owner: str,
@@ -106,7 +115,7 @@ def announce(runtime_dir: Path, *, url: str, pid: int, model: Path, owner: str,
     path = state_path(runtime_dir)
     port = int(url.rsplit(":", 1)[-1].split("/")[0]) if ":" in url else 0
     record = {"url": url, "pid": pid, "port": port, "model": str(model), "model_hash": model_fingerprint(model),
-              "owner": owner, "owner_pid": owner_pid or pid, "idle_s": idle_s}
+              "template_hash": template_fingerprint(), "owner": owner, "owner_pid": owner_pid or pid, "idle_s": idle_s}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
@@ -128,7 +137,8 @@ def read_announced(runtime_dir: Path) -> Announced | None:
         info = json.loads(path.read_text())
         found = Announced(url=str(info["url"]), pid=int(info["pid"]), model=str(info["model"]),
                           model_hash=str(info["model_hash"]), owner=str(info["owner"]),
-                          owner_pid=int(info.get("owner_pid") or info["pid"]), idle_s=info.get("idle_s"))
+                          owner_pid=int(info.get("owner_pid") or info["pid"]), idle_s=info.get("idle_s"),
+                          template_hash=str(info.get("template_hash", "")))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):
@@ -167,7 +177,8 @@ def find_running(runtime_dir: Path, model: Path | None = None) -> str | None:
         return None
     if model is not None:
         try:
-            same = Path(found.model).resolve() == model.resolve() and found.model_hash == model_fingerprint(model)
+            same = (Path(found.model).resolve() == model.resolve() and found.model_hash == model_fingerprint(model)
+                    and found.template_hash == template_fingerprint())
         except OSError:
             same = False
         if not same:

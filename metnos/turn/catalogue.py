@@ -101,6 +101,33 @@ def tool_parameters(input_schema: dict[str, Any], *, step_refs: bool = True) -> 
     return schema
 
 
+# What a model needs of a schema to write a call: the shape. The rest (bounds,
+# formats, defaults, per-field prose) costs prompt tokens on every turn and is
+# still enforced: arguments are validated against the full signed schema, and
+# a violation comes back to the model with the reason.
+_SHAPE_KEYS = ("type", "enum", "const", "properties", "items", "required", "anyOf", "oneOf")
+
+
+def compact_schema(node: Any) -> Any:
+    """The shape of a JSON Schema: types, fields, required fields and enums, nothing else."""
+    if isinstance(node, list):
+        return [compact_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key in _SHAPE_KEYS:
+        if key not in node:
+            continue
+        value = node[key]
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf", "oneOf"):
+            out[key] = compact_schema(value)
+        else:
+            out[key] = value
+    return out
+
+
 def _entry(le: LoadedExecutor) -> CatalogueEntry:
     m = le.manifest
     return CatalogueEntry(
@@ -115,9 +142,12 @@ def _entry(le: LoadedExecutor) -> CatalogueEntry:
 
 
 def _tool(le: LoadedExecutor, *, step_refs: bool = True) -> ToolSpec:
+    # The one-line summary, not the long description: the pre-filter reads
+    # the long one; the model gets the few tokens it needs to choose.
     m = le.manifest
-    description = m.description.get("en") or m.executor.summary
-    return ToolSpec(name=le.name, description=description, parameters=tool_parameters(le.input_schema, step_refs=step_refs))
+    description = m.executor.summary or m.description.get("en", "")
+    return ToolSpec(name=le.name, description=description,
+                    parameters=compact_schema(tool_parameters(le.input_schema, step_refs=step_refs)))
 
 
 # Words that make the pre-filter offer the recurring-task builtins.
@@ -148,6 +178,7 @@ def builtin_tools() -> dict[str, Builtin]:
     found = {}
     for name, tool in sorted(TOOLS.items()):
         spec = ToolSpec(**tool.spec())
+        spec = ToolSpec(name=spec.name, description=spec.description, parameters=compact_schema(spec.parameters))
         found[name] = Builtin(CatalogueEntry(name=name, summary=tool.description, descriptions=(("en", tool.description),),
                                              affinity=BUILTIN_AFFINITY.get(name, ()), side_effects=tool.side_effects,
                                              idempotent=tool.idempotent), spec, tool.targets)
@@ -173,8 +204,10 @@ class TurnCatalogue:
         return self.executors.get(name)
 
     def tools(self, names: list[str], *, with_scratchpad: bool, step_refs: bool = True) -> list[ToolSpec]:
+        """The tools for ``names``, in name order whatever the ranking: the same
+        tools make the same prompt prefix, which llama.cpp's cache reuses."""
         tools = []
-        for n in names:
+        for n in sorted(names):
             if n in self.executors:
                 tools.append(self.executors[n].tool if step_refs else self.executors[n].first_tool)
             elif n in self.builtins:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-PLANNER_PROMPT = """You are the planner of Metnos, a personal assistant that acts only through tools.
-Answer the user's request by calling tools one step at a time; after each call you see its result.
-
-Rules:
-- Call a tool only with arguments that match its schema. Paths may start with ~ for the user's home.
-- To give a tool the list produced by an earlier step N, pass "from_step": N (never copy the list yourself).
-- To give a tool a single value produced by step N, use "{{stepN.field}}" as the whole argument value,
-  for example "content": "{{step1.content}}".
-- When you have what the user asked for, stop calling tools and reply with the answer in plain text.
-  In the answer write the actual values taken from the results, never {{...}} placeholders.
-- If a result says the data is already available at an earlier step, answer from it.
+# Nothing in it may vary from turn to turn (no time, no id, no user data):
+# it is the start of every first prompt, which llama.cpp's prompt cache then
+# reuses from one turn to the next. Its size counts against the 600 tokens
+# of a first prompt (bench/first_prompt.py).
+PLANNER_PROMPT = """You are Metnos's planner: you do the user's request by calling tools, one step at a time, and see each result.
+- Arguments must match the tool. Paths may start with ~ (the user's home).
+- To pass the list made by step N, give "from_step": N; never copy a list. For one value of step N, write "{{stepN.field}}" as the whole argument, e.g. "content": "{{step1.content}}".
+- When you have what was asked, stop calling tools and answer in plain text with the actual values from the results, never {{...}}.
+- If a result says the data is already at an earlier step, answer from it.
 """
 
 PLACEHOLDER_CORRECTION = (

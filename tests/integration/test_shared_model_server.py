@@ -98,6 +98,12 @@ def test_the_first_command_leaves_a_warm_server_the_next_uses_it_until_it_idles_
     other = ws.runtime_dir / "other.gguf"
     other.write_bytes(b"GGUF" + b"\0" * 64)
     assert shared_server.find_running(ws.runtime_dir, other) is None
+    # Nor is a server that loaded another chat template (an upgrade changed it).
+    state_file = shared_server.state_path(ws.runtime_dir)
+    saved = state_file.read_text()
+    state_file.write_text(json.dumps({**json.loads(saved), "template_hash": "0" * 32}))
+    assert shared_server.find_running(ws.runtime_dir, model) is None
+    state_file.write_text(saved)
 
     # Used again just now, it stays up past its idle time measured from the start ...
     time.sleep(IDLE_S / 2)
@@ -136,7 +142,8 @@ def test_a_stale_announcement_is_removed(ws: Workspace, model: Path) -> None:
     for pid in (dead.pid, os.getpid()):  # a dead process; a live one that is no model server
         shared_server.state_path(ws.runtime_dir).write_text(json.dumps({
             "url": "http://127.0.0.1:9", "pid": pid, "port": 9, "model": str(model),
-            "model_hash": shared_server.model_fingerprint(model), "owner": "ask", "owner_pid": pid, "idle_s": 5}))
+            "model_hash": shared_server.model_fingerprint(model), "template_hash": shared_server.template_fingerprint(),
+            "owner": "ask", "owner_pid": pid, "idle_s": 5}))
         assert shared_server.find_running(ws.runtime_dir, model) is None
         assert not shared_server.state_path(ws.runtime_dir).exists()
     assert main(["model", "stop"]) == 0  # nothing to stop, and no error

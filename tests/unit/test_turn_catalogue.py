@@ -55,3 +55,31 @@ def test_a_self_referencing_schema_stops() -> None:
     while node.get("properties", {}).get("next"):
         node, depth = node["properties"]["next"], depth + 1
     assert 0 < depth <= 16
+
+
+# Issue 17 item 5: a small first prompt with a stable prefix.
+
+def test_the_model_gets_the_shape_and_the_validator_keeps_the_rest() -> None:
+    from metnos.turn.catalogue import compact_schema
+    from metnos.turn.validation import validate_args
+
+    full = contract("find_files")
+    shown = compact_schema(tool_parameters(full, step_refs=False))
+    text = json.dumps(shown)
+    for gone in ("description", "minLength", "maximum", "default", "format", "additionalProperties"):
+        assert gone not in text
+    assert shown["required"] == ["base_path"] and shown["properties"]["recursive"] == {"type": "boolean"}
+    # What the prompt leaves out is still enforced, and the model is told why.
+    assert validate_args(full, {"base_path": ""})
+    assert validate_args(full, {"base_path": "~", "max_results": 0})
+    assert validate_args(full, {"base_path": "~", "surprise": 1})
+    assert not validate_args(full, {"base_path": "~"})
+
+
+def test_nested_shapes_and_enums_survive_compaction() -> None:
+    from metnos.turn.catalogue import compact_schema
+
+    shown = compact_schema(tool_parameters(contract("write_files"), step_refs=False))
+    item = shown["properties"]["files"]["items"]
+    assert item["required"] == ["path", "content"]
+    assert item["properties"]["mode"]["enum"] == ["create", "overwrite", "append"]
