@@ -87,6 +87,20 @@ def test_a_declined_turn_leaves_no_schedule_behind(home: Path, victim: Path, cap
     assert "declined" in tool_messages[1]["content"]
 
 
+def test_a_chain_that_ends_in_a_deletion_asks_too(home: Path, victim: Path, capsys, monkeypatch) -> None:
+    chain = [{"executor": "find_files", "args": {"root": str(home), "pattern": "*.txt"}},
+             {"executor": "delete_files", "args": {"from_step": 1}}]
+    with ScriptedLLM([call("schedule_recurring", {"chain": chain, "cron": "0 * * * *"}), text("done")]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, "find my txt files and delete them every hour", "--no")
+    assert code == 3 and out["status"] == "refused", out
+    assert schedules(capsys) == []
+    asked = [e["state"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "ApprovalAsked"]
+    assert [a["executor"] for a in asked] == ["schedule_recurring"] and "delete_files" in asked[0]["reason"]
+    assert victim.read_text() == "keep me"
+
+
 def test_an_approved_schedule_records_its_approval_with_the_turn(home: Path, victim: Path, capsys, monkeypatch) -> None:
     script = [call("schedule_recurring", {"executor": "delete_files", "args": {"paths": [str(victim)]}, "cron": "0 * * * *"}),
               text("scheduled")]
