@@ -89,7 +89,7 @@ class Executor(MetnosAggregate):
         def apply(self, executor: Executor) -> None:
             # A quarantine voids any earlier birth pass: whatever is lifted
             # later is born again before it may run.
-            executor._set(self.version, QUARANTINED, reason=self.reason)
+            executor._set(self.version, QUARANTINED, reason=self.reason, check=self.check)
             executor.versions[self.version].pop("birth", None)
 
     class ExecutorRehabilitated(DomainEvent):

@@ -76,8 +76,18 @@ def _mnestome_line(runtime: Runtime) -> str:
 
 
 def _seeds_installed(workspace: Workspace) -> bool:
+    """Every shipped seed installed, and signed in the current format (an
+    upgrade from format 1 re-signs them here)."""
     from executors import SEED_DIR
+    from metnos.executors.signing import signed_in_current_format
 
     seed_dir = workspace.executors_origin_dir("seed")
     shipped = [p.name for p in SEED_DIR.iterdir() if (p / "manifest.toml").is_file()]
-    return all((seed_dir / name / "CURRENT").is_file() for name in shipped)
+    for name in shipped:
+        try:
+            current = (seed_dir / name / "CURRENT").read_text().strip()
+        except FileNotFoundError:
+            return False
+        if not signed_in_current_format(seed_dir / name / current):
+            return False
+    return True

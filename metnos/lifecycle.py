@@ -18,11 +18,14 @@ from eventsourcing.application import AggregateNotFoundError
 from domain.executor import ACTIVE, QUARANTINED, Executor, executor_id
 from metnos.eventlog import EventLog
 from metnos.executors.loader import LoadedExecutor, LoadReport, Quarantined
+from metnos.executors.signing import legacy_digest
 
 if TYPE_CHECKING:
     from metnos.birth_reuse import BirthConditions
 
 Clock = Callable[[], datetime]
+# What a verified version passed, as its ExecutorVerified event lists it.
+_CHECKS = ("signature", "digests", "profile.lock", "schemas", "birth")
 
 
 class Lifecycle:
@@ -51,8 +54,19 @@ class Lifecycle:
             at = self.clock()
             e.register_version(version=le.version, digest=le.digest, summary=le.manifest.executor.summary, at=at)
             e.record_signature(version=le.version, digest=le.digest, key_id=self.key_id, at=at)
-            e.verify(version=le.version, digest=le.digest, checks=["signature", "digests", "profile.lock", "schemas", "birth"], at=at)
+            e.verify(version=le.version, digest=le.digest, checks=list(_CHECKS), at=at)
             e.activate(version=le.version, at=at)
+        elif self._resigned_unchanged(e, le):
+            # Re-signed under signature format 2 (init does it for the seeds)
+            # with every file format 1 covered unchanged: the same executor,
+            # now vouched for whole; the log records the new digest.
+            at = self.clock()
+            if state == QUARANTINED:
+                e.rehabilitate(version=le.version, digest=le.digest, by="re-signed under signature format 2", at=at)
+            else:
+                e.record_signature(version=le.version, digest=le.digest, key_id=self.key_id, at=at)
+                e.verify(version=le.version, digest=le.digest, checks=list(_CHECKS), at=at)
+                e.activate(version=le.version, at=at)
         elif state in (ACTIVE, "verified", "below_threshold") and e.versions[le.version]["digest"] != le.digest:
             e.quarantine(
                 version=le.version, check="identity", file="manifest.sig", at=self.clock(),
@@ -63,8 +77,20 @@ class Lifecycle:
             if state == "registered":
                 e.record_signature(version=le.version, digest=le.digest, key_id=self.key_id, at=at)
             if state != "verified":
-                e.verify(version=le.version, digest=le.digest, checks=["signature", "digests", "profile.lock", "schemas", "birth"], at=at)
+                e.verify(version=le.version, digest=le.digest, checks=list(_CHECKS), at=at)
             e.activate(version=le.version, at=at)
+
+    @staticmethod
+    def _resigned_unchanged(e: Executor, le: LoadedExecutor) -> bool:
+        entry = e.versions[le.version]
+        if entry["digest"] == le.digest:
+            return False
+        if entry["state"] == QUARANTINED:
+            if entry.get("check") != "format":
+                return False
+        elif entry["state"] not in (ACTIVE, "verified", "below_threshold"):
+            return False
+        return legacy_digest(le.dir) == entry["digest"]
 
     def record_quarantined(self, q: Quarantined) -> None:
         e = self._executor(q.origin, q.name)

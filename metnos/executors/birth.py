@@ -135,7 +135,7 @@ def run_birth_tests(
         request = json.dumps({"executor_dir": str(executor_dir), "tmp": str(tmp), "ctx": ctx}).encode()
         req = SpawnRequest(
             # -S as in the sandbox, unless the executor declared it needs packages.
-            argv=[python, "-I", *([] if profile is not None and profile.site_packages else ["-S"]),
+            argv=[python, "-I", "-B", *([] if profile is not None and profile.site_packages else ["-S"]),
                   str(HOST_SCRIPT)], stdin=request, executor_dir=executor_dir,
             tmp_dir=tmp, host_script=HOST_SCRIPT, profile=profile, timeout_s=timeout_s,
         )

@@ -11,21 +11,18 @@ they cannot forge the report.
 CONFIG, given when it runs in the sandbox (metnos.sandbox.birth), is the
 invocation host's config plus ``host_dir``, where that host is bound: the
 birth host confines itself with the host's own code before loading anything.
+Sandboxed or not, it imports the executor's code as the invocation host
+does: its folder after the standard library, from source, no bytecode.
 """
 
 import copy
-import importlib.util
 import json
 import os
 import sys
 import traceback
 
-
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# Where the invocation host is outside the sandbox; inside, CONFIG says.
+_HOST_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "invocation")
 
 
 def _merge(base, over):
@@ -41,16 +38,25 @@ def _where(tb):
     return f" (tests/birth.py:{frames[-1].lineno})" if frames else ""
 
 
-def _confine(request):
-    cfg = json.loads(sys.argv[1])
-    # The executor is bound at its own place inside the sandbox.
-    request["executor_dir"] = cfg["code_dir"]
-    sys.path.insert(0, cfg["host_dir"])
+def _host(cfg):
+    """The invocation host's module: its confinement and its import rules,
+    so a birth runs under exactly those of an invocation."""
+    sys.path.insert(0, cfg["host_dir"] if cfg else _HOST_DIR)
     import host
 
     del sys.path[0]
-    host.confine(cfg)
-    sys.path[:0] = [cfg["code_dir"]] + list(cfg.get("site_packages") or [])
+    return host
+
+
+def _prepare(request):
+    cfg = json.loads(sys.argv[1]) if len(sys.argv) > 1 else None
+    host = _host(cfg)
+    if cfg:
+        # The executor is bound at its own place inside the sandbox.
+        request["executor_dir"] = cfg["code_dir"]
+        host.confine(cfg)
+    host.executor_imports(request["executor_dir"], list((cfg or {}).get("site_packages") or []))
+    return host
 
 
 def main():
@@ -60,12 +66,11 @@ def main():
     sys.stdout = sys.stderr
     # The executor dir is signed: no __pycache__ may appear in it.
     sys.dont_write_bytecode = True
-    if len(sys.argv) > 1:
-        _confine(request)
+    host = _prepare(request)
     report = {"tests": [], "fatal": None}
     try:
-        code = _load("executor_main", os.path.join(request["executor_dir"], "main.py"))
-        tests = _load("executor_birth", os.path.join(request["executor_dir"], "tests", "birth.py"))
+        code = host.load_source("executor_main", os.path.join(request["executor_dir"], "main.py"))
+        tests = host.load_source("executor_birth", os.path.join(request["executor_dir"], "tests", "birth.py"))
     except BaseException as exc:  # the import itself may run broken code
         report["fatal"] = f"import failed: {type(exc).__name__}: {exc}"
         report_out.write(json.dumps(report))

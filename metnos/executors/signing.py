@@ -1,20 +1,37 @@
-"""Signing and verifying an executor folder.
+"""Signing and verifying an executor folder: every file in it.
 
-The signed message is the one seeds/000 ch. 4 fixes:
+The signed message (signature format 2) names every file of the version
+folder except the signature itself and the lock, sorted by path, each with
+its blake3, and then the profile lock:
 
-    blake3(manifest.toml) || blake3(main.py) || blake3(schema.json) || profile.lock
+    metnos executor signature 2
+    blake3:<hex> <path>          one line a file, sorted by path
+    profile.lock <lock>
+
+so tests/birth.py, helper modules and data are covered as much as main.py
+(seeds/000 ch. 3 names only manifest, code, schema and lock; DESIGN decision
+3 and issue 16 widen it). Nothing in the folder is ignored. What cannot be
+signed is refused outright, at signing and at every check: a symbolic link,
+anything that is not a plain file or a folder, a name with a newline, and
+bytecode (``__pycache__``, ``*.pyc``), which Python would load in place of
+the source. Signing also refuses code that uses eval, exec, compile,
+__import__ or importlib, and modules named like the standard library's
+(metnos/executors/code_check.py).
 
 ``manifest.sig`` is a small JSON document that carries, next to the Ed25519
 signature, the digests it was computed over. The signature authenticates
-those recorded digests; each file is then compared with its own recorded
-digest, so a tampered folder is reported by file ("main.py: digest differs
-from the signed one") rather than as a bare "bad signature".
+those recorded digests; the folder is then compared with them file by file,
+so a tampered folder is reported by file ("tests/birth.py: digest differs
+from the signed one", "socket.py: not covered by the signature") rather than
+as a bare "bad signature". A signature of the old format (1: manifest, code,
+schema and lock only) is refused with the way to re-sign it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +41,7 @@ from nacl.encoding import HexEncoder
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
+from metnos.executors.code_check import problems_in_source, shadowing_problems
 from metnos.executors.keys import key_fingerprint
 from metnos.executors.manifest import Manifest, ManifestError, parse_manifest
 from metnos.executors.schemas import ContractSchemas, SchemaCheckCache, SchemaProblem, check_contract_schemas
@@ -35,10 +53,16 @@ LOCK = "profile.lock"
 SIGNATURE = "manifest.sig"
 BIRTH = "tests/birth.py"
 
-# Order matters: it is the order of the signed concatenation.
-SIGNED_FILES = (MANIFEST, CODE, SCHEMA)
+# The files every executor has; all of them, and every other file, are signed.
+SIGNED_FILES = (MANIFEST, CODE, SCHEMA, BIRTH)
 REQUIRED_FILES = (MANIFEST, CODE, SCHEMA, BIRTH, LOCK, SIGNATURE)
-SIG_FORMAT = 1
+SIG_FORMAT = 2
+_MESSAGE_HEAD = b"metnos executor signature 2\n"
+# Format 1 signed blake3(manifest) || blake3(main.py) || blake3(schema) || lock.
+LEGACY_FORMAT = 1
+LEGACY_SIGNED_FILES = (MANIFEST, CODE, SCHEMA)
+RESIGN_HINT = ("re-sign it: `metnos init` re-signs the seed executors, "
+               "`metnos executors sign DIR` any other folder")
 
 
 class SigningError(Exception):
@@ -84,8 +108,74 @@ def _hex(digest: bytes) -> str:
     return "blake3:" + digest.hex()
 
 
-def signed_message(file_digests: list[bytes], lock: bytes) -> bytes:
-    return b"".join(file_digests) + lock
+@dataclass(frozen=True)
+class FolderProblem:
+    """Something in the folder that no signature may cover."""
+
+    file: str
+    check: str
+    detail: str
+
+
+def folder_files(directory: Path) -> tuple[list[str], list[FolderProblem]]:
+    """Every file of the folder to sign, as sorted relative POSIX paths
+    (the signature and the lock aside), and what may not be there at all."""
+    files: list[str] = []
+    problems: list[FolderProblem] = []
+
+    def walk(d: Path, rel: str) -> None:
+        with os.scandir(d) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            path = f"{rel}{e.name}"
+            if rel == "" and e.name in (SIGNATURE, LOCK):
+                continue
+            if any(c in e.name for c in "\n\r\0") or not e.name.isprintable() or _undecodable(e.name):
+                problems.append(FolderProblem(path, "name", "a file name that cannot be signed"))
+            elif e.is_symlink():
+                problems.append(FolderProblem(path, "plain-file", "a symbolic link; an executor's folder holds plain files and folders only"))
+            elif e.is_dir(follow_symlinks=False):
+                if e.name == "__pycache__":
+                    problems.append(FolderProblem(path, "bytecode", "a bytecode cache; bytecode is never loaded from an executor's folder"))
+                else:
+                    walk(Path(e.path), path + "/")
+            elif not stat.S_ISREG(e.stat(follow_symlinks=False).st_mode):
+                problems.append(FolderProblem(path, "plain-file", "neither a plain file nor a folder"))
+            elif e.name.endswith((".pyc", ".pyo")):
+                problems.append(FolderProblem(path, "bytecode", "bytecode; it is never loaded from an executor's folder"))
+            else:
+                files.append(path)
+
+    walk(directory, "")
+    return sorted(files, key=lambda p: p.encode()), problems
+
+
+def _undecodable(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.fsdecode's surrogates: not UTF-8 on disk
+        return True
+    return False
+
+
+def signed_message(file_digests: dict[str, bytes], lock: bytes) -> bytes:
+    lines = [_MESSAGE_HEAD]
+    for path in sorted(file_digests, key=lambda p: p.encode()):
+        lines.append(f"{_hex(file_digests[path])} {path}\n".encode())
+    lines.append(b"profile.lock " + lock + b"\n")
+    return b"".join(lines)
+
+
+def legacy_digest(directory: Path | str) -> str | None:
+    """The digest format 1 gives the folder as it is now (None: a file is
+    missing); how the lifecycle recognises an executor re-signed under format 2
+    whose files format 1 covered have not changed."""
+    d = Path(directory)
+    try:
+        parts = [blake3.blake3((d / n).read_bytes()).digest() for n in LEGACY_SIGNED_FILES]
+        return message_digest(b"".join(parts) + (d / LOCK).read_bytes())
+    except OSError:
+        return None
 
 
 def message_digest(message: bytes) -> str:
@@ -106,39 +196,56 @@ def static_checks(manifest_bytes: bytes, schema_bytes: bytes, schema_digest: str
 def sign_executor(directory: Path | str, signing_key: SigningKey) -> str:
     """Write ``profile.lock`` and ``manifest.sig``; return the executor digest.
 
-    Refuses (SigningError) a folder whose manifest or schema is invalid: a
-    signature vouches that the loader's static checks passed once.
+    Refuses (SigningError, naming the file and, for code, the line) a folder
+    with a required file missing, something no signature may cover, an
+    invalid manifest or schema, code that uses eval, exec, compile,
+    __import__ or importlib, or a module named like the standard library's:
+    a signature vouches that these checks passed once.
     """
     d = Path(directory)
-    for name in (*SIGNED_FILES, BIRTH):
+    for name in SIGNED_FILES:
         if not (d / name).is_file():
             raise SigningError(f"{d / name}: missing")
-    data = {name: (d / name).read_bytes() for name in SIGNED_FILES}
+    files, problems = folder_files(d)
+    if problems:
+        raise SigningError(f"{d / problems[0].file}: {problems[0].detail}; remove it and sign again")
+    data = {name: (d / name).read_bytes() for name in (MANIFEST, SCHEMA)}
     try:
         manifest, _ = static_checks(data[MANIFEST], data[SCHEMA])
     except ManifestError as exc:
         raise SigningError(f"{d / MANIFEST}: {exc}") from None
     except SchemaProblem as exc:
         raise SigningError(f"{d / SCHEMA}: {exc}") from None
+    code_problems = list(shadowing_problems(files))
+    for path in files:
+        if path.endswith(".py"):
+            code_problems.extend(problems_in_source((d / path).read_bytes(), path))
+    if code_problems:
+        shown = "; ".join(str(p) for p in code_problems[:5])
+        more = f" (and {len(code_problems) - 5} more)" if len(code_problems) > 5 else ""
+        raise SigningError(f"{d}: {shown}{more}")
     return write_signature(d, signing_key, manifest.sandbox_profile().lock_digest().encode())
 
 
 def write_signature(directory: Path | str, signing_key: SigningKey, lock: bytes) -> str:
-    """Sign the folder as it is, with ``lock`` as profile.lock, checking nothing.
+    """Sign the folder as it is, with ``lock`` as profile.lock, checking
+    nothing but that every file can be signed.
 
     The low half of sign_executor; tests use it to produce signed folders
     that the loader must still refuse (a broken schema, a stale lock).
     """
     d = Path(directory)
-    data = {name: (d / name).read_bytes() for name in SIGNED_FILES}
-    digests = [blake3.blake3(data[name]).digest() for name in SIGNED_FILES]
+    files, problems = folder_files(d)
+    if problems:
+        raise SigningError(f"{d / problems[0].file}: {problems[0].detail}")
+    digests = {path: blake3.blake3((d / path).read_bytes()).digest() for path in files}
     message = signed_message(digests, lock)
     signature = signing_key.sign(message).signature
     sig_doc = {
         "format": SIG_FORMAT,
         "algorithm": "ed25519",
         "key": signing_key.verify_key.encode(encoder=HexEncoder).decode(),
-        "digests": {name: _hex(dg) for name, dg in zip(SIGNED_FILES, digests)},
+        "files": {path: _hex(digests[path]) for path in files},
         "profile_lock": lock.decode(),
         "signature": signature.hex(),
     }
@@ -153,39 +260,57 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+class LegacySignature(ValueError):
+    """A signature of format 1, which covers only manifest, code and schema."""
+
+
 def _parse_sig(raw: bytes) -> dict[str, Any]:
     doc = json.loads(raw)
+    if isinstance(doc, dict) and doc.get("format") == LEGACY_FORMAT:
+        raise LegacySignature
     if not isinstance(doc, dict) or doc.get("format") != SIG_FORMAT or doc.get("algorithm") != "ed25519":
         raise ValueError("unknown format or algorithm")
-    digests = doc["digests"]
-    for name in SIGNED_FILES:
-        if not (isinstance(digests.get(name), str) and digests[name].startswith("blake3:")):
-            raise ValueError(f"no digest for {name}")
-        bytes.fromhex(digests[name][7:])
+    files = doc["files"]
+    if not isinstance(files, dict):
+        raise ValueError("files must be an object")
+    for name, digest in files.items():
+        if not (isinstance(digest, str) and digest.startswith("blake3:")) or "\n" in name:
+            raise ValueError(f"bad entry for {name[:80]!r}")
+        if len(bytes.fromhex(digest[7:])) != 32:
+            raise ValueError(f"bad digest for {name[:80]!r}")
     if not isinstance(doc["profile_lock"], str) or not isinstance(doc["signature"], str):
         raise ValueError("profile_lock and signature must be strings")
     bytes.fromhex(doc["signature"])
     return doc
 
 
+def signed_in_current_format(directory: Path | str) -> bool:
+    """Whether the folder's manifest.sig is of the current format (no check of
+    the signature itself)."""
+    try:
+        doc = json.loads((Path(directory) / SIGNATURE).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("format") == SIG_FORMAT
+
+
 def verify_executor(directory: Path | str, verify_key: VerifyKey, *,
                     schema_cache: SchemaCheckCache | None = None) -> Verification:
     """Run every static check of the loader on one folder.
 
-    Checks, in order: each required file present; manifest.sig readable; the
-    signature valid under ``verify_key``; each signed file's digest; the
+    Checks, in order: each required file present; manifest.sig readable and
+    of the current format; the signature valid under ``verify_key``; nothing
+    in the folder that no signature may cover; every signed file present
+    and with its digest; no file the signature does not name; the
     profile.lock bytes; the manifest (TOML + model); the lock recomputed from
-    the manifest; schema.json (JSON, JSON Schema, pointers). Birth tests are
-    the loader's business (they run code).
+    the manifest; schema.json (JSON, JSON Schema, pointers). Nothing in the
+    folder runs here: birth tests are the loader's business, after this.
     """
     d = Path(directory)
     v = Verification(dir=d)
-    data: dict[str, bytes] = {}
     for name in REQUIRED_FILES:
         try:
-            if name != BIRTH:
-                data[name] = (d / name).read_bytes()
-            elif not (d / name).is_file():
+            if not (d / name).is_file():
                 raise FileNotFoundError
         except FileNotFoundError:
             v._add(name, "present", False, "missing")
@@ -195,11 +320,16 @@ def verify_executor(directory: Path | str, verify_key: VerifyKey, *,
         return v
 
     try:
-        sig = _parse_sig(data[SIGNATURE])
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        sig = _parse_sig((d / SIGNATURE).read_bytes())
+    except LegacySignature:
+        v._add(SIGNATURE, "format", False,
+               f"signed under format {LEGACY_FORMAT}, which does not cover tests/birth.py nor any "
+               f"file beside main.py; {RESIGN_HINT}")
+        return v
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         v._add(SIGNATURE, "format", False, f"malformed signature file: {exc}")
         return v
-    recorded = [bytes.fromhex(sig["digests"][name][7:]) for name in SIGNED_FILES]
+    recorded = {name: bytes.fromhex(dg[7:]) for name, dg in sig["files"].items()}
     recorded_lock = sig["profile_lock"].encode()
     message = signed_message(recorded, recorded_lock)
     try:
@@ -213,13 +343,33 @@ def verify_executor(directory: Path | str, verify_key: VerifyKey, *,
     v._add(SIGNATURE, "signature", True)
     v.digest = message_digest(message)
 
-    for name, want in zip(SIGNED_FILES, recorded):
+    try:
+        files, problems = folder_files(d)
+    except OSError as exc:
+        v._add(".", "present", False, f"the folder cannot be read: {exc.strerror}")
+        return v
+    for p in problems:
+        v._add(p.file, p.check, False, p.detail)
+    data: dict[str, bytes] = {}
+    present = set(files)
+    for name, want in recorded.items():
+        if name not in present:
+            v._add(name, "present", False, "signed but missing from the folder")
+            continue
+        try:
+            data[name] = (d / name).read_bytes()
+        except OSError as exc:
+            v._add(name, "present", False, f"unreadable: {exc.strerror}")
+            continue
         got = blake3.blake3(data[name]).digest()
         v.file_digests[name] = _hex(got)
         v._add(name, "digest", got == want,
                "" if got == want else f"differs from the signed one (signed {_hex(want)[:23]}, found {_hex(got)[:23]})")
-    v._add(LOCK, "digest", data[LOCK] == recorded_lock,
-           "" if data[LOCK] == recorded_lock else "differs from the signed lock")
+    for name in files:
+        if name not in recorded:
+            v._add(name, "signed", False, "not covered by the signature: a file that was not there when it was signed")
+    lock = (d / LOCK).read_bytes()
+    v._add(LOCK, "digest", lock == recorded_lock, "" if lock == recorded_lock else "differs from the signed lock")
     if not v.ok:
         return v
 
@@ -230,9 +380,9 @@ def verify_executor(directory: Path | str, verify_key: VerifyKey, *,
         v._add(MANIFEST, "manifest", False, str(exc))
         return v
     lock_now = v.manifest.sandbox_profile().lock_digest().encode()
-    v._add(LOCK, "profile_lock", lock_now == data[LOCK],
-           "" if lock_now == data[LOCK] else
-           f"effective profile is {lock_now.decode()[:23]}..., lock says {data[LOCK].decode()[:23]}...")
+    v._add(LOCK, "profile_lock", lock_now == lock,
+           "" if lock_now == lock else
+           f"effective profile is {lock_now.decode()[:23]}..., lock says {lock.decode()[:23]}...")
     try:
         v.schemas = check_contract_schemas(
             data[SCHEMA], v.manifest.contract.input_schema, v.manifest.contract.output_schema,

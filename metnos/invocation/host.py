@@ -6,7 +6,8 @@ It restricts itself (resource limits, then Landlock), loads the executor's
 
 Stdlib only, and no import of ``metnos``: with ``-I -S`` nothing but the
 standard library is on sys.path, which is what makes the interpreter start
-in ~15 ms instead of ~90 ms. Everything it needs arrives in CONFIG.
+in ~15 ms instead of ~90 ms. Everything it needs arrives in CONFIG. ``-B``
+and executor_imports keep bytecode out of the executor's folder.
 
 Exit codes: 0 result written; 1 the executor raised or returned garbage;
 2 the host itself could not set up (the executor never ran).
@@ -109,6 +110,52 @@ def _through_proxy(cfg):
         cfg["landlock"]["tcp_ports"] = [port]
 
 
+def executor_imports(code_dir, site_packages):
+    """Make the executor's folder importable: after the standard library, and
+    from source only.
+
+    Only signed files may run, and the signature covers sources: a module
+    beside main.py never shadows the standard library's (an unsigned
+    ``socket.py`` is not the socket module), and bytecode is neither read from
+    the folder (a planted ``__pycache__`` is ignored) nor written into it.
+    Also imported by the birth host.
+    """
+    sys.dont_write_bytecode = True
+    bx = sys.modules.get("_frozen_importlib_external")
+    if bx is None:  # an interpreter that does not freeze its import system
+        from importlib import machinery as bx
+
+    class SourceOnly(bx.SourceFileLoader):
+        def path_stats(self, path):
+            # Without the source's stats SourceLoader.get_code neither checks
+            # nor writes a cache: it compiles the source, every time.
+            raise OSError("executor code is never loaded from bytecode")
+
+    root = code_dir.rstrip("/")
+
+    def finder(path):
+        if path == root or path.startswith(root + "/"):
+            return bx.FileFinder(path, (SourceOnly, bx.SOURCE_SUFFIXES))
+        raise ImportError("not the executor's folder")
+
+    sys.path_hooks.insert(0, finder)
+    sys.path_importer_cache.pop(root, None)
+    sys.path.append(root)
+    sys.path.extend(site_packages)
+
+
+def load_source(name, path):
+    """One module from its source file, compiled here (no bytecode cache);
+    compile + exec rather than importlib.util, which costs ~3 ms to import."""
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    module = type(sys)(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    exec(code, module.__dict__)
+    return module
+
+
 def main():
     global cfg_in_sandbox
     cfg = json.loads(sys.argv[1])
@@ -129,18 +176,9 @@ def main():
         _through_proxy(cfg)
     confine(cfg)
     code_dir = cfg["code_dir"]
-    sys.path[:0] = [code_dir] + list(cfg.get("site_packages") or [])
-    sys.dont_write_bytecode = True
+    executor_imports(code_dir, list(cfg.get("site_packages") or []))
     try:
-        # compile + exec rather than importlib.util: same effect for one
-        # file, without the ~3 ms that importing importlib.util costs.
-        path = os.path.join(code_dir, "main.py")
-        with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec")
-        module = type(sys)("main")
-        module.__file__ = path
-        sys.modules["main"] = module
-        exec(code, module.__dict__)
+        module = load_source("main", os.path.join(code_dir, "main.py"))
         result = module.run(args, ctx)
         if not isinstance(result, dict):
             raise TypeError(f"run() returned {type(result).__name__}, not dict")

@@ -177,7 +177,7 @@ def invoke(
     proxy = EgressProxy(_admission(plan.scope)).start() if plan.egress else None
     try:
         proxy_fd = proxy.take_child_fd() if proxy else None
-        cmd = [exe, "-I", "-S", plan.host_path, host_config(plan, profile, proxy_fd=proxy_fd)]
+        cmd = [exe, "-I", "-S", "-B", plan.host_path, host_config(plan, profile, proxy_fd=proxy_fd)]
         wrapped = wrap_plan(plan, cmd)
         if proxy_fd is not None:
             wrapped.pass_fds += (proxy_fd,)

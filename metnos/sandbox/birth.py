@@ -112,7 +112,7 @@ def _spawn(req: SpawnRequest, workspace: Workspace | None, env: Mapping[str, str
     cfg = json.loads(host_config(plan, profile))
     cfg["host_dir"] = INSIDE_DIR
     exe, _, _ = python_runtime()
-    cmd = [exe, "-I", "-S", f"{INSIDE_DIR}/{BIRTH_HOST}", json.dumps(cfg, separators=(",", ":"))]
+    cmd = [exe, "-I", "-S", "-B", f"{INSIDE_DIR}/{BIRTH_HOST}", json.dumps(cfg, separators=(",", ":"))]
     cap = _report_cap(profile)
     c = run_contained(wrap_plan(plan, cmd), req.stdin, max_stdout=cap, deadline=t0 + req.timeout_s,
                       max_pids=profile.max_pids, max_memory_bytes=profile.max_memory_mb * 1024 * 1024)

@@ -96,14 +96,15 @@ def test_the_daemon_start_and_the_switch_run_every_birth(small_home: Path, spawn
     assert reused == [] and passed == sorted(KEPT)
 
 
-def test_changed_birth_tests_run_again_and_a_failing_one_quarantines(small_home: Path, spawned: list[str]) -> None:
+def test_changed_birth_tests_quarantine_before_they_run_and_are_born_again_when_lifted(small_home: Path, spawned: list[str]) -> None:
     boot_report()
     birth = Workspace.from_env().executors_origin_dir("seed") / "get_now" / "1.0.0" / "tests" / "birth.py"
     birth.write_text(birth.read_text() + "\n\ndef birth_always_fails(run, tmp):\n    assert False, 'changed on purpose'\n")
     spawned.clear()
     reused, passed, report, _ = boot_report()
-    assert reused == ["read_files"] and "get_now" in spawned
-    assert [q.name for q in report.quarantined] == ["get_now"]
+    # tests/birth.py is signed: the changed file fails its check, and nothing runs.
+    assert reused == ["read_files"] and "get_now" not in spawned
+    assert [(q.name, q.file, q.check) for q in report.quarantined] == [("get_now", "tests/birth.py", "digest")]
     assert birth_record("get_now") is None  # the quarantine voids the old pass
 
     # Put right and rehabilitated, it is born again before it is taken as born.

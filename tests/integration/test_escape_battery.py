@@ -925,3 +925,145 @@ def test_network_executor_using_the_inherited_proxy_socket(sx, two_servers):
     assert out.kind == "NetworkDenied", out
     assert refused.seen == []
     assert [(c["port"], c["allowed"]) for c in out.network] == [(refused.port, False)]
+
+
+# --- Only signed code runs, and only from its source (issue 16 item 3) ---
+
+SHADOWED_MAIN = """\
+import socket
+
+def run(args, ctx):
+    return {"ok": hasattr(socket, "AF_INET"), "content": args["word"]}
+"""
+HELPER_MAIN = """\
+import helper
+
+def run(args, ctx):
+    return {"ok": True, "content": helper.VALUE}
+"""
+HELPER_BIRTH = """\
+def birth_value(run, tmp):
+    assert run({"word": "x"})["content"] == "benign"
+"""
+
+
+def _install_signed(sx: SandboxEnv, main: str, birth: str, extra: dict[str, str] | None = None):
+    from nacl.signing import SigningKey
+
+    from metnos.executors.install import install_executor
+    from tests.unit.executor_kit import write_executor
+
+    key = SigningKey.generate()
+    src = write_executor(sx.root / "src" / "get_word", created_by="skill:escape", main=main, birth=birth)
+    for rel, text in (extra or {}).items():
+        (src / rel).write_text(text)
+    return key, install_executor(src, sx.workspace.executors_origin_dir("skill"), key)
+
+
+def _load(sx: SandboxEnv, key, spawn):
+    from metnos.executors.loader import load_executors
+
+    return load_executors(sx.workspace, key.verify_key, birth=True, reserved_names=(), spawn=spawn)
+
+
+def _profile_of(vdir: Path) -> SandboxProfile:
+    from metnos.executors.manifest import load_manifest
+
+    return load_manifest(vdir / "manifest.toml").sandbox_profile()
+
+
+def _plant_bytecode(source: Path, evil: str) -> Path:
+    """Bytecode of ``evil`` that Python takes for ``source``'s: its header
+    carries the real source's mtime and size."""
+    import importlib._bootstrap_external as bx
+    import importlib.util
+
+    st = source.stat()
+    data = bx._code_to_timestamp_pyc(compile(evil, str(source), "exec"), int(st.st_mtime), st.st_size)
+    pyc = Path(importlib.util.cache_from_source(str(source)))
+    pyc.parent.mkdir(exist_ok=True)
+    pyc.write_bytes(data)
+    return pyc
+
+
+def test_birth_edited_after_signing_is_quarantined_before_it_runs(sx):
+    from metnos.executors.birth import spawn_subprocess
+
+    marker = sx.root / "birth-ran"
+    key, vdir = _install_signed(sx, SHADOWED_MAIN, HELPER_BIRTH.replace("benign", "x"))
+    (vdir / "tests" / "birth.py").write_text(
+        f"def birth_evil(run, tmp):\n    open({str(marker)!r}, 'w').write('ran at boot')\n")
+    # Even the unsandboxed spawn, where the marker could be written: the
+    # check happens before anything in the folder runs.
+    report = _load(sx, key, spawn_subprocess)
+    assert not report.loaded
+    (q,) = report.quarantined
+    assert (q.file, q.check) == ("tests/birth.py", "digest"), q.reason
+    assert not marker.exists()
+
+
+def test_an_unsigned_module_beside_main_is_quarantined_and_never_shadows_the_stdlib(sx):
+    from metnos.executors.birth import run_birth_tests, spawn_subprocess
+    from metnos.sandbox.birth import make_sandboxed_spawn
+
+    marker = sx.root / "shadow-imported"
+    key, vdir = _install_signed(sx, SHADOWED_MAIN, HELPER_BIRTH.replace("benign", "x"))
+    (vdir / "socket.py").write_text(f"open({str(marker)!r}, 'w').write('imported')\nAF_INET = None\n")
+    report = _load(sx, key, spawn_subprocess)
+    (q,) = report.quarantined
+    assert (q.file, q.check) == ("socket.py", "signed"), q.reason
+    assert not marker.exists()
+    # Below the signature, too: the folder comes after the standard library,
+    # in the invocation host (sandboxed and not) and in the birth host.
+    profile = _profile_of(vdir)
+    for env in (sx.env, dict(sx.env, METNOS_SANDBOX="off")):
+        out = invoke(vdir, profile, {"word": "x"}, workspace=sx.workspace, env=env)
+        assert out.ok and out.output == {"ok": True, "content": "x"}, out
+    births = run_birth_tests(vdir, {}, profile=profile, spawn=make_sandboxed_spawn(sx.workspace, sx.env))
+    assert births.ok, births.failure
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("main", [
+    "def run(args, ctx):\n    os = __import__('os')\n    return {'ok': True, 'content': os.getcwd()}\n",
+    "import importlib\n\ndef run(args, ctx):\n    return {'ok': True, 'content': importlib.import_module('os').getcwd()}\n",
+    "def run(args, ctx):\n    return {'ok': True, 'content': str(eval('1 + 1'))}\n",
+])
+def test_dynamic_code_is_refused_at_signing(sx, main):
+    from metnos.executors.signing import SigningError
+
+    with pytest.raises(SigningError) as exc:
+        _install_signed(sx, main, HELPER_BIRTH)
+    assert "main.py:" in str(exc.value) and "not allowed in an executor" in str(exc.value)
+    assert not list(sx.workspace.executors_origin_dir("skill").rglob("manifest.sig"))
+
+
+def test_planted_bytecode_is_quarantined_and_never_loaded(sx):
+    from metnos.executors.birth import run_birth_tests, spawn_subprocess
+    from metnos.sandbox.birth import make_sandboxed_spawn
+
+    key, vdir = _install_signed(sx, HELPER_MAIN, HELPER_BIRTH, {"helper.py": "VALUE = 'benign'\n"})
+    _plant_bytecode(vdir / "helper.py", "VALUE = 'evil'\n")
+    _plant_bytecode(vdir / "tests" / "birth.py", "def birth_value(run, tmp):\n    raise AssertionError('the planted birth ran')\n")
+    report = _load(sx, key, spawn_subprocess)
+    assert not report.loaded
+    assert {(q.file, q.check) for q in report.quarantined} == {("__pycache__", "bytecode")}
+    # Below the signature: the hosts read the source, never the planted bytecode.
+    profile = _profile_of(vdir)
+    for env in (sx.env, dict(sx.env, METNOS_SANDBOX="off")):
+        out = invoke(vdir, profile, {"word": "x"}, workspace=sx.workspace, env=env)
+        assert out.ok and out.output["content"] == "benign", out
+    for spawn in (spawn_subprocess, make_sandboxed_spawn(sx.workspace, sx.env)):
+        births = run_birth_tests(vdir, {}, profile=profile, spawn=spawn)
+        assert births.ok, births.failure
+
+
+def test_no_bytecode_is_written_into_the_folder(sx):
+    from metnos.executors.birth import run_birth_tests, spawn_subprocess
+
+    _, vdir = _install_signed(sx, HELPER_MAIN, HELPER_BIRTH, {"helper.py": "VALUE = 'benign'\n"})
+    profile = _profile_of(vdir)
+    out = invoke(vdir, profile, {"word": "x"}, workspace=sx.workspace, env=dict(sx.env, METNOS_SANDBOX="off"))
+    assert out.ok, out
+    assert run_birth_tests(vdir, {}, profile=profile, spawn=spawn_subprocess).ok
+    assert not [p for p in vdir.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"]
