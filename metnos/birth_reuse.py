@@ -36,14 +36,14 @@ from metnos.executors.birth import tests_digest
 from metnos.executors.loader import LoadedExecutor
 
 ENV_REUSE = "METNOS_BIRTH_REUSE"
-_OFF = ("0", "off", "no", "false")
 # The packages whose code a birth runs through, besides the executor's own.
 _BIRTH_PACKAGES = ("executors", "sandbox", "invocation")
 
 
 def reuse_allowed(env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return (env.get(ENV_REUSE) or "").strip().lower() not in _OFF
+    from metnos.settings import load_settings
+
+    return load_settings(env).BIRTH_REUSE
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,22 @@ Everything lives under the XDG data and config dirs, or all of it under
 from __future__ import annotations
 
 import os
+import pwd
 from dataclasses import dataclass
 from pathlib import Path
+
+from metnos.errors import MetnosError
+
+
+class WorkspaceNotYours(MetnosError):
+    """The workspace belongs to another user."""
+
+
+def _user(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,23 @@ class Workspace:
     @property
     def models_dir(self) -> Path:
         return self.data_dir / "models"
+
+    def check_owner(self) -> None:
+        """Refuse a workspace that belongs to someone else: writing in it would leave
+        files its owner cannot use, and reading it fails half-way."""
+        for path in (self.data_dir, self.config_dir):
+            try:
+                owner = path.stat().st_uid
+            except FileNotFoundError:
+                continue
+            except PermissionError:
+                msg = f"cannot look into the workspace at {path}: permission denied; set METNOS_HOME to a workspace of your own"
+                raise WorkspaceNotYours(msg) from None
+            me = os.geteuid()
+            if owner != me:
+                msg = (f"the workspace at {path} belongs to {_user(owner)}, not to you ({_user(me)}); "
+                       f"run Metnos as {_user(owner)}, or set METNOS_HOME to a workspace of your own")
+                raise WorkspaceNotYours(msg)
 
     def forbidden_paths(self) -> list[Path]:
         """Metnos's own paths that no executor may ever see (seeds/000 ch. 5.5)."""

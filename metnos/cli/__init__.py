@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
+import traceback
 from collections.abc import Sequence
 
 from metnos.cli import events_cmd, init_cmd
@@ -30,6 +32,7 @@ def _optional_commands() -> list:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="metnos", description="A local-first personal agent runtime on an append-only log.")
+    parser.add_argument("--debug", action="store_true", help="on an unexpected error, show its traceback (or set METNOS_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS + _optional_commands():
         module.register(sub)
@@ -42,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGINT and SIGTERM become Interrupted; a turn defers them to a safe point.
     args.interrupts = InterruptGate()
     try:
+        preflight()
         if threading.current_thread() is not threading.main_thread():
             return int(args.run(args) or 0)
         with args.interrupts.installed():
@@ -60,12 +64,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except Exception as e:  # noqa: BLE001 - the last line of defence keeps tracebacks from users
-        from eventsourcing.persistence import PersistenceError
+        return unexpected(e, debug=args.debug)
 
-        if isinstance(e, PersistenceError):
-            print(f"metnos: {e}", file=sys.stderr)
-            return 2
-        raise
+
+def preflight() -> None:
+    """What every command checks before it starts: the METNOS_* settings and who owns the workspace."""
+    from metnos.settings import load_settings, unknown_variables
+    from metnos.workspace import Workspace
+
+    load_settings()
+    for note in unknown_variables():
+        print(f"metnos: {note}", file=sys.stderr)
+    Workspace.from_env().check_owner()
+
+
+def unexpected(error: Exception, *, debug: bool) -> int:
+    """One line naming the cause; the traceback only when asked for."""
+    from eventsourcing.persistence import PersistenceError
+
+    if isinstance(error, PersistenceError):
+        print(f"metnos: {error}", file=sys.stderr)
+        return 2
+    if isinstance(error, OSError) and error.filename is not None:
+        print(f"metnos: {error.strerror or error}: {error.filename}", file=sys.stderr)
+        return 2
+    if debug or _debug_env():
+        traceback.print_exception(error, file=sys.stderr)
+    cause = " ".join(f"{type(error).__name__}: {error}".split())
+    print(f"metnos: unexpected error: {cause[:300]} (a bug in Metnos; run with --debug or METNOS_DEBUG=1 to see where)", file=sys.stderr)
+    return 70
+
+
+def _debug_env() -> bool:
+    return os.environ.get("METNOS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 if __name__ == "__main__":

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from domain.turn import Turn
+from metnos.cli.waiting import WaitingForModel
 from metnos.workspace import Workspace
 
 # How `metnos ask` exits, by the turn's status (README, "Exit codes"). 2 is
@@ -37,46 +36,22 @@ def approver_for(args: argparse.Namespace) -> Callable[[int, str, dict[str, Any]
             return True, "flag:--yes"
         if args.no:
             return False, "flag:--no"
-        if not sys.stdin.isatty():
-            # Nobody can answer: the safe answer is no.
+        stdin = sys.stdin
+        if stdin is None or stdin.closed or not stdin.isatty():
+            # Nobody can answer: the safe answer is no, and the user is told.
+            print(f"metnos: step {step}: {executor} needs your approval and there is no terminal to ask on"
+                  " (standard input is closed or not a terminal); taken as no. --yes approves, --no declines.", file=sys.stderr)
             return False, "no-terminal"
         shown = orjson.dumps(call_args).decode()
         print(f"\nstep {step}: {executor} {shown[:300]}\n  {reason}", file=sys.stderr)
-        reply = input("  approve? [y/N] ").strip().lower()
+        try:
+            reply = input("  approve? [y/N] ").strip().lower()
+        except EOFError:
+            print(f"\nmetnos: standard input closed at the approval of step {step} ({executor}); taken as no", file=sys.stderr)
+            return False, "user:closed-input"
         return reply in ("y", "yes"), "user:prompt"
 
     return approve
-
-
-class Spinner:
-    """A spinner on stderr while the model thinks, only on a terminal."""
-
-    def __init__(self) -> None:
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def wrap(self, ask: Callable[..., Any]) -> Callable[..., Any]:
-        def spinning(*a: Any, **kw: Any) -> Any:
-            if not sys.stderr.isatty():
-                return ask(*a, **kw)
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._spin, daemon=True)
-            self._thread.start()
-            try:
-                return ask(*a, **kw)
-            finally:
-                self._stop.set()
-                self._thread.join()
-                sys.stderr.write("\r\033[K")
-
-        return spinning
-
-    def _spin(self) -> None:
-        for frame in itertools.cycle("|/-\\"):
-            if self._stop.wait(0.1):
-                return
-            sys.stderr.write(f"\r{frame} thinking…")
-            sys.stderr.flush()
 
 
 def step_printer(event: Any) -> None:
@@ -94,18 +69,33 @@ def step_printer(event: Any) -> None:
     out.flush()
 
 
+def model_limits(runtime: Any) -> Callable[[str], tuple[str, float]]:
+    from metnos.llm.tiers import load_llm_settings
+    from metnos.llm.transport import public_url
+
+    settings = load_llm_settings(runtime.workspace.config_file)
+
+    def limits(tier: str) -> tuple[str, float]:
+        config = settings.tier(tier).config
+        url = config.effective_url
+        return (public_url(url) if url else "the embedded model"), config.timeout_s
+
+    return limits
+
+
 def run(args: argparse.Namespace) -> int:
     from metnos.runtime import Runtime
     from metnos.sandbox.setting import OFF_WARNING, sandbox_off
-    from metnos.turn.session import run_turn
+    from metnos.turn.session import check_request, run_turn
 
+    check_request(args.text)
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
-    spinner = Spinner()
     with Runtime.boot(Workspace.from_env()) as runtime:
+        waiting = WaitingForModel(model_limits(runtime))
         outcome = run_turn(
             runtime, args.text, approver=approver_for(args),
-            observer=step_printer if args.steps else None, wrap_llm=spinner.wrap,
+            observer=step_printer if args.steps else None, wrap_llm=waiting.wrap,
             interrupts=getattr(args, "interrupts", None),
         )
     if outcome.learning_error is not None:

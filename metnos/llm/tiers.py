@@ -25,7 +25,8 @@ Aliasing, when a tier is not configured:
 Overrides (environment): ``METNOS_LLM_URL`` points every tier at one server
 (provider ``METNOS_LLM_PROVIDER``, default "openai"; model ``METNOS_LLM_MODEL``,
 default "default"), keeping each tier's timeout, token budget and temperature.
-``METNOS_LLM_MODEL`` alone renames the model of every tier.
+``METNOS_LLM_MODEL`` alone renames the model of every tier. ``METNOS_LLM_TIMEOUT``
+(seconds) bounds the wait for a reply on every tier.
 """
 
 from __future__ import annotations
@@ -47,9 +48,17 @@ LOCAL_TIERS: tuple[str, ...] = ("fast", "middle", "wise")
 ENV_URL = "METNOS_LLM_URL"
 ENV_MODEL = "METNOS_LLM_MODEL"
 ENV_PROVIDER = "METNOS_LLM_PROVIDER"
+ENV_TIMEOUT = "METNOS_LLM_TIMEOUT"
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+
+
+def http_url(v: str) -> str:
+    parts = urlsplit(v)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http(s) URL like http://127.0.0.1:8080, not {v!r}")
+    return v.rstrip("/")
 
 
 class TierConfig(BaseModel):
@@ -68,12 +77,7 @@ class TierConfig(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        parts = urlsplit(v)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"must be an http(s) URL like http://127.0.0.1:8080, not {v!r}")
-        return v.rstrip("/")
+        return None if v is None else http_url(v)
 
     @model_validator(mode="after")
     def _url_when_needed(self) -> TierConfig:
@@ -195,6 +199,7 @@ def _apply_env(tiers: dict[str, ResolvedTier], env: Mapping[str, str]) -> dict[s
     url = (env.get(ENV_URL) or "").strip()
     model = (env.get(ENV_MODEL) or "").strip()
     provider = (env.get(ENV_PROVIDER) or "").strip() or "openai"
+    tiers = _apply_timeout(tiers, env)
     if not url and not model:
         return tiers
     out: dict[str, ResolvedTier] = {}
@@ -218,3 +223,16 @@ def _apply_env(tiers: dict[str, ResolvedTier], env: Mapping[str, str]) -> dict[s
         except ValidationError as e:
             raise LLMConfigError(f"{ENV_URL}/{ENV_PROVIDER}/{ENV_MODEL}: {_first_problem(e)}") from None
     return out
+
+
+def _apply_timeout(tiers: dict[str, ResolvedTier], env: Mapping[str, str]) -> dict[str, ResolvedTier]:
+    raw = (env.get(ENV_TIMEOUT) or "").strip()
+    if not raw:
+        return tiers
+    try:
+        return {
+            name: ResolvedTier(name, TierConfig.model_validate({**t.config.model_dump(), "timeout_s": raw}), t.source)
+            for name, t in tiers.items()
+        }
+    except ValidationError as e:
+        raise LLMConfigError(f"{ENV_TIMEOUT}={raw!r}: {_first_problem(e)}") from None

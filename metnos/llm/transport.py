@@ -30,10 +30,13 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+# A refused or unroutable connection fails in seconds even when the tier
+# allows minutes for a slow CPU model to answer.
+CONNECT_TIMEOUT_S = 5.0
+
+
 def make_client(timeout_s: float, transport: httpx.BaseTransport | None = None) -> httpx.Client:
-    # A refused or unroutable connection should fail fast even when the
-    # tier allows minutes for a slow CPU model to answer.
-    timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+    timeout = httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
     return httpx.Client(timeout=timeout, transport=transport, follow_redirects=False, trust_env=False)
 
 

@@ -110,6 +110,18 @@ def policy_checker(runtime: Runtime, env: Mapping[str, str]) -> Callable[[Any, d
     return check
 
 
+class EmptyRequest(MetnosError):
+    """A request with nothing to do."""
+
+
+def check_request(text: str) -> str:
+    """Refuse a request that is empty or only blanks, before any model is asked or anything recorded."""
+    if not text.strip():
+        msg = 'the request is empty: say what you want, e.g. metnos ask "what time is it?"'
+        raise EmptyRequest(msg)
+    return text
+
+
 def run_turn(
     runtime: Runtime,
     text: str,
@@ -123,6 +135,7 @@ def run_turn(
     wrap_llm: Callable[[Any], Any] | None = None,
     interrupts: InterruptGate | None = None,
 ) -> TurnOutcome:
+    check_request(text)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
     require_sandbox(env)

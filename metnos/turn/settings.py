@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from metnos.errors import MetnosError
 from metnos.turn.errors import TurnError
 
 ENV_POOL_SIZE = "METNOS_ENGINE_POOL_SIZE"
@@ -42,7 +43,7 @@ PREVIEW_TAIL_CHARS = 500
 PHRASE_RECALL_CAP = 3
 
 
-class SettingsError(TurnError):
+class SettingsError(TurnError, MetnosError):
     def __init__(self, variable: str, value: str, reason: str) -> None:
         super().__init__(
             "invalid_setting",
@@ -90,42 +91,9 @@ def _check_float(name: str, value: object, lo: float, hi: float) -> None:
         raise SettingsError(name, repr(value), f"must be a number in [{lo}, {hi}]")
 
 
-def _env_int(env: Mapping[str, str], var: str, default: int, lo: int, hi: int) -> int:
-    raw = env.get(var)
-    if raw is None or raw.strip() == "":
-        return default
-    text = raw.strip()
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise SettingsError(var, raw, "not an integer") from None
-    if not lo <= value <= hi:
-        raise SettingsError(var, raw, f"out of range [{lo}, {hi}]")
-    return value
-
-
-def _env_float(env: Mapping[str, str], var: str, default: float, lo: float, hi: float) -> float:
-    raw = env.get(var)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise SettingsError(var, raw, "not a number") from None
-    if not math.isfinite(value) or not lo <= value <= hi:
-        raise SettingsError(var, raw, f"out of range [{lo}, {hi}]")
-    return value
-
-
 def load_turn_settings(env: Mapping[str, str]) -> TurnSettings:
-    """Build settings from ``env`` (pass ``os.environ`` or a test dict)."""
-    return TurnSettings(
-        pool_size=_env_int(env, ENV_POOL_SIZE, DEFAULT_POOL_SIZE, 1, 256),
-        judge_threshold=_env_float(env, ENV_JUDGE_THRESHOLD, DEFAULT_JUDGE_THRESHOLD, 0.0, 1.0),
-        cap_steps=_env_int(env, ENV_CAP_STEPS, DEFAULT_CAP_STEPS, 1, 1000),
-        cap_same_executor=_env_int(env, ENV_CAP_SAME_EXECUTOR, DEFAULT_CAP_SAME_EXECUTOR, 1, 1000),
-        cap_same_vectorial=_env_int(env, ENV_CAP_SAME_VECTORIAL, DEFAULT_CAP_SAME_VECTORIAL, 1, 1000),
-        scratchpad_threshold_bytes=_env_int(
-            env, ENV_SCRATCHPAD_THRESHOLD, DEFAULT_SCRATCHPAD_THRESHOLD, 1024, 16 * 1024 * 1024
-        ),
-    )
+    """Build settings from ``env`` (pass ``os.environ`` or a test dict); the
+    variables are read and checked with every other METNOS_* setting."""
+    from metnos.settings import load_settings
+
+    return load_settings(env).turn()

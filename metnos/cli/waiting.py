@@ -1,0 +1,60 @@
+"""While the model thinks: never silence, and always the bound.
+
+On a terminal, a spinner with the seconds spent; otherwise (a pipe, a log, a
+service) a line on stderr after a few seconds and then now and then. Both say
+where the model is and after how long Metnos gives up (the tier's
+``timeout_s``, or ``METNOS_LLM_TIMEOUT``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+FIRST_LINE_S = 3.0
+EVERY_S = 15.0
+
+
+class WaitingForModel:
+    def __init__(self, limits: Callable[[str], tuple[str, float]], *, out: TextIO | None = None) -> None:
+        # limits(tier) -> (where the model is, the seconds Metnos waits for its reply)
+        self.limits = limits
+        self.out = out or sys.stderr
+
+    def wrap(self, ask: Callable[..., Any]) -> Callable[..., Any]:
+        def waiting(tier: str, *a: Any, **kw: Any) -> Any:
+            where, bound = self.limits(tier)
+            stop = threading.Event()
+            report = self._spin if self.out.isatty() else self._lines
+            thread = threading.Thread(target=report, args=(stop, where, bound), daemon=True)
+            thread.start()
+            try:
+                return ask(tier, *a, **kw)
+            finally:
+                stop.set()
+                thread.join()
+
+        return waiting
+
+    def _spin(self, stop: threading.Event, where: str, bound: float) -> None:
+        started = time.monotonic()
+        for frame in itertools.cycle("|/-\\"):
+            if stop.wait(0.1):
+                self.out.write("\r\033[K")
+                self.out.flush()
+                return
+            self.out.write(f"\r{frame} thinking… {time.monotonic() - started:.0f} s (gives up after {bound:g} s)")
+            self.out.flush()
+
+    def _lines(self, stop: threading.Event, where: str, bound: float) -> None:
+        started = time.monotonic()
+        wait = FIRST_LINE_S
+        while not stop.wait(wait):
+            spent = time.monotonic() - started
+            self.out.write(f"metnos: waiting for the model at {where}: {spent:.0f} s so far, gives up after {bound:g} s\n")
+            self.out.flush()
+            wait = EVERY_S

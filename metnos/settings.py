@@ -1,0 +1,111 @@
+"""Every METNOS_* setting, read and checked once, at the start of a command (pydantic-settings).
+
+A variable that is present but malformed or out of range is an error naming the
+variable, its value and what it should be; an absent or blank one means the
+default. ``metnos`` checks the whole environment before it runs a command, so a
+typo fails at once with one line instead of deep inside a turn or a replay.
+The parts of Metnos that take an environment mapping (tests pass dicts) read
+their values through :func:`load_settings` too.
+
+``METNOS_SANDBOX`` is read by the sandbox itself (metnos/sandbox/bwrap.py).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+
+from metnos.llm.tiers import http_url
+from metnos.turn.settings import SettingsError, TurnSettings
+
+PREFIX = "METNOS_"
+# Read elsewhere, or only by the test suite: known, so never taken for a typo.
+READ_ELSEWHERE = frozenset({"METNOS_SANDBOX", "METNOS_TELEGRAM_TOKEN", "METNOS_REQUIRE_BWRAP", "METNOS_REQUIRE_POSTGRES"})
+
+# TurnSettings field -> the variable that sets it.
+TURN_VARIABLES = {
+    "pool_size": "METNOS_ENGINE_POOL_SIZE",
+    "judge_threshold": "METNOS_JUDGE_THRESHOLD",
+    "cap_steps": "METNOS_CAP_STEPS",
+    "cap_same_executor": "METNOS_CAP_SAME_EXECUTOR",
+    "cap_same_vectorial": "METNOS_CAP_SAME_VECTORIAL",
+    "scratchpad_threshold_bytes": "METNOS_SCRATCHPAD_THRESHOLD_BYTES",
+}
+_DEFAULT_TURN = TurnSettings()
+
+
+class MetnosSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=PREFIX, case_sensitive=True, extra="ignore", frozen=True)
+
+    HOME: str | None = None
+    DEBUG: bool = False
+    BIRTH_REUSE: bool = True
+    SCHEDULER_CLOCK_FILE: str | None = None
+    LLM_URL: str | None = None
+    LLM_MODEL: str | None = None
+    LLM_PROVIDER: Literal["openai", "anthropic", "embedded"] | None = None
+    LLM_TIMEOUT: float | None = Field(default=None, gt=0, le=3600, allow_inf_nan=False)
+    # The turn's tunables; their ranges are TurnSettings' own.
+    ENGINE_POOL_SIZE: int = _DEFAULT_TURN.pool_size
+    JUDGE_THRESHOLD: float = Field(default=_DEFAULT_TURN.judge_threshold, allow_inf_nan=False)
+    CAP_STEPS: int = _DEFAULT_TURN.cap_steps
+    CAP_SAME_EXECUTOR: int = _DEFAULT_TURN.cap_same_executor
+    CAP_SAME_VECTORIAL: int = _DEFAULT_TURN.cap_same_vectorial
+    SCRATCHPAD_THRESHOLD_BYTES: int = _DEFAULT_TURN.scratchpad_threshold_bytes
+
+    @field_validator("LLM_URL")
+    @classmethod
+    def _llm_url(cls, v: str | None) -> str | None:
+        return None if v is None else http_url(v)
+
+    @model_validator(mode="after")
+    def _turn_in_range(self) -> MetnosSettings:
+        self.turn()
+        return self
+
+    def turn(self) -> TurnSettings:
+        return TurnSettings(**{field: getattr(self, variable.removeprefix(PREFIX)) for field, variable in TURN_VARIABLES.items()})
+
+
+class _MappingSource(EnvSettingsSource):
+    """The environment source of pydantic-settings, over a given mapping; blank means unset."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        self._mapping = {k: v.strip() for k, v in env.items() if k.startswith(PREFIX) and v.strip()}
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return self._mapping
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> MetnosSettings:
+    """The settings in ``env`` (default ``os.environ``), or a :class:`SettingsError` naming the variable."""
+    env = os.environ if env is None else env
+    try:
+        return MetnosSettings.model_validate(_MappingSource(MetnosSettings, env)())
+    except ValidationError as e:
+        first = e.errors()[0]
+        variable = PREFIX + str(first["loc"][0]) if first["loc"] else PREFIX
+        reason = first["msg"].removeprefix("Value error, ")
+        raise SettingsError(variable, env.get(variable, ""), reason) from None
+    except SettingsError as e:
+        variable = TURN_VARIABLES.get(e.variable, e.variable)
+        raise SettingsError(variable, env.get(variable, ""), e.reason) from None
+
+
+def unknown_variables(env: Mapping[str, str] | None = None) -> list[str]:
+    """METNOS_* variables that look like a misspelt setting, each with the setting it resembles."""
+    env = os.environ if env is None else env
+    known = {PREFIX + name for name in MetnosSettings.model_fields} | READ_ELSEWHERE
+    notes = []
+    for name in sorted(k for k in env if k.startswith(PREFIX) and k not in known):
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        if close:
+            notes.append(f"{name} is not a Metnos setting (did you mean {close[0]}?); it is ignored")
+    return notes
+
