@@ -22,6 +22,7 @@ import orjson
 import pytest
 
 from metnos.cli import main
+from metnos.cli.ask_cmd import EXIT_CODES
 from tests.support.cli_process import metnos_env, run, spawn, wait_for
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -156,7 +157,7 @@ def test_a_closed_standard_input_at_an_approval_is_no_with_a_message(home: Path)
         proc = spawn(["ask", "write approved.txt"], env, stdin=None, preexec_fn=lambda: os.close(0))
         out, err = proc.communicate(timeout=180)
     assert "Traceback" not in err
-    assert proc.returncode == 0, err
+    assert proc.returncode == EXIT_CODES["refused"], err  # the user's no ends the turn as refused
     assert "write_files needs your approval and there is no terminal to ask on" in err and "taken as no" in err
     assert not (home / "approved.txt").exists()
     assert approval_events(env) == [{"step": 1, "approved": False, "by": "no-terminal"}]
@@ -172,7 +173,7 @@ def test_end_of_input_at_the_approval_prompt_is_no_with_a_message(home: Path) ->
         out, err = proc.communicate(timeout=180)
     os.close(master)
     assert "Traceback" not in err
-    assert proc.returncode == 0, err
+    assert proc.returncode == EXIT_CODES["refused"], err  # the user's no ends the turn as refused
     assert "standard input closed at the approval of step 1 (write_files); taken as no" in err
     assert not (home / "approved.txt").exists()
     assert approval_events(env) == [{"step": 1, "approved": False, "by": "user:closed-input"}]
