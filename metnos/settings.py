@@ -21,21 +21,12 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 from metnos.llm.tiers import http_url
-from metnos.turn.settings import SettingsError, TurnSettings
+from metnos.turn.settings import ENV_OF_SETTING, SettingsError, TurnSettings
 
 PREFIX = "METNOS_"
 # Read elsewhere, or only by the test suite: known, so never taken for a typo.
 READ_ELSEWHERE = frozenset({"METNOS_SANDBOX", "METNOS_TELEGRAM_TOKEN", "METNOS_REQUIRE_BWRAP", "METNOS_REQUIRE_POSTGRES"})
 
-# TurnSettings field -> the variable that sets it.
-TURN_VARIABLES = {
-    "pool_size": "METNOS_ENGINE_POOL_SIZE",
-    "judge_threshold": "METNOS_JUDGE_THRESHOLD",
-    "cap_steps": "METNOS_CAP_STEPS",
-    "cap_same_executor": "METNOS_CAP_SAME_EXECUTOR",
-    "cap_same_vectorial": "METNOS_CAP_SAME_VECTORIAL",
-    "scratchpad_threshold_bytes": "METNOS_SCRATCHPAD_THRESHOLD_BYTES",
-}
 _DEFAULT_TURN = TurnSettings()
 
 
@@ -69,7 +60,7 @@ class MetnosSettings(BaseSettings):
         return self
 
     def turn(self) -> TurnSettings:
-        return TurnSettings(**{field: getattr(self, variable.removeprefix(PREFIX)) for field, variable in TURN_VARIABLES.items()})
+        return TurnSettings(**{field: getattr(self, variable.removeprefix(PREFIX)) for field, variable in ENV_OF_SETTING.items()})
 
 
 class _MappingSource(EnvSettingsSource):
@@ -94,7 +85,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> MetnosSettings:
         reason = first["msg"].removeprefix("Value error, ")
         raise SettingsError(variable, env.get(variable, ""), reason) from None
     except SettingsError as e:
-        variable = TURN_VARIABLES.get(e.variable, e.variable)
+        variable = ENV_OF_SETTING.get(e.variable, e.variable)
         raise SettingsError(variable, env.get(variable, ""), e.reason) from None
 
 
