@@ -18,7 +18,7 @@ import selectors
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from metnos.errors import MetnosError
@@ -52,17 +52,22 @@ def rebuild(runtime: Any, names: list[str] | None = None, *, progress: Progress 
     unknown = [n for n in chosen if n not in views]
     if unknown:
         raise UnknownProjection(f"no projection named {', '.join(unknown)}; projections: {', '.join(sorted(views))}")
-    for name in chosen:
-        views[name].reset()
-    head = runtime.log.recorder.max_notification_id() or 0
-    if workers is None:
-        workers = default_workers(runtime.log, head)
-    groups = share_out({name: views[name].fold.cost for name in chosen}, workers)
-    if len(groups) > 1:
-        _fold_with_workers(runtime, views, groups, head, progress)
-    else:
-        fold_from_log(runtime.log, {name: views[name] for name in chosen}, head, progress=progress)
-    return {name: len(views[name].state_bytes()) for name in chosen}
+    with ExitStack() as held:
+        # No other process folds these views while they are emptied and refilled
+        # (its catch-up waits, then finds them whole); the workers fold for us.
+        for name in chosen:
+            held.enter_context(views[name].store.folding())
+        for name in chosen:
+            views[name].reset()
+        head = runtime.log.recorder.max_notification_id() or 0
+        if workers is None:
+            workers = default_workers(runtime.log, head)
+        groups = share_out({name: views[name].fold.cost for name in chosen}, workers)
+        if len(groups) > 1:
+            _fold_with_workers(runtime, views, groups, head, progress)
+        else:
+            fold_from_log(runtime.log, {name: views[name] for name in chosen}, head, progress=progress)
+        return {name: len(views[name].state_bytes()) for name in chosen}
 
 
 def default_workers(log: Any, head: int) -> int:

@@ -195,3 +195,61 @@ def test_a_failed_write_names_what_was_not_written(small_disk: Path) -> None:
         assert [type(e).__name__ for e in log.events.get(turn.id)] == ["TurnStarted"]
     finally:
         log.close()
+
+
+def audit_has_no_line_twice(home: Home) -> None:
+    for folder in ("turns", ".audit"):
+        for day in (home.data / folder).rglob("*.jsonl"):
+            lines = day.read_bytes().splitlines()
+            assert len(lines) == len(set(lines)), f"{day} has lines written twice"
+
+
+def test_a_killed_rebuild_leaves_nothing_the_next_command_cannot_finish(origin: Home, tmp_path: Path) -> None:
+    import random
+    import signal
+    import time
+
+    home = copy_of(origin, tmp_path)
+    add_turns(home, 6000)
+    expected = turn_ids(home)
+    started = time.monotonic()
+    done = home.run("rebuild")
+    assert done.returncode == 0, done.stderr
+    whole = time.monotonic() - started
+    rng = random.Random(5)
+    for _ in range(3):
+        proc = home.spawn("rebuild")
+        time.sleep(rng.uniform(0.3, 0.95) * whole)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        # Read commands at once after the kill: they fold what the rebuild left, one at a time.
+        readers = [home.spawn("turns", "list", "--json") for _ in range(3)]
+        for reader in readers:
+            out, err = reader.communicate(timeout=300)
+            assert reader.returncode == 0, err
+            assert sorted(t["id"] for t in orjson.loads(out)) == expected
+        audit_has_no_line_twice(home)
+    done = home.run("rebuild")
+    assert done.returncode == 0, done.stderr
+    assert turn_ids(home) == expected
+
+
+def test_four_asks_and_four_read_commands_at_once_all_succeed(origin: Home, tmp_path: Path) -> None:
+    home = copy_of(origin, tmp_path)
+    before = turn_ids(home)
+    servers = [ScriptedLLM([call("write_files", {"files": [{"path": f"~/c{n}.txt", "content": f"c{n}"}]}), text("done")]) for n in range(4)]
+    for server in servers:
+        server.__enter__()
+    try:
+        asks = [home.spawn("ask", f"write c{n}", "--yes", "--json", METNOS_LLM_URL=s.url, METNOS_LLM_MODEL="scripted") for n, s in enumerate(servers)]
+        reads = [home.spawn("turns", "list", "--json") for _ in range(4)]
+        results = [(p, *p.communicate(timeout=300)) for p in asks + reads]
+    finally:
+        for server in servers:
+            server.__exit__(None, None, None)
+    failed = [err[-400:] for p, _, err in results if p.returncode != 0]
+    assert failed == []
+    new = {orjson.loads(out)["turn_id"] for _, out, _ in results[:4]}
+    assert sorted(set(before) | new) == turn_ids(home)
+    assert all((home.user / f"c{n}.txt").read_text() == f"c{n}" for n in range(4))
+    audit_has_no_line_twice(home)
