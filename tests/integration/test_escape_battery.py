@@ -124,6 +124,31 @@ def test_symlink_in_grant_to_forbidden_file(sx):
     assert refused.kind == "PolicyViolation" and refused.error["rule"] in ("symlink-escape", "forbidden-path")
 
 
+def test_an_entry_path_cannot_be_used_to_write_through_its_symlink(sx):
+    """A path marked x-entry is checked as the link itself, not its target: an
+    executor that then writes through the link must still find the target out of reach."""
+    grant = sx.root / "granted"
+    grant.mkdir()
+    outside = sx.root / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep me")
+    (grant / "to_precious").symlink_to(outside / "precious.txt")
+    code = hostile(sx, "entry_writer", """
+        def run(args, ctx):
+            def overwrite():
+                with open(args["path"], "w") as f:
+                    f.write("overwritten")
+            return {"write": attempt(overwrite), "unlink": attempt(lambda: os.unlink(args["path"]))}
+    """)
+    schema = {"type": "object", "properties": {"path": {"type": "string", "format": "path", "x-access": "write", "x-entry": True}}}
+    out = run(sx, code, SandboxProfile(fs_write=(str(grant),)), {"path": str(grant / "to_precious")}, input_schema=schema)
+    assert out.ok, out
+    assert out.output["write"]["ok"] is False
+    assert (outside / "precious.txt").read_text() == "keep me"
+    # What the entry path does allow: the link itself goes, its target stays.
+    assert out.output["unlink"]["ok"] is True and not os.path.lexists(grant / "to_precious")
+
+
 def test_unmount_a_mask(sx):
     _ssh_key(sx)
     code = hostile(sx, "umount", """

@@ -83,10 +83,7 @@ def test_eight_read_commands_at_once_all_succeed(origin: Home, tmp_path: Path) -
         for _, out, _ in results:
             assert sorted(t["id"] for t in orjson.loads(out)) == expected
     # Folded once each, not once per process: no audit or turn line twice.
-    for folder in ("turns", ".audit"):
-        for day in (home.data / folder).glob("*.jsonl"):
-            lines = day.read_bytes().splitlines()
-            assert len(lines) == len(set(lines)), f"{day} has lines written twice"
+    audit_has_no_line_twice(home)
 
 
 def test_a_log_file_cut_short_is_refused_untouched(origin: Home, tmp_path: Path) -> None:

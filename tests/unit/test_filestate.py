@@ -105,3 +105,39 @@ def test_a_missing_blob_is_an_error_not_an_empty_file(tmp_path: Path, blobs: Blo
     with pytest.raises(BlobError):
         put_back(f, node, blobs, staging=tmp_path / "staging")
     assert f.read_text() == "other"
+
+
+def test_across_file_systems_the_bytes_come_back_by_a_rename_beside_the_target(tmp_path: Path, blobs: BlobStore) -> None:
+    """Staging in the workspace, the user's folder on another file system: no rename can cross,
+    so the bytes go to one hidden name beside the target and are renamed from there."""
+    import subprocess
+
+    from metnos.filestate import leftover_of
+
+    mount = tmp_path / "other-fs"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("a tmpfs cannot be mounted here: the cross-file-system put-back needs a second file system")
+    try:
+        root = mount / "t"
+        (root / "sub").mkdir(parents=True)
+        (root / "sub" / "f.bin").write_bytes(os.urandom(5000))
+        (root / "sub" / "f.bin").chmod(0o640)
+        os.utime(root / "sub" / "f.bin", ns=(10**18, 10**18 + 1))
+        (root / "ln").symlink_to("sub/f.bin")
+        want = tree(root)
+        node = take(root, blobs=blobs, limits=Limits())
+        staging = tmp_path / "staging"
+        staging.mkdir()
+        assert os.stat(staging).st_dev != os.stat(mount).st_dev
+        (root / "sub" / "f.bin").write_text("changed")
+        (root / "ln").unlink()
+        # What a kill in the copy window would have left: the next put-back replaces it.
+        leftover_of(root / "sub" / "f.bin").write_text("half a copy")
+        put_back(root, node, blobs, staging=staging)
+        assert tree(root) == want
+        assert take(root) == node  # times too
+        assert [p.name for p in root.rglob("*metnos-undo*")] == []
+        assert list(staging.iterdir()) == []
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
