@@ -48,8 +48,14 @@ def user_forbidden(workspace: Workspace, env: Mapping[str, str]) -> list[Path]:
 
 
 def is_inside(path: Path, roots: list[Path]) -> Path | None:
+    # The same test as ``path.is_relative_to(r)`` for POSIX paths (r's parts
+    # begin path's), without the exception is_relative_to raises and catches
+    # for every root that does not match: this runs for each path argument of
+    # each step, against every forbidden path and grant.
+    parts = path.parts
     for r in roots:
-        if path == r or path.is_relative_to(r):
+        rp = r.parts
+        if parts[:len(rp)] == rp:
             return r
     return None
 

@@ -197,3 +197,18 @@ def test_an_entry_path_names_the_symlink_itself_never_its_target(sx):
     # Folders above the entry are still resolved: a link on the way out of the grant is an escape.
     (sx.home / "proj" / "evil-dir").symlink_to(sx.home / "proj-evil")
     assert violation(sx, {"path": "~/proj/evil-dir/x"}, entry, fs_write=("~/proj",)).rule == "symlink-escape"
+
+
+def test_is_inside_decides_as_is_relative_to_does() -> None:
+    # The policy check's prefix test is a faster is_relative_to: never a different answer.
+    import itertools
+    from pathlib import Path
+
+    from metnos.sandbox.forbidden import is_inside
+
+    cases = ["/", "/a", "/a/b", "/ab", "/a/b/c", "/a/bc", "a", "a/b", "/a/./b", "/a/b/", "//a", "/home/u/.ssh", "/home/u/.sshx"]
+    for x, y in itertools.product(cases, cases):
+        path, root = Path(x), Path(y)
+        expected = root if path == root or path.is_relative_to(root) else None
+        assert is_inside(path, [root]) == expected, (x, y)
+    assert is_inside(Path("/home/u/.ssh/id"), [Path("/etc"), Path("/home/u/.ssh")]) == Path("/home/u/.ssh")
