@@ -22,10 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tick", type=float, default=60.0, help="seconds between ticks (default 60)")
     p.add_argument("--once", action="store_true", help="run one tick and exit")
     p.add_argument("--skip-birth", action="store_true", help="skip the executors' birth tests at start (signatures are still checked)")
+    p.add_argument("--no-model", action="store_true", help="do not start or keep warm the embedded model's shared server")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from metnos.llm.shared_server import touch
     from metnos.runtime import Runtime
     from metnos.scheduler.clock import clock_from_env
     from metnos.scheduler.service import ScheduleService
@@ -38,10 +40,14 @@ def run(args: argparse.Namespace) -> int:
     with Runtime.boot(Workspace.from_env(), birth=not args.skip_birth, reuse_births=False, clock=clock) as rt:
         installed = ScheduleService(rt).install_builtin_jobs()
         # Turns left open by a writer that is gone were closed as abandoned at boot.
-        _emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed})
+        model = {} if args.no_model else _warm_model(rt.workspace, args.tick)
+        _emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model})
         scheduler = Scheduler(rt)
         while True:
             started = time.monotonic()
+            if model.get("model_url"):
+                # While the daemon runs, the model it serves stays warm for every command.
+                touch(rt.workspace.runtime_dir)
             try:
                 report = scheduler.tick().to_json()
             except Exception as e:  # noqa: BLE001 - the loop must not fall (seeds/002 ch. 11.2)
@@ -50,6 +56,28 @@ def run(args: argparse.Namespace) -> int:
             if args.once:
                 return 0
             time.sleep(max(0.0, args.tick - (time.monotonic() - started)))
+
+
+def _warm_model(workspace: Workspace, tick_s: float) -> dict:
+    """Start (or find) the shared embedded model server, so that asks find it warm.
+
+    Only when a tier is the embedded model and its file is installed; a
+    failure is reported in the started line and the daemon runs on without.
+    """
+    from metnos.llm.errors import LLMError
+    from metnos.llm.router import embedded_model_files
+    from metnos.llm.shared_server import idle_seconds, start_shared
+    from metnos.llm.tiers import load_llm_settings
+
+    try:
+        models = [m for m in embedded_model_files(load_llm_settings(workspace.config_file), workspace) if m.is_file()]
+        if not models:
+            return {"model": "no embedded model installed"}
+        # Touched at every tick: it must outlast a tick, and goes a few ticks after the daemon.
+        idle_s = max(idle_seconds(workspace.config_file), 3 * tick_s)
+        return {"model": str(models[0]), "model_url": start_shared(workspace.runtime_dir, models[0], idle_s, owner="daemon")}
+    except (LLMError, OSError) as e:
+        return {"model": f"not started: {e}"}
 
 
 def _emit(record: dict) -> None:

@@ -23,6 +23,20 @@ from metnos.llm.tiers import LLMSettings, ResolvedTier
 from metnos.workspace import Workspace
 
 
+def embedded_model_file(tier: ResolvedTier, workspace: Workspace) -> Path:
+    """The GGUF file an embedded tier serves."""
+    return Path(tier.config.model_path) if tier.config.model_path else default_model_path(workspace.models_dir)
+
+
+def embedded_model_files(settings: LLMSettings, workspace: Workspace) -> list[Path]:
+    """The model files the embedded tiers serve, each once, in tier order."""
+    found: dict[Path, None] = {}
+    for tier in settings.tiers.values():
+        if tier.config.provider == "embedded":
+            found.setdefault(embedded_model_file(tier, workspace), None)
+    return list(found)
+
+
 class LLMRouter:
     def __init__(
         self,
@@ -75,7 +89,7 @@ class LLMRouter:
         self.close()
 
     def _embedded_url(self, tier: ResolvedTier) -> str:
-        path = Path(tier.config.model_path) if tier.config.model_path else default_model_path(self.workspace.models_dir)
+        path = embedded_model_file(tier, self.workspace)
         if path not in self._embedded:
             runtime_dir = self.workspace.runtime_dir
             url = shared_server.find_running(runtime_dir, path)

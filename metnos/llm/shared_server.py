@@ -207,7 +207,7 @@ def start_lock(runtime_dir: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def start_shared(runtime_dir: Path, model: Path, idle_s: float) -> str:
+def start_shared(runtime_dir: Path, model: Path, idle_s: float, *, owner: str = "ask") -> str:
     """Find the shared server for ``model``, or start one that outlives this process."""
     from metnos.llm.embedded import EmbeddedServer
 
@@ -218,7 +218,7 @@ def start_shared(runtime_dir: Path, model: Path, idle_s: float) -> str:
         server = EmbeddedServer(model, log_path=runtime_dir / LOG_FILENAME, idle_s=idle_s,
                                 state_file=state_path(runtime_dir))
         url = server.start()
-        announce(runtime_dir, url=url, pid=server.pid or 0, model=model, owner="ask", idle_s=idle_s)
+        announce(runtime_dir, url=url, pid=server.pid or 0, model=model, owner=owner, idle_s=idle_s)
         server.release()
         return url
 

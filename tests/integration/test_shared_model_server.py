@@ -21,12 +21,14 @@ import pytest
 from metnos.cli import main
 from metnos.llm import shared_server
 from metnos.llm.messages import UserMessage
+from metnos.llm.model_files import MODEL_FILENAME
 from metnos.llm.router import LLMRouter
 from metnos.llm.tiers import settings_from_mapping
 from metnos.workspace import Workspace
 from tests.support.embedded import embedded_model_or_skip
 
 IDLE_S = 4.0
+IDLE_S_FROM_ENV = float(os.environ.get(shared_server.ENV_IDLE) or 20)  # tests/conftest.py sets it
 
 
 @pytest.fixture
@@ -147,3 +149,28 @@ def test_a_stale_announcement_is_removed(ws: Workspace, model: Path) -> None:
         assert shared_server.find_running(ws.runtime_dir, model) is None
         assert not shared_server.state_path(ws.runtime_dir).exists()
     assert main(["model", "stop"]) == 0  # nothing to stop, and no error
+
+
+def test_the_daemon_keeps_a_warm_server_that_commands_use(ws: Workspace, model: Path, capsys) -> None:
+    assert main(["init"]) == 0
+    ws.models_dir.mkdir(parents=True, exist_ok=True)
+    (ws.models_dir / MODEL_FILENAME).symlink_to(model)
+    capsys.readouterr()
+    assert main(["daemon", "--once", "--skip-birth", "--tick", "2"]) == 0
+    started = json.loads(capsys.readouterr().out.splitlines()[0])
+    state = announced(ws)
+    assert started["model_url"] == state["url"] and state["owner"] == "daemon" and alive(state["pid"])
+    assert state["idle_s"] == IDLE_S_FROM_ENV
+    settings = settings_from_mapping({}, env={})  # no tiers configured: every tier is the embedded model
+    with LLMRouter(settings, ws, env={}) as r:
+        r.for_tier("wise")
+        assert r._embedded[ws.models_dir / MODEL_FILENAME] == state["url"] and not r._owned
+
+
+def test_the_daemon_without_a_model_says_so(ws: Workspace, capsys) -> None:
+    assert main(["init"]) == 0
+    capsys.readouterr()
+    assert main(["daemon", "--once", "--skip-birth"]) == 0
+    started = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert started["model"] == "no embedded model installed" and "model_url" not in started
+    assert not shared_server.state_path(ws.runtime_dir).exists()
