@@ -44,7 +44,9 @@ _SEMVER_RE = re.compile(
 )
 _CREATED_BY_RE = re.compile(r"^(seed|synt:[A-Za-z0-9_.-]+|skill:\S+)$")
 _ERROR_CLASS_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
-_TAG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+# One lower-case word, or several separated by single spaces: the multi-word
+# tags of seeds/002 ch. 5 ("tell someone"), matched only whole.
+_TAG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*(?: [a-z0-9][a-z0-9_-]*)*$")
 # A schema reference is "<file>#<json pointer>"; the file is always the
 # signed schema.json, never anything else an attacker could drop in the dir.
 _SCHEMA_REF_RE = re.compile(r"^schema\.json#(/[^#]*)?$")
@@ -121,7 +123,7 @@ class Identity(_Strict):
     def _tags(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         bad = [t for t in v if not _TAG_RE.match(t)]
         if bad:
-            raise ValueError(f"affinity tags must be lower-case words, got {bad}")
+            raise ValueError(f"affinity tags must be lower-case words (several separated by one space), got {bad}")
         return v
 
 

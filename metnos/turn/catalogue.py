@@ -15,6 +15,7 @@ from typing import Any
 
 from metnos.canonical import canonical_hash
 from metnos.executors.loader import LoadedExecutor
+from metnos.executors.manifest import Manifest
 from metnos.llm.messages import ToolSpec
 from metnos.turn.piping import LIST_REFERENCES
 from metnos.turn.prefilter import CatalogueEntry, PrefilterIndex
@@ -128,11 +129,11 @@ def compact_schema(node: Any) -> Any:
     return out
 
 
-def _entry(le: LoadedExecutor) -> CatalogueEntry:
-    m = le.manifest
+def catalogue_entry(m: Manifest) -> CatalogueEntry:
+    """What the pre-filter knows of an executor, from its manifest."""
     return CatalogueEntry(
-        name=le.name,
-        version=le.version,
+        name=m.name,
+        version=m.version,
         summary=m.executor.summary,
         descriptions=tuple(sorted(m.description.items())),
         affinity=tuple(m.executor.affinity),
@@ -152,9 +153,15 @@ def _tool(le: LoadedExecutor, *, step_refs: bool = True) -> ToolSpec:
 
 # Words that make the pre-filter offer the recurring-task builtins.
 BUILTIN_AFFINITY: dict[str, tuple[str, ...]] = {
-    "schedule_recurring": ("schedule", "every", "recurring", "daily", "weekly", "hourly", "remind", "reminder", "cron", "ogni", "ricorda", "pianifica"),
+    # "every" alone is in many requests that schedule nothing ("list every file"):
+    # the cadences it forms are phrases.
+    "schedule_recurring": ("schedule", "recurring", "daily", "weekly", "hourly", "monthly", "remind", "reminder", "cron",
+                           "every day", "every week", "every month", "every hour", "every minute", "every morning",
+                           "every evening", "every night", "every weekday", "every monday", "every tuesday",
+                           "every wednesday", "every thursday", "every friday", "every saturday", "every sunday",
+                           "ogni", "ricorda", "pianifica"),
     "cancel_recurring": ("cancel", "stop", "recurring", "schedule", "reminder", "annulla"),
-    "list_recurring": ("schedules", "recurring", "scheduled", "reminders", "pianificati"),
+    "list_recurring": ("schedules", "recurring", "scheduled", "reminder", "reminders", "pianificati"),
     "show_recurring": ("show", "schedule", "recurring", "reminder"),
     "toggle_recurring": ("pause", "resume", "toggle", "schedule", "reminder", "sospendi", "riprendi"),
     "history_recurring": ("history", "schedule", "firings", "recurring", "storia"),
@@ -189,7 +196,7 @@ class TurnCatalogue:
     def __init__(self, executors: list[LoadedExecutor], builtins: dict[str, Builtin] | None = None) -> None:
         self.builtins = builtins or {}
         ordered = sorted(executors, key=lambda e: e.name)
-        self.executors = {le.name: TurnExecutor(le, _entry(le), _tool(le), _tool(le, step_refs=False)) for le in ordered}
+        self.executors = {le.name: TurnExecutor(le, catalogue_entry(le.manifest), _tool(le), _tool(le, step_refs=False)) for le in ordered}
         entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
         self.index = PrefilterIndex(sorted(entries, key=lambda e: e.name)) if ordered else None
         identities = [{"name": te.name, "version": te.loaded.version, "digest": te.loaded.digest} for te in self.executors.values()]

@@ -58,6 +58,7 @@ from metnos.turn.ports import TurnPorts
 from metnos.turn.prompt import FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, answer_correction
 from metnos.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.turn.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
+from metnos.turn.shortlist import complete as complete_shortlist
 from metnos.turn.scratchpad import InMemoryScratchpadStore, scratchpad_read, spill
 from metnos.turn.settings import TurnSettings
 from metnos.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state
@@ -200,6 +201,8 @@ class TurnLoop:
         record = self.ports.mnest_boost(ranking, context)
         if record is not None:
             ranking = apply_boost(ranking, record)
+        # What the request names brings its source; side effects it does not ask for are withheld.
+        ranking = complete_shortlist(ranking, self.catalogue.index, request.text)
         self._record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=_ms(started))
         self._commit(turn)
         pool = [c["name"] for c in ranking["candidates"]]

@@ -196,7 +196,7 @@ class _Phrase:
 class PrefilterIndex:
     """An inverted index over a catalogue. Immutable once built."""
 
-    __slots__ = ("entries", "_aff", "_desc", "_aff_sets", "_desc_sets", "_phrases")
+    __slots__ = ("entries", "_aff", "_desc", "_aff_sets", "_desc_sets", "_phrases", "action_tags")
 
     def __init__(self, entries: Iterable[CatalogueEntry]) -> None:
         ordered = sorted(entries, key=lambda e: e.name)
@@ -239,6 +239,7 @@ class PrefilterIndex:
                 desc.setdefault(w, []).append(i)
         self._aff = aff
         self._desc = desc
+        self.action_tags = _action_tags(self.entries)
         self._aff_sets = tuple(aff_sets)
         self._desc_sets = tuple(desc_sets)
         self._phrases = phrases
@@ -329,6 +330,32 @@ class PrefilterIndex:
                     hits[phrase.entry] = phrase.tag
         order = sorted(hits, key=lambda i: (-units.get(i, 0), i))[:cap]
         return [self._candidate(i, query, "phrase_recall", hits[i]) for i in order]
+
+
+def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset[str], ...]]:
+    """For each executor with side effects, the tags that name its action: each
+    one a set of words that must all be in a request. A one-word tag counts
+    only if no executor without side effects has that word among its tags
+    ("files" names what delete_files works on, not that the user wants
+    anything deleted); a multi-word tag counts whole ("every monday"). The
+    verb of the executor's name counts like a one-word tag."""
+    read_only: set[str] = set()
+    for entry in entries:
+        if not entry.side_effects:
+            for tag in entry.affinity:
+                read_only |= content_tokens(tag)
+    found: dict[str, tuple[frozenset[str], ...]] = {}
+    for entry in entries:
+        if not entry.side_effects:
+            continue
+        tags: list[frozenset[str]] = []
+        for tag in (*entry.affinity, entry.name.split("_", 1)[0]):
+            words = frozenset(content_tokens(tag))
+            if len(words) > 1 or (words and not words & read_only):
+                if words not in tags:
+                    tags.append(words)
+        found[entry.name] = tuple(tags)
+    return found
 
 
 def prefilter(request_text: str, entries: PrefilterIndex | Sequence[CatalogueEntry], *,

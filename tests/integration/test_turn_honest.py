@@ -192,3 +192,26 @@ def test_a_missing_data_source_is_remediated_with_the_named_file(home: Path, cap
     assert proposed == [(1, "compute_entries", "native"), (2, "read_files", "remediation"), (3, "compute_entries", "remediation")]
     assert [(d["src_executor"], d["dst_executor"]) for d in of(evs, "DataPiped")] == [("read_files", "compute_entries")]
     assert replays_clean(capsys, out["turn_id"])
+
+
+# Item 3: the right tools on the shortlist ---------------------------------------
+
+def test_the_model_is_offered_the_source_and_not_the_side_effects(home: Path, capsys, monkeypatch) -> None:
+    (home / "receipts").mkdir()
+    (home / "receipts" / "groceries.csv").write_text("item,amount\nbread,2\n")
+    _, out, llm = run(monkeypatch, capsys, [text("2")], "what is the total of the amount column in ~/receipts/groceries.csv")
+    offered = llm.requests[0].tool_names
+    assert {"read_files", "compute_entries"} <= set(offered), offered
+    assert not {"delete_files", "move_files", "write_files", "send_messages"} & set(offered), offered
+    _, _, llm = run(monkeypatch, capsys, [text("none")], "find the markdown files in ~/docs and tell me how many there are")
+    offered = llm.requests[0].tool_names
+    assert "find_files" in offered and not {"delete_files", "move_files", "write_files", "send_messages"} & set(offered), offered
+    _, _, llm = run(monkeypatch, capsys, [text("ok")], "delete the .tmp files in ~/scratch")
+    assert {"find_files", "delete_files"} <= set(llm.requests[0].tool_names)
+
+
+def test_the_seed_manifests_with_phrases_still_sign_and_load(home: Path, capsys) -> None:
+    capsys.readouterr()
+    assert main(["executors", "list", "--json"]) == 0
+    rows = orjson.loads(capsys.readouterr().out)
+    assert sum(1 for r in rows if r["state"] == "active") == 13, rows

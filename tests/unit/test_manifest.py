@@ -69,3 +69,18 @@ def test_shipped_seed_manifests():
         assert m.name == d.name and m.verb in VERB_CATEGORY
         assert {"en", "it"} <= set(m.description) and m.examples and m.executor.affinity
         assert m.origin == "seed"
+
+
+@pytest.mark.parametrize(("tags", "ok"), [
+    ('["every day", "echo"]', True), ('["Tell"]', False), ('["two  spaces"]', False), ('[" lead"]', False), ('["trail "]', False),
+])
+def test_affinity_tags_are_lower_case_words_or_phrases(tags: str, ok: bool):
+    source = _m()
+    changed = source.replace(b'affinity = ["echo", "word"]', b"affinity = " + tags.encode())
+    assert changed != source
+    if ok:
+        assert parse_manifest(changed).executor.affinity == ("every day", "echo")
+    else:
+        with pytest.raises(ManifestError) as exc:
+            parse_manifest(changed)
+        assert exc.value.field == "executor.affinity"

@@ -1,0 +1,179 @@
+"""Does the pre-filter offer the executors a request needs, and only those it may use?
+(issue 17, item 3)
+
+Two figures over a set of everyday requests, each with the executors a
+sensible plan needs and whether it asks for a change:
+
+* recall: the share of requests whose needed executors are all on the
+  shortlist the model is shown (target 100%);
+* side effects offered: the share of read-only requests whose shortlist
+  holds an executor with side effects (target 0%; a request that names the
+  change, "delete", "move", "send", may be offered it).
+
+Each figure is printed for the ranking alone (the bag-of-words pre-filter of
+seeds/002 ch. 5, the baseline) and for the shortlist the turn loop really
+uses (:func:`metnos.turn.shortlist.shortlist`), measured in the same run on
+the seed catalogue (executors/*/manifest.toml plus the runtime builtins), with
+an empty mnestome. The requests live here only; nothing of them is in the
+runtime. When bench/agent_suite.py gives its tasks the executors they need
+(``Task.executors``), they are measured too.
+
+Run: PYTHONPATH=$PWD python3 bench/shortlist_recall.py [--pool N] [--json out.json] [--misses]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from metnos.executors.manifest import load_manifest  # noqa: E402
+from metnos.turn.catalogue import builtin_tools, catalogue_entry  # noqa: E402
+from metnos.turn.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
+from metnos.turn.settings import DEFAULT_POOL_SIZE  # noqa: E402
+from metnos.turn.shortlist import shortlist  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Request:
+    text: str
+    needs: frozenset[str]
+    changes: bool = False  # the request asks for a change (names it)
+
+
+def R(text: str, *needs: str, changes: bool = False) -> Request:  # noqa: N802 - a table row
+    return Request(text, frozenset(needs), changes)
+
+
+REQUESTS: tuple[Request, ...] = (
+    # reading and answering
+    R("read ~/notes/diary.md and tell me the last three lines", "read_files"),
+    R("what is the total of the amount column in ~/receipts/groceries.csv", "read_files", "compute_entries"),
+    R("what is the first item on my todo list in ~/notes/todo.md", "read_files"),
+    R("how many lines are in ~/logs/app.log", "read_files", "compute_entries"),
+    R("show me the contents of ~/.config/app/settings.json", "read_files"),
+    R("what is the average of the score field in ~/data/results.jsonl", "read_files", "compute_entries"),
+    R("which is the most expensive item in ~/receipts/march.csv", "read_files", "sort_entries"),
+    R("list the rows of ~/data/people.csv whose city is Rome", "read_files", "filter_entries"),
+    R("sort the lines of ~/notes/names.txt alphabetically and show them", "read_files", "sort_entries"),
+    R("summarise ~/reports/q3.md in two sentences", "read_files"),
+    R("does ~/notes/ideas.txt mention the word garden", "read_files"),
+    # finding files
+    R("which is the largest document in ~/Documents", "find_files", "sort_entries"),
+    R("find the markdown files in ~/docs and describe them", "find_files", "describe_entries"),
+    R("how many pdf files are there in ~/Downloads", "find_files", "compute_entries"),
+    R("what is the newest file in ~/projects", "find_files", "sort_entries"),
+    R("list the photos in ~/Pictures taken in 2023", "find_files", "filter_entries"),
+    R("which files in ~/work are bigger than 1 MB", "find_files", "filter_entries"),
+    R("find the files in ~/notes whose name starts with meeting", "find_files", "filter_entries"),
+    R("show me the three oldest files in ~/archive", "find_files", "sort_entries"),
+    R("what is the total size of the files in ~/music", "find_files", "compute_entries"),
+    R("which files are in both ~/a and ~/b", "find_files", "filter_lists"),
+    # the web and the clock
+    R("fetch https://example.org/news and tell me the headline", "get_urls"),
+    R("what does the page at http://127.0.0.1:8000/status say", "get_urls"),
+    R("what time is it now", "get_now"),
+    R("what is today's date", "get_now"),
+    R("how many days until the first of December", "get_now"),
+    # changes, named
+    R("delete the .tmp files in ~/scratch", "find_files", "delete_files", changes=True),
+    R("remove ~/old/backup.zip", "delete_files", changes=True),
+    R("move the photos in ~/Pictures/inbox into folders by date", "find_files", "move_files", changes=True),
+    R("rename ~/notes/draft.md to ~/notes/final.md", "move_files", changes=True),
+    R("move every pdf from ~/Downloads to ~/Documents/pdf", "find_files", "move_files", changes=True),
+    R("save the text 'buy milk' to ~/notes/shopping.txt", "write_files", changes=True),
+    R("fetch https://example.org/page and save it to ~/page.html", "get_urls", "write_files", changes=True),
+    R("write the current time to ~/clock.txt", "get_now", "write_files", changes=True),
+    R("append a line 'call mum' to ~/notes/todo.md", "write_files", changes=True),
+    R("send a message to Anna saying I will be late", "send_messages", changes=True),
+    R("send me the last line of ~/notes/diary.md as a message", "read_files", "send_messages", changes=True),
+    R("remind me every Monday at 9 to water the plants", "schedule_recurring", changes=True),
+    R("every day at 8 send me the time", "schedule_recurring", changes=True),
+    R("cancel the reminder about the plants", "list_recurring", "cancel_recurring", changes=True),
+    # chains of reading
+    R("read ~/data/sales.csv and tell me the largest amount", "read_files", "sort_entries"),
+    R("count the words 'error' in ~/logs/server.log", "read_files", "filter_entries"),
+    R("list my scheduled reminders", "list_recurring"),
+    R("find the csv files in ~/data and tell me how many there are", "find_files", "compute_entries"),
+)
+
+
+def catalogue() -> list[CatalogueEntry]:
+    entries = [catalogue_entry(load_manifest(p)) for p in sorted((REPO / "executors").glob("*/manifest.toml"))]
+    return entries + [b.entry for b in builtin_tools().values()]
+
+
+def agent_suite_requests() -> tuple[Request, ...]:
+    """The agent benchmark's tasks, once they carry the executors they need."""
+    try:
+        from bench.agent_suite import TASKS  # type: ignore[import-not-found]
+    except ImportError:
+        return ()
+    found = []
+    for task in TASKS:
+        needs = getattr(task, "executors", None)
+        if needs:
+            text = task.text.replace("{url}", "http://127.0.0.1:8000")
+            found.append(Request(text, frozenset(needs), bool(getattr(task, "changes", False))))
+    return tuple(found)
+
+
+def measure(requests: tuple[Request, ...], pools: dict[str, list[str]], side_effecting: frozenset[str]) -> dict:
+    complete = [r for r in requests if r.needs <= set(pools[r.text])]
+    read_only = [r for r in requests if not r.changes]
+    offered = [r for r in read_only if side_effecting & set(pools[r.text])]
+    return {
+        "requests": len(requests),
+        "recall": len(complete) / len(requests),
+        "read_only": len(read_only),
+        "side_effects_offered": len(offered) / len(read_only) if read_only else 0.0,
+        "mean_pool": sum(len(pools[r.text]) for r in requests) / len(requests),
+        "misses": [{"text": r.text, "missing": sorted(r.needs - set(pools[r.text]))} for r in requests if r not in complete],
+        "offered": [{"text": r.text, "side_effects": sorted(side_effecting & set(pools[r.text]))} for r in offered],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pool", type=int, default=DEFAULT_POOL_SIZE)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--misses", action="store_true", help="print the requests each variant misses")
+    args = parser.parse_args(argv)
+
+    entries = catalogue()
+    index = PrefilterIndex(entries)
+    side_effecting = frozenset(e.name for e in entries if e.side_effects)
+    report = {"catalogue": len(entries), "pool_size": args.pool, "sets": {}}
+    for label, requests in (("bench/shortlist_recall.py", REQUESTS), ("bench/agent_suite.py", agent_suite_requests())):
+        if not requests:
+            continue
+        ranked = {r.text: [c.name for c in index.query(r.text, pool_size=args.pool).candidates] for r in requests}
+        listed = {r.text: [c["name"] for c in shortlist(index, r.text, pool_size=args.pool)["candidates"]] for r in requests}
+        report["sets"][label] = {"ranking only (baseline)": measure(requests, ranked, side_effecting),
+                                 "shortlist": measure(requests, listed, side_effecting)}
+    for label, variants in report["sets"].items():
+        print(f"{label}: {next(iter(variants.values()))['requests']} requests, catalogue of {len(entries)}, pool {args.pool}")
+        print(f"  {'variant':<26} {'recall':>8} {'side effects offered':>22} {'mean pool':>10}")
+        for name, m in variants.items():
+            print(f"  {name:<26} {m['recall']:>8.1%} {m['side_effects_offered']:>22.1%} {m['mean_pool']:>10.1f}")
+        base, now = variants["ranking only (baseline)"], variants["shortlist"]
+        print(f"  recall x{now['recall'] / base['recall']:.2f} against the baseline; side effects offered "
+              f"{base['side_effects_offered']:.1%} -> {now['side_effects_offered']:.1%}")
+        if args.misses:
+            for name, m in variants.items():
+                for miss in m["misses"]:
+                    print(f"    [{name}] misses {', '.join(miss['missing'])}: {miss['text']}")
+                for o in m["offered"]:
+                    print(f"    [{name}] offers {', '.join(o['side_effects'])}: {o['text']}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

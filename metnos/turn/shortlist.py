@@ -1,0 +1,66 @@
+"""The shortlist a turn's model is shown: the pre-filter's ranking, completed.
+
+The bag-of-words ranking (:mod:`metnos.turn.prefilter`) misses the source a
+request needs when the request does not use its words ("the total of the
+amount column in X.csv" scores compute_entries, never read_files), and it
+offers executors with side effects to requests that only read, on a shared
+word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
+
+* What the request names is where the data comes from
+  (:mod:`metnos.turn.intent`): a named file brings read_files, a folder
+  find_files, a URL get_urls, when the catalogue has them.
+* An executor with side effects stays only when the request names its
+  action: one of its action tags (:attr:`PrefilterIndex.action_tags`) or its
+  own name is in the request. The others are withheld, and the ranking says
+  which and why.
+
+Both are recorded in the ranking (``via: "named_source"`` candidates and the
+``withheld`` list), so a replay that runs the same code compares them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from metnos.turn.intent import named_targets
+from metnos.turn.prefilter import PrefilterIndex
+from metnos.turn.text import content_tokens
+
+# executor -> which of the request's named targets it reads
+NAMED_SOURCES: tuple[tuple[str, str], ...] = (("read_files", "files"), ("find_files", "folders"), ("get_urls", "urls"))
+
+
+def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: str) -> dict[str, Any]:
+    """``ranking`` (the pre-filter event's payload) with named sources added and
+    side effects the request does not ask for withheld."""
+    out = copy.deepcopy(dict(ranking))
+    candidates: list[dict[str, Any]] = out.get("candidates", [])
+    known = {e.name: e for e in index.entries}
+    in_pool = {c["name"] for c in candidates}
+    named = named_targets(request_text).to_json()
+    for executor, kind in NAMED_SOURCES:
+        if named[kind] and executor in known and executor not in in_pool:
+            candidates.append({"name": executor, "version": known[executor].version, "score": 0.0, "affinity_hits": [],
+                               "description_hits": [], "via": "named_source", "phrase": named[kind][0]})
+            in_pool.add(executor)
+    words = content_tokens(request_text)
+    lowered = request_text.casefold()
+    kept, withheld = [], []
+    for c in candidates:
+        tags = index.action_tags.get(c["name"])
+        if tags is None or c["name"] in lowered or any(tag <= words for tag in tags):
+            kept.append(c)
+        else:
+            withheld.append({"name": c["name"], "reason": "side effects the request does not ask for"})
+    out["candidates"] = kept
+    if withheld:
+        out["withheld"] = withheld
+    return out
+
+
+def shortlist(index: PrefilterIndex, request_text: str, *, pool_size: int) -> dict[str, Any]:
+    """The ranking and its completion, without the mnestome's boost (which the
+    loop applies in between, through its port)."""
+    return complete(index.query(request_text, pool_size=pool_size).to_json(), index, request_text)

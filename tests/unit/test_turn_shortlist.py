@@ -1,0 +1,44 @@
+"""The shortlist: named sources pulled in, side effects withheld unless asked for (issue 17, item 3)."""
+
+from __future__ import annotations
+
+from metnos.turn.prefilter import CatalogueEntry, PrefilterIndex
+from metnos.turn.shortlist import shortlist
+
+ENTRIES = [
+    CatalogueEntry("read_files", affinity=("read", "file", "files", "content")),
+    CatalogueEntry("find_files", affinity=("find", "files", "folder")),
+    CatalogueEntry("get_urls", affinity=("fetch", "page", "url")),
+    CatalogueEntry("compute_entries", affinity=("sum", "total", "count")),
+    CatalogueEntry("delete_files", affinity=("delete", "remove", "files", "file"), side_effects=True),
+    CatalogueEntry("send_messages", affinity=("send", "message", "tell someone"), side_effects=True),
+    CatalogueEntry("schedule_recurring", affinity=("remind", "every monday"), side_effects=True),
+]
+INDEX = PrefilterIndex(ENTRIES)
+
+
+def names(text: str) -> list[str]:
+    return [c["name"] for c in shortlist(INDEX, text, pool_size=12)["candidates"]]
+
+
+def test_a_named_file_brings_read_files_a_folder_find_files_a_url_get_urls() -> None:
+    ranking = shortlist(INDEX, "the total of the amount column in ~/r/g.csv", pool_size=12)
+    assert [c["name"] for c in ranking["candidates"]] == ["compute_entries", "read_files"]
+    assert ranking["candidates"][1]["via"] == "named_source" and ranking["candidates"][1]["phrase"] == "~/r/g.csv"
+    assert "find_files" in names("how many are in ~/docs")
+    assert "get_urls" in names("what does https://example.org say")
+
+
+def test_side_effects_are_withheld_unless_the_request_names_them() -> None:
+    ranking = shortlist(INDEX, "find the files in ~/docs and count them", pool_size=12)
+    assert "delete_files" not in [c["name"] for c in ranking["candidates"]]
+    assert ranking["withheld"] == [{"name": "delete_files", "reason": "side effects the request does not ask for"}]
+    assert "delete_files" in names("delete the files in ~/docs")
+    assert "delete_files" in names("use delete_files on ~/docs/a.txt")
+
+
+def test_a_multi_word_tag_counts_only_whole() -> None:
+    assert "send_messages" not in names("read ~/a.md and tell me the first line")
+    assert "send_messages" in names("tell someone that I am late")
+    assert "schedule_recurring" not in names("find every file in ~/docs")
+    assert "schedule_recurring" in names("every monday at 9 water the plants")
