@@ -28,6 +28,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.utils import get_topic
 
 from domain.invocation import Invocation
 from domain.turn import OPEN, Turn, status_of
@@ -147,6 +148,10 @@ class Undoer:
         self.blobs = BlobStore(runtime.workspace.blobs_dir)
 
     def last_turn(self) -> str:
+        # An undo cut short comes first: until it is finished, the user's files are half one, half the other.
+        unfinished = self.unfinished_undo()
+        if unfinished is not None:
+            return unfinished
         state = self.runtime.turns.catch_up(self.log)
         for key in reversed(state["order"]):
             if not state["turns"][key]["undone"]:
@@ -181,6 +186,12 @@ class Undoer:
             self._fresh_plan(plan, events)
         self._check_blobs(plan)
         return plan
+
+    def unfinished_undo(self) -> str | None:
+        """The turn of the latest undo that was started and never finished, if any."""
+        topic = get_topic(UndoJournal.UndoStarted)
+        started = [event.turn_id for _, event in self.log.domain_events(topics=(topic,))]
+        return next((turn_id for turn_id in reversed(started) if self._journal(turn_id) is not None), None)
 
     def _journal(self, turn_id: str) -> UndoJournal | None:
         try:

@@ -231,9 +231,15 @@ def test_a_killed_rebuild_leaves_nothing_the_next_command_cannot_finish(origin: 
     assert turn_ids(home) == expected
 
 
-def test_four_asks_and_four_read_commands_at_once_all_succeed(origin: Home, tmp_path: Path) -> None:
+def test_four_asks_and_four_read_commands_at_once_beside_a_running_daemon_all_succeed(origin: Home, tmp_path: Path) -> None:
+    import signal
+    import time
+
     home = copy_of(origin, tmp_path)
     before = turn_ids(home)
+    daemon = home.spawn("daemon", "--tick", "0.2", "--skip-birth")
+    time.sleep(2)
+    assert daemon.poll() is None, daemon.communicate()
     servers = [ScriptedLLM([call("write_files", {"files": [{"path": f"~/c{n}.txt", "content": f"c{n}"}]}), text("done")]) for n in range(4)]
     for server in servers:
         server.__enter__()
@@ -246,6 +252,10 @@ def test_four_asks_and_four_read_commands_at_once_all_succeed(origin: Home, tmp_
             server.__exit__(None, None, None)
     failed = [err[-400:] for p, _, err in results if p.returncode != 0]
     assert failed == []
+    assert daemon.poll() is None, "the daemon stopped while the asks ran"
+    daemon.send_signal(signal.SIGTERM)
+    _, daemon_err = daemon.communicate(timeout=60)
+    assert "Traceback" not in daemon_err and "not greater than the recorded" not in daemon_err, daemon_err
     new = {orjson.loads(out)["turn_id"] for _, out, _ in results[:4]}
     assert sorted(set(before) | new) == turn_ids(home)
     assert all((home.user / f"c{n}.txt").read_text() == f"c{n}" for n in range(4))

@@ -220,3 +220,28 @@ def test_a_killed_undo_leaves_nothing_in_the_users_folders_and_the_next_one_fini
         assert not (home.data / ".runtime" / "undo" / turn_id).exists()
         assert undone(home, turn_id)
     assert cut_short >= 2, "the kills all missed the undo: the test proved nothing"
+
+
+def test_a_plain_undo_after_a_killed_one_finishes_it_before_anything_else(home: Home) -> None:
+    rng = random.Random(7)
+    area = home.user / "first"
+    many_files(area, rng, 30)
+    before = snapshot(area)
+    for _ in range(3):
+        turn_id = ask(home, call("write_files", {"files": [
+            {"path": f"~/first/d{n % 4}/f{n}.bin", "content": "later", "mode": "overwrite"} for n in range(30)
+        ]}), "overwrite thirty")
+        progress = kill_mid_undo(home, turn_id, after_paths=rng.randrange(1, 25), rng=rng)
+        if progress is not None and not progress[1]:
+            break
+        assert home.run("undo", turn_id).returncode == 0  # the kill missed: finish, and try again
+    else:
+        pytest.fail("three kills all missed the undo")
+    later = ask(home, call("write_files", {"files": [{"path": "~/first-later.txt", "content": "kept"}]}), "a later turn")
+
+    done = home.run("undo", "--json")
+    assert done.returncode == 0, done.stderr
+    result = orjson.loads(done.stdout)
+    assert result["turn_id"] == turn_id and result["resuming"] is True
+    assert snapshot(area) == before
+    assert (home.user / "first-later.txt").read_text() == "kept" and not undone(home, later)
