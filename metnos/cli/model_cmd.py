@@ -48,6 +48,7 @@ def model_serve_main(args: argparse.Namespace) -> int:
     from metnos.llm.embedded import EmbeddedServer
     from metnos.llm.model_files import model_path
     from metnos.llm.shared_server import LOG_FILENAME, announce, withdraw
+    from metnos.turn.interrupts import Interrupted
 
     ws = Workspace.from_env()
     server = EmbeddedServer(
@@ -67,8 +68,8 @@ def model_serve_main(args: argparse.Namespace) -> int:
     try:
         while not stop.is_set() and server.running:
             stop.wait(1.0)
-    except KeyboardInterrupt:
-        pass
+    except (KeyboardInterrupt, Interrupted):
+        pass  # Ctrl-C is how it is meant to stop
     finally:
         signal.signal(signal.SIGTERM, previous)
         crashed = not server.running and not stop.is_set()
