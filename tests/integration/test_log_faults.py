@@ -129,14 +129,16 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def fill(disk: Path) -> Path:
+    """Every free block taken (unbuffered writes: a buffered file would fail again on close)."""
     filler = disk / "filler"
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     return filler
 
 
@@ -260,3 +262,24 @@ def test_four_asks_and_four_read_commands_at_once_beside_a_running_daemon_all_su
     assert sorted(set(before) | new) == turn_ids(home)
     assert all((home.user / f"c{n}.txt").read_text() == f"c{n}" for n in range(4))
     audit_has_no_line_twice(home)
+
+
+def test_an_ask_on_a_full_disk_says_what_was_not_written_and_works_once_there_is_room(origin: Home, small_disk: Path) -> None:
+    shutil.copytree(origin.root, small_disk / "home", symlinks=True)
+    home = Home(small_disk / "home")
+    before = turn_ids(home)
+    filler = fill(small_disk)
+    script = [call("write_files", {"files": [{"path": "~/full.txt", "content": "x" * 1000}]}), text("done")]
+    with ScriptedLLM(script) as llm:
+        done = home.run("ask", "write full", "--yes", METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "is full" in done.stderr and "Not written: Turn " in done.stderr and "TurnStarted" in done.stderr, done.stderr
+    assert "Everything recorded before is in the log" in done.stderr and "Traceback" not in done.stderr
+    assert not (home.user / "full.txt").exists()  # nothing ran that the log could not record
+
+    filler.unlink()
+    assert turn_ids(home) == before
+    with ScriptedLLM(script) as llm:
+        done = home.run("ask", "write full", "--yes", METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted")
+    assert done.returncode == 0, done.stderr
+    assert (home.user / "full.txt").exists() and len(turn_ids(home)) == len(before) + 1
