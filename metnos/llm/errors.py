@@ -104,9 +104,9 @@ class EmbeddedUnavailable(LLMError):
 class ModelNotInstalled(EmbeddedUnavailable):
     kind = "model_not_installed"
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, hint: str = "run `metnos model install`") -> None:
         self.path = path
-        super().__init__(f"the embedded model is not installed at {path}; run `metnos model install`")
+        super().__init__(f"the embedded model is not installed at {path}; {hint}")
 
 
 class ModelInstallError(LLMError):

