@@ -16,18 +16,26 @@ import difflib
 import os
 from collections.abc import Mapping
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
-from metnos.llm.tiers import http_url
 from metnos.turn.settings import ENV_OF_SETTING, SettingsError, TurnSettings
 
 PREFIX = "METNOS_"
-# Read elsewhere, or only by the test suite: known, so never taken for a typo.
-READ_ELSEWHERE = frozenset({"METNOS_SANDBOX", "METNOS_TELEGRAM_TOKEN", "METNOS_REQUIRE_BWRAP", "METNOS_REQUIRE_POSTGRES"})
+# Read elsewhere, or by the test suite (METNOS_REQUIRE_*): never taken for a typo.
+READ_ELSEWHERE = frozenset({"METNOS_SANDBOX", "METNOS_TELEGRAM_TOKEN"})
+TEST_SUITE_PREFIX = "METNOS_REQUIRE_"
 
 _DEFAULT_TURN = TurnSettings()
+
+
+def http_url(v: str) -> str:
+    parts = urlsplit(v)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http(s) URL like http://127.0.0.1:8080, not {v!r}")
+    return v.rstrip("/")
 
 
 class MetnosSettings(BaseSettings):
@@ -94,7 +102,7 @@ def unknown_variables(env: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if env is None else env
     known = {PREFIX + name for name in MetnosSettings.model_fields} | READ_ELSEWHERE
     notes = []
-    for name in sorted(k for k in env if k.startswith(PREFIX) and k not in known):
+    for name in sorted(k for k in env if k.startswith(PREFIX) and k not in known and not k.startswith(TEST_SUITE_PREFIX)):
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
         if close:
             notes.append(f"{name} is not a Metnos setting (did you mean {close[0]}?); it is ignored")

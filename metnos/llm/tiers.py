@@ -45,11 +45,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from metnos.llm.errors import LLMConfigError
+from metnos.settings import http_url
 
 TIERS: tuple[str, ...] = ("fast", "middle", "wise", "frontier")
 LOCAL_TIERS: tuple[str, ...] = ("fast", "middle", "wise")
@@ -62,13 +62,6 @@ ENV_EMBEDDED_MODEL = "METNOS_MODEL"
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
-
-
-def http_url(v: str) -> str:
-    parts = urlsplit(v)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"must be an http(s) URL like http://127.0.0.1:8080, not {v!r}")
-    return v.rstrip("/")
 
 
 class TierConfig(BaseModel):
