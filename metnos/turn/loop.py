@@ -460,6 +460,10 @@ class TurnLoop:
             state.problem, state.since_problem = (kind, step_failure_words(name, result.observation)), []
         elif succeeded:
             self._succeeded(state, result.observation)
+            if transition.category == "A":
+                # An action that went through after a failure did what was asked;
+                # its answer reports it ("saved") rather than quoting its output.
+                state.problem, state.since_problem = None, []
         return observation, result.aggregates
 
     def _gate(

@@ -85,6 +85,14 @@ def test_a_crash_followed_by_a_used_success_is_answered(home: Path, capsys, monk
     assert code == 0 and out["answer"] == "It says alpha.", out
 
 
+def test_an_action_that_succeeds_after_a_refusal_is_answered(home: Path, capsys, monkeypatch) -> None:
+    script = [call("write_files", {"files": [{"path": "/etc/metnos-test.txt", "content": "x"}]}),
+              call("write_files", {"files": [{"path": "~/out.txt", "content": "x"}]}), text("Saved.")]
+    code, out, _ = run(monkeypatch, capsys, script, "write x to a file", "--yes")
+    assert code == 0 and out["answer"] == "Saved.", out
+    assert (home / "out.txt").read_text() == "x"
+
+
 def test_a_refused_step_with_an_answer_that_uses_nothing_is_refused(home: Path, capsys, monkeypatch) -> None:
     (home / "a.md").write_text("alpha")
     script = [call("read_files", {"paths": ["/etc/shadow"]}), call("read_files", {"paths": ["~/a.md"]}), text("Done, all good.")]
