@@ -7,9 +7,10 @@ error or a log line.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
-import errno
+import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -44,7 +45,9 @@ def post_json(client: httpx.Client, url: str, body: dict[str, Any], *, headers: 
     shown = public_url(url)
     log.debug("POST %s (%d bytes)", shown, len(json.dumps(body)))
     try:
-        response = client.post(url, json=body, headers=headers)
+        response = _post_within(client, url, body, headers, timeout_s)
+    except _TooSlow:
+        raise ProviderTimeout(shown, timeout_s) from None
     except httpx.ConnectTimeout:
         raise ProviderUnreachable(shown, "the connection timed out") from None
     except httpx.TimeoutException:
@@ -65,6 +68,29 @@ def post_json(client: httpx.Client, url: str, body: dict[str, Any], *, headers: 
     if not isinstance(data, dict):
         raise MalformedReply(shown, f"the body is JSON {type(data).__name__}, not an object")
     return data
+
+
+class _TooSlow(Exception):
+    pass
+
+
+# How the bytes travelled, no longer true of the decoded body.
+_FRAMING = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def _post_within(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float) -> httpx.Response:
+    """The whole reply within ``timeout_s``: httpx bounds each read, this bounds their sum,
+    so a server that sends a byte now and then cannot stretch the wait."""
+    deadline = time.monotonic() + timeout_s
+    with client.stream("POST", url, json=body, headers=headers) as response:
+        chunks = []
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise _TooSlow
+        # What was read (decoded already), handed back as a whole response.
+        kept = {k: v for k, v in response.headers.items() if k.lower() not in _FRAMING}
+        return httpx.Response(response.status_code, headers=kept, content=b"".join(chunks), request=response.request)
 
 
 def _connect_reason(e: httpx.ConnectError) -> str:

@@ -217,3 +217,47 @@ def test_the_connection_gives_up_in_seconds_while_the_reply_may_take_minutes() -
 
     with make_client(120.0) as client:
         assert client.timeout.connect == 5.0 and client.timeout.read == 120.0
+
+
+@pytest.fixture
+def trickling_server() -> Iterator[str]:
+    """A real socket on 127.0.0.1 that answers 200 at once, then sends its body a byte a second."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n")
+        for _ in range(200):
+            if stop.wait(1.0):
+                break
+            try:
+                conn.sendall(b" ")
+            except OSError:
+                break
+        conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join(timeout=5)
+    server.close()
+
+
+def test_a_reply_sent_a_byte_at_a_time_cannot_stretch_the_bound(trickling_server: str) -> None:
+    from metnos.llm.errors import ProviderTimeout
+    from metnos.llm.messages import UserMessage
+    from metnos.llm.openai_compat import OpenAICompatProvider
+
+    provider = OpenAICompatProvider(url=trickling_server, model="slow", timeout_s=3)
+    started = time.monotonic()
+    with pytest.raises(ProviderTimeout) as caught:
+        provider.complete([UserMessage("hello")])
+    provider.close()
+    # Each byte comes well within the read timeout; only the bound on the whole reply stops it.
+    assert time.monotonic() - started < 15
+    assert "no reply within 3 s" in str(caught.value)
