@@ -15,8 +15,9 @@ seeds/002 ch. 5, the baseline) and for the shortlist the turn loop really
 uses (:func:`metnos.turn.shortlist.shortlist`), measured in the same run on
 the seed catalogue (executors/*/manifest.toml plus the runtime builtins), with
 an empty mnestome. The requests live here only; nothing of them is in the
-runtime. When bench/agent_suite.py gives its tasks the executors they need
-(``Task.executors``), they are measured too.
+runtime. The agent benchmark's tasks (bench/agent_suite.py) are measured too,
+with the needs judged here (``AGENT_NEEDS``); those requests were not used to
+choose any rule or tag, so their figures are held out.
 
 Run: PYTHONPATH=$PWD python3 bench/shortlist_recall.py [--pool N] [--json out.json] [--misses]
 """
@@ -108,19 +109,53 @@ def catalogue() -> list[CatalogueEntry]:
     return entries + [b.entry for b in builtin_tools().values()]
 
 
-def agent_suite_requests() -> tuple[Request, ...]:
-    """The agent benchmark's tasks, once they carry the executors they need."""
+# What each task of bench/agent_suite.py needs, judged here (the suite gives each
+# task a check, not its plan): the executors of the shortest sensible plan, and
+# whether the task asks for a change. A task missing here is reported, not guessed.
+R_, W_ = "read_files", "write_files"
+AGENT_NEEDS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "diary_last_lines": ((R_,), False), "todo_first_item": ((R_,), False),
+    "csv_total": ((R_, "compute_entries"), False), "largest_document": (("find_files", "sort_entries"), False),
+    "count_photos": (("find_files",), False), "list_notes": (("find_files",), False), "today_date": (("get_now",), False),
+    "error_lines": ((R_, "filter_entries"), False), "page_special": (("get_urls",), False),
+    "api_temperature": (("get_urls",), False), "package_version": ((R_,), False), "recipe_eggs": ((R_,), False),
+    "find_invoices": (("find_files",), False), "contact_email": ((R_,), False), "backup_status": (("get_urls",), False),
+    "passport_where": (("find_files",), False), "news_headline": (("get_urls",), False),
+    "delete_tmp": (("find_files", "delete_files"), True), "send_late": (("send_messages",), True),
+    "weekly_reminder": (("schedule_recurring",), True), "daily_reminder": (("schedule_recurring",), True),
+    "save_note": ((W_,), True), "append_shopping": ((W_,), True), "rename_draft": (("move_files",), True),
+    "delete_iso": (("delete_files",), True), "move_photos_by_date": (("find_files", "move_files"), True),
+    "dinner_total_to_marco": ((R_, "compute_entries", "send_messages"), True),
+    "delete_largest_download": (("find_files", "sort_entries", "delete_files"), True),
+    "archive_txt_notes": (("find_files", "move_files"), True), "save_page": (("get_urls", W_), True),
+    "temperature_to_anna": (("get_urls", "send_messages"), True), "todo_to_elena": ((R_, "send_messages"), True),
+    "newest_note": (("find_files", "sort_entries"), False), "average_minutes": ((R_, "compute_entries"), False),
+    "priciest_item": ((R_, "sort_entries"), False), "diary_last_to_file": ((R_, W_), True),
+    "delete_tmp_recursive": (("find_files", "delete_files"), True), "desktop_photos": (("find_files", "move_files"), True),
+    "pdfs_to_folder": (("find_files", "move_files"), True), "music_total_size": (("find_files", "compute_entries"), False),
+    "headline_to_marco": (("get_urls", "send_messages"), True), "count_logins": ((R_, "filter_entries"), False),
+    "three_largest_videos": (("find_files", "sort_entries"), False),
+    "total_to_file": ((R_, "compute_entries", W_), True),
+    "delete_tmp_and_tell": (("find_files", "delete_files", "send_messages"), True),
+    "appointment_to_paolo": ((R_, "send_messages"), True), "meeting_weekly": (("schedule_recurring",), True),
+    "largest_pdf_to_marco": (("find_files", "sort_entries", "send_messages"), True),
+}
+
+
+def agent_suite_requests() -> tuple[tuple[Request, ...], list[str]]:
+    """The agent benchmark's tasks with what they need, and the ids of those not judged here."""
     try:
-        from bench.agent_suite import TASKS  # type: ignore[import-not-found]
+        from bench.agent_suite import TASKS
     except ImportError:
-        return ()
-    found = []
+        return (), []
+    found, unjudged = [], []
     for task in TASKS:
-        needs = getattr(task, "executors", None)
-        if needs:
-            text = task.text.replace("{url}", "http://127.0.0.1:8000")
-            found.append(Request(text, frozenset(needs), bool(getattr(task, "changes", False))))
-    return tuple(found)
+        judged = AGENT_NEEDS.get(task.id)
+        if judged is None:
+            unjudged.append(task.id)
+            continue
+        found.append(Request(task.request("http://127.0.0.1:8000"), frozenset(judged[0]), judged[1]))
+    return tuple(found), unjudged
 
 
 def measure(requests: tuple[Request, ...], pools: dict[str, list[str]], side_effecting: frozenset[str]) -> dict:
@@ -149,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     index = PrefilterIndex(entries)
     side_effecting = frozenset(e.name for e in entries if e.side_effects)
     report = {"catalogue": len(entries), "pool_size": args.pool, "sets": {}}
-    for label, requests in (("bench/shortlist_recall.py", REQUESTS), ("bench/agent_suite.py", agent_suite_requests())):
+    agent_requests, unjudged = agent_suite_requests()
+    if unjudged:
+        print(f"bench/agent_suite.py: {len(unjudged)} tasks with no judged needs, left out: {', '.join(unjudged)}")
+    for label, requests in (("bench/shortlist_recall.py", REQUESTS), ("bench/agent_suite.py", agent_requests)):
         if not requests:
             continue
         ranked = {r.text: [c.name for c in index.query(r.text, pool_size=args.pool).candidates] for r in requests}
