@@ -104,7 +104,8 @@ def test_an_emptied_log_with_a_history_is_refused_not_replaced(origin: Home, tmp
     data = home.data / "log" / "data.mdb"
     data.write_bytes(b"")
     for command in (("turns", "list"), ("events",), ("ask", "anything")):
-        done = home.run(*command)
+        with ScriptedLLM([text("never asked")]) as llm:
+            done = home.run(*command, METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted")
         assert done.returncode == 2, (command, done.returncode, done.stdout, done.stderr)
         assert str(data) in done.stderr and "is empty" in done.stderr and "Restore" in done.stderr, done.stderr
         assert data.stat().st_size == 0, f"{command} wrote into the emptied log"
