@@ -209,6 +209,18 @@ def print_table(summary: dict[str, dict[str, Any]], runs: list[TaskRun], tasks: 
         print(f"\nmetnos median time / plain loop median time: {ratio:.2f}x")
 
 
+def markdown(report: dict[str, Any]) -> str:
+    """The summary of a saved report as a Markdown table, for docs/benchmarks.md."""
+    systems = report["systems"]
+    rows = [("tasks run", lambda m: f"{m['tasks']}"), ("passed", lambda m: f"{m['passed']} ({100 * m['pass_rate']:.0f}%)"),
+            ("median s/task", lambda m: f"{m['median_s']:.1f}"), ("p90 s/task", lambda m: f"{m['p90_s']:.1f}"),
+            ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tokens", lambda m: f"{m['median_prompt_tokens']:.0f}")]
+    lines = ["| " + report["model_file"] + " | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
+    for label, fmt in rows:
+        lines.append(f"| {label} | " + " | ".join(fmt(report["summary"][s]) for s in systems) + " |")
+    return "\n".join(lines)
+
+
 def pick_tasks(only: str | None, use_slice: bool) -> list[Task]:
     if use_slice:
         return [t for t in TASKS if t.id in SLICE]
@@ -260,7 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (default: its choice)")
     ap.add_argument("--shuffle", type=int, metavar="SEED", help="run the tasks in a random order (a run cut short is still a fair sample)")
     ap.add_argument("--list", action="store_true", help="list the tasks and exit")
+    ap.add_argument("--markdown", type=Path, metavar="JSON", help="print a saved report's summary as a Markdown table and exit")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text())))
+        return 0
 
     tasks = pick_tasks(args.only, args.slice)
     if args.shuffle is not None:
