@@ -657,3 +657,51 @@ def test_the_store_rebuilt_from_the_log_is_byte_identical(rt: Runtime, clock: Ma
     live = rt.schedules.state_bytes()
     rt.schedules.rebuild(rt.log)
     assert rt.schedules.state_bytes() == live
+
+
+def test_a_daemon_killed_at_random_points_loses_no_firing_and_tears_none(home: Path, tmp_path: Path, capsys,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18 item 6: SIGKILL the daemon at seeded random moments (its boot, a tick, a firing),
+    restart it each time; at the end every started attempt is finished, no slot succeeds twice,
+    attempts count up without a gap, and the next commands work."""
+    import random
+
+    rng = random.Random(int(os.environ.get("METNOS_FAULT_SEED", "18")))
+    clock_file = tmp_path / "now"
+    clock_file.write_text(stamp(at(7, 59, 30)))
+    monkeypatch.setenv(CLOCK_FILE_ENV, str(clock_file))
+    capsys.readouterr()
+    assert main(["schedule", "add", "--executor", "get_now", "--args", "{}", "--cron", "* * * * *", "--channel", "none"]) == 0
+    sid = orjson.loads(capsys.readouterr().out)["schedule_id"]
+    env = dict(os.environ)
+    kills = 0
+    for minute in range(5):
+        clock_file.write_text(stamp(at(8, minute, 5)))
+        daemon = Daemon(env)
+        # Somewhere between its start and well after its first firing.
+        time.sleep(rng.uniform(0.2, 4.0))
+        if daemon.proc.poll() is None:
+            daemon.kill()
+            kills += 1
+    assert kills >= 3, "the daemon ended by itself instead of being killed"
+
+    daemon = Daemon(env)
+    daemon.wait_for(lambda line: line["event"] == "tick" and not line.get("firings"), timeout=120)
+    daemon.proc.send_signal(signal.SIGTERM)
+    _, err = daemon.proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+
+    capsys.readouterr()
+    assert main(["schedule", "history", sid, "--json"]) == 0
+    events = orjson.loads(capsys.readouterr().out)["events"]
+    started = [(e["slot"], e["attempt"]) for e in events if e["type"] == "FiringStarted"]
+    finished = [(e["slot"], e["attempt"]) for e in events if e["type"] == "FiringFinished"]
+    assert started, "nothing ever fired"
+    assert sorted(started) == sorted(finished), "an attempt was started and never closed"
+    assert len(set(started)) == len(started), "an attempt was recorded twice"
+    for slot in {s for s, _ in started}:
+        attempts = sorted(a for s, a in started if s == slot)
+        assert attempts == list(range(1, len(attempts) + 1)), (slot, attempts)
+        ok = [e for e in events if e["type"] == "FiringFinished" and e["slot"] == slot and e["kind"] == "ok"]
+        assert len(ok) <= 1, (slot, ok)
+    assert main(["turns", "list"]) == 0 and main(["replay", "--all"]) == 0
