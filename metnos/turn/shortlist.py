@@ -13,6 +13,10 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   action: one of its action tags (:attr:`PrefilterIndex.action_tags`) or its
   own name is in the request. The others are withheld, and the ranking says
   which and why.
+* A recurring-task builtin stays only when the request speaks of schedules
+  (one of its affinity phrases, or its name): their descriptions share
+  everyday verbs ("list", "show", "run") with requests about files, and a
+  small model given ``list_recurring`` for "list the files in ~/x" calls it.
 
 Both are recorded in the ranking (``via: "named_source"`` candidates and the
 ``withheld`` list), so a replay that runs the same code compares them.
@@ -24,6 +28,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from metnos.turn.catalogue import BUILTIN_AFFINITY
 from metnos.turn.intent import named_targets
 from metnos.turn.prefilter import PrefilterIndex
 from metnos.turn.text import content_tokens
@@ -49,6 +54,9 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     lowered = request_text.casefold()
     kept, withheld = [], []
     for c in candidates:
+        if c["name"] in BUILTIN_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered:
+            withheld.append({"name": c["name"], "reason": "a recurring-task tool the request does not ask for"})
+            continue
         tags = index.action_tags.get(c["name"])
         if tags is None or c["name"] in lowered or any(tag <= words for tag in tags):
             kept.append(c)

@@ -42,3 +42,18 @@ def test_a_multi_word_tag_counts_only_whole() -> None:
     assert "send_messages" in names("tell someone that I am late")
     assert "schedule_recurring" not in names("find every file in ~/docs")
     assert "schedule_recurring" in names("every monday at 9 water the plants")
+
+
+def test_recurring_task_builtins_only_for_requests_about_schedules() -> None:
+    """The real 0.5B, offered list_recurring for "List the files in the folder ~/projects"
+    (it shares "list" with the request), called it instead of find_files."""
+    from metnos.turn.catalogue import BUILTIN_AFFINITY, builtin_tools
+
+    entries = [*ENTRIES[:2], *(b.entry for b in builtin_tools().values())]
+    index = PrefilterIndex(entries)
+    files = shortlist(index, "List the files in the folder ~/projects", pool_size=12)
+    offered = [c["name"] for c in files["candidates"]]
+    assert "find_files" in offered and not set(offered) & set(BUILTIN_AFFINITY)
+    assert any(w["name"] == "list_recurring" for w in files.get("withheld", []))
+    assert "list_recurring" in [c["name"] for c in shortlist(index, "list my reminders", pool_size=12)["candidates"]]
+    assert "show_recurring" in [c["name"] for c in shortlist(index, "show the schedule of the backup", pool_size=12)["candidates"]]
