@@ -1,6 +1,6 @@
 """Agent benchmark: everyday requests on a small local model, Metnos against plain tool-calling loops.
 
-    PYTHONPATH=$PWD python3 bench/agent_tasks.py --model /work/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
+    PYTHONPATH=$PWD python3 bench/agent_tasks.py --model ~/.local/share/metnos/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
         --json bench-0.5b.json                     # the whole suite, every system
     ... --slice                                    # a handful of tasks (CI)
     ... --only csv_total,7 --systems metnos,plain  # some tasks (ids or 1-based numbers), some systems
