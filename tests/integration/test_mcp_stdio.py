@@ -1,0 +1,139 @@
+"""`metnos mcp serve` over stdio, driven by the official `mcp` SDK's client (issue 21 item 4).
+
+The client spawns `python -m metnos mcp serve` against a test home, in both
+layouts: it lists the tools, calls get_now, is refused a path outside a
+grant with a structured error, and an action that asks for approval runs
+only when the client's elicitation says yes. The log shows each call with
+the mcp caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import orjson
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.support.cli_process import metnos_env
+from tests.support.layouts import layout_env
+
+pytestmark = pytest.mark.bwrap
+
+
+def _env(tmp_path: Path, layout: str) -> dict[str, str]:
+    env = metnos_env(layout_env(layout, tmp_path, os.environ))
+    env.pop("METNOS_SANDBOX", None)
+    return env
+
+
+def _metnos(env: dict[str, str], *args: str) -> str:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "metnos", *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _invocations(env: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """Each invocation's events (topic tail and state), by aggregate id."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for line in _metnos(env, "events", "--json", "--topic", "Invocation.", "--limit", "0").splitlines():
+        event = orjson.loads(line)
+        out.setdefault(event["aggregate_id"], []).append({"type": event["topic"].rsplit(".", 1)[-1], **event["state"]})
+    return out
+
+
+def _server(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "metnos", "mcp", "serve"], env=env, cwd=env["HOME"])
+
+
+def _outbox(env: dict[str, str]) -> list[Path]:
+    from metnos.workspace import Workspace
+
+    folder = Workspace.from_env(env).outbox_dir
+    return sorted(folder.glob("*.json")) if folder.exists() else []
+
+
+def test_an_mcp_client_lists_calls_and_is_refused_outside_a_grant(tmp_path: Path, layout: str) -> None:
+    env = _env(tmp_path, layout)
+    _metnos(env, "init")
+
+    async def session() -> tuple[Any, Any, Any]:
+        async with Client(_server(env)) as client:
+            tools = await client.list_tools()
+            now = await client.call_tool("get_now", {})
+            outside = await client.call_tool("read_files", {"paths": ["/opt/not-granted/secret.txt"]})
+            return tools, now, outside
+
+    tools, now, outside = asyncio.run(session())
+
+    by_name = {t.name: t for t in tools.tools}
+    assert {"get_now", "read_files", "send_messages", "write_files"} <= set(by_name)
+    # The input schema is the manifest's, references inlined.
+    read_schema = by_name["read_files"].input_schema
+    assert read_schema["type"] == "object" and "paths" in read_schema["properties"]
+    assert "$ref" not in orjson.dumps(read_schema).decode()
+    assert by_name["get_now"].description
+
+    assert now.is_error is False
+    assert now.structured_content["ok"] is True
+    assert now.structured_content["content"][:4].isdigit()
+
+    assert outside.is_error is True
+    error = outside.structured_content
+    assert error["ok"] is False and error["error_class"] == "PolicyViolation"
+    assert error["error"]["rule"] == "outside-grant" and error["error"]["argument"] == "/paths/0"
+
+    calls = {events[0]["executor"]: events for events in _invocations(env).values() if events[0]["caller"].get("kind") == "mcp"}
+    assert set(calls) == {"get_now", "read_files"}
+    assert calls["get_now"][0]["caller"] == {"kind": "mcp", "transport": "stdio", "client": "mcp"}
+    assert [e["type"] for e in calls["get_now"]] == ["InvocationRequested", "InvocationCompleted"]
+    assert calls["get_now"][1]["ok"] is True and calls["get_now"][1]["sandbox"] == "bwrap"
+    # Refused before any spawn, and recorded as such.
+    assert [e["type"] for e in calls["read_files"]] == ["InvocationRequested", "InvocationRefused"]
+    assert calls["read_files"][1]["kind"] == "PolicyViolation"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_an_action_runs_only_when_the_elicitation_approves_it(tmp_path: Path, mode: str) -> None:
+    """2026-07-28 clients answer through InputRequiredResult, older ones through elicitation/create."""
+    env = _env(tmp_path, "metnos_home")
+    _metnos(env, "init")
+    asked: list[str] = []
+    answers = iter([True, False])
+
+    async def elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": next(answers)})
+
+    message = {"messages": [{"to_user": "lucia", "body": "back at seven"}]}
+
+    async def session() -> tuple[Any, Any, Any]:
+        async with Client(_server(env), mode=mode, elicitation_callback=elicit) as client:
+            yes = await client.call_tool("send_messages", message)
+            no = await client.call_tool("send_messages", message)
+        async with Client(_server(env), mode=mode) as mute:
+            # This client cannot answer an elicitation: refused, and it says why.
+            cannot = await mute.call_tool("send_messages", message)
+        return yes, no, cannot
+
+    yes, no, cannot = asyncio.run(session())
+
+    assert len(asked) == 2 and "send_messages" in asked[0]
+    assert yes.is_error is False and yes.structured_content["entries"][0]["channel"] == "outbox"
+    assert no.is_error is True and no.structured_content["error_class"] == "NotApproved"
+    assert cannot.is_error is True and cannot.structured_content["error_class"] == "NotApproved"
+    assert cannot.structured_content["error"]["by"] == "mcp:no-elicitation"
+    assert len(_outbox(env)) == 1  # only the approved one was sent
+
+    sends = [events for events in _invocations(env).values() if events[0]["executor"] == "send_messages"]
+    ran = [events for events in sends if events[-1]["type"] == "InvocationCompleted"]
+    refused = [events for events in sends if events[-1]["type"] == "InvocationRefused"]
+    assert len(ran) == 1 and ran[0][0]["caller"]["approved_by"] == "mcp:elicitation"
+    assert sorted(e[-1]["error"]["by"] for e in refused) == ["mcp:elicitation", "mcp:no-elicitation"]
