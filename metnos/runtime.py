@@ -87,6 +87,11 @@ class Runtime:
         same conditions is taken (metnos.birth_reuse), unless
         METNOS_BIRTH_REUSE=0."""
         workspace = workspace or Workspace.from_env()
+        if config is None:
+            from metnos.channels.telegram_settings import executor_config
+
+            # send_messages' recipients and bot come from config.toml ([telegram]).
+            config = executor_config(workspace.config_file)
         if not workspace.keys_dir.exists():
             msg = f"no Metnos workspace at {workspace.data_dir}; run `metnos init` first"
             raise NotInitialised(msg)

@@ -30,6 +30,8 @@ from typing import Any, Literal, Union
 
 import pytest
 
+from tests.support.http_reply import send_json_bytes
+
 Dialect = Literal["openai", "anthropic", "any"]
 _PATHS = {"/v1/chat/completions": "openai", "/chat/completions": "openai", "/v1/messages": "anthropic"}
 
@@ -225,14 +227,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_bytes(status, json.dumps(obj).encode())
 
     def _send_bytes(self, status: int, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test)
+        send_json_bytes(self, status, data)
 
 
 def _openai_reply(step: Step, index: int, model: str) -> dict[str, Any]:

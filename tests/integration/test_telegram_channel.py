@@ -1,0 +1,164 @@
+"""Telegram in and out, against a fake Bot API server on 127.0.0.1 (issue 21 item 3).
+
+python-telegram-bot long-polls the fake server (tests/support/fake_telegram.py),
+the model is the scripted LLM server, the executors run in bubblewrap, in both
+layouts. A message runs a turn whose action asks for approval in the chat; the
+test presses the button and the action runs. Unanswered, the approval times
+out and nothing runs. A chat that is not allowed gets nothing, and the log
+says it was turned away.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from metnos.channels.telegram import TelegramChannel
+from metnos.channels.telegram_settings import load_telegram_settings
+from metnos.runtime import Runtime
+from metnos.workspace import Workspace
+from tests.support.fake_telegram import FakeBotAPI
+from tests.support.scripted_llm import ScriptedLLM, call, text
+
+pytestmark = pytest.mark.bwrap
+
+TOKEN = "123456:TEST-not-a-real-token"
+TOKEN_ENV = "METNOS_TEST_TELEGRAM_TOKEN"
+ALLOWED = 4242
+STRANGER = 999
+MESSAGE = {"messages": [{"to_user": "lucia", "body": "back at seven"}]}
+
+
+def _events(runtime: Runtime) -> list[tuple[str, Any]]:
+    return [(type(e).__name__, e) for _, e in runtime.log.domain_events()]
+
+
+def _outbox(workspace: Workspace) -> list[Path]:
+    return sorted(workspace.outbox_dir.glob("*.json")) if workspace.outbox_dir.exists() else []
+
+
+@pytest.fixture
+def bot(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBotAPI]:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    with FakeBotAPI(TOKEN) as api:
+        yield api
+
+
+def _channel(api: FakeBotAPI, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, *, approval_timeout_s: float) -> tuple[Runtime, TelegramChannel]:
+    monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+    monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+    workspace = Workspace.from_env()
+    workspace.config_file.write_text(
+        f'[telegram]\ntoken_env = "{TOKEN_ENV}"\nallowed_chats = [{ALLOWED}]\nbase_url = "{api.url}"\n'
+        f"approval_timeout_s = {approval_timeout_s}\npoll_timeout_s = 1\n\n[telegram.chat_ids]\nlucia = {ALLOWED}\n")
+    runtime = Runtime.boot(workspace)
+    channel = TelegramChannel(runtime, load_telegram_settings(workspace.config_file))
+    channel.start()
+    return runtime, channel
+
+
+def _buttons(params: dict[str, Any]) -> list[dict[str, Any]]:
+    return params["reply_markup"]["inline_keyboard"][0]
+
+
+def test_a_message_runs_a_turn_whose_action_is_approved_in_the_chat(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ScriptedLLM([call("send_messages", MESSAGE), text("I sent lucia your message: back at seven.")]) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120)
+        try:
+            bot.user_says(ALLOWED, "tell lucia I am back at seven")
+            question = bot.wait_for("sendMessage", lambda p: "reply_markup" in p)
+            assert question.params["chat_id"] == ALLOWED and "send_messages" in question.params["text"]
+            assert not _outbox(runtime.workspace)  # nothing sent before the press
+            approve, deny = _buttons(question.params)
+            assert (approve["text"], deny["text"]) == ("Approve", "Deny")
+            bot.press(question.result, approve["callback_data"])
+            answer = bot.wait_for("sendMessage", lambda p: "back at seven" in p["text"] and "reply_markup" not in p)
+        finally:
+            channel.stop()
+    assert answer.params["chat_id"] == ALLOWED
+    assert bot.wait_for("answerCallbackQuery").params["text"] == "Approved"
+    assert bot.wait_for("editMessageReplyMarkup").params["message_id"] == question.result["message_id"]
+    assert len(_outbox(runtime.workspace)) == 1
+
+    runtime.refresh()
+    events = _events(runtime)
+    [started] = [e for name, e in events if name == "TurnStarted"]
+    assert started.channel == "telegram" and started.text == "tell lucia I am back at seven"
+    [answered] = [e for name, e in events if name == "ApprovalAnswered"]
+    assert (answered.approved, answered.by) == (True, "telegram:button")
+    [requested] = [e for name, e in events if name == "InvocationRequested" and e.executor == "send_messages"]
+    assert requested.caller["channel"] == "telegram" and requested.turn_id == str(started.originator_id)
+    assert [name for name, _ in events if name == "TurnAnswered"]
+    runtime.close()
+    # The token is in no event.
+    assert TOKEN not in repr([e.__dict__ for _, e in events])
+
+
+def test_an_unanswered_approval_times_out_and_nothing_runs(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ScriptedLLM([call("send_messages", MESSAGE), text("I did not send it.")]) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=1.5)
+        try:
+            bot.user_says(ALLOWED, "tell lucia I am back at seven")
+            question = bot.wait_for("sendMessage", lambda p: "reply_markup" in p)
+            bot.wait_for("sendMessage", lambda p: p["text"].startswith("No answer in"))
+            # The turn is told no and ends; its outcome goes back to the chat.
+            asked = len(bot.calls)
+            bot.wait_for("sendMessage", lambda p: p["text"].startswith("metnos:") or "did not send" in p["text"], after=asked - 1)
+            # A press after the timeout changes nothing.
+            late = len(bot.calls)
+            bot.press(question.result, _buttons(question.params)[0]["callback_data"])
+            assert bot.wait_for("answerCallbackQuery", after=late).params["text"] == "This approval is no longer open."
+        finally:
+            channel.stop()
+    assert not _outbox(runtime.workspace)
+    runtime.refresh()
+    events = _events(runtime)
+    [answered] = [e for name, e in events if name == "ApprovalAnswered"]
+    assert (answered.approved, answered.by) == (False, "telegram:timeout")
+    assert not [e for name, e in events if name == "InvocationRequested" and e.executor == "send_messages"]
+    assert bot.wait_for("editMessageReplyMarkup").params["message_id"] == question.result["message_id"]
+    runtime.close()
+
+
+def test_a_chat_that_is_not_allowed_is_ignored_and_audited(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ScriptedLLM([text("nobody should ask me")]) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120)
+        try:
+            bot.user_says(STRANGER, "delete everything", user_id=777)
+            deadline = time.monotonic() + 60
+            ignored: list[Any] = []
+            while not ignored and time.monotonic() < deadline:
+                ignored = [e for name, e in _events(runtime) if name == "MessageIgnored"]
+                time.sleep(0.1)
+            # An allowed chat is still served after it.
+            bot.user_says(ALLOWED, "hello")
+            bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED)
+        finally:
+            channel.stop()
+        assert len(llm.requests) == 1  # the allowed chat's turn only
+    [event] = ignored
+    assert (event.channel, event.chat_id, event.sender) == ("telegram", str(STRANGER), "777")
+    assert event.text_size == len("delete everything") and "delete" not in repr(event.__dict__)
+    assert not [p for p in bot.sent() if p["chat_id"] == STRANGER]
+    assert not [name for name, e in _events(runtime) if name == "TurnStarted" and e.text == "delete everything"]
+    runtime.close()
+
+
+def test_the_token_is_never_in_config(tmp_path: Path) -> None:
+    from metnos.channels.telegram_settings import TelegramConfigError
+
+    config = tmp_path / "config.toml"
+    config.write_text('[telegram]\ntoken = "123:abc"\n')
+    with pytest.raises(TelegramConfigError, match=r"\[telegram\] token: the bot token never goes in config.toml"):
+        load_telegram_settings(config)
+    config.write_text('[telegram]\nallowed_chats = ["me"]\n')
+    with pytest.raises(TelegramConfigError, match=r"\[telegram\] allowed_chats"):
+        load_telegram_settings(config)
+    config.write_text('[telegram]\ntoken_env = "MY_BOT"\n')
+    with pytest.raises(TelegramConfigError, match="set the environment variable MY_BOT") as raised:
+        load_telegram_settings(config).token({})
+    assert "123" not in str(raised.value)
