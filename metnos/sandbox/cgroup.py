@@ -15,7 +15,12 @@ removed. Where no memory controller can be used the caller falls back to a
 watchdog (``metnos.sandbox.memwatch``).
 
 Joining has to happen before bwrap forks (v1 moves a process, not its
-descendants), hence ``attach_self`` for use between fork and exec. The
+descendants). Moving another process into a group takes a global lock that
+first waits for an RCU grace period (about 10 ms on this machine's kernel,
+in the spawn's critical path); a thread moving *itself* under v1 (pid 0
+written to ``tasks``) does not take it. So where that is allowed the
+spawning thread steps into the groups, spawns, and steps back
+(``enter_this_thread``): the child is born in them and nothing is moved. The
 group is also how everything is killed at the end: its member list is
 complete even for processes that left the process group.
 """
@@ -93,6 +98,9 @@ class Placement:
     memory_v2: bool
     pids_error: str | None
     memory_error: str | None
+    # cgroup v1 only: the calling thread can step into an invocation's
+    # groups and back on its own (see ``enter_this_thread``).
+    thread_moves: bool = False
 
     @property
     def memory_mechanism(self) -> str:
@@ -145,7 +153,29 @@ def placement() -> Placement:
             return None
         return "; ".join(errors[c]) or f"no cgroup hierarchy with the {c} controller is mounted"
 
-    return Placement(pids, memory, memory_v2, why("pids", pids), why("memory", memory))
+    homes = [d for d in dict.fromkeys((pids, memory)) if d is not None]
+    thread_moves = bool(homes) and not memory_v2 and _can_step_back(homes)
+    return Placement(pids, memory, memory_v2, why("pids", pids), why("memory", memory), thread_moves)
+
+
+def _move_this_thread(group: Path) -> None:
+    """Under cgroup v1: the calling thread alone, not its process, into ``group``."""
+    fd = os.open(group / "tasks", os.O_WRONLY)
+    try:
+        os.write(fd, b"0")
+    finally:
+        os.close(fd)
+
+
+def _can_step_back(homes: list[Path]) -> bool:
+    """Whether this thread may move itself into the groups it is in: the way
+    back out of an invocation's groups."""
+    try:
+        for home in homes:
+            _move_this_thread(home)
+    except OSError:
+        return False
+    return True
 
 
 def _sweep(parent: Path) -> None:
@@ -195,6 +225,8 @@ class InvocationCgroup:
         self.dirs: list[Path] = []
         self.pids_dir: Path | None = None
         self.memory_dir: Path | None = None
+        self.thread_moves = p.thread_moves
+        self._homes = [d for d in dict.fromkeys((p.pids, p.memory)) if d is not None]
         name = _PREFIX + uuid.uuid4().hex
         try:
             for parent in dict.fromkeys(d for d in (p.pids, p.memory) if d is not None):
@@ -235,6 +267,20 @@ class InvocationCgroup:
     def caps_memory(self) -> bool:
         return self.memory_dir is not None
 
+    def enter_this_thread(self) -> None:
+        """Move the calling thread, not its process, into this invocation's
+        groups, so that what it spawns next is born there. Raises OSError
+        (the thread may then be in some of them: call ``leave_this_thread``)."""
+        if not self.thread_moves:
+            raise OSError("a thread cannot move itself between cgroups here")
+        for d in self.dirs:
+            _move_this_thread(d)
+
+    def leave_this_thread(self) -> None:
+        """Move the calling thread back where the runtime lives."""
+        for home in self._homes:
+            _move_this_thread(home)
+
     def attach_self(self) -> None:
         """For preexec_fn: only raw os calls, it runs between fork and exec."""
         for procs in self._procs:
@@ -256,6 +302,9 @@ class InvocationCgroup:
                 found.update(int(x) for x in Path(procs).read_text().split())
             except OSError:
                 pass
+        # A thread of the runtime that could not step back out makes the
+        # runtime a member; it is never one of the processes to kill.
+        found.discard(os.getpid())
         return sorted(found)
 
     def memory_exceeded(self) -> bool:

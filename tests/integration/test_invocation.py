@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import threading
+from pathlib import Path
+
 import pytest
 
 from metnos.invocation.runner import invoke
@@ -129,11 +133,31 @@ def test_a_sandbox_that_cannot_be_built_names_its_cause(sx, monkeypatch):
     assert "/nonexistent-metnos-source" in out.error["message"]
 
 
+def _call_one_that_marks_at_import(sx, tmp_path):
+    """Invoke an executor that leaves a file as soon as its module loads."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    code = sx.executor("runs_at_import", f"""
+        open({str(out_dir / "ran")!r}, "w").close()
+        def run(args, ctx):
+            return {{}}
+    """)
+    out = call(sx, code, {}, SandboxProfile(fs_write=(str(out_dir),)), input_schema={"type": "object"},
+               output_schema={"type": "object"})
+    return out, out_dir / "ran"
+
+
 def test_a_sandbox_that_cannot_join_its_cgroup_never_runs(sx, monkeypatch, tmp_path):
     if sx.env.get("METNOS_SANDBOX") == "0":
         pytest.skip("about bwrap's gate")
+    import dataclasses
+
     from metnos.sandbox import cgroup
 
+    # The gate is how the sandbox joins where a thread cannot step into a
+    # cgroup itself (cgroup v2); on this machine it has to be asked for.
+    real_placement = cgroup.placement()
+    monkeypatch.setattr(cgroup, "placement", lambda: dataclasses.replace(real_placement, thread_moves=False))
     moved = []
     real = cgroup.InvocationCgroup.attach
 
@@ -144,16 +168,81 @@ def test_a_sandbox_that_cannot_join_its_cgroup_never_runs(sx, monkeypatch, tmp_p
         real(self, pid)
 
     monkeypatch.setattr(cgroup.InvocationCgroup, "attach", attach)
-    out_dir = tmp_path / "out"
-    out_dir.mkdir()
-    code = sx.executor("runs_at_import", f"""
-        open({str(out_dir / "ran")!r}, "w").close()
-        def run(args, ctx):
-            return {{}}
-    """)
-    out = call(sx, code, {}, SandboxProfile(fs_write=(str(out_dir),)), input_schema={"type": "object"},
-               output_schema={"type": "object"})
+    out, ran = _call_one_that_marks_at_import(sx, tmp_path)
     assert out.kind == "Crash" and out.error["type"] == "SpawnFailed", out
     assert "could not put the sandbox in its cgroup" in out.error["message"]
     assert len(moved) == 2
-    assert not (out_dir / "ran").exists()
+    assert not ran.exists()
+
+
+def _needs_thread_moves():
+    from metnos.sandbox import cgroup
+
+    if not cgroup.placement().thread_moves:
+        pytest.skip("a thread cannot move itself between cgroups here (not cgroup v1)")
+
+
+def _own_cgroups() -> str:
+    return Path("/proc/thread-self/cgroup").read_text()
+
+
+def test_the_spawning_thread_is_back_in_its_own_cgroups_after_the_call(sx):
+    # The child is born in the invocation's groups because the spawning
+    # thread steps into them; the runtime itself must never stay there.
+    _needs_thread_moves()
+    code = sx.executor("read_tail", READ_TAIL)
+    seen = {}
+
+    def call_and_look(name):
+        before = _own_cgroups()
+        out = call(sx, code, {"path": "~/notes/diary.md"})
+        seen[name] = (before, _own_cgroups(), out)
+
+    call_and_look("main")
+    worker = threading.Thread(target=call_and_look, args=("worker",))
+    worker.start()
+    worker.join()
+    for name, (before, after, out) in seen.items():
+        assert out.ok and "pids-cgroup" in out.layers, (name, out)
+        assert after == before and "metnos-inv-" not in after, name
+
+
+def test_a_sandbox_whose_thread_cannot_step_in_never_runs(sx, monkeypatch, tmp_path):
+    _needs_thread_moves()
+    from metnos.sandbox import cgroup
+
+    real = cgroup._move_this_thread
+
+    def move(group):
+        if group.name.startswith("metnos-inv-"):
+            raise PermissionError(13, "refused by the test")
+        real(group)
+
+    monkeypatch.setattr(cgroup, "_move_this_thread", move)
+    before = _own_cgroups()
+    out, ran = _call_one_that_marks_at_import(sx, tmp_path)
+    assert out.kind == "Crash" and out.error["type"] == "SpawnFailed", out
+    assert "could not put the sandbox in its cgroup" in out.error["message"]
+    assert not ran.exists()
+    assert _own_cgroups() == before
+
+
+def test_the_runtime_is_never_among_the_members_it_kills(tmp_path):
+    # A thread of the runtime stuck in an invocation's group (its way back
+    # refused) makes the runtime a member of the group: killing the group
+    # must not kill the runtime.
+    _needs_thread_moves()
+    from metnos.sandbox import cgroup
+
+    cg = cgroup.InvocationCgroup(max_pids=16, memory_bytes=256 << 20)
+    try:
+        cg.enter_this_thread()
+        try:
+            listed = {int(x) for x in Path(cg._procs[0]).read_text().split()}
+            assert os.getpid() in listed  # the kernel counts the runtime in
+            assert os.getpid() not in cg.pids()
+            assert cg.kill_all(deadline_s=0.5)  # and this process is still here
+        finally:
+            cg.leave_this_thread()
+    finally:
+        cg.close()
