@@ -64,6 +64,7 @@ class Runtime:
         self.turns = self._views["turns"]
         self.schedules = self._views["schedules"]
         self.mnestome = self._views["mnestome"]
+        self.proposals = self._views["proposals"]
         self.audit = self._views["audit"]
         self.turn_lines = self._views["turn_lines"]
         self.invoker = Invoker(

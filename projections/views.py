@@ -14,7 +14,7 @@ from typing import Any
 from metnos.workspace import Workspace
 from projections.store import ViewStore
 
-VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules")
+VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules", "proposals")
 
 
 def open_stores(workspace: Workspace, names: tuple[str, ...] = VIEW_NAMES) -> dict[str, ViewStore]:
@@ -43,4 +43,5 @@ _FOLDS = {
     "turns": ("projections.turns", "TurnIndexFold"),
     "schedules": ("projections.schedules", "SchedulesFold"),
     "mnestome": ("projections.mnestome", "MnestomeFold"),
+    "proposals": ("projections.proposals", "ProposalsFold"),
 }
