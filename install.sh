@@ -12,7 +12,8 @@ with_bench=no
 [ "${1:-}" = "--bench" ] && with_bench=yes
 
 packages=(bubblewrap libseccomp2)
-[ "$with_tests" = yes ] && packages+=(postgresql graphviz)
+# chromium and its driver: the dashboard is tested in a real headless browser.
+[ "$with_tests" = yes ] && packages+=(postgresql graphviz chromium chromium-driver)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -290,6 +290,13 @@ class Undoer:
         left = describe(action.after) if action.after is not None else "more than Metnos checks"
         plan.conflicts.append(Conflict(action.step, action.executor, action.path, left, describe(now)))
 
+    @staticmethod
+    def preview(plan: UndoPlan, *, force: bool = False) -> UndoResult:
+        """What :meth:`apply` would do with ``plan``, changing nothing (``undo --dry-run``, the dashboard)."""
+        refuse = plan.lost or (plan.conflicts and not force)
+        status = "already-undone" if plan.already_undone else ("would-refuse" if refuse else "dry-run")
+        return UndoResult(plan, status)
+
     def apply(self, plan: UndoPlan, *, force: bool = False) -> UndoResult:
         if plan.already_undone:
             return UndoResult(plan, "already-undone")

@@ -1,24 +1,47 @@
-"""``metnos daemon``: the scheduler loop, one tick every 60 seconds (seeds/002 ch. 11.2).
+"""``metnos daemon``: the one long-running process (docs/daemon.md).
 
-At start it installs the builtin maintenance jobs that are missing, then
-ticks: each tick fires what is due and prints one JSON line with what it
-did. A tick's own failures are printed and the loop goes on.
+It boots the runtime once and writes the log for every way in: the
+scheduler loop (one tick every 60 seconds, seeds/002 ch. 11.2), the warm
+embedded model, the HTTP API and dashboard (127.0.0.1:8737 by default,
+``--http HOST:PORT``), and the channels of metnos.daemon.extensions. At
+start it installs the builtin maintenance jobs that are missing, then ticks:
+each tick fires what is due and prints one JSON line with what it did. A
+tick's own failures are printed and the loop goes on. ``--once`` runs one
+tick and exits, with no HTTP server unless ``--http`` is given.
+
+``metnos daemon token`` prints the bearer token the HTTP API wants.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import orjson
 
+from metnos.daemon import DEFAULT_HTTP
 from metnos.errors import MetnosError
 from metnos.workspace import Workspace
 
 
+def run_token(args: argparse.Namespace) -> int:
+    from metnos.daemon.token import load_or_create_token
+
+    print(load_or_create_token(Workspace.from_env()))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("daemon", help="run the scheduler loop")
+    p = sub.add_parser("daemon", help="the long-running process: scheduler, warm model, HTTP API and dashboard")
+    inner = p.add_subparsers(dest="daemon_command", metavar="SUBCOMMAND")
+    token = inner.add_parser("token", help="print the bearer token of the daemon's HTTP API (made on first use, mode 0600)")
+    token.set_defaults(run=run_token)
+    p.add_argument("--http", metavar="HOST:PORT", help=f"serve the HTTP API and the dashboard here (default {DEFAULT_HTTP})")
     p.add_argument("--tick", type=float, default=60.0, help="seconds between ticks (default 60)")
     p.add_argument("--once", action="store_true", help="run one tick and exit")
     p.add_argument("--skip-birth", action="store_true", help="skip the executors' birth tests at start (signatures are still checked)")
@@ -27,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from metnos.daemon.host import DaemonHost
     from metnos.llm.shared_server import touch
     from metnos.runtime import Runtime
     from metnos.scheduler.clock import clock_from_env
@@ -41,21 +65,57 @@ def run(args: argparse.Namespace) -> int:
         installed = ScheduleService(rt).install_builtin_jobs()
         # Turns left open by a writer that is gone were closed as abandoned at boot.
         model = {} if args.no_model else _warm_model(rt.workspace, args.tick)
-        _emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model})
-        scheduler = Scheduler(rt)
-        while True:
-            started = time.monotonic()
-            if model.get("model_url"):
-                # While the daemon runs, the model it serves stays warm for every command.
-                touch(rt.workspace.runtime_dir)
-            try:
-                report = scheduler.tick().to_json()
-            except Exception as e:  # noqa: BLE001 - the loop must not fall (seeds/002 ch. 11.2)
-                report = {"error": f"{type(e).__name__}: {e}"}
-            _emit({"event": "tick", **report})
-            if args.once:
-                return 0
-            time.sleep(max(0.0, args.tick - (time.monotonic() - started)))
+        host = DaemonHost(rt, env=os.environ)
+        with serving(host, _http_address(args)) as http:
+            _emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
+            scheduler = Scheduler(rt)
+            while True:
+                started = time.monotonic()
+                if model.get("model_url"):
+                    # While the daemon runs, the model it serves stays warm for every command.
+                    touch(rt.workspace.runtime_dir)
+                try:
+                    with host.writing():
+                        report = scheduler.tick().to_json()
+                except Exception as e:  # noqa: BLE001 - the loop must not fall (seeds/002 ch. 11.2)
+                    report = {"error": f"{type(e).__name__}: {e}"}
+                _emit({"event": "tick", **report})
+                if args.once:
+                    return 0
+                time.sleep(max(0.0, args.tick - (time.monotonic() - started)))
+
+
+def _http_address(args: argparse.Namespace) -> str | None:
+    """Where to serve HTTP: --http, else the config's [daemon] http; none for --once unless asked."""
+    if args.http:
+        return args.http
+    return None if args.once else DEFAULT_HTTP
+
+
+@contextmanager
+def serving(host: Any, address: str | None) -> Iterator[dict[str, Any]]:
+    """The HTTP server and the channels, up for the body, down (channels first) after it."""
+    from metnos.daemon import extensions
+    from metnos.daemon.app import HttpServer, build_app, is_loopback
+    from metnos.daemon.token import load_or_create_token
+
+    if address is None:
+        yield {}
+        return
+    server = HttpServer(build_app(host, load_or_create_token(host.runtime.workspace)), address)
+    if not is_loopback(server.host):
+        print(f"metnos: the daemon listens on {server.url}, beyond this machine; only its token keeps others out", file=sys.stderr)
+    server.start()
+    started: list[Any] = []
+    try:
+        for channel in extensions.channels(host):
+            channel.start()
+            started.append(channel)
+        yield {"http": server.url, "channels": [c.name for c in started]}
+    finally:
+        for channel in reversed(started):
+            channel.stop()
+        server.stop()
 
 
 def _warm_model(workspace: Workspace, tick_s: float) -> dict:

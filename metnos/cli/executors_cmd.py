@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from metnos.errors import MetnosError
+from metnos.queries import catalogue_rows
 from metnos.workspace import Workspace
 
 
@@ -63,21 +64,9 @@ def _boot(birth: bool = True, *, reuse_births: bool = True):  # noqa: ANN202
     return Runtime.boot(Workspace.from_env(), birth=birth, reuse_births=reuse_births)
 
 
-def _rows(state: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for entry in sorted(state["executors"].values(), key=lambda e: (e["name"], e["origin"])):
-        for version, v in sorted(entry["versions"].items()):
-            rows.append({
-                "name": entry["name"], "origin": entry["origin"], "version": version,
-                "current": entry["current"] == version, "state": v["state"], "digest": v["digest"],
-                "summary": v["summary"], "reason": v.get("reason"), "since": v.get("since"),
-            })
-    return rows
-
-
 def run_list(args: argparse.Namespace) -> int:
     with _boot() as rt:
-        rows = _rows(rt.catalogue_state())
+        rows = catalogue_rows(rt.catalogue_state())
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -92,7 +81,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     with _boot() as rt:
-        rows = [r for r in _rows(rt.catalogue_state()) if r["name"] == args.name]
+        rows = [r for r in catalogue_rows(rt.catalogue_state()) if r["name"] == args.name]
         if not rows:
             msg = f"there is no executor named {args.name!r}; see `metnos executors list`"
             raise MetnosError(msg)

@@ -9,7 +9,7 @@ from uuid import UUID
 
 import orjson
 
-from metnos.errors import MetnosError
+from metnos.queries import find_turn, turn_events, turn_rows
 from metnos.workspace import Workspace
 
 
@@ -32,21 +32,12 @@ def _boot():  # noqa: ANN202
     return Runtime.boot(Workspace.from_env(), birth=False)
 
 
-def find_turn(state: dict[str, Any], prefix: str) -> str:
-    matches = [t for t in state["turns"] if t.startswith(prefix)]
-    if not matches:
-        raise MetnosError(f"no turn starts with {prefix!r}; see `metnos turns list`")
-    if len(matches) > 1:
-        raise MetnosError(f"{prefix!r} matches {len(matches)} turns; give more of the id")
-    return matches[0]
-
-
 def run_list(args: argparse.Namespace) -> int:
     with _boot() as rt:
         state = rt.turns.catch_up(rt.log)
         for problem in rt.orphans.problems:
             print(f"metnos: {problem}", file=sys.stderr)
-    rows = [state["turns"][t] for t in state["order"]][-args.limit :] if args.limit else [state["turns"][t] for t in state["order"]]
+    rows = turn_rows(state, args.limit)
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -113,12 +104,10 @@ def _failure(observation: dict[str, Any]) -> str:
 def run_show(args: argparse.Namespace) -> int:
     with _boot() as rt:
         turn_id = find_turn(rt.turns.catch_up(rt.log), args.turn_id)
+        if args.json:
+            print(orjson.dumps({"turn_id": turn_id, "events": turn_events(rt, turn_id)}, default=str).decode())
+            return 0
         events = list(rt.log.events.get(UUID(turn_id)))
-    if args.json:
-        rows = [{"position": e.originator_version, "type": type(e).__name__, "timestamp": e.timestamp.isoformat(),
-                 "state": {k: v for k, v in vars(e).items() if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}} for e in events]
-        print(orjson.dumps({"turn_id": turn_id, "events": rows}, default=str).decode())
-        return 0
     print(f"turn {turn_id}")
     for e in events:
         print(_line(e))

@@ -48,10 +48,10 @@ def _lines(result: Any, *, dry_run: bool, home: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from metnos.cli.turns_cmd import find_turn
+    from metnos.queries import find_turn
     from metnos.runtime import Runtime
     from metnos.sandbox.hints import home_of
-    from replay.undo import NothingToUndo, Undoer, UndoResult
+    from replay.undo import NothingToUndo, Undoer
 
     with Runtime.boot(Workspace.from_env(), birth=False) as rt:
         undoer = Undoer(rt)
@@ -62,9 +62,7 @@ def run(args: argparse.Namespace) -> int:
             print(orjson.dumps({"status": "nothing", "message": str(e)}).decode() if args.json else f"{e}; nothing to do")
             return 0
         if args.dry_run:
-            refuse = plan.lost or (plan.conflicts and not args.force)
-            status = "already-undone" if plan.already_undone else ("would-refuse" if refuse else "dry-run")
-            result = UndoResult(plan, status)
+            result = undoer.preview(plan, force=args.force)
         else:
             result = undoer.apply(plan, force=args.force)
     home = os.path.realpath(home_of(os.environ))

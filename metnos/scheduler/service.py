@@ -222,7 +222,12 @@ class ScheduleService:
         return matches[0]
 
     def list(self, *, status: str | None = None, owner: str | None = None) -> list[dict[str, Any]]:
-        rows = sorted(self._state()["schedules"].values(), key=lambda s: (s["created"], s["id"]))
+        return self.rows(self._state(), status=status, owner=owner)
+
+    @staticmethod
+    def rows(state: dict[str, Any], *, status: str | None = None, owner: str | None = None) -> list[dict[str, Any]]:
+        """The schedules of a schedules-projection state, oldest first (the daemon reads them while a turn writes)."""
+        rows = sorted(state["schedules"].values(), key=lambda s: (s["created"], s["id"]))
         return [_public(s) for s in rows if (status is None or s["status"] == status) and (owner is None or s["owner"] == owner)]
 
     def show(self, ref: str) -> dict[str, Any]:

@@ -240,7 +240,7 @@ def test_four_asks_and_four_read_commands_at_once_beside_a_running_daemon_all_su
 
     home = copy_of(origin, tmp_path)
     before = turn_ids(home)
-    daemon = home.spawn("daemon", "--tick", "0.2", "--skip-birth")
+    daemon = home.spawn("daemon", "--tick", "0.2", "--skip-birth", "--http", "127.0.0.1:0")
     time.sleep(2)
     assert daemon.poll() is None, daemon.communicate()
     servers = [ScriptedLLM([call("write_files", {"files": [{"path": f"~/c{n}.txt", "content": f"c{n}"}]}), text("done")]) for n in range(4)]

@@ -569,7 +569,7 @@ class SlowPage:
 
 class Daemon:
     def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "metnos", "daemon", "--tick", "0.1", "--skip-birth"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "metnos", "daemon", "--tick", "0.1", "--skip-birth", "--http", "127.0.0.1:0"],
                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[dict] = []
         self._t = threading.Thread(target=self._read, daemon=True)

@@ -1,0 +1,64 @@
+"""What the daemon holds while it runs, shared by every way in (HTTP, dashboard, channels).
+
+One booted :class:`~metnos.runtime.Runtime` writes the log for every channel.
+Writes go through :meth:`DaemonHost.writing`, one at a time (a turn, an undo,
+a scheduler tick, a lifecycle change); reads take :meth:`DaemonHost.reading`,
+which brings the read models up to date when no write is in progress and
+otherwise serves them as last folded, so that the dashboard answers while a
+turn runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from metnos.daemon.approvals import ApprovalBroker
+from metnos.errors import MetnosError
+from metnos.runtime import Runtime
+
+
+class DaemonBusy(MetnosError):
+    """A write waited too long for another one to finish."""
+
+
+class DaemonHost:
+    def __init__(self, runtime: Runtime, *, env: Mapping[str, str], approval_timeout_s: float = 300.0,
+                 write_wait_s: float = 600.0) -> None:
+        self.runtime = runtime
+        self.env = dict(env)
+        self.approvals = ApprovalBroker(timeout_s=approval_timeout_s)
+        self._write = threading.RLock()
+        self._write_wait_s = write_wait_s
+
+    @contextmanager
+    def writing(self) -> Iterator[Runtime]:
+        if not self._write.acquire(timeout=self._write_wait_s):
+            msg = f"the daemon is busy (another turn or change has run for over {self._write_wait_s:.0f} s); try again"
+            raise DaemonBusy(msg)
+        try:
+            yield self.runtime
+        finally:
+            self._write.release()
+
+    @contextmanager
+    def reading(self) -> Iterator[Runtime]:
+        if self._write.acquire(blocking=False):
+            try:
+                self.runtime.refresh()
+                yield self.runtime
+            finally:
+                self._write.release()
+        else:
+            yield self.runtime
+
+    def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
+            observer: Callable[[Any], None] | None = None) -> Any:
+        """One turn, as ``metnos ask`` runs it; the caller's channel is recorded on the turn."""
+        from metnos.turn.session import check_request, run_turn
+
+        check_request(text)
+        with self.writing() as rt:
+            return run_turn(rt, text, approver=approver, env=self.env, actor=actor, channel=channel, observer=observer)

@@ -1,0 +1,228 @@
+"""Issue 21 item 1: the daemon's HTTP API, on a real uvicorn on 127.0.0.1, in a real ``metnos daemon``.
+
+A turn asked over HTTP runs against the scripted LLM server, with its
+approval answered over HTTP by another request, then is replayed and undone
+through the API; the live event stream shows it. Without the token every
+route answers 401 and nothing reaches the log or the model.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from metnos.workspace import Workspace
+from tests.support.cli_process import initialised, metnos_env, run, wait_for
+from tests.support.daemon_process import RunningDaemon, start_daemon
+from tests.support.layouts import LAYOUTS, layout_env
+from tests.support.scripted_llm import ScriptedLLM, call, text
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=LAYOUTS)
+def daemon(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[RunningDaemon]:
+    root = tmp_path_factory.mktemp("daemon")
+    env = metnos_env(layout_env(request.param, root, os.environ), METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted")
+    done = run(["init"], env)
+    assert done.returncode == 0, done.stderr
+    running = start_daemon(env)
+    yield running
+    running.stop()
+
+
+def user_home(daemon: RunningDaemon) -> Path:
+    return Path(daemon.env["HOME"])
+
+
+def ask_and_wait_for_approval(client, request: str, result: dict) -> tuple[threading.Thread, list[dict]]:
+    """Ask in a thread (the answer comes when the turn ends) and wait for its approval to be pending."""
+    asking = threading.Thread(target=lambda: result.update(client.post("/api/ask", json={"text": request}).json()))
+    asking.start()
+    return asking, wait_for(lambda: client.get("/api/approvals").json(), timeout=60, what="the approval to be pending")
+
+
+def test_the_token_file_is_private_and_stable(daemon: RunningDaemon) -> None:
+    path = Workspace.from_env(daemon.env).config_dir / "daemon.token"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text().strip() == daemon.token and len(daemon.token) >= 32
+    again = run(["daemon", "token"], daemon.env)
+    assert again.stdout.strip() == daemon.token
+
+
+UNAUTHENTICATED = [
+    ("POST", "/api/ask", {"text": "write a file", "approve": "yes"}),
+    ("POST", "/api/undo", {}),
+    ("GET", "/api/undo", None),
+    ("GET", "/api/turns", None),
+    ("POST", "/api/approvals/x", {"approve": True}),
+    ("GET", "/api/executors", None),
+    ("GET", "/api/mnestome", None),
+    ("GET", "/api/schedules", None),
+    ("POST", "/api/schedules/x/pause", {}),
+    ("GET", "/api/events", None),
+    ("GET", "/", None),
+]
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token-of-the-same-shape-as-the-real-one-xx"])
+def test_without_the_token_every_route_is_401_and_touches_nothing(daemon: RunningDaemon, llm: ScriptedLLM, token: str | None) -> None:
+    before_log, before_llm = daemon.last_event_id(), len(llm.requests)
+    target = user_home(daemon) / "must-not-exist.txt"
+    llm.add(call("write_files", {"files": [{"path": str(target), "content": "x"}]}), text("done"))
+    try:
+        with daemon.client(token=token) as client:
+            for method, path, body in UNAUTHENTICATED:
+                reply = client.request(method, path, content=orjson.dumps(body) if body is not None else None)
+                assert reply.status_code == 401, (method, path, reply.text)
+                if path.startswith("/api"):
+                    assert reply.json()["error"]["kind"] == "unauthorized"
+                    assert reply.headers["www-authenticate"].startswith("Bearer")
+    finally:
+        unserved = llm.remaining
+    assert daemon.last_event_id() == before_log
+    assert len(llm.requests) == before_llm and unserved == 2 and not target.exists()
+    # The steps this test queued were never asked for: drop them for the next test.
+    llm._state.script = llm._state.script[: len(llm._state.script) - 2]
+
+
+def test_a_browser_page_without_the_token_gets_the_login_form_with_401(daemon: RunningDaemon) -> None:
+    with daemon.client(token=None) as client:
+        reply = client.get("/", headers={"Accept": "text/html"})
+        assert reply.status_code == 401 and 'name="token"' in reply.text
+        wrong = client.post("/login", data={"token": "nope", "next": "/"})
+        assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
+        ok = client.post("/login", data={"token": daemon.token, "next": "/"})
+        assert ok.status_code == 303 and ok.headers["location"] == "/"
+        cookie = ok.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("SameSite=Strict", "SameSite=strict")
+        assert client.get("/", headers={"Accept": "text/html"}).status_code == 200
+
+
+def test_a_cross_origin_post_is_refused_even_with_the_cookie(daemon: RunningDaemon) -> None:
+    before = daemon.last_event_id()
+    with daemon.client(token=None) as client:
+        client.post("/login", data={"token": daemon.token, "next": "/"})
+        reply = client.post("/api/undo", content=b"{}", headers={"Origin": "http://evil.example"})
+    assert reply.status_code == 403 and reply.json()["error"]["kind"] == "cross_origin"
+    assert daemon.last_event_id() == before
+
+
+def test_ask_over_http_runs_a_turn_recorded_with_the_http_channel(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
+    llm.add(call("get_now", {}), text("It is now the time the clock gave."))
+    with daemon.client() as client:
+        reply = client.post("/api/ask", json={"text": "what time is it?"})
+        assert reply.status_code == 200, reply.text
+        outcome = reply.json()
+        assert outcome["status"] == "answered" and outcome["answer"] == "It is now the time the clock gave."
+        turn = client.get(f"/api/turns/{outcome['turn_id'][:8]}").json()
+        started = next(e for e in turn["events"] if e["type"] == "TurnStarted")
+        assert started["state"]["channel"] == "http" and started["state"]["text"] == "what time is it?"
+        assert any(e["type"] == "StepInvoked" and e["state"]["executor"] == "get_now" and e["state"]["ok"] for e in turn["events"])
+        listed = client.get("/api/turns").json()
+        assert listed[-1]["id"] == outcome["turn_id"] and listed[-1]["status"] == "answered"
+        replayed = client.post(f"/api/turns/{outcome['turn_id']}/replay").json()
+        assert replayed["same_path"] is True and replayed["diff"] == ""
+
+
+def test_an_approval_is_answered_over_http_then_the_turn_is_undone_with_a_preview(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
+    target = user_home(daemon) / "approved.txt"
+    llm.add(call("write_files", {"files": [{"path": str(target), "content": "hello"}]}), text("I wrote the file."))
+    result: dict = {}
+    with daemon.client() as client:
+        asking, pending = ask_and_wait_for_approval(client, "write approved.txt", result)
+        assert pending[0]["executor"] == "write_files" and pending[0]["args"]["files"][0]["path"] == str(target)
+        assert not target.exists()
+        assert client.post(f"/api/approvals/{pending[0]['id']}", json={"approve": True}).json()["approved"] is True
+        asking.join(timeout=60)
+        assert result["status"] == "answered", result
+        assert target.read_text() == "hello"
+        answered = [e for e in client.get(f"/api/turns/{result['turn_id']}").json()["events"] if e["type"] == "ApprovalAnswered"]
+        assert answered and answered[0]["state"]["approved"] is True and answered[0]["state"]["by"] == "http:user"
+        # Answered once: a second answer finds nothing to answer.
+        assert client.post(f"/api/approvals/{pending[0]['id']}", json={"approve": False}).status_code == 404
+
+        preview = client.get("/api/undo").json()
+        assert preview["status"] == "dry-run" and preview["turn_id"] == result["turn_id"]
+        assert [(a["action"], a["path"]) for a in preview["actions"]] == [("remove", str(target))]
+        assert target.exists()  # the preview changed nothing
+        undone = client.post("/api/undo", json={"turn_id": result["turn_id"]})
+        assert undone.status_code == 200 and undone.json()["status"] == "undone"
+        assert not target.exists()
+        again = client.post("/api/undo", json={"turn_id": result["turn_id"]})
+        assert again.json()["status"] == "already-undone"
+
+
+def test_a_declined_approval_refuses_the_step(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
+    target = user_home(daemon) / "declined.txt"
+    llm.add(call("write_files", {"files": [{"path": str(target), "content": "no"}]}), text("I did not write it."))
+    result: dict = {}
+    with daemon.client() as client:
+        asking, pending = ask_and_wait_for_approval(client, "write declined.txt", result)
+        client.post(f"/api/approvals/{pending[0]['id']}", json={"approve": False})
+        asking.join(timeout=60)
+        events = client.get(f"/api/turns/{result['turn_id']}").json()["events"]
+    assert result["status"] == "refused", result
+    assert not target.exists()
+    [answered] = [e["state"] for e in events if e["type"] == "ApprovalAnswered"]
+    assert answered["approved"] is False and answered["by"] == "http:user"
+    assert not any(e["type"] == "StepInvoked" for e in events)
+
+
+def test_the_event_stream_is_live(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
+    start = daemon.last_event_id()
+    llm.add(text("Hello there, nothing to run."))
+    seen: list[dict] = []
+    with daemon.client() as client, client.stream("GET", f"/api/events?after={start}&topic=Turn") as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        threading.Thread(target=lambda: daemon.client().post("/api/ask", json={"text": "say hello"}), daemon=True).start()
+        deadline = time.monotonic() + 60
+        kind = None
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                seen.append({"kind": kind, **orjson.loads(line.removeprefix("data: "))})
+                if kind in ("TurnAnswered", "TurnFailed") or time.monotonic() > deadline:
+                    break
+    kinds = [s["kind"] for s in seen]
+    assert kinds[0] == "TurnStarted" and kinds[-1] == "TurnAnswered", kinds
+    assert all(s["id"] > start for s in seen) and [s["id"] for s in seen] == sorted(s["id"] for s in seen)
+
+
+def test_schedules_executors_and_mnestome_are_served(daemon: RunningDaemon) -> None:
+    with daemon.client() as client:
+        schedules = client.get("/api/schedules").json()
+        assert {s["target"].get("key") for s in schedules} >= {"executor_ager", "mnest_ager"}
+        executors = client.get("/api/executors").json()
+        assert {"get_now", "write_files"} <= {e["name"] for e in executors} and all(e["state"] for e in executors)
+        mnestome = client.get("/api/mnestome").json()
+        assert len(mnestome["mnests"]) >= 41 and "find_files" in mnestome["graph"]["nodes"]
+        sid = schedules[0]["id"]
+        paused = client.post(f"/api/schedules/{sid}/pause")
+        assert paused.status_code == 200, paused.text
+        assert next(s for s in client.get("/api/schedules").json() if s["id"] == sid)["status"] == "paused"
+        assert client.post(f"/api/schedules/{sid}/resume").status_code == 200
+        assert next(s for s in client.get("/api/schedules").json() if s["id"] == sid)["status"] == "active"
+        missing = client.post("/api/schedules/nope/pause")
+        assert missing.status_code == 404 and "no schedule" in missing.json()["error"]["message"]
+        assert client.get("/api/turns/ffffffff").status_code == 404
+
+
+def test_a_busy_port_is_an_error_naming_it(daemon: RunningDaemon) -> None:
+    address = daemon.url.removeprefix("http://")
+    done = run(["daemon", "--http", address, "--skip-birth", "--no-model", "--tick", "3600"], daemon.env, timeout=120)
+    assert done.returncode == 2 and f"cannot listen on {address}" in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,60 @@
+"""``metnos daemon`` as a real process serving HTTP on a free loopback port, for the daemon's tests."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+
+from tests.support.cli_process import run, spawn, wait_for
+
+
+@dataclass
+class RunningDaemon:
+    proc: subprocess.Popen
+    url: str
+    token: str
+    env: dict[str, str]
+
+    def client(self, *, token: str | None = "default", **kw: Any) -> httpx.Client:
+        headers = {} if token is None else {"Authorization": f"Bearer {self.token if token == 'default' else token}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=kw.pop("timeout", 120), **kw)
+
+    def last_event_id(self) -> int:
+        """The log's last notification id, read by a separate ``metnos events`` process."""
+        done = run(["events", "--json"], self.env)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        return orjson.loads(lines[-1])["id"] if lines else 0
+
+    def stop(self) -> tuple[str, str]:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            return self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.communicate()
+
+
+def start_daemon(env: Mapping[str, str], *extra: str, tick: str = "3600") -> RunningDaemon:
+    """Start the daemon (first tick done, HTTP up) and read its URL from the started line."""
+    env = dict(env)
+    proc = spawn(["daemon", "--http", "127.0.0.1:0", "--skip-birth", "--no-model", "--tick", tick, *extra], env)
+    lines: list[dict[str, Any]] = []
+
+    def first_tick() -> bool:
+        line = proc.stdout.readline()
+        if line:
+            lines.append(orjson.loads(line))
+        return any(r.get("event") == "tick" for r in lines)
+
+    wait_for(first_tick, timeout=120, what="the daemon's first tick", proc=proc)
+    started = next(r for r in lines if r.get("event") == "started")
+    token = run(["daemon", "token"], env)
+    assert token.returncode == 0, token.stderr
+    return RunningDaemon(proc=proc, url=started["http"], token=token.stdout.strip(), env=env)
