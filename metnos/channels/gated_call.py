@@ -20,7 +20,6 @@ channel's ``caller``.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,33 +85,36 @@ def tool_of(te: TurnExecutor) -> Tool:
 
 
 class GatedCaller:
-    """Calls executors for one channel on a booted runtime, one at a time."""
+    """Calls executors for one channel on a host's runtime, one writer at a time.
 
-    def __init__(self, runtime: Runtime, *, caller: Mapping[str, Any], env: Mapping[str, str] | None = None) -> None:
-        self.runtime = runtime
+    ``host`` lends the runtime through ``writing()`` (the daemon's host, or
+    :class:`~metnos.channels.host.RuntimeHost`).
+    """
+
+    def __init__(self, host: Any, *, caller: Mapping[str, Any], env: Mapping[str, str] | None = None) -> None:
+        self.host = host
         self.caller = dict(caller)
         self.env = dict(os.environ if env is None else env)
         self.settings = load_turn_settings(self.env)
+        runtime = host.runtime
         self.policy = guard_policy(runtime, self.env)
         self._check_policy = policy_checker(runtime, self.env)
-        # The log, the views and the catalogue are one runtime's: calls take turns.
-        self._lock = threading.Lock()
 
     def tools(self) -> list[Tool]:
-        with self._lock:
-            catalogue = turn_catalogue(self.runtime)
+        with self.host.writing() as rt:
+            catalogue = turn_catalogue(rt)
             return [tool_of(te) for te in catalogue.executors.values()]
 
     def check(self, name: str, args: dict[str, Any], *, caller: Mapping[str, Any] | None = None) -> Checked:
         """Schema, policy and vaglio; a refusal is recorded here. ``caller`` adds to the channel's."""
-        with self._lock:
-            checked = self._check(name, args, {**self.caller, **(caller or {})})
+        with self.host.writing() as rt:
+            checked = self._check(rt, name, args, {**self.caller, **(caller or {})})
             if checked.refusal is not None:
-                self._record_refusal(checked)
+                self._record_refusal(rt, checked)
             return checked
 
-    def _check(self, name: str, args: dict[str, Any], caller: dict[str, Any]) -> Checked:
-        te = turn_catalogue(self.runtime).get(name)
+    def _check(self, rt: Runtime, name: str, args: dict[str, Any], caller: dict[str, Any]) -> Checked:
+        te = turn_catalogue(rt).get(name)
         if te is None:
             return Checked(name, args, caller, refusal={"kind": UNKNOWN, "error": {"message": f"there is no active executor named {name!r}"}})
         problems = validate_args(te.loaded.input_schema, args)
@@ -134,8 +136,8 @@ class GatedCaller:
         """The user said no (or could not be asked): recorded, nothing runs."""
         checked.refusal = {"kind": NOT_APPROVED, "error": {"message": f"{checked.name} needs approval and it was not given ({by})",
                                                            "by": by, "verdict": checked.verdict.to_json() if checked.verdict else None}}
-        with self._lock:
-            self._record_refusal(checked)
+        with self.host.writing() as rt:
+            self._record_refusal(rt, checked)
         return self.refused(checked)
 
     def refused(self, checked: Checked) -> CallResult:
@@ -154,16 +156,15 @@ class GatedCaller:
             msg = f"{checked.name} needs approval before it runs"
             raise ValueError(msg)
         caller = {**checked.caller, **({"approved_by": approved_by} if approved_by else {})}
-        with self._lock:
-            call = self.runtime.call(checked.name, checked.args, caller=caller)
+        with self.host.writing() as rt:
+            call = rt.call(checked.name, checked.args, caller=caller)
         observation = call.observation()
         ok = call.ok and observation.get("ok") is not False
         kind = "ok" if ok else (call.refusal.kind if call.refusal else (call.outcome.kind if call.outcome and call.outcome.kind else "Failed"))
         return CallResult(ok, kind, observation, str(call.invocation.id) if call.invocation else "")
 
-    def _record_refusal(self, checked: Checked) -> None:
+    def _record_refusal(self, rt: Runtime, checked: Checked) -> None:
         assert checked.refusal is not None
-        rt = self.runtime
         te = turn_catalogue(rt).get(checked.name)
         loaded = te.loaded if te is not None else None
         at = rt.clock()

@@ -18,8 +18,9 @@ tests put a fake Bot API server on 127.0.0.1 in front of it).
 
 Turns run one at a time on a worker thread; the bot's event loop runs on a
 thread of its own, so a turn waiting for an approval never stops the bot from
-hearing the button. ``start()`` and ``stop()`` are all a host (the daemon, or
-``metnos telegram serve``) needs.
+hearing the button. The channel runs on a host (the daemon's, or
+metnos.channels.host.RuntimeHost): turns through ``host.ask``, its own events
+under ``host.writing()``; whoever holds it calls ``start()`` and ``stop()``.
 
 The token is read from the variable ``[telegram] token_env`` names, at
 start, and kept in memory only: every error text that leaves this module
@@ -74,18 +75,18 @@ class _Pending:
 
 
 class TelegramChannel:
-    """The channel on a booted runtime. ``run_turn`` is metnos.turn.session's, or a test's."""
+    """The channel on a host: the daemon's, or a :class:`~metnos.channels.host.RuntimeHost`."""
 
-    def __init__(self, runtime: Any, settings: TelegramSettings, *, env: Mapping[str, str] | None = None,
-                 router: Any = None, log: Callable[[str], None] | None = None) -> None:
+    name = CHANNEL
+
+    def __init__(self, host: Any, settings: TelegramSettings, *, env: Mapping[str, str] | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
         import os
 
-        self.runtime = runtime
+        self.host = host
         self.settings = settings
         self.env = dict(os.environ if env is None else env)
         self._token = settings.token(self.env)
-        self._router = router
-        self._own_router = router is None
         self._log = log or (lambda line: print(f"metnos: telegram: {line}", file=sys.stderr, flush=True))
         self._pending: dict[str, _Pending] = {}
         self._pending_lock = threading.Lock()
@@ -99,11 +100,6 @@ class TelegramChannel:
     def start(self, timeout_s: float = 60.0) -> None:
         """Connect (getMe), start long polling; raises with the reason if the bot cannot start."""
         logging.getLogger("httpx").setLevel(logging.WARNING)
-        if self._router is None:
-            from metnos.llm.router import LLMRouter
-            from metnos.llm.tiers import load_llm_settings
-
-            self._router = LLMRouter(load_llm_settings(self.runtime.workspace.config_file, self.env), self.runtime.workspace, env=self.env)
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -130,7 +126,6 @@ class TelegramChannel:
             raise TelegramChannelError(msg)
         if failure:
             self._thread.join(5)
-            self._close_router()
             error = failure[0]
             msg = f"the Telegram bot could not start ({self.settings.base_url}): {redact(f'{type(error).__name__}: {error}', self._token)}"
             raise TelegramChannelError(msg) from None
@@ -146,12 +141,6 @@ class TelegramChannel:
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(30)
-        self._close_router()
-
-    def _close_router(self) -> None:
-        if self._own_router and self._router is not None:
-            self._router.close()
-            self._router = None
 
     async def _startup(self) -> None:
         from telegram import Update
@@ -203,23 +192,20 @@ class TelegramChannel:
         self._worker.submit(self._run_turn, chat.id, message.text)
 
     def _record_ignored(self, chat_id: int, sender: str, text: str) -> None:
-        rt = self.runtime
         try:
-            event = ChannelMessage.ignored(
-                id=rt.ids(), at=rt.clock(), channel=CHANNEL, chat_id=str(chat_id), sender=sender, reason="chat not in [telegram] allowed_chats",
-                text_size=len(text), text_digest=canonical_hash(text),
-            )
-            rt.log.save(event)
+            with self.host.writing() as rt:
+                event = ChannelMessage.ignored(
+                    id=rt.ids(), at=rt.clock(), channel=CHANNEL, chat_id=str(chat_id), sender=sender,
+                    reason="chat not in [telegram] allowed_chats", text_size=len(text), text_digest=canonical_hash(text),
+                )
+                rt.log.save(event)
             self._log(f"ignored a message from chat {chat_id}: not in [telegram] allowed_chats")
         except Exception as e:  # noqa: BLE001 - the bot goes on; the failure is said
             self._log(f"could not record an ignored message from chat {chat_id}: {type(e).__name__}: {e}")
 
     def _run_turn(self, chat_id: int, text: str) -> None:
-        from metnos.turn.session import run_turn
-
         try:
-            outcome = run_turn(self.runtime, text, approver=self._approver(chat_id), router=self._router,
-                               channel=CHANNEL, env=self.env)
+            outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL)
             reply = outcome.answer if outcome.status == "answered" and outcome.answer else f"metnos: {outcome.message or outcome.status}"
         except MetnosError as e:
             reply = f"metnos: {e}"

@@ -16,6 +16,7 @@ def run_serve(args: argparse.Namespace) -> int:
     import anyio
 
     from metnos.channels.gated_call import GatedCaller
+    from metnos.channels.host import RuntimeHost
     from metnos.channels.mcp_server import serve_stdio
     from metnos.runtime import Runtime
     from metnos.sandbox.bwrap import require_sandbox
@@ -24,5 +25,5 @@ def run_serve(args: argparse.Namespace) -> int:
     # Where no executor may run, no tool is offered: the client is told at once.
     require_sandbox()
     with Runtime.boot(Workspace.from_env()) as runtime:
-        anyio.run(serve_stdio, GatedCaller(runtime, caller={"kind": "mcp"}))
+        anyio.run(serve_stdio, GatedCaller(RuntimeHost(runtime), caller={"kind": "mcp"}))
     return 0

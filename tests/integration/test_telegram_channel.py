@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from metnos.channels.telegram import TelegramChannel
+from metnos.channels.host import RuntimeHost
+from metnos.channels.telegram import TelegramChannel, TelegramChannelError
 from metnos.channels.telegram_settings import load_telegram_settings
 from metnos.runtime import Runtime
 from metnos.workspace import Workspace
@@ -56,7 +57,7 @@ def _channel(api: FakeBotAPI, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
         f'[telegram]\ntoken_env = "{TOKEN_ENV}"\nallowed_chats = [{ALLOWED}]\nbase_url = "{api.url}"\n'
         f"approval_timeout_s = {approval_timeout_s}\npoll_timeout_s = 1\n\n[telegram.chat_ids]\nlucia = {ALLOWED}\n")
     runtime = Runtime.boot(workspace)
-    channel = TelegramChannel(runtime, load_telegram_settings(workspace.config_file))
+    channel = TelegramChannel(RuntimeHost(runtime), load_telegram_settings(workspace.config_file))
     channel.start()
     return runtime, channel
 
@@ -75,12 +76,18 @@ def test_a_message_runs_a_turn_whose_action_is_approved_in_the_chat(bot: FakeBot
             assert not _outbox(runtime.workspace)  # nothing sent before the press
             approve, deny = _buttons(question.params)
             assert (approve["text"], deny["text"]) == ("Approve", "Deny")
+            # Another chat pressing the same button (it saw the data somewhere) answers nothing.
+            forged = {**question.result, "chat": {"id": STRANGER, "type": "private"}}
+            before = len(bot.calls)
+            bot.press(forged, approve["callback_data"], user_id=STRANGER)
+            assert bot.wait_for("answerCallbackQuery", after=before).params["text"] == "This approval is no longer open."
+            assert not _outbox(runtime.workspace)
             bot.press(question.result, approve["callback_data"])
             answer = bot.wait_for("sendMessage", lambda p: "back at seven" in p["text"] and "reply_markup" not in p)
         finally:
             channel.stop()
     assert answer.params["chat_id"] == ALLOWED
-    assert bot.wait_for("answerCallbackQuery").params["text"] == "Approved"
+    assert bot.wait_for("answerCallbackQuery", lambda p: p.get("text") == "Approved")
     assert bot.wait_for("editMessageReplyMarkup").params["message_id"] == question.result["message_id"]
     assert len(_outbox(runtime.workspace)) == 1
 
@@ -162,3 +169,18 @@ def test_the_token_is_never_in_config(tmp_path: Path) -> None:
     with pytest.raises(TelegramConfigError, match="set the environment variable MY_BOT") as raised:
         load_telegram_settings(config).token({})
     assert "123" not in str(raised.value)
+
+
+def test_a_token_the_bot_api_rejects_stops_the_start_and_is_not_shown(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = "654321:WRONG-token-never-shown"
+    monkeypatch.setenv(TOKEN_ENV, wrong)
+    workspace = Workspace.from_env()
+    workspace.config_file.write_text(f'[telegram]\ntoken_env = "{TOKEN_ENV}"\nallowed_chats = [{ALLOWED}]\nbase_url = "{bot.url}"\n')
+    lines: list[str] = []
+    with Runtime.boot(workspace) as runtime:
+        channel = TelegramChannel(RuntimeHost(runtime), load_telegram_settings(workspace.config_file), log=lines.append)
+        with pytest.raises(TelegramChannelError) as raised:
+            channel.start()
+    message = str(raised.value)
+    assert "could not start" in message and "<token>" in message  # the library named the token: redacted
+    assert wrong not in message and wrong not in " ".join(lines)
