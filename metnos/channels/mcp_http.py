@@ -87,3 +87,8 @@ class MCPHttpApp:
 def mcp_http_app(host: Any) -> MCPHttpApp:
     """The app for a host (the daemon's), with the executors' calls recorded as the mcp caller."""
     return MCPHttpApp(GatedCaller(host, caller={"kind": "mcp"}, env=getattr(host, "env", None)))
+
+
+def mount(host: Any) -> tuple[str, MCPHttpApp]:
+    """The daemon's hook (metnos/daemon/extensions.py): MCP at ``/mcp/``, behind the daemon's token."""
+    return "/mcp", mcp_http_app(host)

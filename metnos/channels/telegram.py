@@ -286,3 +286,18 @@ class TelegramChannel:
 
     def _send(self, chat_id: int, text: str) -> None:
         self._call_quietly(self._app.bot.send_message(chat_id, clip(text)))
+
+
+def channel(host: Any) -> TelegramChannel | None:
+    """The daemon's hook (metnos/daemon/extensions.py): the channel when ``[telegram] allowed_chats`` names a chat.
+
+    Without allowed chats there is nobody to serve (``[telegram.chat_ids]``
+    alone only tells send_messages where to send). A configured channel whose
+    token variable is empty is an error that stops the daemon, naming it.
+    """
+    from metnos.channels.telegram_settings import load_telegram_settings
+
+    settings = load_telegram_settings(host.runtime.workspace.config_file)
+    if not settings.allowed_chats:
+        return None
+    return TelegramChannel(host, settings, env=host.env)

@@ -22,8 +22,8 @@ import importlib
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-CHANNEL_MODULES: tuple[str, ...] = ()
-MOUNT_MODULES: tuple[str, ...] = ()
+CHANNEL_MODULES: tuple[str, ...] = ("metnos.channels.telegram",)
+MOUNT_MODULES: tuple[str, ...] = ("metnos.channels.mcp_http",)
 
 
 class Channel(Protocol):
