@@ -5,9 +5,9 @@ is httpx, already Metnos's, and its base URL points anywhere, which is how the
 tests put a fake Bot API server on 127.0.0.1 in front of it).
 
 * A text message from a chat in ``[telegram] allowed_chats`` runs a turn
-  with ``channel="telegram"`` (the same ``run_turn`` as ``metnos ask``; its
-  invocations carry ``caller.channel == "telegram"``); the answer, or why
-  there is none, goes back to the chat.
+  with ``channel="telegram"`` and ``actor="telegram:<sender's user id>"``
+  (the same ``run_turn`` as ``metnos ask``; its invocations carry both in
+  their ``caller``); the answer, or why there is none, goes back to the chat.
 * A message from any other chat gets no turn and no reply; it is audited as
   a ``ChannelMessage.MessageIgnored`` event (chat, sender, the text's size
   and digest, never the text).
@@ -189,7 +189,7 @@ class TelegramChannel:
         if message.text.strip() == "/start":
             await message.reply_text("Metnos is listening. Ask in plain words; actions that change the world ask you first.")
             return
-        self._worker.submit(self._run_turn, chat.id, message.text)
+        self._worker.submit(self._run_turn, chat.id, sender, message.text)
 
     def _record_ignored(self, chat_id: int, sender: str, text: str) -> None:
         try:
@@ -203,9 +203,10 @@ class TelegramChannel:
         except Exception as e:  # noqa: BLE001 - the bot goes on; the failure is said
             self._log(f"could not record an ignored message from chat {chat_id}: {type(e).__name__}: {e}")
 
-    def _run_turn(self, chat_id: int, text: str) -> None:
+    def _run_turn(self, chat_id: int, sender: str, text: str) -> None:
         try:
-            outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL)
+            # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
+            outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL, actor=f"telegram:{sender}")
             reply = outcome.answer if outcome.status == "answered" and outcome.answer else f"metnos: {outcome.message or outcome.status}"
         except MetnosError as e:
             reply = f"metnos: {e}"

@@ -137,3 +137,39 @@ def test_an_action_runs_only_when_the_elicitation_approves_it(tmp_path: Path, mo
     refused = [events for events in sends if events[-1]["type"] == "InvocationRefused"]
     assert len(ran) == 1 and ran[0][0]["caller"]["approved_by"] == "mcp:elicitation"
     assert sorted(e[-1]["error"]["by"] for e in refused) == ["mcp:elicitation", "mcp:no-elicitation"]
+
+
+def test_a_client_cannot_forge_or_reuse_an_approval(tmp_path: Path) -> None:
+    """The hostile client of the 2026-07-28 flow: it drives the retries itself, with answers it made up."""
+    env = _env(tmp_path, "metnos_home")
+    _metnos(env, "init")
+    harmless = {"messages": [{"to_user": "me", "body": "hello"}]}
+    other = {"messages": [{"to_user": "boss", "body": "I quit"}]}
+    yes = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
+
+    async def never_asked(ctx: Any, params: Any) -> types.ElicitResult:
+        raise AssertionError("the client drives the rounds itself here")
+
+    async def session() -> list[Any]:
+        async with Client(_server(env), elicitation_callback=never_asked) as client:
+            s = client.session
+            first = await s.call_tool("send_messages", harmless, allow_input_required=True)
+            # The state issued for the harmless message, echoed with another one.
+            swapped = await s.call_tool("send_messages", other, input_responses=yes, request_state=first.request_state,
+                                        allow_input_required=True)
+            # Spent by that attempt: not redeemable for the harmless one either.
+            reused = await s.call_tool("send_messages", harmless, input_responses=yes, request_state=first.request_state,
+                                       allow_input_required=True)
+            # An answer with no state is no answer: the question is asked again.
+            unasked = await s.call_tool("send_messages", other, input_responses=yes, allow_input_required=True)
+            return [first, swapped, reused, unasked]
+
+    first, swapped, reused, unasked = asyncio.run(session())
+    assert isinstance(first, types.InputRequiredResult) and first.request_state
+    for refused in (swapped, reused):
+        assert isinstance(refused, types.CallToolResult) and refused.is_error is True
+        assert refused.structured_content["error_class"] == "NotApproved"
+        assert refused.structured_content["error"]["by"] == "mcp:stale-approval"
+    assert isinstance(unasked, types.InputRequiredResult)
+    assert _outbox(env) == []
+    assert not [e for e in _invocations(env).values() if e[-1]["type"] == "InvocationCompleted" and e[0]["executor"] == "send_messages"]

@@ -95,10 +95,11 @@ def test_a_message_runs_a_turn_whose_action_is_approved_in_the_chat(bot: FakeBot
     events = _events(runtime)
     [started] = [e for name, e in events if name == "TurnStarted"]
     assert started.channel == "telegram" and started.text == "tell lucia I am back at seven"
+    assert started.actor == f"telegram:{ALLOWED}"  # the sender (the fake's user id is the chat's)
     [answered] = [e for name, e in events if name == "ApprovalAnswered"]
     assert (answered.approved, answered.by) == (True, "telegram:button")
     [requested] = [e for name, e in events if name == "InvocationRequested" and e.executor == "send_messages"]
-    assert requested.caller["channel"] == "telegram" and requested.turn_id == str(started.originator_id)
+    assert requested.caller["channel"] == "telegram" and requested.caller["actor"] == f"telegram:{ALLOWED}" and requested.turn_id == str(started.originator_id)
     assert [name for name, _ in events if name == "TurnAnswered"]
     runtime.close()
     # The token is in no event.
