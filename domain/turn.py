@@ -181,6 +181,28 @@ class Turn(MetnosAggregate):
         from_steps: list
         reason: str
 
+    class PlanConsulted(DomainEvent):
+        """The cascade was asked for a plan before the model (metnos/cascade).
+
+        ``layer`` is L0 or L1 on a hit, None on a miss; ``plan`` the plan the
+        turn then follows; ``reason`` why it missed; ``rejected`` the
+        candidates the validator (L2) turned down, with why."""
+
+        layer: str | None
+        entry: str | None
+        how: str | None
+        plan: dict | None
+        similarity: float | None
+        reason: str | None
+        rejected: list
+        lookup_ms: int
+
+    class PlanAbandoned(DomainEvent):
+        """A followed plan went wrong at ``step``; the model takes the turn over from there."""
+
+        step: int
+        reason: str
+
     class TurnAnswered(DomainEvent):
         text: str
         steps: int

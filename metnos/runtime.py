@@ -67,6 +67,7 @@ class Runtime:
         self.proposals = self._views["proposals"]
         self.audit = self._views["audit"]
         self.turn_lines = self._views["turn_lines"]
+        self.plans = self._views["plans"]
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
             is_blocked=self._blocked_reason, config=config,

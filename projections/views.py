@@ -14,7 +14,7 @@ from typing import Any
 from metnos.workspace import Workspace
 from projections.store import ViewStore
 
-VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules", "proposals")
+VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules", "proposals", "plans")
 
 
 def open_stores(workspace: Workspace, names: tuple[str, ...] = VIEW_NAMES) -> dict[str, ViewStore]:
@@ -44,4 +44,5 @@ _FOLDS = {
     "schedules": ("projections.schedules", "SchedulesFold"),
     "mnestome": ("projections.mnestome", "MnestomeFold"),
     "proposals": ("projections.proposals", "ProposalsFold"),
+    "plans": ("projections.plans", "PlansFold"),
 }

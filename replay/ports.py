@@ -62,6 +62,9 @@ class RecordedPorts:
         self._rejections = {e.step: e for e in recorded if isinstance(e, Turn.StepRejected)}
         ranked = next((e for e in recorded if isinstance(e, Turn.PrefilterRanked)), None)
         self._boost = ranked.ranking.get("mnest") if ranked is not None else None
+        consulted = next((e for e in recorded if isinstance(e, Turn.PlanConsulted)), None)
+        self._consulted = None if consulted is None else {
+            k: getattr(consulted, k) for k in ("layer", "entry", "how", "plan", "similarity", "reason", "rejected")}
         self._invocations = invocations
         self._resolve_output = resolve_output
         self._current_executor = current_executor
@@ -142,6 +145,10 @@ class RecordedPorts:
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
         # The mnestome has grown since; the turn saw the boost it recorded.
         return self._boost
+
+    def consult_plans(self, text: str) -> dict[str, Any] | None:
+        # The plans have changed since; the turn followed the plan it recorded.
+        return self._consulted
 
     def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
         recorded = self._rejections.get(step)

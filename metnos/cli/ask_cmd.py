@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     answer.add_argument("--yes", action="store_true", help="approve every action that asks for approval")
     answer.add_argument("--no", action="store_true", help="decline every action that asks for approval")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument("--no-cache", action="store_true", help="ask the model even when an approved plan or a learnt template fits")
     p.add_argument("--model", help="the embedded model for this turn: a size (0.5b, 1.5b) or the path of any GGUF file")
     p.set_defaults(run=run)
 
@@ -110,6 +111,7 @@ def model_limits(runtime: Any) -> Callable[[str], tuple[str, float]]:
 def run(args: argparse.Namespace) -> int:
     import os
 
+    from metnos.cascade.book import PlanBook
     from metnos.llm.router import LLMRouter
     from metnos.llm.tiers import ENV_EMBEDDED_MODEL, load_llm_settings
     from metnos.runtime import Runtime
@@ -130,8 +132,9 @@ def run(args: argparse.Namespace) -> int:
         outcome = run_turn(
             runtime, args.text, approver=approver_for(args), router=router, env=env,
             observer=step_printer if args.steps else phase_printer, wrap_llm=waiting.wrap,
-            interrupts=getattr(args, "interrupts", None),
+            interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
         )
+        offer = PlanBook(runtime).offer(outcome.turn_id) if outcome.status == "answered" and sys.stdout.isatty() else None
     if outcome.learning_error is not None:
         print(f"metnos: the mnestome did not learn from this turn: {outcome.learning_error}", file=sys.stderr)
     if args.json:
@@ -139,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
                             "steps": outcome.steps, "learning_error": outcome.learning_error}).decode())
     elif outcome.status == "answered":
         print(outcome.answer)
+        if offer is not None:
+            print(f"metnos: {offer}", file=sys.stderr)
     elif outcome.status == "interrupted":
         print(f"metnos: {outcome.message}; turn {outcome.turn_id} is recorded as interrupted"
               " (`metnos undo` puts back what its finished steps changed)", file=sys.stderr)

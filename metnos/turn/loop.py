@@ -43,6 +43,8 @@ import orjson
 
 from domain.turn import Turn
 from metnos.canonical import canonical_hash
+from metnos.cascade.player import PlanPlayer
+from metnos.cascade.template import TemplateGap
 from metnos.invocation.errors import InvocationError
 from metnos.llm.errors import LLMError, ProviderUnreachable
 from metnos.llm.messages import Message, SystemMessage, ToolCall, ToolResult, UserMessage
@@ -118,6 +120,8 @@ class _State:
     has_scratch: bool = False
     # What the turn is doing, for the record if a signal stops it there.
     during: str = "between steps"
+    # The plan the cascade gave (metnos/cascade), followed until it is done or goes wrong.
+    plan: Any = None
 
 
 class _EndTurn(Exception):
@@ -205,6 +209,7 @@ class TurnLoop:
         ranking = complete_shortlist(ranking, self.catalogue.index, request.text)
         self._record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=_ms(started))
         self._commit(turn)
+        state.plan = self._consult_plans(turn, request)
         pool = [c["name"] for c in ranking["candidates"]]
         messages: list[Message] = [SystemMessage(PLANNER_PROMPT), UserMessage(request.text)]
         try:
@@ -242,6 +247,8 @@ class TurnLoop:
     def _round(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> str | None:
         self.interrupts.checkpoint()
         state.round += 1
+        if state.plan is not None:
+            return self._follow_plan(turn, state, request, pool, messages)
         tools = [] if state.final_only else self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
         digest = canonical_hash({"messages": [_message_record(m) for m in messages], "tools": [t.name for t in tools]})
         self._record(turn, Turn.LLMAsked, round=state.round, tier=request.tier, request_digest=digest, tools=[t.name for t in tools])
@@ -287,6 +294,43 @@ class TurnLoop:
         if state.final_only:
             messages.append(UserMessage(FINAL_ONLY))
         return None
+
+    # The cascade ---------------------------------------------------------
+    def _consult_plans(self, turn: Turn, request: TurnRequest) -> PlanPlayer | None:
+        """Ask the cascade for a plan (a port: replay gets the recorded answer)."""
+        consult = getattr(self.ports, "consult_plans", None)
+        started = time.perf_counter()
+        found = consult(request.text) if consult is not None else None
+        if found is None:
+            return None
+        self._record(turn, Turn.PlanConsulted, **found, lookup_ms=_ms(started))
+        self._commit(turn)
+        return PlanPlayer(found["plan"], found["entry"]) if found["plan"] is not None else None
+
+    def _follow_plan(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> str | None:
+        """One round with the plan in the model's place: its next call, checked
+        and run like any, or its answer. When a step or the answer goes wrong,
+        the model takes over with what the plan did so far."""
+        reply = state.plan.reply(state.step)
+        if reply is None:
+            try:
+                return state.plan.answer(state.observations)
+            except TemplateGap as gap:
+                return self._abandon_plan(turn, state, str(gap))
+        messages.append(reply.to_message())
+        call = reply.tool_calls[0]
+        state.step += 1
+        observation, others = self._step(turn, state, request, pool, call, "plan")
+        messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation), is_error=observation.get("ok") is False))
+        self._commit(turn, *others)
+        if observation.get("ok") is False or state.problem is not None:
+            return self._abandon_plan(turn, state, f"step {state.step} ({call.name}) did not succeed")
+        return None
+
+    def _abandon_plan(self, turn: Turn, state: _State, reason: str) -> None:
+        self._record(turn, Turn.PlanAbandoned, step=state.step, reason=reason)
+        self._commit(turn)
+        state.plan = None
 
     # One step --------------------------------------------------------------
     def _step(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], call: ToolCall, call_form: str) -> tuple[dict[str, Any], list[Any]]:

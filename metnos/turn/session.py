@@ -110,6 +110,18 @@ def policy_checker(runtime: Runtime, env: Mapping[str, str]) -> Callable[[Any, d
     return check
 
 
+def plan_port(runtime: Runtime, catalogue: TurnCatalogue, checker: Callable[[Any, dict[str, Any]], None],
+              env: Mapping[str, str], *, cache: bool) -> Callable[[str], dict[str, Any]]:
+    """The cascade as the loop asks it (metnos/cascade); ``cache=False`` (``ask --no-cache``) records a miss."""
+    from metnos.cascade.consult import Consultation, consultant_from_env
+    from metnos.cascade.validator import plan_problems
+
+    if not cache:
+        return lambda _text: Consultation(reason="no cache asked (--no-cache)").to_fields()
+    consultant = consultant_from_env(runtime, lambda plan: plan_problems(plan, catalogue, checker), env)
+    return lambda text: consultant.consult(text).to_fields()
+
+
 class EmptyRequest(MetnosError):
     """A request with nothing to do."""
 
@@ -134,6 +146,7 @@ def run_turn(
     env: Mapping[str, str] | None = None,
     wrap_llm: Callable[[Any], Any] | None = None,
     interrupts: InterruptGate | None = None,
+    cache: bool = True,
 ) -> TurnOutcome:
     check_request(text)
     env = dict(os.environ if env is None else env)
@@ -147,14 +160,17 @@ def run_turn(
         ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids)
         if wrap_llm is not None:
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
+        catalogue = turn_catalogue(runtime)
+        checker = policy_checker(runtime, env)
+        ports.consult_plans = plan_port(runtime, catalogue, checker, env, cache=cache)  # type: ignore[attr-defined]
         loop = TurnLoop(
             ports=ports,
-            catalogue=turn_catalogue(runtime),
+            catalogue=catalogue,
             settings=load_turn_settings(env),
             policy=guard_policy(runtime, env),
             sink=sink,
             runtime_version=metnos.__version__,
-            check_policy=policy_checker(runtime, env),
+            check_policy=checker,
             observer=observer,
             interrupts=interrupts,
         )

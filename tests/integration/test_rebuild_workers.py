@@ -63,7 +63,7 @@ def test_workers_give_the_bytes_of_the_live_views_and_report_progress(runtime, m
     # This process folds the heaviest share; a worker process folds the other.
     own, other = share_out({name: view.fold.cost for name, view in runtime.projections().items()}, 2)
     assert spawned == [other]
-    assert own == ["audit", "proposals", "turns"] and other == ["catalogue", "mnestome", "schedules", "turn_lines"]
+    assert own == ["turn_lines", "turns"] and other == ["audit", "catalogue", "mnestome", "plans", "proposals", "schedules"]
     assert {name: view.state_bytes() for name, view in runtime.projections().items()} == live
     assert sizes == {name: len(data) for name, data in live.items()}
     head = runtime.log.recorder.max_notification_id()

@@ -1,0 +1,89 @@
+"""A plan: the executor chain of a good turn, with its arguments, and its answer template.
+
+``{"steps": [{"executor", "version", "args"}], "answer": [segments]}``. The
+arguments are those the model proposed, piping included (``from_step``,
+``{{stepN.field}}``): a plan run again resolves them against the new outputs.
+A template is a plan whose slot values (:mod:`metnos.cascade.request`) are
+holes, ``⟦i⟧`` inside a string or ``{"$slot": i}`` for a whole number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metnos.canonical import canonical_hash
+from metnos.cascade.request import Slot
+from metnos.cascade.template import make_template
+
+HOLE = "⟦{}⟧"
+
+
+def plan_of(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:
+    """The plan of a turn whose every step ran and succeeded, in order."""
+    outputs = {i: s["output"] for i, s in enumerate(steps, start=1)}
+    return {
+        "steps": [{"executor": s["executor"], "version": s["version"], "args": s["args"]} for s in steps],
+        "answer": make_template(answer, outputs),
+    }
+
+
+def plan_id(plan: dict[str, Any]) -> str:
+    body = {"steps": [{"executor": s["executor"], "args": s["args"]} for s in plan["steps"]], "answer": plan["answer"]}
+    return canonical_hash(body)[:24]
+
+
+def executors_of(plan: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(s["executor"], s["version"]) for s in plan["steps"]]
+
+
+def generalise(plan: dict[str, Any], slots: list[Slot]) -> dict[str, Any]:
+    """The plan with each slot value of its request made a hole."""
+
+    def hollow(value: Any) -> Any:
+        if isinstance(value, str):
+            for i, slot in enumerate(slots):
+                if slot.value and slot.value in value:
+                    value = value.replace(slot.value, HOLE.format(i))
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            for i, slot in enumerate(slots):
+                if slot.kind == "number" and slot.value == str(value):
+                    return {"$slot": i}
+            return value
+        if isinstance(value, dict):
+            return {k: hollow(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [hollow(v) for v in value]
+        return value
+
+    steps = [{**s, "args": hollow(s["args"])} for s in plan["steps"]]
+    answer = [{"text": hollow(seg["text"])} if "text" in seg else seg for seg in plan["answer"]]
+    return {"steps": steps, "answer": answer}
+
+
+def bind(template: dict[str, Any], values: list[str]) -> dict[str, Any]:
+    """The plan a template gives for these slot values (same kinds, same order)."""
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            for i, v in enumerate(values):
+                value = value.replace(HOLE.format(i), v)
+            return value
+        if isinstance(value, dict):
+            if set(value) == {"$slot"}:
+                number = values[value["$slot"]]
+                return float(number) if "." in number else int(number)
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        return value
+
+    steps = [{**s, "args": fill(s["args"])} for s in template["steps"]]
+    answer = [{"text": fill(seg["text"])} if "text" in seg else seg for seg in template["answer"]]
+    return {"steps": steps, "answer": answer}
+
+
+def holes_used(template: dict[str, Any]) -> bool:
+    """Whether any slot of the request reaches the template's arguments."""
+    text = repr([s["args"] for s in template["steps"]])
+    return "⟦" in text or "'$slot'" in text

@@ -1,0 +1,248 @@
+"""The cascade's plans, folded from the log (metnos/cascade).
+
+State:
+
+* ``candidates``: every answered turn whose steps all ran and succeeded, with
+  its plan (:mod:`metnos.cascade.plan`), request key, intent and slots: what
+  ``metnos plans approve TURN`` can approve and what L1 learns from.
+* ``entries``: the approved plans (L0), by entry id, with their state
+  (approved, forgotten, expired, undone), uses and last use; ``by_key`` the
+  live entry of each request key.
+* ``templates``: intent key -> template id -> the generalised plan, the turns
+  that walked it and their slot values, its wins and losses when the cascade
+  proposed it (champion/challenger).
+* ``anti``: plan or template id -> until when it is an anti-skill, never proposed.
+* ``counts``: hits per layer, misses, abandons.
+
+A turn being written is kept in ``open`` until it ends. Undoing a turn takes
+its candidate, its entry and its share of a template away.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from domain.plan import PlanEntry
+from domain.turn import Turn
+from metnos.cascade.plan import generalise, plan_id, plan_of
+from metnos.cascade.request import intent_of, request_key
+from metnos.store.event_record import Record
+from projections.base import Fold, Handler, reads
+
+ANTI_SKILL_DAYS = 30
+
+
+class PlansFold(Fold):
+    name = "plans"
+    version = 1
+    cost = 2
+
+    def initial(self) -> dict[str, Any]:
+        return {"open": {}, "candidates": {}, "entries": {}, "by_key": {}, "templates": {}, "anti": {},
+                "counts": {"L0": 0, "L1": 0, "miss": 0, "abandoned": 0}}
+
+    def handlers(self) -> dict[type, Handler]:
+        return {
+            Turn.TurnStarted: _started,
+            Turn.PlanConsulted: _consulted,
+            Turn.PlanAbandoned: _abandoned,
+            Turn.StepProposed: _proposed,
+            Turn.StepInvoked: _invoked,
+            Turn.ObservationRecorded: _observed,
+            Turn.StepIntercepted: _unclean,
+            Turn.StepRejected: _unclean,
+            Turn.BuiltinCalled: _unclean,
+            Turn.AnswerRejected: _unclean,
+            Turn.TurnAnswered: _answered,
+            Turn.TurnFailed: _ended_badly,
+            Turn.TurnInterrupted: _ended_badly,
+            Turn.TurnAbandoned: _ended_badly,
+            Turn.TurnUndone: _undone,
+            PlanEntry.PlanApproved: _approved,
+            PlanEntry.PlanReapproved: _reapproved,
+            PlanEntry.PlanForgotten: _retired("forgotten"),
+            PlanEntry.PlanExpired: _retired("expired"),
+        }
+
+
+@reads("text")
+def _started(state: dict[str, Any], record: Record, position: int) -> None:
+    state["open"][record["originator_id"]] = {"text": record["text"], "steps": {}, "clean": True, "consulted": None}
+
+
+@reads("layer", "entry")
+def _consulted(state: dict[str, Any], record: Record, position: int) -> None:
+    turn = state["open"].get(record["originator_id"])
+    layer = record["layer"]
+    state["counts"][layer or "miss"] = state["counts"].get(layer or "miss", 0) + 1
+    if turn is not None and layer is not None:
+        turn["consulted"] = {"layer": layer, "entry": record["entry"]}
+
+
+@reads()
+def _abandoned(state: dict[str, Any], record: Record, position: int) -> None:
+    turn = state["open"].get(record["originator_id"])
+    state["counts"]["abandoned"] += 1
+    if turn is not None and turn["consulted"] is not None:
+        _lost(state, turn["consulted"], record["timestamp"])
+        turn["consulted"] = None
+
+
+@reads("step", "executor", "args")
+def _proposed(state: dict[str, Any], record: Record, position: int) -> None:
+    turn = state["open"].get(record["originator_id"])
+    if turn is not None:
+        turn["steps"][str(record["step"])] = {"executor": record["executor"], "args": record["args"], "version": None, "output": None}
+
+
+@reads("step", "version", "ok")
+def _invoked(state: dict[str, Any], record: Record, position: int) -> None:
+    turn = state["open"].get(record["originator_id"])
+    if turn is None:
+        return
+    step = turn["steps"].get(str(record["step"]))
+    if step is None or not record["ok"]:
+        turn["clean"] = False
+        return
+    step["version"] = record["version"]
+
+
+@reads("step", "ok", "observation", "spill")
+def _observed(state: dict[str, Any], record: Record, position: int) -> None:
+    turn = state["open"].get(record["originator_id"])
+    if turn is None:
+        return
+    step = turn["steps"].get(str(record["step"]))
+    # A spilled output is cut in the log: an answer made from it cannot be slotted.
+    if step is None or not record["ok"] or (record["spill"] or {}).get("spilled"):
+        turn["clean"] = False
+        return
+    step["output"] = record["observation"]
+
+
+@reads()
+def _unclean(state: dict[str, Any], record: Record, position: int) -> None:
+    turn = state["open"].get(record["originator_id"])
+    if turn is not None:
+        turn["clean"] = False
+
+
+@reads("text")
+def _answered(state: dict[str, Any], record: Record, position: int) -> None:
+    turn_id = record["originator_id"]
+    turn = state["open"].pop(turn_id, None)
+    if turn is None:
+        return
+    at = record["timestamp"]
+    if turn["consulted"] is not None:
+        _won(state, turn["consulted"], at)
+    steps = [turn["steps"][k] for k in sorted(turn["steps"], key=int)]
+    if not turn["clean"] or any(s["version"] is None or s["output"] is None for s in steps):
+        return
+    plan = plan_of(steps, record["text"])
+    intent, slots = intent_of(turn["text"])
+    state["candidates"][turn_id] = {
+        "turn_id": turn_id, "text": turn["text"], "key": request_key(turn["text"]), "intent": intent,
+        "slots": [s.to_json() for s in slots], "plan": plan, "plan_id": plan_id(plan), "at": at,
+    }
+    if slots:
+        template = generalise(plan, slots)
+        tid = plan_id(template)
+        entry = state["templates"].setdefault(intent, {}).setdefault(
+            tid, {"template": template, "sources": [], "values": [], "wins": 0, "losses": 0, "last": at})
+        entry["sources"].append(turn_id)
+        entry["values"].append([s.value for s in slots])
+        entry["last"] = at
+
+
+def _ended_badly(state: dict[str, Any], record: Record, position: int) -> None:
+    turn = state["open"].pop(record["originator_id"], None)
+    if turn is not None and turn["consulted"] is not None:
+        _lost(state, turn["consulted"], record["timestamp"])
+
+
+_ended_badly.reads = frozenset()  # type: ignore[attr-defined]
+
+
+@reads()
+def _undone(state: dict[str, Any], record: Record, position: int) -> None:
+    turn_id = record["originator_id"]
+    state["candidates"].pop(turn_id, None)
+    for entry in state["entries"].values():
+        if entry["turn_id"] == turn_id and entry["state"] == "approved":
+            entry["state"] = "undone"
+            state["by_key"].pop(entry["key"], None)
+    for templates in state["templates"].values():
+        for template in templates.values():
+            while turn_id in template["sources"]:
+                i = template["sources"].index(turn_id)
+                del template["sources"][i], template["values"][i]
+
+
+@reads("turn_id", "by")
+def _approved(state: dict[str, Any], record: Record, position: int) -> None:
+    candidate = state["candidates"].get(record["turn_id"])
+    if candidate is None:
+        return  # the command refuses this before recording; an old log may still hold one
+    entry_id = record["originator_id"]
+    state["entries"][entry_id] = {
+        "id": entry_id, "turn_id": record["turn_id"], "text": candidate["text"], "key": candidate["key"],
+        "slots": candidate["slots"], "plan": candidate["plan"], "plan_id": candidate["plan_id"], "state": "approved",
+        "approved": record["timestamp"], "by": record["by"], "uses": 0, "last_used": record["timestamp"],
+    }
+    state["by_key"][candidate["key"]] = entry_id
+
+
+@reads("by")
+def _reapproved(state: dict[str, Any], record: Record, position: int) -> None:
+    entry = state["entries"].get(record["originator_id"])
+    if entry is not None and entry["turn_id"] in state["candidates"]:
+        entry.update(state="approved", last_used=record["timestamp"])
+        state["by_key"][entry["key"]] = entry["id"]
+
+
+def _retired(how: str) -> Handler:
+    @reads()
+    def retire(state: dict[str, Any], record: Record, position: int) -> None:
+        entry = state["entries"].get(record["originator_id"])
+        if entry is None:
+            return
+        entry["state"] = how
+        if state["by_key"].get(entry["key"]) == entry["id"]:
+            del state["by_key"][entry["key"]]
+
+    return retire
+
+
+def _won(state: dict[str, Any], consulted: dict[str, Any], at: str) -> None:
+    if consulted["layer"] == "L0":
+        entry = state["entries"].get(consulted["entry"])
+        if entry is not None:
+            entry["uses"] += 1
+            entry["last_used"] = at
+        return
+    template = _template(state, consulted["entry"])
+    if template is not None:
+        template["wins"] += 1
+
+
+def _lost(state: dict[str, Any], consulted: dict[str, Any], at: str) -> None:
+    """A plan the cascade proposed went wrong: not proposed again for 30 days."""
+    until = (datetime.fromisoformat(at) + timedelta(days=ANTI_SKILL_DAYS)).isoformat()
+    if consulted["layer"] == "L0":
+        entry = state["entries"].get(consulted["entry"])
+        if entry is not None:
+            state["anti"][entry["plan_id"]] = until
+        return
+    template = _template(state, consulted["entry"])
+    if template is not None:
+        template["losses"] += 1
+        state["anti"][consulted["entry"]] = until
+
+
+def _template(state: dict[str, Any], template_id: str | None) -> dict[str, Any] | None:
+    for templates in state["templates"].values():
+        if template_id in templates:
+            return templates[template_id]
+    return None

@@ -1,0 +1,106 @@
+"""The cascade's pure pieces: requests, slots, templates, plans, the vector index, the embedder."""
+
+from __future__ import annotations
+
+import socket
+
+import numpy as np
+import pytest
+
+from metnos.cascade.consult import stale_reason, template_score
+from metnos.cascade.embedding import HashedNgramEmbedder, VectorIndex, WordLlamaEmbedder
+from metnos.cascade.plan import bind, generalise, holes_used, plan_id
+from metnos.cascade.request import action_words, intent_of, normalise, request_key, slots_of
+from metnos.cascade.template import TemplateGap, derived_digits, make_template, render
+
+
+def test_case_spacing_and_closing_punctuation_make_the_same_request() -> None:
+    assert request_key("What time is it?") == request_key("  what  time is it ") != request_key("what time was it")
+    assert normalise("Read ~/A.txt!") == "read ~/a.txt"
+
+
+@pytest.mark.parametrize(("text", "intent", "values"), [
+    ("count the lines of ~/notes/a.txt", "count the lines of <path>", ["~/notes/a.txt"]),
+    ("fetch http://127.0.0.1:8000/x.html and tell me its title", "fetch <url> and tell me its title", ["http://127.0.0.1:8000/x.html"]),
+    ('send "hello there" to Alice', "send <quoted> to <name>", ["hello there", "Alice"]),
+    ("what happened on 2026-11-02, and 3 more", "what happened on <date>, and <number> more", ["2026-11-02", "3"]),
+    ("the sum of report.csv", "the sum of <path>", ["report.csv"]),
+])
+def test_slots_are_found_by_rules(text: str, intent: str, values: list[str]) -> None:
+    found, slots = intent_of(text)
+    assert found == intent and [s.value for s in slots] == values
+
+
+def test_an_action_word_makes_another_request() -> None:
+    assert action_words("read my notes") == frozenset()
+    assert action_words("Delete my notes") == {"delete"}
+    assert action_words("don't send it") == {"don't", "send"}
+
+
+def test_an_answer_template_slots_quoted_outputs_and_renders_new_ones() -> None:
+    outputs = {1: {"ok": True, "entries": [{"path": "/h/a.txt", "content": "buy milk", "size": 8}]}}
+    segments = make_template("Your list says: buy milk (8 bytes)", outputs)
+    assert segments == [{"text": "Your list says: "}, {"ref": [1, "entries", 0, "content"]}, {"text": " ("},
+                        {"ref": [1, "entries", 0, "size"]}, {"text": " bytes)"}]
+    assert render(segments, {1: {"entries": [{"content": "buy bread", "size": 9}]}}) == "Your list says: buy bread (9 bytes)"
+    with pytest.raises(TemplateGap, match="entries.0.content"):
+        render(segments, {1: {"entries": []}})
+
+
+def test_a_number_is_slotted_only_where_it_stands_alone() -> None:
+    segments = make_template("2 files in 2024", {1: {"count": 2}})
+    assert segments == [{"ref": [1, "count"]}, {"text": " files in 2024"}]
+    assert derived_digits(segments, "how many files") == ["2024"]
+    assert derived_digits(segments, "how many files in 2024") == []
+
+
+def test_a_template_binds_new_slot_values_into_arguments_and_answer() -> None:
+    plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": ["~/a.txt"], "max_lines": 3}}],
+            "answer": [{"text": "~/a.txt starts: "}, {"ref": [1, "entries", 0, "content"]}]}
+    _, slots = intent_of("show 3 lines of ~/a.txt")
+    template = generalise(plan, slots)
+    assert template["steps"][0]["args"] == {"paths": ["⟦1⟧"], "max_lines": {"$slot": 0}} and holes_used(template)
+    bound = bind(template, ["5", "~/b.txt"])
+    assert bound["steps"][0]["args"] == {"paths": ["~/b.txt"], "max_lines": 5}
+    assert bound["answer"][0] == {"text": "~/b.txt starts: "}
+    assert plan_id(bind(template, ["3", "~/a.txt"])) == plan_id(plan)
+
+
+def test_a_plan_is_stale_when_an_executor_moved_on() -> None:
+    plan = {"steps": [{"executor": "find_files", "version": "1.0.0", "args": {}}], "answer": []}
+    assert stale_reason(plan, {"find_files": {"version": "1.0.0"}}) is None
+    assert stale_reason(plan, {"find_files": {"version": "1.1.0"}}) == "find_files is at version 1.1.0, the plan ran 1.0.0"
+    assert stale_reason(plan, {}) == "find_files is no longer active"
+
+
+def test_the_champion_is_the_template_with_the_better_record() -> None:
+    steady = {"sources": ["a", "b", "c"], "wins": 4, "losses": 0}
+    shaky = {"sources": ["d", "e"], "wins": 5, "losses": 4}
+    assert template_score(steady) > template_score(shaky)
+
+
+def test_the_coarse_index_finds_what_the_exact_product_finds() -> None:
+    embedder = WordLlamaEmbedder()
+    verbs = ["read", "list", "find", "count", "sort", "describe", "fetch", "show", "sum", "filter"]
+    things = ["notes", "reports", "photos", "logs", "invoices", "songs", "letters", "recipes", "tickets", "drafts"]
+    texts = [f"{verbs[i % 10]} the {things[(i // 10) % 10]} of week {i // 100} in folder {i % 97}" for i in range(25_000)]
+    vectors = embedder.embed(texts)
+    index = VectorIndex([str(i) for i in range(len(texts))], vectors, embedder.prefix_dims)
+    assert index.coarse is not None
+    assert VectorIndex(["a"] * 25_000, HashedNgramEmbedder().embed(texts[:1]).repeat(25_000, 0)).coarse is None
+    for probe in (5, 777, 24_999):
+        query = embedder.embed([texts[probe] + " please"])[0]
+        scores = vectors @ query
+        found, similarity = index.nearest(query, k=1)[0]
+        assert similarity == pytest.approx(float(scores.max()), abs=1e-5)
+
+
+def test_the_packaged_model_loads_with_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object, **_kw: object) -> None:
+        raise AssertionError("the embedder tried the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    embedder = WordLlamaEmbedder()
+    a, b, c = embedder.embed(["what time is it", "what's the time now", "delete the old logs"])
+    assert a @ b > 0.7 > a @ c
