@@ -25,6 +25,7 @@ from metnos.executors.loader import LoadedExecutor, LoadReport, load_executors
 from metnos.invocation.service import Call, Invoker
 from metnos.lifecycle import record_boot
 from metnos.mnestome.bootstrap import plant_seed_mnests
+from metnos.skills.vault import skill_credentials
 from metnos.turn.orphans import OrphanReport, close_orphaned_turns
 from metnos.workspace import Workspace
 from projections.views import open_stores, open_views
@@ -70,7 +71,7 @@ class Runtime:
         self.plans = self._views["plans"]
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
-            is_blocked=self._blocked_reason, config=config,
+            is_blocked=self._blocked_reason, config=config, credentials=skill_credentials(workspace),
         )
 
     @classmethod

@@ -11,6 +11,7 @@ them with the rest of its step, in one transaction.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,7 @@ from nacl.signing import VerifyKey
 from domain.invocation import Invocation
 from metnos.blobs import BlobStore
 from metnos.canonical import canonical_hash, canonical_json
+from metnos.errors import MetnosError
 from metnos.executors.context import build_ctx
 from metnos.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.executors.signing import verify_executor
@@ -40,6 +42,7 @@ _BEFORE_SPAWN = (FailureKind.POLICY_VIOLATION.value, FailureKind.SANDBOX_UNAVAIL
 
 UNKNOWN = "UnknownExecutor"
 QUARANTINED = "Quarantined"
+CREDENTIAL_MISSING = "CredentialMissing"
 
 
 @dataclass
@@ -90,8 +93,12 @@ class Invoker:
         is_blocked: Callable[[LoadedExecutor], str | None] = lambda _: None,
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
+        credentials: Callable[[LoadedExecutor], dict[str, str]] | None = None,
     ) -> None:
+        """``credentials`` gives an imported executor the secrets its manifest
+        names (metnos.skills.vault), for that call's environment alone."""
         self.workspace = workspace
+        self.credentials = credentials
         self.report = report
         self.verify_key = verify_key
         self.clock = clock
@@ -148,6 +155,12 @@ class Invoker:
             refusal = Refusal(QUARANTINED, f"{name} {target.version} failed its check at call time: {q.reason}", q)
             refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox)
             return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
+        try:
+            env = self._call_env(target)
+        except MetnosError as e:
+            refusal = Refusal(CREDENTIAL_MISSING, str(e))
+            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox)
+            return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
         invocation_id = self.new_id()
         at = self.clock()
         invocation = Invocation.request(
@@ -160,7 +173,7 @@ class Invoker:
         # Undo needs the files as they were (DESIGN decision 6): kept just before the spawn.
         before = self.capture.before(target, args)
         outcome = invoke(target.dir, target.profile, args, target.input_schema, target.output_schema,
-                         workspace=self.workspace, ctx=ctx, env=self.env)
+                         workspace=self.workspace, ctx=ctx, env=env)
         done = self.clock()
         mode = outcome.sandbox_mode or sandbox
         refused_before_spawn = outcome.kind == "NetworkDenied" and outcome.exit_code is None
@@ -178,6 +191,15 @@ class Invoker:
             if before:
                 invocation.settle_files(after=self.capture.after(before), at=done)
         return Call(invocation=invocation, outcome=outcome, executor=target)
+
+    def _call_env(self, target: LoadedExecutor) -> dict[str, str] | None:
+        """The environment of one call: an imported executor's credentials come from the vault, not the shell."""
+        if target.origin != "skill":
+            return self.env
+        base = {k: v for k, v in (os.environ if self.env is None else self.env).items() if k not in target.profile.env}
+        if self.credentials is None or not target.profile.env:
+            return base
+        return {**base, **self.credentials(target)}
 
     def _refused(
         self, name: str, version: str, origin: str, digest: str, args: dict[str, Any], caller: dict[str, Any],

@@ -145,3 +145,25 @@ def make_sandboxed_spawn(workspace: Workspace | None = None, env: Mapping[str, s
         return _spawn(req, workspace, env)
 
     return spawn
+
+
+def birth_of_folder(folder: Path, workspace: Workspace, *, now: str, config: Mapping | None = None,
+                    spawn: Spawn | None = None):  # noqa: ANN201 - a BirthResult
+    """The birth tests of an unsigned executor folder (a draft, a translation), in the sandbox
+    under the profile its manifest gives; where bwrap cannot start, SandboxUnavailable."""
+    from metnos.executors.birth import run_birth_tests
+    from metnos.executors.context import build_ctx
+    from metnos.executors.manifest import load_manifest
+    from metnos.executors.schemas import check_contract_schemas
+
+    manifest = load_manifest(folder / "manifest.toml")
+    profile = manifest.sandbox_profile()
+    schemas = check_contract_schemas((folder / "schema.json").read_bytes(), manifest.contract.input_schema,
+                                     manifest.contract.output_schema)
+    ctx = build_ctx(now=now, workspace=workspace, profile=profile, name=manifest.name,
+                    version=manifest.version, config=config)
+    if spawn is None:
+        require_sandbox()
+        spawn = make_sandboxed_spawn(workspace)
+    return run_birth_tests(folder, ctx, schemas=schemas, profile=profile, spawn=spawn,
+                           timeout_s=10.0 + 4 * profile.max_duration_s)

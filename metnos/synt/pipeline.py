@@ -35,10 +35,8 @@ from domain.proposal import (
 )
 from metnos.canonical import canonical_hash
 from metnos.errors import MetnosError
-from metnos.executors.birth import Spawn, run_birth_tests
-from metnos.executors.context import build_ctx
+from metnos.executors.birth import Spawn
 from metnos.executors.manifest import load_manifest
-from metnos.executors.schemas import check_contract_schemas
 from metnos.llm.errors import LLMError
 from metnos.synt.prompts import DraftProblem, draft_messages, parse_draft, repair_messages, spec_messages
 from metnos.synt.spec import VERSION, SpecProblem, Specification, first_json_object, validate_spec, write_folder
@@ -126,11 +124,9 @@ class Synt:
         return self.runtime.log.repository.get(UUID(found["id"]))
 
     def taken_names(self) -> set[str]:
-        from metnos.executors.loader import _shipped_seed_names
-        from metnos.turn.catalogue import builtin_tools
+        from metnos.executors.names import taken_names
 
-        names = {e["name"] for e in self.runtime.catalogue_state()["executors"].values()}
-        return names | _shipped_seed_names() | set(builtin_tools())
+        return taken_names(self.runtime.catalogue_state())
 
     # ---- stage 1
     def open(self, request: str, *, source: dict[str, Any], kind: str = "generate") -> Proposal:
@@ -239,7 +235,7 @@ class Synt:
             if static:
                 stage, failure = "static checks", "; ".join(static)
                 continue
-            result = self._birth(folder, spec.name)
+            result = self._birth(folder)
             cases = [{"name": c.name, "ok": c.ok, "error": c.error} for c in result.cases]
             p.record_birth(round=round_, ok=result.ok, cases=cases, failure=result.failure, at=at())
             self._save(p)
@@ -256,24 +252,11 @@ class Synt:
         shutil.rmtree(self._staging(p), ignore_errors=True)
         return write_folder(folder, spec, files, capabilities, run_id=p.run_id, created_at=p.created_on.isoformat())
 
-    def _birth(self, folder: Path, name: str) -> Any:
-        manifest = load_manifest(folder / "manifest.toml")
-        profile = manifest.sandbox_profile()
-        schemas = check_contract_schemas((folder / "schema.json").read_bytes(), manifest.contract.input_schema,
-                                         manifest.contract.output_schema)
-        ctx = build_ctx(now=self.runtime.clock().isoformat(), workspace=self.runtime.workspace, profile=profile,
-                        name=name, version=VERSION, config=self.runtime.config)
-        return run_birth_tests(folder, ctx, schemas=schemas, profile=profile, spawn=self._sandbox(),
-                               timeout_s=10.0 + 4 * profile.max_duration_s)
+    def _birth(self, folder: Path) -> Any:
+        from metnos.sandbox.birth import birth_of_folder
 
-    def _sandbox(self) -> Spawn:
-        if self._spawn is None:
-            from metnos.sandbox.birth import make_sandboxed_spawn
-            from metnos.sandbox.bwrap import require_sandbox
-
-            require_sandbox()
-            self._spawn = make_sandboxed_spawn(self.runtime.workspace)
-        return self._spawn
+        return birth_of_folder(folder, self.runtime.workspace, now=self.runtime.clock().isoformat(),
+                               config=self.runtime.config, spawn=self._spawn)
 
     def _install(self, p: Proposal) -> None:
         from metnos.executors.install import install_executor
