@@ -18,6 +18,10 @@ class TurnNotFound(MetnosError):
     """No turn, or more than one, matches the id given."""
 
 
+class ExecutorNotFound(MetnosError):
+    """No executor of that name in the catalogue."""
+
+
 def event_state(event: Any) -> dict[str, Any]:
     """An event's own fields, without the envelope every event carries."""
     return {k: v for k, v in vars(event).items() if k not in _ENVELOPE}
@@ -70,3 +74,54 @@ def mnestome_graph(rows: list[dict[str, Any]]) -> dict[str, Any]:
     nodes = sorted({m["src_executor"] for m in rows} | {m["dst_executor"] for m in rows})
     edges = [{"src": m["src_executor"], "dst": m["dst_executor"], "weight": m["weight"], "uses": m["uses"], "state": m["state"]} for m in rows]
     return {"nodes": nodes, "edges": edges}
+
+
+def turn_steps(runtime: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn's events gathered by step: what was proposed, the policy's and the vaglio's verdicts,
+    the approval, how the executor ran (and in which sandbox) and what it observed."""
+    steps: dict[int, dict[str, Any]] = {}
+    for e in events:
+        state = e["state"]
+        if "step" not in state or not isinstance(state["step"], int):
+            continue
+        step = steps.setdefault(state["step"], {"step": state["step"], "events": []})
+        step["events"].append(e)
+        kind = e["type"]
+        if kind == "StepProposed":
+            step.update(executor=state["executor"], args=state["args"])
+        elif kind == "StepRejected":
+            step["rejected"] = {"kind": state["kind"], "error": state["error"]}
+        elif kind == "StepIntercepted":
+            step["intercepted"] = state["decision"]
+        elif kind == "StepJudged":
+            step["vaglio"] = state["verdict"]
+        elif kind == "ApprovalAnswered":
+            step["approval"] = {"approved": state["approved"], "by": state["by"]}
+        elif kind == "StepInvoked":
+            step["invoked"] = {"ok": state["ok"], "kind": state["kind"], "version": state["version"], "exec_ms": state["exec_ms"],
+                               "invocation_id": state["invocation_id"], "sandbox": _sandbox_of(runtime, state["invocation_id"])}
+        elif kind == "ObservationRecorded":
+            step["observation"] = {"ok": state["ok"], "observation": state["observation"]}
+    return [steps[n] for n in sorted(steps)]
+
+
+def _sandbox_of(runtime: Any, invocation_id: str) -> str:
+    """How the invocation ran: "bwrap", "off" (METNOS_SANDBOX=off) or "unavailable", from its last event."""
+    try:
+        events = list(runtime.log.events.get(UUID(invocation_id)))
+    except Exception:  # noqa: BLE001 - an invocation id the log does not hold shows as unknown
+        return "unknown"
+    return next((e.sandbox for e in reversed(events) if getattr(e, "sandbox", "")), "unknown")
+
+
+def executor_lifecycle(runtime: Any, catalogue_state: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """Every lifecycle event of the executors called ``name`` (any origin), oldest first."""
+    rows = []
+    for entry in catalogue_state["executors"].values():
+        if entry["name"] != name:
+            continue
+        for e in runtime.log.events.get(UUID(entry["id"])):
+            rows.append({"origin": entry["origin"], "type": type(e).__name__, "timestamp": e.timestamp.isoformat(), "state": event_state(e)})
+    if not rows:
+        raise ExecutorNotFound(f"there is no executor named {name!r}; see `metnos executors list`")
+    return sorted(rows, key=lambda r: r["timestamp"])

@@ -152,7 +152,8 @@ def routes(host: DaemonHost) -> list[Route]:
         """A live stream (server-sent events) of the log from ``after`` (or Last-Event-ID) on."""
         start = _int(request.headers.get("last-event-id") or request.query_params.get("after", "0"), "after") + 1
         topic = request.query_params.get("topic", "")
-        return StreamingResponse(_event_stream(host, request, start, topic), media_type="text/event-stream",
+        named = request.query_params.get("names", "1") != "0"
+        return StreamingResponse(_event_stream(host, request, start, topic, named), media_type="text/event-stream",
                                  headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     return [
@@ -182,10 +183,10 @@ def _int(text: str, name: str) -> int:
 def error_status(e: MetnosError) -> int:
     from metnos.daemon.approvals import ApprovalUnknown
     from metnos.daemon.host import DaemonBusy
-    from metnos.queries import TurnNotFound
+    from metnos.queries import ExecutorNotFound, TurnNotFound
     from metnos.scheduler.service import SchedulerError
 
-    if isinstance(e, (TurnNotFound, ApprovalUnknown)):
+    if isinstance(e, (TurnNotFound, ExecutorNotFound, ApprovalUnknown)):
         return 404
     if isinstance(e, DaemonBusy):
         return 409
@@ -215,7 +216,7 @@ def _handled(endpoint: Any) -> Any:
     return handle
 
 
-async def _event_stream(host: DaemonHost, request: Request, start: int, topic: str) -> Any:
+async def _event_stream(host: DaemonHost, request: Request, start: int, topic: str, named: bool) -> Any:
     from starlette.concurrency import run_in_threadpool
 
     from metnos.queries import logged_event
@@ -236,8 +237,10 @@ async def _event_stream(host: DaemonHost, request: Request, start: int, topic: s
     while not await request.is_disconnected():
         rows, moved_to = await run_in_threadpool(read, position)
         for row in rows:
-            kind = row["topic"].rsplit(".", 1)[-1]
-            yield f"id: {row['id']}\nevent: {kind}\ndata: ".encode() + orjson.dumps(row, default=str) + b"\n\n"
+            # Named by the event's type (``event: TurnStarted``) unless names=0: a browser's
+            # EventSource hears only the names it listens for, so the dashboard takes plain messages.
+            kind = f"event: {row['topic'].rsplit('.', 1)[-1]}\n" if named else ""
+            yield f"id: {row['id']}\n{kind}data: ".encode() + orjson.dumps(row, default=str) + b"\n\n"
         if moved_to == position:
             await asyncio.sleep(EVENT_POLL_S)
         position = moved_to

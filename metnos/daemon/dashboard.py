@@ -28,8 +28,8 @@ HERE = Path(__file__).parent
 templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html", "jinja"]))
 
 
-def render(name: str, **context: Any) -> str:
-    return templates.get_template(name).render(**context)
+def render(template: str, **context: Any) -> str:
+    return templates.get_template(template).render(**context)
 
 
 def login_page(path: str = "/", error: str = "") -> bytes:
@@ -63,9 +63,9 @@ def routes(host: DaemonHost, token: str) -> list[Any]:
 
             try:
                 context = await run_in_threadpool(gather, request)
+                return HTMLResponse(render(name, page=name.split(".")[0], **context))
             except Exception as e:  # noqa: BLE001 - the page names the cause, never a traceback
                 return error_response(e)
-            return HTMLResponse(render(name, page=name.split(".")[0], **context))
 
         return endpoint
 

@@ -8,40 +8,20 @@ route answers 401 and nothing reaches the log or the model.
 
 from __future__ import annotations
 
-import os
 import stat
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 
 from metnos.workspace import Workspace
-from tests.support.cli_process import initialised, metnos_env, run, wait_for
-from tests.support.daemon_process import RunningDaemon, start_daemon
-from tests.support.layouts import LAYOUTS, layout_env
+from tests.support.cli_process import run, wait_for
+from tests.support.daemon_process import RunningDaemon, daemon, daemon_llm  # noqa: F401 - fixtures
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 pytestmark = pytest.mark.bwrap
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
-
-
-@pytest.fixture(scope="module", params=LAYOUTS)
-def daemon(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[RunningDaemon]:
-    root = tmp_path_factory.mktemp("daemon")
-    env = metnos_env(layout_env(request.param, root, os.environ), METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted")
-    done = run(["init"], env)
-    assert done.returncode == 0, done.stderr
-    running = start_daemon(env)
-    yield running
-    running.stop()
 
 
 def user_home(daemon: RunningDaemon) -> Path:
@@ -79,10 +59,10 @@ UNAUTHENTICATED = [
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token-of-the-same-shape-as-the-real-one-xx"])
-def test_without_the_token_every_route_is_401_and_touches_nothing(daemon: RunningDaemon, llm: ScriptedLLM, token: str | None) -> None:
-    before_log, before_llm = daemon.last_event_id(), len(llm.requests)
+def test_without_the_token_every_route_is_401_and_touches_nothing(daemon: RunningDaemon, daemon_llm: ScriptedLLM, token: str | None) -> None:
+    before_log, before_llm = daemon.last_event_id(), len(daemon_llm.requests)
     target = user_home(daemon) / "must-not-exist.txt"
-    llm.add(call("write_files", {"files": [{"path": str(target), "content": "x"}]}), text("done"))
+    daemon_llm.add(call("write_files", {"files": [{"path": str(target), "content": "x"}]}), text("done"))
     try:
         with daemon.client(token=token) as client:
             for method, path, body in UNAUTHENTICATED:
@@ -92,11 +72,11 @@ def test_without_the_token_every_route_is_401_and_touches_nothing(daemon: Runnin
                     assert reply.json()["error"]["kind"] == "unauthorized"
                     assert reply.headers["www-authenticate"].startswith("Bearer")
     finally:
-        unserved = llm.remaining
+        unserved = daemon_llm.remaining
     assert daemon.last_event_id() == before_log
-    assert len(llm.requests) == before_llm and unserved == 2 and not target.exists()
+    assert len(daemon_llm.requests) == before_llm and unserved == 2 and not target.exists()
     # The steps this test queued were never asked for: drop them for the next test.
-    llm._state.script = llm._state.script[: len(llm._state.script) - 2]
+    daemon_llm._state.script = daemon_llm._state.script[: len(daemon_llm._state.script) - 2]
 
 
 def test_a_browser_page_without_the_token_gets_the_login_form_with_401(daemon: RunningDaemon) -> None:
@@ -121,8 +101,8 @@ def test_a_cross_origin_post_is_refused_even_with_the_cookie(daemon: RunningDaem
     assert daemon.last_event_id() == before
 
 
-def test_ask_over_http_runs_a_turn_recorded_with_the_http_channel(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
-    llm.add(call("get_now", {}), text("It is now the time the clock gave."))
+def test_ask_over_http_runs_a_turn_recorded_with_the_http_channel(daemon: RunningDaemon, daemon_llm: ScriptedLLM) -> None:
+    daemon_llm.add(call("get_now", {}), text("It is now the time the clock gave."))
     with daemon.client() as client:
         reply = client.post("/api/ask", json={"text": "what time is it?"})
         assert reply.status_code == 200, reply.text
@@ -138,9 +118,9 @@ def test_ask_over_http_runs_a_turn_recorded_with_the_http_channel(daemon: Runnin
         assert replayed["same_path"] is True and replayed["diff"] == ""
 
 
-def test_an_approval_is_answered_over_http_then_the_turn_is_undone_with_a_preview(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
+def test_an_approval_is_answered_over_http_then_the_turn_is_undone_with_a_preview(daemon: RunningDaemon, daemon_llm: ScriptedLLM) -> None:
     target = user_home(daemon) / "approved.txt"
-    llm.add(call("write_files", {"files": [{"path": str(target), "content": "hello"}]}), text("I wrote the file."))
+    daemon_llm.add(call("write_files", {"files": [{"path": str(target), "content": "hello"}]}), text("I wrote the file."))
     result: dict = {}
     with daemon.client() as client:
         asking, pending = ask_and_wait_for_approval(client, "write approved.txt", result)
@@ -166,9 +146,9 @@ def test_an_approval_is_answered_over_http_then_the_turn_is_undone_with_a_previe
         assert again.json()["status"] == "already-undone"
 
 
-def test_a_declined_approval_refuses_the_step(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
+def test_a_declined_approval_refuses_the_step(daemon: RunningDaemon, daemon_llm: ScriptedLLM) -> None:
     target = user_home(daemon) / "declined.txt"
-    llm.add(call("write_files", {"files": [{"path": str(target), "content": "no"}]}), text("I did not write it."))
+    daemon_llm.add(call("write_files", {"files": [{"path": str(target), "content": "no"}]}), text("I did not write it."))
     result: dict = {}
     with daemon.client() as client:
         asking, pending = ask_and_wait_for_approval(client, "write declined.txt", result)
@@ -182,9 +162,9 @@ def test_a_declined_approval_refuses_the_step(daemon: RunningDaemon, llm: Script
     assert not any(e["type"] == "StepInvoked" for e in events)
 
 
-def test_the_event_stream_is_live(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
+def test_the_event_stream_is_live(daemon: RunningDaemon, daemon_llm: ScriptedLLM) -> None:
     start = daemon.last_event_id()
-    llm.add(text("Hello there, nothing to run."))
+    daemon_llm.add(text("Hello there, nothing to run."))
     seen: list[dict] = []
     with daemon.client() as client, client.stream("GET", f"/api/events?after={start}&topic=Turn") as stream:
         assert stream.headers["content-type"].startswith("text/event-stream")

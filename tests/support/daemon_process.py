@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
+import pytest
 
-from tests.support.cli_process import run, spawn, wait_for
+from tests.support.cli_process import metnos_env, run, spawn, wait_for
+from tests.support.layouts import LAYOUTS, layout_env
+from tests.support.scripted_llm import ScriptedLLM
 
 
 @dataclass
@@ -58,3 +64,30 @@ def start_daemon(env: Mapping[str, str], *extra: str, tick: str = "3600") -> Run
     token = run(["daemon", "token"], env)
     assert token.returncode == 0, token.stderr
     return RunningDaemon(proc=proc, url=started["http"], token=token.stdout.strip(), env=env)
+
+
+@contextmanager
+def daemon_in_layout(layout: str, root: Path, llm_url: str) -> Iterator[RunningDaemon]:
+    """A fresh workspace in ``layout`` under ``root`` (``metnos init``), its daemon asking the LLM at ``llm_url``."""
+    env = metnos_env(layout_env(layout, root, os.environ), METNOS_LLM_URL=llm_url, METNOS_LLM_MODEL="scripted")
+    done = run(["init"], env)
+    assert done.returncode == 0, done.stderr
+    running = start_daemon(env)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def daemon_llm() -> Iterator[ScriptedLLM]:
+    """One scripted LLM server for a module's daemons; each test adds the steps it needs."""
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=LAYOUTS)
+def daemon(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, daemon_llm: ScriptedLLM) -> Iterator[RunningDaemon]:
+    """A running daemon on a fresh workspace, in each layout (a module imports this fixture)."""
+    with daemon_in_layout(request.param, tmp_path_factory.mktemp("daemon"), daemon_llm.url) as running:
+        yield running

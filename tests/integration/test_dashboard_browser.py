@@ -1,0 +1,160 @@
+"""Issue 21 item 2: the dashboard in a real headless Chromium, against a real ``metnos daemon``.
+
+The browser logs in with the token, asks through the form, approves the
+step on the approvals page, sees the step's verdicts (vaglio, approval,
+sandbox) on the turn's page, replays it, previews the undo and undoes it,
+pauses a schedule, reads the catalogue with its lifecycle, the mnestome graph
+and the live event list. With DASHBOARD_SCREENSHOTS=folder it saves the
+pages there (docs/img/ holds the ones docs/daemon.md shows).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as seen
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.support.browser import headless_chromium
+from tests.support.daemon_process import RunningDaemon, daemon, daemon_llm  # noqa: F401 - fixtures
+from tests.support.scripted_llm import ScriptedLLM, call, text
+
+pytestmark = pytest.mark.bwrap
+SHOTS = os.environ.get("DASHBOARD_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with headless_chromium() as session:
+        yield session
+
+
+def wait(browser: Any, condition: Any, timeout: float = 60) -> Any:
+    return WebDriverWait(browser, timeout).until(condition)
+
+
+def shot(browser: Any, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(Path(SHOTS) / f"dashboard-{name}.png"))
+
+
+def text_of(browser: Any, element_id: str) -> str:
+    return browser.find_element(By.ID, element_id).text
+
+
+def ask_and_answer_in_another_tab(browser: Any, daemon: RunningDaemon, request: str, button: str, shown: str) -> str:
+    """Ask through the form; in a second tab, press ``button`` on the approval; back in the first, the approvals page's text."""
+    browser.get(daemon.url + "/")
+    browser.find_element(By.ID, "ask-text").send_keys(request)
+    browser.find_element(By.ID, "ask-button").click()
+    asking = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    browser.get(daemon.url + "/approvals")
+    press = wait(browser, seen.element_to_be_clickable((By.CSS_SELECTOR, f"button.{button}")))
+    pending = browser.find_element(By.CSS_SELECTOR, "section.approval").text
+    shot(browser, "approvals")
+    press.click()
+    wait(browser, seen.text_to_be_present_in_element((By.CSS_SELECTOR, "section.approval.answered"), shown))
+    browser.close()
+    browser.switch_to.window(asking)
+    return pending
+
+
+def test_a_page_without_the_token_is_401_with_the_login_form(daemon: RunningDaemon, browser: Any) -> None:
+    assert httpx.get(daemon.url + "/", headers={"Accept": "text/html"}).status_code == 401
+    browser.delete_all_cookies()
+    browser.get(daemon.url + "/")
+    assert browser.title == "Metnos — log in"
+    browser.find_element(By.ID, "token").send_keys("not-the-token")
+    browser.find_element(By.ID, "login").click()
+    assert "not this daemon's token" in text_of(browser, "login-error")
+    shot(browser, "login")
+    browser.find_element(By.ID, "token").send_keys(daemon.token)
+    browser.find_element(By.ID, "login").click()
+    wait(browser, seen.title_is("Metnos — turns"))
+    # The cookie is HttpOnly: the page's scripts cannot read the token.
+    assert browser.execute_script("return document.cookie") == ""
+
+
+def test_ask_approve_see_the_verdicts_replay_and_undo(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    target = Path(daemon.env["HOME"]) / "from-the-dashboard.txt"
+    daemon_llm.add(call("write_files", {"files": [{"path": str(target), "content": "written from the browser"}]}), text("I wrote the file."))
+    pending = ask_and_answer_in_another_tab(browser, daemon, "write from-the-dashboard.txt", "approve", "approved")
+    assert "write_files" in pending and str(target) in pending
+
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "ask-result"), "answered: I wrote the file."))
+    assert target.read_text() == "written from the browser"
+    wait(browser, seen.presence_of_element_located((By.CSS_SELECTOR, "tr.status-answered a")))
+    shot(browser, "timeline")
+    browser.find_element(By.CSS_SELECTOR, "tr.status-answered a").click()
+
+    # The events table comes after the steps: once it is there, the whole page is.
+    wait(browser, seen.presence_of_element_located((By.CSS_SELECTOR, "table.events")))
+    step = text_of(browser, "step-1")
+    assert "write_files" in step
+    assert "vaglio" in step and "approved by http:user" in step and "sandbox" in step and "bwrap" in step
+    assert "TurnAnswered" in browser.find_element(By.CSS_SELECTOR, "table.events").text
+
+    browser.find_element(By.ID, "replay").click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "replay-result"), "same path"))
+    browser.find_element(By.ID, "undo-preview").click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "undo-result"), "would remove"))
+    assert str(target) in text_of(browser, "undo-result") and target.exists()
+    shot(browser, "turn")
+    browser.find_element(By.ID, "undo").click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "undo-result"), "result: undone"))
+    assert not target.exists()
+
+
+def test_a_declined_step_shows_as_refused(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    target = Path(daemon.env["HOME"]) / "declined-in-the-browser.txt"
+    daemon_llm.add(call("write_files", {"files": [{"path": str(target), "content": "no"}]}), text("I did not write it."))
+    ask_and_answer_in_another_tab(browser, daemon, "write declined-in-the-browser.txt", "deny", "denied")
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "ask-result"), "refused"))
+    assert not target.exists()
+
+
+def test_schedules_pause_and_resume(daemon: RunningDaemon, browser: Any) -> None:
+    browser.get(daemon.url + "/schedules")
+    shot(browser, "schedules")
+    first = browser.find_element(By.CSS_SELECTOR, "button.schedule[data-command=pause]")
+    schedule_id = first.get_attribute("data-id")
+    first.click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, f"schedule-{schedule_id}"), "paused"))
+    browser.find_element(By.CSS_SELECTOR, f"button.schedule[data-id='{schedule_id}'][data-command=resume]").click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, f"schedule-{schedule_id}"), "active"))
+
+
+def test_the_catalogue_with_its_lifecycle(daemon: RunningDaemon, browser: Any) -> None:
+    browser.get(daemon.url + "/executors")
+    rows = {r.find_elements(By.TAG_NAME, "td")[0].text: r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr.executor")}
+    assert {"get_now", "write_files", "read_files"} <= set(rows) and "active" in rows["get_now"]
+    shot(browser, "executors")
+    browser.find_element(By.LINK_TEXT, "get_now").click()
+    lifecycle = wait(browser, seen.presence_of_element_located((By.ID, "lifecycle"))).text
+    assert "ExecutorRegistered" in lifecycle and "ExecutorActivated" in lifecycle
+
+
+def test_the_mnestome_graph(daemon: RunningDaemon, browser: Any) -> None:
+    browser.get(daemon.url + "/mnestome")
+    graph = browser.find_element(By.ID, "mnestome-graph")
+    assert len(graph.find_elements(By.TAG_NAME, "line")) >= 41
+    assert "find_files" in graph.text and "read_files" in graph.text
+    shot(browser, "mnestome")
+
+
+def test_the_event_list_is_live(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    browser.get(daemon.url + "/events")
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "stream-state"), "live"))
+    daemon_llm.add(text("Hello from the event page."))
+    with httpx.Client(base_url=daemon.url, headers={"Authorization": f"Bearer {daemon.token}"}, timeout=120) as client:
+        assert client.post("/api/ask", json={"text": "say hello"}).json()["status"] == "answered"
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "events"), "TurnAnswered"))
+    shot(browser, "events")
