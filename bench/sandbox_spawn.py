@@ -1,49 +1,72 @@
 """Spawn cost of a sandboxed invocation against a plain subprocess spawn.
 
-    python bench/sandbox_spawn.py [--runs N]
+    python bench/sandbox_spawn.py [--runs N] [--fences]
 
-The baseline is what the same work costs with no fence at all: the same
-interpreter runs the same invocation host (host.py) and the same executor,
-fed the same request through a pipe, with ``subprocess.run`` - no bwrap, no
-seccomp, no Landlock, no cgroup, no caps. Against it:
+The baseline is the same work with no fence at all: the same interpreter,
+with the same flags, runs the same invocation host (host.py) and the same
+executor, fed the same request through a pipe, with ``subprocess.run``. The
+host gets a configuration with its own fences left out too (no resource
+limits, no parent-death signal): those are part of what is measured, not of
+the baseline. Against it:
 
   invoke()      the whole sandboxed invocation as the runtime makes it:
-                schema and policy checks, the invocation cgroup (pids and
-                memory caps), bwrap with its uid, seccomp and Landlock,
-                the drain under the caps, the clean-up;      <- the figure
+                schema and policy checks, the plan, the invocation cgroup
+                (pids and memory caps), bwrap with its uid, seccomp and
+                Landlock, the drain under the caps, the clean-up;  <- the figure
   invoke() off  the same with METNOS_SANDBOX=0: the runtime's own part
-                (checks, cgroup, caps), without bubblewrap;
+                (checks, cgroup, the host's own limits), without bubblewrap;
   bwrap only    the host command wrapped in bwrap (seccomp fd, Landlock
                 inside) run with subprocess.run: bubblewrap's own part.
 
+``--fences`` adds one bwrap-only variant per fence, with that fence alone
+left out, and prints what each costs (bwrap only minus the variant), plus
+bwrap's floor (a bare ``bwrap --dev-bind / /``, no namespace asked for).
+
 The variants are sampled in turn (one of each, N times) so that a change in
-the machine's load touches them all alike; each figure is the median.
-Target: invoke() at most 1.3 times the plain spawn.
+the machine's load touches them all alike; each figure is the median, with
+the 25th and 75th percentiles. Target: invoke() at most 1.3 times the plain
+spawn.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from metnos.invocation.runner import host_config, invoke
-from metnos.sandbox.bwrap import plan_for, probe, python_runtime, wrap_plan
+from metnos.sandbox.bwrap import SandboxPlan, plan_for, probe, python_runtime, wrap_plan
 from metnos.sandbox.profile import SandboxProfile
 from metnos.sandbox.status import status
 from metnos.workspace import Workspace
 
 MAIN = "def run(args, ctx):\n    return {'echo': args.get('x')}\n"
+REQUEST = b'{"args": {"x": 1}, "ctx": {}}'
 TARGET = 1.3
+# The bwrap flags that make each fence, with how many arguments follow each
+# (a hostname needs the uts namespace).
+FENCE_FLAGS: dict[str, tuple[tuple[str, int], ...]] = {
+    "--unshare-net": (("--unshare-net", 0),),
+    "--unshare-ipc": (("--unshare-ipc", 0),),
+    "--unshare-uts": (("--unshare-uts", 0), ("--hostname", 1)),
+    "--unshare-cgroup-try": (("--unshare-cgroup-try", 0),),
+    "--new-session": (("--new-session", 0),),
+    "--die-with-parent": (("--die-with-parent", 0),),
+    "--cap-drop ALL": (("--cap-drop", 1),),
+    "--proc": (("--proc", 1),),
+    "--dev": (("--dev", 1),),
+}
 
 
-def interleaved_medians(variants: dict[str, Callable[[], None]], runs: int) -> dict[str, float]:
+def interleaved(variants: dict[str, Callable[[], None]], runs: int) -> dict[str, list[float]]:
     for fn in variants.values():
         fn()  # warm caches (probe, BPF, page cache)
     samples: dict[str, list[float]] = {name: [] for name in variants}
@@ -52,13 +75,33 @@ def interleaved_medians(variants: dict[str, Callable[[], None]], runs: int) -> d
             t = time.perf_counter()
             fn()
             samples[name].append((time.perf_counter() - t) * 1000)
-    return {name: statistics.median(s) for name, s in samples.items()}
+    return samples
+
+
+def spread(s: list[float]) -> tuple[float, float, float]:
+    q1, med, q3 = statistics.quantiles(s, n=4)
+    return statistics.median(s), q1, q3
+
+
+def without(argv: Sequence[str], flags: Sequence[tuple[str, int]]) -> list[str]:
+    out = list(argv)
+    for flag, nargs in flags:
+        i = out.index(flag)
+        del out[i:i + 1 + nargs]
+    return out
+
+
+def run_ok(argv: list[str], env: dict[str, str], pass_fds: Sequence[int] = ()) -> None:
+    r = subprocess.run(argv, input=REQUEST, capture_output=True, env=env, pass_fds=pass_fds)
+    assert r.returncode == 0, r.stderr
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=25)
-    n = ap.parse_args().runs
+    ap.add_argument("--fences", action="store_true", help="also measure each fence alone")
+    opts = ap.parse_args()
+    n = opts.runs
     if not probe().works:
         print(f"bwrap cannot run here ({probe().error}); nothing to compare")
         return 1
@@ -72,15 +115,24 @@ def main() -> int:
         ws = Workspace.from_env(on)
         profile = SandboxProfile()
         exe, _, _ = python_runtime()
-        request = b'{"args": {"x": 1}, "ctx": {}}'
         plain_plan = plan_for(code, profile, workspace=ws, env=off)
-        plain_cmd = [exe, "-I", "-S", plain_plan.host_path, host_config(plain_plan, profile)]
+        bare = json.loads(host_config(plain_plan, profile))
+        for own_fence in ("limits", "die_with_parent"):
+            bare.pop(own_fence)
+        plain_cmd = [exe, "-I", "-S", "-B", plain_plan.host_path, json.dumps(bare)]
         boxed_plan = plan_for(code, profile, workspace=ws, env=on)
-        boxed_cmd = [exe, "-I", "-S", boxed_plan.host_path, host_config(boxed_plan, profile)]
 
-        def plain() -> None:
-            r = subprocess.run(plain_cmd, input=request, capture_output=True, env=plain_plan.child_env)
-            assert r.returncode == 0, r.stderr
+        def boxed(plan: SandboxPlan = boxed_plan, drop: Sequence[tuple[str, int]] = ()) -> Callable[[], None]:
+            cmd = [exe, "-I", "-S", "-B", plan.host_path, host_config(plan, profile)]
+
+            def go() -> None:
+                w = wrap_plan(plan, cmd)
+                argv = without(w.argv, drop)
+                try:
+                    run_ok(argv, w.env, w.pass_fds)
+                finally:
+                    w.close()
+            return go
 
         def inv(env: dict[str, str]) -> Callable[[], None]:
             def go() -> None:
@@ -88,26 +140,44 @@ def main() -> int:
                 assert out.ok, out
             return go
 
-        def bwrap_only() -> None:
-            w = wrap_plan(boxed_plan, boxed_cmd)
-            try:
-                r = subprocess.run(w.argv, input=request, capture_output=True, env=w.env, pass_fds=w.pass_fds)
-            finally:
-                w.close()
-            assert r.returncode == 0, r.stderr
-
+        variants: dict[str, Callable[[], None]] = {
+            "plain": lambda: run_ok(plain_cmd, plain_plan.child_env),
+            "invoke": inv(on), "invoke_off": inv(off), "bwrap": boxed(),
+        }
+        if opts.fences:
+            for fence, flags in FENCE_FLAGS.items():
+                variants[fence] = boxed(drop=flags)
+            variants["seccomp"] = boxed(dataclasses.replace(boxed_plan, seccomp=False))
+            variants["landlock"] = boxed(dataclasses.replace(boxed_plan, landlock_path=None))
+            floor = [probe().path or "bwrap", "--dev-bind", "/", "/", "--", *plain_cmd]
+            variants["floor"] = lambda: run_ok(floor, plain_plan.child_env)
         layers = invoke(code, profile, {"x": 1}, workspace=ws, env=on).layers
-        m = interleaved_medians({"plain": plain, "invoke": inv(on), "invoke_off": inv(off), "bwrap": bwrap_only}, n)
+        load0 = os.getloadavg()[0]
+        samples = interleaved(variants, n)
+        load1 = os.getloadavg()[0]
 
-    st = status()
-    base = m["plain"]
-    print(f"runs per figure: {n} (median, sampled in turn); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"layers of the sandboxed invocation: {', '.join(layers)} (memory cap: {st.memory_cap})")
-    print(f"plain subprocess spawn      {base:6.1f} ms   1.00")
-    print(f"invoke(), sandboxed         {m['invoke']:6.1f} ms   {m['invoke'] / base:.2f}   <- target {TARGET}")
-    print(f"invoke(), METNOS_SANDBOX=0  {m['invoke_off']:6.1f} ms   {m['invoke_off'] / base:.2f}")
-    print(f"bwrap only                  {m['bwrap']:6.1f} ms   {m['bwrap'] / base:.2f}")
-    ratio = m["invoke"] / base
+    m = {k: spread(v) for k, v in samples.items()}
+    base = m["plain"][0]
+    print(f"runs per figure: {n} (median [p25-p75], sampled in turn); load average {load0:.1f} -> {load1:.1f}"
+          f" on {os.cpu_count()} cores")
+    print(f"layers of the sandboxed invocation: {', '.join(layers)} (memory cap: {status().memory_cap})")
+
+    def line(label: str, key: str, note: str = "") -> None:
+        med, q1, q3 = m[key]
+        print(f"{label:28s}{med:6.1f} ms [{q1:5.1f}-{q3:5.1f}]   {med / base:.2f}{note}")
+
+    line("plain subprocess spawn", "plain")
+    line("invoke(), sandboxed", "invoke", f"   <- target {TARGET}")
+    line("invoke(), METNOS_SANDBOX=0", "invoke_off")
+    line("bwrap only", "bwrap")
+    if opts.fences:
+        full = m["bwrap"][0]
+        print("what each fence costs (bwrap only minus bwrap only without it):")
+        for key in [*FENCE_FLAGS, "seccomp", "landlock"]:
+            print(f"  {key:24s}{full - m[key][0]:+6.1f} ms")
+        print(f"  {'bwrap floor (bare, no namespace flags)':40s}{m['floor'][0] - base:+6.1f} ms over plain")
+        print(f"  {'cgroup, plan and checks':40s}{m['invoke'][0] - full:+6.1f} ms (invoke() minus bwrap only)")
+    ratio = m["invoke"][0] / base
     print(f"spawn ratio {ratio:.2f}: {'within' if ratio <= TARGET else 'ABOVE'} the {TARGET}x target")
     return 0
 

@@ -157,10 +157,8 @@ def load_source(name, path):
 
 
 def main():
-    global cfg_in_sandbox
     cfg = json.loads(sys.argv[1])
-    cfg_in_sandbox = bool(cfg.get("sandboxed"))
-    if not cfg_in_sandbox:
+    if cfg.get("die_with_parent"):
         _die_with_parent()
     # The result channel is a private copy of stdout; fd 1 becomes stderr so
     # that a stray print() in the executor cannot corrupt the protocol.
@@ -200,8 +198,6 @@ def main():
     # Skip atexit hooks and non-daemon threads the executor may have left.
     os._exit(0)
 
-
-cfg_in_sandbox = False
 
 if __name__ == "__main__":
     main()

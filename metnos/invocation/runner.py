@@ -61,7 +61,9 @@ def host_config(plan: SandboxPlan, profile: SandboxProfile, *, proxy_fd: int | N
     cpu = profile.max_cpu_s or profile.max_duration_s
     cfg: dict[str, Any] = {
         "code_dir": plan.code_dir,
-        "sandboxed": plan.active,
+        # bwrap's --die-with-parent covers a sandbox; without one the host
+        # sees to it itself.
+        "die_with_parent": not plan.active,
         "site_packages": plan.site_packages,
         "limits": {
             "memory_bytes": profile.max_memory_mb * _MB,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from metnos.sandbox import bytecode as _bytecode
 from metnos.sandbox import landlock as _landlock
 from metnos.sandbox import seccomp as _seccomp
 from metnos.sandbox.forbidden import is_inside
@@ -166,6 +167,9 @@ class SandboxPlan:
     reason: str | None = None
     # The executor's traffic goes through an egress proxy started for the spawn.
     egress: bool = False
+    # (real source, path inside) of the modules the host imports from
+    # INSIDE_DIR: their bytecode goes in beside them (metnos.sandbox.bytecode).
+    helpers: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def active(self) -> bool:
@@ -319,14 +323,17 @@ def plan_for(
     for f in _ETC_ALWAYS + (_ETC_NETWORK if profile.wants_network else ()):
         if os.path.exists(f):
             a += ["--ro-bind", f, f]
+    helpers = [(str(here / "landlock.py"), INSIDE_LANDLOCK)]
     a += ["--ro-bind", str(code_dir), INSIDE_CODE,
-          "--ro-bind", host_real, INSIDE_HOST,
-          "--ro-bind", str(here / "landlock.py"), INSIDE_LANDLOCK]
+          "--ro-bind", host_real, INSIDE_HOST]
     egress = profile.wants_network and not private_network
     if egress:
         # The bridge's threads would each get a glibc malloc arena, reserved
         # 64 MB at a time: address space the memory cap counts.
-        a += ["--ro-bind", str(here / "bridge.py"), INSIDE_BRIDGE, "--setenv", "MALLOC_ARENA_MAX", "1"]
+        helpers.append((str(here / "bridge.py"), INSIDE_BRIDGE))
+        a += ["--setenv", "MALLOC_ARENA_MAX", "1"]
+    for real, inside in helpers:
+        a += ["--ro-bind", real, inside]
     for name, real in sorted((extra_files or {}).items()):
         a += ["--ro-bind", str(real), f"{INSIDE_DIR}/{name}"]
     rules.append((INSIDE_DIR, _landlock.READ))
@@ -354,23 +361,49 @@ def plan_for(
         "bwrap", scope, INSIDE_CODE, INSIDE_HOST, INSIDE_LANDLOCK if abi >= 1 else None,
         landlock_rules=rules, tcp_ports=tcp_ports,
         site_packages=wanted_sites, bwrap_args=a, child_env=child_env, seccomp=seccomp_ok,
-        network=profile.wants_network, egress=egress,
+        network=profile.wants_network, egress=egress, helpers=helpers,
     )
 
 
 def wrap_plan(plan: SandboxPlan, cmd: Sequence[str]) -> WrappedCommand:
-    """The final argv; the seccomp fd (if any) must be passed and closed after."""
+    """The final argv; its fds (the seccomp program, the helpers' bytecode)
+    must be passed and closed after."""
     # bwrap's own environment is visible as /proc/1/environ inside: give it
     # nothing worth reading.
     if not plan.active:
         return WrappedCommand(list(cmd), (), dict(plan.child_env), plan)
-    fds: tuple[int, ...] = ()
+    fds: list[int] = []
     argv = list(plan.bwrap_args)
-    if plan.seccomp:
-        fd = _seccomp.bpf_fd(plan.network)
-        fds = (fd,)
-        argv += ["--seccomp", str(fd)]
-    return WrappedCommand(argv + ["--", *cmd], fds, {"PATH": "/usr/bin:/bin"}, plan)
+    try:
+        if plan.seccomp:
+            fd = _data_fd("metnos-seccomp", _seccomp.filter_bpf(plan.network))
+            fds.append(fd)
+            argv += ["--seccomp", str(fd)]
+        for real, inside in plan.helpers:
+            pyc = _bytecode.pyc_for(real, inside)
+            if pyc is not None:
+                fd = _data_fd("metnos-pyc", pyc)
+                fds.append(fd)
+                argv += ["--ro-bind-data", str(fd), _bytecode.inside_pyc(inside)]
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return WrappedCommand(argv + ["--", *cmd], tuple(fds), {"PATH": "/usr/bin:/bin"}, plan)
+
+
+def _data_fd(name: str, data: bytes) -> int:
+    """A fresh memfd holding ``data``, for bwrap to read from the start: a
+    memfd rather than a pipe so the write never blocks, whatever the size;
+    one per spawn, so nothing a sandbox could do to it outlives that sandbox."""
+    fd = os.memfd_create(name, 0)
+    try:
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def wrap_command(

@@ -1,4 +1,4 @@
-"""Landlock through ctypes: probe the ABI and restrict the calling process.
+"""Landlock through _ctypes: probe the ABI and restrict the calling process.
 
 This module is imported by the runtime (to report the ABI) and, inside the
 sandbox, by the invocation host, which runs as ``python3 -I -S`` with nothing
@@ -12,8 +12,9 @@ only the paths the sandbox shows are the ones to name.
 
 from __future__ import annotations
 
-import ctypes
+import _ctypes
 import os
+import sys
 
 # The landlock syscalls have the same numbers on every architecture (they
 # were added after the syscall tables were unified).
@@ -76,36 +77,58 @@ class LandlockError(OSError):
     pass
 
 
-def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc
+# Two calls into libc are all this needs, made through _ctypes, the extension
+# module under ctypes: the host imports this module inside the sandbox at
+# every invocation, and ``import ctypes`` (its ~70 type classes, struct,
+# _endian) cost more there than all of Landlock's work. The structures the
+# kernel reads are packed into bytes, which _ctypes passes as pointers.
+class _CLong(_ctypes._SimpleCData):
+    _type_ = "l"
 
 
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [
-        ("handled_access_fs", ctypes.c_uint64),
-        ("handled_access_net", ctypes.c_uint64),
-        ("scoped", ctypes.c_uint64),
-    ]
+class _CInt(_ctypes._SimpleCData):
+    _type_ = "i"
 
 
-class _PathBeneathAttr(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+class _CULong(_ctypes._SimpleCData):
+    _type_ = "L"
 
 
-class _NetPortAttr(ctypes.Structure):
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+class _Syscall(_ctypes.CFuncPtr):
+    """``long syscall(long number, ...)``."""
+
+    _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+    _restype_ = _CLong
+
+
+class _Prctl(_ctypes.CFuncPtr):
+    """``int prctl(int option, ...)``: an int, read as one (a wider read
+    would take -1 for 4294967295)."""
+
+    _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+    _restype_ = _CInt
+
+
+def _libc_function(kind: type, name: str):  # -> a callable libc function
+    return kind(_ctypes.dlsym(_ctypes.dlopen(None, 0), name))
+
+
+def _u64(x: int) -> bytes:
+    return x.to_bytes(8, sys.byteorder)
+
+
+def _fail(what: str) -> LandlockError:
+    err = _ctypes.get_errno()
+    return LandlockError(err, what + ": " + os.strerror(err))
 
 
 def abi_version() -> int:
     """The Landlock ABI the kernel offers; 0 when there is none (or it is off)."""
     try:
-        libc = _libc()
+        syscall = _libc_function(_Syscall, "syscall")
     except OSError:
         return 0
-    v = libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    v = syscall(_SYS_CREATE_RULESET, None, _CULong(0), _CREATE_RULESET_VERSION)
     return int(v) if v > 0 else 0
 
 
@@ -137,22 +160,25 @@ def restrict_self(
     abi = abi_version() if abi is None else abi
     if abi < 1:
         raise LandlockError(0, "landlock is not available")
-    libc = _libc()
+    syscall = _libc_function(_Syscall, "syscall")
+    prctl = _libc_function(_Prctl, "prctl")
     fs_mask = handled_fs(abi)
-    attr = _RulesetAttr(handled_access_fs=fs_mask)
+    # struct landlock_ruleset_attr: handled_access_fs, handled_access_net,
+    # scoped (u64 each); older ABIs read only the first 8 or 16 bytes.
+    handled_net = scoped = 0
     size = 8
     if abi >= 4 and tcp_connect_ports is not None:
-        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+        handled_net = NET_BIND_TCP | NET_CONNECT_TCP
         size = 16
     if abi >= 6:
         # Nothing outside the sandbox is a legitimate signal target or an
         # abstract-socket peer of an executor.
-        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
         size = 24
-    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    attr = _u64(fs_mask) + _u64(handled_net) + _u64(scoped)
+    ruleset = syscall(_SYS_CREATE_RULESET, attr, _CULong(size), 0)
     if ruleset < 0:
-        err = ctypes.get_errno()
-        raise LandlockError(err, "landlock_create_ruleset: " + os.strerror(err))
+        raise _fail("landlock_create_ruleset")
     try:
         for path, rights in rules:
             try:
@@ -163,26 +189,21 @@ def restrict_self(
                 rights &= fs_mask
                 if not os.path.isdir(path):
                     rights &= _FILE_RIGHTS
-                pb = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
-                rc = libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(pb), ctypes.c_uint32(0))
-                if rc < 0:
-                    err = ctypes.get_errno()
-                    raise LandlockError(err, f"landlock_add_rule {path}: " + os.strerror(err))
+                # struct landlock_path_beneath_attr (packed): u64 allowed_access, s32 parent_fd
+                beneath = _u64(rights) + fd.to_bytes(4, sys.byteorder, signed=True)
+                if syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, beneath, 0) < 0:
+                    raise _fail(f"landlock_add_rule {path}")
             finally:
                 os.close(fd)
         if size >= 16:
             for port in tcp_connect_ports or ():
-                np_ = _NetPortAttr(allowed_access=NET_CONNECT_TCP, port=port)
-                rc = libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_NET_PORT), ctypes.byref(np_), ctypes.c_uint32(0))
-                if rc < 0:
-                    err = ctypes.get_errno()
-                    raise LandlockError(err, f"landlock_add_rule port {port}: " + os.strerror(err))
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            err = ctypes.get_errno()
-            raise LandlockError(err, "prctl(NO_NEW_PRIVS): " + os.strerror(err))
-        if libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
-            err = ctypes.get_errno()
-            raise LandlockError(err, "landlock_restrict_self: " + os.strerror(err))
+                # struct landlock_net_port_attr: u64 allowed_access, u64 port
+                if syscall(_SYS_ADD_RULE, ruleset, _RULE_NET_PORT, _u64(NET_CONNECT_TCP) + _u64(port), 0) < 0:
+                    raise _fail(f"landlock_add_rule port {port}")
+        if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _fail("prctl(NO_NEW_PRIVS)")
+        if syscall(_SYS_RESTRICT_SELF, ruleset, 0) < 0:
+            raise _fail("landlock_restrict_self")
     finally:
         os.close(ruleset)
     return abi

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import os
 import tempfile
 
 # ioctl request numbers are ``unsigned int`` in the kernel: compare only the
@@ -160,20 +159,3 @@ def available() -> tuple[bool, str | None]:
     except Exception as e:  # any failure means: no seccomp layer, say why
         return False, str(e)
     return True, None
-
-
-def bpf_fd(network: bool = False) -> int:
-    """A readable fd holding the program, for ``bwrap --seccomp FD``.
-
-    A memfd rather than a pipe so the write can never block, whatever the
-    program's size. The caller passes it to the child and closes it after.
-    """
-    data = filter_bpf(network)
-    fd = os.memfd_create("metnos-seccomp", 0)
-    try:
-        os.write(fd, data)
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
