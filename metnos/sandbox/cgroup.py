@@ -178,14 +178,23 @@ def _can_step_back(homes: list[Path]) -> bool:
     return True
 
 
+# When each parent was last swept: a leftover is only removed once it is a
+# minute old, so looking more often than that at every spawn gains nothing.
+_swept: dict[Path, float] = {}
+_SWEEP_EVERY_S = 30.0
+
+
 def _sweep(parent: Path) -> None:
     """Remove empty leftovers of runtimes that were killed before cleaning up
     (rmdir refuses a cgroup that still has members)."""
+    now = time.time()
+    if now - _swept.get(parent, 0.0) < _SWEEP_EVERY_S:
+        return
+    _swept[parent] = now
     try:
         entries = list(parent.glob(_PREFIX + "*"))
     except OSError:
         return
-    now = time.time()
     for d in entries:
         try:
             # A young one may belong to a spawn that has not attached yet.
@@ -330,6 +339,9 @@ class InvocationCgroup:
     def kill_all(self, deadline_s: float = 2.0) -> bool:
         """SIGKILL every member until none is left; True when empty."""
         end = time.monotonic() + deadline_s
+        # Killed processes usually leave within a millisecond: look again
+        # soon, then less and less often.
+        pause = 0.0005
         while True:
             members = self.pids()
             if not members:
@@ -341,7 +353,8 @@ class InvocationCgroup:
                     pass
             if time.monotonic() > end:
                 return False
-            time.sleep(0.005)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
 
     def _remove(self) -> None:
         for d in self.dirs:

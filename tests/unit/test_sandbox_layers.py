@@ -157,3 +157,36 @@ def test_a_v2_invocation_cgroup_sets_one_cap_and_reads_the_kernel_s_verdict(tmp_
     (d / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 2\noom_kill 1\noom_group_kill 1\n")
     (d / "memory.peak").write_text(str(256 << 20) + "\n")
     assert cg.memory_exceeded() and cg.memory_peak() == 256 << 20
+
+
+def test_leftover_invocation_groups_are_swept_at_most_every_half_minute(tmp_path, monkeypatch):
+    # Stand-in for a cgroup hierarchy, as above: leftovers of a runtime killed
+    # before its clean-up are removed once a minute old, without a look at
+    # the parent at every spawn.
+    import os
+    import time
+
+    from metnos.sandbox import cgroup
+
+    parent = tmp_path / "delegated"
+    parent.mkdir()
+    monkeypatch.setattr(cgroup, "_swept", {})
+    clock = [time.time()]
+    monkeypatch.setattr(cgroup.time, "time", lambda: clock[0])
+
+    def leftover(name, age_s):
+        d = parent / f"metnos-inv-{name}"
+        d.mkdir()
+        os.utime(d, (clock[0] - age_s, clock[0] - age_s))
+        return d
+
+    old, young = leftover("old", 120), leftover("young", 5)
+    cgroup._sweep(parent)
+    assert not old.exists() and young.exists()
+    later = leftover("later", 120)
+    clock[0] += 10
+    cgroup._sweep(parent)
+    assert later.exists()  # looked at 10 s ago
+    clock[0] += 30
+    cgroup._sweep(parent)
+    assert not later.exists() and young.exists()
