@@ -6,10 +6,11 @@ never a manifest edit.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from metnos.sandbox.hints import home_of, resolve
+from metnos.sandbox.hints import home_of
 from metnos.workspace import Workspace
 
 # Relative to the user's home.
@@ -40,11 +41,14 @@ def user_forbidden(workspace: Workspace, env: Mapping[str, str]) -> list[Path]:
     # $WORKSPACE must not let an executor rewrite another executor or the
     # before-images that undo relies on.
     raw += [workspace.executors_dir, workspace.blobs_dir, workspace.runtime_dir]
-    out: dict[Path, None] = {}
-    for p in raw:
-        out.setdefault(Path(p).absolute(), None)
-        out.setdefault(resolve(Path(p)), None)
-    return list(out)
+    # As strings until the end: this runs at every invocation, and building
+    # three Path objects per entry cost more than resolving it.
+    out: dict[str, None] = {}
+    cwd = os.getcwd()
+    for p in map(os.fspath, raw):
+        out.setdefault(p if os.path.isabs(p) else os.path.join(cwd, p), None)
+        out.setdefault(os.path.realpath(p), None)
+    return list(dict.fromkeys(map(Path, out)))
 
 
 def is_inside(path: Path, roots: list[Path]) -> Path | None:
