@@ -85,11 +85,22 @@ class _MappingSource(EnvSettingsSource):
         return self._mapping
 
 
+def _turn_from_config(env: Mapping[str, str]) -> dict[str, object]:
+    """``[turn]`` of the workspace's config.toml, by setting name: what a variable left unset falls back to."""
+    from metnos.config import load_turn_config
+    from metnos.workspace import Workspace
+
+    given = load_turn_config(Workspace.from_env(dict(env)).config_file)
+    return {ENV_OF_SETTING[key].removeprefix(PREFIX): value for key, value in given.items()}
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> MetnosSettings:
-    """The settings in ``env`` (default ``os.environ``), or a :class:`SettingsError` naming the variable."""
+    """The settings in ``env`` (default ``os.environ``) over those of config.toml's ``[turn]``,
+    or a :class:`SettingsError` naming the variable (a ConfigError naming the key)."""
     env = os.environ if env is None else env
+    from_config = _turn_from_config(env)
     try:
-        return MetnosSettings.model_validate(_MappingSource(MetnosSettings, env)())
+        return MetnosSettings.model_validate({**from_config, **_MappingSource(MetnosSettings, env)()})
     except ValidationError as e:
         first = e.errors()[0]
         variable = PREFIX + str(first["loc"][0]) if first["loc"] else PREFIX

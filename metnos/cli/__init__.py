@@ -19,7 +19,7 @@ COMMANDS = [init_cmd, events_cmd]
 def _optional_commands() -> list:
     """Sub-commands whose modules land with their own capability."""
     found = []
-    for name in ("executors_cmd", "sandbox_cmd", "model_cmd", "ask_cmd", "turns_cmd", "replay_cmd", "rebuild_cmd", "undo_cmd", "mnestome_cmd", "plans_cmd", "schedule_cmd", "daemon_cmd", "mcp_cmd", "synt_cmd", "skills_cmd"):
+    for name in ("executors_cmd", "sandbox_cmd", "model_cmd", "ask_cmd", "turns_cmd", "replay_cmd", "rebuild_cmd", "undo_cmd", "mnestome_cmd", "plans_cmd", "schedule_cmd", "daemon_cmd", "config_cmd", "mcp_cmd", "synt_cmd", "skills_cmd"):
         try:
             module = __import__(f"metnos.cli.{name}", fromlist=["register"])
         except ModuleNotFoundError as e:
@@ -72,13 +72,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def preflight() -> None:
     """What every command checks before it starts: the METNOS_* settings and who owns the workspace."""
+    from metnos.config import check_config
     from metnos.settings import load_settings, unknown_variables
     from metnos.workspace import Workspace
 
     load_settings()
     for note in unknown_variables():
         print(f"metnos: {note}", file=sys.stderr)
-    Workspace.from_env().check_owner()
+    workspace = Workspace.from_env()
+    workspace.check_owner()
+    # Every section of config.toml, at the start of every command: a wrong key fails here, named.
+    check_config(workspace.config_file, os.environ)
 
 
 def unexpected(error: Exception, *, debug: bool) -> int:

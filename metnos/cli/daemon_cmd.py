@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     inner = p.add_subparsers(dest="daemon_command", metavar="SUBCOMMAND")
     token = inner.add_parser("token", help="print the bearer token of the daemon's HTTP API (made on first use, mode 0600)")
     token.set_defaults(run=run_token)
-    p.add_argument("--http", metavar="HOST:PORT", help=f"serve the HTTP API and the dashboard here (default {DEFAULT_HTTP})")
+    p.add_argument("--http", metavar="HOST:PORT", help=f"serve the HTTP API and the dashboard here (default [daemon] http of config.toml, else {DEFAULT_HTTP})")
     p.add_argument("--tick", type=float, default=60.0, help="seconds between ticks (default 60)")
     p.add_argument("--once", action="store_true", help="run one tick and exit")
     p.add_argument("--skip-birth", action="store_true", help="skip the executors' birth tests at start (signatures are still checked)")
@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from metnos.config import load_daemon_config
     from metnos.daemon.host import DaemonHost
     from metnos.llm.shared_server import touch
     from metnos.runtime import Runtime
@@ -65,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
         installed = ScheduleService(rt).install_builtin_jobs()
         # Turns left open by a writer that is gone were closed as abandoned at boot.
         model = {} if args.no_model else _warm_model(rt.workspace, args.tick)
-        host = DaemonHost(rt, env=os.environ)
-        with serving(host, _http_address(args)) as http:
+        config = load_daemon_config(rt.workspace.config_file)
+        host = DaemonHost(rt, env=os.environ, approval_timeout_s=config.approval_timeout_s)
+        with serving(host, _http_address(args, config.http)) as http:
             _emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
             scheduler = Scheduler(rt)
             while True:
@@ -85,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
                 time.sleep(max(0.0, args.tick - (time.monotonic() - started)))
 
 
-def _http_address(args: argparse.Namespace) -> str | None:
-    """Where to serve HTTP: --http, else the config's [daemon] http; none for --once unless asked."""
+def _http_address(args: argparse.Namespace, configured: str) -> str | None:
+    """Where to serve HTTP: --http, else [daemon] http of config.toml; none for --once unless asked."""
     if args.http:
         return args.http
-    return None if args.once else DEFAULT_HTTP
+    return None if args.once else configured
 
 
 @contextmanager

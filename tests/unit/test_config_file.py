@@ -1,0 +1,86 @@
+"""Issue 21 item 5: config.toml checked as a whole, each error naming its key (real files on disk)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metnos.config import ConfigError, check_config, load_daemon_config
+from metnos.settings import load_settings
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    config = tmp_path / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+    return config
+
+
+def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"METNOS_HOME": str(tmp_path), "HOME": str(tmp_path / "user"), **extra}
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("[turn]\ncap_step = 5\n", "[turn] cap_step: unknown key"),
+    ("[turn]\ncap_steps = 0\n", "[turn] cap_steps: must be an integer in [1, 1000], not 0"),
+    ("[turn]\njudge_threshold = 1.5\n", "[turn] judge_threshold: must be a number in [0.0, 1.0]"),
+    ("[turn]\ncap_steps = \"many\"\n", "[turn] cap_steps:"),
+    ("[daemon]\nhttp = \"nope\"\n", "[daemon] http: the HTTP address must be HOST:PORT"),
+    ("[daemon]\nhttp = \"127.0.0.1:70000\"\n", "[daemon] http:"),
+    ("[daemon]\napproval_timeout_s = -1\n", "[daemon] approval_timeout_s:"),
+    ("[daemon]\nport = 1\n", "[daemon] port: unknown key"),
+    ("[deamon]\nhttp = \"127.0.0.1:1\"\n", "[deamon]: unknown section"),
+    ("daemon = 3\n", "[daemon] must be a table"),
+    ("[network]\nallow = [\"not a host!\"]\n", "[network] allow"),
+    ("[telegram]\nallowed_chats = [\"me\"]\n", "[telegram] allowed_chats"),
+    ("[telegram]\ntoken = \"123:abc\"\n", "[telegram] token: the bot token never goes in config.toml"),
+    ("[model]\nidle_s = \"long\"\n", "[model] idle_s"),
+    ("[llm.tiers.fast]\nprovider = \"openai\"\n", "needs a url"),
+    ("[llm]\nfoo = 1\n", "[llm] has unknown keys"),
+    ("[turn\n", "not valid TOML"),
+])
+def test_each_wrong_key_is_named(tmp_path: Path, text: str, named: str) -> None:
+    config = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        check_config(config, env_for(tmp_path))
+    assert named in str(caught.value) and str(config) in str(caught.value)
+
+
+def test_a_close_misspelling_is_suggested(tmp_path: Path) -> None:
+    config = write(tmp_path, "[turn]\ncap_step = 5\n[deamon]\n")
+    with pytest.raises(ConfigError, match=r"did you mean \[daemon\]"):
+        check_config(config, env_for(tmp_path))
+    config = write(tmp_path, "[turn]\ncap_step = 5\n")
+    with pytest.raises(ConfigError, match="did you mean cap_steps"):
+        check_config(config, env_for(tmp_path))
+
+
+def test_every_section_is_in_force_and_an_absent_file_is_every_default(tmp_path: Path) -> None:
+    sections = check_config(tmp_path / "config" / "config.toml", env_for(tmp_path))
+    assert set(sections) == {"llm", "model", "network", "telegram", "daemon", "turn"}
+    assert sections["daemon"] == {"http": "127.0.0.1:8737", "approval_timeout_s": 300.0}
+    assert sections["turn"]["cap_steps"] == {"value": 30, "from": "default"}
+
+
+def test_turn_settings_come_from_the_file_and_a_variable_wins(tmp_path: Path) -> None:
+    write(tmp_path, "[turn]\ncap_steps = 5\njudge_threshold = 0.5\n")
+    assert load_settings(env_for(tmp_path)).turn().cap_steps == 5
+    assert load_settings(env_for(tmp_path)).turn().judge_threshold == 0.5
+    assert load_settings(env_for(tmp_path, METNOS_CAP_STEPS="7")).turn().cap_steps == 7
+    sections = check_config(tmp_path / "config" / "config.toml", env_for(tmp_path, METNOS_CAP_STEPS="7"))
+    assert sections["turn"]["cap_steps"] == {"value": 7, "from": "environment"}
+    assert sections["turn"]["judge_threshold"] == {"value": 0.5, "from": "config"}
+
+
+def test_the_daemon_section(tmp_path: Path) -> None:
+    config = write(tmp_path, "[daemon]\nhttp = \"127.0.0.1:9999\"\napproval_timeout_s = 30\n")
+    daemon = load_daemon_config(config)
+    assert daemon.http == "127.0.0.1:9999" and daemon.approval_timeout_s == 30
+
+
+def test_the_telegram_token_is_never_shown(tmp_path: Path) -> None:
+    config = write(tmp_path, "[telegram]\ntoken_env = \"MY_BOT\"\nallowed_chats = [42]\n")
+    sections = check_config(config, env_for(tmp_path, MY_BOT="123456:very-secret-token"))
+    assert sections["telegram"]["token_env"] == "MY_BOT" and sections["telegram"]["allowed_chats"] == [42]
+    assert "very-secret-token" not in repr(sections)
