@@ -57,7 +57,7 @@ class MetnosSettings(BaseSettings):
     CAP_SAME_VECTORIAL: int = _DEFAULT_TURN.cap_same_vectorial
     SCRATCHPAD_THRESHOLD_BYTES: int = _DEFAULT_TURN.scratchpad_threshold_bytes
     # The cascade (metnos/cascade/consult.py reads them; docs/cascade.md).
-    CASCADE_COSINE: float = Field(default=0.9, gt=0, le=1, allow_inf_nan=False)
+    CASCADE_COSINE: float = Field(default=0.8, gt=0, le=1, allow_inf_nan=False)
     CASCADE_MIN_SUCCESSES: int = Field(default=2, ge=1)
 
     @field_validator("LLM_URL")

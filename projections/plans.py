@@ -13,6 +13,8 @@ State:
   proposed it (champion/challenger).
 * ``anti``: plan or template id -> until when it is an anti-skill, never proposed.
 * ``counts``: hits per layer, misses, abandons.
+* ``rev``: bumped whenever the set of live entries changes, so a lookup
+  rebuilds its vector index only then.
 
 A turn being written is kept in ``open`` until it ends. Undoing a turn takes
 its candidate, its entry and its share of a template away.
@@ -35,12 +37,12 @@ ANTI_SKILL_DAYS = 30
 
 class PlansFold(Fold):
     name = "plans"
-    version = 1
+    version = 2
     cost = 2
 
     def initial(self) -> dict[str, Any]:
         return {"open": {}, "candidates": {}, "entries": {}, "by_key": {}, "templates": {}, "anti": {},
-                "counts": {"L0": 0, "L1": 0, "miss": 0, "abandoned": 0}}
+                "counts": {"L0": 0, "L1": 0, "miss": 0, "abandoned": 0}, "rev": 0}
 
     def handlers(self) -> dict[type, Handler]:
         return {
@@ -173,6 +175,7 @@ def _undone(state: dict[str, Any], record: Record, position: int) -> None:
         if entry["turn_id"] == turn_id and entry["state"] == "approved":
             entry["state"] = "undone"
             state["by_key"].pop(entry["key"], None)
+            state["rev"] += 1
     for templates in state["templates"].values():
         for template in templates.values():
             while turn_id in template["sources"]:
@@ -192,6 +195,7 @@ def _approved(state: dict[str, Any], record: Record, position: int) -> None:
         "approved": record["timestamp"], "by": record["by"], "uses": 0, "last_used": record["timestamp"],
     }
     state["by_key"][candidate["key"]] = entry_id
+    state["rev"] += 1
 
 
 @reads("by")
@@ -200,6 +204,7 @@ def _reapproved(state: dict[str, Any], record: Record, position: int) -> None:
     if entry is not None and entry["turn_id"] in state["candidates"]:
         entry.update(state="approved", last_used=record["timestamp"])
         state["by_key"][entry["key"]] = entry["id"]
+        state["rev"] += 1
 
 
 def _retired(how: str) -> Handler:
@@ -209,6 +214,7 @@ def _retired(how: str) -> Handler:
         if entry is None:
             return
         entry["state"] = how
+        state["rev"] += 1
         if state["by_key"].get(entry["key"]) == entry["id"]:
             del state["by_key"][entry["key"]]
 

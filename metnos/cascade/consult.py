@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,14 +24,14 @@ from typing import Any
 
 from metnos.cascade.embedding import Embedder, VectorIndex, load_embedder
 from metnos.cascade.plan import bind, executors_of, holes_used
-from metnos.cascade.request import action_words, intent_of, normalise, request_key
+from metnos.cascade.request import differing_words, intent_of, normalise, request_key
 from metnos.cascade.template import derived_digits
 from metnos.cascade.validator import plan_problems
 from metnos.errors import MetnosError
 
 ENV_COSINE = "METNOS_CASCADE_COSINE"
 ENV_MIN_SUCCESSES = "METNOS_CASCADE_MIN_SUCCESSES"
-DEFAULT_COSINE = 0.9
+DEFAULT_COSINE = 0.8
 DEFAULT_MIN_SUCCESSES = 2
 
 
@@ -107,7 +108,7 @@ class PlanConsultant:
         self.settings = settings
         self._embedder_factory = embedder
         self._embedder: Embedder | None = None
-        self._index: tuple[tuple[str, ...], VectorIndex] | None = None
+        self._index: tuple[Any, VectorIndex] | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -120,7 +121,7 @@ class PlanConsultant:
         current = self._current()
         now = self._now()
         result = Consultation()
-        candidates = list(self._l0(text, state, result)) + list(self._l1(text, state, result))
+        candidates = itertools.chain(self._l0(text, state, result), self._l1(text, state, result))
         tried = 0
         for layer, entry_id, how, similarity, plan in candidates:
             why = stale_reason(plan, current)
@@ -149,30 +150,34 @@ class PlanConsultant:
         exact = state["by_key"].get(request_key(text))
         if exact is not None:
             yield "L0", exact, "exact", 1.0, entries[exact]["plan"]
-        live = sorted(k for k, e in entries.items() if e["state"] == "approved" and k != exact)
-        if not live:
+        index = self._vectors(state)
+        if not len(index):
             return
-        index = self._vectors(live, entries)
         wanted = [tuple(s) for s in (slot.to_json() for slot in intent_of(text)[1])]
-        acts = action_words(text)
         query = self.embedder.embed([normalise(text)])[0]
         for entry_id, similarity in index.nearest(query, k=3):
             if similarity < self.settings.cosine:
                 break
+            if entry_id == exact:
+                continue
             entry = entries[entry_id]
             if [tuple(s) for s in entry["slots"]] != wanted:
                 result.rejected.append({"layer": "L0", "entry": entry_id, "why": "a reworded request with other values"})
                 continue
-            if action_words(entry["text"]) != acts:
-                result.rejected.append({"layer": "L0", "entry": entry_id, "why": "a reworded request that acts otherwise"})
+            other = differing_words(text, entry["text"])
+            if other:
+                result.rejected.append({"layer": "L0", "entry": entry_id,
+                                        "why": f"a reworded request that asks something else: {', '.join(sorted(other)[:5])}"})
                 continue
             yield "L0", entry_id, f"cosine:{self.embedder.name}", round(similarity, 4), entry["plan"]
 
-    def _vectors(self, ids: list[str], entries: dict[str, Any]) -> VectorIndex:
-        key = tuple(ids)
+    def _vectors(self, state: dict[str, Any]) -> VectorIndex:
+        """The live entries' vectors, embedded again only when the set of live entries changed."""
+        key = (state.get("rev", 0), len(state["entries"]))  # both only grow
         if self._index is None or self._index[0] != key:
-            vectors = self.embedder.embed([normalise(entries[i]["text"]) for i in ids])
-            self._index = (key, VectorIndex(ids, vectors, self.embedder.prefix_dims))
+            ids = sorted(k for k, e in state["entries"].items() if e["state"] == "approved")
+            vectors = self.embedder.embed([normalise(state["entries"][i]["text"]) for i in ids]) if ids else None
+            self._index = (key, VectorIndex(ids, vectors if vectors is not None else [], self.embedder.prefix_dims))
         return self._index[1]
 
     # L1 -----------------------------------------------------------------

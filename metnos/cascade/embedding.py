@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 
 class Embedder(Protocol):
@@ -104,6 +105,13 @@ class VectorIndex:
     def nearest(self, vector: np.ndarray, k: int = 3) -> list[tuple[str, float]]:
         if not self.ids:
             return []
+        # A matrix-vector product is bound by memory, not arithmetic: BLAS
+        # threads only spin against each other, and on a loaded machine they
+        # made a 10,000-entry lookup 10x slower (bench/cascade.py).
+        with _blas().limit(limits=1, user_api="blas"):
+            return self._nearest(vector, k)
+
+    def _nearest(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         query = vector.astype(np.float32).ravel()
         if self.coarse is not None:
             head = query[: self.prefix_dims]
@@ -117,3 +125,14 @@ class VectorIndex:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
         return [(self.ids[i], float(scores[i])) for i in top]
+
+
+_controller: ThreadpoolController | None = None
+
+
+def _blas() -> ThreadpoolController:
+    """The process's thread pools, inspected once (inspecting them costs ten times a lookup)."""
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller

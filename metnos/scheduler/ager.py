@@ -22,7 +22,7 @@ from domain.executor import ACTIVE, Executor, LifecycleError
 from domain.invocation import Invocation
 from eventsourcing.utils import get_topic
 
-from metnos.scheduler.callbacks import CallbackContext, CallbackResult
+from metnos.scheduler.jobs import CallbackContext, CallbackResult
 from metnos.scheduler.due import parse, stamp
 
 

@@ -14,28 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
+from metnos.cascade import maintenance as plan_maintenance
+from metnos.scheduler import ager, maintenance
+from metnos.scheduler.jobs import Callback, CallbackContext, CallbackResult
 
-@dataclass
-class CallbackResult:
-    ok: bool
-    kind: str = "ok"
-    output: dict[str, Any] = field(default_factory=dict)
-    error: dict[str, Any] | None = None
-    # Aggregates with pending events, committed together with the firing.
-    aggregates: list[Any] = field(default_factory=list)
+__all__ = ["BUILTIN_JOBS", "BuiltinJob", "Callback", "CallbackContext", "CallbackResult", "keys", "register", "resolve"]
 
-
-@dataclass(frozen=True)
-class CallbackContext:
-    runtime: Any
-    now: datetime
-    schedule_id: str
-
-
-Callback = Callable[[CallbackContext, dict[str, Any]], CallbackResult]
 
 _REGISTRY: dict[str, Callback] = {}
 
@@ -49,13 +35,11 @@ def register(key: str) -> Callable[[Callback], Callback]:
 
 
 def resolve(key: str) -> Callback | None:
-    _load_builtins()
-    return _REGISTRY.get(key)
+    return _REGISTRY.get(key) or _BUILTINS.get(key)
 
 
 def keys() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return sorted(set(_REGISTRY) | set(_BUILTINS))
 
 
 @dataclass(frozen=True)
@@ -72,6 +56,8 @@ BUILTIN_JOBS = (
     BuiltinJob("executor_ager", "30 3 * * *", "executor ager: mark executors idle for 30 days below threshold", {"idle_days": 30}),
     BuiltinJob("mnest_ager", "0 4 * * *", "mnestome ager: decay, demote, purge proto-mnests"),
     BuiltinJob("synt_suggest", "30 4 * * *", "synt suggestions for recurring proto-mnests (uses >= 3, weight >= 0.30)"),
+    BuiltinJob("plan_maintenance", "30 4 * * *", "cascade: expire plans unused for 30 days or stale, promote pipelines used 50 times to proto-mnests",
+               {"ttl_days": 30, "min_uses": 50}),
 )
 
 
@@ -82,16 +68,10 @@ def _unavailable(what: str) -> Callback:
     return run
 
 
-_loaded = False
-
-
-def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from metnos.scheduler import ager, maintenance
-
-    _REGISTRY.setdefault("executor_ager", ager.run_executor_ager)
-    _REGISTRY.setdefault("mnest_ager", maintenance.run_mnest_ager)
-    _REGISTRY.setdefault("synt_suggest", maintenance.run_synt_suggest)
+# The builtin jobs' code; a key registered under the same name first wins.
+_BUILTINS: dict[str, Callback] = {
+    "executor_ager": ager.run_executor_ager,
+    "mnest_ager": maintenance.run_mnest_ager,
+    "synt_suggest": maintenance.run_synt_suggest,
+    "plan_maintenance": plan_maintenance.run_plan_maintenance,
+}

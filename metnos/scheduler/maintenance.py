@@ -17,7 +17,7 @@ from domain.mnest import PROTO
 from domain.synthesis import Synthesis, synthesis_id
 from metnos.mnestome.ager import age
 from metnos.mnestome.compose import compose
-from metnos.scheduler.callbacks import CallbackContext, CallbackResult
+from metnos.scheduler.jobs import CallbackContext, CallbackResult
 
 RECURRING_USES = 3
 RECURRING_WEIGHT = 0.30

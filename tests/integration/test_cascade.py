@@ -83,19 +83,18 @@ def test_a_reworded_request_hits_by_cosine_and_other_values_or_actions_do_not(ho
     reworded, llm = _ask(monkeypatch, capsys, [], "please show me my todo list in ~/notes/todo.txt")
     assert llm.requests == [] and reworded["answer"] == "Your todo list says: buy milk"
     consulted = _consulted(capsys, reworded["turn_id"])
-    assert consulted["layer"] == "L0" and consulted["how"].startswith("cosine:wordllama") and consulted["similarity"] >= 0.9
+    assert consulted["layer"] == "L0" and consulted["how"].startswith("cosine:wordllama") and consulted["similarity"] >= 0.8
     # Close in words but another file, or another action: the model is asked.
     (home / "notes" / "done.txt").write_text("paid rent")
     other = [call("read_files", {"paths": ["~/notes/done.txt"]}), text("It says: paid rent")]
     elsewhere, llm = _ask(monkeypatch, capsys, other, "please show me my todo list in ~/notes/done.txt")
     assert len(llm.requests) == 2 and _consulted(capsys, elsewhere["turn_id"])["layer"] is None
     wipe = [text("I will not delete it.")]
-    # 0.89 from the read: under the default threshold already; lowered, the action guard still refuses it.
-    monkeypatch.setenv("METNOS_CASCADE_COSINE", "0.8")
+    # 0.89 from the read, over the threshold: the word guard refuses it.
     deleting, llm = _ask(monkeypatch, capsys, wipe, "delete my todo list in ~/notes/todo.txt")
     assert len(llm.requests) == 1
     found = _consulted(capsys, deleting["turn_id"])
-    assert found["layer"] is None and any(r["why"].endswith("acts otherwise") for r in found["rejected"]), found
+    assert found["layer"] is None and any("asks something else: delete" in r["why"] for r in found["rejected"]), found
 
 
 def test_an_executor_out_of_service_invalidates_the_plan(home: Path, capsys, monkeypatch) -> None:
@@ -209,3 +208,41 @@ def test_l1_learns_a_template_after_two_good_turns_and_a_failure_makes_it_an_ant
     assert code == 0, out + err
     code, out, _ = _cli(capsys, "plans", "list", "--json")
     assert orjson.loads(out)["templates"][0]["walks"] == 3
+
+
+def test_maintenance_promotes_a_mature_pipeline_and_expires_an_unused_plan(home: Path, capsys, monkeypatch) -> None:
+    from datetime import timedelta
+
+    from metnos.runtime import Runtime
+    from metnos.scheduler import callbacks
+    from metnos.workspace import Workspace
+
+    pipeline = [call("find_files", {"base_path": "~/notes"}), call("describe_entries", {"from_step": 1}),
+                text("One file: todo.txt")]
+    first, _ = _ask(monkeypatch, capsys, pipeline, "describe what is in ~/notes")
+    assert _cli(capsys, "plans", "approve", first["turn_id"])[0] == 0
+    hit, llm = _ask(monkeypatch, capsys, [], "describe what is in ~/notes")
+    assert llm.requests == [] and hit["status"] == "answered"
+
+    job = callbacks.resolve("plan_maintenance")
+
+    def maintain(days: int) -> dict:
+        with Runtime.boot(Workspace.from_env(), birth=False) as runtime:
+            now = runtime.clock() + timedelta(days=days)
+            result = job(callbacks.CallbackContext(runtime, now, "test"), {"ttl_days": 30, "min_uses": 1})
+            runtime.log.save(*result.aggregates)
+            return result.output
+
+    first_run = maintain(1)
+    assert first_run["expired"] == []
+    assert first_run["promoted"] == [{"pipeline": ["find_files", "describe_entries"], "as": "find_describe_files", "uses": 1}]
+    assert maintain(2)["promoted"] == []  # once
+    code, out, _ = _cli(capsys, "mnestome", "list", "--state", "proto", "--json")
+    protos = [m for m in orjson.loads(out) if m["dst_executor"] == "find_describe_files"]
+    assert len(protos) == 1 and protos[0]["src_executor"] == "find_files"
+    late = maintain(40)
+    assert [e["reason"] for e in late["expired"]] == ["not used for 30 days"]
+    code, out, _ = _cli(capsys, "plans", "list", "--json")
+    assert orjson.loads(out)["plans"][0]["state"] == "expired"
+    again, llm = _ask(monkeypatch, capsys, pipeline, "describe what is in ~/notes")
+    assert len(llm.requests) == 3 and again["status"] == "answered"
