@@ -22,6 +22,12 @@ the baseline. Against it:
 left out, and prints what each costs (bwrap only minus the variant), plus
 bwrap's floor (a bare ``bwrap --dev-bind / /``, no namespace asked for).
 
+``--cpu`` measures CPU time instead of wall time, which a loaded machine
+disturbs far less: for the spawned commands, the task-clock of every process
+of the spawn (``perf stat``, which follows bwrap's children that bwrap never
+reaps); for invoke(), the runtime's own thread (``time.thread_time``), its
+children being the bwrap-only command's.
+
 The variants are sampled in turn (one of each, N times) so that a change in
 the machine's load touches them all alike; each figure is the median, with
 the 25th and 75th percentiles, and the fastest run (the least disturbed by
@@ -35,6 +41,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,15 +74,18 @@ FENCE_FLAGS: dict[str, tuple[tuple[str, int], ...]] = {
 }
 
 
-def interleaved(variants: dict[str, Callable[[], None]], runs: int) -> dict[str, list[float]]:
+def interleaved(variants: dict[str, Callable[[], float | None]], runs: int, *, cpu: bool) -> dict[str, list[float]]:
+    """ms per run of each variant: wall time, or (``cpu``) what the variant
+    reports, the runtime's own thread time when it reports nothing."""
     for fn in variants.values():
         fn()  # warm caches (probe, BPF, page cache)
     samples: dict[str, list[float]] = {name: [] for name in variants}
+    clock = time.thread_time if cpu else time.perf_counter
     for _ in range(runs):
         for name, fn in variants.items():
-            t = time.perf_counter()
-            fn()
-            samples[name].append((time.perf_counter() - t) * 1000)
+            t = clock()
+            measured = fn()
+            samples[name].append(measured if measured is not None else (clock() - t) * 1000)
     return samples
 
 
@@ -92,19 +102,30 @@ def without(argv: Sequence[str], flags: Sequence[tuple[str, int]]) -> list[str]:
     return out
 
 
-def run_ok(argv: list[str], env: dict[str, str], pass_fds: Sequence[int] = ()) -> None:
-    r = subprocess.run(argv, input=REQUEST, capture_output=True, env=env, pass_fds=pass_fds)
+def run_ok(argv: list[str], env: dict[str, str], pass_fds: Sequence[int] = (), *, cpu: bool = False) -> float | None:
+    """Run ``argv`` on the request; with ``cpu``, return the task-clock (ms)
+    of it and every process below it."""
+    prefix = ["perf", "stat", "-x,", "-e", "task-clock", "--"] if cpu else []
+    r = subprocess.run(prefix + argv, input=REQUEST, capture_output=True, env=env, pass_fds=pass_fds)
     assert r.returncode == 0, r.stderr
+    if not cpu:
+        return None
+    line = next(ln for ln in reversed(r.stderr.decode().splitlines()) if "task-clock" in ln)
+    return float(line.split(",")[0])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=25)
     ap.add_argument("--fences", action="store_true", help="also measure each fence alone")
+    ap.add_argument("--cpu", action="store_true", help="CPU time (perf stat task-clock) instead of wall time")
     opts = ap.parse_args()
-    n = opts.runs
+    n, cpu = opts.runs, opts.cpu
     if not probe().works:
         print(f"bwrap cannot run here ({probe().error}); nothing to compare")
+        return 1
+    if cpu and shutil.which("perf") is None:
+        print("--cpu needs perf (linux-perf) on PATH")
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         code = Path(tmp) / "echo"
@@ -123,14 +144,14 @@ def main() -> int:
         plain_cmd = [exe, "-I", "-S", "-B", plain_plan.host_path, json.dumps(bare)]
         boxed_plan = plan_for(code, profile, workspace=ws, env=on)
 
-        def boxed(plan: SandboxPlan = boxed_plan, drop: Sequence[tuple[str, int]] = ()) -> Callable[[], None]:
+        def boxed(plan: SandboxPlan = boxed_plan, drop: Sequence[tuple[str, int]] = ()) -> Callable[[], float | None]:
             cmd = [exe, "-I", "-S", "-B", plan.host_path, host_config(plan, profile)]
 
-            def go() -> None:
+            def go() -> float | None:
                 w = wrap_plan(plan, cmd)
                 argv = without(w.argv, drop)
                 try:
-                    run_ok(argv, w.env, w.pass_fds)
+                    return run_ok(argv, w.env, w.pass_fds, cpu=cpu)
                 finally:
                     w.close()
             return go
@@ -141,27 +162,29 @@ def main() -> int:
                 assert out.ok, out
             return go
 
-        variants: dict[str, Callable[[], None]] = {
-            "plain": lambda: run_ok(plain_cmd, plain_plan.child_env),
+        variants: dict[str, Callable[[], float | None]] = {
+            "plain": lambda: run_ok(plain_cmd, plain_plan.child_env, cpu=cpu),
             "invoke": inv(on), "invoke_off": inv(off), "bwrap": boxed(),
         }
+        if cpu:
+            # The runtime's side of a plain spawn, to set against invoke()'s.
+            variants["plain_parent"] = lambda: run_ok(plain_cmd, plain_plan.child_env)
         if opts.fences:
             for fence, flags in FENCE_FLAGS.items():
                 variants[fence] = boxed(drop=flags)
             variants["seccomp"] = boxed(dataclasses.replace(boxed_plan, seccomp=False))
             variants["landlock"] = boxed(dataclasses.replace(boxed_plan, landlock_path=None))
             floor = [probe().path or "bwrap", "--dev-bind", "/", "/", "--", *plain_cmd]
-            variants["floor"] = lambda: run_ok(floor, plain_plan.child_env)
+            variants["floor"] = lambda: run_ok(floor, plain_plan.child_env, cpu=cpu)
         layers = invoke(code, profile, {"x": 1}, workspace=ws, env=on).layers
         load0 = os.getloadavg()[0]
-        samples = interleaved(variants, n)
+        samples = interleaved(variants, n, cpu=cpu)
         load1 = os.getloadavg()[0]
 
     m = {k: spread(v) for k, v in samples.items()}
     base = m["plain"][0]
     print(f"runs per figure: {n} (median [p25-p75] ratio, fastest ratio; sampled in turn);"
-          f" load average {load0:.1f} -> {load1:.1f}"
-          f" on {os.cpu_count()} cores")
+          f" load average {load0:.1f} -> {load1:.1f} on {os.cpu_count()} cores")
     print(f"layers of the sandboxed invocation: {', '.join(layers)} (memory cap: {status().memory_cap})")
 
     def line(label: str, key: str, note: str = "") -> None:
@@ -169,19 +192,31 @@ def main() -> int:
         print(f"{label:28s}{med:6.1f} ms [{q1:5.1f}-{q3:5.1f}]   {med / base:.2f}"
               f"   fastest {low:5.1f} ms {low / m['plain'][3]:.2f}{note}")
 
-    line("plain subprocess spawn", "plain")
-    line("invoke(), sandboxed", "invoke", f"   <- target {TARGET}")
-    line("invoke(), METNOS_SANDBOX=0", "invoke_off")
-    line("bwrap only", "bwrap")
+    if cpu:
+        print("CPU time: the spawned processes (perf task-clock) and the runtime's own thread")
+        line("plain spawn, processes", "plain")
+        line("bwrap only, processes", "bwrap")
+        parent, own = m["plain_parent"][0], m["invoke"][0]
+        print(f"runtime thread: plain spawn {parent:.2f} ms, invoke() {own:.2f} ms, invoke() off {m['invoke_off'][0]:.2f} ms")
+        total = m["bwrap"][0] + own
+        print(f"invoke(), all of it (bwrap only's processes + its thread): {total:.1f} ms against {base + parent:.1f} ms,"
+              f" ratio {total / (base + parent):.2f}")
+    else:
+        line("plain subprocess spawn", "plain")
+        line("invoke(), sandboxed", "invoke", f"   <- target {TARGET}")
+        line("invoke(), METNOS_SANDBOX=0", "invoke_off")
+        line("bwrap only", "bwrap")
     if opts.fences:
         full = m["bwrap"][0]
         print("what each fence costs (bwrap only minus bwrap only without it):")
         for key in [*FENCE_FLAGS, "seccomp", "landlock"]:
             print(f"  {key:24s}{full - m[key][0]:+6.1f} ms")
         print(f"  {'bwrap floor (bare, no namespace flags)':40s}{m['floor'][0] - base:+6.1f} ms over plain")
-        print(f"  {'cgroup, plan and checks':40s}{m['invoke'][0] - full:+6.1f} ms (invoke() minus bwrap only)")
-    ratio = m["invoke"][0] / base
-    print(f"spawn ratio {ratio:.2f}: {'within' if ratio <= TARGET else 'ABOVE'} the {TARGET}x target")
+        if not cpu:
+            print(f"  {'cgroup, plan and checks':40s}{m['invoke'][0] - full:+6.1f} ms (invoke() minus bwrap only)")
+    if not cpu:
+        ratio = m["invoke"][0] / base
+        print(f"spawn ratio {ratio:.2f}: {'within' if ratio <= TARGET else 'ABOVE'} the {TARGET}x target")
     return 0
 
 
