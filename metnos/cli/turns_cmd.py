@@ -64,6 +64,12 @@ def _line(event: Any) -> str:
         calls = event.reply.get("tool_calls") or []
         said = ", ".join(c["name"] for c in calls) if calls else repr(event.reply.get("text", ""))[:80]
         text = f"model ({event.reply.get('call_form')}): {said} [{event.intent_ms} ms]"
+    elif isinstance(event, Turn.PlanConsulted):
+        found = f"{event.layer} ({event.how}) plan {str(event.entry)[:8]}" if event.layer else f"no plan: {event.reason}"
+        refused = f"; refused {len(event.rejected)}: {event.rejected[0]['why']}" if event.rejected else ""
+        text = f"cascade: {found}{refused} [{event.lookup_ms} ms]"
+    elif isinstance(event, Turn.PlanAbandoned):
+        text = f"plan abandoned at step {event.step}: {event.reason}; the model takes over"
     elif isinstance(event, Turn.StepProposed):
         text = f"step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:120]}"
     elif isinstance(event, Turn.StepInvoked):

@@ -60,6 +60,24 @@ def _approved_read(monkeypatch, capsys) -> dict:
     return entry
 
 
+def test_a_good_turn_is_offered_for_approval_until_it_is_approved(home: Path, capsys, monkeypatch) -> None:
+    from metnos.cascade.book import PlanBook
+    from metnos.runtime import Runtime
+    from metnos.workspace import Workspace
+
+    first, _ = _ask(monkeypatch, capsys, READ_TODO, "read my todo list in ~/notes/todo.txt")
+    failed, _ = _ask(monkeypatch, capsys, [call("read_files", {"paths": ["~/notes/none.txt"]}), text("no such file")],
+                     "read ~/notes/none.txt")
+    with Runtime.boot(Workspace.from_env(), birth=False) as runtime:
+        assert PlanBook(runtime).offer(first["turn_id"]) == f"to answer this again without the model: metnos plans approve {first['turn_id']}"
+        assert PlanBook(runtime).offer(failed["turn_id"]) is None
+    code, _out, err = _cli(capsys, "plans", "approve", failed["turn_id"])
+    assert code != 0 and "has no plan to approve" in err
+    assert _cli(capsys, "plans", "approve", first["turn_id"])[0] == 0
+    with Runtime.boot(Workspace.from_env(), birth=False) as runtime:
+        assert PlanBook(runtime).offer(first["turn_id"]) is None
+
+
 def test_the_second_time_no_model_is_asked_and_the_answer_is_new(home: Path, capsys, monkeypatch) -> None:
     _approved_read(monkeypatch, capsys)
     (home / "notes" / "todo.txt").write_text("buy bread")
@@ -208,6 +226,11 @@ def test_l1_learns_a_template_after_two_good_turns_and_a_failure_makes_it_an_ant
     assert code == 0, out + err
     code, out, _ = _cli(capsys, "plans", "list", "--json")
     assert orjson.loads(out)["templates"][0]["walks"] == 3
+    # Every turn replays clean: the L1 hit, the abandoned plan, the anti-skill's miss.
+    code, out, err = _cli(capsys, "replay", "--all")
+    assert code == 0, out + err
+    code, out, _ = _cli(capsys, "turns", "show", missing["turn_id"])
+    assert "cascade: L1 (template)" in out and "plan abandoned at step 1" in out
 
 
 def test_maintenance_promotes_a_mature_pipeline_and_expires_an_unused_plan(home: Path, capsys, monkeypatch) -> None:
