@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -34,6 +35,15 @@ def render(template: str, **context: Any) -> str:
 
 def login_page(path: str = "/", error: str = "") -> bytes:
     return render("login.html.jinja", next=path if path.startswith("/") and not path.startswith("//") else "/", error=error).encode()
+
+
+def error_page(error: Exception) -> Response:
+    """The API's error (kind, message, status) as a page."""
+    from metnos.daemon.api import error_response
+
+    answer = error_response(error)
+    message = orjson.loads(answer.body)["error"]["message"]
+    return HTMLResponse(render("error.html.jinja", page="error", status=answer.status_code, message=message), status_code=answer.status_code)
 
 
 def routes(host: DaemonHost, token: str) -> list[Any]:
@@ -59,13 +69,11 @@ def routes(host: DaemonHost, token: str) -> list[Any]:
 
     def page(name: str, gather: Any) -> Any:
         async def endpoint(request: Request) -> Response:
-            from metnos.daemon.api import error_response
-
             try:
                 context = await run_in_threadpool(gather, request)
                 return HTMLResponse(render(name, page=name.split(".")[0], **context))
             except Exception as e:  # noqa: BLE001 - the page names the cause, never a traceback
-                return error_response(e)
+                return error_page(e)
 
         return endpoint
 

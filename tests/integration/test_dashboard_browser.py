@@ -22,7 +22,9 @@ from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.support.browser import headless_chromium
-from tests.support.daemon_process import RunningDaemon, daemon, daemon_llm  # noqa: F401 - fixtures
+from tests.support.cli_process import metnos_env, run
+from tests.support.daemon_process import RunningDaemon, daemon, daemon_llm, start_daemon  # noqa: F401 - fixtures
+from tests.support.layouts import layout_env
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 pytestmark = pytest.mark.bwrap
@@ -49,6 +51,17 @@ def text_of(browser: Any, element_id: str) -> str:
     return browser.find_element(By.ID, element_id).text
 
 
+def sign_in(browser: Any, daemon: RunningDaemon) -> None:
+    """Log in through the form unless the browser already holds this daemon's cookie
+    (cookies go by host, not port: the other layout's daemon leaves one with its own token)."""
+    browser.get(daemon.url + "/login")
+    if any(c["name"] == "metnos_token" and c["value"] == daemon.token for c in browser.get_cookies()):
+        return
+    browser.find_element(By.ID, "token").send_keys(daemon.token)
+    browser.find_element(By.ID, "login").click()
+    wait(browser, seen.title_is("Metnos — turns"))
+
+
 def ask_and_answer_in_another_tab(browser: Any, daemon: RunningDaemon, request: str, button: str, shown: str) -> str:
     """Ask through the form; in a second tab, press ``button`` on the approval; back in the first, the approvals page's text."""
     browser.get(daemon.url + "/")
@@ -65,6 +78,28 @@ def ask_and_answer_in_another_tab(browser: Any, daemon: RunningDaemon, request: 
     browser.close()
     browser.switch_to.window(asking)
     return pending
+
+
+def test_a_fresh_install_daemon_serves_the_dashboard(tmp_path: Path, browser: Any) -> None:
+    """The issue's "done when": after `metnos init`, a plain `metnos daemon` (births run, no model
+    installed) serves the dashboard, and the browser gets in with the token it prints."""
+    env = metnos_env(layout_env("xdg", tmp_path, os.environ))
+    assert run(["init"], env).returncode == 0
+    fresh = start_daemon(env, flags=("--tick", "3600"))
+    try:
+        browser.delete_all_cookies()
+        browser.get(fresh.url + "/")
+        assert browser.title == "Metnos — log in"
+        browser.find_element(By.ID, "token").send_keys(fresh.token)
+        browser.find_element(By.ID, "login").click()
+        wait(browser, seen.title_is("Metnos — turns"))
+        assert "no turn yet" in text_of(browser, "turns")
+        browser.get(fresh.url + "/executors")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "tr.executor")) >= 13
+    finally:
+        _, err = fresh.stop()
+    assert "Traceback" not in err
+    browser.delete_all_cookies()
 
 
 def test_a_page_without_the_token_is_401_with_the_login_form(daemon: RunningDaemon, browser: Any) -> None:
@@ -84,6 +119,7 @@ def test_a_page_without_the_token_is_401_with_the_login_form(daemon: RunningDaem
 
 
 def test_ask_approve_see_the_verdicts_replay_and_undo(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    sign_in(browser, daemon)
     target = Path(daemon.env["HOME"]) / "from-the-dashboard.txt"
     daemon_llm.add(call("write_files", {"files": [{"path": str(target), "content": "written from the browser"}]}), text("I wrote the file."))
     pending = ask_and_answer_in_another_tab(browser, daemon, "write from-the-dashboard.txt", "approve", "approved")
@@ -114,6 +150,7 @@ def test_ask_approve_see_the_verdicts_replay_and_undo(daemon: RunningDaemon, bro
 
 
 def test_a_declined_step_shows_as_refused(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    sign_in(browser, daemon)
     target = Path(daemon.env["HOME"]) / "declined-in-the-browser.txt"
     daemon_llm.add(call("write_files", {"files": [{"path": str(target), "content": "no"}]}), text("I did not write it."))
     ask_and_answer_in_another_tab(browser, daemon, "write declined-in-the-browser.txt", "deny", "denied")
@@ -122,6 +159,7 @@ def test_a_declined_step_shows_as_refused(daemon: RunningDaemon, browser: Any, d
 
 
 def test_schedules_pause_and_resume(daemon: RunningDaemon, browser: Any) -> None:
+    sign_in(browser, daemon)
     browser.get(daemon.url + "/schedules")
     shot(browser, "schedules")
     first = browser.find_element(By.CSS_SELECTOR, "button.schedule[data-command=pause]")
@@ -133,6 +171,7 @@ def test_schedules_pause_and_resume(daemon: RunningDaemon, browser: Any) -> None
 
 
 def test_the_catalogue_with_its_lifecycle(daemon: RunningDaemon, browser: Any) -> None:
+    sign_in(browser, daemon)
     browser.get(daemon.url + "/executors")
     rows = {r.find_elements(By.TAG_NAME, "td")[0].text: r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr.executor")}
     assert {"get_now", "write_files", "read_files"} <= set(rows) and "active" in rows["get_now"]
@@ -142,7 +181,16 @@ def test_the_catalogue_with_its_lifecycle(daemon: RunningDaemon, browser: Any) -
     assert "ExecutorRegistered" in lifecycle and "ExecutorActivated" in lifecycle
 
 
+def test_an_unknown_turn_is_a_page_naming_it(daemon: RunningDaemon, browser: Any) -> None:
+    sign_in(browser, daemon)
+    browser.get(daemon.url + "/turns/ffffffff")
+    assert "no turn starts with 'ffffffff'" in text_of(browser, "error")
+    with httpx.Client(base_url=daemon.url, headers={"Authorization": f"Bearer {daemon.token}"}) as client:
+        assert client.get("/turns/ffffffff").status_code == 404
+
+
 def test_the_mnestome_graph(daemon: RunningDaemon, browser: Any) -> None:
+    sign_in(browser, daemon)
     browser.get(daemon.url + "/mnestome")
     graph = browser.find_element(By.ID, "mnestome-graph")
     assert len(graph.find_elements(By.TAG_NAME, "line")) >= 41
@@ -151,6 +199,7 @@ def test_the_mnestome_graph(daemon: RunningDaemon, browser: Any) -> None:
 
 
 def test_the_event_list_is_live(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    sign_in(browser, daemon)
     browser.get(daemon.url + "/events")
     wait(browser, seen.text_to_be_present_in_element((By.ID, "stream-state"), "live"))
     daemon_llm.add(text("Hello from the event page."))

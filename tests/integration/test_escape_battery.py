@@ -1092,3 +1092,28 @@ def test_no_bytecode_is_written_into_the_folder(sx):
     assert out.ok, out
     assert run_birth_tests(vdir, {}, profile=profile, spawn=spawn_subprocess).ok
     assert not [p for p in vdir.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"]
+
+
+def test_the_daemon_token_is_out_of_reach_even_with_a_grant_on_home(sx):
+    """The daemon's bearer token lets anyone act as the user over HTTP: an executor
+    with the widest read grant cannot read it (in the XDG layout it sits under ~)."""
+    from metnos.daemon.token import load_or_create_token, token_path
+
+    token = load_or_create_token(sx.workspace)
+    path = token_path(sx.workspace)
+    (sx.home / "notes.txt").write_text("fine")
+    code = hostile(sx, "token", """
+        import glob
+        def run(args, ctx):
+            found = glob.glob(os.environ["HOME"] + "/**/daemon.token", recursive=True)
+            return {"direct": attempt(lambda: slurp(ctx["path"])),
+                    "found": found,
+                    "notes": attempt(lambda: slurp(os.environ["HOME"] + "/notes.txt"))}
+    """)
+    out = run(sx, code, SandboxProfile(fs_read=("~",)), ctx={"path": str(path)})
+    assert out.ok, out
+    assert out.output["notes"] == {"ok": True, "value": "fine"}  # the grant works
+    assert out.output["direct"]["ok"] is False and out.output["found"] == []
+    assert token not in str(out.output)
+    refused = run(sx, code, SandboxProfile(fs_read=("~",)), {"path": str(path)})
+    assert refused.kind == "PolicyViolation" and refused.error["rule"] == "forbidden-path"

@@ -47,10 +47,14 @@ class RunningDaemon:
             return self.proc.communicate()
 
 
-def start_daemon(env: Mapping[str, str], *extra: str, tick: str = "3600") -> RunningDaemon:
-    """Start the daemon (first tick done, HTTP up) and read its URL from the started line."""
+# What most tests start: the births and the embedded model skipped, one tick an hour.
+QUICK = ("--skip-birth", "--no-model", "--tick", "3600")
+
+
+def start_daemon(env: Mapping[str, str], flags: tuple[str, ...] = QUICK) -> RunningDaemon:
+    """Start the daemon on a free loopback port (first tick done, HTTP up) and read its URL from the started line."""
     env = dict(env)
-    proc = spawn(["daemon", "--http", "127.0.0.1:0", "--skip-birth", "--no-model", "--tick", tick, *extra], env)
+    proc = spawn(["daemon", "--http", "127.0.0.1:0", *flags], env)
     lines: list[dict[str, Any]] = []
 
     def first_tick() -> bool:
