@@ -269,3 +269,31 @@ def test_maintenance_promotes_a_mature_pipeline_and_expires_an_unused_plan(home:
     assert orjson.loads(out)["plans"][0]["state"] == "expired"
     again, llm = _ask(monkeypatch, capsys, pipeline, "describe what is in ~/notes")
     assert len(llm.requests) == 3 and again["status"] == "answered"
+
+
+def test_the_validator_checks_shape_schema_and_scope_before_a_plan_runs(home: Path) -> None:
+    import os
+
+    from metnos.cascade.validator import plan_problems
+    from metnos.runtime import Runtime
+    from metnos.turn.session import policy_checker, turn_catalogue
+    from metnos.workspace import Workspace
+
+    def step(executor: str, args: dict) -> dict:
+        return {"executor": executor, "version": "1.0.0", "args": args}
+
+    with Runtime.boot(Workspace.from_env(), birth=False) as runtime:
+        catalogue = turn_catalogue(runtime)
+        check = policy_checker(runtime, dict(os.environ))
+
+        def problems(*steps: dict) -> list[str]:
+            return plan_problems({"steps": list(steps), "answer": []}, catalogue, check)
+
+        assert problems(step("read_files", {"paths": ["~/notes/todo.txt"]}), step("describe_entries", {"from_step": 1})) == []
+        assert "needs_data_source" in problems(step("describe_entries", {}))[0]
+        assert "off schema" in problems(step("read_files", {"paths": "not a list"}))[0]
+        assert "outside its scope" in problems(step("read_files", {"paths": ["/etc/shadow"]}))[0]
+        assert "not in the catalogue" in problems(step("tidy_files", {}))[0]
+        assert "pipeline_already_closed" in problems(step("read_files", {"paths": ["~/notes/todo.txt"]}),
+                                                     step("describe_entries", {"from_step": 1}),
+                                                     step("describe_entries", {"from_step": 1}))[0]

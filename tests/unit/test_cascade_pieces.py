@@ -110,3 +110,43 @@ def test_the_packaged_model_loads_with_no_network(monkeypatch: pytest.MonkeyPatc
     embedder = WordLlamaEmbedder()
     a, b, c = embedder.embed(["what time is it", "what's the time now", "delete the old logs"])
     assert a @ b > 0.7 > a @ c
+
+
+def _consultant(state: dict, problems: dict[str, list[str]]):  # noqa: ANN202
+    from metnos.cascade.consult import CascadeSettings, PlanConsultant
+
+    return PlanConsultant(plans=lambda: state, current=lambda: {"read_files": {"version": "1.0.0"}},
+                          now=lambda: "2026-06-01T00:00:00+00:00",
+                          validate=lambda plan: problems.get(plan["answer"][0]["text"], []),
+                          settings=CascadeSettings(), embedder=HashedNgramEmbedder)
+
+
+def _template(tag: str, walks: int, wins: int, losses: int) -> dict:
+    plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": ["⟦0⟧"]}}], "answer": [{"text": tag}]}
+    return {"template": plan, "sources": [f"{tag}{i}" for i in range(walks)], "values": [[f"~/{tag}{i}"] for i in range(walks)],
+            "wins": wins, "losses": losses, "last": "2026-05-01T00:00:00+00:00"}
+
+
+def test_the_champion_is_proposed_and_l2_re_proposes_once() -> None:
+    intent = intent_of("show me ~/x.txt")[0]
+    state = {"entries": {}, "by_key": {}, "anti": {}, "templates": {intent: {
+        "champion": _template("champion", 4, 3, 0), "challenger": _template("challenger", 3, 0, 1), "third": _template("third", 2, 0, 2)}}}
+    found = _consultant(state, {}).consult("show me ~/y.txt")
+    assert found.layer == "L1" and found.entry == "champion" and found.plan["steps"][0]["args"] == {"paths": ["~/y.txt"]}
+    # The validator refuses the champion: the challenger is proposed instead, once.
+    found = _consultant(state, {"champion": ["step 1: off schema"]}).consult("show me ~/y.txt")
+    assert found.entry == "challenger" and found.rejected == [{"layer": "L1", "entry": "champion", "why": "L2: step 1: off schema"}]
+    found = _consultant(state, {"champion": ["bad"], "challenger": ["bad"]}).consult("show me ~/y.txt")
+    assert found.layer is None and [r["entry"] for r in found.rejected] == ["champion", "challenger"]
+    # An anti-skill is skipped before the validator is asked.
+    state["anti"]["champion"] = "2026-06-20T00:00:00+00:00"
+    found = _consultant(state, {}).consult("show me ~/y.txt")
+    assert found.entry == "challenger" and "anti-skill" in found.rejected[0]["why"]
+
+
+def test_a_template_walked_with_one_value_only_is_not_proposed() -> None:
+    intent = intent_of("show me ~/x.txt")[0]
+    same = _template("same", 3, 0, 0)
+    same["values"] = [["~/x.txt"]] * 3
+    found = _consultant({"entries": {}, "by_key": {}, "anti": {}, "templates": {intent: {"same": same}}}, {}).consult("show me ~/y.txt")
+    assert found.layer is None and found.reason == "unknown request"
