@@ -18,6 +18,8 @@ class Invocation(MetnosAggregate):
         caller: dict
         turn_id: str | None
         trace_id: str
+        # The autonomy level the call ran at (metnos/sandbox/autonomy.py); older events: supervised.
+        autonomy: str = "supervised"
 
     class InvocationRefused(DomainEvent):
         """Stopped before any spawn: policy, schema, quarantine, approval."""

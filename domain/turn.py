@@ -61,6 +61,8 @@ class Turn(MetnosAggregate):
         mode: str
         settings: dict
         runtime_version: str
+        # How far the turn may go (metnos/sandbox/autonomy.py); turns recorded before the level existed ran supervised.
+        autonomy: str = "supervised"
 
     class CatalogueResolved(DomainEvent):
         digest: str
@@ -128,6 +130,15 @@ class Turn(MetnosAggregate):
         step: int
         approved: bool
         by: str
+
+    class ApprovalWaived(DomainEvent):
+        """The vaglio asked, and the turn's autonomy level answered instead of
+        the user: under ``full``, a side effect that undo can reverse."""
+
+        step: int
+        executor: str
+        reason: str
+        autonomy: str
 
     class StepInvoked(DomainEvent):
         step: int
@@ -276,8 +287,9 @@ class Turn(MetnosAggregate):
         self.undone = False
 
     @classmethod
-    def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str) -> Turn:  # noqa: A002
-        return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings, runtime_version=runtime_version)
+    def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, autonomy: str = "supervised") -> Turn:  # noqa: A002
+        return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings,
+                           runtime_version=runtime_version, autonomy=autonomy)
 
     def record(self, event_class: type, *, at: Any, **fields: Any) -> None:
         """Append one of this aggregate's events; the loop decides which and when."""

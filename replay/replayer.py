@@ -26,6 +26,7 @@ from metnos.canonical import canonical_hash
 from metnos.errors import MetnosError
 from metnos.runtime import Runtime
 from metnos.turn.loop import TurnLoop, TurnRequest
+from metnos.sandbox import autonomy
 from metnos.turn.session import guard_policy, policy_checker, turn_catalogue
 from metnos.turn.settings import load_turn_settings
 from metnos.turn.settings import ENV_OF_SETTING
@@ -168,14 +169,16 @@ class Replayer:
         if self.re_execute is not None:
             ports.call_executor = self._re_executing(ports, drift)  # type: ignore[method-assign]
         sink = CollectingSink()
+        start = recorded[0]
+        # The policy check sees the profile the turn's autonomy level derived.
+        check_policy = self.check_policy if start.autonomy == autonomy.DEFAULT else policy_checker(self.runtime, self.env, start.autonomy)
         loop = TurnLoop(
             ports=ports, catalogue=self.catalogue, settings=self.settings, policy=self.policy, sink=sink,
-            runtime_version=metnos.__version__, check_policy=self.check_policy, observer=sink.observe,
+            runtime_version=metnos.__version__, check_policy=check_policy, observer=sink.observe,
         )
-        start = recorded[0]
         note = ""
         try:
-            loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode))
+            loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode, autonomy=start.autonomy))
         except ReplayExhausted as e:
             note = str(e)
         divergence = compare(turn_id, recorded, sink.events, note=note, up_to_recorded=bool(stopped))

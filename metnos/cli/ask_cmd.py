@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     answer.add_argument("--no", action="store_true", help="decline every action that asks for approval")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--no-cache", action="store_true", help="ask the model even when an approved plan or a learnt template fits")
+    p.add_argument("--autonomy", choices=("read_only", "supervised", "full"),
+                   help="how far this turn may go: read_only only looks, supervised (default) asks before side effects, "
+                        "full does not ask for what undo can reverse (default: [runtime] autonomy of config.toml)")
     p.add_argument("--model", help="the embedded model for this turn: a size (0.5b, 1.5b) or the path of any GGUF file")
     p.set_defaults(run=run)
 
@@ -133,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
             runtime, args.text, approver=approver_for(args), router=router, env=env,
             observer=step_printer if args.steps else phase_printer, wrap_llm=waiting.wrap,
             interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
+            level=getattr(args, "autonomy", None),
         )
         offer = PlanBook(runtime).offer(outcome.turn_id) if outcome.status == "answered" and sys.stdout.isatty() else None
     if outcome.learning_error is not None:

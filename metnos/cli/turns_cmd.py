@@ -57,7 +57,7 @@ def _line(event: Any) -> str:
     when = event.timestamp.strftime("%H:%M:%S.%f")[:12]
     d = {k: v for k, v in vars(event).items() if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}
     if isinstance(event, Turn.TurnStarted):
-        text = f"request: {event.text!r} (actor {event.actor}, channel {event.channel})"
+        text = f"request: {event.text!r} (actor {event.actor}, channel {event.channel}, mode {event.mode}, autonomy {event.autonomy})"
     elif isinstance(event, Turn.PrefilterRanked):
         text = f"candidates: {', '.join(c['name'] for c in event.ranking.get('candidates', [])) or '(none)'} [{event.prefilter_ms} ms]"
     elif isinstance(event, Turn.LLMReplied):

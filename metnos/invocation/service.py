@@ -31,6 +31,7 @@ from metnos.invocation.capture import FileCapture
 from metnos.invocation.errors import FailureKind, SandboxUnavailable
 from metnos.invocation.outcome import InvocationOutcome, failure_observation
 from metnos.invocation.runner import UNAVAILABLE, invoke
+from metnos.sandbox import autonomy as autonomy_levels
 from metnos.sandbox.bwrap import require_sandbox
 from metnos.workspace import Workspace
 
@@ -43,6 +44,7 @@ _BEFORE_SPAWN = (FailureKind.POLICY_VIOLATION.value, FailureKind.SANDBOX_UNAVAIL
 UNKNOWN = "UnknownExecutor"
 QUARANTINED = "Quarantined"
 CREDENTIAL_MISSING = "CredentialMissing"
+READ_ONLY_REFUSED = "AutonomyReadOnly"
 
 
 @dataclass
@@ -130,17 +132,21 @@ class Invoker:
         turn_id: str | None = None,
         trace_id: str | None = None,
         version: str | None = None,
+        autonomy: str = autonomy_levels.DEFAULT,
     ) -> Call:
+        """``autonomy`` derives the profile the call runs under (read_only binds
+        every grant read-only) and, under read_only, refuses an executor that
+        declares side effects before anything is spawned."""
         try:
             sandbox = require_sandbox(self.env)
         except SandboxUnavailable as e:
             refusal = Refusal(e.kind.value, str(e), details=e.details())
-            refused = self._refused(name, version or "", "", "", args, caller, turn_id, trace_id, refusal, UNAVAILABLE)
+            refused = self._refused(name, version or "", "", "", args, caller, turn_id, trace_id, refusal, UNAVAILABLE, autonomy)
             return Call(invocation=refused, outcome=None, refusal=refusal)
         target = self.resolve(name, version)
         if isinstance(target, Refusal):
             q = target.quarantine
-            refused = self._refused(name, q.version if q else (version or ""), q.origin if q else "", "", args, caller, turn_id, trace_id, target, sandbox)
+            refused = self._refused(name, q.version if q else (version or ""), q.origin if q else "", "", args, caller, turn_id, trace_id, target, sandbox, autonomy)
             return Call(invocation=refused, outcome=None, refusal=target)
         # The files may have changed since boot: check them again now.
         check = verify_executor(target.dir, self.verify_key)
@@ -153,26 +159,31 @@ class Invoker:
                 bad.detail if bad else "the signed files changed since boot",
             )
             refusal = Refusal(QUARANTINED, f"{name} {target.version} failed its check at call time: {q.reason}", q)
-            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox)
+            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox, autonomy)
             return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
         try:
             env = self._call_env(target)
         except MetnosError as e:
             refusal = Refusal(CREDENTIAL_MISSING, str(e))
-            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox)
+            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox, autonomy)
             return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
+        if not autonomy_levels.offers(autonomy, side_effects=target.manifest.contract.side_effects):
+            refusal = Refusal(READ_ONLY_REFUSED, f"{name} declares side effects and the call runs at autonomy {autonomy}")
+            refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox, autonomy)
+            return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
+        profile = autonomy_levels.sandbox_profile(autonomy, target.profile)
         invocation_id = self.new_id()
         at = self.clock()
         invocation = Invocation.request(
             id=invocation_id, at=at, executor=target.name, version=target.version, origin=target.origin,
             digest=target.digest, args=args, args_hash=canonical_hash(args), caller=caller,
-            turn_id=turn_id, trace_id=trace_id or str(invocation_id),
+            turn_id=turn_id, trace_id=trace_id or str(invocation_id), autonomy=autonomy,
         )
-        ctx = build_ctx(now=at.isoformat(), workspace=self.workspace, profile=target.profile,
+        ctx = build_ctx(now=at.isoformat(), workspace=self.workspace, profile=profile,
                         name=target.name, version=target.version, config=self.config, env=self.env)
         # Undo needs the files as they were (DESIGN decision 6): kept just before the spawn.
         before = self.capture.before(target, args)
-        outcome = invoke(target.dir, target.profile, args, target.input_schema, target.output_schema,
+        outcome = invoke(target.dir, profile, args, target.input_schema, target.output_schema,
                          workspace=self.workspace, ctx=ctx, env=env)
         done = self.clock()
         mode = outcome.sandbox_mode or sandbox
@@ -203,7 +214,7 @@ class Invoker:
 
     def _refused(
         self, name: str, version: str, origin: str, digest: str, args: dict[str, Any], caller: dict[str, Any],
-        turn_id: str | None, trace_id: str | None, refusal: Refusal, sandbox: str,
+        turn_id: str | None, trace_id: str | None, refusal: Refusal, sandbox: str, autonomy: str = autonomy_levels.DEFAULT,
     ) -> Invocation:
         """Refusals are audited too (seeds/000 ch. 5: "in all cases")."""
         invocation_id = self.new_id()
@@ -211,7 +222,7 @@ class Invoker:
         invocation = Invocation.request(
             id=invocation_id, at=at, executor=name, version=version, origin=origin, digest=digest,
             args=args, args_hash=canonical_hash(args), caller=caller, turn_id=turn_id,
-            trace_id=trace_id or str(invocation_id),
+            trace_id=trace_id or str(invocation_id), autonomy=autonomy,
         )
         invocation.refuse(kind=refusal.kind, error=refusal.details or {"message": refusal.message}, at=at, sandbox=sandbox)
         return invocation

@@ -49,6 +49,7 @@ from metnos.invocation.errors import InvocationError
 from metnos.llm.errors import LLMError, ProviderUnreachable
 from metnos.llm.messages import Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from metnos.mnestome.boost import apply_boost
+from metnos.sandbox import autonomy
 from metnos.turn.answers import REASONS, answer_problem, grounded_in
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.turn.errors import TurnError
@@ -79,6 +80,7 @@ class TurnRequest:
     channel: str = "cli"
     mode: str = "local"
     tier: str = "wise"
+    autonomy: str = autonomy.DEFAULT
 
 
 @dataclass
@@ -178,7 +180,7 @@ class TurnLoop:
         turn_id = self.ports.new_id()
         turn = Turn.start(
             id=turn_id, at=self.ports.now(), text=request.text, actor=request.actor, channel=request.channel,
-            mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version,
+            mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
         )
         if self.observer is not None:
             self.observer(turn.pending_events[-1])
@@ -210,7 +212,7 @@ class TurnLoop:
         self._record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=_ms(started))
         self._commit(turn)
         state.plan = self._consult_plans(turn, request)
-        pool = [c["name"] for c in ranking["candidates"]]
+        pool = [c["name"] for c in ranking["candidates"] if self._offered(request, c["name"])]
         messages: list[Message] = [SystemMessage(PLANNER_PROMPT), UserMessage(request.text)]
         try:
             while True:
@@ -367,6 +369,10 @@ class TurnLoop:
                            "hint": f"call {name} again with its arguments written as one JSON object"}
             return self._reject(turn, state, step, name, args, "arguments", {"message": call.arguments_error}, observation)
 
+        if not self._offered(request, name):
+            return self._reject(turn, state, step, name, args, "autonomy", {"autonomy": request.autonomy},
+                                autonomy.refusal(request.autonomy, name))
+
         if name in self.catalogue.builtins:
             builtin = self.catalogue.builtins[name]
             approval, refused = self._gate(turn, state, request, step, name, args, side_effects=builtin.entry.side_effects,
@@ -463,7 +469,9 @@ class TurnLoop:
         if verdict.decision == DENY:
             observation = {"ok": False, "error_class": "vaglio_denied", "error": verdict.reason}
             return self._observe_refusal(turn, state, step, name, resolution.args, observation)
-        if verdict.decision == ASK:
+        if verdict.decision == ASK and autonomy.waives_approval(request.autonomy, te.loaded.profile, side_effects=te.entry.side_effects):
+            self._record(turn, Turn.ApprovalWaived, step=step, executor=name, reason=verdict.reason, autonomy=request.autonomy)
+        elif verdict.decision == ASK:
             self._record(turn, Turn.ApprovalAsked, step=step, executor=name, reason=verdict.reason)
             with self._waiting(state, "while waiting for approval"):
                 approved, by = self.ports.approve(step, name, resolution.args, verdict.reason)
@@ -546,6 +554,11 @@ class TurnLoop:
             return {"by": by, "turn_id": str(turn.id), "step": step}, None
         return None, None
 
+    def _offered(self, request: TurnRequest, name: str) -> bool:
+        """Whether the turn's autonomy level lets ``name`` be offered and run (read_only: nothing with side effects)."""
+        found = self.catalogue.get(name) or self.catalogue.builtins.get(name)
+        return found is None or autonomy.offers(request.autonomy, side_effects=found.entry.side_effects)
+
     @contextmanager
     def _waiting(self, state: _State, what: str) -> Iterator[None]:
         self.interrupts.checkpoint()
@@ -596,7 +609,7 @@ class TurnLoop:
         if error_class == PIPELINE_ALREADY_CLOSED:
             return observation, []
         words = step_failure_words(name, observation)
-        if kind == "policy":
+        if kind in ("policy", "autonomy"):
             state.problem = (FailureKind.STEP_REFUSED, words)
         elif error_class == NEEDS_DATA_SOURCE:
             state.problem = (FailureKind.NEEDS_INPUTS, f"{name} needs data to work on (which file, folder or items?)")

@@ -58,8 +58,11 @@ Approver = Callable[[int, str, dict[str, Any], str], tuple[bool, str]]
 class LivePorts:
     """The real clock, ids, model, executors and the user's approval."""
 
-    def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID]) -> None:
+    def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID],
+                 autonomy: str = "supervised") -> None:
         self.runtime = runtime
+        # The turn's autonomy level: the invoker derives each call's sandbox profile from it.
+        self.autonomy = autonomy
         self.router = router
         self.approver = approver
         self._clock = clock
@@ -77,6 +80,7 @@ class LivePorts:
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         call = self.runtime.invoker.call(
             name, args, caller={"kind": "user", "actor": actor, "channel": channel, "step": step}, turn_id=turn_id,
+            autonomy=self.autonomy,
         )
         inv = call.invocation
         aggregates = [inv] if inv is not None else []

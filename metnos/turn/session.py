@@ -14,6 +14,7 @@ from metnos.mnestome.record import record_turn
 from metnos.llm.router import LLMRouter
 from metnos.llm.tiers import load_llm_settings
 from metnos.runtime import Runtime
+from metnos.sandbox import autonomy
 from metnos.sandbox.bwrap import require_sandbox
 from metnos.sandbox.hints import home_of
 from metnos.sandbox.policy import check_args, scope_for
@@ -96,15 +97,16 @@ def guard_policy(runtime: Runtime, env: Mapping[str, str]) -> GuardPolicy:
     )
 
 
-def policy_checker(runtime: Runtime, env: Mapping[str, str]) -> Callable[[Any, dict[str, Any]], None]:
-    """The sandbox policy check of a call; an executor's scope is resolved once per turn."""
+def policy_checker(runtime: Runtime, env: Mapping[str, str], level: str = autonomy.DEFAULT) -> Callable[[Any, dict[str, Any]], None]:
+    """The sandbox policy check of a call, against the profile the autonomy
+    ``level`` derives; an executor's scope is resolved once per turn."""
     scopes: dict[tuple[str, str], Any] = {}
 
     def check(loaded: Any, args: dict[str, Any]) -> None:
         key = (loaded.name, loaded.digest)
         scope = scopes.get(key)
         if scope is None:
-            scope = scopes[key] = scope_for(loaded.profile, workspace=runtime.workspace, env=env)
+            scope = scopes[key] = scope_for(autonomy.sandbox_profile(level, loaded.profile), workspace=runtime.workspace, env=env)
         check_args(args, loaded.input_schema, scope)
 
     return check
@@ -147,8 +149,11 @@ def run_turn(
     wrap_llm: Callable[[Any], Any] | None = None,
     interrupts: InterruptGate | None = None,
     cache: bool = True,
+    level: str | None = None,
 ) -> TurnOutcome:
+    """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml."""
     check_request(text)
+    level = autonomy.configured_level(runtime.workspace.config_file) if level is None else autonomy.parse_level(level)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
     require_sandbox(env)
@@ -157,11 +162,11 @@ def run_turn(
         router = LLMRouter(load_llm_settings(runtime.workspace.config_file, env), runtime.workspace, env=env)
     sink = LogSink(runtime)
     try:
-        ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids)
+        ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level)
         if wrap_llm is not None:
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
         catalogue = turn_catalogue(runtime)
-        checker = policy_checker(runtime, env)
+        checker = policy_checker(runtime, env, level)
         ports.consult_plans = plan_port(runtime, catalogue, checker, env, cache=cache)  # type: ignore[attr-defined]
         loop = TurnLoop(
             ports=ports,
@@ -174,7 +179,7 @@ def run_turn(
             observer=observer,
             interrupts=interrupts,
         )
-        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel))
+        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level))
     finally:
         sink.release()
         if own_router:

@@ -1117,3 +1117,43 @@ def test_the_daemon_token_is_out_of_reach_even_with_a_grant_on_home(sx):
     assert token not in str(out.output)
     refused = run(sx, code, SandboxProfile(fs_read=("~",)), {"path": str(path)})
     assert refused.kind == "PolicyViolation" and refused.error["rule"] == "forbidden-path"
+
+@pytest.mark.parametrize("level", ["read_only", "supervised"])
+def test_a_write_grant_run_at_read_only_is_bound_read_only(sx, level):
+    """Autonomy read_only (metnos/sandbox/autonomy.py) derives the profile: the
+    write grant is bound read-only, so writing, creating, or remounting it
+    writable all fail in the kernel, whatever the executor declares. At
+    supervised the same executor writes: the derivation is what stops it."""
+    from metnos.sandbox.autonomy import sandbox_profile
+
+    data = sx.root / "granted"
+    data.mkdir()
+    (data / "f.txt").write_text("original")
+    code = hostile(sx, "ro_grant", """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def remount(p):
+            if libc.mount(None, p.encode(), None, 32 | 4096, None) != 0:
+                raise OSError(ctypes.get_errno(), "mount")
+            return True
+        def write(p, text):
+            with open(p, "w") as f:
+                f.write(text)
+            return True
+        def run(args, ctx):
+            d = args["dir"]
+            return {"overwrite": attempt(lambda: write(d + "/f.txt", "pwned")),
+                    "create": attempt(lambda: write(d + "/new.txt", "pwned")),
+                    "remount": attempt(lambda: remount(d))}
+    """)
+    profile = sandbox_profile(level, SandboxProfile(fs_write=(str(data),)))
+    out = run(sx, code, profile, {"dir": str(data)})
+    assert out.ok, out
+    if level == "read_only":
+        assert profile.fs_write == () and str(data) in profile.fs_read
+        assert out.output["overwrite"]["ok"] is False and out.output["create"]["ok"] is False
+        assert out.output["remount"]["ok"] is False
+        assert (data / "f.txt").read_text() == "original" and not (data / "new.txt").exists()
+    else:
+        assert out.output["overwrite"] == {"ok": True, "value": True}
+        assert (data / "f.txt").read_text() == "pwned"
