@@ -90,6 +90,11 @@ def _section(model: type[BaseModel], name: str, data: Mapping[str, Any], where: 
         raise ConfigError(f"{where}: [{name}] {key}: {reason}") from None
 
 
+def load_section(model: type[BaseModel], name: str, config_file: Path | None) -> Any:
+    """``[name]`` of ``config_file`` as ``model`` (defaults when absent); a ConfigError names a wrong key."""
+    return _section(model, name, read_config(config_file), str(config_file))
+
+
 def load_daemon_config(config_file: Path | None) -> DaemonConfig:
     return _section(DaemonConfig, "daemon", read_config(config_file), str(config_file))
 
@@ -139,6 +144,12 @@ def _daemon(config_file: Path, env: Mapping[str, str]) -> Any:
     return load_daemon_config(config_file).model_dump()
 
 
+def _runtime(config_file: Path, env: Mapping[str, str]) -> Any:
+    from metnos.turn.runtime_config import load_runtime_config
+
+    return load_runtime_config(config_file).to_json()
+
+
 def _turn(config_file: Path, env: Mapping[str, str]) -> Any:
     from metnos.settings import load_settings
     from metnos.turn.settings import ENV_OF_SETTING
@@ -152,6 +163,7 @@ def _turn(config_file: Path, env: Mapping[str, str]) -> Any:
 # Every section config.toml may hold, and what reads it.
 SECTIONS: dict[str, Callable[[Path, Mapping[str, str]], Any]] = {
     "llm": _llm, "model": _model, "network": _network, "telegram": _telegram, "daemon": _daemon, "turn": _turn,
+    "runtime": _runtime,
 }
 
 

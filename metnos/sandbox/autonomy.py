@@ -14,9 +14,7 @@ network, nothing sent); a message sent or a request posted still asks.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from metnos.errors import MetnosError
@@ -61,20 +59,6 @@ def parse_level(value: Any, *, source: str = "--autonomy") -> str:
         return _SPELLINGS[value.strip().lower()]
     msg = f"{source}: {value!r} is not an autonomy level (read_only, supervised or full)"
     raise AutonomyError(msg)
-
-
-def configured_level(config_file: Path | None) -> str:
-    """``[runtime] autonomy`` of config.toml; a missing file or key is the default."""
-    if config_file is None or not config_file.is_file():
-        return DEFAULT
-    try:
-        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise AutonomyError(f"{config_file}: not valid TOML: {e}") from None
-    section = data.get("runtime", {})
-    if not isinstance(section, dict) or "autonomy" not in section:
-        return DEFAULT
-    return parse_level(section["autonomy"], source=f"{config_file}: [runtime] autonomy")
 
 
 def rule(level: str) -> LevelRule:

@@ -23,6 +23,7 @@ from metnos.turn.interrupts import InterruptGate
 from metnos.turn.lease import TurnLease
 from metnos.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.turn.ports import Approver, LivePorts
+from metnos.turn.runtime_config import load_runtime_config
 from metnos.turn.settings import load_turn_settings
 from metnos.turn.vaglio import GuardPolicy
 from projections.catalog import invocable
@@ -153,7 +154,9 @@ def run_turn(
 ) -> TurnOutcome:
     """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml."""
     check_request(text)
-    level = autonomy.configured_level(runtime.workspace.config_file) if level is None else autonomy.parse_level(level)
+    if level is None:
+        level = load_runtime_config(runtime.workspace.config_file).autonomy
+    level = autonomy.parse_level(level)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
     require_sandbox(env)

@@ -35,10 +35,15 @@ def test_full_waives_only_what_undo_reverses() -> None:
 
 
 def test_levels_are_read_from_config_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    from metnos.config import ConfigError
+    from metnos.turn.runtime_config import load_runtime_config
+
     config = tmp_path / "config.toml"
-    assert autonomy.configured_level(config) == "supervised"
+    assert load_runtime_config(config).autonomy == "supervised"
     config.write_text('[runtime]\nautonomy = "ReadOnly"\n')
-    assert autonomy.configured_level(config) == "read_only"
+    assert load_runtime_config(config).autonomy == "read_only"
     config.write_text('[runtime]\nautonomy = 3\n')
-    with pytest.raises(autonomy.AutonomyError, match=r"\[runtime\] autonomy: 3 is not an autonomy level"):
-        autonomy.configured_level(config)
+    with pytest.raises(ConfigError, match=r"\[runtime\] autonomy: 3 is not an autonomy level"):
+        load_runtime_config(config)
+    with pytest.raises(autonomy.AutonomyError, match="--autonomy: 'yolo' is not an autonomy level"):
+        autonomy.parse_level("yolo")

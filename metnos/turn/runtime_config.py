@@ -1,0 +1,79 @@
+"""``[runtime]`` of config.toml: the planner's mode, the autonomy level, the
+hybrid escalation rules and the LLM judge (seeds/002 ch. 3, 4, 9.2).
+
+    [runtime]
+    mode = "local"            # local | online | hybrid
+    autonomy = "supervised"   # read_only | supervised | full
+
+    [runtime.hybrid]          # when a hybrid turn leaves the local loop for one online plan
+    online_tier = "frontier"  # the tier that plans online (frontier, or wise for a bigger local model)
+    critical = ["send_messages", "network"]   # executors or capabilities that escalate at once
+    on_local_failure = true   # the local loop failed a step, or its answer was unusable
+    on_cap = true             # the local loop hit a cap
+    marker = "!online"        # a request that starts with it asks for online
+
+    [runtime.judge]           # the LLM judge of the vaglio, beside the rule judge
+    enabled = false
+    tier = "middle"
+    threshold = 0.5           # a score under it refuses the step
+    capabilities = []         # judge only executors holding one of these (fs:write, network, ...); empty: every side effect
+
+``ask --mode`` and ``ask --autonomy`` override the first two for one turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from metnos.sandbox import autonomy
+
+MODES = ("local", "online", "hybrid")
+
+
+class HybridConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    online_tier: Literal["fast", "middle", "wise", "frontier"] = "frontier"
+    critical: tuple[str, ...] = ()
+    on_local_failure: bool = True
+    on_cap: bool = True
+    marker: str = Field(default="!online", min_length=1, max_length=40)
+
+
+class JudgeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    tier: Literal["fast", "middle", "wise", "frontier"] = "middle"
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    capabilities: tuple[str, ...] = ()
+
+
+class RuntimeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["local", "online", "hybrid"] = "local"
+    autonomy: str = autonomy.DEFAULT
+    hybrid: HybridConfig = HybridConfig()
+    judge: JudgeConfig = JudgeConfig()
+
+    @field_validator("autonomy", mode="before")
+    @classmethod
+    def _level(cls, v: Any) -> str:
+        try:
+            return autonomy.parse_level(v, source="autonomy")
+        except autonomy.AutonomyError:
+            raise ValueError(f"{v!r} is not an autonomy level (read_only, supervised or full)") from None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def load_runtime_config(config_file: Path | None) -> RuntimeConfig:
+    """The ``[runtime]`` section (defaults when absent); an unknown key or a bad value is a ConfigError naming it."""
+    from metnos.config import load_section
+
+    return load_section(RuntimeConfig, "runtime", config_file)
