@@ -246,3 +246,38 @@ def test_the_runtime_is_never_among_the_members_it_kills(tmp_path):
             cg.leave_this_thread()
     finally:
         cg.close()
+
+
+def test_through_the_gate_the_caps_hold_too(sx, monkeypatch):
+    # Where a thread cannot step into a cgroup (cgroup v2), bwrap holds its
+    # sandbox until the runtime has moved it in: the pids cap holds there as well.
+    if sx.env.get("METNOS_SANDBOX") == "0":
+        pytest.skip("about bwrap's gate")
+    import dataclasses
+
+    from metnos.sandbox import cgroup
+
+    real = cgroup.placement()
+    if real.pids is None:
+        pytest.skip(f"no pids cgroup here: {real.pids_error}")
+    monkeypatch.setattr(cgroup, "placement", lambda: dataclasses.replace(real, thread_moves=False))
+    code = sx.executor("forks", """
+        import os, time
+        def run(args, ctx):
+            n, err = 0, None
+            for _ in range(50):
+                try:
+                    pid = os.fork()
+                except OSError as e:
+                    err = e.errno
+                    break
+                if pid == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                n += 1
+            return {"forked": n, "errno": err}
+    """)
+    out = call(sx, code, {}, SandboxProfile(max_pids=8, max_duration_s=10), input_schema={"type": "object"},
+               output_schema={"type": "object"})
+    assert out.ok and "pids-cgroup" in out.layers, out
+    assert out.output["forked"] < 8 and out.output["errno"] is not None
