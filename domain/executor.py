@@ -6,7 +6,7 @@ each with its own state, and one of them is current. The states:
     registered -> signed -> verified -> active
     active -> quarantined | below_threshold | fused
     quarantined -> active (rehabilitated after a valid signature) | archived
-    below_threshold -> active | archived;  fused -> archived;  archived -> active
+    below_threshold -> active | archived;  fused -> archived | active (defused);  archived -> active
 """
 
 from __future__ import annotations
@@ -123,6 +123,15 @@ class Executor(MetnosAggregate):
         def apply(self, executor: Executor) -> None:
             executor._set(self.version, "fused")
 
+    class ExecutorDefused(DomainEvent):
+        """A fusion undone: the version is active again (seeds/000 ch. 6)."""
+
+        version: str
+        by: str
+
+        def apply(self, executor: Executor) -> None:
+            executor._set(self.version, ACTIVE, reason=None)
+
     class ExecutorArchived(DomainEvent):
         version: str
         reason: str
@@ -215,6 +224,12 @@ class Executor(MetnosAggregate):
             msg = f"{self.name} {version} is not active"
             raise LifecycleError(msg)
         self.trigger_event(self.ExecutorFused, version=version, into=into, timestamp=at)
+
+    def defuse(self, *, version: str, by: str, at: Any) -> None:
+        if self.state_of(version) not in ("fused", "archived"):
+            msg = f"{self.name} {version} is {self.state_of(version)}, not fused"
+            raise LifecycleError(msg)
+        self.trigger_event(self.ExecutorDefused, version=version, by=by, timestamp=at)
 
     def archive(self, *, version: str, reason: str, by: str, at: Any) -> None:
         self._require(version)

@@ -142,7 +142,8 @@ class Runtime:
         if entry is None:
             return None
         version = entry["versions"].get(executor.version)
-        if version is None or version["state"] == ACTIVE:
+        # A fused version stays loaded while mnests cite it (seeds/000 ch. 6).
+        if version is None or version["state"] in (ACTIVE, "fused"):
             return None
         return version.get("reason") or f"its state is {version['state']}"
 

@@ -32,6 +32,7 @@ class CatalogueFold(Fold):
             Executor.ExecutorRehabilitated: _moved_to(ACTIVE, digest=True),
             Executor.ExecutorBelowThreshold: _moved_to("below_threshold"),
             Executor.ExecutorFused: _moved_to("fused"),
+            Executor.ExecutorDefused: _moved_to(ACTIVE),
             Executor.ExecutorArchived: _moved_to("archived", reason=True),
         }
 

@@ -39,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     approve.add_argument("--yes", action="store_true", help="approve the next gate too")
     approve.set_defaults(run=run_approve)
 
+    defuse = inner.add_parser("defuse", help="undo a merge: the executors it replaced are active again, it is archived")
+    defuse.add_argument("name")
+    defuse.set_defaults(run=run_defuse)
+
     reject = inner.add_parser("reject", help="close a proposal; nothing of it is installed")
     reject.add_argument("id")
     reject.add_argument("--reason", required=True)
@@ -177,6 +181,9 @@ def _advance(args: argparse.Namespace, key: str | None, *, first: str | None = N
         p = synt.get(key) if key is not None else _open(args, synt)
         if key is not None and p.status in CLOSED:
             raise MetnosError(f"proposal {p.run_id} is already {p.status}; nothing to approve")
+        if p.status == "requested":
+            # Approving a request starts it; the specification it leads to is shown and asked for.
+            first = None
         p = synt.advance(p, cli_approver(args, first=first))
         if p.status == "installed":
             _activate(synt)
@@ -215,6 +222,16 @@ def run_reject(args: argparse.Namespace) -> int:
     with _Session() as synt:
         p = synt.reject(args.id, reason=args.reason, by="user")
         return _report(synt, p) and 0
+
+
+def run_defuse(args: argparse.Namespace) -> int:
+    from metnos.runtime import Runtime
+    from metnos.synt.fusion import defuse
+
+    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+        sources = defuse(rt, args.name)
+    print(f"{args.name}: archived; active again: {', '.join(sources)}")
+    return 0
 
 
 def _state() -> dict[str, Any]:

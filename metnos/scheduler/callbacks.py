@@ -58,6 +58,7 @@ BUILTIN_JOBS = (
     BuiltinJob("synt_suggest", "30 4 * * *", "synt suggestions for recurring proto-mnests (uses >= 3, weight >= 0.30)"),
     BuiltinJob("plan_maintenance", "30 4 * * *", "cascade: expire plans unused for 30 days or stale, promote pipelines used 50 times to proto-mnests",
                {"ttl_days": 30, "min_uses": 50}),
+    BuiltinJob("synt_introspect", "0 5 * * *", "synt's introspective cascade: merge, generalise, specialise proposals; fused executors no mnest cites archived"),
 )
 
 
@@ -74,4 +75,5 @@ _BUILTINS: dict[str, Callback] = {
     "mnest_ager": maintenance.run_mnest_ager,
     "synt_suggest": maintenance.run_synt_suggest,
     "plan_maintenance": plan_maintenance.run_plan_maintenance,
+    "synt_introspect": maintenance.run_synt_introspect,
 }

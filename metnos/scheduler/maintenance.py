@@ -51,3 +51,30 @@ def run_synt_suggest(ctx: CallbackContext, args: dict[str, Any]) -> CallbackResu
         if synthesis.suggest(source=m["src_executor"], uses=m["uses"], weight=m["weight"], outcome=outcome, chain=chain, at=ctx.now) or synthesis.version == 1:
             changed.append(synthesis)
     return CallbackResult(ok=True, output={"ok": True, "suggestions": suggestions}, aggregates=changed)
+
+
+def run_synt_introspect(ctx: CallbackContext, args: dict[str, Any]) -> CallbackResult:
+    """The introspective cascade: merge, generalise and specialise proposals, each with its
+    evidence (metnos/synt/introspect.py), one per candidate never proposed before; and
+    the fused executors no active mnest cites any more, archived."""
+    from domain.proposal import Proposal
+    from metnos.synt.fusion import retire_fused
+    from metnos.synt.introspect import candidates
+    from metnos.synt.pipeline import run_id_of
+
+    runtime = ctx.runtime
+    state = runtime.proposals.catch_up(runtime.log)
+    proposed = {p["source"].get("key") for p in state["proposals"].values() if p["source"].get("kind") == "introspection"}
+    opened = []
+    for c in candidates(runtime, ctx.now):
+        if c["key"] in proposed:
+            continue
+        pid = runtime.ids()
+        opened.append(Proposal.open(id=pid, kind=c["strategy"], request=c["request"], run_id=run_id_of(pid), at=ctx.now,
+                                    source={"kind": "introspection", "key": c["key"], "executors": c["executors"],
+                                            "evidence": c["evidence"]}))
+        proposed.add(c["key"])
+    retired = retire_fused(runtime, ctx.now)
+    return CallbackResult(ok=True, output={"ok": True, "proposals": [p.run_id for p in opened],
+                                           "archived": [f"{e.name}" for e in retired]},
+                          aggregates=[*opened, *retired])

@@ -38,6 +38,7 @@ from metnos.errors import MetnosError
 from metnos.executors.birth import Spawn
 from metnos.executors.manifest import load_manifest
 from metnos.llm.errors import LLMError
+from metnos.synt.fusion import FUSING_KINDS, fuse_sources
 from metnos.synt.prompts import DraftProblem, draft_messages, parse_draft, repair_messages, spec_messages
 from metnos.synt.spec import VERSION, SpecProblem, Specification, first_json_object, validate_spec, write_folder
 from metnos.synt.static import BY_CAPABILITY, check_draft, needed_capabilities
@@ -45,8 +46,9 @@ from metnos.synt.static import BY_CAPABILITY, check_draft, needed_capabilities
 # (gate, the proposal as the projection shows it) -> (True: approved, False: declined, None: not now; who answered)
 Approver = Callable[[str, dict[str, Any]], tuple[bool | None, str]]
 
-SPEC_TOKENS = 1500
-DRAFT_TOKENS = 3000
+# Enough for a specification or two small files; a runaway reply is cut, not waited for.
+SPEC_TOKENS = 900
+DRAFT_TOKENS = 1500
 # Capabilities whose use the imports reveal: dropped when the draft shows no use of them.
 _DROPPABLE = ("network", "code:exec")
 
@@ -282,9 +284,13 @@ class Synt:
             shutil.rmtree(final, ignore_errors=True)
             self._fail(p, "install", f"the installed folder does not verify: {check.failure}")
             return
+        at = self.runtime.clock()
         p.record_install(name=spec.name, version=VERSION, digest=check.digest or "",
-                         path=str(final.relative_to(self.runtime.workspace.executors_dir)), at=self.runtime.clock())
-        self._save(p)
+                         path=str(final.relative_to(self.runtime.workspace.executors_dir)), at=at)
+        # A merge or a generalisation replaces its sources: they become fused into it, in the same commit.
+        fused = fuse_sources(self.runtime, list(p.source.get("executors") or []), spec.name, at) if p.kind in FUSING_KINDS else []
+        self.runtime.log.save(p, *fused)
+        self.runtime.refresh()
 
     def _fail(self, p: Proposal, stage: str, reason: str) -> None:
         p.fail(stage=stage, reason=reason, at=self.runtime.clock())

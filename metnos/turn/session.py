@@ -190,4 +190,7 @@ def run_turn(
     runtime.refresh()
     if sink.learning_error is not None:
         outcome = dataclasses.replace(outcome, learning_error=sink.learning_error)
-    return outcome
+    # The reactive cascade: a gap compose could not close is left as a generation proposal.
+    from metnos.synt.reactive import leave_proposals
+
+    return leave_proposals(runtime, outcome, text)

@@ -183,3 +183,42 @@ def test_a_specification_that_takes_a_seed_name_fails_and_says_why(home: Path, c
     assert code == 1
     view = _proposal(capsys)
     assert view["status"] == "failed" and "already exists" in view["stages"][-1]["reason"]
+
+
+def test_a_turn_that_lacks_a_tool_leaves_a_proposal_never_installed_unasked(home: Path, capsys, monkeypatch) -> None:
+    from tests.support.scripted_llm import call
+
+    script = [call("compute_words", {"text": "one two three"}), text("I cannot count the words with the tools I have.")]
+    for _ in range(2):
+        with ScriptedLLM(list(script)) as llm:
+            monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+            monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+            capsys.readouterr()
+            # The turn fails, honestly; its message says what is missing and what was left.
+            assert main(["ask", "--json", "count the words of 'one two three'"]) == 1
+        answer = orjson.loads(capsys.readouterr().out)["failure"]["message"]
+        assert "No executor does 'compute_words'" in answer and "metnos synt approve" in answer
+    # Two turns with the same gap: one proposal, waiting, naming the turn and the wanted executor.
+    view = _proposal(capsys)
+    assert view["status"] == "requested" and view["source"]["kind"] == "turn"
+    assert view["source"]["wanted"] == "compute_words" and view["run_id"] in answer
+    assert not installed().exists()
+
+    # Approving the request drafts a specification and stops there: the user sees it first.
+    code, _ = _generate(monkeypatch, [text(spec_reply())], "approve", view["run_id"])
+    assert code == 0
+    assert _proposal(capsys)["status"] == "awaiting_spec"
+    assert not installed().exists()
+
+
+def test_a_turn_without_a_gap_opens_no_proposal(home: Path, capsys, monkeypatch) -> None:
+    from tests.support.scripted_llm import call
+
+    script = [call("get_now", {}), text("It is now.")]
+    with ScriptedLLM(script) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        assert main(["ask", "what time is it"]) == 0
+    capsys.readouterr()
+    assert main(["synt", "list", "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["proposals"] == []
