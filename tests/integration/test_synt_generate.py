@@ -222,3 +222,25 @@ def test_a_turn_without_a_gap_opens_no_proposal(home: Path, capsys, monkeypatch)
     capsys.readouterr()
     assert main(["synt", "list", "--json"]) == 0
     assert orjson.loads(capsys.readouterr().out)["proposals"] == []
+
+
+def test_generate_from_a_suggestion_of_the_maintenance(home: Path, capsys, monkeypatch) -> None:
+    from domain.synthesis import Synthesis
+    from metnos.runtime import Runtime
+
+    with Runtime.boot(birth=False) as rt:
+        s = Synthesis.open(wanted="compute_words", at=rt.clock())
+        s.suggest(source="read_files", uses=3, weight=0.4, outcome="generate", chain=None, at=rt.clock())
+        rt.log.save(s)
+    capsys.readouterr()
+    assert main(["synt", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "compute_words" in listing and str(s.id)[:8] in listing
+    code, llm = _generate(monkeypatch, [text(spec_reply())], "generate", "--from", str(s.id)[:8])
+    assert code == 0
+    view = _proposal(capsys)
+    assert view["source"] == {"kind": "suggestion", "id": str(s.id), "wanted": "compute_words", "from": "read_files"}
+    assert view["status"] == "awaiting_spec" and "compute_words" in llm.requests[0].messages[-1]["content"]
+    capsys.readouterr()
+    assert main(["synt", "generate", "--from", "nosuch"]) == 2
+    assert "no suggestion" in capsys.readouterr().err
