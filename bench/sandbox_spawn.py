@@ -1,6 +1,6 @@
 """Spawn cost of a sandboxed invocation against a plain subprocess spawn.
 
-    python bench/sandbox_spawn.py [--runs N] [--fences]
+    python bench/sandbox_spawn.py [--runs N] [--fences [NAME ...]] [--cpu]
 
 The baseline is the same work with no fence at all: the same interpreter,
 with the same flags, runs the same invocation host (host.py) and the same
@@ -20,7 +20,9 @@ the baseline. Against it:
 
 ``--fences`` adds one bwrap-only variant per fence, with that fence alone
 left out, and prints what each costs (bwrap only minus the variant), plus
-bwrap's floor (a bare ``bwrap --dev-bind / /``, no namespace asked for).
+bwrap's floor (a bare ``bwrap --dev-bind / /``, no namespace asked for);
+``--fences NAME ...`` measures only those, named without their dashes
+(e.g. ``--fences new-session landlock``).
 
 ``--cpu`` measures CPU time instead of wall time, which a loaded machine
 disturbs far less: for the spawned commands, the task-clock of every process
@@ -68,7 +70,7 @@ FENCE_FLAGS: dict[str, tuple[tuple[str, int], ...]] = {
     "--unshare-cgroup-try": (("--unshare-cgroup-try", 0),),
     "--new-session": (("--new-session", 0),),
     "--die-with-parent": (("--die-with-parent", 0),),
-    "--cap-drop ALL": (("--cap-drop", 1),),
+    "--cap-drop": (("--cap-drop", 1),),
     "--proc": (("--proc", 1),),
     "--dev": (("--dev", 1),),
 }
@@ -117,7 +119,8 @@ def run_ok(argv: list[str], env: dict[str, str], pass_fds: Sequence[int] = (), *
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=25)
-    ap.add_argument("--fences", action="store_true", help="also measure each fence alone")
+    ap.add_argument("--fences", nargs="*", metavar="NAME",
+                    help="also measure each fence alone (or only the fences named)")
     ap.add_argument("--cpu", action="store_true", help="CPU time (perf stat task-clock) instead of wall time")
     opts = ap.parse_args()
     n, cpu = opts.runs, opts.cpu
@@ -169,13 +172,21 @@ def main() -> int:
         if cpu:
             # The runtime's side of a plain spawn, to set against invoke()'s.
             variants["plain_parent"] = lambda: run_ok(plain_cmd, plain_plan.child_env)
-        if opts.fences:
-            for fence, flags in FENCE_FLAGS.items():
-                variants[fence] = boxed(drop=flags)
-            variants["seccomp"] = boxed(dataclasses.replace(boxed_plan, seccomp=False))
-            variants["landlock"] = boxed(dataclasses.replace(boxed_plan, landlock_path=None))
+        fences: dict[str, Callable[[], float | None]] = {}
+        if opts.fences is not None:
+            fences = {fence: boxed(drop=flags) for fence, flags in FENCE_FLAGS.items()}
+            fences["seccomp"] = boxed(dataclasses.replace(boxed_plan, seccomp=False))
+            fences["landlock"] = boxed(dataclasses.replace(boxed_plan, landlock_path=None))
             floor = [probe().path or "bwrap", "--dev-bind", "/", "/", "--", *plain_cmd]
-            variants["floor"] = lambda: run_ok(floor, plain_plan.child_env, cpu=cpu)
+            fences["floor"] = lambda: run_ok(floor, plain_plan.child_env, cpu=cpu)
+            names = {k.lstrip("-"): k for k in fences}
+            unknown = set(opts.fences) - set(names)
+            if unknown:
+                print(f"unknown fence(s): {', '.join(sorted(unknown))}; known: {', '.join(names)}")
+                return 1
+            if opts.fences:
+                fences = {names[k]: fences[names[k]] for k in opts.fences}
+            variants.update(fences)
         layers = invoke(code, profile, {"x": 1}, workspace=ws, env=on).layers
         load0 = os.getloadavg()[0]
         samples = interleaved(variants, n, cpu=cpu)
@@ -206,12 +217,13 @@ def main() -> int:
         line("invoke(), sandboxed", "invoke", f"   <- target {TARGET}")
         line("invoke(), METNOS_SANDBOX=0", "invoke_off")
         line("bwrap only", "bwrap")
-    if opts.fences:
-        full = m["bwrap"][0]
-        print("what each fence costs (bwrap only minus bwrap only without it):")
-        for key in [*FENCE_FLAGS, "seccomp", "landlock"]:
-            print(f"  {key:24s}{full - m[key][0]:+6.1f} ms")
-        print(f"  {'bwrap floor (bare, no namespace flags)':40s}{m['floor'][0] - base:+6.1f} ms over plain")
+    if fences:
+        full, full_low = m["bwrap"][0], m["bwrap"][3]
+        print("what each fence costs (bwrap only minus bwrap only without it; median, fastest):")
+        for key in (k for k in fences if k != "floor"):
+            print(f"  {key:24s}{full - m[key][0]:+6.1f} ms {full_low - m[key][3]:+6.1f} ms")
+        if "floor" in fences:
+            print(f"  {'bwrap floor (bare, no namespace flags)':40s}{m['floor'][0] - base:+6.1f} ms over plain")
         if not cpu:
             print(f"  {'cgroup, plan and checks':40s}{m['invoke'][0] - full:+6.1f} ms (invoke() minus bwrap only)")
     if not cpu:
