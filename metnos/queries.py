@@ -114,6 +114,12 @@ def _sandbox_of(runtime: Any, invocation_id: str) -> str:
     return next((e.sandbox for e in reversed(events) if getattr(e, "sandbox", "")), "unknown")
 
 
+def executor_detail(runtime: Any, name: str) -> dict[str, Any]:
+    """An executor's versions in the catalogue and every event of its lifecycle."""
+    state = runtime.catalogue.state()
+    return {"versions": [r for r in catalogue_rows(state) if r["name"] == name], "history": executor_lifecycle(runtime, state, name)}
+
+
 def executor_lifecycle(runtime: Any, catalogue_state: dict[str, Any], name: str) -> list[dict[str, Any]]:
     """Every lifecycle event of the executors called ``name`` (any origin), oldest first."""
     rows = []

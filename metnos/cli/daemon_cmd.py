@@ -115,6 +115,8 @@ def serving(host: Any, address: str | None) -> Iterator[dict[str, Any]]:
             started.append(channel)
         yield {"http": server.url, "channels": [c.name for c in started]}
     finally:
+        if not host.drain():
+            print("metnos: a turn was still running when the daemon stopped; it is closed as abandoned at the next start", file=sys.stderr)
         for channel in reversed(started):
             channel.stop()
         server.stop()

@@ -142,6 +142,11 @@ def routes(host: DaemonHost) -> list[Route]:
         with host.reading() as rt:
             return json_response(queries.catalogue_rows(rt.catalogue.state()))
 
+    def executor(request: Request, body: dict[str, Any]) -> Response:
+        name = request.path_params["name"]
+        with host.reading() as rt:
+            return json_response(queries.executor_detail(rt, name))
+
     def mnestome(request: Request, body: dict[str, Any]) -> Response:
         limit = _int(request.query_params.get("limit", "200"), "limit")
         with host.reading() as rt:
@@ -168,6 +173,7 @@ def routes(host: DaemonHost) -> list[Route]:
         Route("/api/schedules", _handled(schedules)),
         Route("/api/schedules/{schedule_id}/{command}", _handled(schedule_command), methods=["POST"]),
         Route("/api/executors", _handled(executors)),
+        Route("/api/executors/{name}", _handled(executor)),
         Route("/api/mnestome", _handled(mnestome)),
         Route("/api/events", events),
     ]

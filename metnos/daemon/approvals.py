@@ -77,6 +77,15 @@ class ApprovalBroker:
             pending.answered.set()
         return {"id": approval_id, "approved": approved}
 
+    def refuse_all(self, by: str) -> int:
+        """Answer no to every question still waiting (the daemon is stopping): the turns end, refused."""
+        with self._lock:
+            waiting = [p for p in self._pending.values() if not p.answered.is_set()]
+            for pending in waiting:
+                pending.approved, pending.by = False, by
+                pending.answered.set()
+        return len(waiting)
+
     def pending(self) -> list[dict[str, Any]]:
         with self._lock:
             return [p.to_json() for p in sorted(self._pending.values(), key=lambda p: p.asked_at)]

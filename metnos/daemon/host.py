@@ -43,6 +43,15 @@ class DaemonHost:
         finally:
             self._write.release()
 
+    def drain(self, wait_s: float = 30.0) -> bool:
+        """At stop: refuse what waits for an approval, then wait for the write in progress
+        (a turn) to end, so that the runtime is not closed under it. False: it did not end in time."""
+        self.approvals.refuse_all("daemon-stopping")
+        if self._write.acquire(timeout=wait_s):
+            self._write.release()
+            return True
+        return False
+
     @contextmanager
     def reading(self) -> Iterator[Runtime]:
         if self._write.acquire(blocking=False):

@@ -66,10 +66,7 @@ def executor(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         name = request.path_params["name"]
         with host.reading() as rt:
-            state = rt.catalogue.state()
-            history = queries.executor_lifecycle(rt, state, name)
-            versions = [r for r in queries.catalogue_rows(state) if r["name"] == name]
-        return {"name": name, "versions": versions, "history": history}
+            return {"name": name, **queries.executor_detail(rt, name)}
 
     return gather
 

@@ -18,7 +18,7 @@ import pytest
 
 from metnos.workspace import Workspace
 from tests.support.cli_process import run, wait_for
-from tests.support.daemon_process import RunningDaemon, daemon, daemon_llm  # noqa: F401 - fixtures
+from tests.support.daemon_process import RunningDaemon, daemon, daemon_in_layout, daemon_llm  # noqa: F401 - fixtures
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 pytestmark = pytest.mark.bwrap
@@ -206,3 +206,30 @@ def test_a_busy_port_is_an_error_naming_it(daemon: RunningDaemon) -> None:
     address = daemon.url.removeprefix("http://")
     done = run(["daemon", "--http", address, "--skip-birth", "--no-model", "--tick", "3600"], daemon.env, timeout=120)
     assert done.returncode == 2 and f"cannot listen on {address}" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_executor_and_its_lifecycle(daemon: RunningDaemon) -> None:
+    with daemon.client() as client:
+        detail = client.get("/api/executors/get_now").json()
+        assert [v["state"] for v in detail["versions"]] == ["active"]
+        assert {"ExecutorRegistered", "ExecutorActivated"} <= {h["type"] for h in detail["history"]}
+        missing = client.get("/api/executors/no_such_thing")
+        assert missing.status_code == 404 and "no executor named" in missing.json()["error"]["message"]
+
+
+def test_stopping_the_daemon_refuses_a_waiting_approval_and_the_turn_is_recorded(layout: str, tmp_path: Path) -> None:
+    with ScriptedLLM() as llm, daemon_in_layout(layout, tmp_path, llm.url) as running:
+        target = user_home(running) / "never.txt"
+        llm.add(call("write_files", {"files": [{"path": str(target), "content": "no"}]}), text("I did not write it."))
+        with running.client() as client:
+            asking, pending = ask_and_wait_for_approval(client, "write never.txt", {})
+            assert pending
+            _, err = running.stop()
+            asking.join(timeout=60)
+        assert running.proc.returncode == 143 and "Traceback" not in err
+        listed = run(["turns", "list", "--json"], running.env)
+        [turn] = orjson.loads(listed.stdout)
+        shown = orjson.loads(run(["turns", "show", turn["id"], "--json"], running.env).stdout)
+    assert turn["status"] == "refused" and not target.exists()
+    [answered] = [e["state"] for e in shown["events"] if e["type"] == "ApprovalAnswered"]
+    assert answered == {"step": 1, "approved": False, "by": "http:daemon-stopping"}
