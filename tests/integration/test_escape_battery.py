@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from metnos.invocation.runner import invoke
 from metnos.sandbox.bwrap import probe
 from metnos.sandbox.profile import SandboxProfile
 from tests.support.hostile import FORK_AND_HOLD
+from tests.support.runtime_kill import kill_and_wait_until
 from tests.support.sandbox_env import SandboxEnv, make_env
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(not probe().works, reason=f"bubblewrap cannot run: {probe().error}")]
@@ -544,16 +544,12 @@ def test_parent_killed_mid_run_leaves_nothing(sx):
         # The sandbox is there to kill: bwrap (its argv names the code dir)
         # and the executor with its three children in their own sessions.
         assert not _no_process_with(str(code), also_hosts=False) and not _no_process_named(token)
-        os.kill(parent.pid, signal.SIGKILL)
+    except BaseException:
+        parent.kill()
         parent.wait()
-        deadline = time.monotonic() + 5
-        while not (_no_process_with(str(code), also_hosts=False) and _no_process_named(token)):
-            assert time.monotonic() < deadline, "processes survived their parent"
-            time.sleep(0.05)
-    finally:
-        if parent.poll() is None:
-            parent.kill()
-            parent.wait()
+        raise
+    kill_and_wait_until(parent, lambda: _no_process_with(str(code), also_hosts=False) and _no_process_named(token),
+                        "processes survived their parent")
 
 
 def test_grant_of_etc_is_refused(sx):

@@ -281,3 +281,55 @@ def test_through_the_gate_the_caps_hold_too(sx, monkeypatch):
                output_schema={"type": "object"})
     assert out.ok and "pids-cgroup" in out.layers, out
     assert out.output["forked"] < 8 and out.output["errno"] is not None
+
+
+def test_without_bwrap_the_host_dies_with_the_runtime(sx, tmp_path):
+    # With METNOS_SANDBOX=off nothing but the host's own parent-death signal
+    # stops an executor whose runtime was killed.
+    if sx.env.get("METNOS_SANDBOX") != "0":
+        pytest.skip("bwrap's --die-with-parent covers the sandbox (test_escape_battery)")
+    import json
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    from tests.support.runtime_kill import kill_and_wait_until
+
+    marker = tmp_path / "started"
+    code = sx.executor("sleeper", f"""
+        import os, time
+        def run(args, ctx):
+            with open({str(marker)!r}, "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(60)
+            return {{}}
+    """)
+    parent_src = textwrap.dedent(f"""
+        import json, sys
+        from metnos.invocation.runner import invoke
+        from metnos.sandbox.profile import SandboxProfile
+        from metnos.workspace import Workspace
+        env = json.loads(sys.argv[1])
+        invoke({str(code)!r}, SandboxProfile(max_duration_s=60), {{}}, workspace=Workspace.from_env(env), env=env)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", parent_src, json.dumps(sx.env)], cwd=os.getcwd(),
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 15
+        while not marker.exists() or not marker.read_text():
+            assert time.monotonic() < deadline and parent.poll() is None, "the executor never started"
+            time.sleep(0.02)
+        host = Path(f"/proc/{int(marker.read_text())}")
+    except BaseException:
+        parent.kill()
+        parent.wait()
+        raise
+
+    def host_gone() -> bool:
+        try:
+            return host.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    kill_and_wait_until(parent, host_gone, "the host outlived its runtime")
