@@ -98,14 +98,14 @@ def last_turn(env: dict[str, str]) -> dict[str, Any]:
     consulted = _events(env, "Turn.PlanConsulted")
     replies = _events(env, "Turn.LLMReplied")
     started = _events(env, "Turn.TurnStarted")
-    turn_id = started[-1]["originator_id"] if started else ""
-    mine = [e for e in consulted if e["originator_id"] == turn_id]
+    turn_id = started[-1]["aggregate_id"] if started else ""
+    mine = [e for e in consulted if e["aggregate_id"] == turn_id]
     layer = mine[-1]["state"]["layer"] if mine else None
     how = mine[-1]["state"].get("how") if mine else None
     tokens = sum(int(((e["state"].get("reply") or {}).get("usage") or {}).get("input_tokens") or 0)
                  + int(((e["state"].get("reply") or {}).get("usage") or {}).get("output_tokens") or 0)
-                 for e in replies if e["originator_id"] == turn_id)
-    calls = sum(1 for e in replies if e["originator_id"] == turn_id)
+                 for e in replies if e["aggregate_id"] == turn_id)
+    calls = sum(1 for e in replies if e["aggregate_id"] == turn_id)
     return {"turn_id": turn_id, "layer": layer, "how": how, "tokens": tokens, "model_calls": calls}
 
 
@@ -195,8 +195,8 @@ def lookup_times(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int
     import random
 
     from metnos.cascade.consult import CascadeSettings, PlanConsultant
-    from metnos.cascade.embedding import load_embedder
-    from metnos.cascade.request import intent_of, request_key
+    from metnos.cascade.embedding import VectorIndex, load_embedder
+    from metnos.cascade.request import intent_of, normalise, request_key
 
     embedder = load_embedder()
     verbs = ["read", "list", "count", "show", "sum", "sort", "describe", "find", "fetch", "check"]
@@ -235,6 +235,18 @@ def lookup_times(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int
             times.sort()
             row[kind] = {"median_ms": round(statistics.median(times), 3), "p99_ms": round(times[int(0.99 * (len(times) - 1))], 3),
                          "hit_rate": round(hits / len(requests), 3)}
+        # The baseline of the same run: every vector scored on all its dimensions.
+        index = consultant._vectors(state)  # noqa: SLF001 - the index the lookups above used
+        flat = VectorIndex(index.ids, index.matrix)
+        queries = embedder.embed([normalise(r) for r in probes["cosine"][:50]])
+        for name, ix in (("full_product", flat), ("index_search", index)):
+            times = []
+            for q in queries:
+                t = time.perf_counter()
+                ix.nearest(q, k=3)
+                times.append((time.perf_counter() - t) * 1000)
+            row[name + "_median_ms"] = round(statistics.median(times), 3)
+        row["full_over_index"] = round(row["full_product_median_ms"] / max(row["index_search_median_ms"], 1e-6), 2)
         out.append(row)
         print(f"L0 lookup, {n} entries: {json.dumps(row)}", file=sys.stderr, flush=True)
     return out

@@ -30,7 +30,7 @@ class Embedder(Protocol):
 
 class WordLlamaEmbedder:
     name = "wordllama-l2-supercat-256"
-    prefix_dims = 64
+    prefix_dims = 32
 
     def __init__(self) -> None:
         import wordllama
@@ -87,7 +87,7 @@ class VectorIndex:
     a few milliseconds (bench/cascade.py)."""
 
     COARSE_FROM = 20_000
-    COARSE_KEEP = 32
+    COARSE_KEEP = 64
 
     def __init__(self, ids: list[str], vectors: np.ndarray, prefix_dims: int | None = None) -> None:
         self.ids = ids
