@@ -63,6 +63,8 @@ class Turn(MetnosAggregate):
         runtime_version: str
         # How far the turn may go (metnos/sandbox/autonomy.py); turns recorded before the level existed ran supervised.
         autonomy: str = "supervised"
+        # [runtime] as the turn ran it (mode, hybrid rules, the LLM judge); None before it was recorded.
+        runtime: dict | None = None
 
     class CatalogueResolved(DomainEvent):
         digest: str
@@ -77,6 +79,8 @@ class Turn(MetnosAggregate):
         tier: str
         request_digest: str
         tools: list
+        # Who asks: the proposer (the planner), the judge, the online planner, its recovery.
+        role: str = "proposer"
 
     class LLMReplied(DomainEvent):
         round: int
@@ -120,6 +124,12 @@ class Turn(MetnosAggregate):
         step: int
         verdict: dict
         vaglio_ms: int
+
+    class StepJudgedByModel(DomainEvent):
+        """The LLM judge's verdict on a step (metnos/turn/judge.py): score, reason, threshold, decision, tier, model."""
+
+        step: int
+        verdict: dict
 
     class ApprovalAsked(DomainEvent):
         step: int
@@ -287,9 +297,10 @@ class Turn(MetnosAggregate):
         self.undone = False
 
     @classmethod
-    def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, autonomy: str = "supervised") -> Turn:  # noqa: A002
+    def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, autonomy: str = "supervised",
+              runtime: dict | None = None) -> Turn:  # noqa: A002
         return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings,
-                           runtime_version=runtime_version, autonomy=autonomy)
+                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime)
 
     def record(self, event_class: type, *, at: Any, **fields: Any) -> None:
         """Append one of this aggregate's events; the loop decides which and when."""

@@ -178,7 +178,8 @@ class Replayer:
         )
         note = ""
         try:
-            loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode, autonomy=start.autonomy))
+            loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode, autonomy=start.autonomy,
+                                 runtime=start.runtime))
         except ReplayExhausted as e:
             note = str(e)
         divergence = compare(turn_id, recorded, sink.events, note=note, up_to_recorded=bool(stopped))

@@ -72,6 +72,12 @@ def _line(event: Any) -> str:
         text = f"plan abandoned at step {event.step}: {event.reason}; the model takes over"
     elif isinstance(event, Turn.StepProposed):
         text = f"step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:120]}"
+    elif isinstance(event, Turn.StepJudgedByModel):
+        v = event.verdict
+        score = "no score" if v["score"] is None else f"score {v['score']:.2f} (threshold {v['threshold']:.2f})"
+        text = f"step {event.step}: LLM judge ({v['tier']}, {v['model'] or 'no model'}): {v['decision']}, {score}: {v['reason'][:120]}"
+    elif isinstance(event, Turn.LLMAsked):
+        text = f"asked the {event.tier} tier as {event.role}: {len(event.tools)} tools"
     elif isinstance(event, Turn.StepInvoked):
         text = f"step {event.step}: ran {event.executor} {event.version} -> {'ok' if event.ok else 'failed'} [{event.exec_ms} ms]"
     elif isinstance(event, Turn.ObservationRecorded):

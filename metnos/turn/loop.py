@@ -56,6 +56,8 @@ from metnos.turn.errors import TurnError
 from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
 from metnos.turn.guards import DUPLICATE_READ, TurnGuards, targets_of
 from metnos.turn.interrupts import InterruptGate, Interrupted
+from metnos.turn.judge import LLMJudge
+from metnos.turn.runtime_config import RuntimeConfig
 from metnos.turn.piping import FROM_STEP, resolve_args, placeholders_in
 from metnos.turn.ports import TurnPorts
 from metnos.turn.prompt import FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, answer_correction
@@ -81,6 +83,8 @@ class TurnRequest:
     mode: str = "local"
     tier: str = "wise"
     autonomy: str = autonomy.DEFAULT
+    # [runtime] of config.toml as this turn runs it (RuntimeConfig.to_json()): the mode, hybrid rules, the LLM judge.
+    runtime: dict[str, Any] | None = None
 
 
 @dataclass
@@ -163,6 +167,8 @@ class TurnLoop:
         self.observer = observer
         # Replay and tests pass none: a gate nobody installed never fires.
         self.interrupts = interrupts or InterruptGate()
+        # Set from each turn's [runtime] (recorded on TurnStarted, so replay judges alike); off until then.
+        self.judge = LLMJudge(RuntimeConfig().judge)
 
         self.tool_names = frozenset(catalogue.executors) | frozenset(catalogue.builtins) | {SCRATCHPAD_READ}
 
@@ -181,7 +187,9 @@ class TurnLoop:
         turn = Turn.start(
             id=turn_id, at=self.ports.now(), text=request.text, actor=request.actor, channel=request.channel,
             mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
+            runtime=request.runtime,
         )
+        self.judge = LLMJudge(RuntimeConfig.model_validate(request.runtime or {}).judge)
         if self.observer is not None:
             self.observer(turn.pending_events[-1])
         state = _State(guards=TurnGuards(
@@ -466,6 +474,9 @@ class TurnLoop:
             side_effects=te.entry.side_effects, idempotent=te.entry.idempotent,
         )
         self._record(turn, Turn.StepJudged, step=step, verdict=verdict.to_json(), vaglio_ms=_ms(started))
+        if verdict.decision != DENY and self.judge.applies(name, te.loaded, side_effects=te.entry.side_effects):
+            verdict = self.judge.review(lambda cls, **f: self._record(turn, cls, **f), self.ports.ask_llm, round=state.round, step=step,
+                                        request_text=request.text, name=name, args=resolution.args, verdict=verdict)
         if verdict.decision == DENY:
             observation = {"ok": False, "error_class": "vaglio_denied", "error": verdict.reason}
             return self._observe_refusal(turn, state, step, name, resolution.args, observation)

@@ -154,9 +154,8 @@ def run_turn(
 ) -> TurnOutcome:
     """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml."""
     check_request(text)
-    if level is None:
-        level = load_runtime_config(runtime.workspace.config_file).autonomy
-    level = autonomy.parse_level(level)
+    section = load_runtime_config(runtime.workspace.config_file)
+    level = autonomy.parse_level(section.autonomy if level is None else level)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
     require_sandbox(env)
@@ -182,7 +181,7 @@ def run_turn(
             observer=observer,
             interrupts=interrupts,
         )
-        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level))
+        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level, runtime=section.to_json()))
     finally:
         sink.release()
         if own_router:
