@@ -247,6 +247,8 @@ def lookup_times(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int
                 times.append((time.perf_counter() - t) * 1000)
             row[name + "_median_ms"] = round(statistics.median(times), 3)
         row["full_over_index"] = round(row["full_product_median_ms"] / max(row["index_search_median_ms"], 1e-6), 2)
+        # Same best similarity as the full product (a tie between two entries counts as the same answer).
+        row["index_agrees"] = f"{sum(abs(flat.nearest(q, 1)[0][1] - index.nearest(q, 1)[0][1]) < 1e-5 for q in queries)}/{len(queries)}"
         out.append(row)
         print(f"L0 lookup, {n} entries: {json.dumps(row)}", file=sys.stderr, flush=True)
     return out
