@@ -202,8 +202,17 @@ def test_the_event_list_is_live(daemon: RunningDaemon, browser: Any, daemon_llm:
     sign_in(browser, daemon)
     browser.get(daemon.url + "/events")
     wait(browser, seen.text_to_be_present_in_element((By.ID, "stream-state"), "live"))
+    # The page starts with the last 50 events: only rows after the log's end now are the new turn's.
+    before = daemon.last_event_id()
+    wait(browser, lambda b: max((int(r.find_elements(By.TAG_NAME, "td")[0].text) for r in b.find_elements(By.CSS_SELECTOR, "tr.event")), default=0) >= before)
     daemon_llm.add(text("Hello from the event page."))
     with httpx.Client(base_url=daemon.url, headers={"Authorization": f"Bearer {daemon.token}"}, timeout=120) as client:
         assert client.post("/api/ask", json={"text": "say hello"}).json()["status"] == "answered"
-    wait(browser, seen.text_to_be_present_in_element((By.ID, "events"), "TurnAnswered"))
+
+    def new_kinds(b: Any) -> list[str]:
+        rows = [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in b.find_elements(By.CSS_SELECTOR, "tr.event")]
+        return [cells[2] for cells in rows if int(cells[0]) > before]
+
+    wait(browser, lambda b: "TurnAnswered" in new_kinds(b))
+    assert "TurnStarted" in new_kinds(browser)
     shot(browser, "events")
