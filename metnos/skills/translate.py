@@ -36,22 +36,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from metnos.executors.manifest import VERB_CATEGORY
+from metnos.executors.verbs import VERB_SYNONYMS
 from metnos.skills.skill_folder import Skill, SkillFormatError
 from metnos.turn.text import STOPWORDS, tokens
 
 VERSION = "1.0.0"
-# Words scripts start with, mapped into the closed vocabulary of seeds/002 4-bis.
-VERB_SYNONYMS = {
-    "fetch": "get", "download": "get", "retrieve": "get", "query": "get", "load": "read", "open": "read",
-    "search": "find", "lookup": "find", "locate": "find", "count": "compute", "calc": "compute",
-    "calculate": "compute", "convert": "compute", "measure": "compute", "check": "compute", "validate": "compute",
-    "make": "create", "new": "create", "add": "create", "generate": "create", "build": "create",
-    "update": "change", "edit": "change", "modify": "change", "rename": "move", "remove": "delete", "rm": "delete",
-    "post": "send", "notify": "send", "mail": "send", "save": "write", "put": "write", "upload": "share",
-    "show": "render", "print": "render", "format": "render", "summarize": "describe", "summarise": "describe",
-    "explain": "describe", "parse": "extract", "scrape": "extract", "zip": "compress", "archive": "compress",
-    "categorize": "classify", "categorise": "classify", "tag": "classify", "diff": "compare",
-}
 CAPS = {"max_duration_s": 30, "max_memory_mb": 256, "max_output_bytes": 1024 * 1024}
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _URL = re.compile(r"https?://[^\s'\"<>)]+")

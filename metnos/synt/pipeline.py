@@ -38,6 +38,7 @@ from metnos.errors import MetnosError
 from metnos.executors.birth import Spawn
 from metnos.executors.manifest import load_manifest
 from metnos.llm.errors import LLMError
+from metnos.llm.messages import AssistantMessage, UserMessage
 from metnos.synt.fusion import FUSING_KINDS, fuse_sources
 from metnos.synt.prompts import DraftProblem, draft_messages, parse_draft, repair_messages, spec_messages
 from metnos.synt.spec import VERSION, SpecProblem, Specification, first_json_object, validate_spec, write_folder
@@ -182,20 +183,30 @@ class Synt:
 
     def _specify(self, p: Proposal) -> None:
         taken = self.taken_names()
-        try:
-            reply = self._complete(spec_messages(p.request, existing=sorted(taken)), SPEC_TOKENS)
-        except LLMError as e:
-            self._fail(p, "specification", f"the model ({self.tier} tier) did not answer: {e}")
+        messages = spec_messages(p.request, existing=sorted(taken))
+        first_problem = ""
+        for round_ in (0, 1):
+            try:
+                reply = self._complete(messages, SPEC_TOKENS)
+            except LLMError as e:
+                self._fail(p, "specification", f"the model ({self.tier} tier) did not answer: {e}")
+                return
+            try:
+                spec = validate_spec(first_json_object(reply.text), taken=taken)
+            except SpecProblem as e:
+                shown = " ".join(reply.text.split())[:200]
+                if round_ == 1:
+                    self._fail(p, "specification", f"{e} (the model replied: {shown!r}; before the repair round: {first_problem})")
+                    return
+                first_problem = str(e)
+                # One repair round, fed by the problem, as for the draft.
+                messages = [*messages, AssistantMessage(text=reply.text),
+                            UserMessage(f"That specification cannot be used: {e}. Reply with the corrected JSON object only.")]
+                continue
+            p.draft_spec(spec=spec.model_dump(mode="json"), tier=self.tier, model=reply.model or self.provider.model,
+                         at=self.runtime.clock())
+            self._save(p)
             return
-        try:
-            spec = validate_spec(first_json_object(reply.text), taken=taken)
-        except SpecProblem as e:
-            shown = " ".join(reply.text.split())[:200]
-            self._fail(p, "specification", f"{e} (the model replied: {shown!r})")
-            return
-        p.draft_spec(spec=spec.model_dump(mode="json"), tier=self.tier, model=reply.model or self.provider.model,
-                     at=self.runtime.clock())
-        self._save(p)
 
     def _draft(self, p: Proposal) -> None:
         spec = Specification.model_validate(p.spec)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metnos.executors.manifest import VERB_CATEGORY, Capabilities, ManifestError, parse_manifest
 from metnos.executors.schemas import SchemaProblem, check_contract_schemas
+from metnos.executors.verbs import in_vocabulary
 from metnos.turn.text import STOPWORDS, tokens
 
 VERSION = "1.0.0"
@@ -61,9 +62,35 @@ def first_json_object(text: str) -> dict[str, Any]:
     raise SpecProblem(msg)
 
 
+def _as_object(schema: Any, key: str, *, output: bool) -> Any:
+    """A schema of one value, as the object with that value under ``key`` (and ``ok`` for a result)."""
+    if not isinstance(schema, dict) or schema.get("type") in ("object", None):
+        return schema
+    wrapped: dict[str, Any] = {"type": "object", "required": [key], "properties": {key: schema}}
+    if output:
+        wrapped["properties"]["ok"] = {"type": "boolean"}
+    return wrapped
+
+
+def normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What a small model gets almost right, made right without changing its meaning:
+    a verb outside the vocabulary that is a known synonym of one (``count_words`` ->
+    ``compute_words``), and a bare input or output schema (``{"type": "string"}``)
+    as an object with one field. The user approves the result, not the reply."""
+    out = dict(raw)
+    if isinstance(out.get("name"), str):
+        out["name"] = in_vocabulary(out["name"].strip().lower().replace("-", "_").replace(" ", "_"))
+    if "input_schema" in out:
+        kind = out["input_schema"].get("type") if isinstance(out["input_schema"], dict) else None
+        out["input_schema"] = _as_object(out["input_schema"], "text" if kind == "string" else "value", output=False)
+    if "output_schema" in out:
+        out["output_schema"] = _as_object(out["output_schema"], "result", output=True)
+    return out
+
+
 def validate_spec(raw: Mapping[str, Any], *, taken: Collection[str]) -> Specification:
     try:
-        spec = Specification.model_validate(dict(raw))
+        spec = Specification.model_validate(normalise(raw))
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<root>"

@@ -178,11 +178,23 @@ def test_a_rejected_proposal_installs_nothing_and_stays_closed(home: Path, capsy
     assert not installed().exists()
 
 
-def test_a_specification_that_takes_a_seed_name_fails_and_says_why(home: Path, capsys, monkeypatch) -> None:
-    code, _ = _generate(monkeypatch, [text(spec_reply(name="read_files"))], "generate", "--yes", "read files")
+def test_a_specification_that_takes_a_seed_name_fails_after_one_repair_and_says_why(home: Path, capsys, monkeypatch) -> None:
+    bad = text(spec_reply(name="read_files"))
+    code, llm = _generate(monkeypatch, [bad, bad], "generate", "--yes", "read files")
     assert code == 1
+    assert "already exists" in llm.requests[1].messages[-1]["content"]
     view = _proposal(capsys)
     assert view["status"] == "failed" and "already exists" in view["stages"][-1]["reason"]
+
+
+def test_a_bare_schema_and_a_synonym_verb_are_normalised_and_a_bad_spec_repaired(home: Path, capsys, monkeypatch) -> None:
+    bare = text(spec_reply(name="count_words", input_schema={"type": "string"}, examples=[]))
+    broken = text("I think the tool should count words.")
+    code, llm = _generate(monkeypatch, [broken, bare], "generate", "count the words of a text")
+    assert code == 0 and len(llm.requests) == 2
+    spec = _proposal(capsys)["stages"][0]["spec"]
+    assert spec["name"] == "compute_words"
+    assert spec["input_schema"] == {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
 
 
 def test_a_turn_that_lacks_a_tool_leaves_a_proposal_never_installed_unasked(home: Path, capsys, monkeypatch) -> None:
