@@ -120,6 +120,7 @@ def serving(host: Any, address: str | None) -> Iterator[dict[str, Any]]:
         for channel in reversed(started):
             channel.stop()
         server.stop()
+        host.close()
 
 
 def _warm_model(workspace: Workspace, tick_s: float) -> dict:

@@ -1,6 +1,8 @@
 """What the daemon holds while it runs, shared by every way in (HTTP, dashboard, channels).
 
-One booted :class:`~metnos.runtime.Runtime` writes the log for every channel.
+One booted :class:`~metnos.runtime.Runtime` writes the log for every channel;
+it is a channels' host (metnos.channels.host: ``ask`` and ``writing``, one
+LLM router kept warm across turns) with what only the daemon needs besides.
 Writes go through :meth:`DaemonHost.writing`, one at a time (a turn, an undo,
 a scheduler tick, a lifecycle change); reads take :meth:`DaemonHost.reading`,
 which brings the read models up to date when no write is in progress and
@@ -10,11 +12,11 @@ turn runs.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from metnos.channels.host import RuntimeHost
 from metnos.daemon.approvals import ApprovalBroker
 from metnos.errors import MetnosError
 from metnos.runtime import Runtime
@@ -24,13 +26,11 @@ class DaemonBusy(MetnosError):
     """A write waited too long for another one to finish."""
 
 
-class DaemonHost:
+class DaemonHost(RuntimeHost):
     def __init__(self, runtime: Runtime, *, env: Mapping[str, str], approval_timeout_s: float = 300.0,
                  write_wait_s: float = 600.0) -> None:
-        self.runtime = runtime
-        self.env = dict(env)
+        super().__init__(runtime, env=env)
         self.approvals = ApprovalBroker(timeout_s=approval_timeout_s)
-        self._write = threading.RLock()
         self._write_wait_s = write_wait_s
 
     @contextmanager
@@ -65,9 +65,8 @@ class DaemonHost:
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None) -> Any:
-        """One turn, as ``metnos ask`` runs it; the caller's channel is recorded on the turn."""
-        from metnos.turn.session import check_request, run_turn
+        """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer."""
+        from metnos.turn.session import check_request
 
         check_request(text)
-        with self.writing() as rt:
-            return run_turn(rt, text, approver=approver, env=self.env, actor=actor, channel=channel, observer=observer)
+        return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer)
