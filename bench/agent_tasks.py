@@ -4,6 +4,8 @@
         --json bench-0.5b.json                     # the whole suite, every system
     ... --slice                                    # a handful of tasks (CI)
     ... --only csv_total,7 --systems metnos,plain  # some tasks (ids or 1-based numbers), some systems
+    ... --systems metnos,metnos-online,metnos-hybrid --online-model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+                                                   # the modes (docs/modes.md): a second server plays the online model
 
 One llama.cpp server (xllamacpp, as Metnos's embedded model runs it) is started
 on the GGUF and shared by every system, one system after the other. Each task
@@ -42,7 +44,9 @@ from bench.plain_loop import LoopResult, run_plain_loop  # noqa: E402
 from bench.plain_tools import make_tools, plain_outbox, plain_schedules  # noqa: E402
 from bench.smol_loop import run_smolagents, smolagents_available  # noqa: E402
 
-SYSTEMS = ("metnos", "plain", "smolagents")
+SYSTEMS = ("metnos", "metnos-online", "metnos-hybrid", "plain", "smolagents")
+# Metnos's modes (docs/modes.md): the [runtime] each system's config.toml gets.
+MODE_OF = {"metnos": "local", "metnos-online": "online", "metnos-hybrid": "hybrid"}
 
 
 @dataclass
@@ -56,6 +60,7 @@ class TaskRun:
     prompt_tokens: int
     status: str
     answer: str
+    model_calls: int = 0
 
 
 # The local web server the fetching tasks talk to.
@@ -91,13 +96,18 @@ def metnos_env(home: Path) -> dict[str, str]:
     return env
 
 
-def point_metnos_at(home: Path, llm_url: str, timeout_s: float) -> None:
+def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "local", online_url: str | None = None) -> None:
     """The shared server as the user's config.toml names it, with the bench's time limit per request
-    (the plain loops have no limit per request either, only the task's)."""
+    (the plain loops have no limit per request either, only the task's). In online and hybrid
+    mode the frontier tier is ``online_url`` (the second model) and plans; local tiers stay on ``llm_url``."""
     config = home / ".config" / "metnos" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f'[llm.tiers.fast]\nprovider = "openai"\nurl = "{llm_url}"\nmodel = "bench"\n'
-                      f"timeout_s = {timeout_s:.0f}\nmax_tokens = 512\n", encoding="utf-8")
+    text = (f'[llm.tiers.fast]\nprovider = "openai"\nurl = "{llm_url}"\nmodel = "bench"\n'
+            f"timeout_s = {timeout_s:.0f}\nmax_tokens = 512\n")
+    if mode != "local":
+        text += (f'\n[llm.tiers.frontier]\nprovider = "openai"\nurl = "{online_url or llm_url}"\nmodel = "bench-online"\n'
+                 f'timeout_s = {timeout_s:.0f}\nmax_tokens = 1024\n\n[runtime]\nmode = "{mode}"\nonline_tier = "frontier"\n')
+    config.write_text(text, encoding="utf-8")
 
 
 def _metnos(args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -110,12 +120,13 @@ def _events(env: dict[str, str], topic: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip().startswith("{")]
 
 
-def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float) -> tuple[LoopResult, str, Outcome, float]:
+def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode: str = "local",
+               online_url: str | None = None) -> tuple[LoopResult, str, Outcome, float]:
     env = metnos_env(home)
     init = _metnos(["init"], env, 300)
     if init.returncode != 0:
         raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
-    point_metnos_at(home, llm_url, timeout_s)
+    point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url)
     t0 = time.monotonic()
     try:
         proc = _metnos(["ask", "--json", "--yes", request], env, timeout_s)
@@ -145,17 +156,18 @@ def run_in_process(system: str, home: Path, request: str, llm_url: str, timeout_
     return r, status, Outcome(r.answer, home, plain_outbox(home), plain_schedules(home)), seconds
 
 
-def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: float) -> TaskRun:
+def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: float, online_url: str | None = None) -> TaskRun:
     home = Path(tempfile.mkdtemp(prefix=f"agentbench-{task.id}-"))
     try:
         build_home(task, home)
         request = task.request(pages_url)
-        if system == "metnos":
-            result, status, outcome, seconds = run_metnos(home, request, llm_url, timeout_s)
+        if system in MODE_OF:
+            result, status, outcome, seconds = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system], online_url=online_url)
         else:
             result, status, outcome, seconds = run_in_process(system, home, request, llm_url, timeout_s)
         passed, why = task.check(outcome)
-        return TaskRun(task.id, system, passed, why, round(seconds, 2), result.steps, result.prompt_tokens, status, outcome.answer[:400])
+        return TaskRun(task.id, system, passed, why, round(seconds, 2), result.steps, result.prompt_tokens, status, outcome.answer[:400],
+                       result.llm_calls)
     except Exception as e:  # noqa: BLE001 - a crash of the harness for one task is that task's failure, said
         return TaskRun(task.id, system, False, f"bench error: {type(e).__name__}: {e}", 0.0, 0, 0, "bench-error", "")
     finally:
@@ -182,6 +194,8 @@ def summarize(runs: list[TaskRun]) -> dict[str, Any]:
         "median_steps": statistics.median([r.steps for r in runs]) if runs else 0,
         "median_prompt_tokens": statistics.median([r.prompt_tokens for r in runs]) if runs else 0,
         "total_prompt_tokens": sum(r.prompt_tokens for r in runs),
+        "median_model_calls": statistics.median([r.model_calls for r in runs]) if runs else 0,
+        "total_model_calls": sum(r.model_calls for r in runs),
     }
 
 
@@ -200,7 +214,8 @@ def print_table(summary: dict[str, dict[str, Any]], runs: list[TaskRun], tasks: 
     rows = [("passed", lambda m: f"{m['passed']}/{m['tasks']}"), ("pass rate", lambda m: f"{100 * m['pass_rate']:.0f}%"),
             ("median s/task", lambda m: f"{m['median_s']:.1f}"), ("p90 s/task", lambda m: f"{m['p90_s']:.1f}"),
             ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tok", lambda m: f"{m['median_prompt_tokens']:.0f}"),
-            ("total prompt tok", lambda m: f"{m['total_prompt_tokens']}")]
+            ("total prompt tok", lambda m: f"{m['total_prompt_tokens']}"),
+            ("median model calls", lambda m: f"{m.get('median_model_calls', '-')}")]
     print(f"{'':<26}" + "".join(f"{s:>14}" for s in systems))
     for label, fmt in rows:
         print(f"{label:<26}" + "".join(f"{fmt(summary[s]):>14}" for s in systems))
@@ -214,7 +229,9 @@ def markdown(report: dict[str, Any]) -> str:
     systems = report["systems"]
     rows = [("tasks run", lambda m: f"{m['tasks']}"), ("passed", lambda m: f"{m['passed']} ({100 * m['pass_rate']:.0f}%)"),
             ("median s/task", lambda m: f"{m['median_s']:.1f}"), ("p90 s/task", lambda m: f"{m['p90_s']:.1f}"),
-            ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tokens", lambda m: f"{m['median_prompt_tokens']:.0f}")]
+            ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tokens", lambda m: f"{m['median_prompt_tokens']:.0f}"),
+            ("median model calls", lambda m: f"{m.get('median_model_calls', '-')}"),
+            ("model calls in all", lambda m: f"{m.get('total_model_calls', '-')}")]
     lines = ["| " + report["model_file"] + " | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
     for label, fmt in rows:
         lines.append(f"| {label} | " + " | ".join(fmt(report["summary"][s]) for s in systems) + " |")
@@ -264,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, help="a GGUF file (default: the installed embedded model)")
     ap.add_argument("--url", help="use this running OpenAI-compatible server instead of starting one")
+    ap.add_argument("--online-model", type=Path, help="a GGUF for the online model of metnos-online and metnos-hybrid "
+                    "(a second server; default: the same server as the local model)")
     ap.add_argument("--systems", default="metnos,plain,smolagents", help=f"comma list of {', '.join(SYSTEMS)}")
     ap.add_argument("--only", help="comma list of task ids or 1-based numbers")
     ap.add_argument("--slice", action="store_true", help=f"only the CI slice ({len(SLICE)} tasks)")
@@ -310,19 +329,28 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         llm_url = server.start()
         print(f"model server for {model.name} at {llm_url}, up in {time.monotonic() - t0:.1f} s (log {log})", file=sys.stderr)
+    online_server, online_url = None, None
+    if args.online_model and any(s in ("metnos-online", "metnos-hybrid") for s in systems):
+        from metnos.llm.embedded import EmbeddedServer
+
+        online_log = Path(tempfile.gettempdir()) / "agentbench-online-llm.log"
+        online_server = EmbeddedServer(args.online_model, threads=args.threads or None, log_path=online_log)
+        online_url = online_server.start()
+        print(f"online model server for {args.online_model.name} at {online_url}", file=sys.stderr)
     pages, pages_url = start_pages()
     runs: list[TaskRun] = []
     started = time.time()
     load = [round(os.getloadavg()[0], 2)]
     meta = {"model": str(model) if model else args.url, "model_file": model.name if model else None,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "threads": args.threads or None,
-            "systems": systems, "tasks": [t.id for t in tasks], "notes": notes}
+            "systems": systems, "tasks": [t.id for t in tasks], "notes": notes,
+            "online_model": args.online_model.name if args.online_model else None}
     # Task by task, each system in turn: the load of a shared machine drifts, and a run
     # cut short still compares the systems on the same tasks.
     try:
         for n, task in enumerate(tasks, 1):
             for system in systems:
-                r = run_task(system, task, pages_url, llm_url, args.timeout)
+                r = run_task(system, task, pages_url, llm_url, args.timeout, online_url)
                 runs.append(r)
                 mark = "pass" if r.passed else "FAIL"
                 print(f"[{n}/{len(tasks)} {system}] {task.id}: {mark} in {r.seconds:.1f} s, {r.steps} steps, "
@@ -334,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         pages.shutdown()
         if server is not None:
             server.stop()
+        if online_server is not None:
+            online_server.stop()
 
     print_table({s: summarize([r for r in runs if r.system == s]) for s in systems}, runs, tasks)
     if args.json:

@@ -81,6 +81,8 @@ class Turn(MetnosAggregate):
         tools: list
         # Who asks: the proposer (the planner), the judge, the online planner, its recovery.
         role: str = "proposer"
+        # The messages as sent, for calls that may leave the machine (online planning, its recovery, the judge).
+        sent: list | None = None
 
     class LLMReplied(DomainEvent):
         round: int
@@ -124,6 +126,30 @@ class Turn(MetnosAggregate):
         step: int
         verdict: dict
         vaglio_ms: int
+
+    class TierEscalated(DomainEvent):
+        """A step failed and the proposer moved up to the next distinct tier ([runtime] escalate_tiers)."""
+
+        round: int
+        from_tier: str
+        to_tier: str
+        reason: str
+
+    class ModeEscalated(DomainEvent):
+        """A hybrid turn left the local loop for one online plan (metnos/turn/online.py), and why."""
+
+        round: int
+        reason: str
+        tier: str
+
+    class OnlinePlanProposed(DomainEvent):
+        """The plan one online call proposed, as the loop follows it (steps shifted past those
+        already taken, the answer as template segments), or ``problem`` when the reply was no plan."""
+
+        round: int
+        plan: dict | None
+        problem: str | None
+        recovery: bool
 
     class StepJudgedByModel(DomainEvent):
         """The LLM judge's verdict on a step (metnos/turn/judge.py): score, reason, threshold, decision, tier, model."""

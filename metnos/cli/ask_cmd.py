@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     answer.add_argument("--no", action="store_true", help="decline every action that asks for approval")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--no-cache", action="store_true", help="ask the model even when an approved plan or a learnt template fits")
+    p.add_argument("--mode", choices=("local", "online", "hybrid"),
+                   help="local asks the model step by step; online asks once for the whole plan; hybrid starts local and "
+                        "escalates by [runtime.hybrid] (default: [runtime] mode of config.toml)")
     p.add_argument("--autonomy", choices=("read_only", "supervised", "full"),
                    help="how far this turn may go: read_only only looks, supervised (default) asks before side effects, "
                         "full does not ask for what undo can reverse (default: [runtime] autonomy of config.toml)")
@@ -111,6 +114,16 @@ def model_limits(runtime: Any) -> Callable[[str], tuple[str, float]]:
     return limits
 
 
+def answered_by(models: list[dict[str, str]]) -> str:
+    """Which models answered the turn, e.g. 'answered by qwen (wise tier, 2 calls as proposer)'."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for m in models:
+        seen.setdefault((m["model"] or "an unnamed model", m["tier"]), []).append(m["role"])
+    parts = [f"{model} ({tier} tier, {len(roles)} call{'s' if len(roles) > 1 else ''} as {', '.join(dict.fromkeys(roles))})"
+             for (model, tier), roles in seen.items()]
+    return "answered by " + "; ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
     import os
 
@@ -136,16 +149,18 @@ def run(args: argparse.Namespace) -> int:
             runtime, args.text, approver=approver_for(args), router=router, env=env,
             observer=step_printer if args.steps else phase_printer, wrap_llm=waiting.wrap,
             interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
-            level=getattr(args, "autonomy", None),
+            level=getattr(args, "autonomy", None), mode=getattr(args, "mode", None),
         )
         offer = PlanBook(runtime).offer(outcome.turn_id) if outcome.status == "answered" and sys.stdout.isatty() else None
     if outcome.learning_error is not None:
         print(f"metnos: the mnestome did not learn from this turn: {outcome.learning_error}", file=sys.stderr)
     if args.json:
         print(orjson.dumps({"turn_id": outcome.turn_id, "status": outcome.status, "answer": outcome.answer, "failure": outcome.failure,
-                            "steps": outcome.steps, "learning_error": outcome.learning_error}).decode())
+                            "steps": outcome.steps, "learning_error": outcome.learning_error, "models": outcome.models}).decode())
     elif outcome.status == "answered":
         print(outcome.answer)
+        if outcome.models:
+            print(f"metnos: {answered_by(outcome.models)}", file=sys.stderr)
         if offer is not None:
             print(f"metnos: {offer}", file=sys.stderr)
     elif outcome.status == "interrupted":

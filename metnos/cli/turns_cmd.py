@@ -78,6 +78,9 @@ def _line(event: Any) -> str:
         text = f"step {event.step}: LLM judge ({v['tier']}, {v['model'] or 'no model'}): {v['decision']}, {score}: {v['reason'][:120]}"
     elif isinstance(event, Turn.LLMAsked):
         text = f"asked the {event.tier} tier as {event.role}: {len(event.tools)} tools"
+        for message in event.sent or ():
+            # What left for the model, whole: a cloud model sees exactly this.
+            text += f"\n{'':>38}sent ({message['role']}): " + message["text"].replace("\n", f"\n{'':>38}  ")
     elif isinstance(event, Turn.StepInvoked):
         text = f"step {event.step}: ran {event.executor} {event.version} -> {'ok' if event.ok else 'failed'} [{event.exec_ms} ms]"
     elif isinstance(event, Turn.ObservationRecorded):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
@@ -37,6 +37,21 @@ class Provider(Protocol):
     def close(self) -> None: ...
 
 
+def request_extra(config: TierConfig) -> dict[str, Any]:
+    """The tier's ``extra`` with its ``reasoning`` setting in the provider's words (an explicit ``extra`` wins)."""
+    extra = dict(config.extra)
+    if config.reasoning is None:
+        return extra
+    if config.provider == "anthropic":
+        if config.reasoning:
+            extra.setdefault("thinking", {"type": "enabled", "budget_tokens": max(1024, config.max_tokens // 2)})
+        return extra
+    kwargs = dict(extra.get("chat_template_kwargs") or {})
+    kwargs.setdefault("enable_thinking", config.reasoning)
+    extra["chat_template_kwargs"] = kwargs
+    return extra
+
+
 def make_provider(
     tier: TierConfig | ResolvedTier,
     *,
@@ -55,7 +70,7 @@ def make_provider(
         timeout_s=config.timeout_s,
         max_tokens=config.max_tokens,
         temperature=config.temperature,
-        extra=config.extra,
+        extra=request_extra(config),
         transport=transport,
         env=env,
     )

@@ -9,6 +9,7 @@
     temperature = 0.0
     api_key_env = "MY_KEY_VAR"     # the NAME of the variable holding the key, never the key
     extra = { chat_template_kwargs = { enable_thinking = false } }   # merged into each request body
+    reasoning = false              # thinking on or off (openai: chat_template_kwargs.enable_thinking; anthropic: thinking)
 
     [llm.tiers.frontier]
     provider = "anthropic"
@@ -54,6 +55,11 @@ from metnos.settings import http_url
 TIERS: tuple[str, ...] = ("fast", "middle", "wise", "frontier")
 LOCAL_TIERS: tuple[str, ...] = ("fast", "middle", "wise")
 
+# The tier each role asks (seeds/002 ch. 4): the proposer and the online planner on wise,
+# the intent extractor and the LLM judge on middle, fillers and the scratchpad summariser on fast.
+ROLE_TIERS: dict[str, str] = {"proposer": "wise", "online": "wise", "recovery": "wise", "intent": "middle", "judge": "middle",
+                              "filler": "fast", "summariser": "fast"}
+
 ENV_URL = "METNOS_LLM_URL"
 ENV_MODEL = "METNOS_LLM_MODEL"
 ENV_PROVIDER = "METNOS_LLM_PROVIDER"
@@ -76,6 +82,8 @@ class TierConfig(BaseModel):
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     model_path: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    # None: the server's default. On or off, said in the provider's own words (metnos.llm.provider).
+    reasoning: bool | None = None
 
     @field_validator("url")
     @classmethod
@@ -256,3 +264,18 @@ def _apply_timeout(tiers: dict[str, ResolvedTier], env: Mapping[str, str]) -> di
         }
     except ValidationError as e:
         raise LLMConfigError(f"{ENV_TIMEOUT}={raw!r}: {_first_problem(e)}") from None
+
+
+def tier_ladder(settings: LLMSettings, *, with_frontier: bool = False) -> list[str]:
+    """The tiers a failing proposer may climb, lowest first: each local tier whose model differs
+    from the one below it (an aliased tier adds nothing), and the frontier only when asked for."""
+    ladder: list[str] = []
+    seen: set[tuple[Any, ...]] = set()
+    for name in (*LOCAL_TIERS, *(("frontier",) if with_frontier else ())):
+        c = settings.tier(name).config
+        key = (c.provider, c.effective_url, c.model, c.model_path)
+        if key not in seen:
+            seen.add(key)
+            ladder.append(name)
+    return ladder
+

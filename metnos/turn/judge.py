@@ -70,8 +70,9 @@ def read_verdict(text: str) -> tuple[float, str] | None:
 
 
 class LLMJudge:
-    def __init__(self, config: JudgeConfig) -> None:
+    def __init__(self, config: JudgeConfig, system_prompt: str = JUDGE_PROMPT) -> None:
         self.config = config
+        self.system_prompt = system_prompt
 
     def applies(self, name: str, loaded: Any, *, side_effects: bool) -> bool:
         if not self.config.enabled:
@@ -86,7 +87,7 @@ class LLMJudge:
         """Ask the model, record the call and the verdict; the rule verdict, or a refusal."""
         tier = self.config.tier
         call = orjson.dumps({"tool": name, "arguments": args}, option=orjson.OPT_SORT_KEYS).decode()
-        messages = [SystemMessage(JUDGE_PROMPT), UserMessage(f"User's request: {request_text}\nProposed call: {call}")]
+        messages = [SystemMessage(self.system_prompt), UserMessage(f"User's request: {request_text}\nProposed call: {call}")]
         digest = canonical_hash({"messages": [{"role": "system", "text": messages[0].text}, {"role": "user", "text": messages[1].text}], "tools": []})
         record(Turn.LLMAsked, round=round, tier=tier, request_digest=digest, tools=[], role="judge")
         model = ""

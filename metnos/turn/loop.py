@@ -56,7 +56,8 @@ from metnos.turn.errors import TurnError
 from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
 from metnos.turn.guards import DUPLICATE_READ, TurnGuards, targets_of
 from metnos.turn.interrupts import InterruptGate, Interrupted
-from metnos.turn.judge import LLMJudge
+from metnos.turn.hybrid import OnlineDriver, PlanFailed
+from metnos.turn.judge import JUDGE_PROMPT, LLMJudge
 from metnos.turn.runtime_config import RuntimeConfig
 from metnos.turn.piping import FROM_STEP, resolve_args, placeholders_in
 from metnos.turn.ports import TurnPorts
@@ -97,6 +98,8 @@ class TurnOutcome:
     # Why the mnestome did not learn from this turn, if it did not (the turn is
     # recorded all the same; seeds/002 ch. 11.1: reported, never fatal).
     learning_error: str | None = None
+    # Which models answered, in order: {"tier", "role", "model"} (filled from the log by the session).
+    models: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -128,6 +131,13 @@ class _State:
     during: str = "between steps"
     # The plan the cascade gave (metnos/cascade), followed until it is done or goes wrong.
     plan: Any = None
+    # Online planning (metnos/turn/hybrid.py): the plan is an online one; its recovery call was spent; a hybrid turn escalated.
+    online: bool = False
+    recovered: bool = False
+    escalated: bool = False
+    # The tier the proposer asks now, and the failure it last climbed for.
+    tier: str = "wise"
+    climbed_for: Any = None
 
 
 class _EndTurn(Exception):
@@ -167,8 +177,9 @@ class TurnLoop:
         self.observer = observer
         # Replay and tests pass none: a gate nobody installed never fires.
         self.interrupts = interrupts or InterruptGate()
-        # Set from each turn's [runtime] (recorded on TurnStarted, so replay judges alike); off until then.
+        # Set from each turn's [runtime] (recorded on TurnStarted, so replay judges and plans alike); off until then.
         self.judge = LLMJudge(RuntimeConfig().judge)
+        self.online = OnlineDriver(self, None)
 
         self.tool_names = frozenset(catalogue.executors) | frozenset(catalogue.builtins) | {SCRATCHPAD_READ}
 
@@ -189,7 +200,8 @@ class TurnLoop:
             mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
             runtime=request.runtime,
         )
-        self.judge = LLMJudge(RuntimeConfig.model_validate(request.runtime or {}).judge)
+        self.online = OnlineDriver(self, request.runtime)
+        self.judge = LLMJudge(self.online.config.judge, self.online.config.system_prompt("judge", JUDGE_PROMPT))
         if self.observer is not None:
             self.observer(turn.pending_events[-1])
         state = _State(guards=TurnGuards(
@@ -197,6 +209,7 @@ class TurnLoop:
             cap_same_executor=self.settings.cap_same_executor,
             cap_same_vectorial=self.settings.cap_same_vectorial,
         ))
+        state.tier = self.online.config.proposer_tier if request.runtime is not None else request.tier
         with self.interrupts.deferring():
             try:
                 return self._run(turn, state, request)
@@ -221,14 +234,32 @@ class TurnLoop:
         self._commit(turn)
         state.plan = self._consult_plans(turn, request)
         pool = [c["name"] for c in ranking["candidates"] if self._offered(request, c["name"])]
-        messages: list[Message] = [SystemMessage(PLANNER_PROMPT), UserMessage(request.text)]
+        messages: list[Message] = [SystemMessage(self.online.config.system_prompt("proposer", PLANNER_PROMPT)), UserMessage(request.text)]
         try:
+            why = self.online.starts_online(request) if state.plan is None else None
+            if why is not None and request.mode == "hybrid":
+                self.online.escalate(turn, state, request, pool, why)
+            elif why is not None:
+                self.online.propose(turn, state, request, pool)
             while True:
-                answer = self._round(turn, state, request, pool, messages)
+                try:
+                    answer = self._round(turn, state, request, pool, messages)
+                except _EndTurn as end:
+                    if not self.online.escalates_on_failure(request, state, cap=end.kind in (FailureKind.CAP_STEPS, FailureKind.CAP_SAME_EXECUTOR)):
+                        raise
+                    self.online.escalate(turn, state, request, pool, f"the local loop ended: {end.kind.value} ({end.detail})")
+                    continue
                 if answer is not None:
                     return self._answered(turn, state, answer)
         except _EndTurn as end:
             return self._fail(turn, state, end.kind, end.detail)
+        except PlanFailed as failed:
+            if failed.llm_error is not None:
+                kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(failed.llm_error, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY
+                return self._fail(turn, state, kind, failed.detail)
+            if state.problem is not None:
+                return self._fail(turn, state, *state.problem)
+            return self._fail(turn, state, FailureKind.BAD_LLM_REPLY, failed.detail)
         except _AnswerFromData as found:
             answer = compose_answer([state.observations.get(s, {}) for s in found.steps])
             self._record(turn, Turn.AnswerComposed, from_steps=list(found.steps), reason="duplicate_read_repeated")
@@ -257,15 +288,23 @@ class TurnLoop:
     def _round(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> str | None:
         self.interrupts.checkpoint()
         state.round += 1
+        if state.plan is None and state.problem is not None and self.online.escalates_on_failure(request, state, cap=False):
+            self.online.escalate(turn, state, request, pool, f"a local step failed: {state.problem[1]}")
         if state.plan is not None:
             return self._follow_plan(turn, state, request, pool, messages)
+        if state.problem is not None and state.problem is not state.climbed_for:
+            state.climbed_for = state.problem
+            higher = self.online.config.tier_above(state.tier)
+            if higher is not None:
+                self._record(turn, Turn.TierEscalated, round=state.round, from_tier=state.tier, to_tier=higher, reason=state.problem[1])
+                state.tier = higher
         tools = [] if state.final_only else self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
         digest = canonical_hash({"messages": [_message_record(m) for m in messages], "tools": [t.name for t in tools]})
-        self._record(turn, Turn.LLMAsked, round=state.round, tier=request.tier, request_digest=digest, tools=[t.name for t in tools])
+        self._record(turn, Turn.LLMAsked, round=state.round, tier=state.tier, request_digest=digest, tools=[t.name for t in tools])
         started = time.perf_counter()
         try:
             with self._waiting(state, "while waiting for the model"):
-                reply = self.ports.ask_llm(request.tier, messages, tools)
+                reply = self.ports.ask_llm(state.tier, messages, tools)
         except LLMError as e:
             self._record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
             kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY
@@ -294,6 +333,10 @@ class TurnLoop:
             return text
         if state.final_only:
             raise _EndTurn(FailureKind.BAD_LLM_REPLY, "a tool call after the pipeline was closed")
+        critical = next((why for c in reply.tool_calls if (why := self.online.critical(request, c.name))), None) if not state.escalated else None
+        if critical is not None:
+            self.online.escalate(turn, state, request, pool, critical)
+            return None
         messages.append(reply.to_message())
         for call in reply.tool_calls:
             state.step += 1
@@ -324,23 +367,35 @@ class TurnLoop:
         reply = state.plan.reply(state.step)
         if reply is None:
             try:
-                return state.plan.answer(state.observations)
+                answer = state.plan.answer(state.observations)
             except TemplateGap as gap:
-                return self._abandon_plan(turn, state, str(gap))
+                return self._abandon_plan(turn, state, request, pool, str(gap))
+            if state.online and state.problem is not None and not grounded_in(answer, state.since_problem):
+                # An online plan's answer after a failed step must rest on what succeeded since.
+                raise _EndTurn(*state.problem)
+            return answer
         messages.append(reply.to_message())
         call = reply.tool_calls[0]
         state.step += 1
+        before = state.problem
         observation, others = self._step(turn, state, request, pool, call, "plan")
         messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation), is_error=observation.get("ok") is False))
         self._commit(turn, *others)
-        if observation.get("ok") is False or state.problem is not None:
-            return self._abandon_plan(turn, state, f"step {state.step} ({call.name}) did not succeed")
+        # An online plan after a recovery goes on past the earlier failure; only a new one stops it.
+        if observation.get("ok") is False or (state.problem is not None and (not state.online or state.problem is not before)):
+            reason = f"step {state.step} ({call.name}) did not succeed"
+            if state.online and observation.get("ok") is False:
+                reason += f": {step_failure_words(call.name, observation)}"
+            return self._abandon_plan(turn, state, request, pool, reason)
         return None
 
-    def _abandon_plan(self, turn: Turn, state: _State, reason: str) -> None:
+    def _abandon_plan(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], reason: str) -> None:
         self._record(turn, Turn.PlanAbandoned, step=state.step, reason=reason)
         self._commit(turn)
         state.plan = None
+        if state.online:
+            # An online plan gets one recovery call; after it, no model takes over.
+            self.online.plan_failed(turn, state, request, pool, reason)
 
     # One step --------------------------------------------------------------
     def _step(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], call: ToolCall, call_form: str) -> tuple[dict[str, Any], list[Any]]:

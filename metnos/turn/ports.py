@@ -75,7 +75,8 @@ class LivePorts:
         return self._ids()
 
     def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> LLMReply:
-        return self.router.for_tier(tier).complete(list(messages), list(tools), temperature=0)
+        # The tier's own temperature, token budget and reasoning setting (config.toml [llm.tiers.*]).
+        return self.router.for_tier(tier).complete(list(messages), list(tools))
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         call = self.runtime.invoker.call(

@@ -3,6 +3,13 @@ hybrid escalation rules and the LLM judge (seeds/002 ch. 3, 4, 9.2).
 
     [runtime]
     mode = "local"            # local | online | hybrid
+    online_tier = "wise"      # the tier that plans in online mode
+    proposer_tier = "wise"    # the tier the step-by-step proposer starts on
+    escalate_tiers = true     # after a failed step, the proposer moves to the next distinct tier up
+    escalate_to_frontier = false   # ... and may reach the frontier tier
+
+    [runtime.prompts]         # added to a role's system prompt
+    proposer = "Answer in Italian."
     autonomy = "supervised"   # read_only | supervised | full
 
     [runtime.hybrid]          # when a hybrid turn leaves the local loop for one online plan
@@ -56,6 +63,16 @@ class RuntimeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: Literal["local", "online", "hybrid"] = "local"
+    # The tier that plans in online mode (a hybrid escalation uses [runtime.hybrid] online_tier).
+    online_tier: Literal["fast", "middle", "wise", "frontier"] = "wise"
+    # The tier the local proposer starts on, and whether a failed step moves it up to the next distinct tier.
+    proposer_tier: Literal["fast", "middle", "wise", "frontier"] = "wise"
+    escalate_tiers: bool = True
+    escalate_to_frontier: bool = False
+    # The distinct tiers, lowest first (filled by the session from [llm.tiers.*]; recorded so replay climbs alike).
+    tier_ladder: tuple[str, ...] = ()
+    # Text added to a role's system prompt: proposer, online, judge.
+    prompts: dict[Literal["proposer", "online", "judge"], str] = Field(default_factory=dict)
     autonomy: str = autonomy.DEFAULT
     hybrid: HybridConfig = HybridConfig()
     judge: JudgeConfig = JudgeConfig()
@@ -70,6 +87,18 @@ class RuntimeConfig(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    def system_prompt(self, role: str, base: str) -> str:
+        """The role's built-in prompt, and the user's words for that role after it."""
+        added = self.prompts.get(role, "").strip()  # type: ignore[call-overload]
+        return f"{base.rstrip()}\n{added}\n" if added else base
+
+    def tier_above(self, tier: str) -> str | None:
+        """Where a failing proposer moves: the next distinct tier of the ladder, if escalation is on."""
+        if not self.escalate_tiers or tier not in self.tier_ladder:
+            return None
+        at = self.tier_ladder.index(tier)
+        return self.tier_ladder[at + 1] if at + 1 < len(self.tier_ladder) else None
 
 
 def load_runtime_config(config_file: Path | None) -> RuntimeConfig:

@@ -12,7 +12,7 @@ from domain.turn import OPEN, Turn
 from metnos.errors import MetnosError
 from metnos.mnestome.record import record_turn
 from metnos.llm.router import LLMRouter
-from metnos.llm.tiers import load_llm_settings
+from metnos.llm.tiers import load_llm_settings, tier_ladder
 from metnos.runtime import Runtime
 from metnos.sandbox import autonomy
 from metnos.sandbox.bwrap import require_sandbox
@@ -64,6 +64,10 @@ class LogSink:
             self.log.save(*pending, *extra)
         if closed:
             self.release()
+
+    @property
+    def turn_events(self) -> list[Any]:
+        return list(self._turn_events)
 
     def release(self) -> None:
         if self._lease is not None:
@@ -125,6 +129,24 @@ def plan_port(runtime: Runtime, catalogue: TurnCatalogue, checker: Callable[[Any
     return lambda text: consultant.consult(text).to_fields()
 
 
+def runtime_record(section: Any, router: LLMRouter) -> dict[str, Any]:
+    """[runtime] as the turn runs it, with the ladder of distinct tiers the proposer may climb."""
+    settings = getattr(router, "settings", None)
+    ladder = tier_ladder(settings, with_frontier=section.escalate_to_frontier) if settings is not None else []
+    return section.model_copy(update={"tier_ladder": tuple(ladder)}).to_json()
+
+
+def models_of(events: list[Any]) -> list[dict[str, str]]:
+    """Each model call of a turn: its tier, its role and the model that answered."""
+    calls: list[dict[str, str]] = []
+    for e in events:
+        if isinstance(e, Turn.LLMAsked):
+            calls.append({"tier": e.tier, "role": e.role, "model": ""})
+        elif isinstance(e, Turn.LLMReplied) and calls:
+            calls[-1]["model"] = str(e.reply.get("model") or "")
+    return calls
+
+
 class EmptyRequest(MetnosError):
     """A request with nothing to do."""
 
@@ -151,6 +173,7 @@ def run_turn(
     interrupts: InterruptGate | None = None,
     cache: bool = True,
     level: str | None = None,
+    mode: str | None = None,
 ) -> TurnOutcome:
     """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml."""
     check_request(text)
@@ -181,12 +204,14 @@ def run_turn(
             observer=observer,
             interrupts=interrupts,
         )
-        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level, runtime=section.to_json()))
+        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level,
+                                       mode=mode or section.mode, runtime=runtime_record(section, router)))
     finally:
         sink.release()
         if own_router:
             router.close()
     runtime.refresh()
+    outcome = dataclasses.replace(outcome, models=models_of(sink.turn_events))
     if sink.learning_error is not None:
         outcome = dataclasses.replace(outcome, learning_error=sink.learning_error)
     # The reactive cascade: a gap compose could not close is left as a generation proposal.

@@ -103,3 +103,146 @@ def test_an_unreadable_judge_refuses(home: Path, capsys, monkeypatch) -> None:
     assert not target.exists() and out["status"] == "refused", out
     [verdict] = [e["state"]["verdict"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "StepJudgedByModel"]
     assert verdict["score"] is None and "not a verdict" in verdict["reason"]
+
+
+def plan(steps: list, answer: str) -> str:
+    return orjson.dumps({"steps": [{"executor": e, "args": a} for e, a in steps], "answer": answer}).decode()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_online_turn_plans_three_piped_steps_in_one_call(home: Path, capsys, monkeypatch, provider: str) -> None:
+    (home / "notes").mkdir()
+    (home / "notes" / "milk.md").write_text("buy milk")
+    digest = home / "digest.txt"
+    three = plan([("find_files", {"base_path": "~/notes", "pattern": "*.md"}),
+                  ("read_files", {"from_step": 1}),
+                  ("write_files", {"files": [{"path": "~/digest.txt", "content": "{{step2.entries.0.content}}"}]})],
+                 "Copied into ~/digest.txt: {{step2.entries.0.content}}")
+    with ScriptedLLM([text(three)]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "copy my markdown note into ~/digest.txt", "--yes", "--mode", "online", provider=provider)
+        sent = llm.requests
+    assert code == 0 and out["answer"] == "Copied into ~/digest.txt: buy milk", out
+    assert digest.read_text() == "buy milk"
+    # One model call planned everything; the steps ran with none.
+    assert len(sent) == 1 and sent[0].tool_names == []
+    assert out["models"] == [{"tier": "wise", "role": "online", "model": "scripted-model"}]
+    events = events_of(capsys, out["turn_id"])
+    kinds = [kind(e) for e in events]
+    assert kinds.count("LLMAsked") == 1 and kinds.count("StepInvoked") == 3
+    assert events[0]["state"]["mode"] == "online"
+    piped = [(e["state"]["src_step"], e["state"]["dst_step"], e["state"]["mechanism"]) for e in events if kind(e) == "DataPiped"]
+    assert [(s, d) for s, d, _ in piped] == [(1, 2), (2, 3)]
+    # The write still asked (and --yes answered): the plan passes the same gate.
+    assert [e["state"]["executor"] for e in events if kind(e) == "ApprovalAsked"] == ["write_files"]
+    [proposed] = [e["state"] for e in events if kind(e) == "OnlinePlanProposed"]
+    assert [s["executor"] for s in proposed["plan"]["steps"]] == ["find_files", "read_files", "write_files"]
+    page = shown(capsys, out["turn_id"])
+    assert "asked the wise tier as online" in page and "sent (user): copy my markdown note into ~/digest.txt" in page
+    replays_clean(capsys, out["turn_id"])
+
+
+def test_an_online_plan_with_a_failing_step_gets_one_recovery_call(home: Path, capsys, monkeypatch) -> None:
+    (home / "notes").mkdir()
+    (home / "notes" / "a.md").write_text("alpha")
+    first = plan([("read_files", {"paths": ["~/notes/missing.md"], "bogus": 1})], "{{step1.entries.0.content}}")
+    second = plan([("read_files", {"paths": ["~/notes/a.md"]})], "It says {{step1.entries.0.content}}")
+    with ScriptedLLM([text(first), text(second)]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "what does my note say?", "--mode", "online")
+        recovery = llm.requests[1]
+    assert code == 0 and out["answer"] == "It says alpha", orjson.dumps(out).decode()
+    assert "did not succeed" in orjson.dumps(recovery.body).decode()
+    events = events_of(capsys, out["turn_id"])
+    assert [e["state"]["role"] for e in events if kind(e) == "LLMAsked"] == ["online", "recovery"]
+    proposed = [e["state"] for e in events if kind(e) == "OnlinePlanProposed"]
+    assert [p["recovery"] for p in proposed] == [False, True]
+    # The recovery's step 1 is the turn's step 2, and its answer reads step 2.
+    assert proposed[1]["plan"]["steps"][1]["executor"] == "read_files"
+    replays_clean(capsys, out["turn_id"])
+
+
+def test_a_hybrid_turn_escalates_to_the_online_model_after_a_local_failure(home: Path, capsys, monkeypatch) -> None:
+    (home / "notes").mkdir()
+    (home / "notes" / "a.md").write_text("alpha")
+    online_plan = plan([("read_files", {"paths": ["~/notes/a.md"]})], "Your note says {{step1.entries.0.content}}")
+    with ScriptedLLM([call("read_files", {"pathz": 1})]) as local, ScriptedLLM([text(online_plan)]) as online:
+        configure(f'[runtime]\nmode = "hybrid"\n\n[llm.tiers.wise]\nprovider = "openai"\nurl = "{local.url}"\nmodel = "local-0.5b"\n\n'
+                  f'[llm.tiers.frontier]\nprovider = "anthropic"\nurl = "{online.url}"\nmodel = "online-model"\n')
+        for var in ("METNOS_LLM_URL", "METNOS_LLM_MODEL", "METNOS_LLM_PROVIDER"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+        capsys.readouterr()
+        code = main(["ask", "what does my note a.md say?", "--json", "--no-cache"])
+        out = orjson.loads(capsys.readouterr().out)
+        assert online.requests[0].dialect == "anthropic" and len(local.requests) == 1
+        assert local.requests[0].body["model"] == "local-0.5b" and online.requests[0].body["model"] == "online-model"
+    assert code == 0 and out["answer"] == "Your note says alpha", out
+    assert [(m["tier"], m["role"]) for m in out["models"]] == [("wise", "proposer"), ("frontier", "online")]
+    events = events_of(capsys, out["turn_id"])
+    [escalated] = [e["state"] for e in events if kind(e) == "ModeEscalated"]
+    assert escalated["tier"] == "frontier" and escalated["reason"].startswith("a local step failed")
+    [plan_event] = [e["state"] for e in events if kind(e) == "OnlinePlanProposed"]
+    assert plan_event["plan"]["steps"][0] is None and plan_event["plan"]["steps"][1]["executor"] == "read_files"
+    replays_clean(capsys, out["turn_id"])
+
+
+def test_a_hybrid_turn_stays_local_when_nothing_escalates(home: Path, capsys, monkeypatch) -> None:
+    configure('[runtime]\nmode = "hybrid"\n')
+    with ScriptedLLM([call("get_now", {}), text("It is now.")]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "what time is it?")
+    assert code == 0, out
+    kinds = [kind(e) for e in events_of(capsys, out["turn_id"])]
+    assert "ModeEscalated" not in kinds and "OnlinePlanProposed" not in kinds
+    assert [m["role"] for m in out["models"]] == ["proposer", "proposer"]
+
+
+def test_a_hybrid_turn_escalates_at_once_for_a_critical_executor_and_for_the_users_mark(home: Path, capsys, monkeypatch) -> None:
+    configure('[runtime]\nmode = "hybrid"\n\n[runtime.hybrid]\ncritical = ["fs:write"]\n')
+    note = plan([("write_files", {"files": [{"path": "~/todo.md", "content": "milk"}]})], "Saved.")
+    with ScriptedLLM([call("write_files", {"files": [{"path": "~/todo.md", "content": "local"}]}), text(note)]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "save milk to todo.md", "--yes")
+    assert code == 0 and (home / "todo.md").read_text() == "milk", out
+    [escalated] = [e["state"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "ModeEscalated"]
+    assert escalated["reason"] == "write_files holds fs:write, listed as critical"
+    with ScriptedLLM([text(plan([("get_now", {})], "It is {{step1.content}}"))]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "!online what time is it?")
+    assert code == 0 and out["answer"].startswith("It is "), out
+    [escalated] = [e["state"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "ModeEscalated"]
+    assert escalated["reason"] == "the request is marked !online"
+
+
+def test_a_failing_step_moves_the_proposer_up_to_the_next_distinct_tier(home: Path, capsys, monkeypatch) -> None:
+    (home / "notes").mkdir()
+    (home / "notes" / "a.md").write_text("alpha")
+    with ScriptedLLM([call("read_files", {"pathz": 1})]) as small, \
+            ScriptedLLM([call("read_files", {"paths": ["~/notes/a.md"]}), text("It says alpha.")]) as big:
+        configure('[runtime]\nproposer_tier = "fast"\n\n[runtime.prompts]\nproposer = "Reply in one short sentence."\n\n'
+                  f'[llm.tiers.fast]\nprovider = "openai"\nurl = "{small.url}"\nmodel = "small"\n\n'
+                  f'[llm.tiers.wise]\nprovider = "openai"\nurl = "{big.url}"\nmodel = "big"\ntemperature = 0.3\nmax_tokens = 300\n'
+                  'reasoning = false\n')
+        for var in ("METNOS_LLM_URL", "METNOS_LLM_MODEL", "METNOS_LLM_PROVIDER"):
+            monkeypatch.delenv(var, raising=False)
+        capsys.readouterr()
+        code = main(["ask", "what does my note a.md say?", "--json", "--no-cache"])
+        out = orjson.loads(capsys.readouterr().out)
+        asked_big = big.requests[0].body
+    assert code == 0 and out["answer"] == "It says alpha.", out
+    # The wise tier's own parameters and the proposer's added words went with the call.
+    assert asked_big["temperature"] == 0.3 and asked_big["max_tokens"] == 300
+    assert asked_big["chat_template_kwargs"] == {"enable_thinking": False}
+    assert asked_big["messages"][0]["role"] == "system" and "Reply in one short sentence." in asked_big["messages"][0]["content"]
+    events = events_of(capsys, out["turn_id"])
+    [climbed] = [e["state"] for e in events if kind(e) == "TierEscalated"]
+    assert (climbed["from_tier"], climbed["to_tier"]) == ("fast", "wise") and "schema" in climbed["reason"]
+    assert [e["state"]["tier"] for e in events if kind(e) == "LLMAsked"] == ["fast", "wise", "wise"]
+    replies = [e["state"]["reply"] for e in events if kind(e) == "LLMReplied"]
+    assert all(r["model"] and r["usage"]["input_tokens"] is not None for r in replies)
+    assert events[0]["state"]["runtime"]["tier_ladder"] == ["fast", "wise"]
+    replays_clean(capsys, out["turn_id"])
+
+
+def test_one_configured_model_has_no_tier_to_climb(home: Path, capsys, monkeypatch) -> None:
+    with ScriptedLLM([call("read_files", {"pathz": 1}), text("I could not read it.")]) as llm:
+        _, out = ask(capsys, monkeypatch, llm, "what does my note a.md say?")
+    events = events_of(capsys, out["turn_id"])
+    assert "TierEscalated" not in [kind(e) for e in events]
+    assert events[0]["state"]["runtime"]["tier_ladder"] == ["fast"]
