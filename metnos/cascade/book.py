@@ -7,6 +7,7 @@ from uuid import UUID
 
 from domain.plan import PlanEntry, plan_entry_id
 from metnos.cascade.consult import stale_reason
+from metnos.cascade.template import derived_digits
 from metnos.errors import MetnosError
 
 
@@ -80,6 +81,7 @@ class PlanBook:
     def show(self, ref: str) -> dict[str, Any]:
         entry = dict(self._entry(ref))
         entry["stale"] = self._stale(entry)
+        entry["fixed_numbers"] = derived_digits(entry["plan"]["answer"], entry["text"])
         entry["anti_skill_until"] = self._state()["anti"].get(entry["plan_id"])
         return entry
 

@@ -33,7 +33,8 @@ def leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...]
     while stack and len(found) < MAX_LEAVES:
         at, item = stack.pop()
         if isinstance(item, dict):
-            stack.extend((at + (k,), v) for k, v in reversed(list(item.items())) if k not in ("ok", "metadata"))
+            # Metadata included: get_now's date, a count, a size are values an answer quotes.
+            stack.extend((at + (k,), v) for k, v in reversed(list(item.items())) if k != "ok")
         elif isinstance(item, list):
             stack.extend((at + (i,), v) for i, v in reversed(list(enumerate(item))))
         elif isinstance(item, bool) or item is None:

@@ -57,6 +57,8 @@ def _print_entry(entry: dict[str, Any]) -> None:
         print(f"  step {i}: {step['executor']}@{step['version']} {orjson.dumps(step['args']).decode()[:200]}")
     answer = "".join(s["text"] if "text" in s else "{{step" + ".".join(map(str, s["ref"])) + "}}" for s in entry["plan"]["answer"])
     print(f"  answer:   {answer[:400]}")
+    if entry.get("fixed_numbers"):
+        print(f"  note:     the answer repeats {', '.join(entry['fixed_numbers'][:5])} as written, whatever the steps give next time")
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -150,3 +150,10 @@ def test_a_template_walked_with_one_value_only_is_not_proposed() -> None:
     same["values"] = [["~/x.txt"]] * 3
     found = _consultant({"entries": {}, "by_key": {}, "anti": {}, "templates": {intent: {"same": same}}}, {}).consult("show me ~/y.txt")
     assert found.layer is None and found.reason == "unknown request"
+
+
+def test_a_date_in_an_outputs_metadata_is_a_slot() -> None:
+    output = {"ok": True, "content": "2026-11-24T20:47:00+00:00", "metadata": {"date": "2026-11-24", "weekday": "Tuesday"}}
+    segments = make_template("Today is Tuesday, 2026-11-24.", {1: output})
+    assert render(segments, {1: {"content": "x", "metadata": {"date": "2026-11-25", "weekday": "Wednesday"}}}) == "Today is Wednesday, 2026-11-25."
+    assert derived_digits(segments, "what is the date") == []
