@@ -224,7 +224,8 @@ class Synt:
             try:
                 files, declared = parse_draft(reply.text)
             except DraftProblem as e:
-                stage, failure = "draft", str(e)
+                shown = " ".join(reply.text.split())[:300]
+                stage, failure = "draft", f"{e} (the model replied: {shown!r})"
                 p.check_statically(round=round_, ok=False, problems=[failure], at=self.runtime.clock())
                 self._save(p)
                 continue

@@ -41,11 +41,11 @@ def run(args, ctx):
 ```python
 # tests/birth.py
 def birth_something(run, tmp):
-    out = run({...})
+    out = run(ARGS)
     assert out["ok"] is True
 ```
 main.py defines run(args, ctx), which returns a dict that matches the output schema.
-tests/birth.py defines two to four functions birth_<what>(run, tmp): each calls run(args) and asserts on the result; tmp is a scratch pathlib.Path.
+tests/birth.py defines two to four functions birth_<what>(run, tmp): each calls run with a dict of arguments that fits the input schema (ARGS above stands for one, such as {example}) and asserts on the result; tmp is a scratch pathlib.Path.
 Use the standard library only, and only these modules: {modules}.
 Never use eval, exec, compile, __import__ or importlib.
 If the code needs a capability (files, network, binaries, the clock), add a third block:
@@ -68,7 +68,9 @@ def _spec_text(spec: Specification) -> str:
 
 def draft_messages(spec: Specification, capabilities: Mapping[str, Any]) -> list[Message]:
     modules = ", ".join(sorted(allowed_modules(capabilities)))
-    return [SystemMessage(DRAFT_SYSTEM.replace("{modules}", modules)), UserMessage("Specification:\n" + _spec_text(spec))]
+    example = json.dumps(spec.examples[0].get("args", {})) if spec.examples else "{}"
+    system = DRAFT_SYSTEM.replace("{modules}", modules).replace("{example}", example)
+    return [SystemMessage(system), UserMessage("Specification:\n" + _spec_text(spec))]
 
 
 def repair_messages(spec: Specification, capabilities: Mapping[str, Any], files: Mapping[str, str], failure: str) -> list[Message]:
@@ -81,27 +83,45 @@ class DraftProblem(ValueError):
     """The model's reply does not hold the two files."""
 
 
+_LABEL = re.compile(r"^#\s*(main\.py|tests/birth\.py|birth\.py)\s*$", re.M)
+
+
+def _segments(body: str) -> list[tuple[str | None, str]]:
+    """A block cut at its ``# main.py`` / ``# tests/birth.py`` lines: small models put both files in one."""
+    marks = list(_LABEL.finditer(body))
+    if not marks:
+        return [(None, body)]
+    out: list[tuple[str | None, str]] = []
+    if body[:marks[0].start()].strip():
+        out.append((None, body[:marks[0].start()]))
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(body)
+        out.append(("main" if m.group(1) == "main.py" else "birth", body[m.end():end]))
+    return out
+
+
 def parse_draft(text: str) -> tuple[dict[str, str], dict[str, Any]]:
     """(files, declared capabilities) from a draft reply."""
     main = birth = None
     declared: dict[str, Any] = {}
-    for lang, body in _FENCE.findall(text):
-        if lang.lower() == "json" or (not lang and body.lstrip().startswith("{")):
+    for lang, block in _FENCE.findall(text):
+        if lang.lower() == "json" or (not lang and block.lstrip().startswith("{")):
             try:
-                found = first_json_object(body)
+                found = first_json_object(block)
             except SpecProblem:
                 continue
             caps = found.get("capabilities", found)
             if isinstance(caps, dict):
                 declared = caps
             continue
-        if "def birth_" in body and birth is None:
-            birth = body
-        elif "def run(" in body and main is None:
-            main = body
-    if main is None:
+        for label, body in _segments(block):
+            if (label == "birth" or (label is None and "def birth_" in body)) and birth is None:
+                birth = body
+            elif (label == "main" or (label is None and "def run(" in body)) and main is None:
+                main = body
+    if main is None or "def run(" not in main:
         raise DraftProblem("the reply has no Python block defining run(args, ctx) (main.py)")
-    if birth is None:
+    if birth is None or "def birth_" not in birth:
         raise DraftProblem("the reply has no Python block defining birth_* tests (tests/birth.py)")
     return {"main.py": _without_label(main), "tests/birth.py": _without_label(birth)}, declared
 

@@ -1,0 +1,41 @@
+"""Reading the model's drafts: the forms real small models reply in."""
+
+from __future__ import annotations
+
+import pytest
+
+from metnos.synt.prompts import DraftProblem, parse_draft
+
+# What the real qwen2.5-coder 0.5B replied to the draft prompt (both files in one block).
+ONE_BLOCK = '''```python
+# main.py
+def run(args, ctx):
+    text = args["text"]
+    return {"ok": True, "count": len(text.split())}
+
+# tests/birth.py
+def birth_counts(run, tmp):
+    assert run({"text": "a b"})["count"] == 2
+```'''
+
+
+def test_both_files_in_one_block_are_cut_at_their_labels() -> None:
+    files, declared = parse_draft(ONE_BLOCK)
+    assert files["main.py"].startswith("def run(args, ctx):") and "birth" not in files["main.py"]
+    assert files["tests/birth.py"].startswith("def birth_counts(run, tmp):")
+    assert declared == {}
+
+
+def test_two_blocks_and_a_capabilities_block() -> None:
+    reply = ('```python\ndef run(args, ctx):\n    return {"ok": True}\n```\n'
+             '```python\ndef birth_ok(run, tmp):\n    assert run({})["ok"]\n```\n'
+             '```json\n{"capabilities": {"time:read": true}}\n```')
+    files, declared = parse_draft(reply)
+    assert set(files) == {"main.py", "tests/birth.py"} and declared == {"time:read": True}
+
+
+@pytest.mark.parametrize("reply", ["no code at all", "```python\ndef birth_x(run, tmp):\n    pass\n```",
+                                   "```python\n# main.py\nprint('no run here')\n# tests/birth.py\ndef birth_x(run, tmp):\n    pass\n```"])
+def test_a_reply_without_both_files_is_a_draft_problem(reply: str) -> None:
+    with pytest.raises(DraftProblem):
+        parse_draft(reply)
