@@ -37,7 +37,7 @@ ANTI_SKILL_DAYS = 30
 
 class PlansFold(Fold):
     name = "plans"
-    version = 2
+    version = 3
     cost = 2
 
     def initial(self) -> dict[str, Any]:
@@ -150,9 +150,12 @@ def _answered(state: dict[str, Any], record: Record, position: int) -> None:
     }
     if slots:
         template = generalise(plan, slots)
-        tid = plan_id(template)
+        # One template per chain of steps: the model words its answer anew each time,
+        # and the latest wording is the one a hit gives.
+        tid = plan_id({"steps": template["steps"], "answer": []})
         entry = state["templates"].setdefault(intent, {}).setdefault(
             tid, {"template": template, "sources": [], "values": [], "wins": 0, "losses": 0, "last": at})
+        entry["template"] = template
         entry["sources"].append(turn_id)
         entry["values"].append([s.value for s in slots])
         entry["last"] = at
