@@ -246,3 +246,18 @@ def test_one_configured_model_has_no_tier_to_climb(home: Path, capsys, monkeypat
     events = events_of(capsys, out["turn_id"])
     assert "TierEscalated" not in [kind(e) for e in events]
     assert events[0]["state"]["runtime"]["tier_ladder"] == ["fast"]
+
+
+def test_a_hybrid_turn_that_hits_a_cap_escalates_and_ask_names_both_models(home: Path, capsys, monkeypatch) -> None:
+    configure('[runtime]\nmode = "hybrid"\n\n[turn]\ncap_same_executor = 1\n')
+    # The caps still hold after the escalation: the online plan answers from what the turn has.
+    online_plan = plan([], "The clock was read at step 1.")
+    with ScriptedLLM([call("get_now", {}), call("get_now", {}), text(online_plan)]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        capsys.readouterr()
+        code = main(["ask", "what time is it?", "--no-cache"])
+        said = capsys.readouterr()
+    assert code == 0 and said.out.strip() == "The clock was read at step 1.", said
+    assert "answered by scripted-model (wise tier, 2 calls as proposer)" in said.err
+    assert "(frontier tier, 1 call as online)" in said.err
