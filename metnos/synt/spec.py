@@ -75,8 +75,8 @@ def _as_object(schema: Any, key: str, *, output: bool) -> Any:
 def normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
     """What a small model gets almost right, made right without changing its meaning:
     a verb outside the vocabulary that is a known synonym of one (``count_words`` ->
-    ``compute_words``), and a bare input or output schema (``{"type": "string"}``)
-    as an object with one field. The user approves the result, not the reply."""
+    ``compute_words``), a bare input or output schema (``{"type": "string"}``)
+    as an object with one field, and an output that requires ``error`` even on success. The user approves the result, not the reply."""
     out = dict(raw)
     if isinstance(out.get("name"), str):
         out["name"] = in_vocabulary(out["name"].strip().lower().replace("-", "_").replace(" ", "_"))
@@ -85,6 +85,10 @@ def normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
         out["input_schema"] = _as_object(out["input_schema"], "text" if kind == "string" else "value", output=False)
     if "output_schema" in out:
         out["output_schema"] = _as_object(out["output_schema"], "result", output=True)
+        schema = out["output_schema"]
+        # "error" is there only when ok is false (the prompt's convention): required, it breaks every success.
+        if isinstance(schema, dict) and isinstance(schema.get("required"), list) and "error" in schema["required"]:
+            out["output_schema"] = {**schema, "required": [k for k in schema["required"] if k != "error"]}
     return out
 
 

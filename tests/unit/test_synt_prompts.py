@@ -39,3 +39,13 @@ def test_two_blocks_and_a_capabilities_block() -> None:
 def test_a_reply_without_both_files_is_a_draft_problem(reply: str) -> None:
     with pytest.raises(DraftProblem):
         parse_draft(reply)
+
+
+def test_a_specification_is_normalised_where_small_models_slip() -> None:
+    from metnos.synt.spec import normalise
+
+    out = normalise({"name": "count_words", "input_schema": {"type": "string"},
+                     "output_schema": {"type": "object", "required": ["ok", "error"], "properties": {"ok": {}, "error": {}}}})
+    assert out["name"] == "compute_words"
+    assert out["input_schema"] == {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
+    assert out["output_schema"]["required"] == ["ok"]
