@@ -87,7 +87,8 @@ def says(*needles: str) -> Check:
 def says_any(*needles: str) -> Check:
     def check(o: Outcome) -> tuple[bool, str]:
         low = (o.answer or "").lower()
-        return (any(n.lower() in low for n in needles), f"answer has none of {list(needles)}")
+        ok = any(n.lower() in low for n in needles)
+        return ok, "ok" if ok else f"answer has none of {list(needles)}"
 
     return check
 
@@ -95,7 +96,7 @@ def says_any(*needles: str) -> Check:
 def says_number(value: float, tol: float = 0.006) -> Check:
     def check(o: Outcome) -> tuple[bool, str]:
         ok = any(abs(n - value) <= tol for n in numbers_in(o.answer))
-        return ok, f"answer lacks the number {value}"
+        return ok, "ok" if ok else f"answer lacks the number {value}"
 
     return check
 
@@ -181,7 +182,8 @@ def says_today() -> Check:
         text = (o.answer or "").lower()
         forms = {now.date().isoformat(), f"{now.strftime('%B').lower()} {now.day}", f"{now.day} {now.strftime('%B').lower()}",
                  now.strftime("%d/%m/%Y"), now.strftime("%m/%d/%Y")}
-        return any(f in text for f in forms), f"answer does not give today's date {now.date()}"
+        ok = any(f in text for f in forms)
+        return ok, "ok" if ok else f"answer does not give today's date {now.date()}"
 
     return check
 

@@ -96,10 +96,13 @@ def metnos_env(home: Path) -> dict[str, str]:
     return env
 
 
-def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "local", online_url: str | None = None) -> None:
+def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "local", online_url: str | None = None,
+                    pages_url: str | None = None) -> None:
     """The shared server as the user's config.toml names it, with the bench's time limit per request
     (the plain loops have no limit per request either, only the task's). In online and hybrid
-    mode the frontier tier is ``online_url`` (the second model) and plans; local tiers stay on ``llm_url``."""
+    mode the frontier tier is ``online_url`` (the second model) and plans; local tiers stay on ``llm_url``.
+    The pages' host is on the network allow-list, as a user who asks Metnos to fetch from it
+    would have put it."""
     config = home / ".config" / "metnos" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     text = (f'[llm.tiers.fast]\nprovider = "openai"\nurl = "{llm_url}"\nmodel = "bench"\n'
@@ -107,6 +110,8 @@ def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "
     if mode != "local":
         text += (f'\n[llm.tiers.frontier]\nprovider = "openai"\nurl = "{online_url or llm_url}"\nmodel = "bench-online"\n'
                  f'timeout_s = {timeout_s:.0f}\nmax_tokens = 1024\n\n[runtime]\nmode = "{mode}"\nonline_tier = "frontier"\n')
+    if pages_url:
+        text += f'\n[network]\nallow = ["{pages_url.split("://", 1)[1].rstrip("/")}"]\n'
     config.write_text(text, encoding="utf-8")
 
 
@@ -121,12 +126,12 @@ def _events(env: dict[str, str], topic: str) -> list[dict[str, Any]]:
 
 
 def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode: str = "local",
-               online_url: str | None = None) -> tuple[LoopResult, str, Outcome, float]:
+               online_url: str | None = None, pages_url: str | None = None) -> tuple[LoopResult, str, Outcome, float]:
     env = metnos_env(home)
     init = _metnos(["init"], env, 300)
     if init.returncode != 0:
         raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
-    point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url)
+    point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url, pages_url=pages_url)
     t0 = time.monotonic()
     try:
         proc = _metnos(["ask", "--json", "--yes", request], env, timeout_s)
@@ -156,13 +161,15 @@ def run_in_process(system: str, home: Path, request: str, llm_url: str, timeout_
     return r, status, Outcome(r.answer, home, plain_outbox(home), plain_schedules(home)), seconds
 
 
-def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: float, online_url: str | None = None) -> TaskRun:
-    home = Path(tempfile.mkdtemp(prefix=f"agentbench-{task.id}-"))
+def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: float, online_url: str | None = None,
+             keep: bool = False) -> TaskRun:
+    home = Path(tempfile.mkdtemp(prefix=f"agentbench-{task.id}-{system}-"))
     try:
         build_home(task, home)
         request = task.request(pages_url)
         if system in MODE_OF:
-            result, status, outcome, seconds = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system], online_url=online_url)
+            result, status, outcome, seconds = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
+                                                          online_url=online_url, pages_url=pages_url)
         else:
             result, status, outcome, seconds = run_in_process(system, home, request, llm_url, timeout_s)
         passed, why = task.check(outcome)
@@ -171,7 +178,10 @@ def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: f
     except Exception as e:  # noqa: BLE001 - a crash of the harness for one task is that task's failure, said
         return TaskRun(task.id, system, False, f"bench error: {type(e).__name__}: {e}", 0.0, 0, 0, "bench-error", "")
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        if keep:
+            print(f"kept {home}", file=sys.stderr)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 # Summary and output.
@@ -280,7 +290,13 @@ def default_model() -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, help="a GGUF file (default: the installed embedded model)")
-    ap.add_argument("--url", help="use this running OpenAI-compatible server instead of starting one")
+    ap.add_argument("--url", help="use this running OpenAI-compatible server for Metnos instead of starting one")
+    ap.add_argument("--baseline-url", help="use this running server for the plain loops (default: one started on the "
+                    "same GGUF with the model's own chat template, or --url's with --baseline-template metnos)")
+    ap.add_argument("--baseline-template", choices=("builtin", "metnos"), default="builtin",
+                    help="the chat template of the baselines' server: the model's own (default; what a user of a stock "
+                         "llama.cpp server gets) or Metnos's (the same server as Metnos)")
+    ap.add_argument("--keep", action="store_true", help="keep each task's fake home (its log included) for a look afterwards")
     ap.add_argument("--online-model", type=Path, help="a GGUF for the online model of metnos-online and metnos-hybrid "
                     "(a second server; default: the same server as the local model)")
     ap.add_argument("--systems", default="metnos,plain,smolagents", help=f"comma list of {', '.join(SYSTEMS)}")
@@ -316,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         notes.append("smolagents not measured: not installed (pip install 'metnos[bench]')")
         print(notes[-1], file=sys.stderr)
 
-    server = None
+    server = baseline_server = None
     model = args.model
     if args.url:
         llm_url = args.url.rstrip("/")
@@ -329,6 +345,20 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         llm_url = server.start()
         print(f"model server for {model.name} at {llm_url}, up in {time.monotonic() - t0:.1f} s (log {log})", file=sys.stderr)
+    # Metnos's chat template is part of Metnos's machinery: by default the plain loops get
+    # the model's own, as on a stock llama.cpp server.
+    if args.baseline_url:
+        baseline_url = args.baseline_url.rstrip("/")
+    elif args.baseline_template == "metnos" or all(s in MODE_OF for s in systems):
+        baseline_url = llm_url
+    else:
+        from metnos.llm.embedded import BUILTIN_TEMPLATE, EmbeddedServer
+
+        model = model or default_model()
+        log = Path(tempfile.gettempdir()) / "agentbench-baseline-llm.log"
+        baseline_server = EmbeddedServer(model, threads=args.threads or None, log_path=log, chat_template=BUILTIN_TEMPLATE)
+        baseline_url = baseline_server.start()
+        print(f"baseline model server (the model's own template) at {baseline_url} (log {log})", file=sys.stderr)
     online_server, online_url = None, None
     if args.online_model and any(s in ("metnos-online", "metnos-hybrid") for s in systems):
         from metnos.llm.embedded import EmbeddedServer
@@ -344,13 +374,14 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"model": str(model) if model else args.url, "model_file": model.name if model else None,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "threads": args.threads or None,
             "systems": systems, "tasks": [t.id for t in tasks], "notes": notes,
-            "online_model": args.online_model.name if args.online_model else None}
+            "online_model": args.online_model.name if args.online_model else None,
+            "baseline_template": "metnos" if baseline_url == llm_url else "builtin"}
     # Task by task, each system in turn: the load of a shared machine drifts, and a run
     # cut short still compares the systems on the same tasks.
     try:
         for n, task in enumerate(tasks, 1):
             for system in systems:
-                r = run_task(system, task, pages_url, llm_url, args.timeout, online_url)
+                r = run_task(system, task, pages_url, llm_url if system in MODE_OF else baseline_url, args.timeout, online_url, args.keep)
                 runs.append(r)
                 mark = "pass" if r.passed else "FAIL"
                 print(f"[{n}/{len(tasks)} {system}] {task.id}: {mark} in {r.seconds:.1f} s, {r.steps} steps, "
@@ -360,8 +391,9 @@ def main(argv: list[str] | None = None) -> int:
                 write_report(args.json, meta, systems, runs, started, load, complete=n == len(tasks))
     finally:
         pages.shutdown()
-        if server is not None:
-            server.stop()
+        for s in (server, baseline_server):
+            if s is not None:
+                s.stop()
         if online_server is not None:
             online_server.stop()
 

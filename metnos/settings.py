@@ -59,6 +59,7 @@ class MetnosSettings(BaseSettings):
     # The cascade (metnos/cascade/consult.py reads them; docs/cascade.md).
     CASCADE_COSINE: float = Field(default=0.8, gt=0, le=1, allow_inf_nan=False)
     CASCADE_MIN_SUCCESSES: int = Field(default=2, ge=1)
+    OPENING_READS: bool = _DEFAULT_TURN.opening_reads
 
     @field_validator("LLM_URL")
     @classmethod

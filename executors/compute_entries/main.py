@@ -18,6 +18,16 @@ def _number(v):
     return None
 
 
+def _fields(entries):
+    """The entries' field names with a value, in first-seen order: what an error offers instead."""
+    seen = {}
+    for e in entries[:200]:
+        for k, v in e.items():
+            if v is not None:
+                seen.setdefault(k, None)
+    return list(seen)
+
+
 def run(args, ctx):
     op, entries, field = args["op"], args["entries"], args.get("field")
     if op == "count":
@@ -28,7 +38,7 @@ def run(args, ctx):
         return {"ok": True, "content": len(entries),
                 "metadata": {"op": op, "field": None, "count_used": len(entries), "count_skipped": 0}}
     if not field:
-        return {"ok": False, "error": {"class": "NoField", "message": f"op {op!r} needs a field"}}
+        return {"ok": False, "error": {"class": "NoField", "message": f"op {op!r} needs a field: one of {_fields(entries)}"}}
     raw = [e.get(field) for e in entries if e.get(field) is not None]
     numbers = [n for n in (_number(v) for v in raw) if n is not None]
     values = numbers
@@ -36,7 +46,8 @@ def run(args, ctx):
     if op in ("min", "max") and not numbers and raw and all(isinstance(v, str) for v in raw):
         values = raw
     if not values:
-        return {"ok": False, "error": {"class": "NoValues", "message": f"no usable values in field {field!r}"}}
+        return {"ok": False, "error": {"class": "NoValues",
+                                       "message": f"no usable values in field {field!r}; the entries' fields are {_fields(entries)}"}}
     if op == "sum":
         result = math.fsum(values)
     elif op == "average":

@@ -38,6 +38,10 @@ DEFAULT_CTX = 4096
 EXTRA_HINT = "install the optional extra: pip install 'metnos[embedded]'"
 
 
+# Instead of a template file: the chat template the GGUF carries (the model's own).
+BUILTIN_TEMPLATE = "builtin"
+
+
 def chat_template_path() -> Path:
     return Path(str(resources.files("metnos.llm").joinpath("chat_template.jinja")))
 
@@ -55,7 +59,7 @@ class EmbeddedServer:
         port: int = 0,
         n_ctx: int = DEFAULT_CTX,
         threads: int | None = None,
-        chat_template: Path | None = None,
+        chat_template: Path | str | None = None,
         log_path: Path | None = None,
         idle_s: float | None = None,
         state_file: Path | None = None,
@@ -242,7 +246,8 @@ def _child_main(argv: Sequence[str]) -> int:
     params.n_ctx = args.ctx
     params.n_parallel = 1
     params.use_jinja = True  # the template's tool section and llama.cpp's tool-call parsing need it
-    params.chat_template = Path(args.template).read_text(encoding="utf-8")
+    if args.template != BUILTIN_TEMPLATE:
+        params.chat_template = Path(args.template).read_text(encoding="utf-8")
     params.sampling.temp = 0.0  # the default for requests that do not say
     if args.threads:
         params.cpuparams.n_threads = args.threads

@@ -47,7 +47,7 @@ from metnos.cascade.player import PlanPlayer
 from metnos.cascade.template import TemplateGap
 from metnos.invocation.errors import InvocationError
 from metnos.llm.errors import LLMError, ProviderUnreachable
-from metnos.llm.messages import Message, SystemMessage, ToolCall, ToolResult, UserMessage
+from metnos.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from metnos.mnestome.boost import apply_boost
 from metnos.sandbox import autonomy
 from metnos.turn.answers import REASONS, answer_problem, grounded_in
@@ -61,10 +61,11 @@ from metnos.turn.judge import JUDGE_PROMPT, LLMJudge
 from metnos.turn.runtime_config import RuntimeConfig
 from metnos.turn.piping import FROM_STEP, resolve_args, placeholders_in
 from metnos.turn.ports import TurnPorts
-from metnos.turn.prompt import FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, answer_correction
+from metnos.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, answer_correction
 from metnos.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.turn.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.turn.shortlist import complete as complete_shortlist
+from metnos.turn.sources import opening_reads
 from metnos.turn.scratchpad import InMemoryScratchpadStore, scratchpad_read, spill
 from metnos.turn.settings import TurnSettings
 from metnos.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state
@@ -119,8 +120,15 @@ class _State:
     since_problem: list[dict[str, Any]] = field(default_factory=list)
     # (executor, targets) of reads already intercepted once as duplicates.
     intercepted: set[tuple[str, frozenset[str]]] = field(default_factory=set)
+    # (executor, hash of the proposed arguments) of calls that ran and failed -> their step.
+    failed_calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Failed calls already proposed once more and intercepted.
+    repeated_failures: set[tuple[str, str]] = field(default_factory=set)
     remediating: bool = False
     final_only: bool = False
+    pipeline_closed: bool = False
+    # Steps whose data answers the request, once the model asked for it twice more.
+    answer_from: tuple[int, ...] = ()
     guards: TurnGuards = field(default_factory=TurnGuards)
     observations: dict[int, Any] = field(default_factory=dict)
     executed: dict[int, tuple[str, str]] = field(default_factory=dict)
@@ -241,6 +249,9 @@ class TurnLoop:
                 self.online.escalate(turn, state, request, pool, why)
             elif why is not None:
                 self.online.propose(turn, state, request, pool)
+            elif state.plan is None and self.settings.opening_reads:
+                # A plan from the cascade holds its own reads; an online plan proposes its own.
+                self._open(turn, state, request, pool, messages)
             while True:
                 try:
                     answer = self._round(turn, state, request, pool, messages)
@@ -264,6 +275,24 @@ class TurnLoop:
             answer = compose_answer([state.observations.get(s, {}) for s in found.steps])
             self._record(turn, Turn.AnswerComposed, from_steps=list(found.steps), reason="duplicate_read_repeated")
             return self._answered(turn, state, answer)
+
+    def _open(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> None:
+        """Read what the request names before the model is asked (metnos.turn.sources).
+        Each read is a step like any other; one that fails (a file that does not
+        exist yet) is recorded, left out of the conversation, and is not the
+        turn's problem: the request may be about to create it."""
+        for n, read in enumerate(opening_reads(request.text, self.catalogue.executors), 1):
+            state.step += 1
+            call = ToolCall(id=f"opening-{n}", name=read.executor, arguments=dict(read.args))
+            problem, since = state.problem, list(state.since_problem)
+            observation, others = self._step(turn, state, request, pool, call, "opening_read")
+            self._commit(turn, *others)
+            if observation.get("ok") is False:
+                state.problem, state.since_problem = problem, since
+                continue
+            messages.append(AssistantMessage(text="", tool_calls=(call,)))
+            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation)))
+            self.interrupts.checkpoint()
 
     def _answered(self, turn: Turn, state: _State, answer: str) -> TurnOutcome:
         self._record(turn, Turn.TurnAnswered, text=answer, steps=state.step)
@@ -321,6 +350,8 @@ class TurnLoop:
             problem = answer_problem(text, self.tool_names, [o for o in state.observations.values() if isinstance(o, dict)])
             if problem is not None:
                 if state.answer_corrections >= 1:
+                    if state.answer_from:
+                        raise _AnswerFromData(state.answer_from)
                     raise _EndTurn(FailureKind.UNUSABLE_ANSWER, REASONS[problem])
                 state.answer_corrections += 1
                 self._record(turn, Turn.AnswerRejected, round=state.round, reason=problem, text=text[:2000])
@@ -332,6 +363,10 @@ class TurnLoop:
                 raise _EndTurn(*state.problem)
             return text
         if state.final_only:
+            if state.answer_from:
+                # Told twice that the data is there, then asked to answer, it
+                # calls a tool again: the answer is the data.
+                raise _AnswerFromData(state.answer_from)
             raise _EndTurn(FailureKind.BAD_LLM_REPLY, "a tool call after the pipeline was closed")
         critical = next((why for c in reply.tool_calls if (why := self.online.critical(request, c.name))), None) if not state.escalated else None
         if critical is not None:
@@ -345,7 +380,7 @@ class TurnLoop:
             self._commit(turn, *others)
             self.interrupts.checkpoint()
         if state.final_only:
-            messages.append(UserMessage(FINAL_ONLY))
+            messages.append(UserMessage(FINAL_ONLY if state.pipeline_closed else ANSWER_NOW))
         return None
 
     # The cascade ---------------------------------------------------------
@@ -411,6 +446,11 @@ class TurnLoop:
                 key = (name, targets_of(name, args))
                 repeated = key in state.intercepted
                 state.intercepted.add(key)
+                # A well-formed call for data the turn holds: as good as that data
+                # for an answer after a problem.
+                for earlier in decision.previous_steps:
+                    if isinstance(state.observations.get(earlier), dict):
+                        self._succeeded(state, state.observations[earlier])
             record = decision.to_json()
             if repeated:
                 # Told once that the data is there, asked again: the model is
@@ -419,13 +459,20 @@ class TurnLoop:
             self._record(turn, Turn.StepIntercepted, step=step, decision=record, observation=observation)
             state.guards = state.guards.record(step, name, args, executed=False, succeeded=False)
             if repeated:
-                self._commit(turn)
-                raise _AnswerFromData(decision.previous_steps)
+                # The model is looping on data it has: it is asked once more, with
+                # no tool to call, to answer from that data.
+                state.final_only = True
+                state.answer_from = tuple(decision.previous_steps)
+                return observation, []
             if decision.ends_turn:
                 self._commit(turn)
                 kind = FailureKind.CAP_STEPS if decision.outcome == "cap_steps" else FailureKind.CAP_SAME_EXECUTOR
                 raise _EndTurn(kind, str(self.settings.cap_steps) if kind is FailureKind.CAP_STEPS else name)
             return observation, []
+
+        call_key = (name, canonical_hash(args))
+        if call_key in state.failed_calls:
+            return self._repeated_failure(turn, state, step, name, args, call_key)
 
         if call.arguments_error is not None:
             observation = {"ok": False, "error_class": "invalid_arguments", "error": call.arguments_error,
@@ -488,7 +535,7 @@ class TurnLoop:
                            "remediation": action.to_json(), "hint": _shape_hint(transition.error_class, name)}
             result = self._reject(turn, state, step, name, args, "shape", transition.to_json(), observation, action.to_json())
             if action.kind == "force_final_answer":
-                state.final_only = True
+                state.final_only = state.pipeline_closed = True
             elif action.kind == "dialog":
                 self._commit(turn)
                 raise _EndTurn(FailureKind.NEEDS_INPUTS, f"{name} needs a target (which files, which items?)")
@@ -569,6 +616,8 @@ class TurnLoop:
                 src_field=piping.src_field, dst_step=step, dst_executor=name, dst_version=result.version,
                 dst_arg=piping.dst_arg, mechanism=piping.mechanism,
             )
+        if not succeeded:
+            state.failed_calls.setdefault(call_key, step)
         state.shape.append(ShapeStep(name, resolution.args, succeeded=succeeded))
         state.guards = state.guards.record(step, name, resolution.args, executed=True, succeeded=succeeded)
         if not result.ok:
@@ -583,6 +632,25 @@ class TurnLoop:
                 # its answer reports it ("saved") rather than quoting its output.
                 state.problem, state.since_problem = None, []
         return observation, result.aggregates
+
+    def _repeated_failure(self, turn: Turn, state: _State, step: int, name: str, args: dict[str, Any], key: tuple[str, str]) -> tuple[dict[str, Any], list[Any]]:
+        """The very call that failed is proposed again: it is not run. The first
+        time the model is told so; the second, it is asked to answer with what
+        it has (a small model otherwise repeats it to the step cap)."""
+        earlier = state.failed_calls[key]
+        again = key in state.repeated_failures
+        state.repeated_failures.add(key)
+        observation = {"ok": False, "error_class": "repeated_failure", "previous_steps": [earlier],
+                       "error": f"this exact call already failed at step {earlier} (see its error there)",
+                       "hint": f"change the arguments of {name} as that error says, call another tool, "
+                               "or tell the user plainly what could not be done"}
+        decision = {"outcome": "repeated_failure", "message": observation["error"], "previous_steps": [earlier],
+                    "ends_turn": False, "answer_now": again}
+        self._record(turn, Turn.StepIntercepted, step=step, decision=decision, observation=observation)
+        state.guards = state.guards.record(step, name, args, executed=False, succeeded=False)
+        if again:
+            state.final_only = True
+        return observation, []
 
     def _gate(
         self, turn: Turn, state: _State, request: TurnRequest, step: int, name: str, args: dict[str, Any], *,

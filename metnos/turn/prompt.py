@@ -19,6 +19,8 @@ PLACEHOLDER_CORRECTION = (
 )
 
 FINAL_ONLY = "The pipeline is complete: answer the user now in plain text, without calling any tool."
+ANSWER_NOW = ("Answer me now in plain text, without calling any tool: give the actual values the steps produced, "
+              "and say plainly what could not be done.")
 
 
 def answer_correction(reason: str) -> str:

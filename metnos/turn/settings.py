@@ -22,12 +22,13 @@ ENV_CAP_STEPS = "METNOS_CAP_STEPS"
 ENV_CAP_SAME_EXECUTOR = "METNOS_CAP_SAME_EXECUTOR"
 ENV_CAP_SAME_VECTORIAL = "METNOS_CAP_SAME_VECTORIAL"
 ENV_SCRATCHPAD_THRESHOLD = "METNOS_SCRATCHPAD_THRESHOLD_BYTES"
+ENV_OPENING_READS = "METNOS_OPENING_READS"
 
 # Each setting and the variable that sets it, so a message can name what to change.
 ENV_OF_SETTING = {
     "pool_size": ENV_POOL_SIZE, "judge_threshold": ENV_JUDGE_THRESHOLD, "cap_steps": ENV_CAP_STEPS,
     "cap_same_executor": ENV_CAP_SAME_EXECUTOR, "cap_same_vectorial": ENV_CAP_SAME_VECTORIAL,
-    "scratchpad_threshold_bytes": ENV_SCRATCHPAD_THRESHOLD,
+    "scratchpad_threshold_bytes": ENV_SCRATCHPAD_THRESHOLD, "opening_reads": ENV_OPENING_READS,
 }
 
 DEFAULT_POOL_SIZE = 12
@@ -63,6 +64,8 @@ class TurnSettings:
     cap_same_executor: int = DEFAULT_CAP_SAME_EXECUTOR
     cap_same_vectorial: int = DEFAULT_CAP_SAME_VECTORIAL
     scratchpad_threshold_bytes: int = DEFAULT_SCRATCHPAD_THRESHOLD
+    # Read what the request names before the model is asked (metnos.turn.sources).
+    opening_reads: bool = True
 
     def __post_init__(self) -> None:
         # Same bounds whether built from env or by hand.
@@ -74,6 +77,8 @@ class TurnSettings:
         # Below ~1 KB a spilled preview (1,000 characters) would be no smaller
         # than the observation it replaces.
         _check_int("scratchpad_threshold_bytes", self.scratchpad_threshold_bytes, 1024, 16 * 1024 * 1024)
+        if not isinstance(self.opening_reads, bool):
+            raise SettingsError("opening_reads", repr(self.opening_reads), "must be true or false")
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)

@@ -19,6 +19,13 @@ def home(home: Path) -> Path:
     return home
 
 
+
+@pytest.fixture(autouse=True)
+def _model_made_steps(monkeypatch) -> None:
+    """These tests edit and replay the steps the model proposed; opening reads
+    (replayed in test_turn_opening_reads.py) would shift their numbers."""
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
+
 def ask(capsys, monkeypatch, script, *argv: str) -> dict:
     with ScriptedLLM(script) as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)

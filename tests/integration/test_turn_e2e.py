@@ -121,6 +121,8 @@ def test_an_action_is_not_taken_when_approval_is_declined(home: Path, capsys, mo
 
 
 def test_find_filter_describe_pipeline_with_from_step(home: Path, capsys, monkeypatch) -> None:
+    # The model makes the first read itself here (no opening read): this test is about what follows it.
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
     docs = home / "docs"
     docs.mkdir()
     for name in ("report-2025.md", "report-2026.md", "notes.txt", "recipe.md"):
@@ -143,6 +145,8 @@ def test_find_filter_describe_pipeline_with_from_step(home: Path, capsys, monkey
 
 
 def test_a_large_file_spills_to_the_scratchpad_and_can_be_read_back(home: Path, capsys, monkeypatch) -> None:
+    # The model makes the first read itself here (no opening read): this test is about what follows it.
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
     lines = [f"line {i:05d} " + "x" * 40 for i in range(400)]
     lines[123] = "line 00123 THE NEEDLE"
     (home / "big.log").write_text("\n".join(lines))
@@ -168,6 +172,8 @@ def test_a_large_file_spills_to_the_scratchpad_and_can_be_read_back(home: Path, 
 
 
 def test_the_duplicate_read_guard_intercepts_a_second_read(home: Path, capsys, monkeypatch) -> None:
+    # The model makes the first read itself here (no opening read): this test is about what follows it.
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
     (home / "a.md").write_text("alpha")
     script = [call("read_files", {"paths": ["~/a.md"]}), call("read_files", {"paths": ["~/a.md"]}), text("alpha")]
     with ScriptedLLM(script) as llm:

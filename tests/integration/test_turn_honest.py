@@ -133,6 +133,8 @@ def test_an_old_turn_failed_event_without_status_reads_as_failed(home: Path, cap
 # Item 4: a loop that recovers ---------------------------------------------------
 
 def test_arguments_that_are_not_json_get_one_correction(home: Path, capsys, monkeypatch) -> None:
+    # The model makes the first read itself here (no opening read): this test is about what follows it.
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
     (home / "a.md").write_text("alpha")
     script = [call_raw("read_files", '{"paths": ["~/a.md"'), call("read_files", {"paths": ["~/a.md"]}), text("It says alpha.")]
     code, out, llm = run(monkeypatch, capsys, script, "read ~/a.md")
@@ -188,6 +190,8 @@ def test_csv_read_then_compute_entries_sums_a_column(home: Path, capsys, monkeyp
 
 
 def test_a_missing_data_source_is_remediated_with_the_named_file(home: Path, capsys, monkeypatch) -> None:
+    # The model makes the first read itself here (no opening read): this test is about what follows it.
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
     (home / "receipts").mkdir()
     (home / "receipts" / "groceries.csv").write_text("item,amount\nbread,2\nmilk,3\n")
     script = [call("compute_entries", {"op": "sum", "field": "amount"}), text("The total is 5.")]

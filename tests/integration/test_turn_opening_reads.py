@@ -1,0 +1,98 @@
+"""Issue 17, items 3 and 4: the reads a turn opens with, and a failed call that is not run twice,
+end to end through the CLI against a scripted model on 127.0.0.1, in both layouts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from metnos.cli import main
+from tests.support.scripted_llm import ScriptedLLM, call, text
+
+
+def ask(monkeypatch, capsys, script, request: str) -> tuple[int, dict, ScriptedLLM]:
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        capsys.readouterr()
+        code = main(["ask", "--yes", "--json", request])
+        out = orjson.loads(capsys.readouterr().out)
+    return code, out, llm
+
+
+def events(capsys, turn_id: str) -> list[dict]:
+    capsys.readouterr()
+    main(["events", "--json", "--aggregate", turn_id])
+    return [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def of(evs: list[dict], name: str) -> list[dict]:
+    return [e["state"] for e in evs if e["topic"].rsplit(".", 1)[-1] == name]
+
+
+def replays_clean(capsys, turn_id: str) -> bool:
+    capsys.readouterr()
+    return main(["replay", turn_id]) == 0
+
+
+def test_a_named_file_is_read_before_the_model_is_asked(home: Path, capsys, monkeypatch) -> None:
+    (home / "lists").mkdir()
+    (home / "lists" / "todo.md").write_text("# Todo\n- renew the library card\n- call the plumber\n")
+    code, out, llm = ask(monkeypatch, capsys, [text("The first item is: renew the library card.")],
+                         "What is the first item on my todo list in ~/lists/todo.md?")
+    assert code == 0 and out["status"] == "answered", out
+    # One model call: it saw the file's content in its first prompt.
+    assert len(llm.requests) == 1
+    first = llm.requests[0].messages
+    assert [m["role"] for m in first] == ["system", "user", "assistant", "tool"]
+    assert "renew the library card" in first[-1]["content"]
+    evs = events(capsys, out["turn_id"])
+    proposed = of(evs, "StepProposed")
+    assert [(p["executor"], p["call_form"], p["args"]) for p in proposed] == [
+        ("read_files", "opening_read", {"paths": ["~/lists/todo.md"]})]
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_named_folder_is_listed_with_the_pattern_the_request_names(home: Path, capsys, monkeypatch) -> None:
+    (home / "Downloads").mkdir()
+    for name in ("a.tmp", "b.tmp", "keep.pdf"):
+        (home / "Downloads" / name).write_text(name)
+    script = [call("delete_files", {"from_step": 1}), text("Deleted a.tmp and b.tmp.")]
+    code, out, llm = ask(monkeypatch, capsys, script, "Delete the .tmp files in ~/Downloads.")
+    assert code == 0 and out["status"] == "answered", out
+    assert sorted(p.name for p in (home / "Downloads").iterdir()) == ["keep.pdf"]
+    proposed = of(events(capsys, out["turn_id"]), "StepProposed")
+    assert proposed[0]["executor"] == "find_files" and proposed[0]["call_form"] == "opening_read"
+    assert proposed[0]["args"] == {"base_path": "~/Downloads", "pattern": "*.tmp"}
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_named_file_that_does_not_exist_yet_is_not_the_turns_problem(home: Path, capsys, monkeypatch) -> None:
+    script = [call("write_files", {"files": [{"path": "~/notes/new.md", "content": "milk\n", "mode": "append"}]}), text("Added milk.")]
+    code, out, llm = ask(monkeypatch, capsys, script, "Add milk at the end of my list ~/notes/new.md")
+    assert code == 0 and out["status"] == "answered", out
+    assert (home / "notes" / "new.md").read_text() == "milk\n"
+    # The failed read is in the log, not in what the model was shown.
+    assert [m["role"] for m in llm.requests[0].messages] == ["system", "user"]
+    evs = events(capsys, out["turn_id"])
+    observed = of(evs, "ObservationRecorded")
+    assert observed[0]["step"] == 1 and observed[0]["observation"]["ok"] is False
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_the_same_failing_call_is_not_run_again(home: Path, capsys, monkeypatch) -> None:
+    (home / "r.csv").write_text("item,amount\nbread,2\nmilk,3\n")
+    bad = call("compute_entries", {"op": "sum", "from_step": 1})
+    script = [bad, bad, bad, text("I could not add them up.")]
+    code, out, llm = ask(monkeypatch, capsys, script, "What is the total of ~/r.csv?")
+    assert out["status"] == "answered", out
+    # The failure names the fields the model could have used.
+    failure = orjson.loads(llm.requests[1].messages[-1]["content"])
+    assert failure["ok"] is False and "'item', 'amount'" in failure["error"]["message"], failure
+    evs = events(capsys, out["turn_id"])
+    assert [i["executor"] for i in of(evs, "StepInvoked")] == ["read_files", "compute_entries"]
+    assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["repeated_failure", "repeated_failure"]
+    # After the second repeat the model is asked to answer, with no tool to call.
+    assert llm.requests[3].tool_names == []
+    assert replays_clean(capsys, out["turn_id"])

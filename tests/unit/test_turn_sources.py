@@ -1,0 +1,54 @@
+"""The reads a turn opens with, by rules (metnos.turn.sources)."""
+
+from __future__ import annotations
+
+from metnos.turn.sources import MAX_OPENING_READS, file_pattern, opening_reads
+
+ALL = {"read_files", "find_files", "get_urls"}
+
+
+def plan(text: str, available=ALL) -> list[tuple[str, dict]]:
+    return [(r.executor, r.args) for r in opening_reads(text, available)]
+
+
+def test_a_named_text_file_is_read() -> None:
+    assert plan("What is the total of the amount column in ~/receipts/groceries.csv?") == [
+        ("read_files", {"paths": ["~/receipts/groceries.csv"]})]
+
+
+def test_a_named_folder_is_listed_with_the_kind_of_file_asked_for() -> None:
+    assert plan("Delete the .tmp files in ~/Downloads.") == [("find_files", {"base_path": "~/Downloads", "pattern": "*.tmp"})]
+    assert plan("Find the PDF files in ~/Downloads") == [("find_files", {"base_path": "~/Downloads", "pattern": "*.pdf"})]
+    assert plan("Which is the largest file in ~/Documents?") == [("find_files", {"base_path": "~/Documents"})]
+
+
+def test_a_url_is_fetched_as_text_unless_it_is_json() -> None:
+    assert plan("What is the headline on http://127.0.0.1:9/news.html?") == [
+        ("get_urls", {"urls": ["http://127.0.0.1:9/news.html"], "as_text": True})]
+    assert plan("Fetch http://h/weather.json and tell me the temperature.") == [
+        ("get_urls", {"urls": ["http://h/weather.json"], "as_text": False})]
+
+
+def test_a_destination_is_not_read() -> None:
+    assert plan("Move the .jpg files on ~/Desktop into ~/Pictures.") == [
+        ("find_files", {"base_path": "~/Desktop", "pattern": "*.jpg"})]
+    assert plan("Save the text 'call the bank' to ~/notes/bank.md.") == []
+    assert plan("Rename ~/Documents/draft.txt to ~/Documents/final.txt.") == [
+        ("read_files", {"paths": ["~/Documents/draft.txt"]})]
+
+
+def test_a_file_that_is_not_text_is_not_read() -> None:
+    assert plan("Delete ~/Downloads/old_installer.iso.") == []
+
+
+def test_only_what_the_catalogue_has_and_in_the_requests_order() -> None:
+    assert plan("Read ~/a.md and list ~/b", available={"find_files"}) == [("find_files", {"base_path": "~/b"})]
+    assert [e for e, _ in plan("List ~/b then read ~/a.md")] == ["find_files", "read_files"]
+    many = " ".join(f"~/f{i}.txt" for i in range(MAX_OPENING_READS + 2))
+    assert len(plan(f"Read {many}")) == MAX_OPENING_READS
+
+
+def test_no_pattern_when_the_request_names_several_kinds() -> None:
+    assert file_pattern("move the .jpg and .png files") is None
+    assert file_pattern("the markdown files in ~/notes") == "*.md"
+    assert file_pattern("files in ~/notes/a.md") is None
