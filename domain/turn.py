@@ -121,6 +121,8 @@ class Turn(MetnosAggregate):
         step: int
         args: dict
         pipings: list
+        # Arguments the model left out and the request supplied (metnos/turn/completion.py).
+        completed: dict | None = None
 
     class StepJudged(DomainEvent):
         step: int

@@ -59,6 +59,7 @@ class TurnConfig(BaseModel):
     cap_same_executor: int | None = None
     cap_same_vectorial: int | None = None
     scratchpad_threshold_bytes: int | None = None
+    opening_reads: bool | None = None
 
     def given(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

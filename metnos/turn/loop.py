@@ -52,6 +52,7 @@ from metnos.mnestome.boost import apply_boost
 from metnos.sandbox import autonomy
 from metnos.turn.answers import REASONS, answer_problem, grounded_in
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
+from metnos.turn.completion import complete_arguments
 from metnos.turn.errors import TurnError
 from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
 from metnos.turn.guards import DUPLICATE_READ, TurnGuards, targets_of
@@ -127,6 +128,8 @@ class _State:
     remediating: bool = False
     final_only: bool = False
     pipeline_closed: bool = False
+    # Steps the model proposed (opening reads are the turn's own).
+    model_steps: int = 0
     # Steps whose data answers the request, once the model asked for it twice more.
     answer_from: tuple[int, ...] = ()
     guards: TurnGuards = field(default_factory=TurnGuards)
@@ -157,8 +160,9 @@ class _EndTurn(Exception):
 class _AnswerFromData(Exception):
     """The model asked again for data it already has: answer with that data."""
 
-    def __init__(self, steps: tuple[int, ...]) -> None:
+    def __init__(self, steps: tuple[int, ...], reason: str = "duplicate_read_repeated") -> None:
         self.steps = steps
+        self.reason = reason
 
 
 class TurnLoop:
@@ -273,7 +277,7 @@ class TurnLoop:
             return self._fail(turn, state, FailureKind.BAD_LLM_REPLY, failed.detail)
         except _AnswerFromData as found:
             answer = compose_answer([state.observations.get(s, {}) for s in found.steps])
-            self._record(turn, Turn.AnswerComposed, from_steps=list(found.steps), reason="duplicate_read_repeated")
+            self._record(turn, Turn.AnswerComposed, from_steps=list(found.steps), reason=found.reason)
             return self._answered(turn, state, answer)
 
     def _open(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> None:
@@ -327,7 +331,7 @@ class TurnLoop:
             if higher is not None:
                 self._record(turn, Turn.TierEscalated, round=state.round, from_tier=state.tier, to_tier=higher, reason=state.problem[1])
                 state.tier = higher
-        tools = [] if state.final_only else self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
+        tools = [] if state.final_only or self._answer_only(state, pool) else self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
         digest = canonical_hash({"messages": [_message_record(m) for m in messages], "tools": [t.name for t in tools]})
         self._record(turn, Turn.LLMAsked, round=state.round, tier=state.tier, request_digest=digest, tools=[t.name for t in tools])
         started = time.perf_counter()
@@ -352,6 +356,11 @@ class TurnLoop:
                 if state.answer_corrections >= 1:
                     if state.answer_from:
                         raise _AnswerFromData(state.answer_from)
+                    good = self._successes(state)
+                    if problem == "tool_call_as_text" and good and self._answer_only(state, pool):
+                        # Asked twice to answer a request that changes nothing, it asks for
+                        # a tool again: the answer is what the good steps produced.
+                        raise _AnswerFromData(good, "no_answer_after_data")
                     raise _EndTurn(FailureKind.UNUSABLE_ANSWER, REASONS[problem])
                 state.answer_corrections += 1
                 self._record(turn, Turn.AnswerRejected, round=state.round, reason=problem, text=text[:2000])
@@ -375,6 +384,7 @@ class TurnLoop:
         messages.append(reply.to_message())
         for call in reply.tool_calls:
             state.step += 1
+            state.model_steps += 1
             observation, others = self._step(turn, state, request, pool, call, reply.call_form)
             messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation), is_error=observation.get("ok") is False))
             self._commit(turn, *others)
@@ -382,6 +392,26 @@ class TurnLoop:
         if state.final_only:
             messages.append(UserMessage(FINAL_ONLY if state.pipeline_closed else ANSWER_NOW))
         return None
+
+    def _answer_only(self, state: _State, pool: list[str]) -> bool:
+        """A request that changes nothing (no executor with side effects made the
+        shortlist) is answered after the model's first step: offered tools again,
+        a small model calls one more read, and another, instead of answering. A
+        request that acts keeps its tools until its action closes the pipeline."""
+        if state.model_steps == 0:
+            return False
+        return not any(self._acts(name) for name in pool)
+
+    @staticmethod
+    def _successes(state: _State) -> tuple[int, ...]:
+        return tuple(sorted(step for step, obs in state.observations.items() if isinstance(obs, dict) and obs.get("ok") is not False))
+
+    def _acts(self, name: str) -> bool:
+        te = self.catalogue.get(name)
+        if te is not None:
+            return bool(te.entry.side_effects)
+        builtin = self.catalogue.builtins.get(name)
+        return builtin is not None and bool(builtin.entry.side_effects)
 
     # The cascade ---------------------------------------------------------
     def _consult_plans(self, turn: Turn, request: TurnRequest) -> PlanPlayer | None:
@@ -451,6 +481,8 @@ class TurnLoop:
                 for earlier in decision.previous_steps:
                     if isinstance(state.observations.get(earlier), dict):
                         self._succeeded(state, state.observations[earlier])
+                # If no usable answer comes after this, the answer is that data.
+                state.answer_from = tuple(decision.previous_steps)
             record = decision.to_json()
             if repeated:
                 # Told once that the data is there, asked again: the model is
@@ -551,6 +583,10 @@ class TurnLoop:
                 "ok": False, "error_class": e.code, "error": e.message,
                 "hint": "refer only to earlier steps that succeeded: from_step N for a list, {{stepN.field}} as a whole value"})
 
+        completed_args, completed = complete_arguments(resolution.args, te.tool.parameters.get("properties", {}),
+                                                       resolution.args.get("entries"), request.text)
+        if completed:
+            resolution = dataclasses.replace(resolution, args=completed_args)
         problems = validate_args(te.loaded.input_schema, resolution.args)
         if problems:
             error = {"errors": problems}
@@ -568,7 +604,8 @@ class TurnLoop:
                     "ok": False, "error_class": "policy_violation", "error": details,
                     "hint": f"{name} may only touch what its manifest declares: use a path or host inside that scope, or tell the user it is out of reach"})
 
-        self._record(turn, Turn.StepResolved, step=step, args=resolution.args, pipings=[p.to_json() for p in resolution.pipings])
+        self._record(turn, Turn.StepResolved, step=step, args=resolution.args, pipings=[p.to_json() for p in resolution.pipings],
+                     completed=completed or None)
 
         started = time.perf_counter()
         verdict = vaglio(

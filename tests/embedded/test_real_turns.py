@@ -101,7 +101,8 @@ def assert_tool_turn(events: list[tuple[str, dict]], executor: str) -> dict:
     assert kinds[-1] == "TurnAnswered", kinds
     proposed = [s for k, s in events if k == "StepProposed" and s["executor"] == executor]
     assert proposed, f"the model never proposed {executor}: {kinds}"
-    assert proposed[0]["call_form"] in ("native", "text-json"), proposed[0]
+    # The turn reads what the request names itself (opening_read); anything else the model calls.
+    assert proposed[0]["call_form"] in ("native", "text-json", "opening_read"), proposed[0]
     invoked = [s for k, s in events if k == "StepInvoked" and s["executor"] == executor]
     assert invoked and invoked[0]["ok"] is True, invoked
     step = invoked[0]["step"]
@@ -109,7 +110,8 @@ def assert_tool_turn(events: list[tuple[str, dict]], executor: str) -> dict:
     assert observed and observed[0]["ok"] is True, observed
     asked = [s for k, s in events if k == "LLMAsked"]
     replied = [s for k, s in events if k == "LLMReplied"]
-    assert len(asked) == len(replied) >= 2  # at least the call and the answer
+    # At least the call and the answer; after an opening read, at least the answer.
+    assert len(asked) == len(replied) >= (1 if proposed[0]["call_form"] == "opening_read" else 2)
     return observed[0]["observation"]
 
 
@@ -130,10 +132,6 @@ def test_what_time_is_it(session: Session, capsys: pytest.CaptureFixture[str]) -
     assert any(g in out["answer"] for g in grounded), (out["answer"], grounded)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known regression, open in issue 17: since this session's compact tool rendering the 0.5B answers "
-    "'List the files in the folder ~/projects' with read_files(['~/projects/*']) instead of find_files; "
-    "the turn is still recorded and replayed by the test below"))
 def test_list_the_files_in_a_folder(session: Session, capsys: pytest.CaptureFixture[str]) -> None:
     out = ask(session, capsys, "find_files", "List the files in the folder ~/projects")
     observation = assert_tool_turn(events_of(capsys, out["turn_id"]), "find_files")

@@ -67,6 +67,9 @@ def test_a_non_answer_is_sent_back_once_then_a_real_answer_is_answered(home: Pat
 
 
 def test_two_non_answers_fail_the_turn(home: Path, capsys, monkeypatch) -> None:
+    # The model makes the read itself (no opening read, which its read would repeat:
+    # a repeated read makes the data the answer, test_turn_opening_reads.py).
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
     (home / "a.md").write_text("alpha")
     script = [call("read_files", {"paths": ["~/a.md"]}), text("read_files"), text("The tool returned:")]
     code, out, _ = run(monkeypatch, capsys, script, "read ~/a.md")

@@ -96,3 +96,28 @@ def test_the_same_failing_call_is_not_run_again(home: Path, capsys, monkeypatch)
     # After the second repeat the model is asked to answer, with no tool to call.
     assert llm.requests[3].tool_names == []
     assert replays_clean(capsys, out["turn_id"])
+
+
+def test_the_field_the_request_names_completes_a_call_without_one(home: Path, capsys, monkeypatch) -> None:
+    (home / "r.csv").write_text("item,amount\nbread,2.5\nmilk,3\n")
+    script = [call("compute_entries", {"op": "sum", "from_step": 1}), text("The total is 5.5.")]
+    code, out, llm = ask(monkeypatch, capsys, script, "What is the total of the amount column in ~/r.csv?")
+    assert code == 0 and out["status"] == "answered", out
+    assert orjson.loads(llm.requests[1].messages[-1]["content"])["content"] == 5.5
+    resolved = of(events(capsys, out["turn_id"]), "StepResolved")
+    assert resolved[1]["completed"] == {"field": "amount"} and resolved[1]["args"]["field"] == "amount"
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_read_only_request_whose_model_only_asks_for_tools_is_answered_with_the_data(home: Path, capsys, monkeypatch) -> None:
+    from tests.support.scripted_llm import text_call
+
+    (home / "a.md").write_text("alpha\nbeta\n")
+    again = text_call("find_files", {"base_path": "~"})
+    code, out, llm = ask(monkeypatch, capsys, [call("get_now", {}), again, again, text("unused")], "What does ~/a.md say?")
+    assert code == 0 and out["status"] == "answered", out
+    # After the model's first step, a request that changes nothing is offered no tool.
+    assert llm.requests[1].tool_names == [] and llm.requests[2].tool_names == []
+    assert of(events(capsys, out["turn_id"]), "AnswerComposed") == [{"from_steps": [1, 2], "reason": "no_answer_after_data"}]
+    assert out["answer"].startswith("alpha\nbeta")
+    assert replays_clean(capsys, out["turn_id"])

@@ -52,3 +52,39 @@ def test_no_pattern_when_the_request_names_several_kinds() -> None:
     assert file_pattern("move the .jpg and .png files") is None
     assert file_pattern("the markdown files in ~/notes") == "*.md"
     assert file_pattern("files in ~/notes/a.md") is None
+
+
+# The arguments a list operator was called without (metnos.turn.completion).
+
+from metnos.turn.completion import complete_arguments  # noqa: E402
+
+ROWS = [{"date": "2026-03-01", "item": "bread", "amount": 3.2}, {"date": "2026-03-02", "item": "milk", "amount": 1.1}]
+FILES = [{"path": "/h/a.pdf", "name": "a.pdf", "size": 10, "modified": "2026-01-01T00:00:00+00:00"}]
+COMPUTE = {"op": {"enum": ["sum"]}, "from_step": {"type": "integer"}, "field": {"type": "string"}}
+SORT = {"from_step": {"type": "integer"}, "field": {"type": "string"}, "order": {"enum": ["asc", "desc"], "default": "asc"}}
+
+
+def test_the_field_the_request_names_is_filled_in() -> None:
+    args, added = complete_arguments({"op": "sum", "entries": ROWS}, COMPUTE, ROWS, "What is the total of the amount column?")
+    assert added == {"field": "amount"} and args["field"] == "amount"
+
+
+def test_a_field_the_model_gave_is_kept() -> None:
+    args, added = complete_arguments({"op": "sum", "field": "item", "entries": ROWS}, COMPUTE, ROWS, "the total amount")
+    assert added == {} and args["field"] == "item"
+
+
+def test_no_field_when_none_or_several_fit() -> None:
+    assert complete_arguments({"op": "sum"}, COMPUTE, ROWS, "add them up")[1] == {}
+    assert complete_arguments({"op": "sum"}, COMPUTE, ROWS, "the amount of each item")[1] == {}
+
+
+def test_a_file_list_is_sorted_on_what_largest_or_newest_points_at() -> None:
+    assert complete_arguments({}, SORT, FILES, "Which is the largest file in ~/Documents?")[1] == {"field": "size", "order": "desc"}
+    assert complete_arguments({}, SORT, FILES, "Which file was modified most recently?")[1] == {"field": "modified", "order": "desc"}
+    assert complete_arguments({"field": "size"}, SORT, FILES, "the smallest file")[1] == {}
+
+
+def test_a_field_with_a_default_is_left_to_the_executor() -> None:
+    props = {"field": {"type": "string", "default": "name"}, "value": {"type": "string"}}
+    assert complete_arguments({"value": "x"}, props, FILES, "files whose size is big")[1] == {}

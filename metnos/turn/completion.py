@@ -1,0 +1,66 @@
+"""Arguments a list operator was called without, completed from the request's own words.
+
+A small model calls ``compute_entries(op="sum", from_step=1)`` for "the total
+of the amount column", or ``sort_entries(field="size")`` for "the largest
+file", and leaves out the argument that carries the request's meaning: the
+field, the order. Told so, it repeats the same call. The request says it, so
+the loop fills it in, by rules, only where the model left it out, and says so
+in the step's record (``completed``):
+
+* ``field``: a field of the piped entries that the request names as a word
+  ("amount"), or, for a file list, the field a size or time word points at
+  ("largest" means size, "newest" means modified); only when exactly one
+  field fits;
+* ``order``: ``desc`` when the request asks for the most of something
+  ("largest", "newest", "top") and never for the least.
+
+Pure: the same request and entries give the same completion, so a replay
+recomputes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_WORD = re.compile(r"[a-z0-9_]+")
+_MOST = frozenset({"largest", "biggest", "highest", "most", "newest", "latest", "recent", "top", "maximum", "max",
+                   "heaviest", "longest", "greatest"})
+_LEAST = frozenset({"smallest", "lowest", "least", "oldest", "earliest", "minimum", "min", "shortest", "lightest",
+                    "cheapest", "fewest"})
+# Words that point at a field of a file list (find_files' entries).
+_FIELD_WORDS = {"size": ("largest", "biggest", "smallest", "size", "heaviest", "lightest", "bytes"),
+                "modified": ("newest", "latest", "recent", "recently", "oldest", "modified", "earliest")}
+
+
+def complete_arguments(args: Mapping[str, Any], properties: Mapping[str, Any], entries: Sequence[Any] | None,
+                       request_text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``args`` with what the request supplies added, and what was added (argument -> value)."""
+    words = set(_WORD.findall(request_text.casefold()))
+    out, added = dict(args), {}
+    field_schema = properties.get("field")
+    # A field with a default (filter_entries' "name") is the executor's own choice to make.
+    if isinstance(field_schema, Mapping) and "default" not in field_schema and not out.get("field") and entries:
+        field = _named_field(entries, words)
+        if field is not None:
+            out["field"] = added["field"] = field
+    order = properties.get("order")
+    if isinstance(order, Mapping) and "desc" in (order.get("enum") or ()) and "order" not in out:
+        if words & _MOST and not words & _LEAST:
+            out["order"] = added["order"] = "desc"
+    return out, added
+
+
+def _named_field(entries: Sequence[Any], words: set[str]) -> str | None:
+    fields: dict[str, None] = {}
+    for e in entries[:200]:
+        if isinstance(e, Mapping):
+            for k, v in e.items():
+                if isinstance(k, str) and v is not None:
+                    fields.setdefault(k, None)
+    named = [f for f in fields if f.casefold() in words]
+    if len(named) == 1:
+        return named[0]
+    pointed = [f for f, cues in _FIELD_WORDS.items() if f in fields and words.intersection(cues)]
+    return pointed[0] if len(pointed) == 1 and not named else None
