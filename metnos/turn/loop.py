@@ -398,7 +398,8 @@ class TurnLoop:
         shortlist) is answered after the model's first step: offered tools again,
         a small model calls one more read, and another, instead of answering. A
         request that acts keeps its tools until its action closes the pipeline."""
-        if state.model_steps == 0:
+        if state.model_steps == 0 or state.has_scratch:
+            # Spilled data is read back with scratchpad_read: that tool stays.
             return False
         return not any(self._acts(name) for name in pool)
 
