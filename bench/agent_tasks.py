@@ -291,11 +291,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, help="a GGUF file (default: the installed embedded model)")
     ap.add_argument("--url", help="use this running OpenAI-compatible server for Metnos instead of starting one")
-    ap.add_argument("--baseline-url", help="use this running server for the plain loops (default: one started on the "
-                    "same GGUF with the model's own chat template, or --url's with --baseline-template metnos)")
-    ap.add_argument("--baseline-template", choices=("builtin", "metnos"), default="builtin",
-                    help="the chat template of the baselines' server: the model's own (default; what a user of a stock "
-                         "llama.cpp server gets) or Metnos's (the same server as Metnos)")
+    ap.add_argument("--baseline-url", help="use this running server for the plain loops (default: Metnos's server, "
+                    "or with --baseline-template builtin one started on the same GGUF with the model's own template)")
+    ap.add_argument("--baseline-template", choices=("builtin", "metnos"), default="metnos",
+                    help="the chat template of the baselines' server: Metnos's (default: the same server as Metnos, as "
+                         "the issue defines the baseline) or the model's own (what a user of a stock llama.cpp server gets)")
     ap.add_argument("--keep", action="store_true", help="keep each task's fake home (its log included) for a look afterwards")
     ap.add_argument("--online-model", type=Path, help="a GGUF for the online model of metnos-online and metnos-hybrid "
                     "(a second server; default: the same server as the local model)")
@@ -345,8 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         llm_url = server.start()
         print(f"model server for {model.name} at {llm_url}, up in {time.monotonic() - t0:.1f} s (log {log})", file=sys.stderr)
-    # Metnos's chat template is part of Metnos's machinery: by default the plain loops get
-    # the model's own, as on a stock llama.cpp server.
+    # By default the baselines share Metnos's server (and so its chat template); with
+    # --baseline-template builtin they get the model's own, as on a stock llama.cpp server.
     if args.baseline_url:
         baseline_url = args.baseline_url.rstrip("/")
     elif args.baseline_template == "metnos" or all(s in MODE_OF for s in systems):
