@@ -11,7 +11,10 @@ n-grams, which catch rewordings that keep most of their words.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -28,15 +31,31 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
+@contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+
+
 class WordLlamaEmbedder:
     name = "wordllama-l2-supercat-256"
     prefix_dims = 32
 
     def __init__(self) -> None:
-        import wordllama
         from safetensors import safe_open
         from tokenizers import Tokenizer
-        from wordllama.inference import WordLlamaInference
+
+        with _root_logging_kept():
+            # wordllama calls logging.basicConfig(level=INFO) when imported: left alone,
+            # every httpx request of the turn would print an INFO line on the user's terminal.
+            import wordllama
+            from wordllama.inference import WordLlamaInference
 
         root = Path(wordllama.__file__).parent
         tokenizer = Tokenizer.from_file(str(root / "tokenizers" / "l2_supercat_tokenizer_config.json"))

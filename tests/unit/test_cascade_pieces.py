@@ -157,3 +157,15 @@ def test_a_date_in_an_outputs_metadata_is_a_slot() -> None:
     segments = make_template("Today is Tuesday, 2026-11-24.", {1: output})
     assert render(segments, {1: {"content": "x", "metadata": {"date": "2026-11-25", "weekday": "Wednesday"}}}) == "Today is Wednesday, 2026-11-25."
     assert derived_digits(segments, "what is the date") == []
+
+
+def test_loading_the_embedder_leaves_the_root_logger_as_it_was() -> None:
+    import logging
+    import subprocess
+    import sys
+
+    # A fresh interpreter: wordllama configures the root logger only on its first import.
+    code = ("import logging; from metnos.cascade.embedding import WordLlamaEmbedder; WordLlamaEmbedder(); "
+            "r = logging.getLogger(); print(r.level, len(r.handlers))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(logging.WARNING), "0"], out
