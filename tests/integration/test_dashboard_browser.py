@@ -109,7 +109,8 @@ def test_a_page_without_the_token_is_401_with_the_login_form(daemon: RunningDaem
     assert browser.title == "Metnos — log in"
     browser.find_element(By.ID, "token").send_keys("not-the-token")
     browser.find_element(By.ID, "login").click()
-    assert "not this daemon's token" in text_of(browser, "login-error")
+    # The click submits a form: the error is on the next page, so wait for it rather than look at once.
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "login-error"), "not this daemon's token"))
     shot(browser, "login")
     browser.find_element(By.ID, "token").send_keys(daemon.token)
     browser.find_element(By.ID, "login").click()
