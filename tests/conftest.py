@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.layouts import LAYOUTS, apply_layout
+from tests.support.cli_process import metnos_env, run
+from tests.support.layouts import LAYOUTS, apply_layout, layout_env
 from tests.support.postgres import postgres_server
 
 
@@ -59,11 +61,41 @@ def layout(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture
-def home(layout: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An initialised workspace (seeds signed) in ``layout``, and the user's home, as HOME."""
-    from metnos.cli import main
+@pytest.fixture(scope="session")
+def initialised_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """A folder per layout holding what `metnos init` leaves (user home and workspace), made once.
 
+    `init` signs the seeds and runs their birth tests in bubblewrap: seconds each time, and
+    some four hundred tests start from an initialised workspace. The workspace holds no path
+    of its own (the log records digests and the sandbox's fingerprint, not folders), so a copy
+    is the workspace `init` would have made there; its births are taken as the log records them.
+    METNOS_TEST_FRESH_INIT=1 runs `init` for every test instead.
+    """
+    made: dict[str, Path] = {}
+    # The session's environment, not the one a test's own fixtures will have patched by then.
+    session_env = dict(os.environ)
+
+    def template(layout: str) -> Path:
+        if layout not in made:
+            root = tmp_path_factory.mktemp(f"initialised-{layout}")
+            env = metnos_env(layout_env(layout, root, session_env))
+            done = run(["init"], env)
+            assert done.returncode == 0, f"metnos init failed in the {layout} layout:\n{done.stderr}"
+            made[layout] = root
+        return made[layout]
+
+    return template
+
+
+@pytest.fixture
+def home(layout: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+         initialised_workspace: Callable[[str], Path]) -> Path:
+    """An initialised workspace (seeds signed) in ``layout``, and the user's home, as HOME."""
     user_home = apply_layout(layout, tmp_path, monkeypatch, os.environ)
-    assert main(["init"]) == 0
+    if os.environ.get("METNOS_TEST_FRESH_INIT") == "1":
+        from metnos.cli import main
+
+        assert main(["init"]) == 0
+    else:
+        shutil.copytree(initialised_workspace(layout), tmp_path, symlinks=True, dirs_exist_ok=True)
     return user_home
