@@ -83,7 +83,7 @@ class RecordedPorts:
             raise ReplayExhausted(msg)
         return self._turn_id
 
-    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> LLMReply:
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto") -> LLMReply:
         if not self._replies:
             msg = "the replayed turn asked the model more often than the recorded one"
             raise ReplayExhausted(msg)

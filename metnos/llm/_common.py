@@ -65,7 +65,8 @@ class HTTPProvider:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={public_url(self.url)!r}, model={self.model!r})"
 
-    def build_request(self, messages: Sequence[Any], tools: Sequence[Any] = (), *, temperature: float | None = None, max_tokens: int | None = None) -> dict[str, Any]:
+    def build_request(self, messages: Sequence[Any], tools: Sequence[Any] = (), *, temperature: float | None = None, max_tokens: int | None = None,
+                      tool_choice: str = "auto") -> dict[str, Any]:
         raise NotImplementedError
 
     def parse(self, raw: dict[str, Any], tools: Sequence[Any], url: str) -> Any:
@@ -74,10 +75,14 @@ class HTTPProvider:
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def complete(self, messages: Sequence[Any], tools: Sequence[Any] = (), *, temperature: float | None = None, max_tokens: int | None = None) -> Any:
-        body = self.build_request(messages, tools, temperature=temperature, max_tokens=max_tokens)
+    def complete(self, messages: Sequence[Any], tools: Sequence[Any] = (), *, temperature: float | None = None, max_tokens: int | None = None,
+                 tool_choice: str = "auto") -> Any:
+        if tool_choice not in ("auto", "none"):
+            raise ValueError(f"tool_choice must be 'auto' or 'none', not {tool_choice!r}")
+        body = self.build_request(messages, tools, temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice)
         raw = post_json(self._client, self.endpoint, body, headers=self._headers(), timeout_s=self.timeout_s)
-        return self.parse(raw, tools, public_url(self.endpoint))
+        # Asked for words, a call written as text stays text: the loop judges it as an answer.
+        return self.parse(raw, tools if tool_choice == "auto" else (), public_url(self.endpoint))
 
     def close(self) -> None:
         self._client.close()

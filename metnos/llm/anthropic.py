@@ -39,7 +39,8 @@ class AnthropicProvider(HTTPProvider):
     default_api_key_env = "ANTHROPIC_API_KEY"
     endpoint_for = staticmethod(messages_url)
 
-    def build_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None, max_tokens: int | None = None) -> dict[str, Any]:
+    def build_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None, max_tokens: int | None = None,
+                      tool_choice: str = "auto") -> dict[str, Any]:
         system, turns = encode_messages(messages)
         body: dict[str, Any] = dict(self.extra)
         body.update(
@@ -52,6 +53,8 @@ class AnthropicProvider(HTTPProvider):
             body["system"] = system
         if tools:
             body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+            if tool_choice != "auto":
+                body["tool_choice"] = {"type": tool_choice}
         return body
 
     def parse(self, raw: dict[str, Any], tools: Sequence[ToolSpec], url: str) -> LLMReply:

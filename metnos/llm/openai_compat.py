@@ -36,7 +36,8 @@ class OpenAICompatProvider(HTTPProvider):
     default_api_key_env = None
     endpoint_for = staticmethod(chat_completions_url)
 
-    def build_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None, max_tokens: int | None = None) -> dict[str, Any]:
+    def build_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None, max_tokens: int | None = None,
+                      tool_choice: str = "auto") -> dict[str, Any]:
         body: dict[str, Any] = dict(self.extra)
         body.update(
             model=self.model,
@@ -48,6 +49,8 @@ class OpenAICompatProvider(HTTPProvider):
         if tools:
             # Some servers reject an empty "tools" list, so it is left out when there are none.
             body["tools"] = [encode_tool(t) for t in tools]
+            if tool_choice != "auto":
+                body["tool_choice"] = tool_choice
         return body
 
     def parse(self, raw: dict[str, Any], tools: Sequence[ToolSpec], url: str) -> LLMReply:

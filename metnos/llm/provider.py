@@ -27,8 +27,13 @@ class Provider(Protocol):
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        tool_choice: str = "auto",
     ) -> LLMReply:
         """One request, one reply. ``None`` means the tier's own setting (temperature 0 by default).
+
+        ``tool_choice="none"`` shows the tools but asks for an answer in words: the prompt
+        keeps the prefix of the round before (the server's prompt cache reuses it), and a
+        call the model writes anyway comes back as text, not as a call.
 
         Raises an ``LLMError`` (never an httpx or JSON error) when it cannot answer.
         """

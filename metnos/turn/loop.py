@@ -62,7 +62,7 @@ from metnos.turn.judge import JUDGE_PROMPT, LLMJudge
 from metnos.turn.runtime_config import RuntimeConfig
 from metnos.turn.piping import FROM_STEP, resolve_args, placeholders_in
 from metnos.turn.ports import TurnPorts
-from metnos.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, answer_correction
+from metnos.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, answer_correction, answer_from_results
 from metnos.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.turn.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.turn.shortlist import complete as complete_shortlist
@@ -72,6 +72,10 @@ from metnos.turn.settings import TurnSettings
 from metnos.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state
 from metnos.turn.vaglio import ALLOW, ASK, DENY, GuardPolicy, vaglio
 from metnos.turn.validation import validate_args
+
+# Steps of its own a request that changes nothing may take before it is asked for
+# the answer: a read, then up to two steps on its data (filter, then count).
+READ_ONLY_MODEL_STEPS = 3
 
 
 class Sink(Protocol):
@@ -130,6 +134,10 @@ class _State:
     pipeline_closed: bool = False
     # Steps the model proposed (opening reads are the turn's own).
     model_steps: int = 0
+    # The model, holding data, took a step that did not work on it (a read of its own).
+    read_again: bool = False
+    # The request was restated with the results, asking for the answer in words (once a turn).
+    asked_for_words: bool = False
     # Steps whose data answers the request, once the model asked for it twice more.
     answer_from: tuple[int, ...] = ()
     guards: TurnGuards = field(default_factory=TurnGuards)
@@ -331,18 +339,34 @@ class TurnLoop:
             if higher is not None:
                 self._record(turn, Turn.TierEscalated, round=state.round, from_tier=state.tier, to_tier=higher, reason=state.problem[1])
                 state.tier = higher
-        tools = [] if state.final_only or self._answer_only(state, pool) else self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
-        digest = canonical_hash({"messages": [_message_record(m) for m in messages], "tools": [t.name for t in tools]})
-        self._record(turn, Turn.LLMAsked, round=state.round, tier=state.tier, request_digest=digest, tools=[t.name for t in tools])
+        words_only = state.final_only or self._answer_only(state, pool)
+        # Asked for words only, the model still sees the tools of the round before, with
+        # tool_choice "none": the prompt keeps that round's prefix, which the server's prompt
+        # cache reuses, where a prompt without tools is evaluated again from its first token.
+        tools = self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
+        if words_only and not state.final_only and not state.asked_for_words:
+            state.asked_for_words = True
+            messages.append(UserMessage(answer_from_results(request.text)))
+        choice = "none" if words_only else "auto"
+        asked: dict[str, Any] = {"messages": [_message_record(m) for m in messages], "tools": [t.name for t in tools]}
+        if words_only:
+            asked["tool_choice"] = choice
+        self._record(turn, Turn.LLMAsked, round=state.round, tier=state.tier, request_digest=canonical_hash(asked), tools=[t.name for t in tools])
         started = time.perf_counter()
         try:
             with self._waiting(state, "while waiting for the model"):
-                reply = self.ports.ask_llm(state.tier, messages, tools)
+                reply = self.ports.ask_llm(state.tier, messages, tools, tool_choice=choice)
         except LLMError as e:
             self._record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
             kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY
             raise _EndTurn(kind, str(e)) from None
         self._record(turn, Turn.LLMReplied, round=state.round, reply=reply.to_record(), intent_ms=_ms(started))
+        if words_only and not state.final_only and not reply.is_final:
+            if state.answer_from:
+                # Told that the data is there, then asked for words, it calls a tool: the answer is the data.
+                raise _AnswerFromData(state.answer_from)
+            # A server that ignores tool_choice "none" may still send a call: it is not what was asked.
+            reply = dataclasses.replace(reply, text=_call_as_text(reply), tool_calls=(), call_form="none")
         if reply.is_final:
             text = reply.text.strip()
             if placeholders_in(text) and state.corrections < 1:
@@ -383,9 +407,12 @@ class TurnLoop:
             return None
         messages.append(reply.to_message())
         for call in reply.tool_calls:
+            fresh = bool(self._successes(state)) and not _pipes(call)
             state.step += 1
             state.model_steps += 1
             observation, others = self._step(turn, state, request, pool, call, reply.call_form)
+            if fresh and observation.get("error_class") != DUPLICATE_READ:
+                state.read_again = True
             messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation), is_error=observation.get("ok") is False))
             self._commit(turn, *others)
             self.interrupts.checkpoint()
@@ -395,13 +422,17 @@ class TurnLoop:
 
     def _answer_only(self, state: _State, pool: list[str]) -> bool:
         """A request that changes nothing (no executor with side effects made the
-        shortlist) is answered after the model's first step: offered tools again,
-        a small model calls one more read, and another, instead of answering. A
+        shortlist) is answered once the model, holding data, takes a step that does
+        not work on it (a small model offered tools calls one more read, and another,
+        instead of answering), or after three steps of its own. While each step works
+        on the data before it (read, then filter, then count), the chain goes on. A
         request that acts keeps its tools until its action closes the pipeline."""
         if state.model_steps == 0 or state.has_scratch:
             # Spilled data is read back with scratchpad_read: that tool stays.
             return False
-        return not any(self._acts(name) for name in pool)
+        if any(self._acts(name) for name in pool):
+            return False
+        return state.read_again or state.model_steps >= READ_ONLY_MODEL_STEPS
 
     @staticmethod
     def _successes(state: _State) -> tuple[int, ...]:
@@ -839,6 +870,17 @@ def compose_answer(observations: list[dict[str, Any]]) -> str:
 
 def _ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
+
+
+def _pipes(call: ToolCall) -> bool:
+    """Whether a call works on an earlier step's data (``from_step`` or a ``{{stepN.field}}``)."""
+    return FROM_STEP in call.arguments or "{{step" in orjson.dumps(call.arguments).decode()
+
+
+def _call_as_text(reply: LLMReply) -> str:
+    """A reply's calls as the text a model would have written for them (judged as a call written as text)."""
+    calls = "\n".join(orjson.dumps({"name": c.name, "arguments": c.arguments}).decode() for c in reply.tool_calls)
+    return f"{reply.text}\n{calls}".strip()
 
 
 def _content(observation: dict[str, Any]) -> str:

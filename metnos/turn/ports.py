@@ -39,7 +39,7 @@ class TurnPorts(Protocol):
 
     def new_id(self) -> UUID: ...
 
-    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> LLMReply: ...
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto") -> LLMReply: ...
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult: ...
 
@@ -74,9 +74,9 @@ class LivePorts:
     def new_id(self) -> UUID:
         return self._ids()
 
-    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> LLMReply:
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto") -> LLMReply:
         # The tier's own temperature, token budget and reasoning setting (config.toml [llm.tiers.*]).
-        return self.router.for_tier(tier).complete(list(messages), list(tools))
+        return self.router.for_tier(tier).complete(list(messages), list(tools), tool_choice=tool_choice)
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         call = self.runtime.invoker.call(

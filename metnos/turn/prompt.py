@@ -23,6 +23,12 @@ ANSWER_NOW = ("Answer me now in plain text, without calling any tool: give the a
               "and say plainly what could not be done.")
 
 
+def answer_from_results(request: str) -> str:
+    """What the model is told when the turn wants its answer now, from the results it has."""
+    return (f"My request: {request}\nUsing these results, answer my request in plain text with the actual "
+            "values from them (no JSON, no tool call).")
+
+
 def answer_correction(reason: str) -> str:
     """What the model is told when its reply was not an answer (once a turn)."""
     return (f"That reply is not an answer: {reason}. If you still need data, call a tool; otherwise reply "

@@ -12,13 +12,15 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
 * An executor with side effects stays only when the request names its
   action: one of its action tags (:attr:`PrefilterIndex.action_tags`) or its
   own name is in the request. The others are withheld, and the ranking says
-  which and why.
+  which and why. One whose action the request names comes in even when the
+  ranking cut it ("fetch the page, save it to X": ``save`` is write_files's,
+  which tied with two others past the pre-filter's K).
 * A recurring-task builtin stays only when the request speaks of schedules
   (one of its affinity phrases, or its name): their descriptions share
   everyday verbs ("list", "show", "run") with requests about files, and a
   small model given ``list_recurring`` for "list the files in ~/x" calls it.
 
-Both are recorded in the ranking (``via: "named_source"`` candidates and the
+All are recorded in the ranking (``via: "named_source"`` and ``"named_action"`` candidates and the
 ``withheld`` list), so a replay that runs the same code compares them.
 """
 
@@ -52,6 +54,15 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             in_pool.add(executor)
     words = content_tokens(request_text)
     lowered = request_text.casefold()
+    for entry in index.entries:
+        tags = index.action_tags.get(entry.name)
+        if tags is None or entry.name in in_pool or entry.name in BUILTIN_AFFINITY:
+            continue
+        asked = next((tag for tag in sorted(tags, key=sorted) if tag <= words), None)
+        if asked is not None:
+            candidates.append({"name": entry.name, "version": entry.version, "score": 0.0, "affinity_hits": sorted(asked),
+                               "description_hits": [], "via": "named_action", "phrase": " ".join(sorted(asked))})
+            in_pool.add(entry.name)
     kept, withheld = [], []
     for c in candidates:
         if c["name"] in BUILTIN_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered:

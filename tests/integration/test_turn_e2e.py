@@ -192,7 +192,9 @@ def test_cap_steps_ends_the_turn_cleanly(home: Path, capsys, monkeypatch) -> Non
     script = [call("get_now", {}) for _ in range(5)]
     with ScriptedLLM(script) as llm:
         scripted(monkeypatch, llm)
-        code, out = ask(capsys, "what time is it now")
+        # A request that acts keeps its tools to the cap (one that only reads is asked for
+        # its answer once the model reads again: test_turn_opening_reads.py).
+        code, out = ask(capsys, "what time is it now? write it to ~/now.txt")
     assert code == 1
     assert out["failure"]["kind"] == "cap_steps" and "3 steps" in out["failure"]["message"]
     assert kinds_of(capsys, out["turn_id"])[-1] == "TurnFailed"
@@ -203,7 +205,8 @@ def test_cap_same_executor_ends_the_turn_cleanly(home: Path, capsys, monkeypatch
     script = [call("get_now", {"timezone": tz}) for tz in ("UTC", "Europe/Rome", "Asia/Tokyo")]
     with ScriptedLLM(script) as llm:
         scripted(monkeypatch, llm)
-        code, out = ask(capsys, "what time is it now in three places")
+        # A request that acts, so that its tools stay on offer up to the cap.
+        code, out = ask(capsys, "what time is it now in three places? write them to ~/times.txt")
     assert code == 1
     assert out["failure"]["kind"] == "cap_same_executor" and "get_now" in out["failure"]["message"]
 
@@ -243,12 +246,13 @@ def test_needs_action_target_and_pipeline_already_closed(home: Path, capsys, mon
     with ScriptedLLM(script) as llm:
         scripted(monkeypatch, llm)
         code, out = ask(capsys, "read ~/a.md and describe it")
-        last_tools = llm.requests[-1].body.get("tools") or []
+        last = llm.requests[-1].body
     assert code == 0, out
     rejected = [e["state"] for e in turn_events(capsys, out["turn_id"]) if e["topic"].endswith("StepRejected")]
     assert rejected[0]["error"]["error_class"] == "pipeline_already_closed"
     assert rejected[0]["remediation"]["kind"] == "force_final_answer"
-    assert last_tools == []
+    # Asked for the answer in words: the tools stay in the prompt (its cached prefix), with tool_choice "none".
+    assert last.get("tool_choice") == "none" and last.get("tools")
 
 
 def test_needs_data_source_with_nothing_named_needs_input(home: Path, capsys, monkeypatch) -> None:

@@ -93,8 +93,10 @@ def test_the_same_failing_call_is_not_run_again(home: Path, capsys, monkeypatch)
     evs = events(capsys, out["turn_id"])
     assert [i["executor"] for i in of(evs, "StepInvoked")] == ["read_files", "compute_entries"]
     assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["repeated_failure", "repeated_failure"]
-    # After the second repeat the model is asked to answer, with no tool to call.
-    assert llm.requests[3].tool_names == []
+    # After the second repeat the model is asked to answer in words: the same tools, so the
+    # prompt keeps its prefix for the server's cache, and tool_choice "none".
+    assert llm.requests[3].body["tool_choice"] == "none" and llm.requests[3].tool_names == llm.requests[2].tool_names
+    assert "tool_choice" not in llm.requests[2].body
     assert replays_clean(capsys, out["turn_id"])
 
 
@@ -116,8 +118,12 @@ def test_a_read_only_request_whose_model_only_asks_for_tools_is_answered_with_th
     again = text_call("find_files", {"base_path": "~"})
     code, out, llm = ask(monkeypatch, capsys, [call("get_now", {}), again, again, text("unused")], "What does ~/a.md say?")
     assert code == 0 and out["status"] == "answered", out
-    # After the model's first step, a request that changes nothing is offered no tool.
-    assert llm.requests[1].tool_names == [] and llm.requests[2].tool_names == []
+    # Holding data, the model read something else: a request that changes nothing is then
+    # asked for its answer in words (tool_choice "none", the same tools, the request restated last).
+    assert [r.body.get("tool_choice") for r in llm.requests] == [None, "none", "none"]
+    assert llm.requests[1].tool_names == llm.requests[0].tool_names
+    assert llm.requests[0].messages == llm.requests[1].messages[:len(llm.requests[0].messages)]
+    assert llm.requests[1].messages[-1]["role"] == "user" and "My request: What does ~/a.md say?" in llm.requests[1].messages[-1]["content"]
     assert of(events(capsys, out["turn_id"]), "AnswerComposed") == [{"from_steps": [1, 2], "reason": "no_answer_after_data"}]
     assert out["answer"].startswith("alpha\nbeta")
     assert replays_clean(capsys, out["turn_id"])

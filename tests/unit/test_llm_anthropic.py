@@ -104,3 +104,13 @@ def test_key_is_never_in_errors() -> None:
     with pytest.raises(ProviderHTTPError) as e:
         p.complete([UserMessage("hi")])
     assert "SECRET" not in str(e.value) and "SECRET" not in json.dumps(e.value.to_dict())
+
+
+def test_tool_choice_none_is_sent_in_anthropic_words() -> None:
+    p, seen = make(lambda r: httpx.Response(200, json={"id": "m1", "model": "claude", "role": "assistant", "stop_reason": "end_turn",
+                                                       "content": [{"type": "text", "text": "the answer"}], "usage": {"input_tokens": 3, "output_tokens": 2}}),
+                   env={"ANTHROPIC_API_KEY": "k"})
+    tool = ToolSpec("read_files", "Read files.", {"type": "object", "properties": {}})
+    assert p.complete([UserMessage("read x")], [tool], tool_choice="none").text == "the answer"
+    body = json.loads(seen[0].content)
+    assert body["tool_choice"] == {"type": "none"} and body["tools"][0]["name"] == "read_files"

@@ -172,3 +172,18 @@ def test_api_key_goes_in_the_header_only_from_the_named_variable() -> None:
     p2, _ = provider(lambda r: httpx.Response(200, json=reply({"content": "ok"})), api_key_env="MY_KEY", env={})
     with pytest.raises(LLMConfigError, match="MY_KEY is not set"):
         p2.complete([UserMessage("hi")])
+
+
+def test_tool_choice_none_shows_the_tools_and_takes_a_written_call_as_text() -> None:
+    """Asked for words, the model sees the same tools (the prompt's prefix is the round
+    before's) and a call it writes anyway is text for the loop to judge, not a call."""
+    written = '```json\n{"name": "read_files", "arguments": {"paths": ["x"]}}\n```'
+    p, seen = provider(lambda r: httpx.Response(200, json=reply({"role": "assistant", "content": written})))
+    got = p.complete(CONVO, [READ], tool_choice="none")
+    body = json.loads(seen[0].content)
+    assert body["tool_choice"] == "none" and [t["function"]["name"] for t in body["tools"]] == ["read_files"]
+    assert got.is_final and got.text == written
+    # The same reply under "auto" is a call.
+    assert not p.complete(CONVO, [READ]).is_final and "tool_choice" not in json.loads(seen[1].content)
+    with pytest.raises(ValueError, match="tool_choice"):
+        p.complete(CONVO, [READ], tool_choice="required")

@@ -57,3 +57,23 @@ def test_recurring_task_builtins_only_for_requests_about_schedules() -> None:
     assert any(w["name"] == "list_recurring" for w in files.get("withheld", []))
     assert "list_recurring" in [c["name"] for c in shortlist(index, "list my reminders", pool_size=12)["candidates"]]
     assert "show_recurring" in [c["name"] for c in shortlist(index, "show the schedule of the backup", pool_size=12)["candidates"]]
+
+
+def test_an_action_the_request_names_comes_in_even_past_the_ranking_cut() -> None:
+    """"fetch the page, save it to ~/page.html and tell me how many bytes": write_files tied
+    with two others on one word and the pre-filter's K cut it by name; the model, never
+    offered it, could not save the page."""
+    entries = [CatalogueEntry("get_urls", affinity=("fetch", "page", "bytes")),
+               CatalogueEntry("compute_entries", affinity=("many", "count")),
+               CatalogueEntry("count_lines", affinity=("many", "lines")),
+               CatalogueEntry("delete_files", affinity=("delete", "files"), side_effects=True),
+               CatalogueEntry("write_files", affinity=("write", "save"), side_effects=True)]
+    index = PrefilterIndex(entries)
+    request = "fetch the page, save it to ~/page.html and tell me how many bytes"
+    ranked = [c.name for c in index.query(request, pool_size=12).candidates]
+    assert "write_files" not in ranked  # the cut this rule makes up for
+    pool = shortlist(index, request, pool_size=12)["candidates"]
+    added = next(c for c in pool if c["name"] == "write_files")
+    assert added["via"] == "named_action" and added["phrase"] == "save"
+    # A request that names no action still gets none.
+    assert not {"write_files", "delete_files"} & {c["name"] for c in shortlist(index, "fetch the page and count its bytes", pool_size=12)["candidates"]}
