@@ -37,6 +37,10 @@ _TAGGED_CALL = re.compile(r"<\s*/?\s*(tool_call|function_call|tool_use)\b", re.I
 _CALL_SYNTAX = re.compile(r"\A\s*`?(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*\(")
 # A lead-in: at most this many words, ending with a colon and nothing after it.
 _STUB_WORDS = 12
+# A short first line ending with a colon ("Step 2 returned:", "Here is the result:"), then the rest.
+_LEAD_IN = re.compile(r"\A(?P<lead>[^\n]{1,120}):[ \t]*\n+(?P<rest>.*)\Z", re.DOTALL)
+# The start of a tool's JSON result, even cut short (a reply that hit its token limit does not parse).
+_RESULT_START = re.compile(r'\A(?:```[a-zA-Z]*\s*)?[\[{]\s*\{?\s*"(ok|entries|content|error|metadata|path)"\s*:')
 
 
 def _unfenced(text: str) -> str:
@@ -83,6 +87,12 @@ def answer_problem(text: str, tool_names: Collection[str],
         return TOOL_CALL_AS_TEXT
     if data is not None and (isinstance(data, dict) and ("ok" in data or "error" in data) or _echoes(data, list(observations))):
         return RAW_TOOL_OUTPUT
+    lead_in = _LEAD_IN.match(stripped)
+    if lead_in and len(lead_in.group("lead").split()) <= _STUB_WORDS:
+        rest = lead_in.group("rest").strip()
+        if _RESULT_START.match(rest) or answer_problem(rest, tool_names, observations) == RAW_TOOL_OUTPUT:
+            # A lead-in over a tool's result (the 1.5B copied the prompt's "Step 2 returned:" and the JSON after it).
+            return RAW_TOOL_OUTPUT
     if stripped.endswith(":") and len(stripped.split()) <= _STUB_WORDS:
         return STUB
     return None

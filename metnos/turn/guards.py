@@ -114,8 +114,8 @@ class TurnGuards:
                 steps = ", ".join(map(str, where))
                 return GuardDecision(
                     DUPLICATE_READ,
-                    f"you already have this data at step {steps}: formulate the final_answer "
-                    f"(or use scratchpad_read on step {steps}) instead of calling {name} again",
+                    f"you already have this data at step {steps}: answer from it, or pass it to the tool "
+                    f'that works on it with "from_step": {where[-1]}, instead of calling {name} again',
                     where)
         cap = self.cap_same_vectorial if vectorial else self.cap_same_executor
         if self.calls.get(name, 0) >= cap:

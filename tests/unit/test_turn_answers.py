@@ -22,6 +22,10 @@ OBS = [{"ok": True, "content": "alpha\nbeta", "entries": [{"path": "/h/a.md", "c
     ('<tool_call>{"name": "get_now"}</tool_call>', TOOL_CALL_AS_TEXT),
     ("read_files(paths=['~/a.md'])", TOOL_CALL_AS_TEXT),
     ("The tool returned:", STUB), ("Here are the last three lines:", STUB),
+    # A lead-in over the result: what the 1.5B answered, copying the prompt's scaffold.
+    ('Step 2 returned:\n{"entries":[{"modified":"2026-11-24T23:01:47+00:00","name":"invoice_april.pdf"', RAW_TOOL_OUTPUT),
+    ('Here is the result:\n```json\n{"ok": true, "content": "alpha"}\n```', RAW_TOOL_OUTPUT),
+    ('The files are:\n[{"path": "/h/a.md", "content": "alpha\\nbeta"}]', RAW_TOOL_OUTPUT),
 ])
 def test_non_answers_are_named(text: str, reason: str) -> None:
     assert answer_problem(text, TOOLS, OBS) == reason
@@ -32,6 +36,8 @@ def test_non_answers_are_named(text: str, reason: str) -> None:
     "The file lists: milk, bread and eggs.",  # a colon inside a sentence is fine
     "I used read_files to read it: it says alpha.",
     "files_total is not a tool, and this is an answer",
+    "The files are:\n- invoice_april.pdf\n- invoice_may.pdf",  # a lead-in over a list in words is an answer
+    "The settings are:\n{retries: 3} is what the file says, so three retries.",
 ])
 def test_answers_pass(text: str) -> None:
     assert answer_problem(text, TOOLS, OBS) is None

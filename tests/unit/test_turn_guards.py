@@ -45,7 +45,7 @@ def test_duplicate_read_is_intercepted_with_the_step_that_has_the_data():
     d = g.check("read_files", {"paths": ["/home/u/notes/./diary.md"], "max_lines": 3})
     assert d.outcome == DUPLICATE_READ and not d.ends_turn and d.previous_steps == (1,)
     obs = d.observation()
-    assert obs["ok"] is False and "step 1" in obs["error"] and "final_answer" in obs["error"]
+    assert obs["ok"] is False and "step 1" in obs["error"] and "answer from it" in obs["error"] and '"from_step": 1' in obs["error"]
 
 
 def test_duplicate_read_allows_new_targets_and_other_executors():
