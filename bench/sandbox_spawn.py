@@ -19,7 +19,9 @@ the baseline. Against it:
                 inside) run with subprocess.run: bubblewrap's own part.
 
 ``--fences`` adds one bwrap-only variant per fence, with that fence alone
-left out, and prints what each costs (bwrap only minus the variant), plus
+left out, and prints what each costs (bwrap only minus the variant; for a
+flag the sandbox no longer passes, such as ``+new-session``, the variant
+with it added back minus bwrap only: what leaving it out saves), plus
 bwrap's floor (a bare ``bwrap --dev-bind / /``, no namespace asked for);
 ``--fences NAME ...`` measures only those, named without their dashes
 (e.g. ``--fences new-session landlock``).
@@ -53,7 +55,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from metnos.invocation.runner import host_config, invoke
-from metnos.sandbox.bwrap import SandboxPlan, plan_for, probe, python_runtime, wrap_plan
+from metnos.sandbox.bwrap import SandboxPlan, dev_args, plan_for, probe, python_runtime, wrap_plan
 from metnos.sandbox.profile import SandboxProfile
 from metnos.sandbox.status import status
 from metnos.workspace import Workspace
@@ -68,12 +70,13 @@ FENCE_FLAGS: dict[str, tuple[tuple[str, int], ...]] = {
     "--unshare-ipc": (("--unshare-ipc", 0),),
     "--unshare-uts": (("--unshare-uts", 0), ("--hostname", 1)),
     "--unshare-cgroup-try": (("--unshare-cgroup-try", 0),),
-    "--new-session": (("--new-session", 0),),
     "--die-with-parent": (("--die-with-parent", 0),),
     "--cap-drop": (("--cap-drop", 1),),
     "--proc": (("--proc", 1),),
-    "--dev": (("--dev", 1),),
 }
+# Flags the sandbox no longer passes, measured added back: what leaving each
+# out saves (--new-session: a session of its own, the kernel's autogroup).
+ADDED_FLAGS: dict[str, tuple[str, ...]] = {"+new-session": ("--new-session",)}
 
 
 def interleaved(variants: dict[str, Callable[[], float | None]], runs: int, *, cpu: bool) -> dict[str, list[float]]:
@@ -102,6 +105,13 @@ def without(argv: Sequence[str], flags: Sequence[tuple[str, int]]) -> list[str]:
         i = out.index(flag)
         del out[i:i + 1 + nargs]
     return out
+
+
+def without_run(argv: Sequence[str], run: Sequence[str]) -> list[str]:
+    """``argv`` without the first occurrence of the consecutive ``run``."""
+    out, k = list(argv), len(run)
+    i = next(i for i in range(len(out) - k + 1) if out[i:i + k] == list(run))
+    return out[:i] + out[i + k:]
 
 
 def run_ok(argv: list[str], env: dict[str, str], pass_fds: Sequence[int] = (), *, cpu: bool = False) -> float | None:
@@ -147,12 +157,16 @@ def main() -> int:
         plain_cmd = [exe, "-I", "-S", "-B", plain_plan.host_path, json.dumps(bare)]
         boxed_plan = plan_for(code, profile, workspace=ws, env=on)
 
-        def boxed(plan: SandboxPlan = boxed_plan, drop: Sequence[tuple[str, int]] = ()) -> Callable[[], float | None]:
+        def boxed(plan: SandboxPlan = boxed_plan, drop: Sequence[tuple[str, int]] = (),
+                  drop_run: Sequence[str] = (), add: Sequence[str] = ()) -> Callable[[], float | None]:
             cmd = [exe, "-I", "-S", "-B", plan.host_path, host_config(plan, profile)]
 
             def go() -> float | None:
                 w = wrap_plan(plan, cmd)
                 argv = without(w.argv, drop)
+                if drop_run:
+                    argv = without_run(argv, drop_run)
+                argv[1:1] = add
                 try:
                     return run_ok(argv, w.env, w.pass_fds, cpu=cpu)
                 finally:
@@ -175,11 +189,13 @@ def main() -> int:
         fences: dict[str, Callable[[], float | None]] = {}
         if opts.fences is not None:
             fences = {fence: boxed(drop=flags) for fence, flags in FENCE_FLAGS.items()}
+            fences["dev"] = boxed(drop_run=dev_args())
+            fences.update({name: boxed(add=flags) for name, flags in ADDED_FLAGS.items()})
             fences["seccomp"] = boxed(dataclasses.replace(boxed_plan, seccomp=False))
             fences["landlock"] = boxed(dataclasses.replace(boxed_plan, landlock_path=None))
             floor = [probe().path or "bwrap", "--dev-bind", "/", "/", "--", *plain_cmd]
             fences["floor"] = lambda: run_ok(floor, plain_plan.child_env, cpu=cpu)
-            names = {k.lstrip("-"): k for k in fences}
+            names = {k.lstrip("-+"): k for k in fences}
             unknown = set(opts.fences) - set(names)
             if unknown:
                 print(f"unknown fence(s): {', '.join(sorted(unknown))}; known: {', '.join(names)}")
@@ -221,7 +237,9 @@ def main() -> int:
         full, full_low = m["bwrap"][0], m["bwrap"][3]
         print("what each fence costs (bwrap only minus bwrap only without it; median, fastest):")
         for key in (k for k in fences if k != "floor"):
-            print(f"  {key:24s}{full - m[key][0]:+6.1f} ms {full_low - m[key][3]:+6.1f} ms")
+            sign = -1 if key in ADDED_FLAGS else 1
+            label = f"{key} (added back)" if key in ADDED_FLAGS else key
+            print(f"  {label:24s}{sign * (full - m[key][0]):+6.1f} ms {sign * (full_low - m[key][3]):+6.1f} ms")
         if "floor" in fences:
             print(f"  {'bwrap floor (bare, no namespace flags)':40s}{m['floor'][0] - base:+6.1f} ms over plain")
         if not cpu:

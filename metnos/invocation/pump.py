@@ -173,10 +173,12 @@ def _popen(wrapped: WrappedCommand, argv: list[str], pass_fds: tuple[int, ...],
            preexec_fn: Callable[[], None] | None = None) -> subprocess.Popen:
     """The child in a process group of its own (what ``_kill_group`` kills).
 
-    bwrap gives the sandbox a session of its own (--new-session: no
-    controlling terminal, hence no TIOCSTI), so bwrap itself needs only the
-    group: a second setsid would cost ~2 ms of the kernel's autogroup work
-    on every spawn. Without bwrap the child gets the session here."""
+    A sandbox stays in the runtime's session: a setsid costs the kernel's
+    autogroup work on every spawn (milliseconds under load), and the terminal
+    it would keep out is already out of reach (no terminal device in the
+    sandbox's /dev, stdio are pipes, seccomp refuses TIOCSTI; see
+    metnos.sandbox.bwrap.dev_args). Without bwrap, where none of that holds,
+    the child gets a session of its own here."""
     if wrapped.plan.active:
         return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=wrapped.env, pass_fds=pass_fds, cwd="/", process_group=0, preexec_fn=preexec_fn)

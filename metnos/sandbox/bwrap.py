@@ -39,7 +39,14 @@ _SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
 _ETC_ALWAYS = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types")
 _ETC_NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
                 "/etc/gai.conf", "/etc/ssl/certs", "/etc/ca-certificates.conf")
+# The whole of /dev inside: no tty, console, ptmx or pts. The sandbox stays
+# in the runtime's session (no --new-session: its setsid costs the kernel a
+# scheduler autogroup, milliseconds of wall time a spawn), so a terminal
+# device here could be the user's controlling terminal; with none, and stdio
+# always pipes, there is no terminal to reach, and the seccomp filter refuses
+# TIOCSTI and TIOCLINUX besides.
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+_DEV_TMPFS_BYTES = 64 * 1024
 # Fixed places inside the sandbox, so nothing about the host's layout (and no
 # mask over a grant) depends on where the code lives.
 INSIDE_DIR = "/run/metnos"
@@ -73,10 +80,24 @@ class BwrapProbe:
 
 def _probe_argv(bwrap: str) -> list[str]:
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-net", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+            "--unshare-net", "--cap-drop", "ALL", "--die-with-parent"]
     for p in _SYSTEM_RO:
         argv += _system_bind(p)
-    return argv + ["--proc", "/proc", "--dev", "/dev", "--", "true"]
+    return argv + ["--proc", "/proc", *dev_args(), "--", "true"]
+
+
+def dev_args() -> list[str]:
+    """bwrap flags building the sandbox's /dev (instead of ``--dev``, which
+    adds /dev/tty, /dev/ptmx, /dev/pts and, when bwrap's stdout is a
+    terminal, /dev/console): the devices of ``_DEVICES``, the /proc/self/fd
+    links, read-only once built."""
+    a = ["--size", str(_DEV_TMPFS_BYTES), "--tmpfs", "/dev"]
+    for d in _DEVICES:
+        a += ["--dev-bind", d, d]
+    a += ["--symlink", "/proc/self/fd", "/dev/fd"]
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        a += ["--symlink", f"/proc/self/fd/{fd}", f"/dev/{name}"]
+    return a + ["--remount-ro", "/dev"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -286,7 +307,7 @@ def plan_for(
 
     a: list[str] = [pr.path or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
                     "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
-                    "--new-session", "--die-with-parent", "--clearenv", "--hostname", "metnos",
+                    "--die-with-parent", "--clearenv", "--hostname", "metnos",
                     "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
     if pr.disable_userns:
         a.append("--disable-userns")
@@ -317,7 +338,7 @@ def plan_for(
         elif profile.site_packages:
             a += ["--ro-bind", s, s]
             rules.append((s, _landlock.READ))
-    a += ["--proc", "/proc", "--dev", "/dev"]
+    a += ["--proc", "/proc", *dev_args()]
     rules += [("/proc/self", _landlock.READ), ("/tmp", _landlock.WRITE), ("/etc", _landlock.READ)]
     rules += [(d, _landlock.DEVICE_RW) for d in _DEVICES]
     for f in _ETC_ALWAYS + (_ETC_NETWORK if profile.wants_network else ()):

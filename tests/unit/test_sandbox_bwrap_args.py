@@ -76,11 +76,24 @@ def test_probe_runs_bwrap_not_just_which(monkeypatch, tmp_path):
 @needs_bwrap
 def test_always_on_flags(sx):
     a = plan(sx).bwrap_args
-    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--new-session",
+    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                  "--die-with-parent", "--clearenv", "--unshare-net"):
         assert flag in a, flag
     assert pairs(a, "--cap-drop") == ["ALL"]
-    assert "/proc" in pairs(a, "--proc") and "/dev" in pairs(a, "--dev") and "/tmp" in pairs(a, "--tmpfs")
+    assert "/proc" in pairs(a, "--proc") and "/dev" in pairs(a, "--tmpfs") and "/tmp" in pairs(a, "--tmpfs")
+    assert "/dev" in pairs(a, "--remount-ro")
+
+
+@needs_bwrap
+def test_dev_holds_no_terminal(sx):
+    """The sandbox shares the runtime's session (no --new-session): its /dev
+    is built device by device, never bwrap's --dev with its tty and pts."""
+    a = plan(sx).bwrap_args
+    assert "--dev" not in a and "--new-session" not in a
+    devices = pairs(a, "--dev-bind")
+    assert sorted(devices) == ["/dev/full", "/dev/null", "/dev/random", "/dev/urandom", "/dev/zero"]
+    shown = devices + pairs(a, "--ro-bind") + pairs(a, "--bind")
+    assert not any(x.startswith(("/dev/tty", "/dev/pts", "/dev/console", "/dev/ptmx")) for x in shown)
     ro = pairs(a, "--ro-bind")
     assert "/etc" not in ro and "/etc/ld.so.cache" in ro
     assert not any(x.startswith("/etc/ssl") or x == "/etc/resolv.conf" for x in ro)
