@@ -41,6 +41,7 @@ class FailureKind(enum.Enum):
     STEP_REFUSED = "step_refused"
     UNUSABLE_ANSWER = "unusable_answer"
     INVALID_ARGUMENTS = "invalid_arguments"
+    ACTION_NOT_TAKEN = "action_not_taken"
 
 
 # How the turn ended, by kind: failed unless a fence or the user said no
@@ -71,6 +72,8 @@ _TABLE: dict[FailureKind, tuple[str, str]] = {
         "error", "The language model did not produce an answer ({detail})."),
     FailureKind.INVALID_ARGUMENTS: (
         "error", "The language model could not write a valid call ({detail})."),
+    FailureKind.ACTION_NOT_TAKEN: (
+        "error", "Not done: the language model stopped before calling {detail}, which the request asks for."),
 }
 
 

@@ -136,6 +136,8 @@ class _State:
     model_steps: int = 0
     # The model, holding data, took a step that did not work on it (a read of its own).
     read_again: bool = False
+    # A step with side effects succeeded.
+    acted: bool = False
     # The request was restated with the results, asking for the answer in words (once a turn).
     asked_for_words: bool = False
     # Steps whose data answers the request, once the model asked for it twice more.
@@ -284,6 +286,10 @@ class TurnLoop:
                 return self._fail(turn, state, *state.problem)
             return self._fail(turn, state, FailureKind.BAD_LLM_REPLY, failed.detail)
         except _AnswerFromData as found:
+            asked = sorted(name for name in pool if self._acts(name))
+            if asked and not state.acted:
+                # The data is no answer to a request that asked for an action none of whose steps ran.
+                return self._fail(turn, state, FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
             answer = compose_answer([state.observations.get(s, {}) for s in found.steps])
             self._record(turn, Turn.AnswerComposed, from_steps=list(found.steps), reason=found.reason)
             return self._answered(turn, state, answer)
@@ -560,6 +566,7 @@ class TurnLoop:
             state.guards = state.guards.record(step, name, args, executed=True, succeeded=ok)
             if ok:
                 self._succeeded(state, observation)
+                state.acted = state.acted or bool(builtin.entry.side_effects)
             return observation, others
 
         if name == SCRATCHPAD_READ:
@@ -672,6 +679,7 @@ class TurnLoop:
         succeeded = result.ok and result.observation.get("ok") is not False
         state.observations[step] = result.observation
         state.executed[step] = (name, result.version)
+        state.acted = state.acted or (succeeded and self._acts(name))
         spilled = spill(result.observation, turn_id=str(turn.id), step=step, threshold_bytes=self.settings.scratchpad_threshold_bytes)
         if spilled.spilled:
             state.scratch.put(spilled.scratchpad_id, spilled.payload)

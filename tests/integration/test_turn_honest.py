@@ -168,6 +168,18 @@ def test_a_repeated_duplicate_read_ends_with_the_data_already_there(home: Path, 
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_a_request_for_an_action_is_not_answered_with_the_data_when_the_action_never_ran(home: Path, capsys, monkeypatch) -> None:
+    """What the 0.5B did on "compute the total of ... and write it to ~/receipts/total.txt": it
+    asked for the CSV again and again; the turn said `answered` with the CSV, no file written."""
+    (home / "r.csv").write_text("item,amount\nbread,2\nmilk,3\n")
+    same = call("read_files", {"paths": ["~/r.csv"]})
+    code, out, llm = run(monkeypatch, capsys, [same, same, same, same, text("unused")], "add up ~/r.csv and write the total to ~/total.txt")
+    assert code == 1 and out["status"] == "failed" and out["failure"]["kind"] == "action_not_taken", out
+    assert "write_files" in out["failure"]["message"] and not (home / "total.txt").exists()
+    assert of(events(capsys, out["turn_id"]), "AnswerComposed") == []
+    assert replays_clean(capsys, out["turn_id"])
+
+
 def test_a_rejected_step_gets_its_reason_and_a_hint(home: Path, capsys, monkeypatch) -> None:
     script = [call("read_files", {"paths": ["~/a.md"], "bogus": 1}), text("I could not read it.")]
     code, out, llm = run(monkeypatch, capsys, script, "read ~/a.md")
