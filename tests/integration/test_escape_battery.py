@@ -1223,26 +1223,36 @@ def run(args, ctx):
     return answer(r)
 """
 
-# The runtime: a session leader holding the pty as its controlling terminal
-# (checked by opening /dev/tty, and by a TIOCSTI of its own that lands and is
-# flushed: the detector works), then one call through Runtime.call.
+# The runtime as a user in a terminal runs it: a session leader holding the
+# pty as its controlling terminal and as its stdin, stdout and stderr (checked
+# by opening /dev/tty, and by a TIOCSTI of its own that lands and is flushed:
+# the detector works), making one call through Runtime.call. What it saw goes
+# to a file, its terminal being the thing under attack.
 RUNTIME_ON_A_TERMINAL = """
-import fcntl, json, os, sys, termios
-from metnos.eventlog import EventLog
-from metnos.runtime import Runtime
-from metnos.workspace import Workspace
+import fcntl, json, os, sys, termios, traceback
 os.setsid()
 terminal = os.open(sys.argv[1], os.O_RDWR)
-ctty = os.open("/dev/tty", os.O_RDWR)
-fcntl.ioctl(ctty, termios.TIOCSTI, b"?")
-control = int.from_bytes(fcntl.ioctl(ctty, termios.FIONREAD, b"\\0\\0\\0\\0"), sys.byteorder)
-termios.tcflush(ctty, termios.TCIFLUSH)
-ws = Workspace.from_env()
-with Runtime.boot(ws, birth=False) as rt:
-    result = rt.call(sys.argv[2], {"word": "x"}, caller={"kind": "test"})
-completed = [e.kind for _, e in EventLog(ws).domain_events() if type(e).__name__ == "InvocationCompleted"]
-print(json.dumps({"control": control, "ok": result.ok, "observation": result.observation(),
-                  "completed": completed, "sid": os.getsid(0) == os.getpid()}))
+for fd in (0, 1, 2):
+    os.dup2(terminal, fd)
+seen = {}
+try:
+    from metnos.eventlog import EventLog
+    from metnos.runtime import Runtime
+    from metnos.workspace import Workspace
+    ctty = os.open("/dev/tty", os.O_RDWR)
+    fcntl.ioctl(ctty, termios.TIOCSTI, b"?")
+    seen["control"] = int.from_bytes(fcntl.ioctl(ctty, termios.FIONREAD, b"\\0\\0\\0\\0"), sys.byteorder)
+    termios.tcflush(ctty, termios.TCIFLUSH)
+    seen["sid"] = os.getsid(0) == os.getpid()
+    ws = Workspace.from_env()
+    with Runtime.boot(ws, birth=False) as rt:
+        result = rt.call(sys.argv[2], {"word": "x"}, caller={"kind": "test"})
+    seen.update(ok=result.ok, observation=result.observation(), completed=[
+        e.kind for _, e in EventLog(ws).domain_events() if type(e).__name__ == "InvocationCompleted"])
+except BaseException:
+    seen["error"] = traceback.format_exc()
+with open(sys.argv[3], "w") as f:
+    json.dump(seen, f)
 """
 
 
@@ -1250,6 +1260,7 @@ def _call_from_a_runtime_on_a_terminal(sx: SandboxEnv, name: str, main: str) -> 
     """(what the runtime saw, the bytes waiting in the terminal's input after the call)."""
     import fcntl
     import json
+    import select
     import termios
     import tty
 
@@ -1259,19 +1270,36 @@ def _call_from_a_runtime_on_a_terminal(sx: SandboxEnv, name: str, main: str) -> 
 
     src = write_executor(sx.root / "src" / name, name=name, created_by="skill:escape", main=main)
     install_executor(src, sx.workspace.executors_origin_dir("skill"), ensure_keypair(sx.workspace))
+    result = sx.root / f"{name}.seen.json"
+    shown = bytearray()
+    done = threading.Event()
     master, slave = os.openpty()
+
+    def read_the_screen() -> None:  # so the runtime never blocks writing to its terminal
+        while not done.is_set():
+            if select.select([master], [], [], 0.05)[0]:
+                try:
+                    shown.extend(os.read(master, 4096))
+                except OSError:
+                    return
+
+    reader = threading.Thread(target=read_the_screen, daemon=True)
+    reader.start()
     try:
         tty.setraw(slave)  # every injected byte counts as input, line or not
-        proc = subprocess.run([sys.executable, "-c", RUNTIME_ON_A_TERMINAL, os.ttyname(slave), name],
-                              env=sx.env, cwd=os.getcwd(), stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run([sys.executable, "-c", RUNTIME_ON_A_TERMINAL, os.ttyname(slave), name, str(result)],
+                              env=sx.env, cwd=os.getcwd(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=120)
         waiting = int.from_bytes(fcntl.ioctl(slave, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
     finally:
+        done.set()
+        reader.join()
         os.close(master)
         os.close(slave)
     # The runtime survived the call and said what happened.
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == 0 and result.exists(), (proc.returncode, bytes(shown[-3000:]))
+    seen = json.loads(result.read_text())
+    assert "error" not in seen, seen["error"]
     assert seen["sid"] and seen["control"] == 1, seen  # it had the terminal, and TIOCSTI there lands
     return seen, waiting
 
