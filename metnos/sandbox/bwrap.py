@@ -39,12 +39,12 @@ _SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
 _ETC_ALWAYS = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types")
 _ETC_NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
                 "/etc/gai.conf", "/etc/ssl/certs", "/etc/ca-certificates.conf")
-# The whole of /dev inside: no tty, console, ptmx or pts. The sandbox stays
-# in the runtime's session (no --new-session: its setsid costs the kernel a
-# scheduler autogroup, milliseconds of wall time a spawn), so a terminal
-# device here could be the user's controlling terminal; with none, and stdio
-# always pipes, there is no terminal to reach, and the seccomp filter refuses
-# TIOCSTI and TIOCLINUX besides.
+# The whole of /dev inside: no tty, console, ptmx or pts. The sandbox runs in
+# a session of its own (--new-session, DESIGN.md decision 4), and besides:
+# with no terminal device here and stdio always pipes, there is no terminal to
+# reach even if that flag were dropped (its setsid costs the kernel a scheduler
+# autogroup, about 3 ms of wall time a spawn under load: docs/benchmarks.md),
+# and the seccomp filter refuses TIOCSTI and TIOCLINUX.
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 _DEV_TMPFS_BYTES = 64 * 1024
 # Fixed places inside the sandbox, so nothing about the host's layout (and no
@@ -80,7 +80,7 @@ class BwrapProbe:
 
 def _probe_argv(bwrap: str) -> list[str]:
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-net", "--cap-drop", "ALL", "--die-with-parent"]
+            "--unshare-net", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
     for p in _SYSTEM_RO:
         argv += _system_bind(p)
     return argv + ["--proc", "/proc", *dev_args(), "--", "true"]
@@ -307,7 +307,7 @@ def plan_for(
 
     a: list[str] = [pr.path or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
                     "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
-                    "--die-with-parent", "--clearenv", "--hostname", "metnos",
+                    "--new-session", "--die-with-parent", "--clearenv", "--hostname", "metnos",
                     "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
     if pr.disable_userns:
         a.append("--disable-userns")

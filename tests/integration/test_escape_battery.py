@@ -1155,12 +1155,11 @@ def test_a_write_grant_run_at_read_only_is_bound_read_only(sx, level):
         assert (data / "f.txt").read_text() == "pwned"
 
 
-# --- The sandbox shares the runtime's session: no terminal is within reach ---
-# bwrap runs without --new-session (a setsid costs a scheduler autogroup on
-# every spawn), so when the user's runtime has a controlling terminal, the
-# sandbox is in that terminal's session. What keeps the terminal out: a /dev
-# built device by device (no tty, console, ptmx, pts), stdio that are pipes,
-# and the seccomp filter refusing TIOCSTI. These run a real runtime that holds
+# --- No terminal is within reach of the sandbox ---
+# The sandbox runs in a session of its own (--new-session), and besides that,
+# what keeps the user's terminal out: a /dev built device by device (no tty,
+# console, ptmx, pts), stdio that are pipes, and the seccomp filter refusing
+# TIOCSTI. These run a real runtime that holds
 # a pty as its controlling terminal, calling a signed hostile executor through
 # the same service every caller uses, so the call is recorded in the log.
 
