@@ -107,6 +107,33 @@ def grounded_in(text: str, observations: Iterable[Mapping[str, Any]]) -> bool:
     return any(words & content_tokens(" ".join(_leaves(obs))) for obs in observations)
 
 
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*")
+
+
+def _numbers(text: str) -> set[float]:
+    found = set()
+    for raw in _NUMBER.findall(text):
+        plain = raw.replace(",", "") if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw) else raw.replace(",", ".")
+        try:
+            found.add(float(plain))
+        except ValueError:
+            continue
+    return found
+
+
+def figures_from(text: str, observations: Iterable[Mapping[str, Any]]) -> bool:
+    """The answer gives at least one number, and each is a number of ``observations``
+    (in a value or inside a text value): a figure taken from the data, not made up."""
+    said = _numbers(text)
+    if not said:
+        return False
+    known: set[float] = set()
+    for obs in observations:
+        for leaf in _leaves(obs):
+            known |= _numbers(leaf)
+    return said <= known
+
+
 def _leaves(value: Any) -> Iterable[str]:
     """The values of an observation as text, without its keys (an answer saying
     "content" uses nothing by that)."""

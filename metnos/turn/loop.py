@@ -50,7 +50,7 @@ from metnos.llm.errors import LLMError, ProviderUnreachable
 from metnos.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from metnos.mnestome.boost import apply_boost
 from metnos.sandbox import autonomy
-from metnos.turn.answers import REASONS, answer_problem, grounded_in
+from metnos.turn.answers import REASONS, answer_problem, figures_from, grounded_in
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.turn.completion import complete_arguments
 from metnos.turn.errors import TurnError
@@ -138,6 +138,8 @@ class _State:
     read_again: bool = False
     # A step with side effects succeeded.
     acted: bool = False
+    # The problem, when it is a call refused for its form that would have changed nothing.
+    unrun_read: tuple[FailureKind, str] | None = None
     # The request was restated with the results, asking for the answer in words (once a turn).
     asked_for_words: bool = False
     # Steps whose data answers the request, once the model asked for it twice more.
@@ -398,7 +400,7 @@ class TurnLoop:
                 messages.append(UserMessage(answer_correction(REASONS[problem])))
                 self._commit(turn)
                 return None
-            if state.problem is not None and not grounded_in(text, state.since_problem):
+            if state.problem is not None and not grounded_in(text, state.since_problem) and not self._figures_stand(state, pool, text):
                 raise _EndTurn(*state.problem)
             return text
         if state.final_only:
@@ -439,6 +441,17 @@ class TurnLoop:
         if any(self._acts(name) for name in pool):
             return False
         return state.read_again or state.model_steps >= READ_ONLY_MODEL_STEPS
+
+    def _figures_stand(self, state: _State, pool: list[str], text: str) -> bool:
+        """After a call that was refused for its form and would have changed nothing, in a
+        request that changes nothing, an answer stands when every number in it is in the
+        data the turn's good steps produced ("1284", read from the page, after a count
+        piped from nowhere was refused); a number from nowhere ("8500" for files of 1000,
+        2500 and 500 bytes) does not."""
+        if state.problem is None or state.problem is not state.unrun_read or any(self._acts(n) for n in pool):
+            return False
+        good = [state.observations[s] for s in self._successes(state)]
+        return figures_from(text, good)
 
     @staticmethod
     def _successes(state: _State) -> tuple[int, ...]:
@@ -826,6 +839,9 @@ class TurnLoop:
             state.problem = (FailureKind.NEEDS_INPUTS, f"{name} needs data to work on (which file, folder or items?)")
         else:
             state.problem = (FailureKind.STEP_FAILED, words)
+            if not self._acts(name):
+                # A call refused for its form that would have changed nothing: it never ran.
+                state.unrun_read = state.problem
         state.since_problem = []
         if kind in ("arguments", "schema"):
             state.argument_errors += 1

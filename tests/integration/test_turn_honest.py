@@ -180,6 +180,20 @@ def test_a_request_for_an_action_is_not_answered_with_the_data_when_the_action_n
     assert replays_clean(capsys, out["turn_id"])
 
 
+@pytest.mark.parametrize(("answer", "status"), [("1284", "answered"), ("The backup has 1300 files.", "failed")])
+def test_after_a_read_refused_for_its_form_an_answer_stands_on_figures_from_the_data(home: Path, capsys, monkeypatch, answer: str, status: str) -> None:
+    """What the 1.5B did on "how many files the backup has": a count piped from a step that
+    does not exist was refused (it never ran), then it answered 1284, read from the status
+    page: right, yet the turn said failed. A figure from nowhere still fails it."""
+    (home / "status.txt").write_text("backup ok: 1284 files, 3.5 GB\n")
+    script = [call("compute_entries", {"op": "count", "from_step": 1}), call("compute_entries", {"op": "count", "from_step": 5}), text(answer)]
+    code, out, llm = run(monkeypatch, capsys, script, "Read ~/status.txt and tell me how many files the backup has.")
+    assert out["status"] == status, out
+    evs = events(capsys, out["turn_id"])
+    assert [r["kind"] for r in of(evs, "StepRejected")] and len(of(evs, "StepInvoked")) == 2  # the read and the first count
+    assert replays_clean(capsys, out["turn_id"])
+
+
 def test_a_rejected_step_gets_its_reason_and_a_hint(home: Path, capsys, monkeypatch) -> None:
     script = [call("read_files", {"paths": ["~/a.md"], "bogus": 1}), text("I could not read it.")]
     code, out, llm = run(monkeypatch, capsys, script, "read ~/a.md")

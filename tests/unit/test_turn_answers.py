@@ -47,3 +47,14 @@ def test_grounded_answers_share_a_value_not_a_key() -> None:
     assert grounded_in("it says beta", OBS)
     assert not grounded_in("the content is fine", [{"ok": True, "content": "zeta"}])
     assert not grounded_in("done", [])
+
+
+def test_figures_come_from_the_data_or_not() -> None:
+    from metnos.turn.answers import figures_from
+
+    page = [{"ok": True, "entries": [{"url": "http://h/status.txt", "content": "backup ok: 1284 files, 3.5 GB"}]}]
+    assert figures_from("1284", page) and figures_from("The backup has 1,284 files (3.5 GB).", page)
+    assert not figures_from("The backup has 1300 files.", page)
+    sizes = [{"ok": True, "entries": [{"name": "a.mp3", "size": 1000}, {"name": "b.mp3", "size": 2500}, {"name": "c.mp3", "size": 500}]}]
+    assert not figures_from("The total size in bytes of the files in ~/Music is 8500.", sizes)
+    assert not figures_from("the backup is fine", page)  # no figure: nothing to stand on
