@@ -408,6 +408,9 @@ class TurnLoop:
                 # Told twice that the data is there, then asked to answer, it
                 # calls a tool again: the answer is the data.
                 raise _AnswerFromData(state.answer_from)
+            if state.problem is not None:
+                # Asked for words after a step went wrong, it calls again: what went wrong is the outcome.
+                raise _EndTurn(*state.problem)
             raise _EndTurn(FailureKind.BAD_LLM_REPLY, "a tool call after the pipeline was closed")
         critical = next((why for c in reply.tool_calls if (why := self.online.critical(request, c.name))), None) if not state.escalated else None
         if critical is not None:
@@ -654,7 +657,8 @@ class TurnLoop:
                 details = e.details()
                 return self._reject(turn, state, step, name, args, "policy", details, {
                     "ok": False, "error_class": "policy_violation", "error": details,
-                    "hint": f"{name} may only touch what its manifest declares: use a path or host inside that scope, or tell the user it is out of reach"})
+                    "hint": f"{name} may only touch what its manifest declares: use a path or host inside that scope (a path in "
+                            "the user's home is written ~/..., as the request writes it), or tell the user it is out of reach"})
 
         self._record(turn, Turn.StepResolved, step=step, args=resolution.args, pipings=[p.to_json() for p in resolution.pipings],
                      completed=completed or None)
@@ -832,6 +836,10 @@ class TurnLoop:
         error_class = observation.get("error_class")
         if error_class == PIPELINE_ALREADY_CLOSED:
             return observation, []
+        if kind != "arguments":
+            # The same call proposed again is refused the same way: it is intercepted like a
+            # repeated failure (the 1.5B sent one refused move five times, to the time limit).
+            state.failed_calls.setdefault((name, canonical_hash(args)), step)
         words = step_failure_words(name, observation)
         if kind in ("policy", "autonomy"):
             state.problem = (FailureKind.STEP_REFUSED, words)

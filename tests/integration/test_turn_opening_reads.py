@@ -100,6 +100,23 @@ def test_the_same_failing_call_is_not_run_again(home: Path, capsys, monkeypatch)
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_a_call_refused_by_the_policy_is_not_proposed_to_the_end(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B moved ~/Desktop/cat.jpg to /home/metnos/Pictures (a home it made up), was
+    refused by the policy, and sent the same call again four times, to the time limit."""
+    (home / "Desktop").mkdir()
+    (home / "Desktop" / "cat.jpg").write_text("c")
+    bad = call("move_files", {"moves": [{"src": str(home / "Desktop" / "cat.jpg"), "dst": "/home/nobody-here/Pictures/cat.jpg"}]})
+    code, out, llm = ask(monkeypatch, capsys, [bad, bad, bad, bad, bad, text("unused")], "Move the .jpg files on ~/Desktop into ~/Pictures.")
+    assert out["status"] == "refused", out
+    refused = orjson.loads(llm.requests[1].messages[-1]["content"])
+    assert refused["error_class"] == "policy_violation" and "~/" in refused["hint"]
+    evs = events(capsys, out["turn_id"])
+    assert [r["kind"] for r in of(evs, "StepRejected")] == ["policy"]
+    assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["repeated_failure", "repeated_failure"]
+    assert len(llm.requests) <= 5 and (home / "Desktop" / "cat.jpg").exists()
+    assert replays_clean(capsys, out["turn_id"])
+
+
 def test_the_field_the_request_names_completes_a_call_without_one(home: Path, capsys, monkeypatch) -> None:
     (home / "r.csv").write_text("item,amount\nbread,2.5\nmilk,3\n")
     script = [call("compute_entries", {"op": "sum", "from_step": 1}), text("The total is 5.5.")]
