@@ -16,6 +16,7 @@ from metnos.llm.anthropic import AnthropicProvider
 from metnos.llm.embedded import EmbeddedServer
 from metnos.llm.messages import SystemMessage, ToolResult, ToolSpec, UserMessage
 from metnos.llm.openai_compat import OpenAICompatProvider
+from metnos.turn.prompt import answer_from_results
 from tests.support.embedded import embedded_model_or_skip
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(240)]
@@ -52,10 +53,14 @@ def test_openai_endpoint_returns_a_native_tool_call(server) -> None:
     assert r.tool_calls[0].arguments == {"paths": ["notes.txt"]}
     assert r.raw["choices"][0]["message"]["tool_calls"]  # the server's own tool_calls, not our text parsing
 
-    follow = [SYSTEM, UserMessage("Read the file notes.txt and tell me what it says."), r.to_message(),
-              ToolResult(r.tool_calls[0].id, "read_files", '{"ok": true, "files": [{"path": "notes.txt", "text": "buy milk"}]}')]
-    answer = p.complete(follow, [READ, LIST])
-    assert answer.is_final and "milk" in answer.text
+    # The answer round as the loop asks it of a request that changes nothing (metnos/turn/loop.py):
+    # the same tools with tool_choice "none", and the request restated after the result.
+    request = "Read the file notes.txt and tell me what it says."
+    follow = [SYSTEM, UserMessage(request), r.to_message(),
+              ToolResult(r.tool_calls[0].id, "read_files", '{"ok": true, "files": [{"path": "notes.txt", "text": "buy milk"}]}'),
+              UserMessage(answer_from_results(request))]
+    answer = p.complete(follow, [READ, LIST], tool_choice="none")
+    assert answer.is_final and "milk" in answer.text, answer.text
 
 
 def test_anthropic_endpoint_returns_tool_use(server) -> None:
