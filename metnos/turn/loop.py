@@ -435,15 +435,22 @@ class TurnLoop:
         """A request that changes nothing (no executor with side effects made the
         shortlist) is answered once the model, holding data, takes a step that does
         not work on it (a small model offered tools calls one more read, and another,
-        instead of answering), or after three steps of its own. While each step works
-        on the data before it (read, then filter, then count), the chain goes on. A
-        request that acts keeps its tools until its action closes the pipeline."""
+        instead of answering), after three steps of its own, or once the last good
+        step gave a single value rather than a list. While each step works on the
+        list before it (read, then filter, then count), the chain goes on. A request
+        that acts keeps its tools until its action closes the pipeline."""
         if state.model_steps == 0 or state.has_scratch:
             # Spilled data is read back with scratchpad_read: that tool stays.
             return False
         if any(self._acts(name) for name in pool):
             return False
-        return state.read_again or state.model_steps >= READ_ONLY_MODEL_STEPS
+        if state.read_again or state.model_steps >= READ_ONLY_MODEL_STEPS:
+            return True
+        # A chain goes on from a list (filter it, sort it, count it); a single value (the
+        # time, a sum, a description) is what the answer says. Offered tools after one,
+        # the 0.5B asked for the time again.
+        good = self._successes(state)
+        return bool(good) and not isinstance(state.observations[good[-1]].get("entries"), list)
 
     def _figures_stand(self, state: _State, pool: list[str], text: str) -> bool:
         """After a call that was refused for its form and would have changed nothing, in a

@@ -256,7 +256,9 @@ def test_a_hybrid_turn_that_hits_a_cap_escalates_and_ask_names_both_models(home:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
         capsys.readouterr()
-        code = main(["ask", "what time is it?", "--no-cache"])
+        # A request that acts keeps its tools, so the second call reaches the cap (one that only
+        # reads is asked for words once a step gives a single value, such as the time).
+        code = main(["ask", "what time is it? write it to ~/t.txt", "--no-cache"])
         said = capsys.readouterr()
     assert code == 0 and said.out.strip() == "The clock was read at step 1.", said
     assert "answered by scripted-model (wise tier, 2 calls as proposer)" in said.err

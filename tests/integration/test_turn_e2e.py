@@ -245,7 +245,9 @@ def test_needs_action_target_and_pipeline_already_closed(home: Path, capsys, mon
     ]
     with ScriptedLLM(script) as llm:
         scripted(monkeypatch, llm)
-        code, out = ask(capsys, "read ~/a.md and describe it")
+        # A request that acts keeps its tools after the description (one that only reads is
+        # asked for its answer once a step gives a single value), so the read reaches the check.
+        code, out = ask(capsys, "read ~/a.md and describe it, then write the description to ~/d.md")
         last = llm.requests[-1].body
     assert code == 0, out
     rejected = [e["state"] for e in turn_events(capsys, out["turn_id"]) if e["topic"].endswith("StepRejected")]

@@ -186,11 +186,11 @@ def test_after_a_read_refused_for_its_form_an_answer_stands_on_figures_from_the_
     does not exist was refused (it never ran), then it answered 1284, read from the status
     page: right, yet the turn said failed. A figure from nowhere still fails it."""
     (home / "status.txt").write_text("backup ok: 1284 files, 3.5 GB\n")
-    script = [call("compute_entries", {"op": "count", "from_step": 1}), call("compute_entries", {"op": "count", "from_step": 5}), text(answer)]
+    script = [call("compute_entries", {"op": "count", "from_step": 5}), text(answer)]
     code, out, llm = run(monkeypatch, capsys, script, "Read ~/status.txt and tell me how many files the backup has.")
     assert out["status"] == status, out
     evs = events(capsys, out["turn_id"])
-    assert [r["kind"] for r in of(evs, "StepRejected")] and len(of(evs, "StepInvoked")) == 2  # the read and the first count
+    assert [r["kind"] for r in of(evs, "StepRejected")] and len(of(evs, "StepInvoked")) == 1  # the read only
     assert replays_clean(capsys, out["turn_id"])
 
 

@@ -122,7 +122,9 @@ def test_the_field_the_request_names_completes_a_call_without_one(home: Path, ca
     script = [call("compute_entries", {"op": "sum", "from_step": 1}), text("The total is 5.5.")]
     code, out, llm = ask(monkeypatch, capsys, script, "What is the total of the amount column in ~/r.csv?")
     assert code == 0 and out["status"] == "answered", out
-    assert orjson.loads(llm.requests[1].messages[-1]["content"])["content"] == 5.5
+    # The sum is a single value: the model is asked for its answer in words, after the result.
+    assert orjson.loads([m for m in llm.requests[1].messages if m["role"] == "tool"][-1]["content"])["content"] == 5.5
+    assert llm.requests[1].body["tool_choice"] == "none"
     resolved = of(events(capsys, out["turn_id"]), "StepResolved")
     assert resolved[1]["completed"] == {"field": "amount"} and resolved[1]["args"]["field"] == "amount"
     assert replays_clean(capsys, out["turn_id"])
