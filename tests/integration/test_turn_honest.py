@@ -10,22 +10,13 @@ import pytest
 
 from metnos.cli import main
 from tests.support.scripted_llm import ScriptedLLM, call, call_raw, text
+from tests.support.turn_log import events, of
 
 
 def ask(capsys, *argv: str) -> tuple[int, dict]:
     capsys.readouterr()
     code = main(["ask", *argv, "--json"])
     return code, orjson.loads(capsys.readouterr().out)
-
-
-def events(capsys, turn_id: str) -> list[dict]:
-    capsys.readouterr()
-    main(["events", "--json", "--aggregate", turn_id])
-    return [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
-
-
-def of(evs: list[dict], name: str) -> list[dict]:
-    return [e["state"] for e in evs if e["topic"].rsplit(".", 1)[-1] == name]
 
 
 def run(monkeypatch, capsys, script, *argv: str) -> tuple[int, dict, ScriptedLLM]:

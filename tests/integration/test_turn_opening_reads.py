@@ -9,6 +9,7 @@ import orjson
 
 from metnos.cli import main
 from tests.support.scripted_llm import ScriptedLLM, call, text
+from tests.support.turn_log import events, of
 
 
 def ask(monkeypatch, capsys, script, request: str) -> tuple[int, dict, ScriptedLLM]:
@@ -19,16 +20,6 @@ def ask(monkeypatch, capsys, script, request: str) -> tuple[int, dict, ScriptedL
         code = main(["ask", "--yes", "--json", request])
         out = orjson.loads(capsys.readouterr().out)
     return code, out, llm
-
-
-def events(capsys, turn_id: str) -> list[dict]:
-    capsys.readouterr()
-    main(["events", "--json", "--aggregate", turn_id])
-    return [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
-
-
-def of(evs: list[dict], name: str) -> list[dict]:
-    return [e["state"] for e in evs if e["topic"].rsplit(".", 1)[-1] == name]
 
 
 def replays_clean(capsys, turn_id: str) -> bool:
