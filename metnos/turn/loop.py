@@ -125,7 +125,7 @@ class _State:
     since_problem: list[dict[str, Any]] = field(default_factory=list)
     # (executor, targets) of reads already intercepted once as duplicates.
     intercepted: set[tuple[str, frozenset[str]]] = field(default_factory=set)
-    # (executor, hash of the proposed arguments) of calls that ran and failed -> their step.
+    # (executor, hash of the proposed arguments) of calls that failed or were refused -> their step.
     failed_calls: dict[tuple[str, str], int] = field(default_factory=dict)
     # Failed calls already proposed once more and intercepted.
     repeated_failures: set[tuple[str, str]] = field(default_factory=set)
@@ -288,7 +288,7 @@ class TurnLoop:
                 return self._fail(turn, state, *state.problem)
             return self._fail(turn, state, FailureKind.BAD_LLM_REPLY, failed.detail)
         except _AnswerFromData as found:
-            asked = sorted(name for name in pool if self._acts(name))
+            asked = self._actions_offered(pool)
             if asked and not state.acted:
                 # The data is no answer to a request that asked for an action none of whose steps ran.
                 return self._fail(turn, state, FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
@@ -442,7 +442,7 @@ class TurnLoop:
         if state.model_steps == 0 or state.has_scratch:
             # Spilled data is read back with scratchpad_read: that tool stays.
             return False
-        if any(self._acts(name) for name in pool):
+        if self._actions_offered(pool):
             return False
         if state.read_again or state.model_steps >= READ_ONLY_MODEL_STEPS:
             return True
@@ -458,7 +458,7 @@ class TurnLoop:
         data the turn's good steps produced ("1284", read from the page, after a count
         piped from nowhere was refused); a number from nowhere ("8500" for files of 1000,
         2500 and 500 bytes) does not."""
-        if state.problem is None or state.problem is not state.unrun_read or any(self._acts(n) for n in pool):
+        if state.problem is None or state.problem is not state.unrun_read or self._actions_offered(pool):
             return False
         good = [state.observations[s] for s in self._successes(state)]
         return figures_from(text, good)
@@ -466,6 +466,10 @@ class TurnLoop:
     @staticmethod
     def _successes(state: _State) -> tuple[int, ...]:
         return tuple(sorted(step for step, obs in state.observations.items() if isinstance(obs, dict) and obs.get("ok") is not False))
+
+    def _actions_offered(self, pool: list[str]) -> list[str]:
+        """The executors with side effects on the shortlist: the actions the request names."""
+        return sorted(name for name in pool if self._acts(name))
 
     def _acts(self, name: str) -> bool:
         te = self.catalogue.get(name)
@@ -552,10 +556,9 @@ class TurnLoop:
             self._record(turn, Turn.StepIntercepted, step=step, decision=record, observation=observation)
             state.guards = state.guards.record(step, name, args, executed=False, succeeded=False)
             if repeated:
-                # The model is looping on data it has: it is asked once more, with
-                # no tool to call, to answer from that data.
+                # The model is looping on data it has: it is asked once more, for words
+                # only (tool_choice "none"), to answer from that data.
                 state.final_only = True
-                state.answer_from = tuple(decision.previous_steps)
                 return observation, []
             if decision.ends_turn:
                 self._commit(turn)
