@@ -62,14 +62,14 @@ from metnos.turn.judge import JUDGE_PROMPT, LLMJudge
 from metnos.turn.runtime_config import RuntimeConfig
 from metnos.turn.piping import FROM_STEP, resolve_args, placeholders_in
 from metnos.turn.ports import TurnPorts
-from metnos.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, answer_correction, answer_from_results
+from metnos.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, act_reminder, answer_correction, answer_from_results
 from metnos.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.turn.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.turn.shortlist import complete as complete_shortlist
 from metnos.turn.sources import opening_reads
 from metnos.turn.scratchpad import InMemoryScratchpadStore, scratchpad_read, spill
 from metnos.turn.settings import TurnSettings
-from metnos.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state
+from metnos.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
 from metnos.turn.vaglio import ALLOW, ASK, DENY, GuardPolicy, vaglio
 from metnos.turn.validation import validate_args
 
@@ -138,6 +138,8 @@ class _State:
     read_again: bool = False
     # A step with side effects succeeded.
     acted: bool = False
+    # The model, in a request that acts, answered before any action ran and was reminded of it.
+    reminded_to_act: bool = False
     # The problem, when it is a call refused for its form that would have changed nothing.
     unrun_read: tuple[FailureKind, str] | None = None
     # The request was restated with the results, asking for the answer in words (once a turn).
@@ -311,7 +313,7 @@ class TurnLoop:
                 state.problem, state.since_problem = problem, since
                 continue
             messages.append(AssistantMessage(text="", tool_calls=(call,)))
-            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation)))
+            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.policy.home)))
             self.interrupts.checkpoint()
 
     def _answered(self, turn: Turn, state: _State, answer: str) -> TurnOutcome:
@@ -400,6 +402,19 @@ class TurnLoop:
                 messages.append(UserMessage(answer_correction(REASONS[problem])))
                 self._commit(turn)
                 return None
+            if self._not_acted(state, pool):
+                actions = self._actions_offered(pool)
+                if state.problem is not None:
+                    # A step failed, a fence or the user said no: that is the outcome, not a step the model forgot.
+                    raise _EndTurn(*state.problem)
+                if state.reminded_to_act or state.final_only:
+                    raise _EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(actions))
+                state.reminded_to_act = True
+                self._record(turn, Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=text[:2000])
+                messages.append(reply.to_message())
+                messages.append(UserMessage(act_reminder(actions)))
+                self._commit(turn)
+                return None
             if state.problem is not None and not grounded_in(text, state.since_problem) and not self._figures_stand(state, pool, text):
                 raise _EndTurn(*state.problem)
             return text
@@ -422,9 +437,11 @@ class TurnLoop:
             state.step += 1
             state.model_steps += 1
             observation, others = self._step(turn, state, request, pool, call, reply.call_form)
-            if fresh and observation.get("error_class") != DUPLICATE_READ:
+            if fresh and state.step in state.executed:
+                # A read refused before it ran (its arguments off schema) gets its
+                # correction round with the tools; a read that ran is the data to answer from.
                 state.read_again = True
-            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation), is_error=observation.get("ok") is False))
+            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.policy.home), is_error=observation.get("ok") is False))
             self._commit(turn, *others)
             self.interrupts.checkpoint()
         if state.final_only:
@@ -452,6 +469,16 @@ class TurnLoop:
         good = self._successes(state)
         return bool(good) and not isinstance(state.observations[good[-1]].get("entries"), list)
 
+    def _not_acted(self, state: _State, pool: list[str]) -> bool:
+        """A request that names an action is answered in words while none of its
+        actions ran ("the largest PDF is atlas.pdf", and no message to marco), and
+        there was something to act on: the last good step did not find an empty list
+        ("there are no .tmp files" is the answer to "delete the .tmp files")."""
+        if state.acted or not self._actions_offered(pool):
+            return False
+        good = self._successes(state)
+        return not (good and state.observations[good[-1]].get("entries") == [])
+
     def _figures_stand(self, state: _State, pool: list[str], text: str) -> bool:
         """After a call that was refused for its form and would have changed nothing, in a
         request that changes nothing, an answer stands when every number in it is in the
@@ -462,6 +489,15 @@ class TurnLoop:
             return False
         good = [state.observations[s] for s in self._successes(state)]
         return figures_from(text, good)
+
+    def _piping_hint(self, state: _State) -> str:
+        """What a step may refer to, with the numbers it may use: the 1.5B gave
+        "from_step": 0 for the list of the step before, and, told only the rule,
+        read the files again and sent the same 0."""
+        lists = [f"{s} ({state.executed[s][0]})" for s in self._successes(state)
+                 if s in state.executed and isinstance(state.observations[s].get("entries"), list)]
+        hint = "refer only to earlier steps that succeeded: from_step N for a list, {{stepN.field}} as a whole value"
+        return hint + (f"; the steps with a list: {', '.join(lists)}" if lists else "")
 
     @staticmethod
     def _successes(state: _State) -> tuple[int, ...]:
@@ -509,7 +545,7 @@ class TurnLoop:
         state.step += 1
         before = state.problem
         observation, others = self._step(turn, state, request, pool, call, "plan")
-        messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation), is_error=observation.get("ok") is False))
+        messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.policy.home), is_error=observation.get("ok") is False))
         self._commit(turn, *others)
         # An online plan after a recovery goes on past the earlier failure; only a new one stops it.
         if observation.get("ok") is False or (state.problem is not None and (not state.online or state.problem is not before)):
@@ -619,7 +655,9 @@ class TurnLoop:
             return self._reject(turn, state, step, name, args, "unknown_executor", {"executor": name}, observation)
 
         try:
-            transition = next_state(compute_state(state.shape), name, args)
+            named = frozenset(self._actions_offered(pool))
+            transition = next_state(compute_state(state.shape, named_actions=named), name, args,
+                                    open_actions=open_actions(state.shape, named))
         except UnknownVerbError as e:
             return self._reject(turn, state, step, name, args, "shape", {"error_class": "unknown_verb", "message": str(e)},
                                 {"ok": False, "error_class": "unknown_verb", "error": str(e)})
@@ -645,8 +683,7 @@ class TurnLoop:
         except TurnError as e:
             error = {"code": e.code, "message": e.message}
             return self._reject(turn, state, step, name, args, "piping", error, {
-                "ok": False, "error_class": e.code, "error": e.message,
-                "hint": "refer only to earlier steps that succeeded: from_step N for a list, {{stepN.field}} as a whole value"})
+                "ok": False, "error_class": e.code, "error": e.message, "hint": self._piping_hint(state)})
 
         completed_args, completed = complete_arguments(resolution.args, te.tool.parameters.get("properties", {}),
                                                        resolution.args.get("entries"), request.text)
@@ -729,6 +766,10 @@ class TurnLoop:
             # unlike an answer that reports a missing file, that is the turn's problem.
             kind = FailureKind.STEP_REFUSED if result.kind == "PolicyViolation" else FailureKind.STEP_FAILED
             state.problem, state.since_problem = (kind, step_failure_words(name, result.observation)), []
+        elif not succeeded and self._acts(name):
+            # An action that reports it could not be done (a message to an unknown channel) is
+            # the turn's problem too: the 1.5B answered "told elena" after such a send.
+            state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(name, result.observation)), []
         elif succeeded:
             self._succeeded(state, result.observation)
             if transition.category == "A":
@@ -925,8 +966,25 @@ def _call_as_text(reply: LLMReply) -> str:
     return f"{reply.text}\n{calls}".strip()
 
 
-def _content(observation: dict[str, Any]) -> str:
-    return orjson.dumps(observation, option=orjson.OPT_SORT_KEYS).decode()
+def _content(observation: dict[str, Any], home: str) -> str:
+    """An observation as the model reads it: paths in the home written ``~/...``, the
+    form the request uses and the policy expects. Shown /tmp/x/Desktop/cat.jpg for a
+    request about ~/Pictures, the 1.5B guessed /home/metnos/Pictures and was refused."""
+    return orjson.dumps(_home_relative(observation, home.rstrip("/")), option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _home_relative(value: Any, home: str) -> Any:
+    if isinstance(value, str):
+        if not home:
+            return value
+        if value == home:
+            return "~"
+        return "~" + value[len(home):] if value.startswith(home + "/") else value
+    if isinstance(value, dict):
+        return {k: _home_relative(v, home) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_home_relative(v, home) for v in value]
+    return value
 
 
 def _message_record(message: Message) -> dict[str, Any]:

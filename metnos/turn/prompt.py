@@ -29,6 +29,13 @@ def answer_from_results(request: str) -> str:
             "values from them (no JSON, no tool call).")
 
 
+def act_reminder(actions: list[str]) -> str:
+    """What the model is told when it answered a request that asks for an action
+    before any action ran (once a turn)."""
+    return (f"Nothing has been done yet: my request asks for {' or '.join(actions)}, which you have not called. "
+            "Call it now with the data above; if it cannot be done, tell me plainly why.")
+
+
 def answer_correction(reason: str) -> str:
     """What the model is told when its reply was not an answer (once a turn)."""
     return (f"That reply is not an answer: {reason}. If you still need data, call a tool; otherwise reply "

@@ -32,7 +32,14 @@ classes:
   target is a string rather than a list. This widens the spec's
   list-only reading on purpose.
 * CHAIN + E -> CHAIN; CHAIN + F|A -> TERMINAL.
-* TERMINAL + anything -> ``pipeline_already_closed``.
+* TERMINAL + anything -> ``pipeline_already_closed``, except one case:
+  TERMINAL + A of an *open action*, an action the request names that has
+  not succeeded yet in the turn ("delete the .tmp files and then send elena
+  a message"), starts the next pipeline as START + A would. The seed's
+  regex allows one terminator a turn; a request that names two actions asks
+  for two pipelines, and closing after the first would drop the second while
+  the turn answered as if both were done. Each named action opens once, so
+  the FSM still ends: at most one more pipeline per action named.
 
 Only steps that succeeded move the state (:func:`compute_state`): a failed
 read produced no data, and a failed write closed nothing, so the LLM may
@@ -112,13 +119,19 @@ class Transition:
 
 
 def next_state(state: str, name: str, args: Mapping[str, Any], *,
-               system_names: frozenset[str] = SYSTEM_NAMES) -> Transition:
+               system_names: frozenset[str] = SYSTEM_NAMES,
+               open_actions: frozenset[str] = frozenset()) -> Transition:
+    """``open_actions``: the actions the request names that have not succeeded
+    yet in the turn (:func:`open_actions`); one of them may start a new pipeline
+    after the last one closed."""
     if state not in STATES:
         raise ValueError(f"unknown pipeline state {state!r}")
     category = classify(name, system_names=system_names)
     if category == "SYSTEM":
         return Transition(state, None, category)
     if state == TERMINAL:
+        if category == "A" and name in open_actions:
+            return next_state(START, name, args, system_names=system_names)
         return Transition(state, PIPELINE_ALREADY_CLOSED, category)
     if state == CHAIN:
         return Transition(CHAIN if category == "E" else TERMINAL, None, category)
@@ -144,14 +157,23 @@ class ShapeStep:
 
 
 def compute_state(history: Iterable[ShapeStep], *,
-                  system_names: frozenset[str] = SYSTEM_NAMES) -> str:
+                  system_names: frozenset[str] = SYSTEM_NAMES,
+                  named_actions: frozenset[str] = frozenset()) -> str:
     """The state after ``history``. Failed steps and steps the FSM refused
-    do not move it."""
+    do not move it. ``named_actions``: the actions the request names."""
     state = START
+    done: set[str] = set()
     for step in history:
         if not step.succeeded:
             continue
-        t = next_state(state, step.name, step.args, system_names=system_names)
+        t = next_state(state, step.name, step.args, system_names=system_names,
+                       open_actions=frozenset(named_actions - done))
         if t.error_class is None:
             state = t.state
+            done.add(step.name)
     return state
+
+
+def open_actions(history: Iterable[ShapeStep], named_actions: frozenset[str]) -> frozenset[str]:
+    """The actions the request names that no step of ``history`` has done yet."""
+    return frozenset(named_actions - {step.name for step in history if step.succeeded})

@@ -116,10 +116,11 @@ def test_a_reworded_request_hits_by_cosine_and_other_values_or_actions_do_not(ho
     other = [call("read_files", {"paths": ["~/notes/done.txt"]}), text("It says: paid rent")]
     elsewhere, llm = _ask(monkeypatch, capsys, other, "please show me my todo list in ~/notes/done.txt")
     assert len(llm.requests) == 2 and _consulted(capsys, elsewhere["turn_id"])["layer"] is None
-    wipe = [text("I will not delete it.")]
+    wipe = [text("I will not delete it."), text("I will not delete it.")]
     # 0.89 from the read, over the threshold: the word guard refuses it.
     deleting, llm = _ask(monkeypatch, capsys, wipe, "delete my todo list in ~/notes/todo.txt")
-    assert len(llm.requests) == 1
+    # The model is asked, reminded once of the delete it did not call, and the turn says it was not done.
+    assert len(llm.requests) == 2 and deleting["failure"]["kind"] == "action_not_taken", deleting
     found = _consulted(capsys, deleting["turn_id"])
     assert found["layer"] is None and any("asks something else: delete" in r["why"] for r in found["rejected"]), found
 

@@ -249,12 +249,39 @@ def test_needs_action_target_and_pipeline_already_closed(home: Path, capsys, mon
         # asked for its answer once a step gives a single value), so the read reaches the check.
         code, out = ask(capsys, "read ~/a.md and describe it, then write the description to ~/d.md")
         last = llm.requests[-1].body
-    assert code == 0, out
     rejected = [e["state"] for e in turn_events(capsys, out["turn_id"]) if e["topic"].endswith("StepRejected")]
     assert rejected[0]["error"]["error_class"] == "pipeline_already_closed"
     assert rejected[0]["remediation"]["kind"] == "force_final_answer"
     # Asked for the answer in words: the tools stay in the prompt (its cached prefix), with tool_choice "none".
     assert last.get("tool_choice") == "none" and last.get("tools")
+    # The write the request asks for never ran: the turn says so rather than answering "alpha".
+    assert code == 1 and out["failure"]["kind"] == "action_not_taken" and "write_files" in out["failure"]["message"], out
+    assert not (home / "d.md").exists()
+
+
+def test_a_second_action_the_request_names_runs_after_the_first_closed_the_pipeline(home: Path, capsys, monkeypatch) -> None:
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "x.tmp").write_text("x")
+    script = [
+        call("find_files", {"base_path": "~/Downloads", "pattern": "*.tmp"}),
+        call("delete_files", {"from_step": 1}),
+        call("send_messages", {"messages": [{"to_user": "elena", "body": "done"}]}),
+        call("move_files", {"moves": [{"src": "~/a", "dst": "~/b"}]}),
+        text("Deleted x.tmp and told elena."),
+    ]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        code, out = ask(capsys, "delete the .tmp files in ~/Downloads and then send elena a message saying it is done", "--yes")
+    assert code == 0 and out["status"] == "answered", out
+    assert not (home / "Downloads" / "x.tmp").exists()
+    events = turn_events(capsys, out["turn_id"])
+    ran = [e["state"]["executor"] for e in events if e["topic"].endswith("StepInvoked")]
+    assert ran[-2:] == ["delete_files", "send_messages"] and ran.count("send_messages") == 1
+    sent = [e["state"] for e in events if e["topic"].endswith("ObservationRecorded")][-1]
+    assert sent["ok"] and sent["observation"]["entries"][0]["to_user"] == "elena", sent
+    # An action the request does not name still finds the pipeline closed.
+    rejected = [e["state"] for e in events if e["topic"].endswith("StepRejected")]
+    assert [r["error"]["error_class"] for r in rejected] == ["pipeline_already_closed"]
 
 
 def test_needs_data_source_with_nothing_named_needs_input(home: Path, capsys, monkeypatch) -> None:

@@ -171,6 +171,96 @@ def test_a_request_for_an_action_is_not_answered_with_the_data_when_the_action_n
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_words_before_the_action_get_one_reminder_then_the_action_runs(home: Path, capsys, monkeypatch) -> None:
+    """What the 1.5B did on "find the largest PDF in ~/Documents and send its name to marco":
+    it answered "The largest PDF is atlas.pdf" and the turn said answered, with no message sent."""
+    (home / "Documents").mkdir()
+    (home / "Documents" / "atlas.pdf").write_bytes(b"%PDF" * 100)
+    send = call("send_messages", {"messages": [{"to_user": "marco", "body": "atlas.pdf"}]})
+    script = [text("The largest PDF in ~/Documents is atlas.pdf."), send, text("Sent atlas.pdf to marco.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Find the largest PDF in ~/Documents and send its name to marco.", "--yes")
+    assert code == 0 and out["answer"] == "Sent atlas.pdf to marco.", out
+    reminder = llm.requests[1].body["messages"][-1]
+    assert reminder["role"] == "user" and "send_messages" in reminder["content"] and "not called" in reminder["content"]
+    assert [r["reason"] for r in of(events(capsys, out["turn_id"]), "AnswerRejected")] == ["action_not_taken"]
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_an_action_that_reports_a_failure_is_not_answered_as_done(home: Path, capsys, monkeypatch) -> None:
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "x.tmp").write_text("x")
+    script = [call("find_files", {"base_path": "~/Downloads", "pattern": "*.tmp"}),
+              call("delete_files", {"from_step": 1}),
+              call("send_messages", {"messages": [{"to_user": "elena", "body": "done", "channel": "pigeon"}]}),
+              text("Deleted x.tmp and told elena.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Delete the .tmp files in ~/Downloads and then send elena a message saying it is done.", "--yes")
+    assert code == 1 and out["failure"]["kind"] == "step_failed" and "pigeon" in out["failure"]["message"], out
+    assert not (home / "Downloads" / "x.tmp").exists()
+
+
+def test_the_model_reads_paths_in_the_home_as_tilde_paths(home: Path, capsys, monkeypatch) -> None:
+    """Shown /tmp/.../Desktop/cat.jpg for a request about ~/Pictures, the 1.5B wrote
+    /home/metnos/Pictures/cat.jpg, which the policy refused, five times."""
+    (home / "Desktop").mkdir()
+    (home / "Pictures").mkdir()
+    (home / "Desktop" / "cat.jpg").write_bytes(b"jpg")
+    move = call("move_files", {"moves": [{"src": "~/Desktop/cat.jpg", "dst": "~/Pictures/cat.jpg"}]})
+    code, out, llm = run(monkeypatch, capsys, [move, text("Moved cat.jpg into ~/Pictures.")],
+                         "Move the .jpg files on ~/Desktop into ~/Pictures.", "--yes")
+    assert code == 0 and (home / "Pictures" / "cat.jpg").exists(), out
+    shown = [m["content"] for m in llm.requests[0].body["messages"] if m["role"] == "tool"]
+    assert shown and '"~/Desktop/cat.jpg"' in shown[0] and str(home) not in " ".join(shown), shown
+    # The log keeps what the executor said, whole.
+    listed = of(events(capsys, out["turn_id"]), "ObservationRecorded")[0]
+    assert listed["observation"]["entries"][0]["path"] == str(home / "Desktop" / "cat.jpg")
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_words_again_after_the_reminder_fail_the_turn_as_not_done(home: Path, capsys, monkeypatch) -> None:
+    (home / "Documents").mkdir()
+    (home / "Documents" / "atlas.pdf").write_bytes(b"%PDF")
+    script = [text("The largest PDF is atlas.pdf."), text("The largest PDF is atlas.pdf.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Find the largest PDF in ~/Documents and send its name to marco.", "--yes")
+    assert code == 1 and out["failure"]["kind"] == "action_not_taken" and "send_messages" in out["failure"]["message"], out
+    assert len(llm.requests) == 2
+
+
+def test_nothing_to_act_on_is_an_answer_without_a_reminder(home: Path, capsys, monkeypatch) -> None:
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "keep.txt").write_text("k")
+    script = [call("find_files", {"base_path": "~/Downloads", "pattern": "*.tmp"}), text("There are no .tmp files in ~/Downloads.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Delete the .tmp files in ~/Downloads.", "--yes")
+    assert code == 0 and out["answer"] == "There are no .tmp files in ~/Downloads.", out
+    assert len(llm.requests) == 2 and (home / "Downloads" / "keep.txt").exists()
+
+
+def test_a_bad_step_reference_is_told_which_steps_hold_a_list(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B passed "from_step": 0 for the list of the step before; told only the rule, it
+    listed the folder again and sent the same 0."""
+    (home / "Documents").mkdir()
+    (home / "Documents" / "atlas.pdf").write_bytes(b"%PDF")
+    script = [call("sort_entries", {"field": "size", "from_step": 0}), text("I could not sort them.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Which is the largest file in ~/Documents?")
+    obs = tool_messages(llm.requests[1])[-1]
+    assert obs["error_class"] == "bad_step_reference" and "the steps with a list: 1 (find_files)" in obs["hint"], obs
+
+
+def test_a_fresh_read_refused_for_its_form_gets_its_correction_round_with_the_tools(home: Path, capsys, monkeypatch) -> None:
+    """What the 1.5B did on "the total size in bytes of the files in ~/Music": holding the
+    folder's listing, it called read_files with max_bytes 0; the refusal counted as a fresh
+    read, and it was asked for words at once (it answered 8500 for 4000)."""
+    (home / "Music").mkdir()
+    for name, size in (("a.mp3", 1000), ("b.mp3", 2500), ("c.mp3", 500)):
+        (home / "Music" / name).write_bytes(b"x" * size)
+    script = [call("read_files", {"paths": ["~/Music/a.mp3"], "max_bytes": 0}),
+              call("compute_entries", {"op": "sum", "field": "size", "from_step": 1}),
+              text("The files in ~/Music take 4000 bytes.")]
+    code, out, llm = run(monkeypatch, capsys, script, "What is the total size in bytes of the files in ~/Music?")
+    assert code == 0 and "4000" in out["answer"], out
+    assert llm.requests[1].body.get("tool_choice") != "none"
+    assert replays_clean(capsys, out["turn_id"])
+
+
 @pytest.mark.parametrize(("answer", "status"), [("1284", "answered"), ("The backup has 1300 files.", "failed")])
 def test_after_a_read_refused_for_its_form_an_answer_stands_on_figures_from_the_data(home: Path, capsys, monkeypatch, answer: str, status: str) -> None:
     """What the 1.5B did on "how many files the backup has": a count piped from a step that
