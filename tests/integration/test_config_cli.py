@@ -47,7 +47,8 @@ def test_show_says_where_each_turn_setting_comes_from(home: Path, capsys: pytest
 def test_the_turn_caps_of_config_toml_govern_a_real_turn(home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     config_file().write_text("[turn]\ncap_steps = 1\n")
     # A request that acts keeps its tools after the time, so the second call meets the cap.
-    script = [call("get_now", {}), call("get_now", {"timezone": "UTC"}), text("done")]
+    script = [call("get_now", {}), call("get_now", {"timezone": "UTC"}),
+              call("write_files", {"files": [{"path": "~/t.txt", "content": "{{step2.content}}"}]}), text("done")]
     with ScriptedLLM(script) as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
@@ -58,7 +59,7 @@ def test_the_turn_caps_of_config_toml_govern_a_real_turn(home: Path, capsys: pyt
     with ScriptedLLM(script) as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_CAP_STEPS", "5")  # the variable wins over the file
-        assert main(["ask", "what time is it, twice? write it to ~/t.txt", "--json"]) == 0
+        assert main(["ask", "what time is it, twice? write it to ~/t.txt", "--json", "--yes"]) == 0
         assert orjson.loads(capsys.readouterr().out)["status"] == "answered"
 
 
