@@ -471,7 +471,7 @@ class TurnLoop:
 
     def _not_acted(self, state: _State, pool: list[str]) -> bool:
         """A request that names an action is answered in words while none of its
-        actions ran ("the largest PDF is atlas.pdf", and no message to marco), and
+        actions ran ("the largest file is x", and no message sent), and
         there was something to act on: the last good step did not find an empty list
         ("there are no .tmp files" is the answer to "delete the .tmp files")."""
         if state.acted or not self._actions_offered(pool):
@@ -768,7 +768,7 @@ class TurnLoop:
             state.problem, state.since_problem = (kind, step_failure_words(name, result.observation)), []
         elif not succeeded and self._acts(name):
             # An action that reports it could not be done (a message to an unknown channel) is
-            # the turn's problem too: the 1.5B answered "told elena" after such a send.
+            # the turn's problem too: the 1.5B answered that it had told someone after such a send.
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(name, result.observation)), []
         elif succeeded:
             self._succeeded(state, result.observation)
@@ -968,7 +968,7 @@ def _call_as_text(reply: LLMReply) -> str:
 
 def _content(observation: dict[str, Any], home: str) -> str:
     """An observation as the model reads it: paths in the home written ``~/...``, the
-    form the request uses and the policy expects. Shown /tmp/x/Desktop/cat.jpg for a
+    form the request uses and the policy expects. Shown /tmp/x/Desktop/a.jpg for a
     request about ~/Pictures, the 1.5B guessed /home/metnos/Pictures and was refused."""
     return orjson.dumps(_home_relative(observation, home.rstrip("/")), option=orjson.OPT_SORT_KEYS).decode()
 

@@ -34,8 +34,8 @@ classes:
 * CHAIN + E -> CHAIN; CHAIN + F|A -> TERMINAL.
 * TERMINAL + anything -> ``pipeline_already_closed``, except one case:
   TERMINAL + A of an *open action*, an action the request names that has
-  not succeeded yet in the turn ("delete the .tmp files and then send elena
-  a message"), starts the next pipeline as START + A would. The seed's
+  not succeeded yet in the turn ("delete the old files and then tell a friend
+  by message"), starts the next pipeline as START + A would. The seed's
   regex allows one terminator a turn; a request that names two actions asks
   for two pipelines, and closing after the first would drop the second while
   the turn answered as if both were done. Each named action opens once, so
