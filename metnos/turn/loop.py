@@ -146,6 +146,8 @@ class _State:
     asked_for_words: bool = False
     # Steps whose data answers the request, once the model asked for it twice more.
     answer_from: tuple[int, ...] = ()
+    # A presentation step (describe, render) that closed a request that changes nothing.
+    presented: int | None = None
     guards: TurnGuards = field(default_factory=TurnGuards)
     observations: dict[int, Any] = field(default_factory=dict)
     executed: dict[int, tuple[str, str]] = field(default_factory=dict)
@@ -444,6 +446,10 @@ class TurnLoop:
             messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.policy.home), is_error=observation.get("ok") is False))
             self._commit(turn, *others)
             self.interrupts.checkpoint()
+        if state.presented is not None:
+            # A presentation closed a request that changes nothing: what it made is the answer
+            # (asked for words, the 1.5B copied a 20-line description back in 118 s).
+            raise _AnswerFromData((state.presented,), "presentation")
         if state.final_only:
             messages.append(UserMessage(FINAL_ONLY if state.pipeline_closed else ANSWER_NOW))
         return None
@@ -772,6 +778,8 @@ class TurnLoop:
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(name, result.observation)), []
         elif succeeded:
             self._succeeded(state, result.observation)
+            if transition.category == "F" and state.plan is None and not self._actions_offered(pool):
+                state.presented = step
             if transition.category == "A":
                 # An action that went through after a failure did what was asked;
                 # its answer reports it ("saved") rather than quoting its output.

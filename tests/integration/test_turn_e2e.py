@@ -136,9 +136,10 @@ def test_find_filter_describe_pipeline_with_from_step(home: Path, capsys, monkey
     with ScriptedLLM(script) as llm:
         scripted(monkeypatch, llm)
         code, out = ask(capsys, "find the markdown files in ~/docs whose name starts with report and describe them")
-        described = [m for m in llm.requests[3].body["messages"] if m["role"] == "tool"][-1]["content"]
     assert code == 0, out
-    assert "report-2025.md" in described and "recipe.md" not in described
+    # The description closes a request that changes nothing: it is the answer, no fourth model call.
+    assert len(llm.requests) == 3
+    assert "report-2025.md" in out["answer"] and "recipe.md" not in out["answer"]
     events = turn_events(capsys, out["turn_id"])
     piped = [(e["state"]["src_executor"], e["state"]["dst_executor"], e["state"]["mechanism"]) for e in events if e["topic"].endswith("DataPiped")]
     assert piped == [("find_files", "filter_entries", "from_step"), ("filter_entries", "describe_entries", "from_step")]

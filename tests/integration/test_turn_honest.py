@@ -216,6 +216,20 @@ def test_the_model_reads_paths_in_the_home_as_tilde_paths(home: Path, capsys, mo
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_a_presentation_that_closes_a_read_only_request_is_its_answer(home: Path, capsys, monkeypatch) -> None:
+    """Asked for words after describe_entries, the 1.5B copied the 20-line description
+    back, token by token, in 118 s: the description is the answer."""
+    (home / "notes").mkdir()
+    (home / "notes" / "a.md").write_text("a")
+    script = [call("describe_entries", {"from_step": 1}), text("never asked")]
+    code, out, llm = run(monkeypatch, capsys, script, "List the markdown files in ~/notes.")
+    assert code == 0 and "a.md" in out["answer"] and out["answer"] != "never asked", out
+    assert len(llm.requests) == 1
+    composed = of(events(capsys, out["turn_id"]), "AnswerComposed")
+    assert [c["reason"] for c in composed] == ["presentation"]
+    assert replays_clean(capsys, out["turn_id"])
+
+
 def test_words_again_after_the_reminder_fail_the_turn_as_not_done(home: Path, capsys, monkeypatch) -> None:
     (home / "Documents").mkdir()
     (home / "Documents" / "atlas.pdf").write_bytes(b"%PDF")
