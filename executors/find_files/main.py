@@ -49,6 +49,10 @@ def run(args, ctx):
     limit = args.get("max_results", 1000)
     if not case_sensitive:
         pattern = pattern.lower()
+    if not any(c in pattern for c in "*?["):
+        # A bare word is a part of the name, as for fd and most file finders: told
+        # "with 'x' in their name", a model passes "x", which as a glob matches only "x".
+        pattern = f"*{pattern}*"
 
     found, unreadable = [], 0
     stack = [base]

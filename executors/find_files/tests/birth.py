@@ -21,6 +21,14 @@ def birth_recursive_glob(run, tmp):
     assert out["metadata"]["count"] == 3 and out["metadata"]["truncated"] is False
 
 
+def birth_a_bare_word_is_part_of_the_name(run, tmp):
+    _tree(tmp)
+    out = run({"base_path": str(tmp / "pics"), "pattern": "JPG"})
+    assert sorted(e["name"] for e in out["entries"]) == ["B.JPG", "a.jpg", "c.jpg"], out
+    out = run({"base_path": str(tmp / "pics"), "pattern": "notes", "case_sensitive": True})
+    assert [e["name"] for e in out["entries"]] == ["notes.txt"], out
+
+
 def birth_tilde_and_flat(run, tmp):
     _tree(tmp)
     out = run({"base_path": "~/pics", "pattern": "*.jpg", "recursive": False, "case_sensitive": True})
