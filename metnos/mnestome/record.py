@@ -9,7 +9,10 @@ the mnest records that B consumed A's output, not how many fields it took.
 
 A call to an executor that does not exist whose arguments referenced an
 earlier step's output records (or reinforces) a proto-mnest from that step's
-executor to the wanted name, with the signature the call suggests.
+executor to the wanted name, with the signature the call suggests. When the
+turn offered a chain of existing executors instead (synt compose), the
+proto-mnest points at it (``desired_signature["composition"]``): if the gap
+recurs, that chain is the candidate for promotion (seeds/000 ch. 7.1).
 
 A new mnest whose proto-mnest exists takes over its uses and weight (the
 proto is then superseded by it: "proto -> active when the missing executor
@@ -81,6 +84,7 @@ def _passings(facts: TurnFacts) -> dict[tuple[str, str, str, str], int]:
 
 def _proto_calls(facts: TurnFacts) -> dict[tuple[str, str, str], tuple[int, dict[str, Any]]]:
     found: dict[tuple[str, str, str], tuple[set[tuple[int, int]], list[str]]] = {}
+    compositions: dict[tuple[str, str, str], dict[str, Any]] = {}
     for step in facts.unknown:
         desired, args = facts.proposed.get(step, ("", {}))
         if not isinstance(desired, str) or len(desired) > MAX_DESIRED_LENGTH or not _DESIRED.match(desired):
@@ -94,25 +98,34 @@ def _proto_calls(facts: TurnFacts) -> dict[tuple[str, str, str], tuple[int, dict
             described = f"{dst_arg} <- {src}.{field}"
             if described not in inputs:
                 inputs.append(described)
+            offered = facts.composed.get(step)
+            if offered is not None and offered.get("from_step") == ref_step:
+                compositions.setdefault((src, sv, desired), {
+                    k: offered[k] for k in ("chain", "versions", "mnests", "weight") if k in offered})
     return {
-        key: (len(pairs), desired_signature(key[2], facts.text, inputs))
+        key: (len(pairs), desired_signature(key[2], facts.text, inputs, compositions.get(key)))
         for key, (pairs, inputs) in found.items()
     }
 
 
-def desired_signature(desired: str, request: str, inputs: list[str]) -> dict[str, Any]:
-    """What the call tells about the executor it wanted (seeds/004 ch. 8).
+def desired_signature(desired: str, request: str, inputs: list[str],
+                      composition: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the call tells about the executor it wanted (seeds/004 ch. 8), and the
+    composition offered in its place, if any.
 
     Outputs and errors are unknown at this point; the synt fills them in.
     """
     verb, _, obj = desired.partition("_")
-    return {
+    signature: dict[str, Any] = {
         "name": desired,
         "summary": f"{verb} {obj.replace('_', ' ')}, wanted for: {request.strip()[:160]}",
         "inputs": sorted(inputs),
         "outputs": [],
         "errors": [],
     }
+    if composition:
+        signature["composition"] = composition
+    return signature
 
 
 class _Work:

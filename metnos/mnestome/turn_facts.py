@@ -3,7 +3,8 @@
 The loop hands over the Turn aggregate's events in order; this module reads
 the request, the steps that ran (executor and version), the data passings,
 and the calls to executors that do not exist together with the step
-references in their arguments (``from_step``, ``with_step``, ``{{stepN...}}``).
+references in their arguments (``from_step``, ``with_step``, ``{{stepN...}}``)
+and the composition of existing executors the turn offered instead.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class TurnFacts:
     proposed: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     piped: list[Any] = field(default_factory=list)
     unknown: list[int] = field(default_factory=list)
+    # step of a call to a missing executor -> the chain of existing ones offered instead (synt compose)
+    composed: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def read_turn(events: Iterable[Any]) -> TurnFacts:
@@ -46,6 +49,9 @@ def read_turn(events: Iterable[Any]) -> TurnFacts:
             facts.piped.append(e)
         elif isinstance(e, Turn.StepRejected) and e.kind == "unknown_executor":
             facts.unknown.append(e.step)
+            synt = (e.observation or {}).get("synt")
+            if isinstance(synt, dict) and synt.get("kind") == "compose":
+                facts.composed[e.step] = synt
     return facts
 
 

@@ -98,6 +98,9 @@ def test_strong_mnests_boost_the_prefilter_and_compose_closes_a_gap(home: Path, 
     assert main(["mnestome", "list", "--state", "proto", "--json"]) == 0
     protos = orjson.loads(capsys.readouterr().out)
     assert [p["dst_executor"] for p in protos] == ["filter_describe_entries"]
+    # It points at the composition offered in its place (seeds/000 ch. 7.1).
+    composition = protos[0]["desired_signature"]["composition"]
+    assert composition["chain"] == ["filter_entries", "describe_entries"] and len(composition["mnests"]) == 2
     # Compose closed the gap: no generation proposal is left (issue 22 item 2).
     assert main(["synt", "list", "--json"]) == 0
     assert orjson.loads(capsys.readouterr().out)["proposals"] == []
