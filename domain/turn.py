@@ -65,6 +65,8 @@ class Turn(MetnosAggregate):
         autonomy: str = "supervised"
         # [runtime] as the turn ran it (mode, hybrid rules, the LLM judge); None before it was recorded.
         runtime: dict | None = None
+        # The home written "~" in what the model was shown; None before observations were shown so.
+        home: str | None = None
 
     class CatalogueResolved(DomainEvent):
         digest: str
@@ -326,9 +328,9 @@ class Turn(MetnosAggregate):
 
     @classmethod
     def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, autonomy: str = "supervised",
-              runtime: dict | None = None) -> Turn:  # noqa: A002
+              runtime: dict | None = None, home: str | None = None) -> Turn:  # noqa: A002
         return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings,
-                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime)
+                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime, home=home)
 
     def record(self, event_class: type, *, at: Any, **fields: Any) -> None:
         """Append one of this aggregate's events; the loop decides which and when."""

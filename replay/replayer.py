@@ -179,7 +179,7 @@ class Replayer:
         note = ""
         try:
             loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode, autonomy=start.autonomy,
-                                 runtime=start.runtime))
+                                 runtime=start.runtime, home=start.home if start.home is not None else ""))
         except ReplayExhausted as e:
             note = str(e)
         divergence = compare(turn_id, recorded, sink.events, note=note, up_to_recorded=bool(stopped))

@@ -92,6 +92,9 @@ class TurnRequest:
     autonomy: str = autonomy.DEFAULT
     # [runtime] of config.toml as this turn runs it (RuntimeConfig.to_json()): the mode, hybrid rules, the LLM judge.
     runtime: dict[str, Any] | None = None
+    # The home written "~" in the observations the model is shown: None for the policy's; a replay
+    # passes the recorded one ("" for a turn recorded before, when they were shown whole).
+    home: str | None = None
 
 
 @dataclass
@@ -208,6 +211,7 @@ class TurnLoop:
         # Set from each turn's [runtime] (recorded on TurnStarted, so replay judges and plans alike); off until then.
         self.judge = LLMJudge(RuntimeConfig().judge)
         self.online = OnlineDriver(self, None)
+        self.shown_home = policy.home
 
         self.tool_names = frozenset(catalogue.executors) | frozenset(catalogue.builtins) | {SCRATCHPAD_READ}
 
@@ -226,8 +230,9 @@ class TurnLoop:
         turn = Turn.start(
             id=turn_id, at=self.ports.now(), text=request.text, actor=request.actor, channel=request.channel,
             mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
-            runtime=request.runtime,
+            runtime=request.runtime, home=self._shown_home(request),
         )
+        self.shown_home = self._shown_home(request)
         self.online = OnlineDriver(self, request.runtime)
         self.judge = LLMJudge(self.online.config.judge, self.online.config.system_prompt("judge", JUDGE_PROMPT))
         if self.observer is not None:
@@ -315,8 +320,11 @@ class TurnLoop:
                 state.problem, state.since_problem = problem, since
                 continue
             messages.append(AssistantMessage(text="", tool_calls=(call,)))
-            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.policy.home)))
+            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.shown_home)))
             self.interrupts.checkpoint()
+
+    def _shown_home(self, request: TurnRequest) -> str:
+        return self.policy.home if request.home is None else request.home
 
     def _answered(self, turn: Turn, state: _State, answer: str) -> TurnOutcome:
         self._record(turn, Turn.TurnAnswered, text=answer, steps=state.step)
@@ -443,7 +451,7 @@ class TurnLoop:
                 # A read refused before it ran (its arguments off schema) gets its
                 # correction round with the tools; a read that ran is the data to answer from.
                 state.read_again = True
-            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.policy.home), is_error=observation.get("ok") is False))
+            messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.shown_home), is_error=observation.get("ok") is False))
             self._commit(turn, *others)
             self.interrupts.checkpoint()
         if state.presented is not None:
@@ -551,7 +559,7 @@ class TurnLoop:
         state.step += 1
         before = state.problem
         observation, others = self._step(turn, state, request, pool, call, "plan")
-        messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.policy.home), is_error=observation.get("ok") is False))
+        messages.append(ToolResult(call_id=call.id, name=call.name, content=_content(observation, self.shown_home), is_error=observation.get("ok") is False))
         self._commit(turn, *others)
         # An online plan after a recovery goes on past the earlier failure; only a new one stops it.
         if observation.get("ok") is False or (state.problem is not None and (not state.online or state.problem is not before)):
