@@ -26,16 +26,22 @@ Readings where the spec leaves room:
   an observation naming the steps that already hold the data.
 * scratchpad_read is never guarded (re-reading with another range is its
   normal use) and, like every builtin, does count towards the caps.
+* Beyond the targets, an executor without side effects (``pure``, given by
+  the loop from the catalogue) called again with the very arguments of an
+  earlier successful call is a duplicate too: its data is there. The 1.5B
+  listed the same folder with the same arguments six times before acting.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from metnos.canonical import canonical_hash
 from metnos.turn.settings import DEFAULT_CAP_SAME_EXECUTOR, DEFAULT_CAP_SAME_VECTORIAL, DEFAULT_CAP_STEPS
 
 # executor -> argument names that carry its targets
@@ -102,6 +108,9 @@ class TurnGuards:
     calls: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     # (executor, target) -> first step that handled it
     seen: Mapping[tuple[str, str], int] = field(default_factory=lambda: MappingProxyType({}))
+    # executors without side effects, and (executor, hash of its arguments) -> the first step that ran it so
+    pure: frozenset[str] = frozenset()
+    same: Mapping[tuple[str, str], int] = field(default_factory=lambda: MappingProxyType({}))
 
     def check(self, name: str, args: Mapping[str, Any], *, vectorial: bool = False) -> GuardDecision:
         if self.steps >= self.cap_steps:
@@ -117,6 +126,13 @@ class TurnGuards:
                     f"you already have this data at step {steps}: answer from it, or pass it to the tool "
                     f'that works on it with "from_step": {where[-1]}, instead of calling {name} again',
                     where)
+        if name in self.pure and name not in NEVER_GUARDED and (name, canonical_hash(dict(args))) in self.same:
+            earlier = self.same[(name, canonical_hash(dict(args)))]
+            return GuardDecision(
+                DUPLICATE_READ,
+                f"step {earlier} already ran this very call: answer from its data, or pass it to the tool "
+                f'that works on it with "from_step": {earlier}, instead of calling {name} again',
+                (earlier,))
         cap = self.cap_same_vectorial if vectorial else self.cap_same_executor
         if self.calls.get(name, 0) >= cap:
             return GuardDecision(CAP_SAME_EXECUTOR,
@@ -130,13 +146,16 @@ class TurnGuards:
         ``executed``: the executor actually ran; ``succeeded``: it returned ok."""
         calls = dict(self.calls)
         seen = dict(self.seen)
+        same = dict(self.same)
         if executed:
             calls[name] = calls.get(name, 0) + 1
             if succeeded and name in self.guarded and name not in NEVER_GUARDED:
                 for t in targets_of(name, args, self.guarded):
                     seen.setdefault((name, t), step)
-        return TurnGuards(self.cap_steps, self.cap_same_executor, self.cap_same_vectorial,
-                          self.guarded, self.steps + 1, MappingProxyType(calls), MappingProxyType(seen))
+            if succeeded and name in self.pure:
+                same.setdefault((name, canonical_hash(dict(args))), step)
+        return dataclasses.replace(self, steps=self.steps + 1, calls=MappingProxyType(calls),
+                                   seen=MappingProxyType(seen), same=MappingProxyType(same))
 
     def to_json(self) -> dict[str, Any]:
         return {"steps": self.steps, "calls": dict(sorted(self.calls.items())),

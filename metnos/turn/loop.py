@@ -241,6 +241,7 @@ class TurnLoop:
             cap_steps=self.settings.cap_steps,
             cap_same_executor=self.settings.cap_same_executor,
             cap_same_vectorial=self.settings.cap_same_vectorial,
+            pure=frozenset(n for n in self.catalogue.executors if not self._acts(n)),
         ))
         state.tier = self.online.config.proposer_tier if request.runtime is not None else request.tier
         with self.interrupts.deferring():
@@ -588,7 +589,7 @@ class TurnLoop:
             observation = decision.observation()
             repeated = False
             if decision.outcome == DUPLICATE_READ:
-                key = (name, targets_of(name, args))
+                key = (name, targets_of(name, args) or frozenset({canonical_hash(args)}))
                 repeated = key in state.intercepted
                 state.intercepted.add(key)
                 # A well-formed call for data the turn holds: as good as that data

@@ -252,7 +252,7 @@ def test_a_hybrid_turn_that_hits_a_cap_escalates_and_ask_names_both_models(home:
     configure('[runtime]\nmode = "hybrid"\n\n[turn]\ncap_same_executor = 1\n')
     # The caps still hold after the escalation: the online plan answers from what the turn has.
     online_plan = plan([], "The clock was read at step 1.")
-    with ScriptedLLM([call("get_now", {}), call("get_now", {}), text(online_plan)]) as llm:
+    with ScriptedLLM([call("get_now", {}), call("get_now", {"timezone": "UTC"}), text(online_plan)]) as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
         capsys.readouterr()

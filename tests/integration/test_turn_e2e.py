@@ -190,7 +190,8 @@ def test_the_duplicate_read_guard_intercepts_a_second_read(home: Path, capsys, m
 
 def test_cap_steps_ends_the_turn_cleanly(home: Path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("METNOS_CAP_STEPS", "3")
-    script = [call("get_now", {}) for _ in range(5)]
+    # Each call differs (the very same call again is a duplicate: test_turn_honest.py).
+    script = [call("get_now", {"timezone": tz}) for tz in ("UTC", "Europe/Rome", "Asia/Tokyo", "Europe/Paris", "Asia/Seoul")]
     with ScriptedLLM(script) as llm:
         scripted(monkeypatch, llm)
         # A request that acts keeps its tools to the cap (one that only reads is asked for

@@ -230,6 +230,23 @@ def test_a_presentation_that_closes_a_read_only_request_is_its_answer(home: Path
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_the_very_same_call_of_a_pure_executor_is_a_duplicate(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B listed ~/Downloads with the same arguments six times, then deleted a file
+    that was not the largest. The second identical call is intercepted; the third ends
+    the turn, which did not act: not done, and nothing deleted."""
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "a.zip").write_bytes(b"a" * 50)
+    (home / "Downloads" / "movie.mkv").write_bytes(b"m" * 500)
+    same = call("find_files", {"base_path": "~/Downloads", "max_results": 1})
+    script = [same, same, same, call("delete_files", {"paths": ["~/Downloads/a.zip"]}), text("Deleted a.zip.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Find the largest file in ~/Downloads and delete it.", "--yes")
+    assert code == 1 and out["failure"]["kind"] == "action_not_taken", out
+    assert (home / "Downloads" / "a.zip").exists()
+    evs = events(capsys, out["turn_id"])
+    assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["duplicate_read", "duplicate_read_repeated"]
+    assert sum(1 for i in of(evs, "StepInvoked") if i["executor"] == "find_files") == 2  # the opening read and the first
+
+
 def test_words_again_after_the_reminder_fail_the_turn_as_not_done(home: Path, capsys, monkeypatch) -> None:
     (home / "Documents").mkdir()
     (home / "Documents" / "atlas.pdf").write_bytes(b"%PDF")
