@@ -287,6 +287,11 @@ class TurnLoop:
                     self.online.escalate(turn, state, request, pool, f"the local loop ended: {end.kind.value} ({end.detail})")
                     continue
                 if answer is not None:
+                    if self._not_acted(state, pool):
+                        # A plan (online, or the cascade's) that answers a request for an action
+                        # without doing it: the loop's own answers were held to this already.
+                        raise _EndTurn(*state.problem) if state.problem is not None else _EndTurn(
+                            FailureKind.ACTION_NOT_TAKEN, " or ".join(self._actions_offered(pool)))
                     return self._answered(turn, state, answer)
         except _EndTurn as end:
             return self._fail(turn, state, end.kind, end.detail)

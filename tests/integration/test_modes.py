@@ -250,16 +250,24 @@ def test_one_configured_model_has_no_tier_to_climb(home: Path, capsys, monkeypat
 
 def test_a_hybrid_turn_that_hits_a_cap_escalates_and_ask_names_both_models(home: Path, capsys, monkeypatch) -> None:
     configure('[runtime]\nmode = "hybrid"\n\n[turn]\ncap_same_executor = 1\n')
-    # The caps still hold after the escalation: the online plan answers from what the turn has.
-    online_plan = plan([], "The clock was read at step 1.")
+    # The caps still hold after the escalation: the online plan does the write with what the turn has.
+    online_plan = plan([("write_files", {"files": [{"path": "~/t.txt", "content": "the time"}]})], "Saved the time to ~/t.txt.")
     with ScriptedLLM([call("get_now", {}), call("get_now", {"timezone": "UTC"}), text(online_plan)]) as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
         capsys.readouterr()
         # A request that acts keeps its tools, so the second call reaches the cap (one that only
         # reads is asked for words once a step gives a single value, such as the time).
-        code = main(["ask", "what time is it? write it to ~/t.txt", "--no-cache"])
+        code = main(["ask", "what time is it? write it to ~/t.txt", "--no-cache", "--yes"])
         said = capsys.readouterr()
-    assert code == 0 and said.out.strip() == "The clock was read at step 1.", said
+    assert code == 0 and said.out.strip() == "Saved the time to ~/t.txt.", said
+    assert (home / "t.txt").read_text().strip()
     assert "answered by scripted-model (wise tier, 2 calls as proposer)" in said.err
     assert "(frontier tier, 1 call as online)" in said.err
+
+
+def test_an_online_plan_that_answers_a_request_for_an_action_without_it_is_not_done(home: Path, capsys, monkeypatch) -> None:
+    with ScriptedLLM([text(plan([("get_now", {})], "The time is {{step1.content}}."))]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "what time is it? write it to ~/t.txt", "--yes", "--mode", "online")
+    assert code == 1 and out["failure"]["kind"] == "action_not_taken" and "write_files" in out["failure"]["message"], out
+    assert not (home / "t.txt").exists()
