@@ -290,8 +290,7 @@ class TurnLoop:
                     if self._not_acted(state, pool):
                         # A plan (online, or the cascade's) that answers a request for an action
                         # without doing it: the loop's own answers were held to this already.
-                        raise _EndTurn(*state.problem) if state.problem is not None else _EndTurn(
-                            FailureKind.ACTION_NOT_TAKEN, " or ".join(self._actions_offered(pool)))
+                        raise self._not_done(state, pool)
                     return self._answered(turn, state, answer)
         except _EndTurn as end:
             return self._fail(turn, state, end.kind, end.detail)
@@ -420,11 +419,8 @@ class TurnLoop:
                 return None
             if self._not_acted(state, pool):
                 actions = self._actions_offered(pool)
-                if state.problem is not None:
-                    # A step failed, a fence or the user said no: that is the outcome, not a step the model forgot.
-                    raise _EndTurn(*state.problem)
-                if state.reminded_to_act or state.final_only:
-                    raise _EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(actions))
+                if state.problem is not None or state.reminded_to_act or state.final_only:
+                    raise self._not_done(state, pool)
                 state.reminded_to_act = True
                 self._record(turn, Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=text[:2000])
                 messages.append(reply.to_message())
@@ -498,6 +494,13 @@ class TurnLoop:
             return False
         good = self._successes(state)
         return not (good and state.observations[good[-1]].get("entries") == [])
+
+    def _not_done(self, state: _State, pool: list[str]) -> _EndTurn:
+        """How a turn that did not act ends: a step that failed, a fence or the user's no is
+        the outcome; otherwise the action the request named was never taken."""
+        if state.problem is not None:
+            return _EndTurn(*state.problem)
+        return _EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(self._actions_offered(pool)))
 
     def _figures_stand(self, state: _State, pool: list[str], text: str) -> bool:
         """After a call that was refused for its form and would have changed nothing, in a
