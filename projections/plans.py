@@ -2,7 +2,7 @@
 
 State:
 
-* ``candidates``: every answered turn whose steps all ran and succeeded, with
+* ``candidates``: every answered turn whose steps that ran all succeeded (those that never ran left out), with
   its plan (:mod:`metnos.cascade.plan`), request key, intent and slots: what
   ``metnos plans approve TURN`` can approve and what L1 learns from.
 * ``entries``: the approved plans (L0), by entry id, with their state
@@ -27,7 +27,7 @@ from typing import Any
 
 from domain.plan import PlanEntry
 from domain.turn import Turn
-from metnos.cascade.plan import generalise, plan_id, plan_of
+from metnos.cascade.plan import generalise, plan_id, plan_of, steps_that_ran
 from metnos.cascade.request import intent_of, request_key
 from metnos.store.event_record import Record
 from projections.base import Fold, Handler, reads
@@ -37,7 +37,7 @@ ANTI_SKILL_DAYS = 30
 
 class PlansFold(Fold):
     name = "plans"
-    version = 3
+    version = 4
     cost = 2
 
     def initial(self) -> dict[str, Any]:
@@ -52,10 +52,9 @@ class PlansFold(Fold):
             Turn.StepProposed: _proposed,
             Turn.StepInvoked: _invoked,
             Turn.ObservationRecorded: _observed,
-            Turn.StepIntercepted: _unclean,
-            Turn.StepRejected: _unclean,
+            Turn.StepIntercepted: _never_ran,
+            Turn.StepRejected: _never_ran,
             Turn.BuiltinCalled: _unclean,
-            Turn.AnswerRejected: _unclean,
             Turn.TurnAnswered: _answered,
             Turn.TurnFailed: _ended_badly,
             Turn.TurnInterrupted: _ended_badly,
@@ -70,7 +69,7 @@ class PlansFold(Fold):
 
 @reads("text")
 def _started(state: dict[str, Any], record: Record, position: int) -> None:
-    state["open"][record["originator_id"]] = {"text": record["text"], "steps": {}, "clean": True, "consulted": None}
+    state["open"][record["originator_id"]] = {"text": record["text"], "steps": {}, "skipped": [], "clean": True, "consulted": None}
 
 
 @reads("layer", "entry")
@@ -123,6 +122,15 @@ def _observed(state: dict[str, Any], record: Record, position: int) -> None:
     step["output"] = record["observation"]
 
 
+@reads("step")
+def _never_ran(state: dict[str, Any], record: Record, position: int) -> None:
+    """A call the loop did not run (a duplicate read, a form it refused): the
+    plan is what ran, so it leaves this step out."""
+    turn = state["open"].get(record["originator_id"])
+    if turn is not None:
+        turn.setdefault("skipped", []).append(int(record["step"]))
+
+
 @reads()
 def _unclean(state: dict[str, Any], record: Record, position: int) -> None:
     turn = state["open"].get(record["originator_id"])
@@ -139,8 +147,8 @@ def _answered(state: dict[str, Any], record: Record, position: int) -> None:
     at = record["timestamp"]
     if turn["consulted"] is not None:
         _won(state, turn["consulted"], at)
-    steps = [turn["steps"][k] for k in sorted(turn["steps"], key=int)]
-    if not turn["clean"] or any(s["version"] is None or s["output"] is None for s in steps):
+    steps = steps_that_ran({int(k): s for k, s in turn["steps"].items()}, set(turn.get("skipped", ())))
+    if not turn["clean"] or steps is None or any(s["version"] is None or s["output"] is None for s in steps):
         return
     plan = plan_of(steps, record["text"])
     intent, slots = intent_of(turn["text"])

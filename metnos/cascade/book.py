@@ -40,7 +40,7 @@ class PlanBook:
             turn = self.runtime.turns.state()["turns"][turn_id]
             why = ("it was undone" if turn.get("undone") else
                    f"it is {turn['status']}" if turn["status"] != "answered" else
-                   "one of its steps was refused, intercepted, failed or its output was too large to keep whole")
+                   "one of its steps failed, was declined or used the scratchpad, or its output was too large to keep whole")
             raise PlanBookError(f"turn {turn_id[:8]} has no plan to approve: {why}")
         entry_id = str(plan_entry_id(turn_id))
         existing = state["entries"].get(entry_id)

@@ -9,6 +9,7 @@ holes, ``⟦i⟧`` inside a string or ``{"$slot": i}`` for a whole number.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from metnos.canonical import canonical_hash
@@ -16,6 +17,46 @@ from metnos.cascade.request import Slot
 from metnos.cascade.template import make_template
 
 HOLE = "⟦{}⟧"
+# The step-number references a call's arguments can hold (metnos/turn/piping.py).
+LIST_REFERENCES = ("from_step", "with_step")
+_PLACEHOLDER = re.compile(r"(\{\{\s*step)(\d+)")
+
+
+def steps_that_ran(steps: dict[int, dict[str, Any]], skipped: set[int]) -> list[dict[str, Any]] | None:
+    """A turn's steps without those that never ran (a duplicate read the loop
+    intercepted, a call refused for its form), in order, their references to
+    earlier steps numbered again; None when a step that ran refers to one that
+    did not (its plan could not be followed)."""
+    renumbered = {old: new for new, old in enumerate((n for n in sorted(steps) if n not in skipped), start=1)}
+    gone = False
+
+    def step_of(old: int) -> int:
+        nonlocal gone
+        if old not in renumbered:
+            gone = True
+            return old
+        return renumbered[old]
+
+    def placeholders(value: Any) -> Any:
+        if isinstance(value, str):
+            return _PLACEHOLDER.sub(lambda m: m.group(1) + str(step_of(int(m.group(2)))), value)
+        if isinstance(value, dict):
+            return {k: placeholders(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [placeholders(v) for v in value]
+        return value
+
+    kept = []
+    for old in sorted(renumbered):
+        args = {}
+        for key, value in steps[old]["args"].items():
+            if key in LIST_REFERENCES and not isinstance(value, bool) and str(value).strip().isdigit():
+                new = step_of(int(str(value).strip()))
+                args[key] = str(new) if isinstance(value, str) else new
+            else:
+                args[key] = placeholders(value)
+        kept.append({**steps[old], "args": args})
+    return None if gone else kept
 
 
 def plan_of(steps: list[dict[str, Any]], answer: str) -> dict[str, Any]:

@@ -25,10 +25,8 @@ def home(home: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _model_made_steps(monkeypatch) -> None:
-    """These scripts have the model make every step itself. With opening reads
-    the model's read would repeat one the turn made (intercepted), and the plan
-    projection learns only turns whose every step ran: learning across an
-    opening read and a repeat is not done yet (docs/cascade.md)."""
+    """These scripts have the model make every step itself; the tests that set
+    opening reads on say so."""
     monkeypatch.setenv("METNOS_OPENING_READS", "0")
 
 def _ask(monkeypatch, capsys, script, request: str, *extra: str) -> tuple[dict, ScriptedLLM]:
@@ -207,6 +205,45 @@ def test_rebuild_reproduces_the_plans_projection(home: Path, capsys, monkeypatch
 
 def _show(name: str, wording: str = "It says:") -> list:
     return [call("read_files", {"paths": [f"~/notes/{name}"]}), text(f"{wording} {name[0] * 3} and more")]
+
+
+def test_a_turn_the_model_walked_with_a_repeat_and_a_stub_answer_is_learnt_without_them(home: Path, capsys, monkeypatch) -> None:
+    """With opening reads the turn reads the file itself; the model asked for it
+    again (intercepted, it never ran) and first answered with a stub (rejected).
+    The plan is what ran: the opening read, then the answer."""
+    monkeypatch.setenv("METNOS_OPENING_READS", "1")
+    script = [call("read_files", {"paths": ["~/notes/todo.txt"]}), text("Here it is:"), text("Your todo list says: buy milk")]
+    first, llm = _ask(monkeypatch, capsys, script, "read my todo list in ~/notes/todo.txt")
+    assert first["status"] == "answered" and first["answer"] == "Your todo list says: buy milk"
+    code, out, _ = _cli(capsys, "events", "--json", "--aggregate", first["turn_id"])
+    topics = [orjson.loads(line)["topic"].rsplit(".", 1)[-1] for line in out.splitlines()]
+    assert "StepIntercepted" in topics and "AnswerRejected" in topics
+    code, out, err = _cli(capsys, "plans", "approve", first["turn_id"], "--json")
+    assert code == 0, err
+    plan = orjson.loads(out)["plan"]
+    assert [(s["executor"], s["args"]) for s in plan["steps"]] == [("read_files", {"paths": ["~/notes/todo.txt"]})]
+    (home / "notes" / "todo.txt").write_text("buy bread")
+    second, llm = _ask(monkeypatch, capsys, [], "read my todo list in ~/notes/todo.txt")
+    assert llm.requests == [] and second["answer"] == "Your todo list says: buy bread"
+
+
+def test_a_step_after_one_that_never_ran_is_numbered_again_in_the_plan(home: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("METNOS_OPENING_READS", "1")
+    (home / "notes" / "fruit.csv").write_text("name,kg\npears,5\napples,7\n")
+    script = [call("read_files", {"paths": ["~/notes/fruit.csv"]}),  # step 2: the opening read's repeat, never run
+              call("sort_entries", {"from_step": 1, "field": "name"}),
+              call("compute_entries", {"from_step": "3", "op": "count"}),
+              text("There are 2 rows in the file.")]
+    first, _ = _ask(monkeypatch, capsys, script, "how many rows are in ~/notes/fruit.csv")
+    assert first["status"] == "answered", first
+    code, out, err = _cli(capsys, "plans", "approve", first["turn_id"], "--json")
+    assert code == 0, err
+    steps = orjson.loads(out)["plan"]["steps"]
+    assert [s["executor"] for s in steps] == ["read_files", "sort_entries", "compute_entries"]
+    assert steps[1]["args"]["from_step"] == 1 and steps[2]["args"]["from_step"] == "2"
+    (home / "notes" / "fruit.csv").write_text("name,kg\npears,5\napples,7\nplums,9\n")
+    again, llm = _ask(monkeypatch, capsys, [], "how many rows are in ~/notes/fruit.csv")
+    assert llm.requests == [] and again["answer"] == "There are 3 rows in the file."
 
 
 def test_l1_learns_a_template_after_two_good_turns_and_a_failure_makes_it_an_anti_skill(home: Path, capsys, monkeypatch) -> None:

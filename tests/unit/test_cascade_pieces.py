@@ -169,3 +169,22 @@ def test_loading_the_embedder_leaves_the_root_logger_as_it_was() -> None:
             "r = logging.getLogger(); print(r.level, len(r.handlers))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(logging.WARNING), "0"], out
+
+
+def test_steps_that_never_ran_are_left_out_and_later_references_follow() -> None:
+    from metnos.cascade.plan import steps_that_ran
+
+    def step(executor: str, **args: object) -> dict:
+        return {"executor": executor, "args": args, "version": "1.0.0", "output": {"ok": True}}
+
+    steps = {1: step("read_files", paths=["~/a"]), 2: step("read_files", paths=["~/a"]),
+             3: step("filter_entries", from_step=1, field="x"), 4: step("write_files", content="{{step3.entries.0.x}}", paths=["~/step2.txt"])}
+    kept = steps_that_ran(steps, {2})
+    assert [s["executor"] for s in kept] == ["read_files", "filter_entries", "write_files"]
+    assert kept[1]["args"]["from_step"] == 1 and kept[2]["args"]["content"] == "{{step2.entries.0.x}}"
+    # Only references are numbered again: a path that looks like one is left as it is.
+    assert kept[2]["args"]["paths"] == ["~/step2.txt"]
+    # A step that ran but refers to one that did not: the turn cannot be followed again.
+    steps[3] = step("filter_entries", from_step=2, field="x")
+    assert steps_that_ran(steps, {2}) is None
+    assert steps_that_ran(steps, set()) == [steps[1], steps[2], steps[3], steps[4]]
