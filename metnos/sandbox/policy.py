@@ -230,6 +230,14 @@ def _walk(value: Any, schema: dict, root: Any, key: str | None, pointer: str, ou
             _walk(v, props.get(k, {}), root, str(k), f"{pointer}/{esc}", out)
 
 
+def path_arguments(args: Mapping[str, Any], input_schema: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(JSON pointer, value) of every path argument, as the check below finds them."""
+    found: list = []
+    schema = dict(input_schema or {})
+    _walk(dict(args), schema, schema, None, "", found)
+    return [(pointer, value) for pointer, kind, _write, value, _entry in found if kind == "path"]
+
+
 def check_args(
     args: Mapping[str, Any],
     input_schema: Mapping[str, Any] | None,

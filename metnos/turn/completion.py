@@ -12,7 +12,11 @@ in the step's record (``completed``):
   ("largest" means size, "newest" means modified); only when exactly one
   field fits;
 * ``order``: ``desc`` when the request asks for the most of something
-  ("largest", "newest", "top") and never for the least.
+  ("largest", "newest", "top") and never for the least;
+* a path written without its ``~/`` ("notes/bank.md" for the request's
+  "~/notes/bank.md"): the 0.5B drops it, the policy refuses a relative path,
+  and the model writes the same path again. Only a path the request names
+  exactly is completed; any other relative path is still refused.
 
 Pure: the same request and entries give the same completion, so a replay
 recomputes it.
@@ -20,9 +24,12 @@ recomputes it.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from metnos.turn.intent import named_targets
 
 _WORD = re.compile(r"[a-z0-9_]+")
 _MOST = frozenset({"largest", "biggest", "highest", "most", "newest", "latest", "recent", "top", "maximum", "max",
@@ -64,3 +71,35 @@ def _named_field(entries: Sequence[Any], words: set[str]) -> str | None:
         return named[0]
     pointed = [f for f, cues in _FIELD_WORDS.items() if f in fields and words.intersection(cues)]
     return pointed[0] if len(pointed) == 1 and not named else None
+
+
+def complete_paths(args: Mapping[str, Any], paths: Sequence[tuple[str, str]], request_text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``args`` with each relative path (at its JSON pointer in ``paths``) that
+    is a path the request names without its ``~/`` written as the request
+    writes it, and what was completed (pointer -> path)."""
+    named = named_targets(request_text)
+    home_paths = {p[2:].rstrip("/"): p.rstrip("/") for p in (*named.files, *named.folders) if p.startswith("~/")}
+    out: dict[str, Any] = dict(args)
+    added: dict[str, Any] = {}
+    for pointer, value in paths:
+        bare = value.strip()
+        bare = bare[2:] if bare.startswith("./") else bare
+        if bare.startswith(("/", "~")) or bare.rstrip("/") not in home_paths:
+            continue
+        if not added:
+            out = copy.deepcopy(out)
+        _put(out, pointer, home_paths[bare.rstrip("/")])
+        added[pointer] = home_paths[bare.rstrip("/")]
+    return out, added
+
+
+def _put(document: Any, pointer: str, value: str) -> None:
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    node = document
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value

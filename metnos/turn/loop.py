@@ -50,9 +50,10 @@ from metnos.llm.errors import LLMError, ProviderUnreachable
 from metnos.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from metnos.mnestome.boost import apply_boost
 from metnos.sandbox import autonomy
+from metnos.sandbox.policy import path_arguments
 from metnos.turn.answers import REASONS, answer_problem, figures_from, grounded_in
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
-from metnos.turn.completion import complete_arguments
+from metnos.turn.completion import complete_arguments, complete_paths
 from metnos.turn.errors import TurnError
 from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
 from metnos.turn.guards import DUPLICATE_READ, TurnGuards, targets_of
@@ -710,6 +711,9 @@ class TurnLoop:
 
         completed_args, completed = complete_arguments(resolution.args, te.tool.parameters.get("properties", {}),
                                                        resolution.args.get("entries"), request.text)
+        completed_args, paths_completed = complete_paths(completed_args, path_arguments(completed_args, te.loaded.input_schema),
+                                                         request.text)
+        completed.update(paths_completed)
         if completed:
             resolution = dataclasses.replace(resolution, args=completed_args)
         problems = validate_args(te.loaded.input_schema, resolution.args)

@@ -108,6 +108,30 @@ def test_a_call_refused_by_the_policy_is_not_proposed_to_the_end(home: Path, cap
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_a_path_the_request_names_written_without_its_home_is_completed(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B wrote "notes/bank.md" for the request's ~/notes/bank.md: refused as relative,
+    then written again the same way until the turn ended."""
+    (home / "notes").mkdir()
+    script = [call("write_files", {"files": [{"path": "notes/bank.md", "content": "call the bank on Friday"}]}),
+              text("Saved.")]
+    code, out, llm = ask(monkeypatch, capsys, script, "Save the text 'call the bank on Friday' to ~/notes/bank.md.")
+    assert code == 0 and out["status"] == "answered", out
+    assert (home / "notes" / "bank.md").read_text() == "call the bank on Friday"
+    resolved = of(events(capsys, out["turn_id"]), "StepResolved")
+    assert resolved[-1]["completed"] == {"/files/0/path": "~/notes/bank.md"}
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_relative_path_the_request_does_not_name_is_still_refused(home: Path, capsys, monkeypatch) -> None:
+    (home / "notes").mkdir()
+    script = [call("write_files", {"files": [{"path": "notes/other.md", "content": "x"}]}), text("Saved.")]
+    code, out, llm = ask(monkeypatch, capsys, script, "Save the text 'x' to ~/notes/bank.md.")
+    assert out["status"] != "answered", out
+    rejected = of(events(capsys, out["turn_id"]), "StepRejected")
+    assert rejected and rejected[0]["kind"] == "policy" and "relative" in orjson.dumps(rejected[0]["error"]).decode()
+    assert not (home / "notes" / "other.md").exists() and not (home / "notes" / "bank.md").exists()
+
+
 def test_the_field_the_request_names_completes_a_call_without_one(home: Path, capsys, monkeypatch) -> None:
     (home / "r.csv").write_text("item,amount\nbread,2.5\nmilk,3\n")
     script = [call("compute_entries", {"op": "sum", "from_step": 1}), text("The total is 5.5.")]
