@@ -8,7 +8,8 @@ builds it) that keeps its log across three passes:
 
 1. the request as the suite words it, with ``--no-cache``: the run without
    the cascade, the baseline. A passing answer is approved (``metnos plans
-   approve``), as a user would after a good answer.
+   approve``), as a user would after a good answer; so is any later passing
+   answer the model gave (a baseline that failed leaves L0 to a later pass).
 2. the request reworded (same values: L0's cosine search), and the request
    with new slot values (the task's file or folder copied under another
    name: the model, whose good turn is the second walk L1 needs).
@@ -143,13 +144,16 @@ def run_task(task: Task, pages_url: str, llm_url: str, timeout_s: float) -> list
                   f"{row['seconds']:.1f}s {row['tokens']} tok", file=sys.stderr, flush=True)
             return row
 
-        base = one(1, "original", task.text, "--no-cache")
-        if base["passed"]:
-            _metnos(["plans", "approve", base["turn_id"]], env, 120)
-        one(2, "reworded", REWORDINGS.get(task.id, "Please: " + task.text))
+        def approving(row: dict[str, Any]) -> None:
+            # A user approves a good answer the model gave, whichever pass it came in.
+            if row["passed"] and row["layer"] is None and row["turn_id"]:
+                row["approved"] = _metnos(["plans", "approve", row["turn_id"]], env, 120).returncode == 0
+
+        approving(one(1, "original", task.text, "--no-cache"))
+        approving(one(2, "reworded", REWORDINGS.get(task.id, "Please: " + task.text)))
         if path is not None:
-            one(2, "new values", with_new_value(task, home, path, 2))
-        one(3, "original", task.text)
+            approving(one(2, "new values", with_new_value(task, home, path, 2)))
+        approving(one(3, "original", task.text))
         if path is not None:
             one(3, "new values", with_new_value(task, home, path, 3))
     except Exception as e:  # noqa: BLE001
