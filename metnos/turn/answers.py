@@ -23,6 +23,7 @@ TOOL_NAME = "tool_name"
 RAW_TOOL_OUTPUT = "raw_tool_output"
 TOOL_CALL_AS_TEXT = "tool_call_as_text"
 STUB = "stub"
+INSTRUCTIONS_ECHOED = "instructions_echoed"
 
 REASONS: Mapping[str, str] = {
     EMPTY: "it was empty",
@@ -30,7 +31,12 @@ REASONS: Mapping[str, str] = {
     RAW_TOOL_OUTPUT: "it was raw tool output (JSON), not an answer in words",
     TOOL_CALL_AS_TEXT: "it was a tool call written as text; tools are called through the tool-calling interface",
     STUB: "it stopped before saying anything (a lead-in ending with ':')",
+    INSTRUCTIONS_ECHOED: "it repeated the instructions it was given instead of answering",
 }
+# An answer that is mostly a run of this many words or more of an instruction it was given.
+_ECHO_RUN = 6
+_ECHO_SHARE = 0.6
+_LOWER_WORD = re.compile(r"[a-z0-9']+")
 
 _FENCE = re.compile(r"\A```[a-zA-Z]*\s*\n?(?P<body>.*?)\n?\s*```\Z", re.DOTALL)
 _TAGGED_CALL = re.compile(r"<\s*/?\s*(tool_call|function_call|tool_use)\b", re.IGNORECASE)
@@ -66,12 +72,42 @@ def _echoes(value: Any, observations: Iterable[Mapping[str, Any]]) -> bool:
     return False
 
 
+def _longest_run(a: list[str], b: list[str]) -> int:
+    best = 0
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0] * (len(b) + 1)
+        for j, y in enumerate(b, start=1):
+            if x == y:
+                current[j] = previous[j - 1] + 1
+                best = max(best, current[j])
+        previous = current
+    return best
+
+
+def echoes_instructions(text: str, instructions: Iterable[str]) -> bool:
+    """``text`` is mostly one of the loop's own instructions, said back (the 0.5B
+    answered a closed pipeline with ``{"message": "the pipeline is complete: answer
+    the user now ..."}``)."""
+    words = _LOWER_WORD.findall(text.casefold())[:400]
+    if len(words) < _ECHO_RUN:
+        return False
+    for instruction in instructions:
+        run = _longest_run(words, _LOWER_WORD.findall(instruction.casefold())[:400])
+        if run >= _ECHO_RUN and run >= _ECHO_SHARE * len(words):
+            return True
+    return False
+
+
 def answer_problem(text: str, tool_names: Collection[str],
-                   observations: Iterable[Mapping[str, Any]] = ()) -> str | None:
-    """None when ``text`` reads as an answer, else the reason it does not."""
+                   observations: Iterable[Mapping[str, Any]] = (), instructions: Iterable[str] = ()) -> str | None:
+    """None when ``text`` reads as an answer, else the reason it does not.
+    ``instructions``: what the loop itself told the model this turn."""
     stripped = text.strip()
     if not stripped:
         return EMPTY
+    if echoes_instructions(stripped, instructions):
+        return INSTRUCTIONS_ECHOED
     bare = stripped.strip("`'\"*.!:; \n\t")
     if bare in tool_names or (bare.endswith("()") and bare[:-2] in tool_names):
         return TOOL_NAME
@@ -145,3 +181,19 @@ def _leaves(value: Any) -> Iterable[str]:
             yield from _leaves(v)
     elif value is not None and not isinstance(value, bool):
         yield str(value)
+
+
+# Words by which a request asks for a figure worked out from data (a total, a count, the
+# largest): the data itself, handed back, does not answer it.
+_FIGURE = re.compile(r"\b(total|sum|average|mean|count|how many|how much|number of|largest|biggest|smallest|"
+                     r"highest|lowest|maximum|minimum|most|least|fewest|cheapest|priciest|most expensive)\b", re.IGNORECASE)
+
+
+def asks_for_a_figure(request_text: str) -> bool:
+    return _FIGURE.search(request_text) is not None
+
+
+def is_a_figure(observation: Mapping[str, Any]) -> bool:
+    """A step's result that is one number (compute_entries' ``content``)."""
+    content = observation.get("content")
+    return isinstance(content, (int, float)) and not isinstance(content, bool)

@@ -51,7 +51,7 @@ from metnos.llm.messages import AssistantMessage, Message, SystemMessage, ToolCa
 from metnos.mnestome.boost import apply_boost
 from metnos.sandbox import autonomy
 from metnos.sandbox.policy import path_arguments
-from metnos.turn.answers import REASONS, answer_problem, figures_from, grounded_in
+from metnos.turn.answers import asks_for_a_figure, is_a_figure, REASONS, answer_problem, figures_from, grounded_in
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.turn.completion import complete_arguments, complete_paths
 from metnos.turn.errors import TurnError
@@ -307,8 +307,16 @@ class TurnLoop:
             if asked and not state.acted:
                 # The data is no answer to a request that asked for an action none of whose steps ran.
                 return self._fail(turn, state, FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
-            answer = compose_answer([state.observations.get(s, {}) for s in found.steps])
-            self._record(turn, Turn.AnswerComposed, from_steps=list(found.steps), reason=found.reason)
+            used = list(found.steps)
+            if found.reason != "presentation" and asks_for_a_figure(request.text):
+                # The data handed back would read as answered; only a figure worked out from it answers.
+                used = [s for s in used if is_a_figure(state.observations.get(s, {}))]
+                if not used:
+                    steps = ", ".join(str(s) for s in found.steps)
+                    return self._fail(turn, state, FailureKind.UNUSABLE_ANSWER,
+                                      f"the figure asked for was never worked out from the data of step {steps}")
+            answer = compose_answer([state.observations.get(s, {}) for s in used])
+            self._record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
             return self._answered(turn, state, answer)
 
     def _open(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> None:
@@ -401,7 +409,9 @@ class TurnLoop:
                 messages.append(UserMessage(PLACEHOLDER_CORRECTION))
                 self._commit(turn)
                 return None
-            problem = answer_problem(text, self.tool_names, [o for o in state.observations.values() if isinstance(o, dict)])
+            # What the loop told the model, and what it tells any model at the end of a pipeline.
+            told = [m.text for m in messages[2:] if isinstance(m, UserMessage)] + [FINAL_ONLY, ANSWER_NOW]
+            problem = answer_problem(text, self.tool_names, [o for o in state.observations.values() if isinstance(o, dict)], told)
             if problem is not None:
                 if state.answer_corrections >= 1:
                     if state.answer_from:

@@ -70,6 +70,24 @@ def test_two_non_answers_fail_the_turn(home: Path, capsys, monkeypatch) -> None:
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_the_loops_own_instruction_said_back_is_not_an_answer(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B moved a photo, proposed the same move again (refused: the pipeline was
+    closed), and answered with the loop's instruction to answer, as JSON: the turn said
+    `answered`."""
+    (home / "in").mkdir()
+    (home / "in" / "a.jpg").write_text("a")
+    move = call("move_files", {"moves": [{"src": "~/in/a.jpg", "dst": "~/out/a.jpg"}]})
+    echo = text('```json\n{"message":"the pipeline is complete: answer the user now in plain text, without calling any tool"}\n```')
+    code, out, llm = run(monkeypatch, capsys, [move, move, echo, text("I moved a.jpg into ~/out.")], "--yes", "Move ~/in/a.jpg into ~/out.")
+    assert out["status"] == "answered" and out["answer"] == "I moved a.jpg into ~/out.", out
+    [rejected] = of(events(capsys, out["turn_id"]), "AnswerRejected")
+    assert rejected["reason"] == "instructions_echoed"
+    assert replays_clean(capsys, out["turn_id"])
+    back = call("move_files", {"moves": [{"src": "~/out/a.jpg", "dst": "~/in/a.jpg"}]})
+    code, out, llm = run(monkeypatch, capsys, [back, echo, echo], "--yes", "Move ~/out/a.jpg into ~/in.")
+    assert out["status"] == "failed" and out["failure"]["kind"] == "unusable_answer", out
+
+
 def test_a_crash_followed_by_a_used_success_is_answered(home: Path, capsys, monkeypatch) -> None:
     # The first read is refused by the sandbox policy (outside the home); the
     # second succeeds and the answer uses it: answered.
@@ -157,6 +175,21 @@ def test_a_repeated_duplicate_read_ends_with_the_data_already_there(home: Path, 
     assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["duplicate_read", "duplicate_read_repeated"]
     assert of(evs, "AnswerComposed") == [{"from_steps": [1], "reason": "duplicate_read_repeated"}]
     assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_request_for_a_figure_is_not_answered_with_the_data_it_was_to_be_worked_out_from(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B read ~/receipts/groceries.csv again and again for "the total of the amount
+    column"; the turn said `answered` with the CSV."""
+    (home / "r.csv").write_text("item,amount\nbread,2.5\nmilk,3\n")
+    same = call("read_files", {"paths": ["~/r.csv"]})
+    code, out, llm = run(monkeypatch, capsys, [same, same, same, text("unused")], "What is the total of the amount column in ~/r.csv?")
+    assert out["status"] == "failed" and out["failure"]["kind"] == "unusable_answer", out
+    assert "never worked out from the data of step 1" in out["failure"]["message"]
+    assert replays_clean(capsys, out["turn_id"])
+    # Worked out, the figure is an answer even when the model then asks for a tool again.
+    compute = call("compute_entries", {"op": "sum", "from_step": 1, "field": "amount"})
+    code, out, llm = run(monkeypatch, capsys, [compute, compute, compute, text("unused")], "What is the total of the amount column in ~/r.csv?")
+    assert out["status"] == "answered" and "5.5" in out["answer"], out
 
 
 def test_a_request_for_an_action_is_not_answered_with_the_data_when_the_action_never_ran(home: Path, capsys, monkeypatch) -> None:

@@ -58,3 +58,17 @@ def test_figures_come_from_the_data_or_not() -> None:
     sizes = [{"ok": True, "entries": [{"name": "a.mp3", "size": 1000}, {"name": "b.mp3", "size": 2500}, {"name": "c.mp3", "size": 500}]}]
     assert not figures_from("The total size in bytes of the files in ~/Music is 8500.", sizes)
     assert not figures_from("the backup is fine", page)  # no figure: nothing to stand on
+
+
+def test_an_answer_that_says_the_loops_own_instruction_back_is_named() -> None:
+    from metnos.turn.answers import INSTRUCTIONS_ECHOED
+    from metnos.turn.prompt import FINAL_ONLY
+
+    told = [FINAL_ONLY]
+    # What the 0.5B answered after moving one of two photos.
+    echoed = '```json\n{"message":"the pipeline is complete: answer the user now in plain text, without calling any tool"}\n```'
+    assert answer_problem(echoed, TOOLS, OBS, told) == INSTRUCTIONS_ECHOED
+    assert answer_problem("The pipeline is complete: answer the user now in plain text.", TOOLS, OBS, told) == INSTRUCTIONS_ECHOED
+    # Words it shares with an instruction inside a real answer, and the same text when nothing told it so.
+    assert answer_problem("I moved 2 photos into ~/Pictures/2024; the pipeline is complete.", TOOLS, OBS, told) is None
+    assert answer_problem(echoed, TOOLS, OBS) != INSTRUCTIONS_ECHOED
