@@ -132,7 +132,7 @@ def run_task(task: Task, pages_url: str, llm_url: str, timeout_s: float) -> list
         init = _metnos(["init"], env, 300)
         if init.returncode != 0:
             raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
-        point_metnos_at(home, llm_url, timeout_s)
+        point_metnos_at(home, llm_url, timeout_s, pages_url=pages_url)
         path = slot_path(task, home)
 
         def one(pass_no: int, kind: str, request: str, *extra: str) -> dict[str, Any]:
