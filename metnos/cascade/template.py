@@ -20,6 +20,7 @@ from metnos.errors import MetnosError
 # same "ok" or "md" shows up anywhere in an answer).
 MIN_STRING = 3
 MAX_LEAVES = 4000
+_HOLE = re.compile(r"⟦\d+⟧")
 
 
 class TemplateGap(MetnosError):
@@ -106,5 +107,6 @@ def derived_digits(segments: list[dict[str, Any]], request: str) -> list[str]:
     """Numbers in the literal text that the request does not hold: probably
     computed by the model from an output (a count, a sum), so stale when the
     output changes."""
-    literal = " ".join(s["text"] for s in segments if "text" in s)
+    # A template's holes (⟦0⟧, metnos/cascade/plan.py) are the request's own values, not numbers.
+    literal = _HOLE.sub(" ", " ".join(s["text"] for s in segments if "text" in s))
     return [n for n in re.findall(r"\d+(?:\.\d+)?", literal) if n not in request]

@@ -246,6 +246,20 @@ def test_a_step_after_one_that_never_ran_is_numbered_again_in_the_plan(home: Pat
     assert llm.requests == [] and again["answer"] == "There are 3 rows in the file."
 
 
+def test_an_answer_that_names_the_requests_path_is_learnt_for_l1(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B's answers name the file asked about ("The first item on your todo list in
+    ~/lists/things-to-do-v2.md is ..."): the path is a hole of the answer, and the hole's
+    index is no number the model worked out. Before, no such template was ever proposed."""
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (home / "notes" / name).write_text(f"{name[0] * 3} and more")
+    for name in ("a.txt", "b.txt"):
+        _ask(monkeypatch, capsys, [call("read_files", {"paths": [f"~/notes/{name}"]}), text(f"~/notes/{name} says {name[0] * 3} and more")],
+             f"show me the file ~/notes/{name}")
+    third, llm = _ask(monkeypatch, capsys, [], "show me the file ~/notes/c.txt")
+    assert llm.requests == [] and third["answer"] == "~/notes/c.txt says ccc and more"
+    assert _consulted(capsys, third["turn_id"])["layer"] == "L1"
+
+
 def test_l1_learns_a_template_after_two_good_turns_and_a_failure_makes_it_an_anti_skill(home: Path, capsys, monkeypatch) -> None:
     for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
         (home / "notes" / name).write_text(f"{name[0] * 3} and more")

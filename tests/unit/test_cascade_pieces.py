@@ -188,3 +188,8 @@ def test_steps_that_never_ran_are_left_out_and_later_references_follow() -> None
     steps[3] = step("filter_entries", from_step=2, field="x")
     assert steps_that_ran(steps, {2}) is None
     assert steps_that_ran(steps, set()) == [steps[1], steps[2], steps[3], steps[4]]
+
+
+def test_a_templates_holes_are_not_numbers_the_model_worked_out() -> None:
+    assert derived_digits([{"text": "⟦0⟧ says "}, {"ref": [1, "content"]}], "read ~/notes/x.txt") == []
+    assert derived_digits([{"text": "⟦0⟧ has 7 lines"}], "read ~/notes/x.txt") == ["7"]
