@@ -123,7 +123,7 @@ def ask(home: Path, env: dict[str, str], request: str, timeout_s: float, *extra:
     return {"request": request, "status": status, "answer": answer[:300], "seconds": round(seconds, 2), **last_turn(env)}
 
 
-def run_task(task: Task, pages_url: str, llm_url: str, timeout_s: float) -> list[dict[str, Any]]:
+def run_task(task: Task, pages_url: str, llm_url: str, timeout_s: float, keep: bool = False) -> list[dict[str, Any]]:
     home = Path(tempfile.mkdtemp(prefix=f"cascadebench-{task.id}-"))
     rows: list[dict[str, Any]] = []
     try:
@@ -160,7 +160,10 @@ def run_task(task: Task, pages_url: str, llm_url: str, timeout_s: float) -> list
         rows.append({"task": task.id, "pass_no": 0, "kind": "bench error", "passed": False, "why": f"{type(e).__name__}: {e}",
                      "layer": None, "seconds": 0.0, "tokens": 0, "model_calls": 0, "status": "bench-error"})
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        if keep:
+            print(f"kept {home}", file=sys.stderr, flush=True)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
     return rows
 
 
@@ -173,6 +176,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         layers[key] += 1
     base_acc = sum(r["passed"] for r in base.values()) / max(1, len(base))
     later_acc = sum(r["passed"] for r in later) / max(1, len(later))
+    # Weighted as tokens and time are: each later request against its own task's baseline
+    # (a task with new values has more later requests than one without).
+    base_acc_same = sum(base[r["task"]]["passed"] for r in later if r["task"] in base) / max(1, len(later))
     # Without the cascade each later request would have cost what its task's baseline cost.
     base_tokens = sum(base[r["task"]]["tokens"] for r in later if r["task"] in base)
     base_seconds = sum(base[r["task"]]["seconds"] for r in later if r["task"] in base)
@@ -183,6 +189,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "hit_rate": {k: round(v / max(1, len(later)), 3) for k, v in layers.items()},
         "baseline_accuracy": round(base_acc, 3), "cascade_accuracy": round(later_acc, 3),
         "accuracy_ratio": round(later_acc / base_acc, 3) if base_acc else None,
+        "baseline_accuracy_same_requests": round(base_acc_same, 3),
+        "accuracy_ratio_same_requests": round(later_acc / base_acc_same, 3) if base_acc_same else None,
         "baseline_tokens": base_tokens, "cascade_tokens": tokens,
         "tokens_saved": round(1 - tokens / base_tokens, 3) if base_tokens else None,
         "baseline_s_per_request": round(base_seconds / max(1, len(later)), 2),
@@ -296,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lookup-only", action="store_true", help="only the L0 lookup time and the rewording recall (no model)")
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--keep", action="store_true", help="keep each task's home (its log: metnos turns list, plans list)")
     args = ap.parse_args(argv)
 
     report: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
@@ -319,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[dict[str, Any]] = []
         try:
             for task in tasks:
-                rows.extend(run_task(task, pages_url, llm_url, args.timeout))
+                rows.extend(run_task(task, pages_url, llm_url, args.timeout, args.keep))
                 if args.json:
                     args.json.write_text(json.dumps({**report, "rows": rows, "summary": summarize(rows)}, indent=2) + "\n")
         finally:
