@@ -12,7 +12,8 @@ builds it) that keeps its log across three passes:
    answer the model gave (a baseline that failed leaves L0 to a later pass).
 2. the request reworded (same values: L0's cosine search), and the request
    with new slot values (the task's file or folder copied under another
-   name: the model, whose good turn is the second walk L1 needs).
+   name: L1, on the template of the walk the user approved; where nothing
+   was approved, the model, whose good turn is a walk L1 learns from).
 3. the request exactly as in pass 1 (L0's exact key), and the request with
    a third set of values (L1's template).
 

@@ -8,7 +8,9 @@
   (a reworded request; other values are L1's business).
 * L1: the request's intent (slots made types) has templates that walked at
   least ``min_successes`` good turns with at least two different slot
-  values; the best scored (champion) is bound to the new values.
+  values, or one the user approved (an approval says more of a walk than
+  any count of unreviewed ones); the best scored (champion) is bound to the
+  new values.
 * Either way a plan runs only while every executor in it is active at the
   version it ran with, it is not an anti-skill, and the validator (L2)
   finds nothing wrong; a candidate it refuses gives way to the next one once.
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metnos.cascade.embedding import Embedder, VectorIndex, load_embedder
-from metnos.cascade.plan import bind, executors_of, holes_used
+from metnos.cascade.plan import bind, executors_of, holes_used, plan_id
 from metnos.cascade.request import differing_words, intent_of, normalise, request_key
 from metnos.cascade.template import derived_digits
 from metnos.cascade.validator import plan_problems
@@ -123,7 +125,12 @@ class PlanConsultant:
         result = Consultation()
         candidates = itertools.chain(self._l0(text, state, result), self._l1(text, state, result))
         tried = 0
+        seen: set[str] = set()
         for layer, entry_id, how, similarity, plan in candidates:
+            same = plan_id(plan)
+            if same in seen:
+                continue  # the very plan of a candidate already weighed (an approved walk, and L1's template of it)
+            seen.add(same)
             why = stale_reason(plan, current)
             anti_key = entry_id if layer == "L1" else state["entries"][entry_id]["plan_id"]
             if why is None and _anti(state, anti_key, now):
@@ -185,18 +192,23 @@ class PlanConsultant:
         intent, slots = intent_of(text)
         if not slots:
             return
+        now = self._now()
+        # An approval whose plan failed since (an anti-skill) vouches for nothing.
+        vouched_turns = {e["turn_id"] for e in state["entries"].values()
+                         if e["state"] == "approved" and not _anti(state, e["plan_id"], now)}
         mature = []
         for template_id, template in state["templates"].get(intent, {}).items():
             distinct = {tuple(v) for v in template["values"]}
-            if len(template["sources"]) < self.settings.min_successes or len(distinct) < 2:
+            vouched = not vouched_turns.isdisjoint(template["sources"])
+            if not vouched and (len(template["sources"]) < self.settings.min_successes or len(distinct) < 2):
                 continue
             if not holes_used(template["template"]):
                 continue  # nothing of the request reaches its steps: not a template
             if derived_digits(template["template"]["answer"], text):
                 continue  # its answer holds numbers the model worked out: only the user can approve that
-            mature.append((template_score(template), template["last"], template_id, template))
-        # Champion first, challengers after it.
-        for _score, _last, template_id, template in sorted(mature, key=lambda m: (m[0], m[1]), reverse=True):
+            mature.append((vouched, template_score(template), template["last"], template_id, template))
+        # Champion first, challengers after it; a chain the user approved before any the log alone taught.
+        for *_rank, template_id, template in sorted(mature, key=lambda m: m[:3], reverse=True):
             yield "L1", template_id, "template", None, bind(template["template"], [s.value for s in slots])
 
 

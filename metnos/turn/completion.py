@@ -13,8 +13,8 @@ in the step's record (``completed``):
   field fits;
 * ``order``: ``desc`` when the request asks for the most of something
   ("largest", "newest", "top") and never for the least;
-* a path written without its ``~/`` ("notes/bank.md" for the request's
-  "~/notes/bank.md"): the 0.5B drops it, the policy refuses a relative path,
+* a path written without its ``~/`` ("essays/intro.txt" for the request's
+  "~/essays/intro.txt"): the 0.5B drops it, the policy refuses a relative path,
   and the model writes the same path again. Only a path the request names
   exactly is completed; any other relative path is still refused.
 

@@ -260,6 +260,33 @@ def test_an_answer_that_names_the_requests_path_is_learnt_for_l1(home: Path, cap
     assert _consulted(capsys, third["turn_id"])["layer"] == "L1"
 
 
+def test_an_approved_turn_is_a_template_for_new_values_at_once(home: Path, capsys, monkeypatch) -> None:
+    """The user vouched for the walk: a request with other values follows it
+    with no model call and no second walk; a forgotten approval no longer speaks."""
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (home / "notes" / name).write_text(f"{name[0] * 3} and more")
+    first, _ = _ask(monkeypatch, capsys, _show("a.txt"), "show me the file ~/notes/a.txt")
+    code, out, err = _cli(capsys, "plans", "approve", first["turn_id"], "--json")
+    assert code == 0, err
+    entry = orjson.loads(out)
+    second, llm = _ask(monkeypatch, capsys, [], "show me the file ~/notes/b.txt")
+    assert llm.requests == [] and second["answer"] == "It says: bbb and more"
+    consulted = _consulted(capsys, second["turn_id"])
+    assert consulted["layer"] == "L1" and consulted["plan"]["steps"][0]["args"] == {"paths": ["~/notes/b.txt"]}
+    code, out, err = _cli(capsys, "replay", second["turn_id"])
+    assert code == 0, out + err
+    # Forgotten: the one approved walk and the L1 hit are two walks with two values, still a template
+    # the log taught; a fresh intent with only a forgotten approval behind it goes to the model.
+    _cli(capsys, "plans", "forget", entry["id"][:8])
+    (home / "notes" / "z.md").write_text("zzz")
+    lone, _ = _ask(monkeypatch, capsys, [call("read_files", {"paths": ["~/notes/z.md"]}), text("It reads zzz")], "what does ~/notes/z.md hold")
+    code, out, err = _cli(capsys, "plans", "approve", lone["turn_id"], "--json")
+    _cli(capsys, "plans", "forget", orjson.loads(out)["id"][:8])
+    (home / "notes" / "y.md").write_text("yyy")
+    later, llm = _ask(monkeypatch, capsys, [call("read_files", {"paths": ["~/notes/y.md"]}), text("It reads yyy")], "what does ~/notes/y.md hold")
+    assert len(llm.requests) == 2 and _consulted(capsys, later["turn_id"])["layer"] is None
+
+
 def test_l1_learns_a_template_after_two_good_turns_and_a_failure_makes_it_an_anti_skill(home: Path, capsys, monkeypatch) -> None:
     for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
         (home / "notes" / name).write_text(f"{name[0] * 3} and more")

@@ -61,14 +61,16 @@ def test_asks_killed_at_random_points_leave_no_open_or_torn_turn(home: Home) -> 
     with ScriptedLLM([planner] * (4 * (KILLS + 2))) as llm:
         env = {"METNOS_LLM_URL": llm.url, "METNOS_LLM_MODEL": "scripted"}
         started = time.monotonic()
-        proc = home.spawn("ask", "--yes", "write file 0", **env)
+        # --no-cache: every turn the model's, to be killed in; two good turns of
+        # "write file N" are otherwise a template that L1 answers without it.
+        proc = home.spawn("ask", "--yes", "--no-cache", "write file 0", **env)
         wait_for(lambda: llm.requests, timeout=120, what="the first question to the model", proc=proc)
         asked = time.monotonic()
         assert proc.wait(timeout=120) == 0, proc.communicate()
         boot, span = asked - started, time.monotonic() - asked
         delays = []
         for n in range(1, KILLS + 2):
-            proc = home.spawn("ask", "--yes", f"write file {n}", **env)
+            proc = home.spawn("ask", "--yes", "--no-cache", f"write file {n}", **env)
             if n == 1:
                 delay = boot * rng.random()
             else:

@@ -193,3 +193,34 @@ def test_steps_that_never_ran_are_left_out_and_later_references_follow() -> None
 def test_a_templates_holes_are_not_numbers_the_model_worked_out() -> None:
     assert derived_digits([{"text": "⟦0⟧ says "}, {"ref": [1, "content"]}], "read ~/notes/x.txt") == []
     assert derived_digits([{"text": "⟦0⟧ has 7 lines"}], "read ~/notes/x.txt") == ["7"]
+
+
+def test_a_template_the_user_approved_a_walk_of_is_proposed_after_that_walk_alone() -> None:
+    intent = intent_of("show me ~/x.txt")[0]
+    once = _template("once", 1, 0, 0)
+    state = {"entries": {}, "by_key": {}, "anti": {}, "templates": {intent: {"once": once}}}
+    assert _consultant(state, {}).consult("show me ~/y.txt").layer is None
+    # The user approved that walk: it needs no second one.
+    state["entries"]["e1"] = _entry("once0", "open ~/once0 and more")
+    found = _consultant(state, {}).consult("show me ~/y.txt")
+    assert found.layer == "L1" and found.entry == "once" and found.plan["steps"][0]["args"] == {"paths": ["~/y.txt"]}
+    # Its plan failed since (an anti-skill): the approval no longer speaks for it.
+    state["anti"][state["entries"]["e1"]["plan_id"]] = "2026-06-20T00:00:00+00:00"
+    assert _consultant(state, {}).consult("show me ~/y.txt").layer is None
+    # Nor does a forgotten one.
+    state["anti"].clear()
+    state["entries"]["e1"]["state"] = "forgotten"
+    assert _consultant(state, {}).consult("show me ~/y.txt").layer is None
+
+
+def _entry(turn_id: str, text: str) -> dict:
+    plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": [text.split()[1]]}}], "answer": [{"text": "x"}]}
+    return {"id": turn_id, "turn_id": turn_id, "text": text, "key": request_key(text), "slots": [["path", text.split()[1]]],
+            "plan": plan, "plan_id": plan_id(plan), "state": "approved"}
+
+
+def test_an_approved_chain_is_champion_over_a_better_scored_one_the_log_alone_taught() -> None:
+    intent = intent_of("show me ~/x.txt")[0]
+    state = {"entries": {"e1": _entry("approved0", "open ~/approved0 and more")}, "by_key": {}, "anti": {},
+             "templates": {intent: {"learnt": _template("learnt", 5, 4, 0), "approved": _template("approved", 1, 0, 0)}}}
+    assert _consultant(state, {}).consult("show me ~/y.txt").entry == "approved"
