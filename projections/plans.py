@@ -7,7 +7,8 @@ State:
   ``metnos plans approve TURN`` can approve and what L1 learns from.
 * ``entries``: the approved plans (L0), by entry id, with their state
   (approved, forgotten, expired, undone), uses and last use; ``by_key`` the
-  live entry of each request key.
+  live entry of each request key; ``entry_of_turn`` the entry approved from
+  each turn (what tells L1 a template's walk was approved, in one lookup).
 * ``templates``: intent key -> template id -> the generalised plan, the turns
   that walked it and their slot values, its wins and losses when the cascade
   proposed it (champion/challenger).
@@ -37,12 +38,12 @@ ANTI_SKILL_DAYS = 30
 
 class PlansFold(Fold):
     name = "plans"
-    version = 4
+    version = 5
     cost = 2
 
     def initial(self) -> dict[str, Any]:
         return {"open": {}, "candidates": {}, "entries": {}, "by_key": {}, "templates": {}, "anti": {},
-                "counts": {"L0": 0, "L1": 0, "miss": 0, "abandoned": 0}, "rev": 0}
+                "counts": {"L0": 0, "L1": 0, "miss": 0, "abandoned": 0}, "rev": 0, "entry_of_turn": {}}
 
     def handlers(self) -> dict[type, Handler]:
         return {
@@ -206,6 +207,7 @@ def _approved(state: dict[str, Any], record: Record, position: int) -> None:
         "approved": record["timestamp"], "by": record["by"], "uses": 0, "last_used": record["timestamp"],
     }
     state["by_key"][candidate["key"]] = entry_id
+    state["entry_of_turn"][record["turn_id"]] = entry_id
     state["rev"] += 1
 
 

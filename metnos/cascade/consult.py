@@ -91,6 +91,16 @@ def _anti(state: dict[str, Any], key: str, now: str) -> bool:
     return until is not None and until > now
 
 
+def _vouched(state: dict[str, Any], template: dict[str, Any], now: str) -> bool:
+    """Whether the user approved a walk of the template, and that plan has not failed since."""
+    entry_of_turn = state.get("entry_of_turn", {})
+    for turn_id in template["sources"]:
+        entry = state["entries"].get(entry_of_turn.get(turn_id, ""))
+        if entry is not None and entry["state"] == "approved" and not _anti(state, entry["plan_id"], now):
+            return True
+    return False
+
+
 def template_score(template: dict[str, Any]) -> float:
     """Laplace-smoothed share of good outcomes: the walks that taught it and its wins, against its losses."""
     good = len(template["sources"]) + template["wins"]
@@ -193,13 +203,10 @@ class PlanConsultant:
         if not slots:
             return
         now = self._now()
-        # An approval whose plan failed since (an anti-skill) vouches for nothing.
-        vouched_turns = {e["turn_id"] for e in state["entries"].values()
-                         if e["state"] == "approved" and not _anti(state, e["plan_id"], now)}
         mature = []
         for template_id, template in state["templates"].get(intent, {}).items():
             distinct = {tuple(v) for v in template["values"]}
-            vouched = not vouched_turns.isdisjoint(template["sources"])
+            vouched = _vouched(state, template, now)
             if not vouched and (len(template["sources"]) < self.settings.min_successes or len(distinct) < 2):
                 continue
             if not holes_used(template["template"]):

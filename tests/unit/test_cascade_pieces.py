@@ -202,6 +202,7 @@ def test_a_template_the_user_approved_a_walk_of_is_proposed_after_that_walk_alon
     assert _consultant(state, {}).consult("show me ~/y.txt").layer is None
     # The user approved that walk: it needs no second one.
     state["entries"]["e1"] = _entry("once0", "open ~/once0 and more")
+    state["entry_of_turn"] = {"once0": "e1"}
     found = _consultant(state, {}).consult("show me ~/y.txt")
     assert found.layer == "L1" and found.entry == "once" and found.plan["steps"][0]["args"] == {"paths": ["~/y.txt"]}
     # Its plan failed since (an anti-skill): the approval no longer speaks for it.
@@ -221,6 +222,6 @@ def _entry(turn_id: str, text: str) -> dict:
 
 def test_an_approved_chain_is_champion_over_a_better_scored_one_the_log_alone_taught() -> None:
     intent = intent_of("show me ~/x.txt")[0]
-    state = {"entries": {"e1": _entry("approved0", "open ~/approved0 and more")}, "by_key": {}, "anti": {},
+    state = {"entries": {"e1": _entry("approved0", "open ~/approved0 and more")}, "entry_of_turn": {"approved0": "e1"}, "by_key": {}, "anti": {},
              "templates": {intent: {"learnt": _template("learnt", 5, 4, 0), "approved": _template("approved", 1, 0, 0)}}}
     assert _consultant(state, {}).consult("show me ~/y.txt").entry == "approved"
