@@ -62,6 +62,10 @@ _TMP_MAX_MB = 64
 # is refused by the seccomp filter and by --cap-drop ALL.
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
+# Where the host and the helpers bound into every sandbox live: the package
+# does not move under a running runtime.
+_HERE = Path(__file__).resolve().parent
+_HOST_REAL = str(_HERE.parent / "invocation" / "host.py")
 
 
 def sandbox_disabled(env: Mapping[str, str] | None = None) -> bool:
@@ -242,6 +246,11 @@ def _child_env(profile: SandboxProfile, scope: Scope, env: Mapping[str, str]) ->
     return out
 
 
+def _depth_then_name(p: Path) -> tuple[int, str]:
+    text = str(p)
+    return text.count("/"), text
+
+
 def mask_args(forbidden: Iterable[Path], *, bound: Sequence[Path]) -> list[str]:
     """bwrap flags hiding every forbidden path that a bind would show.
 
@@ -252,7 +261,7 @@ def mask_args(forbidden: Iterable[Path], *, bound: Sequence[Path]) -> list[str]:
     """
     out: list[str] = []
     masked: list[Path] = []
-    for f in sorted(set(forbidden), key=lambda p: (len(p.parts), str(p))):
+    for f in sorted(set(forbidden), key=_depth_then_name):
         if is_inside(f, masked) is not None or is_inside(f, list(bound)) is None:
             continue
         if os.path.islink(f) or not os.path.exists(f):
@@ -295,8 +304,8 @@ def plan_for(
     if extra_forbidden:
         scope = dataclasses.replace(scope, forbidden=scope.forbidden + tuple(extra_forbidden))
     code_dir = Path(os.path.realpath(code_dir))
-    here = Path(__file__).resolve().parent
-    host_real = str(here.parent / "invocation" / "host.py")
+    here = _HERE
+    host_real = _HOST_REAL
     child_env = _child_env(profile, scope, env)
     exe, trees, sites = python_runtime()
     wanted_sites = sites if profile.site_packages else []

@@ -7,6 +7,7 @@ never a manifest edit.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -34,21 +35,46 @@ SYSTEM_ROOTS = (Path("/etc"), Path("/proc"), Path("/sys"), Path("/dev"), Path("/
 
 
 def user_forbidden(workspace: Workspace, env: Mapping[str, str]) -> list[Path]:
-    """Secrets and Metnos's own state, as given and symlink-resolved."""
-    home = home_of(env)
-    raw = [home / p for p in _HOME_SECRETS] + list(workspace.forbidden_paths())
+    """Secrets and Metnos's own state, as given and symlink-resolved.
+
+    Resolved afresh at every call: a symlink or folder made since the last
+    call changes what must be masked."""
+    home = os.fspath(home_of(env))
+    raw = [os.path.join(home, p) for p in _HOME_SECRETS] + [os.fspath(p) for p in workspace.forbidden_paths()]
     # Signed executor code, undo blobs and runtime state: a grant on
     # $WORKSPACE must not let an executor rewrite another executor or the
     # before-images that undo relies on.
-    raw += [workspace.executors_dir, workspace.blobs_dir, workspace.runtime_dir]
-    # As strings until the end: this runs at every invocation, and building
-    # three Path objects per entry cost more than resolving it.
+    raw += [os.fspath(workspace.executors_dir), os.fspath(workspace.blobs_dir), os.fspath(workspace.runtime_dir)]
     out: dict[str, None] = {}
     cwd = os.getcwd()
-    for p in map(os.fspath, raw):
-        out.setdefault(p if os.path.isabs(p) else os.path.join(cwd, p), None)
-        out.setdefault(os.path.realpath(p), None)
-    return list(dict.fromkeys(map(Path, out)))
+    resolved: dict[str, str] = {}
+    for p in raw:
+        absolute = p if os.path.isabs(p) else os.path.join(cwd, p)
+        out.setdefault(absolute, None)
+        out.setdefault(_realpath(absolute, resolved), None)
+    return [Path(p) for p in out]
+
+
+_DOT_OR_EMPTY = re.compile(r"/\.{0,2}(?=/|$)")
+
+
+def _realpath(path: str, resolved: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, sharing the folders already resolved in
+    ``resolved``: the paths resolved together here mostly share their
+    parents (the home, ~/.config, the workspace), and realpath would look at
+    every folder of every one of them again."""
+    if _DOT_OR_EMPTY.search(path):
+        return os.path.realpath(path)  # a ".", ".." or empty part: realpath's own rules
+    found = resolved.get(path)
+    if found is not None:
+        return found
+    parent, name = os.path.split(path)
+    if not name:
+        return path
+    full = os.path.join(_realpath(parent, resolved), name)
+    found = os.path.realpath(full) if os.path.islink(full) else full
+    resolved[path] = found
+    return found
 
 
 def is_inside(path: Path, roots: list[Path]) -> Path | None:

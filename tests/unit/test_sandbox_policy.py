@@ -212,3 +212,27 @@ def test_is_inside_decides_as_is_relative_to_does() -> None:
         expected = root if path == root or path.is_relative_to(root) else None
         assert is_inside(path, [root]) == expected, (x, y)
     assert is_inside(Path("/home/u/.ssh/id"), [Path("/etc"), Path("/home/u/.ssh")]) == Path("/home/u/.ssh")
+
+
+def test_forbidden_paths_resolve_as_realpath_does_with_links_anywhere_on_the_way(tmp_path):
+    """The forbidden list is resolved with the folders it shares looked at once
+    (metnos.sandbox.forbidden._realpath): it must find what os.path.realpath finds."""
+    import os
+
+    from metnos.sandbox.forbidden import _realpath
+
+    home = tmp_path / "home"
+    (home / "real-config" / "metnos" / "keys").mkdir(parents=True)
+    (home / ".config").symlink_to("real-config")  # relative, a folder
+    (tmp_path / "vault").mkdir()
+    (home / ".ssh").symlink_to(tmp_path / "vault")  # absolute, outside the home
+    (home / ".netrc").symlink_to(home / ".netrc-target")  # dangling
+    (home / "loop-a").symlink_to("loop-b")
+    (home / "loop-b").symlink_to("loop-a")
+    (tmp_path / "up").symlink_to(home / "real-config" / "..")
+    paths = [str(home / ".config" / "metnos" / "keys"), str(home / ".config" / "metnos"), str(home / ".ssh" / "id"),
+             str(home / ".netrc"), str(home / "loop-a" / "x"), str(tmp_path / "up" / ".config"),
+             str(home / ".config" / ".." / ".ssh"), str(home) + "//.ssh", str(home / "absent" / "deeper")]
+    shared: dict[str, str] = {}
+    for p in paths + paths:
+        assert _realpath(p, shared) == os.path.realpath(p), p
