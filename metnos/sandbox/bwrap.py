@@ -304,7 +304,6 @@ def plan_for(
     if extra_forbidden:
         scope = dataclasses.replace(scope, forbidden=scope.forbidden + tuple(extra_forbidden))
     code_dir = Path(os.path.realpath(code_dir))
-    here = _HERE
     host_real = _HOST_REAL
     child_env = _child_env(profile, scope, env)
     exe, trees, sites = python_runtime()
@@ -353,14 +352,14 @@ def plan_for(
     for f in _ETC_ALWAYS + (_ETC_NETWORK if profile.wants_network else ()):
         if os.path.exists(f):
             a += ["--ro-bind", f, f]
-    helpers = [(str(here / "landlock.py"), INSIDE_LANDLOCK)]
+    helpers = [(str(_HERE / "landlock.py"), INSIDE_LANDLOCK)]
     a += ["--ro-bind", str(code_dir), INSIDE_CODE,
           "--ro-bind", host_real, INSIDE_HOST]
     egress = profile.wants_network and not private_network
     if egress:
         # The bridge's threads would each get a glibc malloc arena, reserved
         # 64 MB at a time: address space the memory cap counts.
-        helpers.append((str(here / "bridge.py"), INSIDE_BRIDGE))
+        helpers.append((str(_HERE / "bridge.py"), INSIDE_BRIDGE))
         a += ["--setenv", "MALLOC_ARENA_MAX", "1"]
     for real, inside in helpers:
         a += ["--ro-bind", real, inside]
