@@ -33,6 +33,8 @@ UNDONE_SUFFIX = "+undone"
 CONTEXT_FIELDS = {
     "TurnStarted": frozenset({"settings", "runtime_version"}),
     "CatalogueResolved": frozenset({"digest", "entries"}),
+    # The messages as sent are what request_digest is the hash of: compared through it.
+    "LLMAsked": frozenset({"sent"}),
 }
 
 
@@ -154,6 +156,35 @@ class Turn(MetnosAggregate):
         plan: dict | None
         problem: str | None
         recovery: bool
+
+    class IntentExtracted(DomainEvent):
+        """What the intent extractor (metnos/turn/intent_model.py) named: the executors it joins to the shortlist."""
+
+        tools: list
+        tier: str
+        model: str
+        problem: str | None = None
+
+    class SpillSummarised(DomainEvent):
+        """The scratchpad summariser's gist of a spilled observation (metnos/turn/summariser.py)."""
+
+        step: int
+        scratchpad_id: str
+        gist: str | None
+        tier: str
+        model: str
+        problem: str | None = None
+
+    class FillerWritten(DomainEvent):
+        """A ${FILLER: ...} of an online plan, written by the fast tier (metnos/turn/filler.py)."""
+
+        step: int | None
+        where: str
+        instruction: str
+        text: str | None
+        tier: str
+        model: str
+        problem: str | None = None
 
     class StepJudgedByModel(DomainEvent):
         """The LLM judge's verdict on a step (metnos/turn/judge.py): score, reason, threshold, decision, tier, model."""

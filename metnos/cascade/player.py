@@ -21,6 +21,7 @@ class PlanPlayer:
         call = ToolCall(id=f"plan-{steps_done + 1}", name=step["executor"], arguments=dict(step["args"]))
         return LLMReply(text="", tool_calls=(call,), call_form="native", raw={})
 
-    def answer(self, outputs: dict[int, Any]) -> str:
-        """The answer template filled from this run's outputs (TemplateGap when one lacks a value)."""
-        return render(self.plan["answer"], outputs)
+    def answer(self, outputs: dict[int, Any], segments: list[dict[str, Any]] | None = None) -> str:
+        """The answer template (or ``segments``, the same with its fillers written) filled from this
+        run's outputs (TemplateGap when one lacks a value)."""
+        return render(self.plan["answer"] if segments is None else segments, outputs)

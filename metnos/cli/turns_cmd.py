@@ -76,6 +76,16 @@ def _line(event: Any) -> str:
         v = event.verdict
         score = "no score" if v["score"] is None else f"score {v['score']:.2f} (threshold {v['threshold']:.2f})"
         text = f"step {event.step}: LLM judge ({v['tier']}, {v['model'] or 'no model'}): {v['decision']}, {score}: {v['reason'][:120]}"
+    elif isinstance(event, Turn.IntentExtracted):
+        named = ", ".join(event.tools) or "nothing"
+        text = f"intent extractor ({event.tier}, {event.model or 'no model'}): {named}" + (f"; {event.problem}" if event.problem else "")
+    elif isinstance(event, Turn.FillerWritten):
+        where = f"step {event.step} {event.where}" if event.step is not None else event.where
+        wrote = repr(event.text[:100]) if event.text is not None else f"not written: {event.problem}"
+        text = f"filler for {where} ({event.tier}, {event.model or 'no model'}): {wrote}"
+    elif isinstance(event, Turn.SpillSummarised):
+        gist = repr(event.gist[:100]) if event.gist is not None else f"no gist: {event.problem}"
+        text = f"step {event.step}: summariser ({event.tier}, {event.model or 'no model'}): {gist}"
     elif isinstance(event, Turn.LLMAsked):
         text = f"asked the {event.tier} tier as {event.role}: {len(event.tools)} tools"
         for message in event.sent or ():

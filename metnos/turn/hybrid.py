@@ -24,10 +24,11 @@ from domain.turn import Turn
 from metnos.canonical import canonical_hash
 from metnos.cascade.player import PlanPlayer
 from metnos.llm.errors import LLMError
-from metnos.llm.messages import Message, SystemMessage, UserMessage
+from metnos.turn.filler import FILLER_RULE
 from metnos.turn.judge import capabilities_of
 from metnos.turn.online import ONLINE_PROMPT, PlanUnreadable, planner_messages, read_plan, recovery_messages, shift
-from metnos.turn.runtime_config import RuntimeConfig
+from metnos.turn.runtime_config import recorded_runtime
+from metnos.turn.side_call import sent_form
 
 ONLINE, HYBRID = "online", "hybrid"
 
@@ -41,17 +42,12 @@ class PlanFailed(Exception):
         self.llm_error = llm_error
 
 
-def _sent(messages: list[Message]) -> list[dict[str, str]]:
-    return [{"role": "system" if isinstance(m, SystemMessage) else "user", "text": m.text}
-            for m in messages if isinstance(m, (SystemMessage, UserMessage))]
-
-
 class OnlineDriver:
     """The loop's online planning, for one turn (``loop`` gives the recording, the ports, the catalogue)."""
 
     def __init__(self, loop: Any, runtime: dict[str, Any] | None) -> None:
         self.loop = loop
-        self.config = RuntimeConfig.model_validate(runtime or {})
+        self.config = recorded_runtime(runtime)
 
     # Which tier plans: online mode's own, or the escalation's.
     def tier(self, request: Any) -> str:
@@ -95,7 +91,7 @@ class OnlineDriver:
             done = [{"step": n, "executor": name, "output": state.observations.get(n)} for n, (name, _) in sorted(state.executed.items())]
             messages, role = recovery_messages(request.text, tools, done, failure, self._prompt()), "recovery"
         tier = self.tier(request)
-        sent = _sent(messages)
+        sent = sent_form(messages)
         state.round += 1
         self.loop._record(turn, Turn.LLMAsked, round=state.round, tier=tier, request_digest=canonical_hash({"messages": sent, "tools": []}),
                           tools=[t.name for t in tools], role=role, sent=sent)
@@ -107,7 +103,7 @@ class OnlineDriver:
             raise PlanFailed(str(e), llm_error=e) from None
         self.loop._record(turn, Turn.LLMReplied, round=state.round, reply=reply.to_record(), intent_ms=int((time.perf_counter() - started) * 1000))
         try:
-            plan = shift(read_plan(reply.text), state.step)
+            plan = shift(read_plan(reply.text), state.step, fillers=self.config.fillers)
         except PlanUnreadable as e:
             self.loop._record(turn, Turn.OnlinePlanProposed, round=state.round, plan=None, problem=str(e), recovery=failure is not None)
             if failure is None and not state.recovered:
@@ -122,7 +118,8 @@ class OnlineDriver:
     def _prompt(self) -> str:
         # The user's words for the online role go after the instructions, before the tool list.
         added = self.config.prompts.get("online", "").strip()  # type: ignore[call-overload]
-        return f"{ONLINE_PROMPT}{added}\nTools:\n" if added else ONLINE_PROMPT + "Tools:\n"
+        base = ONLINE_PROMPT + (FILLER_RULE if self.config.fillers else "")
+        return f"{base}{added}\nTools:\n" if added else base + "Tools:\n"
 
     def plan_failed(self, turn: Any, state: Any, request: Any, pool: list[str], reason: str) -> None:
         """An online plan's step or answer went wrong: one recovery call, then the turn ends (PlanFailed)."""

@@ -9,8 +9,8 @@ the observation. It judges only what ``[runtime.judge]`` names: every call
 with side effects, or only executors holding one of ``capabilities``
 (``fs:write``, ``network``, ``env``, ``code:exec``, ``fs:read``) or named there.
 
-Its call is recorded like any model call (``LLMAsked`` with role ``judge``,
-``LLMReplied``) and its verdict as ``StepJudgedByModel``, so replay feeds the
+Its call is recorded like any side call (metnos/turn/side_call.py: ``LLMAsked``
+with role ``judge`` and what was sent, ``LLMReplied``) and its verdict as ``StepJudgedByModel``, so replay feeds the
 recorded reply back and reaches the same verdict. A reply that is not a
 verdict refuses the step: a judge that cannot be read has not approved.
 """
@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
 
 from domain.turn import Turn
-from metnos.canonical import canonical_hash
 from metnos.llm.errors import LLMError
-from metnos.llm.messages import LLMReply, Message, SystemMessage, ToolSpec, UserMessage
 from metnos.turn.runtime_config import JudgeConfig
+from metnos.turn.side_call import AskModel, Record, ask_side
 from metnos.turn.vaglio import DENY, Verdict
 
 JUDGE_PROMPT = (
@@ -41,10 +38,6 @@ JUDGE_PROMPT = (
 )
 
 _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-AskModel = Callable[[str, Sequence[Message], Sequence[ToolSpec]], LLMReply]
-Record = Callable[..., None]
-
 
 def capabilities_of(loaded: Any) -> set[str]:
     """The capability names an executor holds, as config.toml spells them."""
@@ -87,18 +80,12 @@ class LLMJudge:
         """Ask the model, record the call and the verdict; the rule verdict, or a refusal."""
         tier = self.config.tier
         call = orjson.dumps({"tool": name, "arguments": args}, option=orjson.OPT_SORT_KEYS).decode()
-        messages = [SystemMessage(self.system_prompt), UserMessage(f"User's request: {request_text}\nProposed call: {call}")]
-        digest = canonical_hash({"messages": [{"role": "system", "text": messages[0].text}, {"role": "user", "text": messages[1].text}], "tools": []})
-        record(Turn.LLMAsked, round=round, tier=tier, request_digest=digest, tools=[], role="judge")
+        reply = ask_side(record, ask_model, round=round, role="judge", tier=tier, system=self.system_prompt,
+                         user=f"User's request: {request_text}\nProposed call: {call}")
         model = ""
-        started = time.perf_counter()
-        try:
-            reply = ask_model(tier, messages, [])
-        except LLMError as e:
-            record(Turn.LLMFailed, round=round, error_type=e.kind, message=str(e))
-            found, why = None, f"the judge could not be asked: {e}"
+        if isinstance(reply, LLMError):
+            found, why = None, f"the judge could not be asked: {reply}"
         else:
-            record(Turn.LLMReplied, round=round, reply=reply.to_record(), intent_ms=int((time.perf_counter() - started) * 1000))
             model = reply.model
             found = read_verdict(reply.text)
             why = f"the judge's reply is not a verdict: {reply.text[:200]!r}"

@@ -48,6 +48,7 @@ from metnos.cascade.template import TemplateGap
 from metnos.invocation.errors import InvocationError
 from metnos.llm.errors import LLMError, ProviderUnreachable
 from metnos.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
+from metnos.llm.tiers import ROLE_TIERS
 from metnos.mnestome.boost import apply_boost
 from metnos.sandbox import autonomy
 from metnos.sandbox.policy import path_arguments
@@ -55,9 +56,11 @@ from metnos.turn.answers import asks_for_a_figure, is_a_figure, REASONS, answer_
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.turn.completion import complete_arguments, complete_paths
 from metnos.turn.errors import TurnError
+from metnos.turn.filler import FILLER_PROMPT, Filler, FillerFailed, has_fillers
 from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
 from metnos.turn.guards import DUPLICATE_READ, TurnGuards, targets_of
 from metnos.turn.interrupts import InterruptGate, Interrupted
+from metnos.turn.intent_model import INTENT_PROMPT, extract_intent
 from metnos.turn.hybrid import OnlineDriver, PlanFailed
 from metnos.turn.judge import JUDGE_PROMPT, LLMJudge
 from metnos.turn.runtime_config import RuntimeConfig
@@ -70,6 +73,7 @@ from metnos.turn.shortlist import complete as complete_shortlist
 from metnos.turn.sources import opening_reads
 from metnos.turn.scratchpad import InMemoryScratchpadStore, scratchpad_read, spill
 from metnos.turn.settings import TurnSettings
+from metnos.turn.summariser import SUMMARISER_PROMPT, summarise
 from metnos.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
 from metnos.turn.vaglio import ALLOW, ASK, DENY, GuardPolicy, vaglio
 from metnos.turn.validation import validate_args
@@ -264,7 +268,7 @@ class TurnLoop:
         if record is not None:
             ranking = apply_boost(ranking, record)
         # What the request names brings its source; side effects it does not ask for are withheld.
-        ranking = complete_shortlist(ranking, self.catalogue.index, request.text)
+        ranking = complete_shortlist(ranking, self.catalogue.index, request.text, self._intent_tools(turn, request))
         self._record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=_ms(started))
         self._commit(turn)
         state.plan = self._consult_plans(turn, request)
@@ -318,6 +322,17 @@ class TurnLoop:
             answer = compose_answer([state.observations.get(s, {}) for s in used])
             self._record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
             return self._answered(turn, state, answer)
+
+    def _intent_tools(self, turn: Turn, request: TurnRequest) -> tuple[str, ...]:
+        """The executors the intent extractor names, when ``[runtime] intent = "model"``."""
+        if self.online.config.intent != "model":
+            return ()
+        tier = ROLE_TIERS["intent"]
+        executors = [(e.name, e.summary) for e in self.catalogue.index.entries if e.name not in self.catalogue.builtins]
+        found = extract_intent(lambda cls, **f: self._record(turn, cls, **f), self.ports.ask_llm, tier=tier, request_text=request.text,
+                               executors=executors, system_prompt=self.online.config.system_prompt("intent", INTENT_PROMPT))
+        self._record(turn, Turn.IntentExtracted, tools=list(found.tools), tier=tier, model=found.model, problem=found.problem)
+        return found.tools
 
     def _open(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message]) -> None:
         """Read what the request names before the model is asked (metnos.turn.sources).
@@ -565,17 +580,33 @@ class TurnLoop:
         and run like any, or its answer. When a step or the answer goes wrong,
         the model takes over with what the plan did so far."""
         reply = state.plan.reply(state.step)
+        filler = self._filler(turn, state, request) if state.online and self.online.config.fillers else None
         if reply is None:
             try:
-                answer = state.plan.answer(state.observations)
+                # Written into a copy: the template is part of the recorded plan.
+                filled = filler.fill_segments(state.plan.plan["answer"], state.observations) if filler is not None else None
+                answer = state.plan.answer(state.observations, filled)
             except TemplateGap as gap:
                 return self._abandon_plan(turn, state, request, pool, str(gap))
+            except FillerFailed as e:
+                state.problem, state.since_problem = (FailureKind.BAD_LLM_REPLY, str(e)), []
+                return self._abandon_plan(turn, state, request, pool, str(e))
             if state.online and state.problem is not None and not grounded_in(answer, state.since_problem):
                 # An online plan's answer after a failed step must rest on what succeeded since.
                 raise _EndTurn(*state.problem)
             return answer
-        messages.append(reply.to_message())
         call = reply.tool_calls[0]
+        if filler is not None and has_fillers(call.arguments):
+            try:
+                arguments = filler.fill_value(dict(call.arguments), state.observations, step=state.step + 1, where="args")
+            except FillerFailed as e:
+                # Like a step that failed: the turn's problem unless a later step goes through.
+                reason = f"step {state.step + 1} ({call.name}) could not be written: {e}"
+                state.problem, state.since_problem = (FailureKind.STEP_FAILED, reason), []
+                return self._abandon_plan(turn, state, request, pool, reason)
+            call = dataclasses.replace(call, arguments=arguments)
+            reply = dataclasses.replace(reply, tool_calls=(call,))
+        messages.append(reply.to_message())
         state.step += 1
         before = state.problem
         observation, others = self._step(turn, state, request, pool, call, "plan")
@@ -588,6 +619,11 @@ class TurnLoop:
                 reason += f": {step_failure_words(call.name, observation)}"
             return self._abandon_plan(turn, state, request, pool, reason)
         return None
+
+    def _filler(self, turn: Turn, state: _State, request: TurnRequest) -> Filler:
+        return Filler(lambda cls, **f: self._record(turn, cls, **f), self.ports.ask_llm, tier=ROLE_TIERS["filler"],
+                      request_text=request.text, system_prompt=self.online.config.system_prompt("filler", FILLER_PROMPT),
+                      round_of=lambda: state.round)
 
     def _abandon_plan(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], reason: str) -> None:
         self._record(turn, Turn.PlanAbandoned, step=state.step, reason=reason)
@@ -786,6 +822,14 @@ class TurnLoop:
             state.scratch.put(spilled.scratchpad_id, spilled.payload)
             state.has_scratch = True
         observation = dict(spilled.history_observation)
+        if spilled.spilled and self.online.config.summarise_spills:
+            gist = summarise(lambda cls, **f: self._record(turn, cls, **f), self.ports.ask_llm, round=state.round,
+                             tier=ROLE_TIERS["summariser"], request_text=request.text, observation=result.observation,
+                             system_prompt=self.online.config.system_prompt("summariser", SUMMARISER_PROMPT))
+            self._record(turn, Turn.SpillSummarised, step=step, scratchpad_id=spilled.scratchpad_id, gist=gist.text,
+                         tier=ROLE_TIERS["summariser"], model=gist.model, problem=gist.problem)
+            if gist.text is not None:
+                observation["gist"] = gist.text
         self._record(turn, Turn.ObservationRecorded, step=step, ok=succeeded, observation=observation, spill=spilled.to_json())
         for piping in resolution.pipings:
             src_executor, src_version = state.executed.get(piping.src_step, ("", ""))

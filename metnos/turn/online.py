@@ -28,6 +28,7 @@ import orjson
 
 from metnos.errors import MetnosError
 from metnos.llm.messages import Message, SystemMessage, ToolSpec, UserMessage
+from metnos.turn.filler import FILLER
 from metnos.turn.piping import FROM_STEP
 
 ONLINE_PROMPT = """You are Metnos's planner. Plan the whole of the user's request at once, as tool calls that a program will run in order without asking you again.
@@ -92,8 +93,7 @@ def _path(step: int, dotted: str) -> list[Any]:
     return [step, *(int(p) if p.isdigit() else p for p in dotted.split(".") if p)]
 
 
-def answer_segments(answer: str, shift_by: int) -> list[dict[str, Any]]:
-    """The answer as the cascade's template segments (metnos/cascade/template.py)."""
+def _ref_segments(answer: str, shift_by: int) -> list[dict[str, Any]]:
     segments: list[dict[str, Any]] = []
     at = 0
     for m in re.finditer(f"{_REF.pattern}|{_EARLIER.pattern}", answer):
@@ -107,6 +107,20 @@ def answer_segments(answer: str, shift_by: int) -> list[dict[str, Any]]:
     if at < len(answer):
         segments.append({"text": answer[at:]})
     return segments
+
+
+def answer_segments(answer: str, shift_by: int, *, fillers: bool = False) -> list[dict[str, Any]]:
+    """The answer as the cascade's template segments (metnos/cascade/template.py);
+    with ``fillers``, each ``${FILLER: ...}`` a ``filler`` segment (metnos/turn/filler.py)."""
+    if not fillers:
+        return _ref_segments(answer, shift_by)
+    segments: list[dict[str, Any]] = []
+    at = 0
+    for m in FILLER.finditer(answer):
+        segments += _ref_segments(answer[at:m.start()], shift_by)
+        segments.append({"filler": _shift_value(m.group(1), shift_by)})
+        at = m.end()
+    return segments + _ref_segments(answer[at:], shift_by)
 
 
 def _shift_value(value: Any, by: int) -> Any:
@@ -128,9 +142,9 @@ def _shift_value(value: Any, by: int) -> Any:
     return value
 
 
-def shift(plan: dict[str, Any], by: int) -> dict[str, Any]:
+def shift(plan: dict[str, Any], by: int, *, fillers: bool = False) -> dict[str, Any]:
     """The plan as the player follows it: ``by`` steps already taken, its
     references moved past them, the answer as template segments; the steps
     already taken are held by ``None`` so the player's index is the turn's step."""
     steps = [{"executor": s["executor"], "args": _shift_value(s["args"], by)} for s in plan["steps"]]
-    return {"steps": [None] * by + steps, "answer": answer_segments(plan["answer"], by)}
+    return {"steps": [None] * by + steps, "answer": answer_segments(plan["answer"], by, fillers=fillers)}

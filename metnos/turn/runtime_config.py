@@ -8,9 +8,13 @@ hybrid escalation rules and the LLM judge (seeds/002 ch. 3, 4, 9.2).
     escalate_tiers = true     # after a failed step, the proposer moves to the next distinct tier up
     escalate_to_frontier = false   # ... and may reach the frontier tier
 
+    autonomy = "supervised"   # read_only | supervised | full
+    intent = "rules"          # rules | model: the intent extractor (middle tier) names the executors a request needs
+    fillers = true            # an online plan may leave ${FILLER: ...} for the fast tier to write once its steps ran
+    summarise_spills = false  # the scratchpad summariser (fast tier) writes a gist of each spilled observation
+
     [runtime.prompts]         # added to a role's system prompt
     proposer = "Answer in Italian."
-    autonomy = "supervised"   # read_only | supervised | full
 
     [runtime.hybrid]          # when a hybrid turn leaves the local loop for one online plan
     online_tier = "frontier"  # the tier that plans online (frontier, or wise for a bigger local model)
@@ -71,9 +75,13 @@ class RuntimeConfig(BaseModel):
     escalate_to_frontier: bool = False
     # The distinct tiers, lowest first (filled by the session from [llm.tiers.*]; recorded so replay climbs alike).
     tier_ladder: tuple[str, ...] = ()
-    # Text added to a role's system prompt: proposer, online, judge.
-    prompts: dict[Literal["proposer", "online", "judge"], str] = Field(default_factory=dict)
+    # Text added to a role's system prompt.
+    prompts: dict[Literal["proposer", "online", "judge", "intent", "filler", "summariser"], str] = Field(default_factory=dict)
     autonomy: str = autonomy.DEFAULT
+    # The roles beside the proposer (seeds/002 ch. 4), on the tiers ROLE_TIERS gives them.
+    intent: Literal["rules", "model"] = "rules"
+    fillers: bool = True
+    summarise_spills: bool = False
     hybrid: HybridConfig = HybridConfig()
     judge: JudgeConfig = JudgeConfig()
 
@@ -99,6 +107,15 @@ class RuntimeConfig(BaseModel):
             return None
         at = self.tier_ladder.index(tier)
         return self.tier_ladder[at + 1] if at + 1 < len(self.tier_ladder) else None
+
+
+# What a [runtime] recorded before a role existed ran without: replay reads it so.
+RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False}
+
+
+def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:
+    """The [runtime] a turn recorded, as it ran."""
+    return RuntimeConfig.model_validate({**RECORDED_BEFORE_ROLES, **(runtime or {})})
 
 
 def load_runtime_config(config_file: Path | None) -> RuntimeConfig:

@@ -20,14 +20,18 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   everyday verbs ("list", "show", "run") with requests about files, and a
   small model given ``list_recurring`` for "list the files in ~/x" calls it.
 
-All are recorded in the ranking (``via: "named_source"`` and ``"named_action"`` candidates and the
+With ``[runtime] intent = "model"`` the executors the intent extractor names
+(:mod:`metnos.turn.intent_model`) join too, before the rule on side effects,
+which holds for them as for any.
+
+All are recorded in the ranking (``via: "named_source"``, ``"named_action"`` and ``"intent"`` candidates and the
 ``withheld`` list), so a replay that runs the same code compares them.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metnos.turn.catalogue import BUILTIN_AFFINITY
@@ -39,9 +43,11 @@ from metnos.turn.text import content_tokens
 NAMED_SOURCES: tuple[tuple[str, str], ...] = (("read_files", "files"), ("find_files", "folders"), ("get_urls", "urls"))
 
 
-def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: str) -> dict[str, Any]:
-    """``ranking`` (the pre-filter event's payload) with named sources added and
-    side effects the request does not ask for withheld."""
+def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: str,
+             intent_tools: Sequence[str] = ()) -> dict[str, Any]:
+    """``ranking`` (the pre-filter event's payload) with named sources (and the
+    executors the intent extractor named) added, and side effects the request
+    does not ask for withheld."""
     out = copy.deepcopy(dict(ranking))
     candidates: list[dict[str, Any]] = out.get("candidates", [])
     known = {e.name: e for e in index.entries}
@@ -52,6 +58,11 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             candidates.append({"name": executor, "version": known[executor].version, "score": 0.0, "affinity_hits": [],
                                "description_hits": [], "via": "named_source", "phrase": named[kind][0]})
             in_pool.add(executor)
+    for name in intent_tools:
+        if name in known and name not in in_pool:
+            candidates.append({"name": name, "version": known[name].version, "score": 0.0, "affinity_hits": [],
+                               "description_hits": [], "via": "intent", "phrase": ""})
+            in_pool.add(name)
     words = content_tokens(request_text)
     lowered = request_text.casefold()
     for entry in index.entries:

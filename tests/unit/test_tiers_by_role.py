@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from metnos.llm.provider import request_extra
 from metnos.llm.tiers import ROLE_TIERS, TierConfig, settings_from_mapping, tier_ladder
 from metnos.turn.online import answer_segments, read_plan, shift
-from metnos.turn.runtime_config import RuntimeConfig
+from metnos.turn.filler import FillerFailed, has_fillers, with_data
+from metnos.turn.intent_model import read_tools
+from metnos.turn.runtime_config import RuntimeConfig, recorded_runtime
 
 
 def test_roles_sit_on_the_seeds_tiers() -> None:
@@ -43,3 +47,34 @@ def test_an_online_plan_is_shifted_past_the_steps_already_taken() -> None:
     assert shifted["steps"][3]["args"] == {"from_step": 3, "x": "{{step3.entries.0.path}}"}
     assert shifted["answer"] == [{"text": "It says "}, {"ref": [4, "entries", 0, "content"]}, {"text": ", see "}, {"ref": [1, "content"]}]
     assert answer_segments("plain", 0) == [{"text": "plain"}]
+
+
+def test_a_filler_in_an_answer_is_its_own_segment_with_its_references_shifted() -> None:
+    segments = answer_segments("Saved. ${FILLER: the gist of {{step1.content}}} Done {{step2.ok}}", 3, fillers=True)
+    assert segments == [{"text": "Saved. "}, {"filler": "the gist of {{step4.content}}"}, {"text": " Done "}, {"ref": [5, "ok"]}]
+    # Off, the marker is plain text around an ordinary reference, as before fillers existed.
+    assert {"filler": "the gist of {{step4.content}}"} not in answer_segments("${FILLER: the gist of {{step1.content}}}", 3)
+
+
+def test_filler_data_is_the_referenced_values_and_a_missing_one_is_named() -> None:
+    outputs = {1: {"entries": [{"content": "alpha"}], "count": 1}}
+    assert with_data("sum up {{step1.entries.0.content}} ({{step1.count}} of {{step1.entries}})", outputs) == \
+        'sum up alpha (1 of [{"content":"alpha"}])'
+    with pytest.raises(FillerFailed, match="step 1's entries.4.content"):
+        with_data("{{step1.entries.4.content}}", outputs)
+    with pytest.raises(FillerFailed, match="step 2, which produced nothing"):
+        with_data("{{step2.content}}", outputs)
+    assert has_fillers({"files": [{"content": "${FILLER: x {{step1.content}}}"}]}) and not has_fillers({"content": "{{step1.content}}"})
+
+
+def test_a_runtime_recorded_before_fillers_existed_replays_without_them() -> None:
+    assert recorded_runtime({"mode": "online"}).fillers is False and recorded_runtime(None).fillers is False
+    assert recorded_runtime(RuntimeConfig().to_json()).fillers is True
+
+
+def test_the_intent_reply_keeps_known_names_in_order_once_and_names_the_rest() -> None:
+    known = ["get_now", "read_files", "find_files"]
+    assert read_tools('sure: {"tools": ["find_files", "read_files", "find_files", "fly"]}', known) == \
+        (("find_files", "read_files"), "not in the catalogue: fly")
+    assert read_tools("get_now", known) == ((), "the reply holds no JSON object")
+    assert read_tools('{"tool": "get_now"}', known) == ((), 'the reply has no "tools" list')
