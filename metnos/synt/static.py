@@ -14,6 +14,8 @@ about it). The forbidden constructs themselves (eval, exec, compile,
 from __future__ import annotations
 
 import ast
+import builtins
+import symtable
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -82,8 +84,48 @@ def needed_capabilities(files: Mapping[str, str]) -> set[str]:
     return needed
 
 
+_MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__"})
+
+
+def _scopes(table: symtable.SymbolTable) -> Iterator[symtable.SymbolTable]:
+    yield table
+    for child in table.get_children():
+        yield from _scopes(child)
+
+
+def undefined_names(source: str, path: str) -> list[CodeProblem]:
+    """Names the code reads that nothing defines: not a builtin, not imported,
+    not assigned at module level. Python finds them only when the line runs
+    (a drafted ``raise InvalidInputError(...)`` on a path the birth tests
+    never take); here they are found before anything runs. Nothing is said
+    of code that does not parse (its own problem) or that imports ``*``."""
+    try:
+        tree = ast.parse(source)
+        top = symtable.symtable(source, path, "exec")
+    except (SyntaxError, ValueError):
+        return []
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)):
+        return []
+    defined = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    for scope in _scopes(top):
+        defined |= {s.get_name() for s in scope.get_symbols() if s.is_declared_global() and s.is_assigned()}
+    known = defined | set(dir(builtins)) | _MODULE_NAMES
+    wanted: set[str] = set()
+    for scope in _scopes(top):
+        for sym in scope.get_symbols():
+            at_module = scope is top and not sym.is_assigned() and not sym.is_imported()
+            if sym.is_referenced() and (at_module or sym.is_global()) and sym.get_name() not in known:
+                wanted.add(sym.get_name())
+    first_line = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in wanted:
+            first_line[node.id] = min(first_line.get(node.id, node.lineno), node.lineno)
+    return [CodeProblem(path, first_line.get(name, 1), f"{name} is used but never defined (not a builtin, not imported, not assigned)")
+            for name in sorted(wanted, key=lambda n: (first_line.get(n, 1), n))]
+
+
 def check_draft(files: Mapping[str, str], capabilities: Mapping[str, Any]) -> list[CodeProblem]:
-    """Every problem of the drafted files: forbidden constructs, then imports beyond the capabilities."""
+    """Every problem of the drafted files: forbidden constructs, imports beyond the capabilities, undefined names."""
     problems: list[CodeProblem] = []
     allowed = allowed_modules(capabilities)
     for path, source in sorted(files.items()):
@@ -98,4 +140,5 @@ def check_draft(files: Mapping[str, str], capabilities: Mapping[str, Any]) -> li
             why = (f"it needs {key}, which the approved specification does not grant" if key
                    else "it is not among the modules an executor may import")
             problems.append(CodeProblem(path, line, f"import {module}: {why}"))
+        problems.extend(undefined_names(source, path))
     return problems

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metnos.synt.prompts import DraftProblem, parse_draft
+from metnos.synt.static import check_draft
 
 # What the real qwen2.5-coder 0.5B replied to the draft prompt (both files in one block).
 ONE_BLOCK = '''```python
@@ -49,3 +50,15 @@ def test_a_specification_is_normalised_where_small_models_slip() -> None:
     assert out["name"] == "compute_words"
     assert out["input_schema"] == {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
     assert out["output_schema"]["required"] == ["ok"]
+
+
+def test_a_name_nothing_defines_is_a_static_problem_on_the_line_that_reads_it() -> None:
+    # What the 1.5B drafted on a fresh install: the raise is on a path its birth test never takes.
+    draft = ('def run(args, ctx):\n    text = args["text"]\n    if not isinstance(text, str):\n'
+             '        raise InvalidInputError("Input must be a string.")\n    return {"ok": True, "count": len(text.split())}\n')
+    [problem] = check_draft({"main.py": draft}, {})
+    assert (problem.file, problem.line) == ("main.py", 4) and problem.what.startswith("InvalidInputError is used but never defined")
+    fine = ("import json\nLIMIT = 3\n\n\nclass Bad(Exception):\n    pass\n\n\ndef run(args, ctx):\n    global SEEN\n    SEEN = 1\n"
+            "    words = [w for w in args['text'].split() if w][:LIMIT]\n    if not words:\n        raise Bad(__name__)\n"
+            "    return {'ok': True, 'words': json.dumps(words), 'seen': SEEN}\n")
+    assert check_draft({"main.py": fine}, {}) == []
