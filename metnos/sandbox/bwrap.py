@@ -312,12 +312,16 @@ def plan_for(
         return SandboxPlan("off", scope, str(code_dir), host_real, None, site_packages=wanted_sites,
                            child_env=child_env, reason="METNOS_SANDBOX=off")
     pr = probe()
+    seccomp_ok, _ = _seccomp.available()
 
     a: list[str] = [pr.path or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
                     "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
                     "--new-session", "--die-with-parent", "--clearenv", "--hostname", "metnos",
                     "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
-    if pr.disable_userns:
+    if pr.disable_userns and not seccomp_ok:
+        # The seccomp filter refuses every way to a namespace of one's own (unshare, setns,
+        # clone's CLONE_NEW* flags, clone3), as the escape battery checks; bwrap's nested user
+        # namespace, which costs a spawn more, is the fence where there is no filter.
         a.append("--disable-userns")
     # Always a network namespace of its own: an executor with a network
     # grant reaches the world only through the egress proxy (egress.py).
@@ -381,7 +385,6 @@ def plan_for(
     a += mask_args(scope.forbidden, bound=[g.real for g in scope.grants] + [Path(t) for t in trees])
     a += ["--chdir", "/tmp"]
 
-    seccomp_ok, _ = _seccomp.available()
     abi = _landlock.abi_version()
     # No TCP at all without a grant; with one, the host allows the bridge's
     # port alone once it knows it; a private loopback (births) may use any.

@@ -651,10 +651,25 @@ def test_the_executor_is_not_root_inside_and_cannot_become_it(sx):
         libc = ctypes.CDLL(None, use_errno=True)
         def status():
             return {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/self/status")) if k.startswith(("Cap", "NoNewPrivs"))}
+        libc.syscall.restype = ctypes.c_long
         def unshare_user():
             if libc.unshare(0x10000000) != 0:
                 raise OSError(ctypes.get_errno(), "unshare")
             return True
+        def forked(pid):
+            if pid == 0:
+                os._exit(0)  # the child, in a user namespace of its own: the escape happened
+            if pid < 0:
+                raise OSError(ctypes.get_errno(), "clone")
+            os.waitpid(pid, 0)
+            return True
+        # clone(CLONE_NEWUSER | SIGCHLD) and clone3 with the same flags (x86_64
+        # numbers), the two ways besides unshare to a user namespace of one's own.
+        def clone_user():
+            return forked(libc.syscall(56, ctypes.c_ulong(0x10000000 | 17), 0, 0, 0, 0))
+        def clone3_user():
+            args = (ctypes.c_uint64 * 8)(0x10000000, 0, 0, 0, 17, 0, 0, 0)
+            return forked(libc.syscall(435, ctypes.byref(args), ctypes.c_size_t(64)))
         def run(args, ctx):
             f = args["dir"] + "/f"
             # A v2 file capability granting CAP_SETUID: needs CAP_SETFCAP.
@@ -666,6 +681,8 @@ def test_the_executor_is_not_root_inside_and_cannot_become_it(sx):
                     "setresuid": attempt(lambda: os.setresuid(0, 0, 0)),
                     "filecap": attempt(lambda: os.setxattr(f, "security.capability", blob)),
                     "unshare_user": attempt(unshare_user),
+                    "clone_user": attempt(clone_user) if os.uname().machine == "x86_64" else None,
+                    "clone3_user": attempt(clone3_user) if os.uname().machine == "x86_64" else None,
                     "status": status()}
     """)
     out = run(sx, code, SandboxProfile(fs_write=(str(grant),)), {"dir": str(grant)})
@@ -674,6 +691,8 @@ def test_the_executor_is_not_root_inside_and_cannot_become_it(sx):
     assert 0 not in r["ids"], r["ids"]
     for name in ("setuid0", "setgid0", "setgroups", "setresuid", "filecap", "unshare_user"):
         assert r[name]["ok"] is False, (name, r[name])
+    if r["clone_user"] is not None:
+        assert r["clone_user"] == {"ok": False, "errno": "EPERM"} and r["clone3_user"] == {"ok": False, "errno": "ENOSYS"}, r
     caps = r["status"]
     assert all(caps[k] == "0000000000000000" for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")), caps
     assert caps["NoNewPrivs"] == "1"

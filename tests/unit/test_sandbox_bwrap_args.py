@@ -85,6 +85,16 @@ def test_always_on_flags(sx):
 
 
 @needs_bwrap
+def test_nested_user_namespaces_are_refused_by_bwrap_only_where_no_filter_refuses_them(sx, monkeypatch):
+    if not bwrap.probe().disable_userns:
+        pytest.skip("this bwrap has no --disable-userns")
+    assert bwrap._seccomp.available()[0] and "--disable-userns" not in plan(sx).bwrap_args
+    monkeypatch.setattr(bwrap._seccomp, "available", lambda: (False, "no libseccomp"))
+    p = plan(sx)
+    assert "--disable-userns" in p.bwrap_args and "seccomp" not in p.layers
+
+
+@needs_bwrap
 def test_dev_holds_no_terminal(sx):
     """Its /dev is built device by device, never bwrap's --dev with its tty and
     pts: no terminal inside, whatever session the sandbox is in."""
