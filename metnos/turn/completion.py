@@ -16,7 +16,13 @@ in the step's record (``completed``):
 * a path written without its ``~/`` ("essays/intro.txt" for the request's
   "~/essays/intro.txt"): the 0.5B drops it, the policy refuses a relative path,
   and the model writes the same path again. Only a path the request names
-  exactly is completed; any other relative path is still refused.
+  exactly is completed; any other relative path is still refused;
+* an optional argument written out blank (``""``, ``[]``, ``{}``, ``null``)
+  where the schema refuses a blank one is left out: the 1.5B, planning
+  online, wrote every optional argument of move_files and sent
+  ``dest_dir: ""`` beside the ``moves`` it meant. A blank means the default;
+  this applies only when leaving the blanks out makes the call valid, and
+  the step's record names them (``completed["dropped"]``).
 
 Pure: the same request and entries give the same completion, so a replay
 recomputes it.
@@ -103,3 +109,17 @@ def _put(document: Any, pointer: str, value: str) -> None:
         node[int(last)] = value
     else:
         node[last] = value
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
+
+
+def without_blank_optionals(args: Mapping[str, Any], schema: Mapping[str, Any],
+                            problems: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """``args`` without the optional arguments left blank that ``problems`` (the
+    schema's refusals) name, and which those were."""
+    required = set(schema.get("required", ()))
+    refused = {str(p.get("path", "")).split(".", 1)[0] for p in problems}
+    dropped = sorted(k for k, v in args.items() if k in refused and k not in required and _blank(v))
+    return {k: v for k, v in args.items() if k not in dropped}, dropped

@@ -54,7 +54,7 @@ from metnos.sandbox import autonomy
 from metnos.sandbox.policy import path_arguments
 from metnos.turn.answers import asks_for_a_figure, is_a_figure, REASONS, answer_problem, figures_from, grounded_in
 from metnos.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
-from metnos.turn.completion import complete_arguments, complete_paths
+from metnos.turn.completion import complete_arguments, complete_paths, without_blank_optionals
 from metnos.turn.errors import TurnError
 from metnos.turn.filler import FILLER_PROMPT, Filler, FillerFailed, has_fillers
 from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
@@ -763,6 +763,11 @@ class TurnLoop:
         if completed:
             resolution = dataclasses.replace(resolution, args=completed_args)
         problems = validate_args(te.loaded.input_schema, resolution.args)
+        if problems:
+            trimmed, dropped = without_blank_optionals(resolution.args, te.loaded.input_schema, problems)
+            if dropped and not validate_args(te.loaded.input_schema, trimmed):
+                resolution, problems = dataclasses.replace(resolution, args=trimmed), []
+                completed["dropped"] = dropped
         if problems:
             error = {"errors": problems}
             required = te.tool.parameters.get("required", [])

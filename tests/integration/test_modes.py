@@ -271,3 +271,22 @@ def test_an_online_plan_that_answers_a_request_for_an_action_without_it_is_not_d
         code, out = ask(capsys, monkeypatch, llm, "what time is it? write it to ~/t.txt", "--yes", "--mode", "online")
     assert code == 1 and out["failure"]["kind"] == "action_not_taken" and "write_files" in out["failure"]["message"], out
     assert not (home / "t.txt").exists()
+
+
+def test_optional_arguments_written_out_blank_are_left_to_their_defaults(home: Path, capsys, monkeypatch) -> None:
+    (home / "Documents").mkdir()
+    (home / "Documents" / "draft.txt").write_text("the draft")
+    # The 1.5B's online plan, as it wrote it: every optional argument of move_files, blank.
+    blank = plan([("move_files", {"moves": [{"src": "~/Documents/draft.txt", "dst": "~/Documents/final.txt"}],
+                                  "paths": [], "dest_dir": "", "overwrite": False, "make_parents": True})],
+                 "Renamed to ~/Documents/final.txt.")
+    with ScriptedLLM([text(blank)]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "Rename ~/Documents/draft.txt to ~/Documents/final.txt.", "--yes", "--mode", "online")
+    assert code == 0 and (home / "Documents" / "final.txt").read_text() == "the draft", out
+    events = events_of(capsys, out["turn_id"])
+    [resolved] = [e["state"] for e in events if kind(e) == "StepResolved"]
+    assert resolved["completed"] == {"dropped": ["dest_dir"]} and "dest_dir" not in resolved["args"]
+    # What the schema takes stays, blank or not.
+    assert resolved["args"]["paths"] == [] and resolved["args"]["overwrite"] is False
+    replays_clean(capsys, out["turn_id"])
+

@@ -56,7 +56,7 @@ def test_no_pattern_when_the_request_names_several_kinds() -> None:
 
 # The arguments a list operator was called without (metnos.turn.completion).
 
-from metnos.turn.completion import complete_arguments  # noqa: E402
+from metnos.turn.completion import complete_arguments, without_blank_optionals  # noqa: E402
 
 ROWS = [{"date": "2026-03-01", "item": "bread", "amount": 3.2}, {"date": "2026-03-02", "item": "milk", "amount": 1.1}]
 FILES = [{"path": "/h/a.pdf", "name": "a.pdf", "size": 10, "modified": "2026-01-01T00:00:00+00:00"}]
@@ -88,3 +88,16 @@ def test_a_file_list_is_sorted_on_what_largest_or_newest_points_at() -> None:
 def test_a_field_with_a_default_is_left_to_the_executor() -> None:
     props = {"field": {"type": "string", "default": "name"}, "value": {"type": "string"}}
     assert complete_arguments({"value": "x"}, props, FILES, "files whose size is big")[1] == {}
+
+
+def test_only_optional_arguments_left_blank_and_refused_are_dropped() -> None:
+    schema = {"type": "object", "required": ["path"], "properties": {
+        "path": {"type": "string", "minLength": 1}, "dest": {"type": "string", "minLength": 1},
+        "tags": {"type": "array", "minItems": 1}, "note": {"type": "string", "minLength": 1}}}
+    args = {"path": "", "dest": "", "tags": [], "note": "x"}
+    problems = [{"path": "path", "message": "too short"}, {"path": "dest", "message": "too short"},
+                {"path": "tags", "message": "too short"}]
+    kept, dropped = without_blank_optionals(args, schema, problems)
+    # A blank required argument stays (and stays refused); a filled one is never touched.
+    assert dropped == ["dest", "tags"] and kept == {"path": "", "note": "x"}
+    assert without_blank_optionals({"dest": "x"}, schema, [{"path": "dest", "message": "?"}]) == ({"dest": "x"}, [])
