@@ -86,8 +86,14 @@ def _section(model: type[BaseModel], name: str, data: Mapping[str, Any], where: 
         key = ".".join(str(p) for p in first["loc"])
         reason = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(key, list(model.model_fields), n=1, cutoff=0.7)
-            reason = f"unknown key (known: {', '.join(model.model_fields)})" + (f"; did you mean {close[0]}?" if close else "")
+            # The table the unknown key is in: a sub-table's own keys, not the section's.
+            table: Any = model
+            for part in first["loc"][:-1]:
+                field = table.model_fields.get(str(part)) if isinstance(table, type) and issubclass(table, BaseModel) else None
+                table = field.annotation if field is not None else None
+            known = list(table.model_fields) if isinstance(table, type) and issubclass(table, BaseModel) else []
+            close = difflib.get_close_matches(str(first["loc"][-1]), known, n=1, cutoff=0.7)
+            reason = f"unknown key (known: {', '.join(known)})" + (f"; did you mean {close[0]}?" if close else "")
         raise ConfigError(f"{where}: [{name}] {key}: {reason}") from None
 
 

@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--autonomy", choices=("read_only", "supervised", "full"),
                    help="how far this turn may go: read_only only looks, supervised (default) asks before side effects, "
                         "full does not ask for what undo can reverse (default: [runtime] autonomy of config.toml)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="runtime_set",
+                   help="a [runtime] key of config.toml for this turn, its value as config.toml writes it: intent=model, "
+                        "judge.enabled=true, fillers=false, summarise_spills=true (repeatable)")
     p.add_argument("--model", help="the embedded model for this turn: a size (0.5b, 1.5b) or the path of any GGUF file")
     p.set_defaults(run=run)
 
@@ -133,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from metnos.runtime import Runtime
     from metnos.sandbox.setting import OFF_WARNING, sandbox_off
     from metnos.turn.session import check_request, run_turn
+    from metnos.turn.runtime_config import load_runtime_config
 
     check_request(args.text)
     if sandbox_off():
@@ -141,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "model", None):
         env[ENV_EMBEDDED_MODEL] = args.model
     workspace = Workspace.from_env()
+    # A key set for this turn that config.toml would refuse stops here, before any model starts.
+    load_runtime_config(workspace.config_file, getattr(args, "runtime_set", None) or ())
     settings = load_llm_settings(workspace.config_file, env)
     require_embedded_models(settings, workspace)
     with Runtime.boot(workspace) as runtime, LLMRouter(settings, workspace, env=env, progress=progress_line) as router:
@@ -150,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
             observer=step_printer if args.steps else phase_printer, wrap_llm=waiting.wrap,
             interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
             level=getattr(args, "autonomy", None), mode=getattr(args, "mode", None),
+            overrides=getattr(args, "runtime_set", None) or (),
         )
         offer = PlanBook(runtime).offer(outcome.turn_id) if outcome.status == "answered" and sys.stdout.isatty() else None
     if outcome.learning_error is not None:

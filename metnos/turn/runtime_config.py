@@ -29,11 +29,16 @@ hybrid escalation rules and the LLM judge (seeds/002 ch. 3, 4, 9.2).
     threshold = 0.5           # a score under it refuses the step
     capabilities = []         # judge only executors holding one of these (fs:write, network, ...); empty: every side effect
 
-``ask --mode`` and ``ask --autonomy`` override the first two for one turn.
+``ask --mode`` and ``ask --autonomy`` override the first two for one turn, and
+``ask --set KEY=VALUE`` any key (``intent=model``, ``judge.enabled=true``,
+``fillers=false``), its VALUE read as in config.toml.
 """
 
 from __future__ import annotations
 
+import copy
+import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -118,8 +123,28 @@ def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:
     return RuntimeConfig.model_validate({**RECORDED_BEFORE_ROLES, **(runtime or {})})
 
 
-def load_runtime_config(config_file: Path | None) -> RuntimeConfig:
-    """The ``[runtime]`` section (defaults when absent); an unknown key or a bad value is a ConfigError naming it."""
-    from metnos.config import load_section
+def load_runtime_config(config_file: Path | None, overrides: Sequence[str] = ()) -> RuntimeConfig:
+    """The ``[runtime]`` section (defaults when absent), with ``overrides``
+    (``KEY=VALUE``, a dotted KEY for a sub-table) over it; an unknown key or a
+    bad value is a ConfigError naming it."""
+    from metnos.config import ConfigError, _section, read_config
 
-    return load_section(RuntimeConfig, "runtime", config_file)
+    data = read_config(config_file)
+    section = copy.deepcopy(data.get("runtime", {}))
+    for item in overrides if isinstance(section, dict) else ():
+        key, eq, raw = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"--set {item!r}: write it KEY=VALUE, e.g. intent=model")
+        try:
+            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()  # a bare word is a string, as a user would mean it
+        *tables, last = key.strip().split(".")
+        at = section
+        for table in tables:
+            at = at.setdefault(table, {})
+            if not isinstance(at, dict):
+                raise ConfigError(f"--set {item!r}: {table} is not a table")
+        at[last] = value
+    where = f"{config_file or 'config.toml'}" + (f" with --set {', '.join(overrides)}" if overrides else "")
+    return _section(RuntimeConfig, "runtime", {"runtime": section}, where)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import metnos
@@ -174,10 +174,12 @@ def run_turn(
     cache: bool = True,
     level: str | None = None,
     mode: str | None = None,
+    overrides: Sequence[str] = (),
 ) -> TurnOutcome:
-    """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml."""
+    """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
+    ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn."""
     check_request(text)
-    section = load_runtime_config(runtime.workspace.config_file)
+    section = load_runtime_config(runtime.workspace.config_file, overrides)
     level = autonomy.parse_level(section.autonomy if level is None else level)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.

@@ -150,8 +150,9 @@ def test_the_intent_extractor_on_the_middle_tier_brings_what_the_rules_miss_and_
 
 def test_an_unreachable_intent_extractor_leaves_the_rules_shortlist(home: Path, capsys, monkeypatch) -> None:
     with ScriptedLLM([call("get_now", {}), text("It is 10:00.")]) as wise:
-        configure('[runtime]\nintent = "model"\n' + tiers(middle=DEAD_URL, wise=wise.url))
-        code, out = ask_configured(capsys, monkeypatch, "what time is it?")
+        configure(tiers(middle=DEAD_URL, wise=wise.url))
+        # Switched on for this one turn from the command line.
+        code, out = ask_configured(capsys, monkeypatch, "what time is it?", "--set", "intent=model")
     assert code == 0 and out["answer"] == "It is 10:00.", out
     [extracted] = [e["state"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "IntentExtracted"]
     assert extracted["tools"] == [] and "could not be asked" in extracted["problem"]
@@ -193,3 +194,12 @@ def test_an_unreachable_summariser_leaves_the_preview_alone(home: Path, capsys, 
     [observed] = [e["state"]["observation"] for e in events if kind(e) == "ObservationRecorded"]
     assert "gist" not in observed and "summary" in observed
     replays_clean(capsys, out["turn_id"])
+
+
+def test_a_runtime_key_set_for_one_turn_is_checked_like_config_toml(home: Path, capsys, monkeypatch) -> None:
+    capsys.readouterr()
+    assert main(["ask", "what time is it?", "--set", "intent=maybe"]) == 2
+    err = capsys.readouterr().err
+    assert "--set intent=maybe: [runtime] intent: Input should be 'rules' or 'model'" in err
+    assert main(["ask", "what time is it?", "--set", "judge.enabeld=true"]) == 2
+    assert "judge.enabeld" in capsys.readouterr().err
