@@ -2,7 +2,7 @@
 write before its steps have run.
 
 An online plan is written in one call, before any result is seen, so
-"summarise ~/notes.md into ~/summary.md" has no way to say what the summary
+"put the gist of ~/trip.md in ~/trip-gist.txt" has no way to say what the gist
 is. With ``[runtime] fillers = true`` the planner may leave, in an argument
 or in the answer, ``${FILLER: what to write {{stepN.path}}}``. When the plan
 reaches it, the ``{{stepN.path}}`` references are replaced by what those

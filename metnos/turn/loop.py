@@ -591,6 +591,10 @@ class TurnLoop:
             except FillerFailed as e:
                 state.problem, state.since_problem = (FailureKind.BAD_LLM_REPLY, str(e)), []
                 return self._abandon_plan(turn, state, request, pool, str(e))
+            left = placeholders_in(answer)
+            if left:
+                # Shown as is, the user would read "{{get_urls.result}}" as the answer.
+                return self._abandon_plan(turn, state, request, pool, f"the answer holds {', '.join(left)}, which names no step's value")
             if state.online and state.problem is not None and not grounded_in(answer, state.since_problem):
                 # An online plan's answer after a failed step must rest on what succeeded since.
                 raise _EndTurn(*state.problem)

@@ -48,6 +48,10 @@ LIST_REFERENCES: tuple[tuple[str, str], ...] = ((FROM_STEP, "entries"), (WITH_ST
 
 _SOLE_REF = re.compile(r"^\s*\{\{\s*step(\d+)\.([^{}\s]+)\s*\}\}\s*$")
 _ANY_REF = re.compile(r"\{\{\s*step\d*[^{}]*\}\}")
+# A whole value that reads as a reference to something that is not a step
+# ("{{get_urls.result}}", "{{result.text}}"): a model that meant to pipe and
+# named the wrong thing. Written as is, the placeholder would land in a file.
+_STRAY_REF = re.compile(r"^\s*\{\{\s*[A-Za-z_]\w*(?:\.\w+)+\s*\}\}\s*$")  # whole value; _DOTTED_REF below, anywhere
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -208,6 +212,11 @@ def _resolve_value(value: Any, dst: str, observations: Mapping[int, Any], curren
             # A copy, so the executor's input can never alias (and mutate)
             # a recorded observation.
             return copy.deepcopy(resolved)
+        if _STRAY_REF.match(value):
+            raise PipingError("bad_reference",
+                              f"argument {dst}: {value.strip()} names no step; a reference is {{{{stepN.field}}}}, "
+                              "N the number of the step that made the value",
+                              {"arg": dst, "ref": value.strip()})
         if _ANY_REF.search(value):
             raise PipingError("interpolated_reference",
                               f"argument {dst}: a {{{{stepN.field}}}} reference must be the whole value, "
@@ -268,7 +277,11 @@ def resolve_args(args: Mapping[str, Any], observations: Mapping[int, Any], *,
     return Resolution(out, tuple(pipings))
 
 
+_DOTTED_REF = re.compile(r"\{\{\s*[A-Za-z_]\w*(?:\.\w+)+\s*\}\}")
+
+
 def placeholders_in(text: str) -> list[str]:
-    """The ``{{stepN...}}`` placeholders left in a final answer: the LLM must
-    write actual values there (seeds/002 ch. 7.2), so any hit is a defect."""
-    return [m.group(0) for m in _ANY_REF.finditer(text)]
+    """The placeholders left in a final answer: ``{{stepN...}}``, or a dotted
+    ``{{name.field}}`` that reads as a reference to something else. The LLM
+    must write actual values there (seeds/002 ch. 7.2), so any hit is a defect."""
+    return list(dict.fromkeys(m.group(0) for m in (*_ANY_REF.finditer(text), *_DOTTED_REF.finditer(text))))

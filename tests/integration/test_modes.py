@@ -290,3 +290,32 @@ def test_optional_arguments_written_out_blank_are_left_to_their_defaults(home: P
     assert resolved["args"]["paths"] == [] and resolved["args"]["overwrite"] is False
     replays_clean(capsys, out["turn_id"])
 
+
+
+def test_an_argument_that_names_no_step_is_refused_and_never_written(home: Path, capsys, monkeypatch) -> None:
+    (home / "notes").mkdir()
+    (home / "notes" / "a.md").write_text("alpha")
+    stray = plan([("read_files", {"paths": ["~/notes/a.md"]}),
+                  ("write_files", {"files": [{"path": "~/copy.md", "content": "{{read_files.content}}"}]})], "Copied.")
+    fixed = orjson.dumps({"steps": [{"executor": "write_files",
+                                     "args": {"files": [{"path": "~/copy.md", "content": "{{earlier1.entries.0.content}}"}]}}],
+                          "answer": "Copied."}).decode()
+    with ScriptedLLM([text(stray), text(fixed)]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "copy ~/notes/a.md to ~/copy.md", "--yes", "--mode", "online")
+        recovery = orjson.dumps(llm.requests[1].body).decode()
+    assert code == 0 and (home / "copy.md").read_text() == "alpha", out
+    assert "names no step" in recovery
+    rejected = [e["state"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "StepRejected"]
+    assert [r["kind"] for r in rejected] == ["piping"]
+    replays_clean(capsys, out["turn_id"])
+
+
+def test_an_online_answer_that_quotes_no_step_is_not_shown_as_the_answer(home: Path, capsys, monkeypatch) -> None:
+    stray = plan([("get_now", {})], "It is {{get_now.content}}.")
+    fixed = orjson.dumps({"steps": [], "answer": "It is {{earlier1.content}}."}).decode()
+    with ScriptedLLM([text(stray), text(fixed)]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "what time is it?", "--mode", "online")
+        recovery = orjson.dumps(llm.requests[1].body).decode()
+    assert code == 0 and "{{" not in out["answer"] and out["answer"].startswith("It is 20"), out
+    assert "names no step" in recovery
+    replays_clean(capsys, out["turn_id"])

@@ -165,3 +165,13 @@ def test_property_references_resolve_to_exactly_their_own_step(steps, data):
         if all(n != other for n, _ in chosen):
             reduced = {k: v for k, v in observations.items() if k != other}
             assert resolve_args(args, reduced, current_step=current).args == r.args
+
+
+def test_a_whole_value_that_names_no_step_is_refused_not_written():
+    # The 1.5B's online plan, as it wrote it: the placeholder would have landed in the file.
+    with pytest.raises(PipingError) as e:
+        resolve_args({"files": [{"path": "~/web/menu.txt", "content": "{{get_urls.result}}"}]}, {1: {"ok": True}}, current_step=2)
+    assert e.value.code == "bad_reference" and "files.0.content" in e.value.message and "{{stepN.field}}" in e.value.message
+    # Braces in text that is no reference stay text.
+    for text in ("Hello {{ name }}", "{{ name }}", "a {{b.c}} in a sentence is no whole value".replace("{{b.c}}", "{b.c}")):
+        assert resolve_args({"content": text}, {}, current_step=1).args == {"content": text}
