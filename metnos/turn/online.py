@@ -40,7 +40,7 @@ Reply with one JSON object and nothing else:
 """
 
 RECOVERY_PROMPT = """A step of your plan did not succeed. What ran and what went wrong is below.
-Reply with one JSON object for the rest of the work, in the same form, numbering its steps from 1 (the program renumbers them);
+Reply with one JSON object for the rest of the work only (the earlier steps are done: do not list them again), in the same form, numbering its steps from 1 (the program renumbers them);
 to use what an earlier step already produced, refer to it as {{earlierN.path}} in the answer or "from_earlier": N in args.
 If the request cannot be done, reply {"steps": [], "answer": "<say plainly what could not be done and why>"}."""
 
@@ -78,6 +78,10 @@ def read_plan(text: str) -> dict[str, Any]:
         raise PlanUnreadable('the reply has no "steps" list')
     steps = []
     for number, step in enumerate(data["steps"], start=1):
+        if isinstance(step, dict) and "output" in step and "args" not in step:
+            # A step that already ran, copied back from the recovery prompt with its output: the
+            # 1.5B did so, and read as a call without arguments it ran find_files with none.
+            continue
         if not isinstance(step, dict) or not isinstance(step.get("executor"), str) or not isinstance(step.get("args", {}), dict):
             raise PlanUnreadable(f'step {number} is not {{"executor": name, "args": {{...}}}}')
         steps.append({"executor": step["executor"], "args": dict(step.get("args", {}))})

@@ -78,3 +78,11 @@ def test_the_intent_reply_keeps_known_names_in_order_once_and_names_the_rest() -
         (("find_files", "read_files"), "not in the catalogue: fly")
     assert read_tools("get_now", known) == ((), "the reply holds no JSON object")
     assert read_tools('{"tool": "get_now"}', known) == ((), 'the reply has no "tools" list')
+
+
+def test_a_recovery_that_copies_back_a_step_that_ran_does_not_run_it_again() -> None:
+    # The 1.5B's recovery reply: the step that had run, with its output, and an answer.
+    reply = ('```json\n{"steps": [{"step": 1, "executor": "find_files", "output": {"ok": true, "entries": []}}],'
+             ' "answer": "The move did not succeed."}\n```')
+    assert read_plan(reply) == {"steps": [], "answer": "The move did not succeed."}
+    assert read_plan('{"steps": [{"executor": "get_now"}], "answer": "x"}')["steps"] == [{"executor": "get_now", "args": {}}]
