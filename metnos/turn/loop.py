@@ -285,17 +285,22 @@ class TurnLoop:
                 self._open(turn, state, request, pool, messages)
             while True:
                 try:
-                    answer = self._round(turn, state, request, pool, messages)
+                    try:
+                        answer = self._round(turn, state, request, pool, messages)
+                    except _AnswerFromData as found:
+                        answer = self._answer_from_data(turn, state, request, pool, found)
+                    if answer is not None and self._not_acted(state, pool):
+                        # A plan (online, or the cascade's) that answers a request for an action
+                        # without doing it: the loop's own answers were held to this already.
+                        raise self._not_done(state, pool)
                 except _EndTurn as end:
+                    # Every way the local loop fails (a step, a cap, an answer that is none, an
+                    # action not taken) is where a hybrid turn escalates, once.
                     if not self.online.escalates_on_failure(request, state, cap=end.kind in (FailureKind.CAP_STEPS, FailureKind.CAP_SAME_EXECUTOR)):
                         raise
                     self.online.escalate(turn, state, request, pool, f"the local loop ended: {end.kind.value} ({end.detail})")
                     continue
                 if answer is not None:
-                    if self._not_acted(state, pool):
-                        # A plan (online, or the cascade's) that answers a request for an action
-                        # without doing it: the loop's own answers were held to this already.
-                        raise self._not_done(state, pool)
                     return self._answered(turn, state, answer)
         except _EndTurn as end:
             return self._fail(turn, state, end.kind, end.detail)
@@ -306,22 +311,23 @@ class TurnLoop:
             if state.problem is not None:
                 return self._fail(turn, state, *state.problem)
             return self._fail(turn, state, FailureKind.BAD_LLM_REPLY, failed.detail)
-        except _AnswerFromData as found:
-            asked = self._actions_offered(pool)
-            if asked and not state.acted:
-                # The data is no answer to a request that asked for an action none of whose steps ran.
-                return self._fail(turn, state, FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
-            used = list(found.steps)
-            if found.reason != "presentation" and asks_for_a_figure(request.text):
-                # The data handed back would read as answered; only a figure worked out from it answers.
-                used = [s for s in used if is_a_figure(state.observations.get(s, {}))]
-                if not used:
-                    steps = ", ".join(str(s) for s in found.steps)
-                    return self._fail(turn, state, FailureKind.UNUSABLE_ANSWER,
-                                      f"the figure asked for was never worked out from the data of step {steps}")
-            answer = compose_answer([state.observations.get(s, {}) for s in used])
-            self._record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
-            return self._answered(turn, state, answer)
+
+    def _answer_from_data(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], found: _AnswerFromData) -> str:
+        """The answer made from the data the steps hold; _EndTurn when that data answers nothing."""
+        asked = self._actions_offered(pool)
+        if asked and not state.acted:
+            # The data is no answer to a request that asked for an action none of whose steps ran.
+            raise _EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
+        used = list(found.steps)
+        if found.reason != "presentation" and asks_for_a_figure(request.text):
+            # The data handed back would read as answered; only a figure worked out from it answers.
+            used = [s for s in used if is_a_figure(state.observations.get(s, {}))]
+            if not used:
+                steps = ", ".join(str(s) for s in found.steps)
+                raise _EndTurn(FailureKind.UNUSABLE_ANSWER, f"the figure asked for was never worked out from the data of step {steps}")
+        answer = compose_answer([state.observations.get(s, {}) for s in used])
+        self._record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
+        return answer
 
     def _intent_tools(self, turn: Turn, request: TurnRequest) -> tuple[str, ...]:
         """The executors the intent extractor names, when ``[runtime] intent = "model"``."""

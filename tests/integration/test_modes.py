@@ -319,3 +319,33 @@ def test_an_online_answer_that_quotes_no_step_is_not_shown_as_the_answer(home: P
     assert code == 0 and "{{" not in out["answer"] and out["answer"].startswith("It is 20"), out
     assert "names no step" in recovery
     replays_clean(capsys, out["turn_id"])
+
+
+def test_a_hybrid_turn_escalates_when_the_local_loop_ends_without_doing_the_action(home: Path, capsys, monkeypatch) -> None:
+    configure('[runtime]\nmode = "hybrid"\n')
+    online_plan = plan([("get_now", {}), ("write_files", {"files": [{"path": "~/t.txt", "content": "{{step1.content}}"}]})],
+                       "Saved the time to ~/t.txt.")
+    # Words twice instead of the write the request names: the local loop ends action_not_taken.
+    with ScriptedLLM([text("It is noon."), text("It is noon, as I said."), text(online_plan)]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "what time is it? write it to ~/t.txt", "--yes")
+    assert code == 0 and out["answer"] == "Saved the time to ~/t.txt.", out
+    assert (home / "t.txt").read_text().startswith("20")
+    [escalated] = [e["state"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "ModeEscalated"]
+    assert escalated["reason"].startswith("the local loop ended: action_not_taken"), escalated
+    replays_clean(capsys, out["turn_id"])
+
+
+def test_a_hybrid_turn_escalates_when_the_local_loop_hands_back_data_that_is_no_figure(home: Path, capsys, monkeypatch) -> None:
+    configure('[runtime]\nmode = "hybrid"\n\n[turn]\nopening_reads = false\n')
+    (home / "notes").mkdir()
+    (home / "notes" / "a.md").write_text("one\ntwo\nthree\n")
+    read = call("read_files", {"paths": ["~/notes/a.md"]})
+    # The online model answers from what the turn already read (its plan needs no step).
+    online_plan = orjson.dumps({"steps": [], "answer": "It has 3 lines."}).decode()
+    # The same read again and again: the loop ends with the data, which is no figure.
+    with ScriptedLLM([read, read, read, read, text(online_plan)]) as llm:
+        code, out = ask(capsys, monkeypatch, llm, "how many lines are in ~/notes/a.md?")
+    assert code == 0 and out["answer"] == "It has 3 lines.", out
+    [escalated] = [e["state"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "ModeEscalated"]
+    assert escalated["reason"].startswith("the local loop ended: unusable_answer"), escalated
+    replays_clean(capsys, out["turn_id"])
