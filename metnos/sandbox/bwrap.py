@@ -318,10 +318,10 @@ def plan_for(
                     "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
                     "--new-session", "--die-with-parent", "--clearenv", "--hostname", "metnos",
                     "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
-    if pr.disable_userns and not seccomp_ok:
-        # The seccomp filter refuses every way to a namespace of one's own (unshare, setns,
-        # clone's CLONE_NEW* flags, clone3), as the escape battery checks; bwrap's nested user
-        # namespace, which costs a spawn more, is the fence where there is no filter.
+    if pr.disable_userns:
+        # Beside the seccomp filter, which refuses the same (unshare, setns, clone's CLONE_NEW*
+        # flags, clone3): measured, leaving it out saves nothing (bench/sandbox_spawn.py
+        # --fences disable-userns), so both fences stay.
         a.append("--disable-userns")
     # Always a network namespace of its own: an executor with a network
     # grant reaches the world only through the egress proxy (egress.py).
