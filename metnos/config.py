@@ -97,6 +97,12 @@ def _section(model: type[BaseModel], name: str, data: Mapping[str, Any], where: 
         raise ConfigError(f"{where}: [{name}] {key}: {reason}") from None
 
 
+def validate_section(model: type[BaseModel], name: str, section: Any, where: str) -> Any:
+    """``section`` (the table ``[name]`` as read, with anything set over it) as ``model``;
+    a ConfigError names a wrong key, as for config.toml itself."""
+    return _section(model, name, {name: section}, where)
+
+
 def load_section(model: type[BaseModel], name: str, config_file: Path | None) -> Any:
     """``[name]`` of ``config_file`` as ``model`` (defaults when absent); a ConfigError names a wrong key."""
     return _section(model, name, read_config(config_file), str(config_file))

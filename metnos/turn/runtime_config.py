@@ -127,7 +127,7 @@ def load_runtime_config(config_file: Path | None, overrides: Sequence[str] = ())
     """The ``[runtime]`` section (defaults when absent), with ``overrides``
     (``KEY=VALUE``, a dotted KEY for a sub-table) over it; an unknown key or a
     bad value is a ConfigError naming it."""
-    from metnos.config import ConfigError, _section, read_config
+    from metnos.config import ConfigError, read_config, validate_section
 
     data = read_config(config_file)
     section = copy.deepcopy(data.get("runtime", {}))
@@ -147,4 +147,4 @@ def load_runtime_config(config_file: Path | None, overrides: Sequence[str] = ())
                 raise ConfigError(f"--set {item!r}: {table} is not a table")
         at[last] = value
     where = f"{config_file or 'config.toml'}" + (f" with --set {', '.join(overrides)}" if overrides else "")
-    return _section(RuntimeConfig, "runtime", {"runtime": section}, where)
+    return validate_section(RuntimeConfig, "runtime", section, where)
