@@ -15,7 +15,7 @@ from typing import Any
 
 from metnos.invocation.errors import InvocationError
 from metnos.turn.catalogue import TurnCatalogue
-from metnos.turn.piping import placeholders_in
+from metnos.turn.piping import step_refs_in
 from metnos.turn.shape import START, next_state
 from metnos.turn.validation import validate_args
 
@@ -34,7 +34,7 @@ def plan_problems(plan: dict[str, Any], catalogue: TurnCatalogue,
         if transition.error_class is not None:
             problems.append(f"step {number}: {name} breaks the pipeline shape ({transition.error_class})")
         state = transition.state
-        piped = any(k in args for k in ("from_step", "with_step")) or placeholders_in(repr(args))
+        piped = any(k in args for k in ("from_step", "with_step")) or step_refs_in(repr(args))
         if piped:
             continue
         for error in validate_args(te.loaded.input_schema, args):

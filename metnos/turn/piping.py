@@ -280,6 +280,11 @@ def resolve_args(args: Mapping[str, Any], observations: Mapping[int, Any], *,
 _DOTTED_REF = re.compile(r"\{\{\s*[A-Za-z_]\w*(?:\.\w+)+\s*\}\}")
 
 
+def step_refs_in(text: str) -> list[str]:
+    """The ``{{stepN...}}`` references in ``text``."""
+    return [m.group(0) for m in _ANY_REF.finditer(text)]
+
+
 def placeholders_in(text: str) -> list[str]:
     """The placeholders left in a final answer: ``{{stepN...}}``, or a dotted
     ``{{name.field}}`` that reads as a reference to something else. The LLM
