@@ -15,14 +15,11 @@ The call is a side call (metnos/turn/side_call.py) and its outcome an
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import orjson
-
 from metnos.llm.errors import LLMError
-from metnos.turn.side_call import AskModel, Record, ask_side
+from metnos.turn.side_call import AskModel, Record, ask_side, reply_object
 
 INTENT_PROMPT = (
     "You read a request a user makes to a personal assistant and name the tools it needs, in the order they would run. "
@@ -30,8 +27,6 @@ INTENT_PROMPT = (
     '{"tools": ["<tool name>", ...]} with at most 4 names, only from the list.\n'
 )
 MAX_TOOLS = 4
-
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -43,13 +38,9 @@ class ExtractedIntent:
 
 def read_tools(text: str, known: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
     """The known names in the reply, in its order, each once; and what was wrong with it, if anything."""
-    found = _OBJECT.search(text or "")
-    if found is None:
-        return (), "the reply holds no JSON object"
-    try:
-        data = orjson.loads(found.group(0))
-    except orjson.JSONDecodeError as e:
-        return (), f"the reply's JSON does not parse: {e}"
+    data, problem = reply_object(text)
+    if problem is not None:
+        return (), problem
     names = data.get("tools") if isinstance(data, dict) else None
     if not isinstance(names, list):
         return (), 'the reply has no "tools" list'

@@ -18,7 +18,6 @@ verdict refuses the step: a judge that cannot be read has not approved.
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
 import orjson
@@ -26,7 +25,7 @@ import orjson
 from domain.turn import Turn
 from metnos.llm.errors import LLMError
 from metnos.turn.runtime_config import JudgeConfig
-from metnos.turn.side_call import AskModel, Record, ask_side
+from metnos.turn.side_call import AskModel, Record, ask_side, reply_object
 from metnos.turn.vaglio import DENY, Verdict
 
 JUDGE_PROMPT = (
@@ -37,8 +36,6 @@ JUDGE_PROMPT = (
     '{"score": <number from 0 to 1>, "reason": "<one short sentence>"}'
 )
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
 def capabilities_of(loaded: Any) -> set[str]:
     """The capability names an executor holds, as config.toml spells them."""
     cap = loaded.manifest.capabilities
@@ -48,13 +45,7 @@ def capabilities_of(loaded: Any) -> set[str]:
 
 def read_verdict(text: str) -> tuple[float, str] | None:
     """(score, reason) from the judge's text; None when it is not a verdict."""
-    found = _OBJECT.search(text or "")
-    if found is None:
-        return None
-    try:
-        data = orjson.loads(found.group(0))
-    except orjson.JSONDecodeError:
-        return None
+    data, _ = reply_object(text)
     score = data.get("score") if isinstance(data, dict) else None
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
         return None

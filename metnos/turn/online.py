@@ -30,6 +30,7 @@ from metnos.errors import MetnosError
 from metnos.llm.messages import Message, SystemMessage, ToolSpec, UserMessage
 from metnos.turn.filler import FILLER
 from metnos.turn.piping import FROM_STEP
+from metnos.turn.side_call import reply_object
 
 ONLINE_PROMPT = """You are Metnos's planner. Plan the whole of the user's request at once, as tool calls that a program will run in order without asking you again.
 Reply with one JSON object and nothing else:
@@ -46,7 +47,6 @@ If the request cannot be done, reply {"steps": [], "answer": "<say plainly what 
 
 _REF = re.compile(r"\{\{\s*step(\d+)((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
 _EARLIER = re.compile(r"\{\{\s*earlier(\d+)((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 FROM_EARLIER = "from_earlier"
 
 
@@ -67,13 +67,9 @@ def recovery_messages(request_text: str, tools: list[ToolSpec], done: list[dict[
 
 def read_plan(text: str) -> dict[str, Any]:
     """The plan in the model's text: {"steps": [{"executor", "args"}], "answer": str}, checked for form."""
-    found = _OBJECT.search(text or "")
-    if found is None:
-        raise PlanUnreadable("the reply holds no JSON object")
-    try:
-        data = orjson.loads(found.group(0))
-    except orjson.JSONDecodeError as e:
-        raise PlanUnreadable(f"the reply's JSON does not parse: {e}") from None
+    data, problem = reply_object(text)
+    if problem is not None:
+        raise PlanUnreadable(problem)
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         raise PlanUnreadable('the reply has no "steps" list')
     steps = []

@@ -48,10 +48,10 @@ LIST_REFERENCES: tuple[tuple[str, str], ...] = ((FROM_STEP, "entries"), (WITH_ST
 
 _SOLE_REF = re.compile(r"^\s*\{\{\s*step(\d+)\.([^{}\s]+)\s*\}\}\s*$")
 _ANY_REF = re.compile(r"\{\{\s*step\d*[^{}]*\}\}")
-# A whole value that reads as a reference to something that is not a step
-# ("{{get_urls.result}}", "{{result.text}}"): a model that meant to pipe and
-# named the wrong thing. Written as is, the placeholder would land in a file.
-_STRAY_REF = re.compile(r"^\s*\{\{\s*[A-Za-z_]\w*(?:\.\w+)+\s*\}\}\s*$")  # whole value; _DOTTED_REF below, anywhere
+# A dotted reference ("{{get_urls.result}}", "{{result.text}}"): as a whole
+# value that is not a step's, a model that meant to pipe and named the wrong
+# thing; written as is, the placeholder would land in a file.
+_DOTTED_REF = re.compile(r"\{\{\s*[A-Za-z_]\w*(?:\.\w+)+\s*\}\}")
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -212,7 +212,7 @@ def _resolve_value(value: Any, dst: str, observations: Mapping[int, Any], curren
             # A copy, so the executor's input can never alias (and mutate)
             # a recorded observation.
             return copy.deepcopy(resolved)
-        if _STRAY_REF.match(value):
+        if _DOTTED_REF.fullmatch(value.strip()):
             raise PipingError("bad_reference",
                               f"argument {dst}: {value.strip()} names no step; a reference is {{{{stepN.field}}}}, "
                               "N the number of the step that made the value",
@@ -276,8 +276,6 @@ def resolve_args(args: Mapping[str, Any], observations: Mapping[int, Any], *,
     out.update(injected)
     return Resolution(out, tuple(pipings))
 
-
-_DOTTED_REF = re.compile(r"\{\{\s*[A-Za-z_]\w*(?:\.\w+)+\s*\}\}")
 
 
 def step_refs_in(text: str) -> list[str]:

@@ -11,13 +11,19 @@ proposer's.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
 
 from domain.turn import Turn
 from metnos.canonical import canonical_hash
 from metnos.llm.errors import LLMError
 from metnos.llm.messages import LLMReply, Message, SystemMessage, ToolSpec, UserMessage
+
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 AskModel = Callable[[str, Sequence[Message], Sequence[ToolSpec]], LLMReply]
 Record = Callable[..., None]
@@ -45,3 +51,15 @@ def ask_side(record: Record, ask_model: AskModel, *, round: int, role: str, tier
         return e
     record(Turn.LLMReplied, round=round, reply=reply.to_record(), intent_ms=int((time.perf_counter() - started) * 1000))
     return reply
+
+
+def reply_object(text: str) -> tuple[Any, str | None]:
+    """The JSON object a model's reply holds (from its first ``{`` to its last
+    ``}``, fences and words around it ignored), or None and why not."""
+    found = _OBJECT.search(text or "")
+    if found is None:
+        return None, "the reply holds no JSON object"
+    try:
+        return orjson.loads(found.group(0)), None
+    except orjson.JSONDecodeError as e:
+        return None, f"the reply's JSON does not parse: {e}"

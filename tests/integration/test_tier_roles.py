@@ -75,17 +75,23 @@ def test_with_fillers_off_the_planner_is_not_told_of_them(home: Path, capsys, mo
     assert "FILLER" not in prompt
 
 
-def test_a_filler_that_cannot_be_written_fails_its_step_and_writes_nothing(home: Path, capsys, monkeypatch) -> None:
+def summary_with_a_failing_filler(home: Path, capsys, monkeypatch, reference: str, gave_up: str):
+    """An online plan that reads trip.md and writes a summary through a filler on ``reference``,
+    the fast tier unreachable; the planner gives up in its recovery. (code, out, the recovery's last message)."""
     (home / "notes").mkdir()
     (home / "notes" / "trip.md").write_text("Train at 9:40.\n")
-    bad = plan([("read_files", {"paths": ["~/notes/trip.md"]}),
-                ("write_files", {"files": [{"path": "~/summary.md", "content": "${FILLER: a summary of {{step1.entries.3.content}}}"}]})],
+    two = plan([("read_files", {"paths": ["~/notes/trip.md"]}),
+                ("write_files", {"files": [{"path": "~/summary.md", "content": "${FILLER: a summary of {{%s}}}" % reference}]})],
                "Saved.")
-    gave_up = orjson.dumps({"steps": [], "answer": "I could not write the summary."}).decode()
-    with ScriptedLLM([text(bad), text(gave_up)]) as wise:
+    with ScriptedLLM([text(two), text(orjson.dumps({"steps": [], "answer": gave_up}).decode())]) as wise:
         configure('[runtime]\nmode = "online"\nfillers = true\n' + tiers(fast=DEAD_URL, wise=wise.url))
         code, out = ask_configured(capsys, monkeypatch, "summarise ~/notes/trip.md into ~/summary.md", "--yes")
-        recovery = wise.requests[1].messages[-1]["content"]
+        return code, out, wise.requests[1].messages[-1]["content"]
+
+
+def test_a_filler_that_cannot_be_written_fails_its_step_and_writes_nothing(home: Path, capsys, monkeypatch) -> None:
+    code, out, recovery = summary_with_a_failing_filler(home, capsys, monkeypatch, "step1.entries.3.content",
+                                                        "I could not write the summary.")
     assert not (home / "summary.md").exists()
     assert code == 1 and out["failure"]["kind"] == "step_failed" and "could not be written" in out["failure"]["message"], out
     events = events_of(capsys, out["turn_id"])
@@ -98,15 +104,8 @@ def test_a_filler_that_cannot_be_written_fails_its_step_and_writes_nothing(home:
 
 
 def test_a_filler_whose_model_is_unreachable_names_the_tier_and_runs_no_step(home: Path, capsys, monkeypatch) -> None:
-    (home / "notes").mkdir()
-    (home / "notes" / "trip.md").write_text("Train at 9:40.\n")
-    two = plan([("read_files", {"paths": ["~/notes/trip.md"]}),
-                ("write_files", {"files": [{"path": "~/summary.md", "content": "${FILLER: a summary of {{step1.entries.0.content}}}"}]})],
-               "Saved.")
-    gave_up = orjson.dumps({"steps": [], "answer": "The writer could not be reached, so nothing was saved."}).decode()
-    with ScriptedLLM([text(two), text(gave_up)]) as wise:
-        configure('[runtime]\nmode = "online"\nfillers = true\n' + tiers(fast=DEAD_URL, wise=wise.url))
-        _, out = ask_configured(capsys, monkeypatch, "summarise ~/notes/trip.md into ~/summary.md", "--yes")
+    _, out, _ = summary_with_a_failing_filler(home, capsys, monkeypatch, "step1.entries.0.content",
+                                              "The writer could not be reached, so nothing was saved.")
     assert not (home / "summary.md").exists()
     events = events_of(capsys, out["turn_id"])
     [written] = [e["state"] for e in events if kind(e) == "FillerWritten"]
