@@ -12,6 +12,10 @@ and executor_imports keep bytecode out of the executor's folder.
 Exit codes: 0 result written; 1 the executor raised or returned garbage;
 2 the host itself could not set up (the executor never ran).
 The last stderr line of a failure is ``METNOS-HOST-ERROR {json}``.
+
+The result is framed, ``<length>\n<json>`` (metnos/invocation/frame.py): the
+runtime knows it has the whole of it without waiting for the end of the
+stream, which comes only once bwrap's own processes have exited as well.
 """
 
 import json
@@ -188,13 +192,15 @@ def main():
 
         traceback.print_exc()
         _fail(1, type(e).__name__, e)
-    view = memoryview(data)
+    # What the executor printed is out before the result: the runtime stops
+    # reading once the frame is whole.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    view = memoryview(b"%d\n" % len(data) + data)
     while view:
         n = os.write(out_fd, view)
         view = view[n:]
     os.close(out_fd)
-    sys.stdout.flush()
-    sys.stderr.flush()
     # Skip atexit hooks and non-daemon threads the executor may have left.
     os._exit(0)
 

@@ -12,12 +12,14 @@ used; the drain loop looks at the memory cap between reads.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,13 +46,16 @@ class Drained:
     timed_out: bool
     too_large: bool
     stopped: bool = False  # ``stop`` said so
+    complete: bool = False  # ``complete`` said so of stdout before its end
 
 
 def drain(proc: subprocess.Popen, stdin_data: bytes, *, max_stdout: int, deadline: float, tail: int = 4096,
-          stop: Callable[[], bool] | None = None, stop_every: float = 0.5) -> Drained:
+          stop: Callable[[], bool] | None = None, stop_every: float = 0.5,
+          complete: Callable[[bytearray], bool] | None = None) -> Drained:
     """Feed and read ``proc`` until its pipes close, the deadline passes, the
-    output cap is reached or ``stop()`` (called about every ``stop_every``
-    seconds) returns True."""
+    output cap is reached, ``stop()`` (called about every ``stop_every``
+    seconds) returns True, or ``complete(stdout so far)`` does; stderr is
+    then read for what is already in its pipe."""
     out = bytearray()
     err = bytearray()
     sel = selectors.DefaultSelector()
@@ -102,6 +107,9 @@ def drain(proc: subprocess.Popen, stdin_data: bytes, *, max_stdout: int, deadlin
                     if len(out) > max_stdout:
                         too_large = True
                         return Drained(bytes(out[:max_stdout]), bytes(err[-tail:]), False, True)
+                    if complete is not None and complete(out):
+                        err += _available(proc.stderr.fileno())
+                        return Drained(bytes(out), bytes(err[-tail:]), False, False, complete=True)
                 else:
                     err += chunk
                     if len(err) > 4 * tail:
@@ -114,6 +122,21 @@ def drain(proc: subprocess.Popen, stdin_data: bytes, *, max_stdout: int, deadlin
             except OSError:
                 pass
     return Drained(bytes(out), bytes(err[-tail:]), timed_out, too_large)
+
+
+def _available(fd: int, limit: int = 16 * _CHUNK) -> bytes:
+    """What a non-blocking ``fd`` holds now (up to ``limit``: a writer still
+    at it does not keep the reader here)."""
+    data = bytearray()
+    while len(data) < limit:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except OSError:  # BlockingIOError: nothing more for now
+            break
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
 
 
 class MemoryGuard(Protocol):
@@ -270,10 +293,84 @@ def _spawn_gated(wrapped: WrappedCommand, cg: cgroup.InvocationCgroup, deadline:
         os.close(block_w)
 
 
+def _finish(proc: subprocess.Popen, cg: cgroup.InvocationCgroup | None) -> None:
+    """Reap the killed tree and remove its cgroup (which waits for the
+    members to be gone)."""
+    try:
+        if cg:
+            cg.close()
+        proc.wait()
+    finally:
+        for f in (proc.stdout, proc.stderr):
+            if f:
+                f.close()
+
+
+class _Finisher:
+    """One thread that finishes killed sandboxes off the callers' path: the
+    teardown of a sandbox (its processes exiting, bwrap reaped, the cgroup
+    removed) takes about a millisecond and a half that no caller waits for.
+    At exit, what is still queued is finished before the interpreter goes
+    (within ``_FINISH_AT_EXIT_S``; the cgroup sweep takes anything left)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: list[tuple[subprocess.Popen, cgroup.InvocationCgroup | None]] = []
+        self._busy = 0
+        self._thread: threading.Thread | None = None
+
+    def put(self, proc: subprocess.Popen, cg: cgroup.InvocationCgroup | None) -> None:
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():  # first use, or a forked child
+                self._thread = threading.Thread(target=self._run, name="metnos-sandbox-finisher", daemon=True)
+                self._thread.start()
+            self._queue.append((proc, cg))
+            self._busy += 1
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                proc, cg = self._queue.pop(0)
+            try:
+                _finish(proc, cg)
+            except Exception:  # noqa: BLE001 - a finisher that stops leaves every later sandbox unreaped
+                pass
+            with self._cond:
+                self._busy -= 1
+                self._cond.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until everything queued is finished; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._busy == 0, timeout)
+
+
+_FINISH_AT_EXIT_S = 5.0
+_finisher = _Finisher()
+atexit.register(_finisher.wait_idle, _FINISH_AT_EXIT_S)
+
+
+def finish_later(proc: subprocess.Popen, cg: cgroup.InvocationCgroup | None) -> None:
+    _finisher.put(proc, cg)
+
+
+def finished(timeout: float = _FINISH_AT_EXIT_S) -> bool:
+    """Every sandbox handed to the finisher is reaped and its cgroup gone."""
+    return _finisher.wait_idle(timeout)
+
+
 def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int, deadline: float,
-                  max_pids: int, max_memory_bytes: int, tail: int = 4096) -> Contained:
+                  max_pids: int, max_memory_bytes: int, tail: int = 4096,
+                  complete: Callable[[bytearray], bool] | None = None) -> Contained:
     """Spawn ``wrapped`` in its own session and cgroup, feed and drain it
-    under the caps, and leave nothing of it running. Closes ``wrapped``."""
+    under the caps, and leave nothing of it running. Closes ``wrapped``.
+
+    ``complete(stdout so far)`` True means the child has said all it will
+    (a whole result frame, written just before the host exits 0): the tree
+    is then killed instead of awaited, and the returncode is that 0."""
     try:
         cg = cgroup.InvocationCgroup(max_pids, max_memory_bytes)
     except OSError:
@@ -299,32 +396,37 @@ def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int
     else:
         members = cg.pids if cg is not None and cg.caps_pids else (lambda: descendants(proc.pid))
         guard, every = MemoryWatchdog(max_memory_bytes, members), _WATCHDOG_EVERY_S
-    exceeded = False
+    d: Drained | None = None
     try:
         d = drain(proc, stdin_data, max_stdout=max_stdout, deadline=deadline, tail=tail,
-                  stop=guard.memory_exceeded, stop_every=every)
+                  stop=guard.memory_exceeded, stop_every=every, complete=complete)
         timed_out = d.timed_out
-        if not timed_out and not d.too_large and not d.stopped:
+        if not (timed_out or d.too_large or d.stopped or d.complete):
             try:
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 timed_out = True
     finally:
+        # A sandbox whose result is whole is killed, not waited for: every
+        # member gets SIGKILL and runs no more code, and its pid namespace
+        # dies with its init (no fork succeeds there once the init is gone).
+        # Without bwrap there is no such namespace: the tree is waited out.
+        quick = d is not None and d.complete and wrapped.plan.active
         # The whole process group, then everything the cgroup still holds
         # (a child that called setsid left the group but not the cgroup).
         _kill_group(proc)
-        if cg:
+        if cg and quick:
+            cg.kill_members()
+        elif cg:
             cg.kill_all()
         # Looked at once more when it is all over: the kernel may have
         # killed a child for memory while the rest carried on and finished.
         exceeded = guard.memory_exceeded()
         peak = guard.memory_peak()
-        if cg:
-            cg.close()
-        proc.wait()
-        for f in (proc.stdout, proc.stderr):
-            if f:
-                f.close()
-    return Contained(proc.returncode, d.stdout, d.stderr_tail, timed_out, d.too_large,
+        if quick:
+            finish_later(proc, cg)
+        else:
+            _finish(proc, cg)
+    return Contained(0 if d.complete else proc.returncode, d.stdout, d.stderr_tail, timed_out, d.too_large,
                      cg is not None and cg.caps_pids, memory_cap=guard.memory_mechanism,
                      memory_exceeded=exceeded, memory_peak=peak)

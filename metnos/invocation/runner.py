@@ -22,6 +22,7 @@ from typing import Any
 import blake3
 import orjson
 
+from metnos.invocation import frame
 from metnos.invocation.errors import FailureKind, InvocationError, SandboxUnavailable, SchemaViolation
 from metnos.invocation.outcome import InvocationOutcome
 from metnos.invocation.pump import run_contained
@@ -183,9 +184,9 @@ def invoke(
         wrapped = wrap_plan(plan, cmd)
         if proxy_fd is not None:
             wrapped.pass_fds += (proxy_fd,)
-        c = run_contained(wrapped, request, max_stdout=profile.max_output_bytes,
+        c = run_contained(wrapped, request, max_stdout=profile.max_output_bytes + frame.HEADER_MAX,
                           deadline=t0 + profile.max_duration_s, max_pids=profile.max_pids,
-                          max_memory_bytes=profile.max_memory_mb * _MB)
+                          max_memory_bytes=profile.max_memory_mb * _MB, complete=frame.whole)
     finally:
         connections = proxy.connections if proxy else []
         if proxy:
@@ -197,8 +198,12 @@ def invoke(
     assert c.returncode is not None
     code = c.returncode
     tail = c.stderr_tail.decode("utf-8", "replace")
-    sha = blake3.blake3(c.stdout).hexdigest() if c.stdout else None
-    common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(c.stdout),
+    result = frame.unframe(c.stdout)
+    # What is kept of a result over the cap is the cap's worth.
+    too_large = c.too_large or len(result if result is not None else c.stdout) > profile.max_output_bytes
+    data = (c.stdout if result is None else result)[:profile.max_output_bytes]
+    sha = blake3.blake3(data).hexdigest() if data else None
+    common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(data),
                   layers=tuple(layers), network=network)
     if c.memory_exceeded:
         # Before the rest: a tree killed for memory may also look timed out
@@ -209,7 +214,7 @@ def invoke(
         }, **common)
     if c.timed_out:
         return _fail(FailureKind.TIMEOUT, t0, {"clock": "wall", "limit_s": profile.max_duration_s}, **common)
-    if c.too_large:
+    if too_large:
         return _fail(FailureKind.TOO_LARGE, t0, {"limit_bytes": profile.max_output_bytes}, **common)
     denied = [x for x in connections if not x.allowed]
     if denied:
@@ -223,8 +228,11 @@ def invoke(
         if sig is not None:
             err["signal"] = signal.Signals(sig).name if sig in signal.valid_signals() else sig
         return _fail(FailureKind.CRASH, t0, err, **common)
+    if result is None:
+        return _fail(FailureKind.NON_JSON_OUTPUT, t0, {"message": "the result channel holds no whole result frame"},
+                     **common)
     try:
-        output = orjson.loads(c.stdout)
+        output = orjson.loads(result)
     except orjson.JSONDecodeError as e:
         return _fail(FailureKind.NON_JSON_OUTPUT, t0, {"message": str(e)}, **common)
     if not isinstance(output, dict):
@@ -235,6 +243,6 @@ def invoke(
         return _fail(e.kind, t0, e.details(), **common)
     return InvocationOutcome(
         ok=True, kind=None, output=output, exit_code=code, duration_ms=_ms(t0), stderr_tail=tail,
-        output_sha=sha, output_bytes=len(c.stdout), error={}, layers=tuple(layers), sandbox_mode=plan.mode,
+        output_sha=sha, output_bytes=len(data), error={}, layers=tuple(layers), sandbox_mode=plan.mode,
         network=network,
     )

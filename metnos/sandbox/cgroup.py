@@ -336,6 +336,23 @@ class InvocationCgroup:
         except (OSError, ValueError, IndexError):
             return None
 
+    def kill_members(self, rounds: int = 64) -> None:
+        """SIGKILL every member, without waiting for any to go. A killed
+        process runs no more code and forks no more (a fork under way when the
+        kill lands is abandoned), so a round that finds no member not yet
+        killed is the last. ``kill_all`` then waits them out."""
+        killed: set[int] = set()
+        for _ in range(rounds):
+            fresh = [pid for pid in self.pids() if pid not in killed]
+            if not fresh:
+                return
+            for pid in fresh:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            killed.update(fresh)
+
     def kill_all(self, deadline_s: float = 2.0) -> bool:
         """SIGKILL every member until none is left; True when empty."""
         end = time.monotonic() + deadline_s

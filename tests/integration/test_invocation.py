@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,49 @@ def test_non_json_output(sx):
     code = sx.executor("garbage", "import os\ndef run(args, ctx):\n    os.write(3, b'not json')\n    os._exit(0)\n")
     out = call(sx, code, {"path": "~/notes/diary.md"})
     assert out.kind == "NonJSONOutput"
+
+
+KEEPS_GOING = """
+import os, time
+def run(args, ctx):
+    # A whole result frame straight on the result channel, then work that never ends.
+    os.write(3, b'11\\n{"done": 1}')
+    i = 0
+    while True:
+        open(os.path.join(args["dir"], str(i)), "w").close()
+        i += 1
+        time.sleep(0.01)
+"""
+
+
+def _invocation_groups() -> set[str]:
+    from metnos.sandbox import cgroup
+
+    p = cgroup.placement()
+    return {d.name for parent in {p.pids, p.memory} - {None} for d in parent.glob("metnos-inv-*")}
+
+
+def test_a_whole_result_ends_the_call_and_what_runs_after_it_is_killed(sx):
+    # The result is whole once its frame is: the runtime does not wait for
+    # the sandbox to wind down (bwrap's init and bwrap exit after the host),
+    # it kills the tree. Nothing the executor left running goes on.
+    if sx.env.get("METNOS_SANDBOX") == "0":
+        pytest.skip("without bwrap the tree is waited out")
+    from metnos.invocation import pump
+
+    out_dir = sx.home / "out"
+    out_dir.mkdir()
+    groups_before = _invocation_groups()
+    code = sx.executor("keeps_going", KEEPS_GOING)
+    out = invoke(code, SandboxProfile(fs_write=("~/out",), max_duration_s=20), {"dir": str(out_dir)},
+                 workspace=sx.workspace, env=sx.env)
+    assert out.ok and out.output == {"done": 1} and out.exit_code == 0, out
+    assert out.duration_ms < 10_000  # not the 20 s deadline
+    assert pump.finished(timeout=10)
+    made = len(list(out_dir.iterdir()))
+    time.sleep(0.3)
+    assert len(list(out_dir.iterdir())) == made  # nothing writes any more
+    assert _invocation_groups() <= groups_before  # its cgroup is gone too
 
 
 def test_executor_exception_is_a_crash_with_stderr_tail(sx):
