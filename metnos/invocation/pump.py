@@ -336,6 +336,9 @@ class _Finisher:
                 proc, cg = self._queue.pop(0)
             try:
                 _finish(proc, cg)
+                if cg is not None:
+                    # The next call's groups, while nothing waits for them.
+                    cgroup.make_spare(cg.max_pids, cg.memory_bytes)
             except Exception:  # noqa: BLE001 - a finisher that stops leaves every later sandbox unreaped
                 pass
             with self._cond:
@@ -372,7 +375,7 @@ def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int
     (a whole result frame, written just before the host exits 0): the tree
     is then killed instead of awaited, and the returncode is that 0."""
     try:
-        cg = cgroup.InvocationCgroup(max_pids, max_memory_bytes)
+        cg = cgroup.for_invocation(max_pids, max_memory_bytes)
     except OSError:
         cg = None
     try:
@@ -422,7 +425,7 @@ def run_contained(wrapped: WrappedCommand, stdin_data: bytes, *, max_stdout: int
         # Looked at once more when it is all over: the kernel may have
         # killed a child for memory while the rest carried on and finished.
         exceeded = guard.memory_exceeded()
-        peak = guard.memory_peak()
+        peak = guard.memory_peak() if exceeded else None  # said only of a call the cap ended
         if quick:
             finish_later(proc, cg)
         else:

@@ -274,6 +274,12 @@ def mask_args(forbidden: Iterable[Path], *, bound: Sequence[Path]) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _landlock_abi() -> int:
+    """The kernel's Landlock ABI, which does not change while it runs."""
+    return _landlock.abi_version()
+
+
 def plan_for(
     code_dir: Path,
     profile: SandboxProfile,
@@ -385,7 +391,7 @@ def plan_for(
     a += mask_args(scope.forbidden, bound=[g.real for g in scope.grants] + [Path(t) for t in trees])
     a += ["--chdir", "/tmp"]
 
-    abi = _landlock.abi_version()
+    abi = _landlock_abi()
     # No TCP at all without a grant; with one, the host allows the bridge's
     # port alone once it knows it; a private loopback (births) may use any.
     tcp_ports: list[int] | None = None if private_network and profile.wants_network else []

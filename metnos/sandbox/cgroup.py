@@ -27,9 +27,11 @@ complete even for processes that left the process group.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import signal
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -74,8 +76,36 @@ def _own_path(m: Mount) -> Path:
     return m.path
 
 
-def _write(path: Path, value: str) -> None:
-    path.write_text(value)
+# Plain os calls for the files read and written at every invocation: a
+# cgroup file is one small read or write, and pathlib's text layer (an
+# encoding lookup, a buffered wrapper) costs more than the kernel's side.
+def _write(path: Path | str, value: str) -> None:
+    # No O_CREAT: a cgroup's files come with it, and one this kernel lacks
+    # is FileNotFoundError, not a new file.
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def _write_if_there(path: Path | str, value: str) -> None:
+    """For a file only some kernels have (swap accounting)."""
+    try:
+        _write(path, value)
+    except FileNotFoundError:
+        pass
+
+
+def _read(path: Path | str) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode()
 
 
 def _try_group(parent: Path, limits: dict[str, str]) -> None:
@@ -208,7 +238,7 @@ def _sweep(parent: Path) -> None:
 def _counter(path: Path, key: str) -> int:
     """A ``key value`` line of a flat-keyed cgroup file (memory.events, oom_control)."""
     try:
-        for line in path.read_text().splitlines():
+        for line in _read(path).splitlines():
             k, _, v = line.partition(" ")
             if k == key:
                 return int(v)
@@ -230,6 +260,7 @@ class InvocationCgroup:
         if p.pids is None and p.memory is None:
             raise OSError(p.pids_error)
         self.memory_mechanism = p.memory_mechanism
+        self.max_pids = max_pids
         self.memory_bytes = memory_bytes
         self.dirs: list[Path] = []
         self.pids_dir: Path | None = None
@@ -261,12 +292,10 @@ class InvocationCgroup:
             # Swap would let the tree hold more than the cap; a whole-group
             # kill leaves no half-dead invocation behind.
             for name, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
-                if (d / name).exists():
-                    _write(d / name, value)
+                _write_if_there(d / name, value)
         else:
             _write(d / "memory.limit_in_bytes", limit)
-            if (d / "memory.memsw.limit_in_bytes").exists():
-                _write(d / "memory.memsw.limit_in_bytes", limit)
+            _write_if_there(d / "memory.memsw.limit_in_bytes", limit)
 
     @property
     def caps_pids(self) -> bool:
@@ -302,13 +331,13 @@ class InvocationCgroup:
     def attach(self, pid: int) -> None:
         """Move ``pid`` (not its existing children: v1) into every group."""
         for procs in self._procs:
-            _write(Path(procs), str(pid))
+            _write(procs, str(pid))
 
     def pids(self) -> list[int]:
         found: set[int] = set()
         for procs in self._procs:
             try:
-                found.update(int(x) for x in Path(procs).read_text().split())
+                found.update(int(x) for x in _read(procs).split())
             except OSError:
                 pass
         # A thread of the runtime that could not step back out makes the
@@ -332,7 +361,7 @@ class InvocationCgroup:
             return None
         name = "memory.peak" if self.memory_mechanism == "cgroup-v2" else "memory.max_usage_in_bytes"
         try:
-            return int((d / name).read_text().split()[0])
+            return int(_read(d / name).split()[0])
         except (OSError, ValueError, IndexError):
             return None
 
@@ -387,3 +416,74 @@ class InvocationCgroup:
     def close(self) -> None:
         self.kill_all()
         self._remove()
+
+
+class _Spare:
+    """The next invocation's groups, made ahead of time off its path (by the
+    runtime's finisher thread, after a sandbox is torn down): making them
+    (a directory per hierarchy and the caps written) is a third of a
+    millisecond a call would otherwise wait for. Only a spare with the caps
+    asked for is taken, and only a young one: another runtime's sweep removes
+    empty groups a minute old."""
+
+    LIFETIME_S = 30.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: tuple[tuple[int, int, Placement], float, InvocationCgroup] | None = None
+
+    def take(self, max_pids: int, memory_bytes: int) -> InvocationCgroup | None:
+        with self._lock:
+            held, self._held = self._held, None
+        if held is None:
+            return None
+        caps, made_at, cg = held
+        fresh = time.monotonic() - made_at < self.LIFETIME_S
+        if caps == (max_pids, memory_bytes, placement()) and fresh and all(os.path.isdir(d) for d in cg.dirs):
+            return cg
+        cg.close()
+        return None
+
+    def make(self, max_pids: int, memory_bytes: int) -> None:
+        with self._lock:
+            if self._held is not None:
+                return
+        try:
+            cg = InvocationCgroup(max_pids, memory_bytes)
+        except OSError:
+            return
+        with self._lock:
+            if self._held is None:
+                self._held = ((max_pids, memory_bytes, placement()), time.monotonic(), cg)
+                return
+        cg.close()
+
+    def dirs(self) -> list[Path]:
+        with self._lock:
+            return list(self._held[2].dirs) if self._held else []
+
+    def drop(self) -> None:
+        with self._lock:
+            held, self._held = self._held, None
+        if held is not None:
+            held[2].close()
+
+
+_spare = _Spare()
+atexit.register(_spare.drop)
+
+
+def for_invocation(max_pids: int, memory_bytes: int) -> InvocationCgroup:
+    """An invocation's groups with these caps: the spare when it fits, else
+    new ones. Raises OSError where no group can be made."""
+    return _spare.take(max_pids, memory_bytes) or InvocationCgroup(max_pids, memory_bytes)
+
+
+def make_spare(max_pids: int, memory_bytes: int) -> None:
+    """Make the next invocation's groups now (nothing when they cannot be made)."""
+    _spare.make(max_pids, memory_bytes)
+
+
+def spare_dirs() -> list[Path]:
+    """The spare's groups, if one is held (``sandbox status``, tests)."""
+    return _spare.dirs()

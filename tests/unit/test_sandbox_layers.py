@@ -141,9 +141,8 @@ def test_a_v2_invocation_cgroup_sets_one_cap_and_reads_the_kernel_s_verdict(tmp_
     real_write = cgroup._write
 
     def write(path, value):
-        if path.name == "memory.max":  # the kernel makes these with the group
-            for name in ("memory.swap.max", "memory.oom.group"):
-                (path.parent / name).touch()
+        for name in ("pids.max", "memory.max", "memory.swap.max", "memory.oom.group"):
+            (path.parent / name).touch()  # the kernel makes these with the group
         real_write(path, value)
 
     monkeypatch.setattr(cgroup, "_write", write)
@@ -190,3 +189,38 @@ def test_leftover_invocation_groups_are_swept_at_most_every_half_minute(tmp_path
     clock[0] += 30
     cgroup._sweep(parent)
     assert not later.exists() and young.exists()
+
+
+def test_a_spare_group_is_taken_only_with_the_caps_asked_for_and_while_young(monkeypatch):
+    # The finisher makes the next call's groups ahead of time; a call takes
+    # them only when their caps are the ones it asks for and they are young
+    # (another runtime's sweep removes empty groups a minute old).
+    import time
+
+    from metnos.sandbox import cgroup
+
+    p = cgroup.placement()
+    if p.pids is None and p.memory is None:
+        pytest.skip(f"no cgroup can be made here: {p.pids_error}")
+    spare = cgroup._Spare()
+    spare.make(16, 256 << 20)
+    made = spare.dirs()
+    assert made and all(d.is_dir() for d in made)
+    cg = spare.take(16, 256 << 20)
+    try:
+        assert cg is not None and cg.dirs == made and spare.dirs() == []
+        if cg.pids_dir is not None:
+            assert (cg.pids_dir / "pids.max").read_text().strip() == "16"
+    finally:
+        cg.close()
+    assert not any(d.exists() for d in made)
+
+    spare.make(16, 256 << 20)
+    other_caps = spare.dirs()
+    assert spare.take(17, 256 << 20) is None and not any(d.exists() for d in other_caps)
+
+    spare.make(16, 256 << 20)
+    old = spare.dirs()
+    now = time.monotonic()
+    monkeypatch.setattr(cgroup.time, "monotonic", lambda: now + cgroup._Spare.LIFETIME_S + 1)
+    assert spare.take(16, 256 << 20) is None and not any(d.exists() for d in old)
