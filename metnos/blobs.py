@@ -68,7 +68,10 @@ class BlobStore:
             msg = f"blob {digest} is not in the store at {self.root}"
             raise BlobError(msg) from None
         try:
-            data = zstandard.ZstdDecompressor().decompress(compressed)
+            # Streamed: a damaged header may declare any content size, and
+            # decompress() would try to allocate all of it (MemoryError).
+            # What a damaged frame does yield is caught by the digest below.
+            data = zstandard.ZstdDecompressor().decompressobj().decompress(compressed)
         except zstandard.ZstdError as e:
             msg = f"blob {digest} is damaged: {e}"
             raise BlobError(msg) from None
