@@ -199,9 +199,9 @@ def invoke(
     code = c.returncode
     tail = c.stderr_tail.decode("utf-8", "replace")
     result = frame.unframe(c.stdout)
-    # What is kept of a result over the cap is the cap's worth.
-    too_large = c.too_large or len(result if result is not None else c.stdout) > profile.max_output_bytes
-    data = (c.stdout if result is None else result)[:profile.max_output_bytes]
+    received = c.stdout if result is None else result
+    too_large = c.too_large or len(received) > profile.max_output_bytes
+    data = received[:profile.max_output_bytes]  # of a result over the cap, the cap's worth is kept
     sha = blake3.blake3(data).hexdigest() if data else None
     common = dict(plan=plan, exit_code=code, stderr_tail=tail, output_sha=sha, output_bytes=len(data),
                   layers=tuple(layers), network=network)

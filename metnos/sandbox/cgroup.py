@@ -485,5 +485,6 @@ def make_spare(max_pids: int, memory_bytes: int) -> None:
 
 
 def spare_dirs() -> list[Path]:
-    """The spare's groups, if one is held (``sandbox status``, tests)."""
+    """The spare's groups, if one is held: what a look for leftover groups
+    must not count."""
     return _spare.dirs()
