@@ -22,9 +22,11 @@ INTERRUPTED = "interrupted"
 ABANDONED = "abandoned"
 REFUSED = "refused"
 NEEDS_INPUT = "needs_input"
+# The answer holds parts found in no step's result (metnos/turn/grounding.py).
+UNVERIFIED = "unverified"
 # How a turn that did not answer ended. A TurnFailed written before statuses
 # existed has no status field and reads as "failed".
-END_STATUSES = (FAILED, REFUSED, NEEDS_INPUT)
+END_STATUSES = (FAILED, REFUSED, NEEDS_INPUT, UNVERIFIED)
 UNDONE_SUFFIX = "+undone"
 
 # Fields that describe the circumstances of a turn rather than its decisions:
@@ -256,6 +258,17 @@ class Turn(MetnosAggregate):
         reason: str
         text: str
 
+    class AnswerUngrounded(DomainEvent):
+        """The answer did not hold up against the turn's results: ``unmatched``
+        are its parts found in no step's result nor in the request, ``exactness``
+        why it does not meet an exact ask ("" when it does). The model is told
+        once; a second such answer ends the turn unverified."""
+
+        round: int
+        text: str
+        unmatched: list
+        exactness: str
+
     class AnswerComposed(DomainEvent):
         """Metnos, not the model, wrote the answer: from what ``from_steps`` produced
         (the model kept asking for data it already had)."""
@@ -295,7 +308,8 @@ class Turn(MetnosAggregate):
     class TurnFailed(DomainEvent):
         """The turn ended without an answer. ``status`` says how: failed (something
         broke), refused (a fence or the user said no), needs_input (the request
-        lacks what acting needs)."""
+        lacks what acting needs), unverified (the answer held parts found in no
+        step's result; ``message`` names them)."""
 
         # Version 1 had no status: every such turn failed.
         class_version = 2

@@ -16,7 +16,7 @@ from metnos.workspace import Workspace
 
 # How `metnos ask` exits, by the turn's status (README, "Exit codes"). 2 is
 # argparse's for a bad command line.
-EXIT_CODES = {"answered": 0, "failed": 1, "refused": 3, "needs_input": 4}
+EXIT_CODES = {"answered": 0, "failed": 1, "refused": 3, "needs_input": 4, "unverified": 5}
 
 
 def register(sub: argparse._SubParsersAction) -> None:

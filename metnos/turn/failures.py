@@ -42,6 +42,7 @@ class FailureKind(enum.Enum):
     UNUSABLE_ANSWER = "unusable_answer"
     INVALID_ARGUMENTS = "invalid_arguments"
     ACTION_NOT_TAKEN = "action_not_taken"
+    UNVERIFIED_ANSWER = "unverified_answer"
 
 
 # How the turn ended, by kind: failed unless a fence or the user said no
@@ -49,6 +50,7 @@ class FailureKind(enum.Enum):
 STATUS_OF: dict[FailureKind, str] = {
     FailureKind.STEP_REFUSED: "refused",
     FailureKind.NEEDS_INPUTS: "needs_input",
+    FailureKind.UNVERIFIED_ANSWER: "unverified",
 }
 
 # kind -> (final_kind, message template)
@@ -74,6 +76,8 @@ _TABLE: dict[FailureKind, tuple[str, str]] = {
         "error", "The language model could not write a valid call ({detail})."),
     FailureKind.ACTION_NOT_TAKEN: (
         "error", "Not done: the language model stopped before calling {detail}, which the request asks for."),
+    FailureKind.UNVERIFIED_ANSWER: (
+        "unverified", "Unverified: the answer does not hold up against what the steps returned ({detail})."),
 }
 
 

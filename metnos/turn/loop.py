@@ -58,6 +58,7 @@ from metnos.turn.completion import complete_arguments, complete_paths, without_b
 from metnos.turn.errors import TurnError
 from metnos.turn.filler import FILLER_PROMPT, Filler, FillerFailed, has_fillers
 from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
+from metnos.turn.grounding import StepData, check_answer, repair_prompt
 from metnos.turn.guards import DUPLICATE_READ, TurnGuards, targets_of
 from metnos.turn.interrupts import InterruptGate, Interrupted
 from metnos.turn.intent_model import INTENT_PROMPT, extract_intent
@@ -105,7 +106,7 @@ class TurnRequest:
 @dataclass
 class TurnOutcome:
     turn_id: str
-    status: str  # answered | failed | refused | needs_input | interrupted
+    status: str  # answered | failed | refused | needs_input | unverified | interrupted
     answer: str | None = None
     failure: dict[str, Any] | None = None
     steps: int = 0
@@ -170,6 +171,8 @@ class _State:
     online: bool = False
     recovered: bool = False
     escalated: bool = False
+    # The answer was sent back once because it did not hold up against the results (metnos.turn.grounding).
+    grounding_repaired: bool = False
     # The tier the proposer asks now, and the failure it last climbed for.
     tier: str = "wise"
     climbed_for: Any = None
@@ -284,11 +287,13 @@ class TurnLoop:
                 # A plan from the cascade holds its own reads; an online plan proposes its own.
                 self._open(turn, state, request, pool, messages)
             while True:
+                composed = False
                 try:
                     try:
                         answer = self._round(turn, state, request, pool, messages)
                     except _AnswerFromData as found:
                         answer = self._answer_from_data(turn, state, request, pool, found)
+                        composed = True
                     if answer is not None and self._not_acted(state, pool):
                         # A plan (online, or the cascade's) that answers a request for an action
                         # without doing it: the loop's own answers were held to this already.
@@ -301,7 +306,9 @@ class TurnLoop:
                     self.online.escalate(turn, state, request, pool, f"the local loop ended: {end.kind.value} ({end.detail})")
                     continue
                 if answer is not None:
-                    return self._answered(turn, state, answer)
+                    outcome = self._conclude(turn, state, request, messages, answer, repairable=not composed and state.plan is None)
+                    if outcome is not None:
+                        return outcome
         except _EndTurn as end:
             return self._fail(turn, state, end.kind, end.detail)
         except PlanFailed as failed:
@@ -360,6 +367,35 @@ class TurnLoop:
 
     def _shown_home(self, request: TurnRequest) -> str:
         return self.policy.home if request.home is None else request.home
+
+    def _conclude(self, turn: Turn, state: _State, request: TurnRequest, messages: list[Message], answer: str,
+                  *, repairable: bool) -> TurnOutcome | None:
+        """``answered`` only for an answer that holds up against the turn's results
+        (metnos.turn.grounding); one that does not is sent back to the model once
+        (None: the loop goes on), then ends the turn unverified."""
+        steps = [StepData(self._executor_of(state, n), _worked_out(self._executor_of(state, n)), state.observations[n])
+                 for n in self._successes(state)]
+        grounding = check_answer(answer, request=request.text, steps=steps, home=self.shown_home)
+        if grounding.holds:
+            return self._answered(turn, state, answer)
+        self._record(turn, Turn.AnswerUngrounded, round=state.round, text=answer[:2000],
+                     unmatched=list(grounding.unmatched), exactness=grounding.exactness)
+        if repairable and not state.grounding_repaired:
+            state.grounding_repaired = True
+            messages.append(AssistantMessage(text=answer))
+            messages.append(UserMessage(repair_prompt(grounding)))
+            self._commit(turn)
+            return None
+        failure = turn_failure(FailureKind.UNVERIFIED_ANSWER, grounding.summary())
+        self._record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.message,
+                     steps=state.step, status=failure.status)
+        self._commit(turn)
+        return TurnOutcome(str(turn.id), failure.status, answer=answer,
+                           failure={**failure.to_json(), **grounding.to_json()}, steps=state.step)
+
+    @staticmethod
+    def _executor_of(state: _State, step: int) -> str:
+        return state.executed.get(step, ("", ""))[0]
 
     def _answered(self, turn: Turn, state: _State, answer: str) -> TurnOutcome:
         self._record(turn, Turn.TurnAnswered, text=answer, steps=state.step)
@@ -1047,6 +1083,14 @@ def compose_answer(observations: list[dict[str, Any]]) -> str:
         parts.append(orjson.dumps({k: v for k, v in obs.items() if k not in ("ok", "metadata")}).decode())
     text = "\n".join(p.strip("\n") for p in parts).strip()
     return text if len(text) <= ANSWER_LIMIT else text[:ANSWER_LIMIT] + "\n[… cut]"
+
+
+# Verbs whose steps work data out (a slice, a sort, a count), rather than fetch or pass it on.
+_WORKING_OUT_VERBS = frozenset({"extract", "sort", "compute", "group", "classify", "compare"})
+
+
+def _worked_out(executor: str) -> bool:
+    return executor.split("_", 1)[0] in _WORKING_OUT_VERBS
 
 
 def _ms(started: float) -> int:

@@ -29,7 +29,9 @@ def turn_events(capsys, turn_id: str) -> list[dict]:
 def test_read_a_file_and_answer(home: Path, capsys, monkeypatch) -> None:
     (home / "notes").mkdir()
     (home / "notes" / "diary.md").write_text("monday\ntuesday\nwednesday\nthursday\n")
-    with ScriptedLLM([call("read_files", {"paths": ["~/notes/diary.md"]}), text("tuesday, wednesday, thursday")], dialect="openai") as llm:
+    script = [call("read_files", {"paths": ["~/notes/diary.md"]}), call("extract_lines", {"from_step": 1, "last": 3}),
+              text("tuesday, wednesday, thursday")]
+    with ScriptedLLM(script, dialect="openai") as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
         code, out = ask(capsys, "read ~/notes/diary.md and tell me the last three lines")

@@ -1,0 +1,27 @@
+DIARY = "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n"
+
+
+def birth_last_three_of_a_file_ending_with_a_newline(run, tmp):
+    out = run({"entries": [{"path": "/d.md", "content": DIARY}], "last": 3})
+    assert [e["text"] for e in out["entries"]] == ["wed: wind", "thu: snow", "fri: fog"], out
+    assert [e["line"] for e in out["entries"]] == [3, 4, 5]
+    assert out["content"] == "wed: wind\nthu: snow\nfri: fog"
+    assert out["metadata"]["lines_in"] == 5 and out["metadata"]["lines_out"] == 3
+
+
+def birth_first_and_range_and_crlf(run, tmp):
+    out = run({"content": "a\r\nb\r\nc", "first": 1})
+    assert out["content"] == "a"
+    out = run({"content": DIARY, "start": 2, "end": 3})
+    assert out["content"] == "tue: sun\nwed: wind"
+
+
+def birth_more_than_there_is_and_empty(run, tmp):
+    assert run({"content": "x\ny", "last": 10})["content"] == "x\ny"
+    out = run({"content": "", "last": 2})
+    assert out["ok"] is True and out["entries"] == []
+
+
+def birth_needs_one_position_and_a_text(run, tmp):
+    assert run({"content": "x", "first": 1, "last": 1})["error"]["class"] == "NoPosition"
+    assert run({"entries": [{"path": "/x"}], "last": 1})["error"]["class"] == "NoInput"

@@ -1,0 +1,95 @@
+"""Issue 30 item 1 and 2 end to end: a turn is ``answered`` only when its answer holds
+up against what the steps returned, and an exact ask is worked out by a step.
+
+The model is scripted (a real HTTP server on 127.0.0.1); the executors run for real."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from metnos.cli import main
+from tests.support.scripted_llm import ScriptedLLM, call, text
+
+DIARY = "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n"
+ASK = "read ~/notes/diary.md and tell me the last three lines"
+
+
+def ask(capsys, *argv: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = main(["ask", *argv, "--json"])
+    return code, orjson.loads(capsys.readouterr().out)
+
+
+def topics(capsys, turn_id: str) -> list[dict]:
+    capsys.readouterr()
+    main(["events", "--json", "--aggregate", turn_id])
+    return [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def _diary(home: Path) -> None:
+    (home / "notes").mkdir()
+    (home / "notes" / "diary.md").write_text(DIARY)
+
+
+def test_all_five_lines_for_the_last_three_is_never_answered(home: Path, capsys, monkeypatch) -> None:
+    _diary(home)
+    five = "The last three lines are:\n" + DIARY
+    with ScriptedLLM([text(five), text(five)], dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, ASK)
+        assert (code, out["status"]) == (5, "unverified"), out
+        assert out["answer"] == five.strip()
+        assert "no step worked them out" in out["failure"]["exactness"]
+        assert out["failure"]["kind"] == "unverified_answer"
+        # The model was told once what did not hold up.
+        told = [m["content"] for m in llm.requests[1].body["messages"] if m["role"] == "user"][-1]
+        assert "does not match the results" in told and "the last 3 lines" in told
+    events = topics(capsys, out["turn_id"])
+    kinds = [e["topic"].rsplit(".", 1)[-1] for e in events]
+    assert kinds.count("AnswerUngrounded") == 2 and kinds[-1] == "TurnFailed" and "TurnAnswered" not in kinds
+    assert events[-1]["state"]["status"] == "unverified"
+    capsys.readouterr()
+    assert main(["replay", "--all"]) == 0
+
+
+def test_told_once_the_model_works_the_lines_out_and_the_turn_is_answered(home: Path, capsys, monkeypatch) -> None:
+    _diary(home)
+    script = [text("The last three lines are:\n" + DIARY), call("extract_lines", {"from_step": 1, "last": 3}),
+              text("The last three lines are:\nwed: wind\nthu: snow\nfri: fog")]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, ASK)
+        assert (code, out["status"]) == (0, "answered"), out
+        assert out["answer"].splitlines()[1:] == ["wed: wind", "thu: snow", "fri: fog"]
+        assert "extract_lines" in [t["function"]["name"] for t in llm.requests[0].body["tools"]]
+
+
+def test_a_count_found_in_no_result_is_unverified(home: Path, capsys, monkeypatch) -> None:
+    (home / "docs").mkdir()
+    for name in ("a.txt", "b.txt"):
+        (home / "docs" / name).write_text("x")
+    wrong = "There are 7 files in ~/docs, among them c.txt."
+    with ScriptedLLM([call("find_files", {"base_path": "~/docs"}), text(wrong), text(wrong)], dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, "list the files in ~/docs")
+        assert (code, out["status"]) == (5, "unverified"), out
+        assert set(out["failure"]["unmatched"]) == {"7", "c.txt"}
+        assert "'7'" in out["failure"]["message"] and "'c.txt'" in out["failure"]["message"]
+
+
+def test_an_answer_from_the_results_is_answered_first_time(home: Path, capsys, monkeypatch) -> None:
+    (home / "docs").mkdir()
+    for name in ("a.txt", "b.txt"):
+        (home / "docs" / name).write_text("x")
+    with ScriptedLLM([call("find_files", {"base_path": "~/docs"}), text("There are 2 files in ~/docs: a.txt and b.txt.")],
+                     dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, "list the files in ~/docs")
+        assert (code, out["status"]) == (0, "answered"), out
+        assert len(llm.requests) == 2

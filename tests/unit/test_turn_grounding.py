@@ -1,0 +1,83 @@
+"""The grounding check (metnos/turn/grounding.py): what an answer may claim."""
+
+from __future__ import annotations
+
+import pytest
+
+from metnos.turn.grounding import ExactAsk, Grounding, StepData, check_answer, exact_ask, repair_prompt
+
+DIARY = {"ok": True, "entries": [{"path": "~/notes/diary.md", "content": "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n",
+                                  "size": 44, "truncated": False}]}
+READ = StepData("read_files", False, DIARY)
+LAST3 = StepData("extract_lines", True, {"ok": True, "content": "wed: wind\nthu: snow\nfri: fog", "entries": [
+    {"line": 3, "text": "wed: wind"}, {"line": 4, "text": "thu: snow"}, {"line": 5, "text": "fri: fog"}]})
+ASK = "read ~/notes/diary.md and tell me the last three lines"
+FILES = StepData("find_files", False, {"ok": True, "entries": [
+    {"path": "/home/u/notes/a.txt", "name": "a.txt", "size": 120}, {"path": "/home/u/notes/b.md", "name": "b.md", "size": 3000}]})
+NOW = StepData("get_now", False, {"ok": True, "iso": "2026-11-28T15:30:12+00:00", "weekday": "Saturday"})
+
+
+@pytest.mark.parametrize("request_text, expected", [
+    (ASK, ExactAsk("lines", "last", 3)),
+    ("show me the final 3 lines of ~/log.txt", ExactAsk("lines", "last", 3)),
+    ("the last two lines of ~/a.md", ExactAsk("lines", "last", 2)),
+    ("give me the last line of ~/a.md", ExactAsk("lines", "last", 1)),
+    ("what is the first item in the list", ExactAsk("items", "first", 1)),
+    ("dimmi le ultime tre righe di ~/diario.md", ExactAsk("lines", "last", 3)),
+    ("le 2 righe finali di ~/x.txt", ExactAsk("lines", "last", 2)),
+    ("how does ~/a.md end? show the end of the file", ExactAsk("lines", "last", None)),
+    ("which are the 3 largest files in ~/Downloads", ExactAsk("items", "top", 3)),
+    ("what time is it", None),
+    ("how many files are in ~/docs", None),
+    ("read the diary and tell me what it says", None),
+])
+def test_exact_asks_are_read_from_the_form_of_the_request(request_text: str, expected: ExactAsk | None) -> None:
+    assert exact_ask(request_text) == expected
+
+
+def test_the_last_three_lines_must_be_worked_out_by_a_step() -> None:
+    answer = "The last three lines are:\nwed: wind\nthu: snow\nfri: fog"
+    only_read = check_answer(answer, request=ASK, steps=[READ])
+    assert not only_read.holds and "no step worked them out" in only_read.exactness
+    assert check_answer(answer, request=ASK, steps=[READ, LAST3]).holds
+
+
+def test_five_lines_for_the_last_three_do_not_hold_even_after_a_slice() -> None:
+    five = "The last three lines are:\nmon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog"
+    found = check_answer(five, request=ASK, steps=[READ, LAST3])
+    assert found.exactness == "the request asks for the last 3 lines, and the answer gives 5"
+    wrong_three = "- tue: sun\n- wed: wind\n- thu: snow"
+    found = check_answer(wrong_three, request=ASK, steps=[READ, LAST3])
+    assert "'tue: sun' is not among what the step that worked them out returned" in found.exactness
+
+
+def test_numbers_paths_and_items_must_be_in_a_result_or_the_request() -> None:
+    good = "There are 2 files in ~/notes: a.txt (120 bytes) and b.md (3000 bytes)."
+    assert check_answer(good, request="list ~/notes", steps=[FILES], home="/home/u").holds
+    bad = check_answer("There are 3 files: a.txt, c.txt and b.md (3,500 bytes).", request="list ~/notes", steps=[FILES],
+                       home="/home/u")
+    assert bad.unmatched == ("c.txt", "3", "3,500")
+    listed = check_answer("Files:\n- a.txt\n- notes/zeta.pdf\n- b.md", request="list ~/notes", steps=[FILES], home="/home/u")
+    assert listed.unmatched == ("notes/zeta.pdf",)
+
+
+def test_a_clock_reading_may_be_said_on_the_twelve_hour_clock_but_not_changed() -> None:
+    assert check_answer("It is 3:30 PM on Saturday, November 28, 2026.", request="what time is it", steps=[NOW]).holds
+    assert check_answer("It is 4:30 PM.", request="what time is it", steps=[NOW]).unmatched == ("4",)
+
+
+def test_a_quoted_line_must_be_in_a_result() -> None:
+    assert check_answer('It says "wed: wind".', request="what does it say", steps=[READ]).holds
+    assert check_answer('It says "wed: storm".', request="what does it say", steps=[READ]).unmatched == ("wed: storm",)
+
+
+def test_a_count_the_step_made_is_a_number_of_the_results() -> None:
+    # Two entries: "2" is the length of the list find_files returned.
+    assert check_answer("You have 2 files there.", request="how many files in ~/notes", steps=[FILES]).holds
+
+
+def test_an_answer_with_no_claims_holds_and_a_failing_one_names_its_parts() -> None:
+    assert check_answer("Done, the file is saved.", request="save it", steps=[]).holds
+    found = Grounding(unmatched=tuple(str(n) for n in range(10)))
+    assert "and 2 more" in found.summary()
+    assert "'0'" in repair_prompt(found) and "call the tool that does it first" in repair_prompt(found)
