@@ -21,8 +21,9 @@ requests or answers; it is pure, so replay checks an answer the same way.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -342,8 +343,33 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     return Grounding(tuple(unmatched), exactness)
 
 
-def repair_prompt(grounding: Grounding) -> str:
-    """What the model is told when its answer did not hold up (once a turn)."""
+# The verb of the executor that works out each kind of exact ask.
+_VERB_FOR = {"lines": "extract", "items": "sort"}
+
+
+def working_out_call(ask: ExactAsk, offered: Mapping[str, Collection[str]], data_step: int) -> dict[str, Any] | None:
+    """The call that works ``ask`` out of step ``data_step``'s data, from the
+    ``offered`` tools (name -> its argument names): a tool of the right verb, with
+    the ask's count under the argument named for the ask's end ("last": 3), or
+    under "limit". None when no offered tool does it."""
+    verb = _VERB_FOR[ask.what]
+    for name in sorted(offered):
+        if name.split("_", 1)[0] != verb:
+            continue
+        args: dict[str, Any] = {"from_step": data_step}
+        count = ask.count if ask.count is not None else 3
+        slot = next((a for a in (ask.end, "limit") if a in offered[name]), None)
+        if slot is not None:
+            args[slot] = count
+        return {"name": name, "arguments": args}
+    return None
+
+
+def repair_prompt(grounding: Grounding, call: Mapping[str, Any] | None = None) -> str:
+    """What the model is told when its answer did not hold up (once a turn);
+    ``call``, the step that would work out an exact ask, is suggested as such."""
+    how = ("call the tool that does it first" if call is None else
+           f"call {call['name']} first, with arguments {json.dumps(call['arguments'])}, then answer from its result")
     return ("Your answer does not match the results: " + "; ".join(grounding.problems()) + ". "
             "Answer again using only values that appear in the tool results; if something has to be worked out "
-            "(a count, a slice, a sort), call the tool that does it first. If it cannot be done, say so plainly.")
+            f"(a count, a slice, a sort), {how}. If it cannot be done, say so plainly.")

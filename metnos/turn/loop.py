@@ -58,7 +58,7 @@ from metnos.turn.completion import complete_arguments, complete_paths, without_b
 from metnos.turn.errors import TurnError
 from metnos.turn.filler import FILLER_PROMPT, Filler, FillerFailed, has_fillers
 from metnos.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
-from metnos.turn.grounding import StepData, check_answer, repair_prompt
+from metnos.turn.grounding import StepData, check_answer, exact_ask, repair_prompt, working_out_call
 from metnos.turn.guards import DUPLICATE_READ, TurnGuards, targets_of
 from metnos.turn.interrupts import InterruptGate, Interrupted
 from metnos.turn.intent_model import INTENT_PROMPT, extract_intent
@@ -173,6 +173,10 @@ class _State:
     escalated: bool = False
     # The answer was sent back once because it did not hold up against the results (metnos.turn.grounding).
     grounding_repaired: bool = False
+    # ...and it was told to work out an exact ask with a tool: the tools stay offered until a step does.
+    working_out: bool = False
+    # Metnos proposed the step that works an exact ask out itself (once a turn).
+    worked_out_by_runtime: bool = False
     # The tier the proposer asks now, and the failure it last climbed for.
     tier: str = "wise"
     climbed_for: Any = None
@@ -306,7 +310,7 @@ class TurnLoop:
                     self.online.escalate(turn, state, request, pool, f"the local loop ended: {end.kind.value} ({end.detail})")
                     continue
                 if answer is not None:
-                    outcome = self._conclude(turn, state, request, messages, answer, repairable=not composed and state.plan is None)
+                    outcome = self._conclude(turn, state, request, pool, messages, answer, repairable=not composed and state.plan is None)
                     if outcome is not None:
                         return outcome
         except _EndTurn as end:
@@ -368,7 +372,7 @@ class TurnLoop:
     def _shown_home(self, request: TurnRequest) -> str:
         return self.policy.home if request.home is None else request.home
 
-    def _conclude(self, turn: Turn, state: _State, request: TurnRequest, messages: list[Message], answer: str,
+    def _conclude(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str], messages: list[Message], answer: str,
                   *, repairable: bool) -> TurnOutcome | None:
         """``answered`` only for an answer that holds up against the turn's results
         (metnos.turn.grounding); one that does not is sent back to the model once
@@ -382,16 +386,48 @@ class TurnLoop:
                      unmatched=list(grounding.unmatched), exactness=grounding.exactness)
         if repairable and not state.grounding_repaired:
             state.grounding_repaired = True
+            hint = None
+            ask = exact_ask(request.text)
+            if grounding.exactness and ask is not None and steps:
+                state.working_out = True
+                offered = {t.name: set(t.parameters.get("properties", {})) for t in self.catalogue.tools(pool, with_scratchpad=False)}
+                hint = working_out_call(ask, offered, self._successes(state)[-1])
             messages.append(AssistantMessage(text=answer))
-            messages.append(UserMessage(repair_prompt(grounding)))
+            messages.append(UserMessage(repair_prompt(grounding, hint)))
             self._commit(turn)
             return None
+        if grounding.exactness and not state.worked_out_by_runtime:
+            worked = self._work_out(turn, state, request, pool)
+            if worked is not None:
+                return self._conclude(turn, state, request, pool, messages, worked, repairable=False)
         failure = turn_failure(FailureKind.UNVERIFIED_ANSWER, grounding.summary())
         self._record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.message,
                      steps=state.step, status=failure.status)
         self._commit(turn)
         return TurnOutcome(str(turn.id), failure.status, answer=answer,
                            failure={**failure.to_json(), **grounding.to_json()}, steps=state.step)
+
+    def _work_out(self, turn: Turn, state: _State, request: TurnRequest, pool: list[str]) -> str | None:
+        """The exact ask the answers missed, worked out by a step Metnos proposes itself
+        (the call the tool's own arguments give, on the last good step's data), and the
+        answer composed from its result; None when no offered tool does it or it failed."""
+        state.worked_out_by_runtime = True
+        ask = exact_ask(request.text)
+        good = self._successes(state)
+        if ask is None or not good:
+            return None
+        offered = {t.name: set(t.parameters.get("properties", {})) for t in self.catalogue.tools(pool, with_scratchpad=False)}
+        proposed = working_out_call(ask, offered, good[-1])
+        if proposed is None:
+            return None
+        state.step += 1
+        call = ToolCall(id="working-out", name=proposed["name"], arguments=proposed["arguments"])
+        observation, others = self._step(turn, state, request, pool, call, "working_out")
+        self._commit(turn, *others)
+        if observation.get("ok") is False:
+            return None
+        self._record(turn, Turn.AnswerComposed, from_steps=[state.step], reason="exact_ask")
+        return _listing(observation, self.shown_home)
 
     @staticmethod
     def _executor_of(state: _State, step: int) -> str:
@@ -430,7 +466,7 @@ class TurnLoop:
             if higher is not None:
                 self._record(turn, Turn.TierEscalated, round=state.round, from_tier=state.tier, to_tier=higher, reason=state.problem[1])
                 state.tier = higher
-        words_only = state.final_only or self._answer_only(state, pool)
+        words_only = (state.final_only or self._answer_only(state, pool)) and not state.working_out
         # Asked for words only, the model still sees the tools of the round before, with
         # tool_choice "none": the prompt keeps that round's prefix, which the server's prompt
         # cache reuses, where a prompt without tools is evaluated again from its first token.
@@ -867,6 +903,8 @@ class TurnLoop:
         succeeded = result.ok and result.observation.get("ok") is not False
         state.observations[step] = result.observation
         state.executed[step] = (name, result.version)
+        if _worked_out(name):
+            state.working_out = False
         state.acted = state.acted or (succeeded and self._acts(name))
         spilled = spill(result.observation, turn_id=str(turn.id), step=step, threshold_bytes=self.settings.scratchpad_threshold_bytes)
         if spilled.spilled:
@@ -1091,6 +1129,19 @@ _WORKING_OUT_VERBS = frozenset({"extract", "sort", "compute", "group", "classify
 
 def _worked_out(executor: str) -> bool:
     return executor.split("_", 1)[0] in _WORKING_OUT_VERBS
+
+
+def _listing(observation: dict[str, Any], home: str) -> str:
+    """A worked-out result as an answer: its text, or one line an entry (its text,
+    content or path, paths in the home written ``~/...``)."""
+    content = observation.get("content")
+    if isinstance(content, str) and content.strip():
+        return content.strip("\n")
+    lines = []
+    for entry in observation.get("entries") or []:
+        value = next((entry[k] for k in ("text", "content", "path", "name") if isinstance(entry, dict) and entry.get(k) is not None), entry)
+        lines.append(_home_relative(value, home.rstrip("/")) if isinstance(value, str) else orjson.dumps(value).decode())
+    return "\n".join(str(line) for line in lines) if lines else compose_answer([observation])
 
 
 def _ms(started: float) -> int:
