@@ -199,6 +199,10 @@ def summarize(runs: list[TaskRun]) -> dict[str, Any]:
         "tasks": len(runs),
         "passed": sum(r.passed for r in runs),
         "pass_rate": round(sum(r.passed for r in runs) / len(runs), 3) if runs else 0.0,
+        # Of the runs that said they answered, how many the checker finds right: what "answered" is worth.
+        "answered": len(answered := [r for r in runs if r.status == "answered"]),
+        "wrong_answered": sum(not r.passed for r in answered),
+        "answered_precision": round(sum(r.passed for r in answered) / len(answered), 3) if answered else 0.0,
         "median_s": round(statistics.median(secs), 2) if secs else 0.0,
         "p90_s": round(p90(secs), 2),
         "median_steps": statistics.median([r.steps for r in runs]) if runs else 0,
@@ -222,6 +226,8 @@ def print_table(summary: dict[str, dict[str, Any]], runs: list[TaskRun], tasks: 
         print(f"{t.id:<26}" + "".join(cells))
     print()
     rows = [("passed", lambda m: f"{m['passed']}/{m['tasks']}"), ("pass rate", lambda m: f"{100 * m['pass_rate']:.0f}%"),
+            ("answered", lambda m: f"{m.get('answered', '-')}"), ("wrong answered", lambda m: f"{m.get('wrong_answered', '-')}"),
+            ("answered precision", lambda m: f"{100 * m.get('answered_precision', 0):.0f}%"),
             ("median s/task", lambda m: f"{m['median_s']:.1f}"), ("p90 s/task", lambda m: f"{m['p90_s']:.1f}"),
             ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tok", lambda m: f"{m['median_prompt_tokens']:.0f}"),
             ("total prompt tok", lambda m: f"{m['total_prompt_tokens']}"),
@@ -238,6 +244,8 @@ def markdown(report: dict[str, Any]) -> str:
     """The summary of a saved report as a Markdown table, for docs/benchmarks.md."""
     systems = report["systems"]
     rows = [("tasks run", lambda m: f"{m['tasks']}"), ("passed", lambda m: f"{m['passed']} ({100 * m['pass_rate']:.0f}%)"),
+            ("answered, of them wrong", lambda m: f"{m.get('answered', '-')}, {m.get('wrong_answered', '-')}"),
+            ("precision of answered", lambda m: f"{100 * m.get('answered_precision', 0):.1f}%"),
             ("median s/task", lambda m: f"{m['median_s']:.1f}"), ("p90 s/task", lambda m: f"{m['p90_s']:.1f}"),
             ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tokens", lambda m: f"{m['median_prompt_tokens']:.0f}"),
             ("median model calls", lambda m: f"{m.get('median_model_calls', '-')}"),

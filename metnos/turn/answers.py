@@ -65,11 +65,16 @@ def _json_of(text: str) -> Any:
 
 
 def _echoes(value: Any, observations: Iterable[Mapping[str, Any]]) -> bool:
-    """``value`` is an observation, or one of an observation's top-level values."""
+    """``value`` is an observation, one of an observation's top-level values, or
+    JSON made of an observation's values (the 1.5B answered ``{"content": "..."}``
+    with the content a step returned)."""
+    observations = list(observations)
     for obs in observations:
         if value == obs or (isinstance(value, (dict, list)) and value in obs.values()):
             return True
-    return False
+    said = [leaf for leaf in _leaves(value) if leaf.strip()] if isinstance(value, (dict, list)) else []
+    held = [leaf for obs in observations for leaf in _leaves(obs)]
+    return bool(said) and all(any(leaf.strip() in h for h in held) for leaf in said)
 
 
 def _longest_run(a: list[str], b: list[str]) -> int:

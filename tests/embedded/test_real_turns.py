@@ -121,6 +121,32 @@ def test_read_a_file_and_answer_from_it(session: Session, capsys: pytest.Capture
     assert "quokka" in orjson.dumps(observation).decode()
     # Only the file says "quokka"; the words around it are the model's own.
     assert "quokka" in out["answer"].lower(), out["answer"]
+    # Exactly the last three lines: asked for three, the model once gave all five.
+    assert_lines(out["answer"], DIARY.splitlines()[-3:])
+
+
+def assert_lines(answer: str, wanted: list[str]) -> None:
+    """The answer gives exactly ``wanted`` of the diary's lines, in order, and no other."""
+    given = [line for line in DIARY.splitlines() if line.split(":")[1].strip().rstrip(".").lower() in answer.lower()]
+    assert given == wanted, (answer, wanted)
+
+
+# Rewordings of the README's example, in both languages the seeds' descriptions cover.
+REWORDINGS = [
+    ("read ~/notes/diary.md and tell me the last two lines", -2),
+    ("show me the final 3 lines of ~/notes/diary.md", -3),
+    ("what is the last line of ~/notes/diary.md?", -1),
+    ("dimmi le ultime tre righe di ~/notes/diary.md", -3),
+    ("give me the first line of ~/notes/diary.md", 1),
+]
+
+
+@pytest.mark.parametrize("request_text, lines", REWORDINGS)
+def test_the_readme_example_reworded_gives_exactly_the_lines_asked(session: Session, capsys: pytest.CaptureFixture[str],
+                                                                   request_text: str, lines: int) -> None:
+    out = ask(session, capsys, f"reworded {lines}", request_text)
+    diary = DIARY.splitlines()
+    assert_lines(out["answer"], diary[lines:] if lines < 0 else diary[:lines])
 
 
 def test_what_time_is_it(session: Session, capsys: pytest.CaptureFixture[str]) -> None:
@@ -141,8 +167,8 @@ def test_list_the_files_in_a_folder(session: Session, capsys: pytest.CaptureFixt
 
 
 def test_the_recorded_turns_replay_clean(session: Session, capsys: pytest.CaptureFixture[str]) -> None:
-    if len(session.turns) < 3:
-        pytest.skip("replay needs the three turns above (run the whole module)")
+    if len(session.turns) < 3 + len(REWORDINGS):
+        pytest.skip("replay needs the turns above (run the whole module)")
     capsys.readouterr()
     code = main(["replay", "--all"])
     report = capsys.readouterr()

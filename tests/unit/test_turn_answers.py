@@ -26,6 +26,9 @@ OBS = [{"ok": True, "content": "alpha\nbeta", "entries": [{"path": "/h/a.md", "c
     ('Step 2 returned:\n{"entries":[{"modified":"2026-11-24T23:01:47+00:00","name":"invoice_april.pdf"', RAW_TOOL_OUTPUT),
     ('Here is the result:\n```json\n{"ok": true, "content": "alpha"}\n```', RAW_TOOL_OUTPUT),
     ('The files are:\n[{"path": "/h/a.md", "content": "alpha\\nbeta"}]', RAW_TOOL_OUTPUT),
+    # JSON made of a step's values, not the step's own object: what the 1.5B answered for the last lines.
+    ('```json\n{"content": "alpha\\nbeta"}\n```', RAW_TOOL_OUTPUT),
+    ('{"lines": ["alpha", "beta"]}', RAW_TOOL_OUTPUT),
 ])
 def test_non_answers_are_named(text: str, reason: str) -> None:
     assert answer_problem(text, TOOLS, OBS) == reason
@@ -38,6 +41,7 @@ def test_non_answers_are_named(text: str, reason: str) -> None:
     "files_total is not a tool, and this is an answer",
     "The files are:\n- invoice_april.pdf\n- invoice_may.pdf",  # a lead-in over a list in words is an answer
     "The settings are:\n{retries: 3} is what the file says, so three retries.",
+    '{"summary": "gamma"}',  # JSON the steps did not give: an answer, checked for grounding elsewhere
 ])
 def test_answers_pass(text: str) -> None:
     assert answer_problem(text, TOOLS, OBS) is None
