@@ -175,6 +175,8 @@ class _State:
     grounding_repaired: bool = False
     # ...and it was told to work out an exact ask with a tool: the tools stay offered until a step does.
     working_out: bool = False
+    # The exact ask of the request (metnos.turn.grounding), if it makes one.
+    exact: Any = None
     # Metnos proposed the step that works an exact ask out itself (once a turn).
     worked_out_by_runtime: bool = False
     # The tier the proposer asks now, and the failure it last climbed for.
@@ -256,6 +258,7 @@ class TurnLoop:
             pure=frozenset(n for n in self.catalogue.executors if not self._acts(n)),
         ))
         state.tier = self.online.config.proposer_tier if request.runtime is not None else request.tier
+        state.exact = exact_ask(request.text)
         with self.interrupts.deferring():
             try:
                 return self._run(turn, state, request)
@@ -514,6 +517,10 @@ class TurnLoop:
                         # Asked twice to answer a request that changes nothing, it asks for
                         # a tool again: the answer is what the good steps produced.
                         raise _AnswerFromData(good, "no_answer_after_data")
+                    if problem == "raw_tool_output" and good and not self._actions_offered(pool):
+                        # Asked twice for words, it hands back a step's data as JSON again (the 1.5B,
+                        # after slicing the lines asked for): the answer is the data the chain ended with.
+                        raise _AnswerFromData((good[-1],), "raw_output_repeated")
                     raise _EndTurn(FailureKind.UNUSABLE_ANSWER, REASONS[problem])
                 state.answer_corrections += 1
                 self._record(turn, Turn.AnswerRejected, round=state.round, reason=problem, text=text[:2000])
@@ -582,6 +589,9 @@ class TurnLoop:
         if self._actions_offered(pool):
             return False
         if state.read_again or state.model_steps >= READ_ONLY_MODEL_STEPS:
+            return True
+        if state.exact is not None and any(_worked_out(self._executor_of(state, n)) for n in self._successes(state)):
+            # The exact ask is worked out: slicing the slice again gives nothing new (the 1.5B sliced three times).
             return True
         # A chain goes on from a list (filter it, sort it, count it); a single value (the
         # time, a sum, a description) is what the answer says. Offered tools after one,
