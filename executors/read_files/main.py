@@ -41,7 +41,8 @@ def _read_one(raw, ctx, max_bytes, encoding):
     truncated = len(data) > max_bytes
     # A cut may split a multi-byte character: replace, never fail on it.
     text = data[:max_bytes].decode(encoding, errors="replace")
-    return {"path": path, "content": text, "size": size, "truncated": truncated}
+    # Its lines counted here, so that "how many lines" is a figure a step gave, not the model's count.
+    return {"path": path, "content": text, "size": size, "truncated": truncated, "lines": len(text.splitlines())}
 
 
 def run(args, ctx):

@@ -403,6 +403,10 @@ class TurnLoop:
             worked = self._work_out(turn, state, request, pool)
             if worked is not None:
                 return self._conclude(turn, state, request, pool, messages, worked, repairable=False)
+        if self.online.escalates_on_failure(request, state, cap=False):
+            # A hybrid turn's local answer that does not hold up is a local failure like any other.
+            self.online.escalate(turn, state, request, pool, f"the local answer did not hold up: {grounding.summary()}")
+            return None
         failure = turn_failure(FailureKind.UNVERIFIED_ANSWER, grounding.summary())
         self._record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.message,
                      steps=state.step, status=failure.status)

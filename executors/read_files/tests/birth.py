@@ -4,6 +4,7 @@ def birth_reads_one_file(run, tmp):
     out = run({"paths": ["~/notes/diary.md"]})
     assert out["ok"], out
     assert out["content"] == "uno\ndue\ntre\n"
+    assert out["entries"][0]["lines"] == 3
     assert out["entries"][0]["size"] == 12 and out["entries"][0]["truncated"] is False
 
 
