@@ -10,8 +10,8 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   (:mod:`metnos.turn.intent`): a named file brings read_files, a folder
   find_files, a URL get_urls, when the catalogue has them.
 * An executor with side effects stays only when the request names its
-  action: one of its action tags (:attr:`PrefilterIndex.action_tags`) or its
-  own name is in the request. The others are withheld, and the ranking says
+  action: one of its action tags (:attr:`PrefilterIndex.action_tags`), in any
+  form (:mod:`metnos.turn.asked`), or its own name is in the request. The others are withheld, and the ranking says
   which and why. One whose action the request names comes in even when the
   ranking cut it ("fetch the page, save it to X": ``save`` is write_files's,
   which tied with two others past the pre-filter's K).
@@ -19,6 +19,14 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   (one of its affinity phrases, or its name): their descriptions share
   everyday verbs ("list", "show", "run") with requests about files, and a
   small model given ``list_recurring`` for "list the files in ~/x" calls it.
+
+With ``[turn] offer = "catalogue"`` (``METNOS_ENGINE_OFFER``, the default)
+every executor the two rules above leave is offered, not only the ranked
+ones, when they fit in the pool (``via: "catalogue"``; the ``offer`` field
+says which was made and, if the shortlist, why): on the 420 written requests
+of bench/shortlist_requests.jsonl it finds what a request needs far more often
+than the ranking (docs/benchmarks.md). ``offer = "shortlist"`` keeps the
+ranking, completed.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.turn.intent_model`) join too, before the rule on side effects,
@@ -38,13 +46,11 @@ from metnos.turn.catalogue import BUILTIN_AFFINITY
 from metnos.turn.asked import AskedAction
 from metnos.turn.intent import named_targets
 from metnos.turn.prefilter import PrefilterIndex
+from metnos.turn.settings import OFFERS
 from metnos.turn.text import content_tokens
 
 # executor -> which of the request's named targets it reads
 NAMED_SOURCES: tuple[tuple[str, str], ...] = (("read_files", "files"), ("find_files", "folders"), ("get_urls", "urls"))
-
-
-OFFERS = ("catalogue", "shortlist")
 
 
 def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: str,
@@ -76,8 +82,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     # only as written: in another form they are everyday words ("week", "day").
     words = content_tokens(request_text)
     asked = {name: action for name, action in index.actions.asked(request_text).items() if name not in BUILTIN_AFFINITY}
-    asked.update({name: AskedAction(name, tuple(sorted(tag)), tuple(sorted(tag))) for name in BUILTIN_AFFINITY
-                  for tag in index.action_tags.get(name, ())[:1] if any(t <= words for t in index.action_tags[name])})
+    for name in BUILTIN_AFFINITY:
+        cadence = next((tag for tag in index.action_tags.get(name, ()) if tag <= words), None)
+        if cadence is not None:
+            asked[name] = AskedAction(name, tuple(sorted(cadence)), tuple(sorted(cadence)))
     lowered = request_text.casefold()
     for entry in index.entries:
         action = asked.get(entry.name)
@@ -92,10 +100,12 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         return None
 
     if offer == "catalogue":
-        whole = [e.name for e in index.entries if e.name in in_pool or withheld_because({"name": e.name}) is None]
+        by_name = {c["name"]: c for c in candidates}
+        whole = [e.name for e in index.entries if withheld_because(by_name.get(e.name, {"name": e.name})) is None]
         if len(whole) <= (pool_size if pool_size is not None else len(index.entries)):
-            for name in whole:
+            for name in [e.name for e in index.entries]:
                 if name not in in_pool:
+                    # Those not in ``whole`` are withheld below, and so listed with why.
                     add(name, "catalogue")
             out["offer"] = {"asked": "catalogue", "made": "catalogue", "size": len(whole)}
         else:
