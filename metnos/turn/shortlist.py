@@ -20,13 +20,13 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   everyday verbs ("list", "show", "run") with requests about files, and a
   small model given ``list_recurring`` for "list the files in ~/x" calls it.
 
-With ``[turn] offer = "catalogue"`` (``METNOS_ENGINE_OFFER``, the default)
+With ``[turn] offer = "catalogue"`` (``METNOS_ENGINE_OFFER``)
 every executor the two rules above leave is offered, not only the ranked
 ones, when they fit in the pool (``via: "catalogue"``; the ``offer`` field
 says which was made and, if the shortlist, why): on the 420 written requests
 of bench/shortlist_requests.jsonl it finds what a request needs far more often
-than the ranking (docs/benchmarks.md). ``offer = "shortlist"`` keeps the
-ranking, completed.
+than the ranking, for about 230 more tokens of first prompt (docs/benchmarks.md).
+``offer = "shortlist"``, the default, keeps the ranking, completed.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.turn.intent_model`) join too, before the rule on side effects,
