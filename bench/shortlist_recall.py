@@ -19,7 +19,22 @@ runtime. The agent benchmark's tasks (bench/agent_suite.py) are measured too,
 with the needs judged here (``AGENT_NEEDS``); those requests were not used to
 choose any rule or tag, so their figures are held out.
 
-Run: PYTHONPATH=$PWD python3 bench/shortlist_recall.py [--pool N] [--json out.json] [--misses]
+Issue 30, item 6: bench/shortlist_requests.jsonl holds 420 requests written
+as people write them (70 tasks, six wordings each: a plain one, another verb,
+a typo, a casual one, two in Italian), each with the executors it needs and
+whether it is read-only, written before the affinity tags were read and split
+by task into a dev half (looked at while improving the rules) and a held-out
+half (never looked at). On it three offers are compared: the shortlist, the
+whole catalogue when it fits the pool (``[turn] offer = "catalogue"``, side
+effects the request does not ask for still withheld), and the whole catalogue
+with nothing withheld (the ceiling of recall). Recall is given per request
+(every needed executor offered) and per needed executor. With ``--tokens
+MODEL.gguf`` the first prompt of each request is sized for both offers with
+the model's own tokenizer and Metnos's chat template (bench/prompt_tokens.py,
+no model started), against the 600 tokens of bench/first_prompt.py.
+
+Run: PYTHONPATH=$PWD python3 bench/shortlist_recall.py [--pool N] [--json out.json] [--misses [dev]]
+                                                        [--tokens MODEL.gguf]
 """
 
 from __future__ import annotations
@@ -36,7 +51,7 @@ sys.path.insert(0, str(REPO))
 from metnos.executors.manifest import load_manifest  # noqa: E402
 from metnos.turn.catalogue import builtin_tools, catalogue_entry  # noqa: E402
 from metnos.turn.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
-from metnos.turn.settings import DEFAULT_POOL_SIZE  # noqa: E402
+from metnos.turn.settings import DEFAULT_POOL_SIZE, OFFERS  # noqa: E402
 from metnos.turn.shortlist import shortlist  # noqa: E402
 
 
@@ -102,6 +117,155 @@ REQUESTS: tuple[Request, ...] = (
     R("list my scheduled reminders", "list_recurring"),
     R("find the csv files in ~/data and tell me how many there are", "find_files", "compute_entries"),
 )
+
+
+REQUEST_SET = REPO / "bench" / "shortlist_requests.jsonl"
+SPLITS = ("dev", "held_out")
+FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_prompt.py
+
+
+@dataclass(frozen=True)
+class Written:
+    """A request of bench/shortlist_requests.jsonl."""
+
+    task: str
+    split: str
+    lang: str
+    form: str
+    text: str
+    needs: frozenset[str]
+    read_only: bool
+
+
+def written_requests(path: Path = REQUEST_SET) -> list[Written]:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if row["split"] not in SPLITS:
+            raise ValueError(f"{path}:{n}: split must be one of {SPLITS}, not {row['split']!r}")
+        rows.append(Written(row["task"], row["split"], row["lang"], row["form"], row["text"], frozenset(row["needs"]),
+                            bool(row["read_only"])))
+    return rows
+
+
+def offered(index: PrefilterIndex, text: str, *, pool: int, variant: str) -> list[str]:
+    """The executors ``variant`` offers for ``text``: one of OFFERS, "ranking" or "everything"."""
+    if variant == "ranking":
+        return [c.name for c in index.query(text, pool_size=pool).candidates]
+    if variant == "everything":
+        return [e.name for e in index.entries]
+    return [c["name"] for c in shortlist(index, text, pool_size=pool, offer=variant)["candidates"]]
+
+
+def written_figures(rows: list[Written], pools: dict[str, list[str]], side_effecting: frozenset[str]) -> dict:
+    """Recall per request and per needed executor, side effects offered to read-only requests."""
+    per_executor: dict[str, list[int]] = {}
+    whole = needed = met = 0
+    misses, offers = [], []
+    for r in rows:
+        got = set(pools[r.text])
+        missing = r.needs - got
+        whole += not missing
+        needed += len(r.needs)
+        met += len(r.needs) - len(missing)
+        for name in r.needs:
+            per_executor.setdefault(name, [0, 0])
+            per_executor[name][0] += name in got
+            per_executor[name][1] += 1
+        if missing:
+            misses.append({"split": r.split, "text": r.text, "missing": sorted(missing)})
+        if r.read_only and got & side_effecting:
+            offers.append({"split": r.split, "text": r.text, "side_effects": sorted(got & side_effecting)})
+    read_only = sum(r.read_only for r in rows)
+    return {
+        "requests": len(rows), "recall": whole / len(rows), "needed": needed, "recall_per_executor": met / needed,
+        "read_only": read_only, "side_effects_offered": len(offers) / read_only if read_only else 0.0,
+        "mean_pool": sum(len(pools[r.text]) for r in rows) / len(rows),
+        "per_executor": {name: f"{a}/{b}" for name, (a, b) in sorted(per_executor.items())},
+        "misses": misses, "offered": offers,
+    }
+
+
+VARIANTS = (("ranking only (baseline)", "ranking"), ("shortlist", "shortlist"),
+            ("whole catalogue when it fits", "catalogue"), ("whole catalogue, nothing withheld", "everything"))
+
+
+def measure_written(index: PrefilterIndex, side_effecting: frozenset[str], pool: int,
+                    rows: list[Written] | None = None) -> dict:
+    rows = written_requests() if rows is None else rows
+    report: dict = {}
+    for label, variant in VARIANTS:
+        pools = {r.text: offered(index, r.text, pool=pool, variant=variant) for r in rows}
+        report[label] = {part: written_figures([r for r in rows if part == "all" or r.split == part], pools, side_effecting)
+                         for part in ("all", *SPLITS)}
+    return report
+
+
+def prompt_tokens(model: Path, rows: list[Written], pool: int) -> dict:
+    """Each request's first prompt (system prompt, request, tools in the first round's form) in tokens,
+    for the shortlist and for the whole catalogue when it fits, on the real turn catalogue."""
+    import statistics
+
+    from bench._turns import fresh_workspace
+    from bench.prompt_tokens import GGUFTokenizer, render
+    from metnos.llm.embedded import chat_template_path
+    from metnos.llm.openai_compat import encode_tool
+    from metnos.runtime import Runtime
+    from metnos.turn.prompt import PLANNER_PROMPT
+    from metnos.turn.session import turn_catalogue
+
+    tokenizer = GGUFTokenizer(model)
+    template = chat_template_path().read_text(encoding="utf-8")
+    root = fresh_workspace("metnos-bench-shortlist-")
+    try:
+        with Runtime.boot(birth=False) as rt:
+            cat = turn_catalogue(rt)
+    finally:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+    def size(text: str, names: list[str]) -> int:
+        messages = [{"role": "system", "content": PLANNER_PROMPT}, {"role": "user", "content": text}]
+        tools = [encode_tool(t) for t in cat.tools(names, with_scratchpad=False, step_refs=False)]
+        return tokenizer.count(render(template, messages, tools))
+
+    out: dict = {"limit": FIRST_PROMPT_LIMIT}
+    everything = [*cat.executors, *cat.builtins]
+    out["every tool of the catalogue"] = size("what time is it", everything)
+    out["every executor"] = size("what time is it", list(cat.executors))
+    out["every executor without side effects"] = size("what time is it",
+                                                      [n for n, te in cat.executors.items() if not te.entry.side_effects])
+    for variant in OFFERS:
+        sizes = [size(r.text, offered(cat.index, r.text, pool=pool, variant=variant)) for r in rows]
+        out[variant] = {"median": statistics.median(sizes), "max": max(sizes),
+                        "over_limit": sum(s > FIRST_PROMPT_LIMIT for s in sizes) / len(sizes)}
+    return out
+
+
+def print_written(report: dict, misses: str | None) -> None:
+    print(f"bench/shortlist_requests.jsonl: recall per request (per needed executor), side effects offered to "
+          f"read-only requests, mean pool; by split")
+    print(f"  {'variant':<36} {'part':<9} {'recall':>7} {'(per exec.)':>11} {'side eff.':>10} {'pool':>5}")
+    for label, parts in report.items():
+        for part, m in parts.items():
+            print(f"  {label:<36} {part:<9} {m['recall']:>7.1%} {m['recall_per_executor']:>11.1%} "
+                  f"{m['side_effects_offered']:>10.1%} {m['mean_pool']:>5.1f}")
+    short, whole = report["shortlist"]["all"], report["whole catalogue when it fits"]["all"]
+    print(f"  whole catalogue when it fits against the shortlist: recall x{whole['recall'] / short['recall']:.2f} "
+          f"({short['recall']:.1%} -> {whole['recall']:.1%}), side effects offered "
+          f"{short['side_effects_offered']:.1%} -> {whole['side_effects_offered']:.1%}")
+    for label in ("shortlist", "whole catalogue when it fits"):
+        print(f"  {label}, per executor: " + ", ".join(f"{k} {v}" for k, v in report[label]["all"]["per_executor"].items()))
+    if misses:
+        for label in ("shortlist", "whole catalogue when it fits"):
+            m = report[label][misses]
+            for miss in m["misses"]:
+                print(f"    [{label}] misses {', '.join(miss['missing'])}: {miss['text']}")
+            for o in m["offered"]:
+                print(f"    [{label}] offers {', '.join(o['side_effects'])}: {o['text']}")
 
 
 def catalogue() -> list[CatalogueEntry]:
@@ -177,7 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL_SIZE)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--misses", action="store_true", help="print the requests each variant misses")
+    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "all"),
+                        help="print the requests each variant misses (of the written set: this part, dev by default)")
+    parser.add_argument("--tokens", type=Path, metavar="MODEL.gguf",
+                        help="size each written request's first prompt with this model's tokenizer")
     args = parser.parse_args(argv)
 
     entries = catalogue()
@@ -192,8 +359,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         ranked = {r.text: [c.name for c in index.query(r.text, pool_size=args.pool).candidates] for r in requests}
         listed = {r.text: [c["name"] for c in shortlist(index, r.text, pool_size=args.pool)["candidates"]] for r in requests}
+        whole = {r.text: offered(index, r.text, pool=args.pool, variant="catalogue") for r in requests}
         report["sets"][label] = {"ranking only (baseline)": measure(requests, ranked, side_effecting),
-                                 "shortlist": measure(requests, listed, side_effecting)}
+                                 "shortlist": measure(requests, listed, side_effecting),
+                                 "whole catalogue when it fits": measure(requests, whole, side_effecting)}
     for label, variants in report["sets"].items():
         print(f"{label}: {next(iter(variants.values()))['requests']} requests, catalogue of {len(entries)}, pool {args.pool}")
         print(f"  {'variant':<26} {'recall':>8} {'side effects offered':>22} {'mean pool':>10}")
@@ -208,6 +377,17 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"    [{name}] misses {', '.join(miss['missing'])}: {miss['text']}")
                 for o in m["offered"]:
                     print(f"    [{name}] offers {', '.join(o['side_effects'])}: {o['text']}")
+    rows = written_requests()
+    report["written"] = measure_written(index, side_effecting, args.pool, rows)
+    print_written(report["written"], args.misses)
+    if args.tokens:
+        tokens = report["first_prompt_tokens"] = prompt_tokens(args.tokens, rows, args.pool)
+        print(f"first prompt in tokens ({args.tokens.name}; limit {tokens['limit']}): every tool of the catalogue "
+              f"{tokens['every tool of the catalogue']}, every executor {tokens['every executor']}, every executor "
+              f"without side effects {tokens['every executor without side effects']} (request: what time is it)")
+        for variant in OFFERS:
+            t = tokens[variant]
+            print(f"  {variant:<10} median {t['median']:.0f}, max {t['max']}, over the limit {t['over_limit']:.1%}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0

@@ -60,6 +60,7 @@ class TurnConfig(BaseModel):
     cap_same_vectorial: int | None = None
     scratchpad_threshold_bytes: int | None = None
     opening_reads: bool | None = None
+    offer: str | None = None
 
     def given(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

@@ -60,6 +60,7 @@ class MetnosSettings(BaseSettings):
     CASCADE_COSINE: float = Field(default=0.8, gt=0, le=1, allow_inf_nan=False)
     CASCADE_MIN_SUCCESSES: int = Field(default=2, ge=1)
     OPENING_READS: bool = _DEFAULT_TURN.opening_reads
+    ENGINE_OFFER: str = _DEFAULT_TURN.offer
 
     @field_validator("LLM_URL")
     @classmethod

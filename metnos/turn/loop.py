@@ -278,7 +278,8 @@ class TurnLoop:
         if record is not None:
             ranking = apply_boost(ranking, record)
         # What the request names brings its source; side effects it does not ask for are withheld.
-        ranking = complete_shortlist(ranking, self.catalogue.index, request.text, self._intent_tools(turn, request))
+        ranking = complete_shortlist(ranking, self.catalogue.index, request.text, self._intent_tools(turn, request),
+                                     offer=self.settings.offer, pool_size=self.settings.pool_size)
         self._record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=_ms(started))
         self._commit(turn)
         state.plan = self._consult_plans(turn, request)

@@ -48,8 +48,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from metnos.turn.asked import ActionWords
 from metnos.turn.errors import TurnError
 from metnos.turn.text import STOPWORDS, content_tokens
+from metnos.turn.wording import Lexicon
 
 AFFINITY_UNITS = 4  # 2 points, in half-point units
 DESCRIPTION_UNITS = 1  # 0.5 points
@@ -196,7 +198,7 @@ class _Phrase:
 class PrefilterIndex:
     """An inverted index over a catalogue. Immutable once built."""
 
-    __slots__ = ("entries", "_aff", "_desc", "_aff_sets", "_desc_sets", "_phrases", "action_tags")
+    __slots__ = ("entries", "_aff", "_desc", "_aff_sets", "_desc_sets", "_phrases", "action_tags", "actions")
 
     def __init__(self, entries: Iterable[CatalogueEntry]) -> None:
         ordered = sorted(entries, key=lambda e: e.name)
@@ -240,6 +242,7 @@ class PrefilterIndex:
         self._aff = aff
         self._desc = desc
         self.action_tags = _action_tags(self.entries)
+        self.actions = ActionWords(self.action_tags)
         self._aff_sets = tuple(aff_sets)
         self._desc_sets = tuple(desc_sets)
         self._phrases = phrases
@@ -335,23 +338,35 @@ class PrefilterIndex:
 def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset[str], ...]]:
     """For each executor with side effects, the tags that name its action: each
     one a set of words that must all be in a request. A one-word tag counts
-    only if no executor without side effects has that word among its tags
-    ("files" names what delete_files works on, not that the user wants
-    anything deleted); a multi-word tag counts whole ("every monday"). The
-    verb of the executor's name counts like a one-word tag."""
-    read_only: set[str] = set()
+    only if no executor without side effects has that word (in any form,
+    :mod:`metnos.turn.wording`) among its tags ("files" names what
+    delete_files works on, not that the user wants anything deleted); a
+    multi-word tag counts whole ("every monday"). The verb of the executor's
+    name counts like a one-word tag, and so does a word of its one-line
+    summary that its long description repeats and that no executor without
+    side effects uses anywhere: the summary says what it does ("Write text to
+    files: create new ones, overwrite or append"), the description confirms
+    which words are its operations ("'overwrite' replaces it") and which are
+    filler ("new")."""
+    tagged: set[str] = set()
+    described: set[str] = set()
     for entry in entries:
         if not entry.side_effects:
+            tagged |= set(entry.name.split("_"))
             for tag in entry.affinity:
-                read_only |= content_tokens(tag)
+                tagged |= content_tokens(tag)
+            described |= content_tokens(entry.description_text())
+    by_tags, anywhere = Lexicon(tagged), Lexicon(tagged | described)
     found: dict[str, tuple[frozenset[str], ...]] = {}
     for entry in entries:
         if not entry.side_effects:
             continue
+        own = content_tokens(" ".join(text for _, text in entry.descriptions if text != entry.summary))
+        summary = [w for w in sorted(content_tokens(entry.summary) & own) if not anywhere.meets(w, typos=False)]
         tags: list[frozenset[str]] = []
-        for tag in (*entry.affinity, entry.name.split("_", 1)[0]):
+        for tag in (*entry.affinity, entry.name.split("_", 1)[0], *summary):
             words = frozenset(content_tokens(tag))
-            if len(words) > 1 or (words and not words & read_only):
+            if len(words) > 1 or (words and not any(by_tags.meets(w, typos=False) for w in words)):
                 if words not in tags:
                     tags.append(words)
         found[entry.name] = tuple(tags)

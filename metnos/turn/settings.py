@@ -23,15 +23,25 @@ ENV_CAP_SAME_EXECUTOR = "METNOS_CAP_SAME_EXECUTOR"
 ENV_CAP_SAME_VECTORIAL = "METNOS_CAP_SAME_VECTORIAL"
 ENV_SCRATCHPAD_THRESHOLD = "METNOS_SCRATCHPAD_THRESHOLD_BYTES"
 ENV_OPENING_READS = "METNOS_OPENING_READS"
+ENV_OFFER = "METNOS_ENGINE_OFFER"
 
 # Each setting and the variable that sets it, so a message can name what to change.
 ENV_OF_SETTING = {
     "pool_size": ENV_POOL_SIZE, "judge_threshold": ENV_JUDGE_THRESHOLD, "cap_steps": ENV_CAP_STEPS,
     "cap_same_executor": ENV_CAP_SAME_EXECUTOR, "cap_same_vectorial": ENV_CAP_SAME_VECTORIAL,
     "scratchpad_threshold_bytes": ENV_SCRATCHPAD_THRESHOLD, "opening_reads": ENV_OPENING_READS,
+    "offer": ENV_OFFER,
 }
 
 DEFAULT_POOL_SIZE = 12
+# What the model is offered (metnos/turn/shortlist.py): "catalogue", every
+# executor the request may use when they fit in the pool, else the shortlist;
+# "shortlist", the pre-filter's ranking completed. Both withhold the side
+# effects the request does not ask for. The shortlist stays the default: the
+# whole seed catalogue is about 550 tokens of first prompt, up to 654, past the
+# 600 of tests/integration/test_first_prompt.py (docs/benchmarks.md).
+OFFERS = ("catalogue", "shortlist")
+DEFAULT_OFFER = "shortlist"
 DEFAULT_JUDGE_THRESHOLD = 0.30
 DEFAULT_CAP_STEPS = 30
 DEFAULT_CAP_SAME_EXECUTOR = 10
@@ -66,6 +76,7 @@ class TurnSettings:
     scratchpad_threshold_bytes: int = DEFAULT_SCRATCHPAD_THRESHOLD
     # Read what the request names before the model is asked (metnos.turn.sources).
     opening_reads: bool = True
+    offer: str = DEFAULT_OFFER
 
     def __post_init__(self) -> None:
         # Same bounds whether built from env or by hand.
@@ -79,6 +90,8 @@ class TurnSettings:
         _check_int("scratchpad_threshold_bytes", self.scratchpad_threshold_bytes, 1024, 16 * 1024 * 1024)
         if not isinstance(self.opening_reads, bool):
             raise SettingsError("opening_reads", repr(self.opening_reads), "must be true or false")
+        if self.offer not in OFFERS:
+            raise SettingsError("offer", repr(self.offer), f"must be one of {', '.join(OFFERS)}")
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)

@@ -118,6 +118,8 @@ def test_a_filler_whose_model_is_unreachable_names_the_tier_and_runs_no_step(hom
 def test_the_intent_extractor_on_the_middle_tier_brings_what_the_rules_miss_and_no_unasked_side_effect(
         home: Path, capsys, monkeypatch) -> None:
     request = "give me the hour"
+    # The extractor completes the shortlist; the whole catalogue (the default offer) would hold get_now anyway.
+    monkeypatch.setenv("METNOS_ENGINE_OFFER", "shortlist")
     # The rules alone offer nothing for it (the control: this test would pass vacuously otherwise).
     with ScriptedLLM([text("I cannot tell.")]) as wise:
         configure(tiers(wise=wise.url))

@@ -46,3 +46,11 @@ def test_direct_construction_is_validated_too():
     with pytest.raises(SettingsError):
         TurnSettings(judge_threshold=True)
     assert TurnSettings(judge_threshold=1).to_json()["judge_threshold"] == 1
+
+
+def test_the_offer_is_the_shortlist_by_default_and_the_whole_catalogue_on_request():
+    assert load_turn_settings({}).offer == "shortlist"
+    assert load_turn_settings({"METNOS_ENGINE_OFFER": "catalogue"}).offer == "catalogue"
+    with pytest.raises(SettingsError) as e:
+        load_turn_settings({"METNOS_ENGINE_OFFER": "everything"})
+    assert e.value.variable == "METNOS_ENGINE_OFFER" and "catalogue, shortlist" in e.value.reason

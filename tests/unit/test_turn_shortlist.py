@@ -77,3 +77,55 @@ def test_an_action_the_request_names_comes_in_even_past_the_ranking_cut() -> Non
     assert added["via"] == "named_action" and added["phrase"] == "save"
     # A request that names no action still gets none.
     assert not {"write_files", "delete_files"} & {c["name"] for c in shortlist(index, "fetch the page and count its bytes", pool_size=12)["candidates"]}
+
+
+def test_an_action_is_met_in_another_form_and_not_when_negated_or_named_as_a_path() -> None:
+    assert "delete_files" in names("removing ~/tmp/a.log please")
+    assert "delete_files" in names("delte ~/tmp/a.log")
+    assert "send_messages" in names("sending Anna the news")
+    assert "delete_files" not in names("list ~/Downloads, but don't delete anything")
+    assert "delete_files" not in names("mostrami i file di ~/tmp senza eliminare niente")
+    assert "send_messages" not in names("show me ~/drafts/letter.txt before I send it")
+    assert "delete_files" not in names("read ~/notes/delete_me.txt")
+
+
+def test_the_issue_overwrite_request_is_offered_write_files() -> None:
+    """"overwrite ~/notes/todo.txt with the word replaced": the shortlist offered
+    compute_entries, filter_entries, find_files and read_files, no write_files
+    (issue 30). "overwrite" is in write_files's summary and its description."""
+    from bench.shortlist_recall import catalogue
+
+    index = PrefilterIndex(catalogue())
+    for offer in ("shortlist", "catalogue"):
+        pool = [c["name"] for c in shortlist(index, "overwrite ~/notes/todo.txt with the word replaced", pool_size=12,
+                                             offer=offer)["candidates"]]
+        assert "write_files" in pool, (offer, pool)
+
+
+def test_a_cadence_is_met_only_as_written() -> None:
+    from bench.shortlist_recall import catalogue
+
+    index = PrefilterIndex(catalogue())
+    pool = [c["name"] for c in shortlist(index, "what day of the week is it today", pool_size=12)["candidates"]]
+    assert "schedule_recurring" not in pool  # "week" is not "weekly"
+    pool = [c["name"] for c in shortlist(index, "water the plants weekly", pool_size=12)["candidates"]]
+    assert "schedule_recurring" in pool
+
+
+def test_the_whole_catalogue_is_offered_when_it_fits_the_pool_side_effects_still_withheld() -> None:
+    ranking = shortlist(INDEX, "read ~/notes/a.md", pool_size=12, offer="catalogue")
+    offered = [c["name"] for c in ranking["candidates"]]
+    assert set(offered) == {"read_files", "find_files", "get_urls", "compute_entries"}
+    assert ranking["offer"] == {"asked": "catalogue", "made": "catalogue", "size": 4}
+    assert {c["via"] for c in ranking["candidates"] if c["name"] in ("get_urls", "compute_entries")} == {"catalogue"}
+    withheld = {w["name"] for w in ranking["withheld"]}
+    assert withheld == {"delete_files", "send_messages", "schedule_recurring"}
+    asked = [c["name"] for c in shortlist(INDEX, "delete ~/notes/a.md", pool_size=12, offer="catalogue")["candidates"]]
+    assert "delete_files" in asked and "send_messages" not in asked
+
+
+def test_a_catalogue_larger_than_the_pool_gets_the_shortlist_and_says_why() -> None:
+    ranking = shortlist(INDEX, "what does ~/notes/a.md say", pool_size=3, offer="catalogue")
+    assert [c["name"] for c in ranking["candidates"]] == [c["name"] for c in shortlist(INDEX, "what does ~/notes/a.md say", pool_size=3)["candidates"]]
+    assert ranking["offer"]["made"] == "shortlist"
+    assert ranking["offer"]["why"] == "the 4 executors the request may use are more than the pool of 3"

@@ -1,0 +1,59 @@
+"""The offer keeps what it finds on 420 requests written as people write them (issue 30, item 6).
+
+bench/shortlist_requests.jsonl (70 tasks, six wordings each, English and
+Italian, typos, verbs the manifests do not list), measured on the seed
+catalogue with the code a turn runs. The floors are the figures measured
+when the rules were last changed (docs/benchmarks.md): a change that loses
+recall, or offers side effects to more read-only requests, fails here.
+Issue 30 asks for 99% recall; the rules reach 83%, and the misses are named
+in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.shortlist_recall import catalogue, measure_written, written_requests
+from metnos.turn.prefilter import PrefilterIndex
+from metnos.turn.settings import DEFAULT_POOL_SIZE
+
+SIDE_EFFECTS_OFFERED_AT_MOST = 0.05
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    entries = catalogue()
+    return measure_written(PrefilterIndex(entries), frozenset(e.name for e in entries if e.side_effects), DEFAULT_POOL_SIZE)
+
+
+def test_the_set_is_what_the_issue_asks_for() -> None:
+    rows = written_requests()
+    assert len(rows) >= 300
+    assert {r.lang for r in rows} == {"en", "it"}
+    seeds = {e.name for e in catalogue() if not e.name.endswith("_recurring")}
+    assert {name for r in rows for name in r.needs} == seeds
+    assert {r.split for r in rows} == {"dev", "held_out"}
+    # Split by task: no task has wordings on both sides.
+    assert all(len({r.split for r in rows if r.task == task}) == 1 for task in {r.task for r in rows})
+
+
+@pytest.mark.parametrize(("variant", "recall", "per_executor"), [
+    ("whole catalogue when it fits", 0.83, 0.90),
+    ("shortlist", 0.64, 0.78),
+])
+def test_recall_does_not_fall(report: dict, variant: str, recall: float, per_executor: float) -> None:
+    figures = report[variant]["all"]
+    assert figures["recall"] >= recall, figures["misses"]
+    assert figures["recall_per_executor"] >= per_executor
+
+
+@pytest.mark.parametrize("variant", ["whole catalogue when it fits", "shortlist"])
+def test_side_effects_are_offered_to_few_read_only_requests(report: dict, variant: str) -> None:
+    figures = report[variant]["all"]
+    assert figures["side_effects_offered"] <= SIDE_EFFECTS_OFFERED_AT_MOST, figures["offered"]
+
+
+def test_the_whole_catalogue_finds_more_than_the_shortlist(report: dict) -> None:
+    whole, short = report["whole catalogue when it fits"]["all"], report["shortlist"]["all"]
+    assert whole["recall"] > short["recall"]
+    assert whole["side_effects_offered"] <= short["side_effects_offered"]
