@@ -343,16 +343,14 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     return Grounding(tuple(unmatched), exactness)
 
 
-# The verb of the executor that works out each kind of exact ask.
-_VERB_FOR = {"lines": "extract", "items": "sort"}
-
-
-def working_out_call(ask: ExactAsk, offered: Mapping[str, Collection[str]], data_step: int) -> dict[str, Any] | None:
+def working_out_call(ask: ExactAsk, offered: Mapping[str, Collection[str]], data_step: int, *,
+                     textual: bool = False) -> dict[str, Any] | None:
     """The call that works ``ask`` out of step ``data_step``'s data, from the
-    ``offered`` tools (name -> its argument names): a tool of the right verb, with
-    the ask's count under the argument named for the ask's end ("last": 3), or
-    under "limit". None when no offered tool does it."""
-    verb = _VERB_FOR[ask.what]
+    ``offered`` tools (name -> its argument names): a tool of the right verb (an
+    extract for lines, and for the first or last items of a text; a sort for the
+    top K of a list), with the ask's count under the argument named for the ask's
+    end ("last": 3), or under "limit". None when no offered tool does it."""
+    verb = "extract" if ask.what == "lines" or (textual and ask.end != "top") else "sort"
     for name in sorted(offered):
         if name.split("_", 1)[0] != verb:
             continue

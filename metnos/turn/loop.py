@@ -395,7 +395,7 @@ class TurnLoop:
             if grounding.exactness and ask is not None and steps:
                 state.working_out = True
                 offered = {t.name: set(t.parameters.get("properties", {})) for t in self.catalogue.tools(pool, with_scratchpad=False)}
-                hint = working_out_call(ask, offered, self._successes(state)[-1])
+                hint = working_out_call(ask, offered, self._successes(state)[-1], textual=_textual(state.observations[self._successes(state)[-1]]))
             messages.append(AssistantMessage(text=answer))
             messages.append(UserMessage(repair_prompt(grounding, hint)))
             self._commit(turn)
@@ -425,7 +425,7 @@ class TurnLoop:
         if ask is None or not good:
             return None
         offered = {t.name: set(t.parameters.get("properties", {})) for t in self.catalogue.tools(pool, with_scratchpad=False)}
-        proposed = working_out_call(ask, offered, good[-1])
+        proposed = working_out_call(ask, offered, good[-1], textual=_textual(state.observations[good[-1]]))
         if proposed is None:
             return None
         state.step += 1
@@ -1144,6 +1144,15 @@ _WORKING_OUT_VERBS = frozenset({"extract", "sort", "compute", "group", "classify
 
 def _worked_out(executor: str) -> bool:
     return executor.split("_", 1)[0] in _WORKING_OUT_VERBS
+
+
+def _textual(observation: Any) -> bool:
+    """The step gave text (a file's content), not a list of records."""
+    if not isinstance(observation, dict):
+        return False
+    entries = observation.get("entries")
+    return isinstance(observation.get("content"), str) or (
+        isinstance(entries, list) and any(isinstance(e, dict) and isinstance(e.get("content"), str) for e in entries))
 
 
 def _listing(observation: dict[str, Any], home: str) -> str:

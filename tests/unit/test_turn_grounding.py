@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.turn.grounding import ExactAsk, Grounding, StepData, check_answer, exact_ask, repair_prompt
+from metnos.turn.grounding import ExactAsk, Grounding, StepData, check_answer, exact_ask, repair_prompt, working_out_call
 
 DIARY = {"ok": True, "entries": [{"path": "~/notes/diary.md", "content": "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n",
                                   "size": 44, "truncated": False}]}
@@ -81,3 +81,14 @@ def test_an_answer_with_no_claims_holds_and_a_failing_one_names_its_parts() -> N
     found = Grounding(unmatched=tuple(str(n) for n in range(10)))
     assert "and 2 more" in found.summary()
     assert "'0'" in repair_prompt(found) and "call the tool that does it first" in repair_prompt(found)
+
+
+def test_the_call_that_works_an_ask_out_comes_from_the_tools_own_arguments() -> None:
+    offered = {"extract_lines": {"entries", "content", "first", "last", "start", "end"},
+               "sort_entries": {"entries", "field", "order", "limit"}, "read_files": {"paths"}}
+    assert working_out_call(ExactAsk("lines", "last", 3), offered, 1) == {"name": "extract_lines", "arguments": {"from_step": 1, "last": 3}}
+    # The first item of a text is its first line; the top K of a list come from a sort.
+    assert working_out_call(ExactAsk("items", "first", 1), offered, 2, textual=True) == {
+        "name": "extract_lines", "arguments": {"from_step": 2, "first": 1}}
+    assert working_out_call(ExactAsk("items", "top", 2), offered, 1) == {"name": "sort_entries", "arguments": {"from_step": 1, "limit": 2}}
+    assert working_out_call(ExactAsk("lines", "last", 3), {"read_files": {"paths"}}, 1) is None
