@@ -1,5 +1,11 @@
 """extract_lines: lines by position, so that "the last three lines" is worked out, not guessed."""
 
+import re
+
+
+# An item of a list written in text: "- x", "* x", "+ x", "1. x", "2) x".
+_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,4}[.)])\s+(?P<item>\S.*)$")
+
 
 def _texts(args):
     if "content" in args:
@@ -35,11 +41,15 @@ def run(args, ctx):
     entries, parts, lines_in = [], [], 0
     for path, text in texts:
         # A final newline ends the last line; it does not start an empty one.
-        lines = text.splitlines()
+        numbered = list(enumerate(text.splitlines(), 1))
+        if args.get("items"):
+            # The items of a list, without their markers: a heading or a blank line is no item.
+            numbered = [(n, m.group("item")) for n, line in numbered if (m := _ITEM.match(line))]
+        lines = [line for _, line in numbered]
         lines_in += len(lines)
         lo, hi = _window(len(lines), args)
         for number in range(lo, hi):
-            entry = {"line": number + 1, "text": lines[number]}
+            entry = {"line": numbered[number][0], "text": lines[number]}
             if path is not None:
                 entry["path"] = path
             entries.append(entry)

@@ -45,6 +45,14 @@ _MARKUP = re.compile(r"\*\*|__|`")
 # Where an item's head ends: "notes.md: 120 bytes", "Alice - 3 mails", "a.txt (2 KB)".
 _HEAD_END = re.compile(r"\s*(?::\s|\s[-–—]\s|\s\(|,\s)")
 _WS = re.compile(r"\s+")
+# A date or a time in a result: 2026-11-28, 2026-11-28T04:17:33+00:00, 04:17, 4:17:33.
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+# Words around a number in an answer that say it is part of a date or a time.
+_TIME_WORDS = re.compile(r"\d\s*:\s*\d|\d{4}-\d|\b(?:am|pm|a\.m|p\.m|o'clock|h|ore|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|"
+                         r"jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|gen\w*|febbraio|marzo|aprile|maggio|giugno|luglio|"
+                         r"agosto|settembre|ottobre|novembre|dicembre|mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|"
+                         r"luned\w*|marted\w*|mercoled\w*|gioved\w*|venerd\w*|sabato|domenica|today|oggi|time|date|ora|data)\b",
+                         re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -199,17 +207,23 @@ class _Known:
         self.texts = [t for t in texts if t]
         self.blob = "\n".join(_norm(self._tilde(t)) for t in self.texts)
         self.numbers: set[float] = set(numbers)
+        # The parts of dates and times ("03" of "T03:30", "2026" of "2026-11-28"): an answer
+        # may say them only where it speaks of a date or a time, or "7 files" would match a
+        # file modified at 04:17.
+        self.clock: set[float] = set()
         for text in self.texts:
-            for raw in _DIGITS.findall(text):
+            dated = _DATETIME.sub(lambda m: self._clock_parts(m.group(0)), text)
+            for raw in _DIGITS.findall(dated):
                 n = _number(raw)
                 if n is not None:
                     self.numbers.add(n)
-                # Each run of digits alone too: "03" of "T03:30", "2026" of "2026-11-28".
-                for part in re.findall(r"\d+", raw):
-                    self.numbers.add(float(part))
         # A clock read 15:30 may be said 3:30 pm.
-        self.numbers |= {n - 12 for n in self.numbers if 13 <= n <= 23 and n == int(n)}
+        self.clock |= {n - 12 for n in self.clock if 13 <= n <= 23 and n == int(n)}
         self.tokens = content_tokens(self.blob)
+
+    def _clock_parts(self, stamp: str) -> str:
+        self.clock |= {float(part) for part in re.findall(r"\d+", stamp)}
+        return " "
 
     def _tilde(self, text: str) -> str:
         return text.replace(self.home + "/", "~/") if self.home else text
@@ -227,8 +241,8 @@ class _Known:
         return bool(name) and "/" in path and self.has_text(name) and any(
             self.has_text(folder) for folder in _prefixes(path))
 
-    def has_number(self, value: float) -> bool:
-        return value in self.numbers
+    def has_number(self, value: float, *, about_time: bool = False) -> bool:
+        return value in self.numbers or (about_time and value in self.clock)
 
 
 def _prefixes(path: str) -> list[str]:
@@ -305,9 +319,12 @@ def _claims_unmatched(answer: str, known: _Known) -> list[str]:
         if not _item_found(item, known):
             miss(item)
     free = _PATHLIKE.sub(" ", rest)
-    for raw in _ANSWER_NUMBER.findall(free):
-        value = _number(raw)
-        if value is not None and not known.has_number(value) and not known.has_number(abs(value)):
+    for m in _ANSWER_NUMBER.finditer(free):
+        raw, value = m.group(0), _number(m.group(0))
+        if value is None:
+            continue
+        about_time = _TIME_WORDS.search(free[max(0, m.start() - 16):m.end() + 16]) is not None or 1900 <= value <= 2100
+        if not known.has_number(value, about_time=about_time) and not known.has_number(abs(value), about_time=about_time):
             miss(raw)
     return unmatched
 
@@ -359,6 +376,9 @@ def working_out_call(ask: ExactAsk, offered: Mapping[str, Collection[str]], data
         slot = next((a for a in (ask.end, "limit") if a in offered[name]), None)
         if slot is not None:
             args[slot] = count
+        if ask.what in offered[name] and ask.what != "lines":
+            # The tool takes the kind of thing asked for as a switch ("items": the items of a list in a text).
+            args[ask.what] = True
         return {"name": name, "arguments": args}
     return None
 

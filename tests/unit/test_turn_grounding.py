@@ -84,11 +84,18 @@ def test_an_answer_with_no_claims_holds_and_a_failing_one_names_its_parts() -> N
 
 
 def test_the_call_that_works_an_ask_out_comes_from_the_tools_own_arguments() -> None:
-    offered = {"extract_lines": {"entries", "content", "first", "last", "start", "end"},
+    offered = {"extract_lines": {"entries", "content", "first", "last", "start", "end", "items"},
                "sort_entries": {"entries", "field", "order", "limit"}, "read_files": {"paths"}}
     assert working_out_call(ExactAsk("lines", "last", 3), offered, 1) == {"name": "extract_lines", "arguments": {"from_step": 1, "last": 3}}
-    # The first item of a text is its first line; the top K of a list come from a sort.
+    # The first item of a text is the first item of a list in it; the top K of a list come from a sort.
     assert working_out_call(ExactAsk("items", "first", 1), offered, 2, textual=True) == {
-        "name": "extract_lines", "arguments": {"from_step": 2, "first": 1}}
+        "name": "extract_lines", "arguments": {"from_step": 2, "first": 1, "items": True}}
     assert working_out_call(ExactAsk("items", "top", 2), offered, 1) == {"name": "sort_entries", "arguments": {"from_step": 1, "limit": 2}}
     assert working_out_call(ExactAsk("lines", "last", 3), {"read_files": {"paths"}}, 1) is None
+
+
+def test_a_count_does_not_match_the_digits_of_a_timestamp() -> None:
+    listing = StepData("find_files", False, {"ok": True, "entries": [
+        {"name": "a.txt", "size": 120, "modified": "2026-11-28T04:17:33+00:00"}]})
+    assert check_answer("There are 7 files.", request="list them", steps=[listing]).unmatched == ("7",)
+    assert check_answer("a.txt was modified at 04:17 on November 28.", request="when", steps=[listing]).holds

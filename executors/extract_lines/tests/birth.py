@@ -25,3 +25,10 @@ def birth_more_than_there_is_and_empty(run, tmp):
 def birth_needs_one_position_and_a_text(run, tmp):
     assert run({"content": "x", "first": 1, "last": 1})["error"]["class"] == "NoPosition"
     assert run({"entries": [{"path": "/x"}], "last": 1})["error"]["class"] == "NoInput"
+
+
+def birth_the_items_of_a_list_in_text(run, tmp):
+    todo = "# Todo\n\n- renew the card\n- call Ada\n1. buy stamps\nnotes at the end\n"
+    out = run({"content": todo, "first": 1, "items": True})
+    assert out["content"] == "renew the card" and out["entries"][0]["line"] == 3, out
+    assert run({"content": todo, "last": 2, "items": True})["content"] == "call Ada\nbuy stamps"
