@@ -1130,7 +1130,8 @@ def compose_answer(observations: list[dict[str, Any]]) -> str:
         entries = obs.get("entries")
         if isinstance(entries, list):
             for e in entries:
-                value = e.get("content") if isinstance(e, dict) else None
+                # An entry as a line a person reads: its content or text, else its path or name.
+                value = next((e[k] for k in ("content", "text", "path", "name") if e.get(k) is not None), None) if isinstance(e, dict) else None
                 parts.append(str(value) if value is not None else orjson.dumps(e).decode())
             continue
         parts.append(orjson.dumps({k: v for k, v in obs.items() if k not in ("ok", "metadata")}).decode())

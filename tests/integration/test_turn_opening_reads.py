@@ -30,18 +30,20 @@ def replays_clean(capsys, turn_id: str) -> bool:
 def test_a_named_file_is_read_before_the_model_is_asked(home: Path, capsys, monkeypatch) -> None:
     (home / "lists").mkdir()
     (home / "lists" / "todo.md").write_text("# Todo\n- renew the library card\n- call the plumber\n")
-    code, out, llm = ask(monkeypatch, capsys, [text("The first item is: renew the library card.")],
-                         "What is the first item on my todo list in ~/lists/todo.md?")
+    guess = text("The first item is: renew the library card.")
+    code, out, llm = ask(monkeypatch, capsys, [guess, guess], "What is the first item on my todo list in ~/lists/todo.md?")
     assert code == 0 and out["status"] == "answered", out
-    # One model call: it saw the file's content in its first prompt.
-    assert len(llm.requests) == 1
+    # The model saw the file's content in its first prompt.
     first = llm.requests[0].messages
     assert [m["role"] for m in first] == ["system", "user", "assistant", "tool"]
     assert "renew the library card" in first[-1]["content"]
+    # "The first item" is an exact ask: worked out by a step, not by the model's prose (issue 30).
+    assert len(llm.requests) == 2 and out["answer"] == "renew the library card"
     evs = events(capsys, out["turn_id"])
     proposed = of(evs, "StepProposed")
     assert [(p["executor"], p["call_form"], p["args"]) for p in proposed] == [
-        ("read_files", "opening_read", {"paths": ["~/lists/todo.md"]})]
+        ("read_files", "opening_read", {"paths": ["~/lists/todo.md"]}),
+        ("extract_lines", "working_out", {"from_step": 1, "first": 1, "items": True})]
     assert replays_clean(capsys, out["turn_id"])
 
 
