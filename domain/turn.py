@@ -206,7 +206,9 @@ class Turn(MetnosAggregate):
 
     class ApprovalWaived(DomainEvent):
         """The vaglio asked, and the turn's autonomy level answered instead of
-        the user: under ``full``, a side effect that undo can reverse."""
+        the user (``full``, a side effect undo could reverse). No longer
+        recorded: the seeds keep the question at every level; kept so turns
+        recorded before still read (their replay now asks there, and says so)."""
 
         step: int
         executor: str

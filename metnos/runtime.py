@@ -147,9 +147,11 @@ class Runtime:
             return None
         return version.get("reason") or f"its state is {version['state']}"
 
-    def call(self, name: str, args: dict[str, Any], *, caller: dict[str, Any], version: str | None = None) -> Call:
-        """One executor run outside a turn (``metnos executors run``), recorded."""
-        call = self.invoker.call(name, args, caller=caller, version=version)
+    def call(self, name: str, args: dict[str, Any], *, caller: dict[str, Any], version: str | None = None,
+             autonomy: str = "supervised") -> Call:
+        """One executor run outside a turn (``metnos executors run``, an MCP call), recorded; ``autonomy``
+        derives its sandbox profile (metnos/sandbox/autonomy.py)."""
+        call = self.invoker.call(name, args, caller=caller, version=version, autonomy=autonomy)
         self._record_quarantine(call)
         if call.invocation is not None:
             self.log.save(call.invocation)

@@ -143,5 +143,20 @@ def context_causes(changed: dict[str, Any], env_names: dict[str, str]) -> list[d
     return causes
 
 
+def waived_approval_causes(recorded: list[Any], position: int) -> list[dict[str, Any]]:
+    """A turn recorded when autonomy ``full`` answered the vaglio's question
+    itself (``ApprovalWaived``): Metnos asks there now, so the replay parts
+    at that step, and no edit of the log is to blame."""
+    for event in recorded[max(position - 1, 0):]:
+        if _name(event) == "ApprovalWaived":
+            return [{"kind": "approval-now-asked",
+                     "message": (f"step {event.step}: {event.executor} ran without a question because autonomy {event.autonomy} "
+                                 "answered for the user when the turn ran; Metnos now asks there at every level (seeds/000: "
+                                 "a side effect that is not idempotent asks even within Full), so the replay asks where the "
+                                 "recorded turn did not")}]
+    return []
+
+
 def explain(recorded: list[Any], produced: list[Any], position: int, changed: dict[str, Any], env_names: dict[str, str]) -> list[dict[str, Any]]:
-    return log_damage(recorded) + reply_causes(recorded, produced, position) + context_causes(changed, env_names)
+    return (log_damage(recorded) + reply_causes(recorded, produced, position) + waived_approval_causes(recorded, position)
+            + context_causes(changed, env_names))

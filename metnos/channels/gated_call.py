@@ -8,6 +8,11 @@ sandbox policy (``policy_checker``), the vaglio with its guard policy
 Invoker, which checks the signature again and runs the executor in the
 sandbox. Only the planner is missing: the client chose the call.
 
+The autonomy level is config.toml's ``[runtime] autonomy``, read at each
+list and call as a turn reads it: at ``read_only`` a tool with side effects
+is not listed and a call to one is denied by the vaglio before any question;
+``full`` asks what ``supervised`` asks (metnos/sandbox/autonomy.py).
+
 The check and the run are two calls because the approval sits between them
 and is asked in the channel's own way (an MCP elicitation, awaited on an
 event loop). Every outcome is recorded: a call refused before the spawn is an
@@ -28,7 +33,9 @@ from domain.invocation import Invocation
 from metnos.canonical import canonical_hash
 from metnos.invocation.errors import InvocationError
 from metnos.runtime import Runtime
+from metnos.sandbox import autonomy
 from metnos.turn.catalogue import TurnExecutor, inline_refs
+from metnos.turn.runtime_config import load_runtime_config
 from metnos.turn.session import guard_policy, policy_checker, turn_catalogue
 from metnos.turn.settings import load_turn_settings
 from metnos.turn.vaglio import ASK, DENY, Verdict, vaglio
@@ -61,6 +68,7 @@ class Checked:
     caller: dict[str, Any]
     refusal: dict[str, Any] | None = None
     verdict: Verdict | None = None
+    level: str = autonomy.DEFAULT
 
     @property
     def needs_approval(self) -> bool:
@@ -98,12 +106,21 @@ class GatedCaller:
         self.settings = load_turn_settings(self.env)
         runtime = host.runtime
         self.policy = guard_policy(runtime, self.env)
-        self._check_policy = policy_checker(runtime, self.env)
+        self._checkers: dict[str, Any] = {}
+
+    def _level(self, rt: Runtime) -> str:
+        return load_runtime_config(rt.workspace.config_file).autonomy
+
+    def _check_policy(self, rt: Runtime, level: str) -> Any:
+        if level not in self._checkers:
+            self._checkers[level] = policy_checker(rt, self.env, level)
+        return self._checkers[level]
 
     def tools(self) -> list[Tool]:
         with self.host.writing() as rt:
+            level = self._level(rt)
             catalogue = turn_catalogue(rt)
-            return [tool_of(te) for te in catalogue.executors.values()]
+            return [tool_of(te) for te in catalogue.executors.values() if autonomy.offers(level, side_effects=te.entry.side_effects)]
 
     def check(self, name: str, args: dict[str, Any], *, caller: Mapping[str, Any] | None = None) -> Checked:
         """Schema, policy and vaglio; a refusal is recorded here. ``caller`` adds to the channel's."""
@@ -114,6 +131,7 @@ class GatedCaller:
             return checked
 
     def _check(self, rt: Runtime, name: str, args: dict[str, Any], caller: dict[str, Any]) -> Checked:
+        level = self._level(rt)
         te = turn_catalogue(rt).get(name)
         if te is None:
             return Checked(name, args, caller, refusal={"kind": UNKNOWN, "error": {"message": f"there is no active executor named {name!r}"}})
@@ -121,16 +139,17 @@ class GatedCaller:
         if problems:
             return Checked(name, args, caller, refusal={"kind": SCHEMA, "error": {"message": f"the arguments do not fit {name}'s schema", "errors": problems}})
         try:
-            self._check_policy(te.loaded, args)
+            self._check_policy(rt, level)(te.loaded, args)
         except InvocationError as e:
             return Checked(name, args, caller, refusal={"kind": POLICY, "error": e.details(),
                                                 "hint": f"{name} may only touch what its manifest declares"})
         # The client named the tool: that is the request the judge reads.
         verdict = vaglio(name, args, intent_text=f"call {name}", policy=self.policy, threshold=self.settings.judge_threshold,
-                         side_effects=te.entry.side_effects, idempotent=te.entry.idempotent)
+                         side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=level)
         if verdict.decision == DENY:
-            return Checked(name, args, caller, verdict=verdict, refusal={"kind": VAGLIO_DENIED, "error": {"message": verdict.reason, "verdict": verdict.to_json()}})
-        return Checked(name, args, caller, verdict=verdict)
+            return Checked(name, args, caller, verdict=verdict, level=level,
+                           refusal={"kind": VAGLIO_DENIED, "error": {"message": verdict.reason, "verdict": verdict.to_json()}})
+        return Checked(name, args, caller, verdict=verdict, level=level)
 
     def decline(self, checked: Checked, by: str) -> CallResult:
         """The user said no (or could not be asked): recorded, nothing runs."""
@@ -157,7 +176,7 @@ class GatedCaller:
             raise ValueError(msg)
         caller = {**checked.caller, **({"approved_by": approved_by} if approved_by else {})}
         with self.host.writing() as rt:
-            call = rt.call(checked.name, checked.args, caller=caller)
+            call = rt.call(checked.name, checked.args, caller=caller, autonomy=checked.level)
         observation = call.observation()
         ok = call.ok and observation.get("ok") is not False
         kind = "ok" if ok else (call.refusal.kind if call.refusal else (call.outcome.kind if call.outcome and call.outcome.kind else "Failed"))

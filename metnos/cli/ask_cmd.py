@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("text", help="the request")
     p.add_argument("--steps", action="store_true", help="show each step as it runs")
     answer = p.add_mutually_exclusive_group()
-    answer.add_argument("--yes", action="store_true", help="approve every action that asks for approval")
+    answer.add_argument("--yes", action="store_true", help="approve every action of this turn that asks for approval, "
+                        "at any autonomy level (recorded as by flag:--yes)")
     answer.add_argument("--no", action="store_true", help="decline every action that asks for approval")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--no-cache", action="store_true", help="ask the model even when an approved plan or a learnt template fits")
@@ -32,8 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="local asks the model step by step; online asks once for the whole plan; hybrid starts local and "
                         "escalates by [runtime.hybrid] (default: [runtime] mode of config.toml)")
     p.add_argument("--autonomy", choices=("read_only", "supervised", "full"),
-                   help="how far this turn may go: read_only only looks, supervised (default) asks before side effects, "
-                        "full does not ask for what undo can reverse (default: [runtime] autonomy of config.toml)")
+                   help="how far this turn may go: read_only only looks; supervised (default) asks before a side effect that "
+                        "cannot be repeated safely (delete, move, write, send); full asks the same, the seeds let it widen only "
+                        "the sandbox, which no policy widens yet (default: [runtime] autonomy of config.toml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="runtime_set",
                    help="a [runtime] key of config.toml for this turn, its value as config.toml writes it: intent=model, "
                         "judge.enabled=true, fillers=false, summarise_spills=true (repeatable)")

@@ -1,15 +1,21 @@
 """How far a turn may go: the autonomy levels and the one table they derive from.
 
-Three levels (seeds/000 and the issue 20 brief): ``read_only`` only looks,
-``supervised`` (the default) is today's behaviour, ``full`` spares the user
-the question for what undo can put back. Everything a level changes is read
-from :data:`POLICY`, so the sandbox profile and the approval rule cannot
-disagree about what a level means.
+Three levels (seeds/000 and seeds/003 ch. 6): ``read_only`` only looks,
+``supervised`` (the default) acts and asks, ``full`` is the level the seeds
+let widen the *shell* (seeds/000 ch. 5.5: the sandbox profiles), never the
+core (forbidden paths, the vaglio's guard) and never the precautionary
+asymmetry (seeds/000 ch. 10: a call with side effects that is not idempotent
+asks for confirmation "even within the Full autonomy level"). Everything a
+level changes is read from :data:`POLICY`, so the sandbox profile, what is
+offered and the vaglio cannot disagree about what a level means.
 
-What a level never changes: the signature check, the policy check of the
-arguments and the sandbox itself. ``full`` only waives the *question* for a
-side effect undo can reverse (files inside the executor's write grants, no
-network, nothing sent); a message sent or a request posted still asks.
+What ``full`` widens today: nothing beyond ``supervised``. The shell it may
+widen is the profile each executor signs (``profile.lock``), and seeds/003
+ch. 6 leaves the level-by-capability table that would widen it to a policy
+not yet written; so a ``full`` turn runs with the grants the manifest
+declares, and every question ``supervised`` asks, ``full`` asks too. No
+level answers for the user: only the user does (a terminal, a button, an
+elicitation, or ``--yes`` / ``"approve": "yes"`` given with the request).
 """
 
 from __future__ import annotations
@@ -39,14 +45,13 @@ class LevelRule:
     mounts_read_only: bool
     # An executor (or builtin) that declares side effects is never offered nor run.
     offers_side_effects: bool
-    # The vaglio's "ask" is answered by the level for side effects undo can reverse.
-    waives_reversible_approval: bool
 
 
+# No field answers the vaglio's question: the precautionary asymmetry holds at every level.
 POLICY: dict[str, LevelRule] = {
-    READ_ONLY: LevelRule(mounts_read_only=True, offers_side_effects=False, waives_reversible_approval=False),
-    SUPERVISED: LevelRule(mounts_read_only=False, offers_side_effects=True, waives_reversible_approval=False),
-    FULL: LevelRule(mounts_read_only=False, offers_side_effects=True, waives_reversible_approval=True),
+    READ_ONLY: LevelRule(mounts_read_only=True, offers_side_effects=False),
+    SUPERVISED: LevelRule(mounts_read_only=False, offers_side_effects=True),
+    FULL: LevelRule(mounts_read_only=False, offers_side_effects=True),
 }
 
 
@@ -84,18 +89,3 @@ def refusal(level: str, name: str) -> dict[str, Any]:
     return {"ok": False, "error_class": "autonomy_read_only",
             "error": f"{name} changes things and this turn runs read-only (autonomy {level}): it was not run",
             "hint": "only look: use executors that read, or tell the user what you would change"}
-
-
-def reversible(profile: SandboxProfile, *, side_effects: bool) -> bool:
-    """Whether undo can put back what a call does: its effects are files in its
-    write grants (kept as before-images), and it can reach no host and holds no
-    secret through which something could leave the machine."""
-    if not side_effects:
-        return True
-    return bool(profile.fs_write) and not profile.network_hosts and not profile.env
-
-
-def waives_approval(level: str, profile: SandboxProfile | None, *, side_effects: bool) -> bool:
-    """Whether the level answers the vaglio's question itself (only ``full``,
-    only for what undo reverses; a builtin, with no profile, always asks)."""
-    return rule(level).waives_reversible_approval and profile is not None and reversible(profile, side_effects=side_effects)

@@ -888,7 +888,7 @@ class TurnLoop:
         started = time.perf_counter()
         verdict = vaglio(
             name, resolution.args, intent_text=request.text, policy=self.policy, threshold=self.settings.judge_threshold,
-            side_effects=te.entry.side_effects, idempotent=te.entry.idempotent,
+            side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=request.autonomy,
         )
         self._record(turn, Turn.StepJudged, step=step, verdict=verdict.to_json(), vaglio_ms=_ms(started))
         if verdict.decision != DENY and self.judge.applies(name, te.loaded, side_effects=te.entry.side_effects):
@@ -897,9 +897,8 @@ class TurnLoop:
         if verdict.decision == DENY:
             observation = {"ok": False, "error_class": "vaglio_denied", "error": verdict.reason}
             return self._observe_refusal(turn, state, step, name, resolution.args, observation)
-        if verdict.decision == ASK and autonomy.waives_approval(request.autonomy, te.loaded.profile, side_effects=te.entry.side_effects):
-            self._record(turn, Turn.ApprovalWaived, step=step, executor=name, reason=verdict.reason, autonomy=request.autonomy)
-        elif verdict.decision == ASK:
+        # No autonomy level answers for the user (seeds/000: the asymmetry holds "even within Full").
+        if verdict.decision == ASK:
             self._record(turn, Turn.ApprovalAsked, step=step, executor=name, reason=verdict.reason)
             with self._waiting(state, "while waiting for approval"):
                 approved, by = self.ports.approve(step, name, resolution.args, verdict.reason)
@@ -995,14 +994,14 @@ class TurnLoop:
         the user gave one; the refusal observation, when there is one)."""
         started = time.perf_counter()
         verdict = vaglio(name, args, intent_text=request.text, policy=self.policy, threshold=self.settings.judge_threshold,
-                         side_effects=side_effects, idempotent=idempotent)
+                         side_effects=side_effects, idempotent=idempotent, autonomy=request.autonomy)
         for target, target_args in targets or ():
             te = self.catalogue.get(target)
             if te is None:
                 continue  # the builtin refuses an unknown executor itself
             judged = vaglio(target, target_args, intent_text=request.text, policy=self.policy,
                             threshold=self.settings.judge_threshold, side_effects=te.entry.side_effects,
-                            idempotent=not te.entry.side_effects)
+                            idempotent=not te.entry.side_effects, autonomy=request.autonomy)
             if _SEVERITY[judged.decision] > _SEVERITY[verdict.decision]:
                 verdict = dataclasses.replace(judged, executor=name, reason=f"{name} would run {target} again and again: {judged.reason}")
         self._record(turn, Turn.StepJudged, step=step, verdict=verdict.to_json(), vaglio_ms=_ms(started))

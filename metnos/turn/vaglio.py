@@ -6,6 +6,12 @@ level; if it stops a call there is no score (``blocked_by="guard"``). The
 ``METNOS_JUDGE_THRESHOLD`` (``blocked_by="judge"``); a score equal to the
 threshold passes.
 
+The autonomy level (metnos/sandbox/autonomy.py) meets the call here too,
+after the guard: at ``read_only`` a call with side effects is denied
+(``blocked_by="autonomy"``; a turn refuses it by name before, an MCP call
+meets it here). At ``supervised`` and ``full`` alike, law 4 below asks: the
+seeds let ``full`` widen the sandbox's shell, never this asymmetry.
+
 The spec's list of encoded guard rules did not survive in seeds/002, so
 the guard encodes the core rules the seeds do state, as four laws:
 
@@ -22,9 +28,10 @@ the guard encodes the core rules the seeds do state, as four laws:
    masks the core inside a wide grant; a ``delete_files(["~"])`` is not.)
 3. ``no_secret_exfiltration``: a mutating call may not carry private key
    material (PEM or OpenSSH private key blocks) in its arguments.
-4. ``precautionary_asymmetry`` (seeds/000 ch. 10): a call to an executor
-   with side effects that is not idempotent needs the user's explicit
-   approval: without it the verdict is ``ask``, not ``allow``.
+4. ``precautionary_asymmetry`` (seeds/000, the invocation flow): a call to
+   an executor with side effects that is not idempotent needs the user's
+   explicit approval, "even within the Full autonomy level": without it the
+   verdict is ``ask``, not ``allow``, at every level.
 
 Which strings are paths: values under keys that name paths (``path``,
 ``paths``, ``src``, ``dst``, ``base_path`` ...) and any other string that
@@ -52,6 +59,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from metnos.sandbox import autonomy as levels
 from metnos.turn.settings import DEFAULT_JUDGE_THRESHOLD
 from metnos.turn.shape import A_VERBS, verb_of
 from metnos.turn.text import tokens
@@ -119,7 +127,7 @@ class Verdict:
     decision: str  # allow | deny | ask
     reason: str
     score: float | None
-    blocked_by: str | None  # guard | judge | None
+    blocked_by: str | None  # guard | autonomy | judge | None
     rules: tuple[str, ...]  # guard laws and judge adjustments that fired
     args_keys: tuple[str, ...]
     judge_kind: str = "rule"
@@ -229,20 +237,28 @@ def judge(name: str, args: Mapping[str, Any], intent_text: str) -> tuple[float, 
 
 def vaglio(name: str, args: Mapping[str, Any], *, intent_text: str, policy: GuardPolicy,
            threshold: float = DEFAULT_JUDGE_THRESHOLD, side_effects: bool = False,
-           idempotent: bool = True, user_approved: bool = False, ts: str | None = None) -> Verdict:
-    """Judge one resolved call. ``ts`` is recorded as given (no clock here);
-    ``user_approved`` is the outcome of an approval the loop obtained."""
+           idempotent: bool = True, user_approved: bool = False, autonomy: str = levels.DEFAULT,
+           ts: str | None = None) -> Verdict:
+    """Judge one resolved call at the autonomy level ``autonomy``. ``ts`` is
+    recorded as given (no clock here); ``user_approved`` is the outcome of an
+    approval the loop obtained: only the user's answer turns an ``ask`` into
+    ``allow``, never the level."""
     keys = tuple(sorted(map(str, args)))
     blocked = _guard(name, args, policy)
     if blocked is not None:
         law, reason = blocked
         return Verdict(name, DENY, reason, None, "guard", (f"guard:{law}",), keys, ts=ts)
+    if not levels.offers(autonomy, side_effects=side_effects):
+        return Verdict(name, DENY, f"{name} changes things and the call runs at autonomy {autonomy}: only looking is allowed",
+                       None, "autonomy", (f"autonomy:{autonomy}",), keys, ts=ts)
     score, fired = judge(name, args, intent_text)
     if score < threshold:
         return Verdict(name, DENY, f"judge score {score:.2f} is below the threshold {threshold:.2f}",
                        score, "judge", fired, keys, ts=ts)
     if side_effects and not idempotent and not user_approved:
+        # Worded as before for supervised, so a turn recorded then replays to the same verdict.
+        even_full = "" if autonomy != levels.FULL else ", even at autonomy full"
         return Verdict(name, ASK, f"{name} changes the world and cannot be repeated safely: "
-                       "it needs your approval", score, None,
+                       f"it needs your approval{even_full}", score, None,
                        fired + ("guard:precautionary_asymmetry",), keys, ts=ts)
     return Verdict(name, ALLOW, "approved", score, None, fired, keys, ts=ts)

@@ -2,8 +2,9 @@
 
 read_only only looks: what declares side effects is never offered nor run,
 and every grant is bound read-only, so even an executor that lies about its
-side effects cannot write. full spares the question only for what undo can
-reverse. The level is on the turn and on each invocation.
+side effects cannot write. full asks what supervised asks (issue 30 item 4:
+seeds/000 keeps the precautionary asymmetry "even within the Full autonomy
+level"). The level is on the turn and on each invocation.
 """
 
 from __future__ import annotations
@@ -94,23 +95,93 @@ def ask_raw(capsys, monkeypatch, script: list, *argv: str) -> tuple[int, str, Sc
     return code, captured.out + captured.err, llm
 
 
-def test_full_writes_without_asking_but_never_waives_what_undo_cannot_reverse(home: Path, capsys, monkeypatch) -> None:
-    # --no declines any question: the write runs only because full did not ask.
-    code, out, _ = ask(capsys, monkeypatch, write_note(home), "save a note to todo.md: buy milk", "--no", "--autonomy", "full")
-    assert code == 0 and (home / "todo.md").read_text() == "- buy milk\n", out
+def _world(home: Path) -> dict[str, str | None]:
+    """What the side effects below could change: the files in the home and the outbox."""
+    from metnos.workspace import Workspace
+
+    files = {str(f.relative_to(home)): f.read_text() for f in sorted(home.glob("*.txt"))}
+    outbox = Workspace.from_env().outbox_dir
+    files["outbox"] = str(sorted(p.name for p in outbox.glob("*.json"))) if outbox.exists() else None
+    return files
+
+
+def _side_effect(home: Path, what: str) -> tuple[str, str, dict]:
+    """(request, executor, arguments) of one side effect that cannot be repeated safely."""
+    (home / "precious.txt").write_text("keep me")
+    if what == "delete":
+        return "delete precious.txt", "delete_files", {"paths": [str(home / "precious.txt")]}
+    if what == "move":
+        return "rename precious.txt to moved.txt", "move_files", {"moves": [{"src": str(home / "precious.txt"), "dst": str(home / "moved.txt")}]}
+    if what == "overwrite":
+        return "overwrite precious.txt with replaced", "write_files", {"files": [{"path": str(home / "precious.txt"), "content": "replaced", "mode": "overwrite"}]}
+    return "send hi to 42", "send_messages", {"messages": [{"to_user": "42", "body": "hi"}]}
+
+
+@pytest.mark.parametrize("what", ["delete", "move", "overwrite", "send"])
+def test_full_still_asks_before_a_side_effect_that_cannot_be_repeated_safely(home: Path, what: str, capsys, monkeypatch) -> None:
+    """seeds/000: side_effects and not idempotent asks "even within the Full autonomy level"; --no declines it."""
+    request, name, args = _side_effect(home, what)
+    before = _world(home)
+    code, out, _ = ask(capsys, monkeypatch, [call(name, args), text("done")], request, "--no", "--autonomy", "full")
+    assert _world(home) == before, out  # nothing changed: not deleted, moved, overwritten nor sent
+    assert out["status"] == "refused" and code == 3, out
     events = events_of(capsys, out["turn_id"])
-    [waived] = [e["state"] for e in events if kind(e) == "ApprovalWaived"]
-    assert waived["executor"] == "write_files" and waived["autonomy"] == "full"
-    assert "ApprovalAsked" not in [kind(e) for e in events]
-    [inv] = invocations_of(capsys, events)
-    assert inv["autonomy"] == "full"
+    assert events[0]["state"]["autonomy"] == "full"
+    [judged] = [e["state"]["verdict"] for e in events if kind(e) == "StepJudged"]
+    assert judged["decision"] == "ask" and judged["reason"].endswith("even at autonomy full"), judged
+    [asked] = [e["state"] for e in events if kind(e) == "ApprovalAsked"]
+    [answered] = [e["state"] for e in events if kind(e) == "ApprovalAnswered"]
+    assert asked["executor"] == name and (answered["approved"], answered["by"]) == (False, "flag:--no")
+    assert "StepInvoked" not in [kind(e) for e in events] and "ApprovalWaived" not in [kind(e) for e in events]
     capsys.readouterr()
     assert main(["replay", out["turn_id"], "--json"]) == 0, capsys.readouterr().out
-    # A message cannot be unsent: full still asks, and --no declines it.
-    script = [call("send_messages", {"messages": [{"to_user": "42", "body": "hi"}]}), text("sent")]
-    _, out, _ = ask(capsys, monkeypatch, script, "send hi to 42 on telegram", "--no", "--autonomy", "full")
-    kinds = [kind(e) for e in events_of(capsys, out["turn_id"])]
-    assert "ApprovalAsked" in kinds and "ApprovalWaived" not in kinds and "StepInvoked" not in kinds, kinds
+
+
+class _Terminal:
+    """Standard input as a terminal, so `metnos ask` prompts for the approval."""
+
+    closed = False
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("reply", ["y", "n"])
+def test_under_full_a_delete_waits_for_the_prompt_and_only_yes_deletes(home: Path, reply: str, capsys, monkeypatch) -> None:
+    request, name, args = _side_effect(home, "delete")
+    seen_at_prompt: list[bool] = []
+
+    def answer(prompt: str) -> str:
+        seen_at_prompt.append((home / "precious.txt").exists())
+        return reply
+
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    monkeypatch.setattr("builtins.input", answer)
+    code, out, _ = ask(capsys, monkeypatch, [call(name, args), text("deleted" if reply == "y" else "not deleted")],
+                       request, "--autonomy", "full")
+    assert seen_at_prompt == [True]  # asked once, while the file was still there
+    assert (home / "precious.txt").exists() is (reply == "n"), out
+    events = events_of(capsys, out["turn_id"])
+    [answered] = [e["state"] for e in events if kind(e) == "ApprovalAnswered"]
+    assert (answered["approved"], answered["by"]) == (reply == "y", "user:prompt")
+    assert ("StepInvoked" in [kind(e) for e in events]) is (reply == "y")
+    # The answer is an event: the replay takes it from the log and walks the same path.
+    capsys.readouterr()
+    assert main(["replay", out["turn_id"], "--json"]) == 0, capsys.readouterr().out
+
+
+def test_yes_given_with_the_request_is_the_users_answer_at_full_too(home: Path, capsys, monkeypatch) -> None:
+    """--yes approves this turn's questions in advance: the question is still asked and recorded, answered by the flag."""
+    request, name, args = _side_effect(home, "delete")
+    code, out, _ = ask(capsys, monkeypatch, [call(name, args), text("deleted")], request, "--yes", "--autonomy", "full")
+    assert code == 0 and not (home / "precious.txt").exists(), out
+    events = events_of(capsys, out["turn_id"])
+    kinds = [kind(e) for e in events]
+    assert kinds.index("ApprovalAsked") < kinds.index("ApprovalAnswered") < kinds.index("StepInvoked")
+    [answered] = [e["state"] for e in events if kind(e) == "ApprovalAnswered"]
+    assert (answered["approved"], answered["by"]) == (True, "flag:--yes")
+    [inv] = invocations_of(capsys, events)
+    assert inv["autonomy"] == "full"
 
 
 def test_the_invoker_refuses_a_side_effect_at_read_only_before_any_spawn(home: Path) -> None:
