@@ -17,7 +17,7 @@ The check and the run are two calls because the approval sits between them
 and is asked in the channel's own way (an MCP elicitation, awaited on an
 event loop). Every outcome is recorded: a call refused before the spawn is an
 ``Invocation`` with ``InvocationRefused`` (kind ``SchemaViolation``,
-``PolicyViolation``, ``VaglioDenied`` or ``NotApproved``), a call that ran is
+``AutonomyReadOnly``, ``PolicyViolation``, ``VaglioDenied`` or ``NotApproved``), a call that ran is
 the Invoker's ``InvocationRequested``/``InvocationCompleted``; all carry the
 channel's ``caller``.
 """
@@ -32,6 +32,7 @@ from typing import Any
 from domain.invocation import Invocation
 from metnos.canonical import canonical_hash
 from metnos.invocation.errors import InvocationError
+from metnos.invocation.service import READ_ONLY_REFUSED
 from metnos.runtime import Runtime
 from metnos.sandbox import autonomy
 from metnos.turn.catalogue import TurnExecutor, inline_refs
@@ -135,6 +136,10 @@ class GatedCaller:
         te = turn_catalogue(rt).get(name)
         if te is None:
             return Checked(name, args, caller, refusal={"kind": UNKNOWN, "error": {"message": f"there is no active executor named {name!r}"}})
+        if not autonomy.offers(level, side_effects=te.entry.side_effects):
+            # First, as a turn refuses it: a read-only level is the reason, not the grants it narrows.
+            said = autonomy.refusal(level, name)
+            return Checked(name, args, caller, level=level, refusal={"kind": READ_ONLY_REFUSED, "error": {"message": said["error"]}, "hint": said["hint"]})
         problems = validate_args(te.loaded.input_schema, args)
         if problems:
             return Checked(name, args, caller, refusal={"kind": SCHEMA, "error": {"message": f"the arguments do not fit {name}'s schema", "errors": problems}})
@@ -192,6 +197,7 @@ class GatedCaller:
             id=invocation_id, at=at, executor=checked.name, version=loaded.version if loaded else "",
             origin=loaded.origin if loaded else "", digest=loaded.digest if loaded else "", args=checked.args,
             args_hash=canonical_hash(checked.args), caller=checked.caller, turn_id=None, trace_id=str(invocation_id),
+            autonomy=checked.level,
         )
         invocation.refuse(kind=checked.refusal["kind"], error=checked.refusal["error"], at=at)
         rt.log.save(invocation)

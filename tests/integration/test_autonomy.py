@@ -210,3 +210,35 @@ def test_a_manifest_cannot_hide_a_write_grant_behind_no_side_effects(home: Path)
     manifest.write_text(manifest.read_text().replace('"fs:read" = ["~/notes"]', '"fs:read" = ["~"]\n"fs:write" = ["~"]'))
     with pytest.raises(SigningError, match="fs:write but contract.side_effects is false"):
         sign_executor(d, load_signing_key(ws))
+
+
+def test_a_turn_recorded_when_full_answered_for_the_user_replays_to_a_question_and_says_why(home: Path, capsys, monkeypatch) -> None:
+    """Before issue 30, full recorded ApprovalWaived and ran the delete unasked. Such a turn stays readable;
+    its replay now asks there, parts from the record, and names that as the cause (not an edited log)."""
+    from domain.turn import Turn
+    from metnos.turn.loop import TurnLoop
+
+    record = TurnLoop._record
+
+    def as_recorded_before(self, turn, event_class, **fields):  # noqa: ANN001, ANN202
+        if event_class is Turn.ApprovalAsked:
+            return record(self, turn, Turn.ApprovalWaived, autonomy="full", **fields)
+        if event_class is Turn.ApprovalAnswered:
+            return None
+        return record(self, turn, event_class, **fields)
+
+    request, name, args = _side_effect(home, "delete")
+    with monkeypatch.context() as patched:
+        patched.setattr(TurnLoop, "_record", as_recorded_before)
+        code, out, _ = ask(capsys, monkeypatch, [call(name, args), text("deleted")], request, "--yes", "--autonomy", "full")
+    assert code == 0 and not (home / "precious.txt").exists(), out
+    events = events_of(capsys, out["turn_id"])
+    assert "ApprovalWaived" in [kind(e) for e in events] and "ApprovalAsked" not in [kind(e) for e in events]
+    capsys.readouterr()
+    assert main(["replay", out["turn_id"], "--json"]) == 1
+    [result] = orjson.loads(capsys.readouterr().out)["results"]
+    divergence = result["divergence"]
+    assert (divergence["expected"]["type"], divergence["found"]["type"]) == ("ApprovalWaived", "ApprovalAsked"), divergence
+    [cause] = divergence["causes"]
+    assert cause["kind"] == "approval-now-asked"
+    assert cause["message"].startswith("step 1: delete_files ran without a question because autonomy full answered for the user")
