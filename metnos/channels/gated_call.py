@@ -10,8 +10,8 @@ sandbox. Only the planner is missing: the client chose the call.
 
 The autonomy level is config.toml's ``[runtime] autonomy``, read at each
 list and call as a turn reads it: at ``read_only`` a tool with side effects
-is not listed and a call to one is denied by the vaglio before any question;
-``full`` asks what ``supervised`` asks (metnos/sandbox/autonomy.py).
+is not listed and a call to one is refused (``AutonomyReadOnly``) before any
+other check; ``full`` asks what ``supervised`` asks (metnos/sandbox/autonomy.py).
 
 The check and the run are two calls because the approval sits between them
 and is asked in the channel's own way (an MCP elicitation, awaited on an

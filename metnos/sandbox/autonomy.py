@@ -4,8 +4,8 @@ Three levels (seeds/000 and seeds/003 ch. 6): ``read_only`` only looks,
 ``supervised`` (the default) acts and asks, ``full`` is the level the seeds
 let widen the *shell* (seeds/000 ch. 5.5: the sandbox profiles), never the
 core (forbidden paths, the vaglio's guard) and never the precautionary
-asymmetry (seeds/000 ch. 10: a call with side effects that is not idempotent
-asks for confirmation "even within the Full autonomy level"). Everything a
+asymmetry (seeds/000, the invocation flow: a call with side effects that is
+not idempotent asks for confirmation "even within the Full autonomy level"). Everything a
 level changes is read from :data:`POLICY`, so the sandbox profile, what is
 offered and the vaglio cannot disagree about what a level means.
 
