@@ -32,7 +32,9 @@ def turn(host: DaemonHost) -> Any:
             turn_id = queries.find_turn(state, request.path_params["turn_id"])
             events = queries.turn_events(rt, turn_id)
             steps = queries.turn_steps(rt, events)
-        return {"turn": state["turns"][turn_id], "events": events, "steps": steps}
+        ending = next((e["state"] for e in reversed(events) if e["type"] == "TurnFailed"), {})
+        return {"turn": state["turns"][turn_id], "events": events, "steps": steps, "ending": ending,
+                "quarantined": queries.quarantined_not_offered(events)}
 
     return gather
 
