@@ -1,0 +1,170 @@
+"""An unverified turn is never shown as an answered one, on any way in (issue 30 item 1's status).
+
+A turn whose answer fails the check against what its steps returned ends with
+status ``unverified``: the model's text in ``answer``, and ``failure`` naming
+the parts found in nothing the steps returned. Each way in renders such an
+outcome through its own path: ``metnos ask`` (text and --json, exit 5), the
+daemon's ``/api/ask``, a Telegram reply; the dashboard reads the status from
+the log (``TurnFailed.status``) and shows it as its own badge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import orjson
+import pytest
+from starlette.testclient import TestClient
+
+from domain.turn import Turn
+from metnos.channels.telegram import TelegramChannel
+from metnos.channels.telegram_settings import load_telegram_settings
+from metnos.cli.ask_cmd import EXIT_CODES, print_outcome
+from metnos.daemon.app import build_app
+from metnos.daemon.host import DaemonHost
+from metnos.runtime import Runtime
+from metnos.turn.loop import TurnOutcome
+from metnos.workspace import Workspace
+from tests.support.fake_telegram import FakeBotAPI
+
+REPO = Path(__file__).resolve().parents[2]
+TOKEN = "a-daemon-token-for-this-test-only-0123456789"
+ANSWER = "The diary has 7 lines; the last one is sunday."
+MESSAGE = "the answer names 7 and sunday, which no step returned"
+UNMATCHED = ["7", "sunday"]
+QUARANTINED = {"name": "read_files", "version": "1.0.0", "origin": "seed", "reason": "main.py: digest failed: differs from the signed one",
+               "show": "metnos executors show read_files",
+               "notice": "read_files 1.0.0 would have been offered for this request, but it is quarantined: main.py: digest failed."}
+
+
+def unverified(**extra: Any) -> TurnOutcome:
+    failure = {"kind": "unverified_answer", "final_kind": "unverified", "message": MESSAGE, "unmatched": list(UNMATCHED)}
+    return TurnOutcome(str(uuid4()), "unverified", answer=ANSWER, failure=failure, steps=1, **extra)
+
+
+def test_ask_prints_it_on_standard_error_marked_and_exits_5(capsys: pytest.CaptureFixture[str]) -> None:
+    code = print_outcome(unverified(quarantined=[QUARANTINED]), as_json=False)
+    shown = capsys.readouterr()
+    assert code == 5 == EXIT_CODES["unverified"]
+    # Standard output holds answers only: a script reading it gets nothing to take for one.
+    assert shown.out == ""
+    assert shown.err.splitlines() == [
+        f"metnos: unverified: {MESSAGE}",
+        'metnos: not found in anything the steps returned: "7", "sunday"',
+        "metnos: the answer as the model wrote it, unchecked:",
+        ANSWER,
+        f"metnos: {QUARANTINED['notice']}",
+    ]
+
+
+def test_ask_json_keeps_the_text_out_of_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = unverified()
+    assert print_outcome(outcome, as_json=True) == 5
+    out = orjson.loads(capsys.readouterr().out)
+    assert out["status"] == "unverified"
+    assert out["answer"] is None and out["unverified_answer"] == ANSWER
+    assert out["failure"]["unmatched"] == UNMATCHED and out["message"] == MESSAGE
+    assert out["turn_id"] == outcome.turn_id and out["quarantined"] == []
+
+
+def test_an_answered_turn_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = TurnOutcome(str(uuid4()), "answered", answer="sunday", steps=1)
+    assert print_outcome(outcome, as_json=False) == 0
+    assert capsys.readouterr().out == "sunday\n"
+    print_outcome(outcome, as_json=True)
+    out = orjson.loads(capsys.readouterr().out)
+    assert (out["answer"], out["unverified_answer"], out["message"]) == ("sunday", None, "sunday")
+
+
+def test_the_readme_documents_every_exit_code() -> None:
+    readme = (REPO / "README.md").read_text()
+    for status, code in EXIT_CODES.items():
+        assert re.search(rf"^\| {code} \| `{status}` \|", readme, re.M), f"README's exit codes lack {code} ({status})"
+
+
+class OutcomeHost(DaemonHost):
+    """The daemon's host with its turn replaced by a given outcome: the rendering is what is tested."""
+
+    def __init__(self, runtime: Any, outcome: TurnOutcome) -> None:
+        super().__init__(runtime, env={})
+        self.outcome = outcome
+
+    def ask(self, text: str, **_: Any) -> TurnOutcome:
+        return self.outcome
+
+
+def test_the_daemon_api_gives_it_as_ask_json_does() -> None:
+    outcome = unverified(quarantined=[QUARANTINED])
+    with TestClient(build_app(OutcomeHost(None, outcome), TOKEN, mounts=[])) as client:
+        reply = client.post("/api/ask", json={"text": "how many lines has my diary?"}, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert reply.status_code == 200, reply.text
+    out = reply.json()
+    assert out["status"] == "unverified" and out["answer"] is None and out["unverified_answer"] == ANSWER
+    assert out["message"] == MESSAGE and out["failure"]["unmatched"] == UNMATCHED
+    assert out["quarantined"] == [QUARANTINED]
+
+
+@pytest.fixture
+def logged(home: Path) -> Iterator[tuple[Runtime, str]]:
+    """A real log holding one turn that ended unverified, as the loop records it (TurnFailed, status unverified)."""
+    runtime = Runtime.boot(Workspace.from_env(), birth=False)
+    at = datetime.now(timezone.utc)
+    turn = Turn.start(id=uuid4(), at=at, text="how many lines has my diary?", actor="user", channel="cli", mode="local",
+                      settings={}, runtime_version="test")
+    turn.record(Turn.TurnFailed, at=at, kind="unverified_answer", final_kind="unverified", message=MESSAGE, steps=1, status="unverified")
+    runtime.log.save(turn)
+    runtime.refresh()
+    try:
+        yield runtime, str(turn.id)
+    finally:
+        runtime.close()
+
+
+def test_the_dashboard_shows_the_status_from_the_log_as_its_own(logged: tuple[Runtime, str]) -> None:
+    runtime, turn_id = logged
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/html"}
+    with TestClient(build_app(DaemonHost(runtime, env={}), TOKEN, mounts=[])) as client:
+        listed = client.get("/api/turns", headers=headers).json()
+        timeline = client.get("/", headers=headers).text
+        page = client.get(f"/turns/{turn_id}", headers=headers).text
+        css = client.get("/static/dashboard.css", headers=headers).text
+    assert [t["status"] for t in listed if t["id"] == turn_id] == ["unverified"]
+    row = timeline[timeline.index(f'href="/turns/{turn_id}"') - 400:timeline.index(f'href="/turns/{turn_id}"')]
+    assert '<span class="badge unverified">unverified</span>' in row and "answered" not in row
+    assert '<span class="badge unverified" id="turn-status">unverified</span>' in page
+    outcome = page[page.index('id="outcome"'):]
+    outcome = outcome[:outcome.index("</section>")]
+    assert f"<strong>Unverified</strong>: {MESSAGE}" in outcome
+    # A badge of its own: neither an answered one nor a failed one.
+    assert re.search(r"\.badge\.unverified\s*\{[^}]*background", css)
+
+
+def test_a_telegram_reply_marks_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token, chat = "123456:TEST-not-a-real-token", 4242
+    monkeypatch.setenv("METNOS_TEST_TELEGRAM_TOKEN", token)
+    config = tmp_path / "config.toml"
+    with FakeBotAPI(token) as bot:
+        config.write_text(f'[telegram]\ntoken_env = "METNOS_TEST_TELEGRAM_TOKEN"\nallowed_chats = [{chat}]\n'
+                          f'base_url = "{bot.url}"\npoll_timeout_s = 1\n')
+        host = OutcomeHost(None, unverified(quarantined=[QUARANTINED]))
+        channel = TelegramChannel(host, load_telegram_settings(config))
+        channel.start()
+        try:
+            bot.user_says(chat, "how many lines has my diary?")
+            reply = bot.wait_for("sendMessage", lambda p: p["chat_id"] == chat).params["text"]
+        finally:
+            channel.stop()
+    assert reply == "\n".join([
+        f"metnos: unverified: {MESSAGE}",
+        'not found in anything the steps returned: "7", "sunday"',
+        "",
+        "the answer as the model wrote it, unchecked:",
+        ANSWER,
+        "",
+        f"metnos: {QUARANTINED['notice']}",
+    ])
