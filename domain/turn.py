@@ -82,7 +82,7 @@ class Turn(MetnosAggregate):
 
     class QuarantinedNotOffered(DomainEvent):
         """Executors the request would have been offered, ranked with the live ones by the same
-        rules, that are quarantined: each ``{"name", "version", "origin", "reason"}``. The
+        rules, that are quarantined: each ``{"name", "version", "origin", "check", "reason"}``. The
         turn's outcome tells the user which and why (metnos/turn/quarantined.py)."""
 
         executors: list

@@ -48,13 +48,15 @@ class QuarantinedExecutor:
     entry: CatalogueEntry
     origin: str
     reason: str
+    # The check that failed ("digest", "birth", "manual", "approval" for an imported skill...).
+    check: str = ""
 
     @property
     def name(self) -> str:
         return self.entry.name
 
     def to_json(self) -> dict[str, str]:
-        return {"name": self.entry.name, "version": self.entry.version, "origin": self.origin, "reason": self.reason}
+        return {"name": self.entry.name, "version": self.entry.version, "origin": self.origin, "check": self.check, "reason": self.reason}
 
 
 def find_quarantined(catalogue_state: Mapping[str, Any], report: LoadReport) -> tuple[QuarantinedExecutor, ...]:
@@ -72,8 +74,8 @@ def find_quarantined(catalogue_state: Mapping[str, Any], report: LoadReport) -> 
         ranked = _entry(name, version, entry["origin"], report)
         if ranked is None:
             continue
-        reason = entry["versions"][version].get("reason") or "quarantined (no reason recorded)"
-        found[name] = QuarantinedExecutor(ranked, entry["origin"], reason)
+        held = entry["versions"][version]
+        found[name] = QuarantinedExecutor(ranked, entry["origin"], held.get("reason") or "quarantined (no reason recorded)", held.get("check") or "")
     return tuple(found[n] for n in sorted(found))
 
 
@@ -140,20 +142,26 @@ def show_command(name: str) -> str:
     return f"metnos executors show {name}"
 
 
-def _commands(name: str) -> str:
-    return (f"`{show_command(name)}` shows it; once its files verify again, "
-            f"`metnos executors rehabilitate {name}` returns it.")
+# An imported skill waits for its approval, which its reason names (`metnos skills approve NAME`).
+_APPROVAL = "approval"
+
+
+def _commands(executor: Mapping[str, Any]) -> str:
+    name = executor["name"]
+    if executor.get("check") == _APPROVAL:
+        return f"`{show_command(name)}` shows it."
+    return f"`{show_command(name)}` shows it; once its files verify again, `metnos executors rehabilitate {name}` returns it."
 
 
 def notice(executor: Mapping[str, Any]) -> str:
     """One sentence for the user: which executor the request missed, why it is quarantined, the command that shows it."""
     return (f"{executor['name']} {executor['version']} would have been offered for this request, but it is quarantined: "
-            f"{executor['reason']}. {_commands(executor['name'])}")
+            f"{executor['reason']}. {_commands(executor)}")
 
 
 def refusal_message(executor: Mapping[str, Any]) -> str:
     """The same for a call that names a quarantined executor (an MCP client's)."""
-    return f"{executor['name']} {executor['version']} is quarantined: {executor['reason']}. {_commands(executor['name'])}"
+    return f"{executor['name']} {executor['version']} is quarantined: {executor['reason']}. {_commands(executor)}"
 
 
 def told(executors: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:

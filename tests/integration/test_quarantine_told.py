@@ -105,7 +105,8 @@ def test_ask_says_which_executor_is_quarantined_why_and_the_command(tampered: Pa
     assert told["notice"] not in shown.out
 
     [recorded] = told_in(turn_events(capsys, out["turn_id"]))
-    assert recorded == [{k: told[k] for k in ("name", "version", "origin", "reason")}]
+    assert recorded == [{k: told[k] for k in ("name", "version", "origin", "check", "reason")}]
+    assert told["check"] == "digest"
 
     # The command the notice names exists and shows the same reason.
     capsys.readouterr()
@@ -127,6 +128,19 @@ def test_a_request_that_would_not_have_been_offered_it_hears_nothing(tampered: P
         _, out = ask_json(capsys, "what time is it?")
     assert out["quarantined"] == []
     assert told_in(turn_events(capsys, out["turn_id"])) == []
+
+
+def test_a_quarantine_by_hand_is_told_too(home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The files still verify: only the lifecycle blocks it, and its loaded manifest is what is ranked.
+    assert main(["executors", "quarantine", "get_now", "--reason", "gives the wrong hour"]) == 0
+    with ScriptedLLM([text("I cannot tell the time now.")]) as llm:
+        scripted(monkeypatch, llm)
+        _, out = ask_json(capsys, "what time is it?")
+    [told] = out["quarantined"]
+    assert (told["name"], told["check"], told["reason"]) == ("get_now", "manual", "gives the wrong hour")
+    assert told["notice"] == ("get_now 1.0.0 would have been offered for this request, but it is quarantined: gives the wrong hour. "
+                              "`metnos executors show get_now` shows it; once its files verify again, "
+                              "`metnos executors rehabilitate get_now` returns it.")
 
 
 def test_an_action_is_told_only_where_the_autonomy_level_would_have_offered_it(home: Path, capsys: pytest.CaptureFixture[str],
