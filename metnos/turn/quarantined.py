@@ -59,11 +59,22 @@ class QuarantinedExecutor:
         return {"name": self.entry.name, "version": self.entry.version, "origin": self.origin, "check": self.check, "reason": self.reason}
 
 
-def find_quarantined(catalogue_state: Mapping[str, Any], report: LoadReport) -> tuple[QuarantinedExecutor, ...]:
+@dataclass(frozen=True)
+class Held:
+    """A quarantined version in use, as the catalogue projection has it (cheap: nothing read from disk)."""
+
+    name: str
+    origin: str
+    version: str
+    reason: str
+    check: str
+
+
+def held_versions(catalogue_state: Mapping[str, Any]) -> tuple[Held, ...]:
     """Each executor name nothing active answers to whose version in use is quarantined:
     its current version, or, when it never had one, its highest quarantined version."""
     offered = invocable(dict(catalogue_state))
-    found: dict[str, QuarantinedExecutor] = {}
+    found: dict[str, Held] = {}
     for entry in sorted(catalogue_state["executors"].values(), key=lambda e: (_ORIGIN_ORDER.get(e["origin"], 3), e["name"])):
         name = entry["name"]
         if name in offered or name in found:
@@ -71,12 +82,23 @@ def find_quarantined(catalogue_state: Mapping[str, Any], report: LoadReport) -> 
         version = _quarantined_version(entry)
         if version is None:
             continue
-        ranked = _entry(name, version, entry["origin"], report)
-        if ranked is None:
-            continue
-        held = entry["versions"][version]
-        found[name] = QuarantinedExecutor(ranked, entry["origin"], held.get("reason") or "quarantined (no reason recorded)", held.get("check") or "")
+        state = entry["versions"][version]
+        found[name] = Held(name, entry["origin"], version, state.get("reason") or "quarantined (no reason recorded)", state.get("check") or "")
     return tuple(found[n] for n in sorted(found))
+
+
+def ranked(held: Iterable[Held], report: LoadReport) -> tuple[QuarantinedExecutor, ...]:
+    """What the pre-filter reads of each held version (its manifest, read here)."""
+    found = []
+    for h in held:
+        entry = _entry(h.name, h.version, h.origin, report)
+        if entry is not None:
+            found.append(QuarantinedExecutor(entry, h.origin, h.reason, h.check))
+    return tuple(found)
+
+
+def find_quarantined(catalogue_state: Mapping[str, Any], report: LoadReport) -> tuple[QuarantinedExecutor, ...]:
+    return ranked(held_versions(catalogue_state), report)
 
 
 def _quarantined_version(entry: Mapping[str, Any]) -> str | None:

@@ -21,7 +21,7 @@ from metnos.sandbox.policy import check_args, scope_for
 from metnos.turn.catalogue import TurnCatalogue, builtin_tools
 from metnos.turn.interrupts import InterruptGate
 from metnos.turn.lease import TurnLease
-from metnos.turn.quarantined import find_quarantined, notices_of
+from metnos.turn.quarantined import held_versions, notices_of, ranked
 from metnos.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.turn.ports import Approver, LivePorts
 from metnos.turn.runtime_config import load_runtime_config
@@ -87,12 +87,12 @@ def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
     state = runtime.catalogue_state()
     offered = invocable(state)
     loaded = [le for le in runtime.report.loaded if le.name in offered and offered[le.name]["version"] == le.version and offered[le.name]["origin"] == le.origin]
-    quarantined = find_quarantined(state, runtime.report)
-    # The pre-filter index is built once per set of executors, not per turn.
-    key = (tuple((le.name, le.version, le.digest) for le in loaded), tuple((q.name, q.entry.version, q.reason) for q in quarantined))
+    held = held_versions(state)
+    # The pre-filter index is built once per set of executors, not per turn (and a quarantined one's manifest read once).
+    key = (tuple((le.name, le.version, le.digest) for le in loaded), held)
     cached = getattr(runtime, "_turn_catalogue", None)
     if cached is None or cached[0] != key:
-        cached = (key, TurnCatalogue(loaded, builtins=builtin_tools(), quarantined=quarantined))
+        cached = (key, TurnCatalogue(loaded, builtins=builtin_tools(), quarantined=ranked(held, runtime.report)))
         runtime._turn_catalogue = cached  # type: ignore[attr-defined]
     return cached[1]
 
