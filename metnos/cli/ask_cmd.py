@@ -93,6 +93,8 @@ def step_printer(event: Any) -> None:
     if isinstance(event, Turn.PrefilterRanked):
         names = [c["name"] for c in event.ranking.get("candidates", [])]
         out.write(f"· candidates: {', '.join(names) or '(none)'}\n")
+    elif isinstance(event, Turn.QuarantinedNotOffered):
+        out.write(f"· quarantined, not offered: {', '.join(e['name'] for e in event.executors)}\n")
     elif isinstance(event, Turn.StepProposed):
         out.write(f"· step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:200]}\n")
     elif isinstance(event, (Turn.StepRejected, Turn.StepIntercepted)):

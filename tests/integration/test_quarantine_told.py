@@ -108,6 +108,10 @@ def test_ask_says_which_executor_is_quarantined_why_and_the_command(tampered: Pa
     assert recorded == [{k: told[k] for k in ("name", "version", "origin", "check", "reason")}]
     assert told["check"] == "digest"
 
+    capsys.readouterr()
+    main(["turns", "show", out["turn_id"]])
+    assert f"quarantined, not offered: read_files 1.0.0 ({told['reason']})" in capsys.readouterr().out
+
     # The command the notice names exists and shows the same reason.
     capsys.readouterr()
     assert main(["executors", "show", "read_files"]) == 0
