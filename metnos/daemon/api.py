@@ -43,8 +43,8 @@ def body_of(raw: bytes) -> dict[str, Any]:
 
 
 def outcome_json(outcome: Any) -> dict[str, Any]:
-    """A turn's outcome as ``metnos ask --json`` gives it (metnos/turn/telling.py): an unverified
-    answer is ``unverified_answer``, never ``answer``; ``quarantined`` names what the request missed."""
+    """A turn's outcome as ``metnos ask --json`` gives it (metnos/turn/telling.py); ``message`` says
+    why an unverified answer is one, ``quarantined`` names what the request missed."""
     from metnos.turn.telling import outcome_json as told
 
     return told(outcome)

@@ -273,7 +273,7 @@ class TurnLoop:
         self._record(turn, Turn.CatalogueResolved, digest=self.catalogue.digest, entries=self.catalogue.entries)
         # A quarantined executor the request would have been offered is said, never silently missing.
         record_quarantined(lambda cls, **f: self._record(turn, cls, **f), self.catalogue, request.text,
-                           level=request.autonomy, pool_size=self.settings.pool_size)
+                           level=request.autonomy, pool_size=self.settings.pool_size, offer=self.settings.offer)
         if len(self.catalogue) == 0:
             return self._fail(turn, state, FailureKind.EMPTY_CATALOGUE, "")
         started = time.perf_counter()

@@ -5,9 +5,9 @@ failed, ``metnos executors quarantine``) is never offered nor run. Left at
 that, it would vanish from a turn without a word, and the user would read "I
 could not do that" with no cause. So each turn ranks the quarantined
 executors together with the live ones, in one pre-filter index and by the
-same shortlist rules (:func:`metnos.turn.shortlist.complete`), and those that
-would have made the shortlist, at an autonomy level that would have offered
-them, are recorded (``Turn.QuarantinedNotOffered``) and told on every way in:
+same rules (:func:`metnos.turn.shortlist.complete`, with the turn's
+``[turn] offer``), and those that would have been offered, at an autonomy
+level that offers them, are recorded (``Turn.QuarantinedNotOffered``) and told on every way in:
 which, why, and the command that shows it.
 
 What the pre-filter reads of a quarantined executor is its manifest: the
@@ -142,20 +142,22 @@ def _manifest(name: str, version: str, origin: str, report: LoadReport) -> Manif
     return None
 
 
-def would_have_offered(catalogue: TurnCatalogue, request_text: str, *, level: str, pool_size: int) -> list[QuarantinedExecutor]:
-    """The quarantined executors the shortlist would have held for ``request_text`` at autonomy ``level``."""
+def would_have_offered(catalogue: TurnCatalogue, request_text: str, *, level: str, pool_size: int,
+                       offer: str = "shortlist") -> list[QuarantinedExecutor]:
+    """The quarantined executors the turn's offer (``[turn] offer``) would have held for ``request_text`` at autonomy ``level``."""
     if not catalogue.quarantined:
         return []
     index = catalogue.index_with_quarantined()
-    ranking = complete(index.query(request_text, pool_size=pool_size).to_json(), index, request_text)
+    ranking = complete(index.query(request_text, pool_size=pool_size).to_json(), index, request_text, offer=offer, pool_size=pool_size)
     shortlisted = {c["name"] for c in ranking["candidates"]}
     return [q for q in catalogue.quarantined
             if q.name in shortlisted and autonomy.offers(level, side_effects=q.entry.side_effects)]
 
 
-def record_quarantined(record: Callable[..., None], catalogue: TurnCatalogue, request_text: str, *, level: str, pool_size: int) -> None:
+def record_quarantined(record: Callable[..., None], catalogue: TurnCatalogue, request_text: str, *, level: str, pool_size: int,
+                       offer: str = "shortlist") -> None:
     """Record ``Turn.QuarantinedNotOffered`` when the request would have been offered a quarantined executor."""
-    missed = would_have_offered(catalogue, request_text, level=level, pool_size=pool_size)
+    missed = would_have_offered(catalogue, request_text, level=level, pool_size=pool_size, offer=offer)
     if missed:
         record(Turn.QuarantinedNotOffered, executors=[q.to_json() for q in missed])
 

@@ -5,11 +5,10 @@ a web page), never in what they say:
 
 * ``answered``: the answer.
 * ``unverified`` (the answer failed the check against what the steps
-  returned): never shown as an answer. The one line that says so, the parts
-  of the text found in nothing the steps returned, then the model's text
-  marked as unchecked. In JSON, ``answer`` stays null and the text is
-  ``unverified_answer``, so that a reader of ``answer`` alone never takes it
-  for one.
+  returned, metnos/turn/grounding.py): never shown as an answer. The one line
+  that says so, the parts of the text found in nothing the steps returned,
+  then the model's text marked as unchecked. JSON keeps the text in
+  ``answer``, beside ``status`` and ``failure.unmatched``.
 * any other status: why there is no answer.
 * whatever the status, each quarantined executor the request would have been
   offered (:mod:`metnos.turn.quarantined`): which, why, and the command that
@@ -19,6 +18,8 @@ a web page), never in what they say:
 from __future__ import annotations
 
 from typing import Any
+
+import re
 
 import orjson
 
@@ -40,6 +41,15 @@ def why(outcome: Any) -> str:
     return str(failure.get("message") or outcome.status)
 
 
+# The failure's message may open with the status's own word ("Unverified: ..."): said once.
+_LEADING_STATUS = re.compile(r"^\s*unverified\s*[:,.\-–—]\s*", re.I)
+
+
+def without_status(message: str) -> str:
+    """``message`` without the status word it may open with, for a line that already says it."""
+    return _LEADING_STATUS.sub("", message)
+
+
 def quoted(parts: list[str]) -> str:
     # JSON strings: a part with a comma or a quote in it still reads as one part.
     return ", ".join(orjson.dumps(p).decode() for p in parts)
@@ -47,7 +57,7 @@ def quoted(parts: list[str]) -> str:
 
 def unverified_lines(outcome: Any) -> list[str]:
     """An unverified outcome in lines: what is wrong with it first, the unchecked text last."""
-    lines = [f"unverified: {why(outcome)}"]
+    lines = [f"unverified: {without_status(why(outcome))}"]
     parts = unmatched(outcome)
     if parts:
         lines.append(f"not found in anything the steps returned: {quoted(parts)}")
@@ -63,11 +73,8 @@ def notices(outcome: Any) -> list[str]:
 
 def outcome_json(outcome: Any) -> dict[str, Any]:
     """The fields every JSON way in gives (``metnos ask --json``, the daemon's ``/api/ask``)."""
-    verified = outcome.status != UNVERIFIED
     return {
-        "turn_id": outcome.turn_id, "status": outcome.status,
-        "answer": outcome.answer if verified else None,
-        "unverified_answer": None if verified else outcome.answer,
+        "turn_id": outcome.turn_id, "status": outcome.status, "answer": outcome.answer,
         "failure": outcome.failure, "steps": outcome.steps, "message": why(outcome),
         "quarantined": list(getattr(outcome, "quarantined", None) or []),
     }

@@ -40,10 +40,10 @@ function undoText(data) {
 function outcomeText(data) {
   const lines = [];
   if (data.status === "unverified") {
-    lines.push(`unverified: ${data.message}`);
+    lines.push(`unverified: ${(data.message || "").replace(/^\s*unverified\s*[:,.\-–—]\s*/i, "")}`);
     const parts = (data.failure && data.failure.unmatched) || [];
     if (parts.length) lines.push(`not found in anything the steps returned: ${parts.map((p) => JSON.stringify(p)).join(", ")}`);
-    lines.push("the answer as the model wrote it, unchecked:", data.unverified_answer || "");
+    lines.push("the answer as the model wrote it, unchecked:", data.answer || "");
   } else {
     lines.push(`${data.status}: ${data.answer || data.message || ""}`);
   }
