@@ -56,6 +56,9 @@ def test_ranked_with_the_live_ones_it_is_told_only_when_it_would_have_made_the_s
 
     assert told("read ~/notes/a.md") == ["read_files"]
     assert told("count the words of this sentence") == ["count_words"]
+    # Where the turn offers the whole catalogue ([turn] offer = "catalogue"), so is it weighed.
+    whole = would_have_offered(catalogue, "count the words of this sentence", level="supervised", pool_size=12, offer="catalogue")
+    assert [q.name for q in whole] == ["count_words", "read_files"]
 
 
 def test_an_imported_skill_waiting_for_approval_is_not_told_to_rehabilitate() -> None:
