@@ -80,6 +80,13 @@ class Turn(MetnosAggregate):
         ranking: dict
         prefilter_ms: int
 
+    class QuarantinedNotOffered(DomainEvent):
+        """Executors the request would have been offered, ranked with the live ones by the same
+        rules, that are quarantined: each ``{"name", "version", "origin", "check", "reason"}``. The
+        turn's outcome tells the user which and why (metnos/turn/quarantined.py)."""
+
+        executors: list
+
     class LLMAsked(DomainEvent):
         round: int
         tier: str

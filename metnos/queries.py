@@ -49,6 +49,14 @@ def turn_events(runtime: Any, turn_id: str) -> list[dict[str, Any]]:
             for e in runtime.log.events.get(UUID(turn_id))]
 
 
+def quarantined_not_offered(events: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The quarantined executors a turn would have been offered (its ``QuarantinedNotOffered``),
+    each with the notice and the command every way in gives."""
+    from metnos.turn.quarantined import told
+
+    return told(e for event in events if event["type"] == "QuarantinedNotOffered" for e in event["state"]["executors"])
+
+
 def logged_event(notification: Any, event: Any) -> dict[str, Any]:
     """One stored event as ``metnos events --json`` and the daemon's event stream show it."""
     ts = getattr(event, "timestamp", None)

@@ -16,8 +16,9 @@ other check; ``full`` asks what ``supervised`` asks (metnos/sandbox/autonomy.py)
 The check and the run are two calls because the approval sits between them
 and is asked in the channel's own way (an MCP elicitation, awaited on an
 event loop). Every outcome is recorded: a call refused before the spawn is an
-``Invocation`` with ``InvocationRefused`` (kind ``SchemaViolation``,
-``AutonomyReadOnly``, ``PolicyViolation``, ``VaglioDenied`` or ``NotApproved``), a call that ran is
+``Invocation`` with ``InvocationRefused`` (kind ``UnknownExecutor``,
+``Quarantined``, ``AutonomyReadOnly``, ``SchemaViolation``, ``PolicyViolation``,
+``VaglioDenied`` or ``NotApproved``), a call that ran is
 the Invoker's ``InvocationRequested``/``InvocationCompleted``; all carry the
 channel's ``caller``.
 """
@@ -36,6 +37,7 @@ from metnos.invocation.service import READ_ONLY_REFUSED
 from metnos.runtime import Runtime
 from metnos.sandbox import autonomy
 from metnos.turn.catalogue import TurnExecutor, inline_refs
+from metnos.turn.quarantined import quarantined_by_name, refusal_message, show_command
 from metnos.turn.runtime_config import load_runtime_config
 from metnos.turn.session import guard_policy, policy_checker, turn_catalogue
 from metnos.turn.settings import load_turn_settings
@@ -43,6 +45,7 @@ from metnos.turn.vaglio import ASK, DENY, Verdict, vaglio
 from metnos.turn.validation import validate_args
 
 UNKNOWN = "UnknownExecutor"
+QUARANTINED = "Quarantined"
 SCHEMA = "SchemaViolation"
 POLICY = "PolicyViolation"
 VAGLIO_DENIED = "VaglioDenied"
@@ -133,8 +136,15 @@ class GatedCaller:
 
     def _check(self, rt: Runtime, name: str, args: dict[str, Any], caller: dict[str, Any]) -> Checked:
         level = self._level(rt)
-        te = turn_catalogue(rt).get(name)
+        catalogue = turn_catalogue(rt)
+        te = catalogue.get(name)
         if te is None:
+            held = quarantined_by_name(catalogue, name)
+            if held is not None:
+                # Not "no such executor": the client is told which, why, and how to see it.
+                shown = held.to_json()
+                return Checked(name, args, caller, refusal={"kind": QUARANTINED, "error": {"message": refusal_message(shown), **shown, "show": show_command(name)},
+                                                    "hint": f"`{show_command(name)}` shows why; the user decides whether to rehabilitate it"})
             return Checked(name, args, caller, refusal={"kind": UNKNOWN, "error": {"message": f"there is no active executor named {name!r}"}})
         if not autonomy.offers(level, side_effects=te.entry.side_effects):
             # First, as a turn refuses it: a read-only level is the reason, not the grants it narrows.
@@ -189,13 +199,17 @@ class GatedCaller:
 
     def _record_refusal(self, rt: Runtime, checked: Checked) -> None:
         assert checked.refusal is not None
-        te = turn_catalogue(rt).get(checked.name)
+        catalogue = turn_catalogue(rt)
+        te = catalogue.get(checked.name)
         loaded = te.loaded if te is not None else None
+        held = quarantined_by_name(catalogue, checked.name) if loaded is None else None
+        version = loaded.version if loaded else (held.entry.version if held else "")
+        origin = loaded.origin if loaded else (held.origin if held else "")
         at = rt.clock()
         invocation_id = rt.ids()
         invocation = Invocation.request(
-            id=invocation_id, at=at, executor=checked.name, version=loaded.version if loaded else "",
-            origin=loaded.origin if loaded else "", digest=loaded.digest if loaded else "", args=checked.args,
+            id=invocation_id, at=at, executor=checked.name, version=version,
+            origin=origin, digest=loaded.digest if loaded else "", args=checked.args,
             args_hash=canonical_hash(checked.args), caller=checked.caller, turn_id=None, trace_id=str(invocation_id),
             autonomy=checked.level,
         )

@@ -46,6 +46,7 @@ from domain.channel import ChannelMessage
 from metnos.canonical import canonical_hash
 from metnos.channels.telegram_settings import TelegramSettings
 from metnos.errors import MetnosError
+from metnos.turn.telling import reply_text
 
 CHANNEL = "telegram"
 MAX_TEXT = 4096  # Telegram's limit for one message
@@ -207,7 +208,8 @@ class TelegramChannel:
         try:
             # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
             outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL, actor=f"telegram:{sender}")
-            reply = outcome.answer if outcome.status == "answered" and outcome.answer else f"metnos: {outcome.message or outcome.status}"
+            # An unverified answer is marked as such; a quarantined executor the request missed is named.
+            reply = reply_text(outcome)
         except MetnosError as e:
             reply = f"metnos: {e}"
         except Exception as e:  # noqa: BLE001 - the chat is told; the bot goes on

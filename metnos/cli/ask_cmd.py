@@ -95,6 +95,8 @@ def step_printer(event: Any) -> None:
     if isinstance(event, Turn.PrefilterRanked):
         names = [c["name"] for c in event.ranking.get("candidates", [])]
         out.write(f"· candidates: {', '.join(names) or '(none)'}\n")
+    elif isinstance(event, Turn.QuarantinedNotOffered):
+        out.write(f"· quarantined, not offered: {', '.join(e['name'] for e in event.executors)}\n")
     elif isinstance(event, Turn.StepProposed):
         out.write(f"· step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:200]}\n")
     elif isinstance(event, (Turn.StepRejected, Turn.StepIntercepted)):
@@ -163,9 +165,16 @@ def run(args: argparse.Namespace) -> int:
         offer = PlanBook(runtime).offer(outcome.turn_id) if outcome.status == "answered" and sys.stdout.isatty() else None
     if outcome.learning_error is not None:
         print(f"metnos: the mnestome did not learn from this turn: {outcome.learning_error}", file=sys.stderr)
-    if args.json:
-        print(orjson.dumps({"turn_id": outcome.turn_id, "status": outcome.status, "answer": outcome.answer, "failure": outcome.failure,
-                            "steps": outcome.steps, "learning_error": outcome.learning_error, "models": outcome.models}).decode())
+    return print_outcome(outcome, as_json=args.json, offer=offer)
+
+
+def print_outcome(outcome: Any, *, as_json: bool, offer: str | None = None) -> int:
+    """The outcome on the terminal, and the exit code. Only an answer goes to standard output:
+    an unverified one is on standard error, marked, with the parts found in no step's result."""
+    from metnos.turn import telling
+
+    if as_json:
+        print(orjson.dumps({**telling.outcome_json(outcome), "learning_error": outcome.learning_error, "models": outcome.models}).decode())
     elif outcome.status == "answered":
         print(outcome.answer)
         if outcome.models:
@@ -175,8 +184,14 @@ def run(args: argparse.Namespace) -> int:
     elif outcome.status == "interrupted":
         print(f"metnos: {outcome.message}; turn {outcome.turn_id} is recorded as interrupted"
               " (`metnos undo` puts back what its finished steps changed)", file=sys.stderr)
+    elif outcome.status == telling.UNVERIFIED:
+        first, *rest = telling.unverified_lines(outcome)
+        print("\n".join([f"metnos: {first}", *(f"metnos: {line}" for line in rest[:-1]), rest[-1]]), file=sys.stderr)
     else:
-        print(f"metnos: {outcome.message}", file=sys.stderr)
+        print(f"metnos: {telling.why(outcome)}", file=sys.stderr)
+    if not as_json:
+        for notice in telling.notices(outcome):
+            print(f"metnos: {notice}", file=sys.stderr)
     if outcome.status == "interrupted":
         return 128 + signal.Signals[outcome.failure["signal"]].value
     return EXIT_CODES.get(outcome.status, 1)

@@ -60,6 +60,8 @@ def _line(event: Any) -> str:
         text = f"request: {event.text!r} (actor {event.actor}, channel {event.channel}, mode {event.mode}, autonomy {event.autonomy})"
     elif isinstance(event, Turn.PrefilterRanked):
         text = f"candidates: {', '.join(c['name'] for c in event.ranking.get('candidates', [])) or '(none)'} [{event.prefilter_ms} ms]"
+    elif isinstance(event, Turn.QuarantinedNotOffered):
+        text = "quarantined, not offered: " + "; ".join(f"{e['name']} {e['version']} ({e['reason']})" for e in event.executors)
     elif isinstance(event, Turn.LLMReplied):
         calls = event.reply.get("tool_calls") or []
         said = ", ".join(c["name"] for c in calls) if calls else repr(event.reply.get("text", ""))[:80]

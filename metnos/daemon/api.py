@@ -43,8 +43,11 @@ def body_of(raw: bytes) -> dict[str, Any]:
 
 
 def outcome_json(outcome: Any) -> dict[str, Any]:
-    return {"turn_id": outcome.turn_id, "status": outcome.status, "answer": outcome.answer, "failure": outcome.failure,
-            "steps": outcome.steps, "message": outcome.message}
+    """A turn's outcome as ``metnos ask --json`` gives it (metnos/turn/telling.py); ``message`` says
+    why an unverified answer is one, ``quarantined`` names what the request missed."""
+    from metnos.turn.telling import outcome_json as told
+
+    return told(outcome)
 
 
 def routes(host: DaemonHost) -> list[Route]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from metnos import queries
 from metnos.daemon.host import DaemonHost
+from metnos.turn.telling import without_status
 
 GRAPH_SIZE = 640
 
@@ -32,7 +33,12 @@ def turn(host: DaemonHost) -> Any:
             turn_id = queries.find_turn(state, request.path_params["turn_id"])
             events = queries.turn_events(rt, turn_id)
             steps = queries.turn_steps(rt, events)
-        return {"turn": state["turns"][turn_id], "events": events, "steps": steps}
+        # An unverified turn's text and the parts found in no result are on its last AnswerUngrounded.
+        ungrounded = next((e["state"] for e in reversed(events) if e["type"] == "AnswerUngrounded"), {})
+        summary = state["turns"][turn_id]
+        return {"turn": summary, "events": events, "steps": steps, "ungrounded": ungrounded,
+                "why_unverified": without_status(summary.get("result") or ""),
+                "quarantined": queries.quarantined_not_offered(events)}
 
     return gather
 

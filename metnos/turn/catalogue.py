@@ -9,9 +9,9 @@ it names the step whose list to use and never types the list out itself.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metnos.canonical import canonical_hash
 from metnos.executors.loader import LoadedExecutor
@@ -20,6 +20,9 @@ from metnos.llm.messages import ToolSpec
 from metnos.turn.piping import LIST_REFERENCES
 from metnos.turn.prefilter import CatalogueEntry, PrefilterIndex
 from metnos.turn.scratchpad import SCRATCHPAD_READ_TOOL
+
+if TYPE_CHECKING:
+    from metnos.turn.quarantined import QuarantinedExecutor
 
 SCRATCHPAD_READ = "scratchpad_read"
 
@@ -193,7 +196,8 @@ def builtin_tools() -> dict[str, Builtin]:
 
 
 class TurnCatalogue:
-    def __init__(self, executors: list[LoadedExecutor], builtins: dict[str, Builtin] | None = None) -> None:
+    def __init__(self, executors: list[LoadedExecutor], builtins: dict[str, Builtin] | None = None,
+                 quarantined: Sequence[QuarantinedExecutor] = ()) -> None:
         self.builtins = builtins or {}
         ordered = sorted(executors, key=lambda e: e.name)
         self.executors = {le.name: TurnExecutor(le, catalogue_entry(le.manifest), _tool(le), _tool(le, step_refs=False)) for le in ordered}
@@ -203,6 +207,16 @@ class TurnCatalogue:
         # Each signed file's digest rides along, so a replay can say which file of an executor changed.
         self.entries = [{**ident, "files": dict(te.loaded.file_digests)} for ident, te in zip(identities, self.executors.values(), strict=True)]
         self.digest = canonical_hash(identities)
+        # Never offered; ranked with the live ones only to say which a request would have had.
+        self.quarantined = tuple(q for q in quarantined if q.name not in self.executors and q.name not in self.builtins)
+        self._with_quarantined: PrefilterIndex | None = None
+
+    def index_with_quarantined(self) -> PrefilterIndex:
+        """One index over the live entries and the quarantined ones, built once: what the pre-filter would rank if nothing were quarantined."""
+        if self._with_quarantined is None:
+            entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
+            self._with_quarantined = PrefilterIndex([*entries, *(q.entry for q in self.quarantined)])
+        return self._with_quarantined
 
     def __len__(self) -> int:
         return len(self.executors)

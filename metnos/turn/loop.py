@@ -68,6 +68,7 @@ from metnos.turn.runtime_config import RuntimeConfig
 from metnos.turn.piping import FROM_STEP, resolve_args, placeholders_in
 from metnos.turn.ports import TurnPorts
 from metnos.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, act_reminder, answer_correction, answer_from_results
+from metnos.turn.quarantined import record_quarantined
 from metnos.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.turn.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.turn.shortlist import complete as complete_shortlist
@@ -115,6 +116,9 @@ class TurnOutcome:
     learning_error: str | None = None
     # Which models answered, in order: {"tier", "role", "model"} (filled from the log by the session).
     models: list[dict[str, str]] = field(default_factory=list)
+    # Quarantined executors the request would have been offered, each with why and the command
+    # that shows it (metnos/turn/quarantined.py; filled from the log by the session).
+    quarantined: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -267,6 +271,9 @@ class TurnLoop:
 
     def _run(self, turn: Turn, state: _State, request: TurnRequest) -> TurnOutcome:
         self._record(turn, Turn.CatalogueResolved, digest=self.catalogue.digest, entries=self.catalogue.entries)
+        # A quarantined executor the request would have been offered is said, never silently missing.
+        record_quarantined(lambda cls, **f: self._record(turn, cls, **f), self.catalogue, request.text,
+                           level=request.autonomy, pool_size=self.settings.pool_size, offer=self.settings.offer)
         if len(self.catalogue) == 0:
             return self._fail(turn, state, FailureKind.EMPTY_CATALOGUE, "")
         started = time.perf_counter()

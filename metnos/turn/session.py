@@ -21,6 +21,7 @@ from metnos.sandbox.policy import check_args, scope_for
 from metnos.turn.catalogue import TurnCatalogue, builtin_tools
 from metnos.turn.interrupts import InterruptGate
 from metnos.turn.lease import TurnLease
+from metnos.turn.quarantined import held_versions, notices_of, ranked
 from metnos.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.turn.ports import Approver, LivePorts
 from metnos.turn.runtime_config import load_runtime_config
@@ -83,13 +84,15 @@ class LogSink:
 
 
 def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
-    offered = invocable(runtime.catalogue_state())
+    state = runtime.catalogue_state()
+    offered = invocable(state)
     loaded = [le for le in runtime.report.loaded if le.name in offered and offered[le.name]["version"] == le.version and offered[le.name]["origin"] == le.origin]
-    # The pre-filter index is built once per set of executors, not per turn.
-    key = tuple((le.name, le.version, le.digest) for le in loaded)
+    held = held_versions(state)
+    # The pre-filter index is built once per set of executors, not per turn (and a quarantined one's manifest read once).
+    key = (tuple((le.name, le.version, le.digest) for le in loaded), held)
     cached = getattr(runtime, "_turn_catalogue", None)
     if cached is None or cached[0] != key:
-        cached = (key, TurnCatalogue(loaded, builtins=builtin_tools()))
+        cached = (key, TurnCatalogue(loaded, builtins=builtin_tools(), quarantined=ranked(held, runtime.report)))
         runtime._turn_catalogue = cached  # type: ignore[attr-defined]
     return cached[1]
 
@@ -213,7 +216,7 @@ def run_turn(
         if own_router:
             router.close()
     runtime.refresh()
-    outcome = dataclasses.replace(outcome, models=models_of(sink.turn_events))
+    outcome = dataclasses.replace(outcome, models=models_of(sink.turn_events), quarantined=notices_of(sink.turn_events))
     if sink.learning_error is not None:
         outcome = dataclasses.replace(outcome, learning_error=sink.learning_error)
     # The reactive cascade: a gap compose could not close is left as a generation proposal.

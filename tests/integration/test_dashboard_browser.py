@@ -159,6 +159,32 @@ def test_a_declined_step_shows_as_refused(daemon: RunningDaemon, browser: Any, d
     assert not target.exists()
 
 
+def test_an_unverified_answer_is_marked_never_answered(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    sign_in(browser, daemon)
+    docs = Path(daemon.env["HOME"]) / "unverified-docs"
+    docs.mkdir(exist_ok=True)
+    for name in ("a.txt", "b.txt"):
+        (docs / name).write_text("x")
+    wrong = "The files in ~/unverified-docs are a.txt, c.txt and d.txt."
+    daemon_llm.add(call("find_files", {"base_path": "~/unverified-docs"}), text(wrong), text(wrong))
+    browser.get(daemon.url + "/")
+    browser.find_element(By.ID, "ask-text").send_keys("list the files in ~/unverified-docs")
+    browser.find_element(By.ID, "ask-button").click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "ask-result"), "the answer as the model wrote it, unchecked:"))
+    shown = text_of(browser, "ask-result").splitlines()
+    assert shown[0].startswith("unverified: the answer does not hold up against what the steps returned")
+    assert shown[1] == 'not found in anything the steps returned: "c.txt", "d.txt"' and shown[3] == wrong
+    link = wait(browser, seen.presence_of_element_located((By.CSS_SELECTOR, "tr.status-unverified a")))
+    assert "unverified" == browser.find_element(By.CSS_SELECTOR, "tr.status-unverified .badge").text
+    shot(browser, "unverified-timeline")
+    link.click()
+    wait(browser, seen.presence_of_element_located((By.CSS_SELECTOR, "table.events")))
+    assert text_of(browser, "turn-status") == "unverified"
+    outcome = text_of(browser, "outcome")
+    assert outcome.startswith("Unverified: the answer does not hold up") and "c.txt, d.txt" in outcome and wrong in outcome
+    shot(browser, "unverified-turn")
+
+
 def test_schedules_pause_and_resume(daemon: RunningDaemon, browser: Any) -> None:
     sign_in(browser, daemon)
     browser.get(daemon.url + "/schedules")

@@ -35,6 +35,22 @@ function undoText(data) {
   return lines.join("\n");
 }
 
+// A turn's outcome as every way in tells it (metnos/turn/telling.py): an unverified answer is
+// marked, with the parts found in no step's result; a quarantined executor the request missed is named.
+function outcomeText(data) {
+  const lines = [];
+  if (data.status === "unverified") {
+    lines.push(`unverified: ${(data.message || "").replace(/^\s*unverified\s*[:,.\-–—]\s*/i, "")}`);
+    const parts = (data.failure && data.failure.unmatched) || [];
+    if (parts.length) lines.push(`not found in anything the steps returned: ${parts.map((p) => JSON.stringify(p)).join(", ")}`);
+    lines.push("the answer as the model wrote it, unchecked:", data.answer || "");
+  } else {
+    lines.push(`${data.status}: ${data.answer || data.message || ""}`);
+  }
+  for (const q of data.quarantined || []) lines.push(q.notice);
+  return lines.join("\n");
+}
+
 function wireAsk() {
   const form = document.getElementById("ask-form");
   if (!form) return;
@@ -43,7 +59,7 @@ function wireAsk() {
     const text = document.getElementById("ask-text").value;
     show("ask-result", "thinking…");
     const {data} = await api("POST", "/api/ask", {text, approve: "ask"});
-    show("ask-result", data.error ? errorText(data) : `${data.status}: ${data.answer || data.message || ""}`);
+    show("ask-result", data.error ? errorText(data) : outcomeText(data));
     if (!data.error) setTimeout(() => window.location.reload(), 1500);
   });
 }
