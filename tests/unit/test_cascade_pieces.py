@@ -122,7 +122,9 @@ def _consultant(state: dict, problems: dict[str, list[str]]):  # noqa: ANN202
 
 
 def _template(tag: str, walks: int, wins: int, losses: int) -> dict:
-    plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": ["⟦0⟧"]}}], "answer": [{"text": tag}]}
+    # The answer quotes what the step read: a template that quotes nothing is not proposed.
+    plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": ["⟦0⟧"]}}],
+            "answer": [{"text": tag}, {"ref": [1, "content"]}]}
     return {"template": plan, "sources": [f"{tag}{i}" for i in range(walks)], "values": [[f"~/{tag}{i}"] for i in range(walks)],
             "wins": wins, "losses": losses, "last": "2026-05-01T00:00:00+00:00"}
 
