@@ -207,7 +207,7 @@ def _answered(state: dict[str, Any], record: Record, position: int) -> None:
     state["candidates"][turn_id] = {
         "turn_id": turn_id, "text": turn["text"], "key": request_key(turn["text"]), "intent": intent,
         "slots": [s.to_json() for s in slots], "plan": plan, "plan_id": plan_id(plan), "at": at,
-        "followed": turn["followed"],
+        "followed": turn["followed"], "acted": turn["acted"],
     }
     if template is not None and tid is not None:
         entry = state["templates"].setdefault(intent, {}).setdefault(

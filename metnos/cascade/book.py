@@ -7,6 +7,7 @@ from uuid import UUID
 
 from domain.plan import PlanEntry, plan_entry_id
 from metnos.cascade.consult import stale_reason
+from metnos.cascade.standing import quotes_nothing
 from metnos.cascade.template import derived_digits
 from metnos.errors import MetnosError
 
@@ -84,6 +85,8 @@ class PlanBook:
         entry = dict(self._entry(ref))
         entry["stale"] = self._stale(entry)
         entry["fixed_numbers"] = derived_digits(entry["plan"]["answer"], entry["text"])
+        candidate = self._state()["candidates"].get(entry["turn_id"]) or {}
+        entry["quotes_nothing"] = quotes_nothing({"template": entry["plan"], "acted": candidate.get("acted", False)})
         entry["anti_skill_until"] = self._state()["anti"].get(entry["plan_id"])
         return entry
 

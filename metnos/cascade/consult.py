@@ -10,7 +10,9 @@
   least ``min_successes`` good turns with at least two different slot
   values, or one the user approved (an approval says more of a walk than
   any count of unreviewed ones); the best scored (champion) is bound to the
-  new values.
+  new values. A template is not proposed when its answer holds numbers the
+  model worked out, quotes nothing its steps returned (unless a step acted),
+  or a later turn contradicted it (its drop pending in the log).
 * Either way a plan runs only while every executor in it is active at the
   version it ran with, it is not an anti-skill, and the validator (L2)
   finds nothing wrong; a candidate it refuses gives way to the next one once.
