@@ -34,8 +34,9 @@ A template is contradicted by a later turn when (1) the model, not the
 cascade, walked a request of the same intent and answered it with another
 chain of steps (a template the user approved a walk of excepted: one
 unreviewed walk does not outweigh the user's word); (2) a turn followed the
-template to its answer and still did not end answered (its answer was
-refused: by the answer check, for one); (3) a turn that followed it was
+template to its answer and that answer was refused (an ``AnswerRejected``
+before the plan was abandoned), or the turn still did not end answered (by
+the answer check, for one); (3) a turn that followed it was
 undone.
 """
 
@@ -77,6 +78,7 @@ class PlansFold(Fold):
             Turn.StepIntercepted: _never_ran,
             Turn.StepRejected: _never_ran,
             Turn.BuiltinCalled: _unclean,
+            Turn.AnswerRejected: _answer_rejected,
             Turn.ApprovalAnswered: _approval_answered,
             Turn.ApprovalWaived: _acted,
             Turn.TurnAnswered: _answered,
@@ -242,15 +244,27 @@ _ended_badly.reads = frozenset()  # type: ignore[attr-defined]
 
 
 @reads()
+def _answer_rejected(state: dict[str, Any], record: Record, position: int) -> None:
+    """An answer refused while the turn still followed a template (never abandoned): the template's."""
+    turn = state["open"].get(record["originator_id"])
+    if turn is not None:
+        _refused(state, turn["consulted"], record["originator_id"], "gave an answer that was refused")
+
+
+def _refused(state: dict[str, Any], consulted: dict[str, Any] | None, turn_id: str, how: str) -> None:
+    if consulted is None or consulted["layer"] != "L1" or _template(state, consulted["entry"]) is None:
+        return
+    intent = next(i for i, ts in state["templates"].items() if consulted["entry"] in ts)
+    _contradict(state, intent, consulted["entry"], turn_id, f"turn {turn_id[:8]} followed it to its answer and {how}")
+
+
+@reads()
 def _failed(state: dict[str, Any], record: Record, position: int) -> None:
     """A turn that ended without an answer; one that followed a template to its
     answer (never abandoned) had that answer refused, which contradicts it."""
     turn = state["open"].get(record["originator_id"])
-    consulted = turn["consulted"] if turn is not None else None
-    if consulted is not None and consulted["layer"] == "L1" and _template(state, consulted["entry"]) is not None:
-        intent = next(i for i, ts in state["templates"].items() if consulted["entry"] in ts)
-        _contradict(state, intent, consulted["entry"], record["originator_id"],
-                    f"turn {record['originator_id'][:8]} followed it to its answer and did not end answered")
+    if turn is not None:
+        _refused(state, turn["consulted"], record["originator_id"], "did not end answered")
     _ended_badly(state, record, position)
 
 

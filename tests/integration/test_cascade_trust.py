@@ -55,14 +55,15 @@ def test_only_a_turn_that_ended_answered_teaches_l1(runtime, second_ends: str) -
         PlanBook(runtime).approve(second, by="test")
 
 
-@pytest.mark.parametrize("played_ends", ["answered", "unverified"])
+@pytest.mark.parametrize("played_ends", ["answered", "unverified", "answered after a refusal"])
 def test_a_followed_answer_that_was_refused_drops_the_template(runtime, played_ends: str) -> None:
     for name in ("a.txt", "b.txt"):
         recorded_turn(runtime, f"show me ~/notes/{name}", f"~/notes/{name}", answer=_say(name))
     found = _consult(runtime, "show me ~/notes/c.txt")
     assert found.layer == "L1"
-    played = recorded_turn(runtime, "show me ~/notes/c.txt", "~/notes/c.txt", answer=_say("c.txt"), status=played_ends,
-                           followed=(found.entry, found.plan))
+    refused = _say("c.txt") if played_ends == "answered after a refusal" else None
+    played = recorded_turn(runtime, "show me ~/notes/c.txt", "~/notes/c.txt", answer=_say("c.txt"),
+                           status=played_ends.split()[0], followed=(found.entry, found.plan), rejected=refused)
     state = runtime.plans.catch_up(runtime.log)
     if played_ends == "answered":
         assert state["dropped"] == {} and next(iter(state["templates"].values()))[found.entry]["wins"] == 1
@@ -72,7 +73,8 @@ def test_a_followed_answer_that_was_refused_drops_the_template(runtime, played_e
     drop = runtime.log.repository.get(template_drop_id(found.entry, played))
     assert isinstance(drop, TemplateDrop)
     assert state["templates"] == {} and state["contradicted"] == {}
-    assert state["dropped"][found.entry]["turn_id"] == played and "did not end answered" in state["dropped"][found.entry]["reason"]
+    assert state["dropped"][found.entry]["turn_id"] == played
+    assert ("was refused" if refused else "did not end answered") in state["dropped"][found.entry]["reason"]
     assert _consult(runtime, "show me ~/notes/d.txt").layer is None
     assert record_drops(runtime) == []  # nothing left pending
 

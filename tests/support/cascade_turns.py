@@ -111,9 +111,10 @@ def followed_plan(runtime: Any, turn_id: str) -> dict[str, Any]:
 
 
 def recorded_turn(runtime: Any, text: str, path: str, *, answer: str, status: str = "answered",
-                  followed: tuple[str, dict[str, Any]] | None = None) -> str:
+                  followed: tuple[str, dict[str, Any]] | None = None, rejected: str | None = None) -> str:
     """A turn that read ``path`` (really) and ended answered, or failed with ``status``;
-    ``followed`` is the (template id, plan) the cascade gave it. Saved through LogSink."""
+    ``followed`` is the (template id, plan) the cascade gave it; ``rejected`` an answer
+    refused before the one it ended with. Saved through LogSink."""
     clock = runtime.clock
     turn = Turn.start(id=runtime.ids(), at=clock(), text=text, actor="user", channel="cli", mode="normal",
                       settings={}, runtime_version=metnos.__version__)
@@ -125,6 +126,8 @@ def recorded_turn(runtime: Any, text: str, path: str, *, answer: str, status: st
     turn.record(Turn.StepInvoked, at=clock(), step=1, invocation_id=str(runtime.ids()), executor="read_files", version=version,
                 digest="d", args_hash="h", ok=True, kind="ok", exec_ms=1)
     turn.record(Turn.ObservationRecorded, at=clock(), step=1, ok=True, observation=read(path), spill={})
+    if rejected is not None:
+        turn.record(Turn.AnswerRejected, at=clock(), round=1, reason="unverified", text=rejected)
     if status == "answered":
         turn.record(Turn.TurnAnswered, at=clock(), text=answer, steps=1)
     else:
