@@ -85,13 +85,15 @@ def _asked_words(request: str, slots: list[Slot]) -> set[str]:
 
 
 class _Observed:
-    """The steps' outputs as text: their words, their whole values, their marks."""
+    """The steps' outputs as text: their words, their whole values, and whether they hold a character."""
 
     def __init__(self, outputs: list[Any]) -> None:
-        texts = [_fold(t) for output in outputs for t in observed_strings(output)]
-        self.words = {w for t in texts for w in _WORD.findall(t)}
-        self.whole = {trimmed(t) for t in texts}
-        self.marks = set().union(*(_marks(t) for t in texts)) if texts else set()
+        self.texts = [_fold(t) for output in outputs for t in observed_strings(output)]
+        self.words = {w for t in self.texts for w in _WORD.findall(t)}
+        self.whole = {trimmed(t) for t in self.texts}
+
+    def holds(self, mark: str) -> bool:
+        return any(mark in t for t in self.texts)
 
 
 def carried_words(answer: list[dict[str, Any]], outputs: dict[int, Any], request: str) -> list[str]:
@@ -106,8 +108,9 @@ def carried_words(answer: list[dict[str, Any]], outputs: dict[int, Any], request
             continue
         if word in seen.whole or (word not in FUNCTION_WORDS and word in seen.words):
             found[word] = None
-    for mark in sorted(_marks(literal) & seen.marks):
-        found[mark] = None
+    for mark in sorted(_marks(literal)):
+        if seen.holds(mark):
+            found[mark] = None
     return list(found)
 
 
