@@ -22,7 +22,7 @@ State:
 * ``contradicted``: template id -> the later turn that contradicted it and how,
   until its ``TemplateDropped`` is recorded (metnos/cascade/contradiction.py);
   never proposed meanwhile. ``dropped``: template id -> its last drop.
-* ``counts``: hits per layer, misses, abandons.
+* ``counts``: hits per layer, misses, abandons, drops.
 * ``rev``: bumped whenever the set of live entries changes, so a lookup
   rebuilds its vector index only then.
 
@@ -35,9 +35,9 @@ cascade, walked a request of the same intent and answered it with another
 chain of steps (a template the user approved a walk of excepted: one
 unreviewed walk does not outweigh the user's word); (2) a turn followed the
 template to its answer and that answer was refused (an ``AnswerRejected``
-before the plan was abandoned), or the turn still did not end answered (by
-the answer check, for one); (3) a turn that followed it was
-undone.
+before the plan was abandoned), or the turn still ended ``TurnFailed`` (the
+answer check's ``unverified``, for one); (3) a turn that followed it was
+undone. An interrupted turn contradicts nothing.
 """
 
 from __future__ import annotations
