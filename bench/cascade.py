@@ -1,7 +1,9 @@
-"""The cascade benchmark (issue 19): the agent tasks asked again, reworded and with new slot values.
+"""The cascade benchmark (issues 19 and 30): the agent tasks asked again, repeated, reworded and with new slot values.
 
     PYTHONPATH=$PWD python3 bench/cascade.py --lookup-only              # L0 lookup time and rewording recall, no model
     PYTHONPATH=$PWD python3 bench/cascade.py --model /path/to/model.gguf --only diary_last_lines,csv_total --json out.json
+    PYTHONPATH=$PWD python3 bench/cascade.py --model /path/to/model.gguf --paired --json out.json   # the full measure
+    PYTHONPATH=$PWD python3 bench/cascade.py --model /path/to/model.gguf --only diary_last_lines --max-requests 3  # a smoke run
 
 Each task gets one fresh home (the default layout, as bench/agent_tasks.py
 builds it) that keeps its log across three passes:
@@ -18,11 +20,22 @@ builds it) that keeps its log across three passes:
    a third set of values (L1's template).
 
 A copied file keeps its content, so the task's own check still says whether
-the answer is right. Reported: the layer that answered each request, the
-share answered per layer, accuracy of passes 2-3 against the baseline's,
-model tokens and seconds per request against the baseline's; and, with no
-model, the L0 lookup time at 1k, 10k and 100k approved plans and the
-rewording recall of the packaged WordLlama vectors against hashed n-grams.
+the answer is right. Reported, as Agentic Plan Caching reports a plan cache
+(Zhang et al., 2025): the hit rate (the share of later requests no model was
+asked for, per layer and per kind of request: repeated, reworded, new
+values), the accuracy kept against the model, and the model tokens and time
+saved, with the lookup's own cost (``lookup_ms``); and the cascade's wrong
+answers: hits the task's check fails, and of those the ones the model
+answered right. With no model, the L0 lookup time at 1k, 10k and 100k
+approved plans and the rewording recall of the packaged WordLlama vectors
+against hashed n-grams.
+
+Against the model means, by default, against the task's pass 1 (the model
+asked once, with ``--no-cache``). With ``--paired`` every later request is
+also asked of the model, with ``--no-cache``, in a twin home built the same
+way whose log never teaches the cascade (a model walk with another chain
+would drop a template, docs/cascade.md): accuracy, tokens and time are then
+weighed request by request. It doubles the model's work.
 """
 
 from __future__ import annotations
@@ -96,6 +109,10 @@ def with_new_value(task: Task, home: Path, path: str, n: int) -> str:
     return task.text.replace(path, new)
 
 
+# What each later request is, as a plan cache's workload names it.
+KINDS = {(2, "reworded"): "reworded", (2, "new values"): "new values", (3, "original"): "repeated", (3, "new values"): "new values"}
+
+
 def last_turn(env: dict[str, str]) -> dict[str, Any]:
     consulted = _events(env, "Turn.PlanConsulted")
     replies = _events(env, "Turn.LLMReplied")
@@ -104,11 +121,12 @@ def last_turn(env: dict[str, str]) -> dict[str, Any]:
     mine = [e for e in consulted if e["aggregate_id"] == turn_id]
     layer = mine[-1]["state"]["layer"] if mine else None
     how = mine[-1]["state"].get("how") if mine else None
+    lookup_ms = mine[-1]["state"].get("lookup_ms") if mine else None
     tokens = sum(int(((e["state"].get("reply") or {}).get("usage") or {}).get("input_tokens") or 0)
                  + int(((e["state"].get("reply") or {}).get("usage") or {}).get("output_tokens") or 0)
                  for e in replies if e["aggregate_id"] == turn_id)
     calls = sum(1 for e in replies if e["aggregate_id"] == turn_id)
-    return {"turn_id": turn_id, "layer": layer, "how": how, "tokens": tokens, "model_calls": calls}
+    return {"turn_id": turn_id, "layer": layer, "how": how, "tokens": tokens, "model_calls": calls, "lookup_ms": lookup_ms}
 
 
 def ask(home: Path, env: dict[str, str], request: str, timeout_s: float, *extra: str) -> dict[str, Any]:
@@ -124,48 +142,127 @@ def ask(home: Path, env: dict[str, str], request: str, timeout_s: float, *extra:
     return {"request": request, "status": status, "answer": answer[:300], "seconds": round(seconds, 2), **last_turn(env)}
 
 
-def run_task(task: Task, pages_url: str, llm_url: str, timeout_s: float, keep: bool = False) -> list[dict[str, Any]]:
-    home = Path(tempfile.mkdtemp(prefix=f"cascadebench-{task.id}-"))
+def _home(task: Task, llm_url: str, pages_url: str, timeout_s: float, tag: str) -> tuple[Path, dict[str, str]]:
+    home = Path(tempfile.mkdtemp(prefix=f"cascadebench-{task.id}-{tag}-"))
+    build_home(task, home)
+    env = metnos_env(home)
+    init = _metnos(["init"], env, 300)
+    if init.returncode != 0:
+        raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
+    point_metnos_at(home, llm_url, timeout_s, pages_url=pages_url)
+    return home, env
+
+
+class Budget:
+    """At most ``n`` requests in the whole run (a smoke run); None: no limit."""
+
+    def __init__(self, n: int | None) -> None:
+        self.left = n
+
+    def take(self) -> bool:
+        if self.left is None:
+            return True
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+def run_task(task: Task, pages_url: str, llm_url: str, timeout_s: float, keep: bool = False, *,
+             paired: bool = False, budget: Budget | None = None) -> list[dict[str, Any]]:
+    budget = budget or Budget(None)
+    homes: list[Path] = []
     rows: list[dict[str, Any]] = []
     try:
-        build_home(task, home)
-        env = metnos_env(home)
-        init = _metnos(["init"], env, 300)
-        if init.returncode != 0:
-            raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
-        point_metnos_at(home, llm_url, timeout_s, pages_url=pages_url)
+        home, env = _home(task, llm_url, pages_url, timeout_s, "cascade")
+        homes.append(home)
+        twin = None
+        if paired:
+            twin = _home(task, llm_url, pages_url, timeout_s, "model")
+            homes.append(twin[0])
         path = slot_path(task, home)
 
-        def one(pass_no: int, kind: str, request: str, *extra: str) -> dict[str, Any]:
+        def one(pass_no: int, kind: str, request: str, *extra: str) -> dict[str, Any] | None:
+            if not budget.take():
+                return None
             row = ask(home, env, request.replace("{url}", pages_url), timeout_s, *extra)
             passed, why = task.check(Outcome(row["answer"], home, [], []))
             row.update(task=task.id, pass_no=pass_no, kind=kind, passed=passed, why=why)
+            if twin is not None and pass_no > 1:
+                alone = ask(twin[0], twin[1], request.replace("{url}", pages_url), timeout_s, "--no-cache")
+                model_passed, _ = task.check(Outcome(alone["answer"], twin[0], [], []))
+                row["model"] = {"passed": model_passed, "status": alone["status"], "seconds": alone["seconds"],
+                                "tokens": alone["tokens"], "answer": alone["answer"]}
             rows.append(row)
             print(f"[{task.id} pass {pass_no} {kind}] {row['layer'] or 'model'} {'pass' if passed else 'FAIL'} "
-                  f"{row['seconds']:.1f}s {row['tokens']} tok", file=sys.stderr, flush=True)
+                  f"{row['seconds']:.1f}s {row['tokens']} tok"
+                  + (f"; the model alone: {'pass' if row['model']['passed'] else 'FAIL'} {row['model']['seconds']:.1f}s "
+                     f"{row['model']['tokens']} tok" if "model" in row else ""), file=sys.stderr, flush=True)
             return row
 
-        def approving(row: dict[str, Any]) -> None:
+        def approving(row: dict[str, Any] | None) -> None:
             # A user approves a good answer the model gave, whichever pass it came in.
-            if row["passed"] and row["layer"] is None and row["turn_id"]:
+            if row is not None and row["passed"] and row["layer"] is None and row["turn_id"]:
                 row["approved"] = _metnos(["plans", "approve", row["turn_id"]], env, 120).returncode == 0
+
+        def with_values(n: int) -> str:
+            request = with_new_value(task, home, path, n)
+            if twin is not None:
+                with_new_value(task, twin[0], path, n)
+            return request
 
         approving(one(1, "original", task.text, "--no-cache"))
         approving(one(2, "reworded", REWORDINGS.get(task.id, "Please: " + task.text)))
         if path is not None:
-            approving(one(2, "new values", with_new_value(task, home, path, 2)))
+            approving(one(2, "new values", with_values(2)))
         approving(one(3, "original", task.text))
         if path is not None:
-            one(3, "new values", with_new_value(task, home, path, 3))
+            one(3, "new values", with_values(3))
     except Exception as e:  # noqa: BLE001
         rows.append({"task": task.id, "pass_no": 0, "kind": "bench error", "passed": False, "why": f"{type(e).__name__}: {e}",
                      "layer": None, "seconds": 0.0, "tokens": 0, "model_calls": 0, "status": "bench-error"})
     finally:
-        if keep:
-            print(f"kept {home}", file=sys.stderr, flush=True)
-        else:
-            shutil.rmtree(home, ignore_errors=True)
+        for home in homes:
+            if keep:
+                print(f"kept {home}", file=sys.stderr, flush=True)
+            else:
+                shutil.rmtree(home, ignore_errors=True)
     return rows
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
+def _saved(spent: float, baseline: float) -> float | None:
+    return round(1 - spent / baseline, 3) if baseline else None
+
+
+def plan_cache_figures(later: list[dict[str, Any]], base: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What Agentic Plan Caching reports of a plan cache, for these later requests: hit rate, accuracy
+    kept against the model, tokens and time saved; against each request's own model run when the
+    bench was --paired, else against its task's pass 1."""
+    paired = bool(later) and all("model" in r for r in later)
+
+    def model_of(r: dict[str, Any]) -> dict[str, Any]:
+        return r["model"] if paired else base.get(r["task"], {"passed": False, "tokens": 0, "seconds": 0.0})
+
+    hits = [r for r in later if r["layer"]]
+    right = sum(r["passed"] for r in later)
+    model_right = sum(model_of(r)["passed"] for r in later)
+    tokens, model_tokens = sum(r["tokens"] for r in later), sum(model_of(r)["tokens"] for r in later)
+    seconds, model_seconds = sum(r["seconds"] for r in later), sum(model_of(r)["seconds"] for r in later)
+    wrong_hits = [r for r in hits if not r["passed"]]
+    return {
+        "requests": len(later), "against": "each request's own model run" if paired else "its task's pass 1",
+        "hits": len(hits), "hit_rate": _ratio(len(hits), len(later)),
+        "accuracy": _ratio(right, len(later)), "model_accuracy": _ratio(model_right, len(later)),
+        "accuracy_kept": _ratio(right, model_right),
+        "tokens": tokens, "model_tokens": model_tokens, "tokens_saved": _saved(tokens, model_tokens),
+        "seconds": round(seconds, 1), "model_seconds": round(model_seconds, 1), "time_saved": _saved(seconds, model_seconds),
+        "wrong_hits": len(wrong_hits), "wrong_hits_the_model_got_right": sum(model_of(r)["passed"] for r in wrong_hits),
+        "hit_precision": _ratio(len(hits) - len(wrong_hits), len(hits)),
+    }
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -185,6 +282,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     base_seconds = sum(base[r["task"]]["seconds"] for r in later if r["task"] in base)
     tokens = sum(r["tokens"] for r in later)
     seconds = sum(r["seconds"] for r in later)
+    lookups = [r["lookup_ms"] for r in later if r.get("lookup_ms") is not None]
     return {
         "tasks": len(base), "later_requests": len(later), "answered_by": layers,
         "hit_rate": {k: round(v / max(1, len(later)), 3) for k, v in layers.items()},
@@ -198,7 +296,24 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "cascade_s_per_request": round(seconds / max(1, len(later)), 2),
         "time_saved": round(1 - seconds / base_seconds, 3) if base_seconds else None,
         "median_s_cascade_hit": round(statistics.median([r["seconds"] for r in later if r["layer"]]), 2) if any(r["layer"] for r in later) else None,
+        "median_lookup_ms": round(statistics.median(lookups), 1) if lookups else None,
+        "plan_cache": plan_cache_figures(later, base),
+        "by_kind": {kind: plan_cache_figures([r for r in later if KINDS.get((r["pass_no"], r["kind"])) == kind], base)
+                    for kind in ("repeated", "reworded", "new values")},
     }
+
+
+def print_figures(summary: dict[str, Any]) -> None:
+    """The plan cache's figures, one line per kind of request, ratios as percentages."""
+    def pct(x: float | None) -> str:
+        return "   -" if x is None else f"{100 * x:5.1f}%"
+
+    print(f"against {summary['plan_cache']['against']}; lookup median {summary['median_lookup_ms']} ms", file=sys.stderr)
+    print(f"{'requests':<12}{'n':>4}{'hit rate':>10}{'acc. kept':>11}{'tokens saved':>14}{'time saved':>12}{'wrong hits':>12}",
+          file=sys.stderr)
+    for name, f in [("all", summary["plan_cache"]), *summary["by_kind"].items()]:
+        print(f"{name:<12}{f['requests']:>4}{pct(f['hit_rate']):>10}{pct(f['accuracy_kept']):>11}{pct(f['tokens_saved']):>14}"
+              f"{pct(f['time_saved']):>12}{f['wrong_hits']:>6} ({f['wrong_hits_the_model_got_right']} right alone)", file=sys.stderr)
 
 
 # No model: lookup time and rewording recall --------------------------------------------
@@ -306,12 +421,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--keep", action="store_true", help="keep each task's home (its log: metnos turns list, plans list)")
+    ap.add_argument("--paired", action="store_true",
+                    help="ask every later request of the model too (--no-cache, in a twin home): figures request by request")
+    ap.add_argument("--max-requests", type=int, help="stop after this many requests in all (a smoke run)")
     args = ap.parse_args(argv)
 
     report: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
                               "load_avg_1m": round(os.getloadavg()[0], 2)}
-    report["lookup"] = lookup_times(tuple(int(s) for s in args.sizes.split(",")))
-    report["rewording_recall"] = rewording_recall(DEFAULT_COSINE)
+    if args.lookup_only or args.max_requests is None:
+        report["lookup"] = lookup_times(tuple(int(s) for s in args.sizes.split(",")))
+        report["rewording_recall"] = rewording_recall(DEFAULT_COSINE)
     if not args.lookup_only:
         ids = [s.strip() for s in args.only.split(",")] if args.only else list(REWORDINGS)
         tasks = [t for t in TASKS if t.id in ids]
@@ -327,9 +446,12 @@ def main(argv: list[str] | None = None) -> int:
             report["model"] = model.name
         pages, pages_url = start_pages()
         rows: list[dict[str, Any]] = []
+        budget = Budget(args.max_requests)
         try:
             for task in tasks:
-                rows.extend(run_task(task, pages_url, llm_url, args.timeout, args.keep))
+                if budget.left is not None and budget.left <= 0:
+                    break
+                rows.extend(run_task(task, pages_url, llm_url, args.timeout, args.keep, paired=args.paired, budget=budget))
                 if args.json:
                     args.json.write_text(json.dumps({**report, "rows": rows, "summary": summarize(rows)}, indent=2) + "\n")
         finally:
@@ -339,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         report["rows"] = rows
         report["summary"] = summarize(rows)
         print(json.dumps(report["summary"], indent=2))
+        print_figures(report["summary"])
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0

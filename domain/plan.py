@@ -46,3 +46,29 @@ class PlanEntry(MetnosAggregate):
     @classmethod
     def approve(cls, *, turn_id: str, by: str, at: Any) -> PlanEntry:
         return cls._create(cls.PlanApproved, id=plan_entry_id(turn_id), turn_id=turn_id, by=by, timestamp=at)
+
+
+def template_drop_id(template_id: str, turn_id: str):  # noqa: ANN201 - a UUID
+    return name_id("plan-template-drop", f"{template_id}:{turn_id}")
+
+
+class TemplateDrop(MetnosAggregate):
+    """An L1 template a later turn contradicted, dropped: its walks, wins and losses
+    no longer count, and a chain of the same steps is learnt again from new walks only.
+
+    One aggregate per template and contradicting turn. ``reason`` says how the
+    turn contradicted it; it names turns and steps, never what they read."""
+
+    class TemplateDropped(Created):
+        intent: str
+        template_id: str
+        turn_id: str
+        reason: str
+
+    def __init__(self, intent: str, template_id: str, turn_id: str, reason: str) -> None:
+        self.template_id = template_id
+
+    @classmethod
+    def drop(cls, *, intent: str, template_id: str, turn_id: str, reason: str, at: Any) -> TemplateDrop:
+        return cls._create(cls.TemplateDropped, id=template_drop_id(template_id, turn_id), intent=intent,
+                           template_id=template_id, turn_id=turn_id, reason=reason, timestamp=at)

@@ -334,6 +334,10 @@ class Undoer:
         journal.finish(at=self.runtime.clock())
         self.log.save(journal, turn)
         self.runtime.turns.catch_up(self.log)
+        # A turn that followed a cascade template, undone, contradicts it.
+        from metnos.cascade.contradiction import record_drops
+
+        record_drops(self.runtime)
         return UndoResult(plan, "undone", restored, forced)
 
     def _keep_displaced(self, action: Action) -> dict[str, Any] | None:

@@ -5,5 +5,8 @@ approved, runs again with no model call. L1: requests that differ only in
 their slot values share a plan template learnt from the log. L2
 (:mod:`metnos.cascade.validator`): a proposed plan is checked before it runs.
 L3 is the loop itself. Every entry is a projection of the log
-(projections/plans.py); every consultation is an event of the turn.
+(projections/plans.py); every consultation is an event of the turn. A plan
+replays what a turn did, never what it read (:mod:`metnos.cascade.provenance`);
+a template a later turn contradicts is dropped
+(:mod:`metnos.cascade.contradiction`).
 """

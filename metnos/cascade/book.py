@@ -7,6 +7,7 @@ from uuid import UUID
 
 from domain.plan import PlanEntry, plan_entry_id
 from metnos.cascade.consult import stale_reason
+from metnos.cascade.standing import quotes_nothing
 from metnos.cascade.template import derived_digits
 from metnos.errors import MetnosError
 
@@ -40,6 +41,8 @@ class PlanBook:
             turn = self.runtime.turns.state()["turns"][turn_id]
             why = ("it was undone" if turn.get("undone") else
                    f"it is {turn['status']}" if turn["status"] != "answered" else
+                   state["unlearnt"][turn_id] + "; it would answer with them again whatever they are then"
+                   if turn_id in state["unlearnt"] else
                    "one of its steps failed, was declined or used the scratchpad, or its output was too large to keep whole")
             raise PlanBookError(f"turn {turn_id[:8]} has no plan to approve: {why}")
         entry_id = str(plan_entry_id(turn_id))
@@ -82,6 +85,8 @@ class PlanBook:
         entry = dict(self._entry(ref))
         entry["stale"] = self._stale(entry)
         entry["fixed_numbers"] = derived_digits(entry["plan"]["answer"], entry["text"])
+        candidate = self._state()["candidates"].get(entry["turn_id"]) or {}
+        entry["quotes_nothing"] = quotes_nothing({"template": entry["plan"], "acted": candidate.get("acted", False)})
         entry["anti_skill_until"] = self._state()["anti"].get(entry["plan_id"])
         return entry
 
@@ -94,9 +99,11 @@ class PlanBook:
 
     def templates(self) -> list[dict[str, Any]]:
         rows = []
-        for intent, templates in sorted(self._state()["templates"].items()):
+        state = self._state()
+        for intent, templates in sorted(state["templates"].items()):
             for template_id, t in templates.items():
                 rows.append({"intent": intent, "id": template_id, "walks": len(t["sources"]),
+                             "contradicted": (state["contradicted"].get(template_id) or {}).get("reason"),
                              "distinct_values": len({tuple(v) for v in t["values"]}), "wins": t["wins"],
                              "losses": t["losses"], "executors": [s["executor"] for s in t["template"]["steps"]]})
         return rows

@@ -10,7 +10,9 @@
   least ``min_successes`` good turns with at least two different slot
   values, or one the user approved (an approval says more of a walk than
   any count of unreviewed ones); the best scored (champion) is bound to the
-  new values.
+  new values. A template is not proposed when its answer holds numbers the
+  model worked out, quotes nothing its steps returned (unless a step acted),
+  or a later turn contradicted it (its drop pending in the log).
 * Either way a plan runs only while every executor in it is active at the
   version it ran with, it is not an anti-skill, and the validator (L2)
   finds nothing wrong; a candidate it refuses gives way to the next one once.
@@ -27,6 +29,7 @@ from typing import Any
 from metnos.cascade.embedding import Embedder, VectorIndex, load_embedder
 from metnos.cascade.plan import bind, executors_of, holes_used, plan_id
 from metnos.cascade.request import differing_words, intent_of, normalise, request_key
+from metnos.cascade.standing import anti_skill, quotes_nothing, vouched
 from metnos.cascade.template import derived_digits
 from metnos.cascade.validator import plan_problems
 from metnos.errors import MetnosError
@@ -86,21 +89,6 @@ def stale_reason(plan: dict[str, Any], current: Mapping[str, Mapping[str, Any]])
     return None
 
 
-def _anti(state: dict[str, Any], key: str, now: str) -> bool:
-    until = state["anti"].get(key)
-    return until is not None and until > now
-
-
-def _vouched(state: dict[str, Any], template: dict[str, Any], now: str) -> bool:
-    """Whether the user approved a walk of the template, and that plan has not failed since."""
-    entry_of_turn = state.get("entry_of_turn", {})
-    for turn_id in template["sources"]:
-        entry = state["entries"].get(entry_of_turn.get(turn_id, ""))
-        if entry is not None and entry["state"] == "approved" and not _anti(state, entry["plan_id"], now):
-            return True
-    return False
-
-
 def template_score(template: dict[str, Any]) -> float:
     """Laplace-smoothed share of good outcomes: the walks that taught it and its wins, against its losses."""
     good = len(template["sources"]) + template["wins"]
@@ -143,7 +131,7 @@ class PlanConsultant:
             seen.add(same)
             why = stale_reason(plan, current)
             anti_key = entry_id if layer == "L1" else state["entries"][entry_id]["plan_id"]
-            if why is None and _anti(state, anti_key, now):
+            if why is None and anti_skill(state, anti_key, now):
                 why = f"an anti-skill until {state['anti'][anti_key][:10]}: it failed"
             if why is None:
                 if tried >= 2:
@@ -206,14 +194,16 @@ class PlanConsultant:
         mature = []
         for template_id, template in state["templates"].get(intent, {}).items():
             distinct = {tuple(v) for v in template["values"]}
-            vouched = _vouched(state, template, now)
-            if not vouched and (len(template["sources"]) < self.settings.min_successes or len(distinct) < 2):
+            approved = vouched(state, template, now)
+            if not approved and (len(template["sources"]) < self.settings.min_successes or len(distinct) < 2):
                 continue
             if not holes_used(template["template"]):
                 continue  # nothing of the request reaches its steps: not a template
-            if derived_digits(template["template"]["answer"], text):
-                continue  # its answer holds numbers the model worked out: only the user can approve that
-            mature.append((vouched, template_score(template), template["last"], template_id, template))
+            if derived_digits(template["template"]["answer"], text) or quotes_nothing(template):
+                continue  # its answer holds what the model worked out: only the user can approve that
+            if template_id in state.get("contradicted", {}):
+                continue  # a later turn contradicted it; its drop is being recorded
+            mature.append((approved, template_score(template), template["last"], template_id, template))
         # Champion first, challengers after it; a chain the user approved before any the log alone taught.
         for *_rank, template_id, template in sorted(mature, key=lambda m: m[:3], reverse=True):
             yield "L1", template_id, "template", None, bind(template["template"], [s.value for s in slots])

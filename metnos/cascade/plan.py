@@ -4,19 +4,23 @@
 arguments are those the model proposed, piping included (``from_step``,
 ``{{stepN.field}}``): a plan run again resolves them against the new outputs.
 A template is a plan whose slot values (:mod:`metnos.cascade.request`) are
-holes, ``⟦i⟧`` inside a string or ``{"$slot": i}`` for a whole number.
+holes, ``⟦i⟧`` inside a string or ``{"$slot": i}`` for a whole number, and
+the file name of a path slot ``⟦i:name⟧`` (the answer "d.txt says ..." to
+"read ~/notes/d.txt").
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any
 
 from metnos.canonical import canonical_hash
 from metnos.cascade.request import Slot
-from metnos.cascade.template import make_template
+from metnos.cascade.template import MIN_STRING, make_template
 
 HOLE = "⟦{}⟧"
+NAME_HOLE = "⟦{}:name⟧"
 # The step-number references a call's arguments can hold (metnos/turn/piping.py).
 LIST_REFERENCES = ("from_step", "with_step")
 _PLACEHOLDER = re.compile(r"(\{\{\s*step)(\d+)")
@@ -77,15 +81,34 @@ def executors_of(plan: dict[str, Any]) -> list[tuple[str, str]]:
     return [(s["executor"], s["version"]) for s in plan["steps"]]
 
 
+def hollow_text(text: str, slots: list[Slot]) -> str:
+    """The text with each slot value of its request made a hole, and the file
+    name of a path slot ("d.txt" of "~/notes/d.txt") a hole of that name."""
+    for i, slot in enumerate(slots):
+        if slot.value and slot.value in text:
+            text = text.replace(slot.value, HOLE.format(i))
+    for i, slot in enumerate(slots):
+        name = _file_name(slot)
+        if name is not None and name in text:
+            # The name as a word of its own: "a.txt" is not the end of "data.txt".
+            hole = NAME_HOLE.format(i)
+            text = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", lambda _m, hole=hole: hole, text)
+    return text
+
+
+def _file_name(slot: Slot) -> str | None:
+    if slot.kind != "path":
+        return None
+    name = posixpath.basename(slot.value.rstrip("/"))
+    return name if len(name) >= MIN_STRING and name != slot.value else None
+
+
 def generalise(plan: dict[str, Any], slots: list[Slot]) -> dict[str, Any]:
     """The plan with each slot value of its request made a hole."""
 
     def hollow(value: Any) -> Any:
         if isinstance(value, str):
-            for i, slot in enumerate(slots):
-                if slot.value and slot.value in value:
-                    value = value.replace(slot.value, HOLE.format(i))
-            return value
+            return hollow_text(value, slots)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             for i, slot in enumerate(slots):
                 if slot.kind == "number" and slot.value == str(value):
@@ -108,7 +131,7 @@ def bind(template: dict[str, Any], values: list[str]) -> dict[str, Any]:
     def fill(value: Any) -> Any:
         if isinstance(value, str):
             for i, v in enumerate(values):
-                value = value.replace(HOLE.format(i), v)
+                value = value.replace(HOLE.format(i), v).replace(NAME_HOLE.format(i), posixpath.basename(v.rstrip("/")))
             return value
         if isinstance(value, dict):
             if set(value) == {"$slot"}:

@@ -1,12 +1,19 @@
 """Answer templates: an answer whose parts that came from the steps' outputs are slots.
 
-An answer "It is 19:40 (2026-11-24T19:40:02)" made from ``get_now``'s output
-``{"content": "2026-11-24T19:40:02"}`` becomes the segments
-``[{"text": "It is 19:40 ("}, {"ref": [1, "content"]}, {"text": ")"}]``.
-Rendered on the new outputs, the slots take the new values. Text the model
-derived from an output without quoting it (a count, a summary) stays literal:
-:func:`derived_digits` says whether such text may be in a template, which
-decides whether it can be learnt without the user's approval.
+An answer "Your list says: buy milk (8 bytes)" made from ``read_files``'
+output ``{"content": "buy milk", "size": 8}`` becomes the segments
+``[{"text": "Your list says: "}, {"ref": [1, "content"]}, {"text": " ("},
+{"ref": [1, "size"]}, {"text": " bytes)"}]``.
+Rendered on the new outputs, the slots take the new values. A value quoted
+without the whitespace around it (a file's content without its closing
+newline, CRLF lines as LF) is a ``trim`` slot: the new value is trimmed the
+same way. A number quoted in the answer that also stands inside an
+output text (a line of a file, a content too short to be a slot) is not
+slotted: which of the two the model quoted cannot be told, so it stays literal, and :mod:`metnos.cascade.provenance` then refuses the
+template. Text the model derived from an output without quoting it (a count,
+a summary) stays literal: :func:`derived_digits` says whether such text may
+be in a template, which decides whether it can be learnt without the user's
+approval.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from metnos.errors import MetnosError
 # same "ok" or "md" shows up anywhere in an answer).
 MIN_STRING = 3
 MAX_LEAVES = 4000
-_HOLE = re.compile(r"⟦\d+⟧")
+_HOLE = re.compile(r"⟦\d+(?::name)?⟧")
 
 
 class TemplateGap(MetnosError):
@@ -47,13 +54,54 @@ def leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...]
     return found
 
 
+def trimmed(text: str) -> str:
+    """A text as an answer quotes it: its line ends as LF, no whitespace around it."""
+    return text.replace("\r\n", "\n").strip()
+
+
+def observed_strings(value: Any, *, numbers: bool = True) -> list[str]:
+    """Every string (and number) inside an output, however short and however many
+    (what :func:`leaves` leaves out too): the text an answer may have taken from it."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(v for k, v in item.items() if k != "ok")
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, str) or (numbers and isinstance(item, (int, float))):
+            found.append(str(item))
+    return found
+
+
+def _is_number(value: str) -> bool:
+    return value.replace(".", "", 1).isdigit()
+
+
+def _number_pattern(value: str) -> re.Pattern[str]:
+    # A number stands alone: 4 is not the 4 of 2024.
+    return re.compile(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)")
+
+
 def _occurrences(text: str, value: str) -> list[tuple[int, int]]:
-    if value.replace(".", "", 1).isdigit():
-        # A number stands alone: 4 is not the 4 of 2024.
-        pattern = re.compile(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)")
-    else:
-        pattern = re.compile(re.escape(value))
+    pattern = _number_pattern(value) if _is_number(value) else re.compile(re.escape(value))
     return [m.span() for m in pattern.finditer(text)]
+
+
+def _ambiguous_number(value: str, outputs: dict[int, Any]) -> bool:
+    """Whether a number also stands inside an output text other than a slot of
+    that very value (a line of a file, a content too short to be a slot): the
+    answer may have quoted either."""
+    pattern = _number_pattern(value)
+    for output in outputs.values():
+        for text in observed_strings(output, numbers=False):
+            bare = trimmed(text)
+            if pattern.search(text) and not (bare == value and len(bare) >= MIN_STRING):
+                return True
+    return False
 
 
 def make_template(answer: str, outputs: dict[int, Any]) -> list[dict[str, Any]]:
@@ -61,19 +109,29 @@ def make_template(answer: str, outputs: dict[int, Any]) -> list[dict[str, Any]]:
 
     Longer values are placed first, so a file's whole content wins over a word
     in it; a span already taken is not taken again."""
-    candidates = [((step, *path), text) for step, output in sorted(outputs.items()) for path, text in leaves(output)]
+    candidates: list[tuple[tuple[Any, ...], str, bool]] = []
+    for step, output in sorted(outputs.items()):
+        for path, text in leaves(output):
+            candidates.append(((step, *path), text, False))
+            bare = trimmed(text)
+            if bare != text and len(bare) >= MIN_STRING:
+                candidates.append(((step, *path), bare, True))
     candidates.sort(key=lambda c: -len(c[1]))
-    taken: list[tuple[int, int, list[Any]]] = []
-    for ref, value in candidates:
-        for start, end in _occurrences(answer, value):
-            if not any(start < e and s < end for s, e, _ in taken):
-                taken.append((start, end, list(ref)))
+    taken: list[tuple[int, int, list[Any], bool]] = []
+    ambiguous: dict[str, bool] = {}
+    for ref, value, trim in candidates:
+        found = _occurrences(answer, value)
+        if found and _is_number(value) and ambiguous.setdefault(value, _ambiguous_number(value, outputs)):
+            continue
+        for start, end in found:
+            if not any(start < e and s < end for s, e, _, _ in taken):
+                taken.append((start, end, list(ref), trim))
     segments: list[dict[str, Any]] = []
     at = 0
-    for start, end, ref in sorted(taken):
+    for start, end, ref, trim in sorted(taken):
         if start > at:
             segments.append({"text": answer[at:start]})
-        segments.append({"ref": ref})
+        segments.append({"ref": ref, "trim": True} if trim else {"ref": ref})
         at = end
     if at < len(answer):
         segments.append({"text": answer[at:]})
@@ -99,7 +157,7 @@ def render(segments: list[dict[str, Any]], outputs: dict[int, Any]) -> str:
         if isinstance(value, (dict, list)) or value is None:
             msg = f"the answer quoted step {step}'s {'.'.join(map(str, path))}, which is no longer a value"
             raise TemplateGap(msg)
-        parts.append(str(value))
+        parts.append(trimmed(str(value)) if segment.get("trim") else str(value))
     return "".join(parts)
 
 

@@ -59,6 +59,8 @@ def _print_entry(entry: dict[str, Any]) -> None:
     print(f"  answer:   {answer[:400]}")
     if entry.get("fixed_numbers"):
         print(f"  note:     the answer repeats {', '.join(entry['fixed_numbers'][:5])} as written, whatever the steps give next time")
+    if entry.get("quotes_nothing"):
+        print("  note:     the answer quotes nothing the steps returned: it reads the same whatever they give next time")
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -77,6 +79,8 @@ def run_list(args: argparse.Namespace) -> int:
     for t in templates:
         print(f"{t['id'][:8]}  template      walks {t['walks']:>3} ({t['distinct_values']} values) won {t['wins']} lost {t['losses']}  "
               f"{' > '.join(t['executors'])}  «{t['intent'][:60]}»")
+        if t.get("contradicted"):
+            print(f"          contradicted, being dropped: {t['contradicted']}")
     return 0
 
 

@@ -63,6 +63,8 @@ class LogSink:
                 closed = aggregate.status != OPEN
         if pending:
             self.log.save(*pending, *extra)
+        if closed and self.learn:
+            self._drop_contradicted()
         if closed:
             self.release()
 
@@ -74,6 +76,15 @@ class LogSink:
         if self._lease is not None:
             self._lease.release()
             self._lease = None
+
+    def _drop_contradicted(self) -> None:
+        """The cascade templates this turn contradicted are dropped, in the log (metnos/cascade/contradiction.py)."""
+        from metnos.cascade.contradiction import record_drops
+
+        try:
+            record_drops(self.runtime)
+        except MetnosError as e:
+            self.learning_error = str(e)
 
     def _mnests(self, at: Any) -> list[Any]:
         try:

@@ -387,3 +387,80 @@ def test_the_validator_checks_shape_schema_and_scope_before_a_plan_runs(home: Pa
         assert "pipeline_already_closed" in problems(step("read_files", {"paths": ["~/notes/todo.txt"]}),
                                                      step("describe_entries", {"from_step": 1}),
                                                      step("describe_entries", {"from_step": 1}))[0]
+
+
+def _read_and_say(name: str, answer: str) -> list:
+    return [call("read_files", {"paths": [f"~/notes/{name}"]}), text(answer)]
+
+
+def test_a_template_answers_with_the_new_files_content_when_files_end_with_a_newline(home: Path, capsys, monkeypatch) -> None:
+    """Issue 30: two turns on files ending with a newline, whose content the model quoted without
+    it, taught a template that kept the content as literal text; a third file got the second's."""
+    files = {"c.txt": "call the plumber\n", "d.txt": "dentist at noon\r\n", "e.txt": "elephants dance\n"}
+    for name, content in files.items():
+        (home / "notes" / name).write_bytes(content.encode())
+    for name in ("c.txt", "d.txt"):
+        walk, _ = _ask(monkeypatch, capsys, _read_and_say(name, f"The file {name} says: {files[name].strip()}"),
+                       f"read ~/notes/{name} and tell me what it says")
+        assert walk["status"] == "answered"
+    third, llm = _ask(monkeypatch, capsys, [], "read ~/notes/e.txt and tell me what it says")
+    assert llm.requests == [] and _consulted(capsys, third["turn_id"])["layer"] == "L1"
+    assert third["answer"] == "The file e.txt says: elephants dance"
+
+
+def test_an_answer_quoting_part_of_what_it_read_is_never_learnt(home: Path, capsys, monkeypatch) -> None:
+    """The model quoted one line of each file: no slot can point at a line, so the line would stay
+    literal and come back for any file. The turns teach nothing, and cannot be approved."""
+    files = {"c.txt": "call the plumber\nthen the bank\n", "d.txt": "dentist at noon\nthen lunch\n", "e.txt": "elephants\nand more\n"}
+    for name, content in files.items():
+        (home / "notes" / name).write_text(content)
+    walks = [_ask(monkeypatch, capsys, _read_and_say(name, f"The first line is: {files[name].splitlines()[0]}"),
+                  f"what is the first line of ~/notes/{name}")[0] for name in ("c.txt", "d.txt")]
+    third, llm = _ask(monkeypatch, capsys, _read_and_say("e.txt", "The first line is: elephants"), "what is the first line of ~/notes/e.txt")
+    assert len(llm.requests) == 2 and third["answer"] == "The first line is: elephants"
+    code, _out, err = _cli(capsys, "plans", "approve", walks[1]["turn_id"])
+    assert code != 0 and "of what the steps returned as fixed text" in err, err
+    code, out, _ = _cli(capsys, "plans", "list", "--json")
+    assert orjson.loads(out)["templates"] == []
+
+
+def test_undoing_a_turn_that_followed_a_template_drops_the_template(home: Path, capsys, monkeypatch) -> None:
+    for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
+        (home / "notes" / name).write_text(f"{name[0] * 3} and more")
+    for name in ("a.txt", "b.txt"):
+        _ask(monkeypatch, capsys, _show(name), f"show me the file ~/notes/{name}")
+    hit, llm = _ask(monkeypatch, capsys, [], "show me the file ~/notes/c.txt")
+    assert llm.requests == [] and _consulted(capsys, hit["turn_id"])["layer"] == "L1"
+    [template] = orjson.loads(_cli(capsys, "plans", "list", "--json")[1])["templates"]
+    code, out, err = _cli(capsys, "undo", hit["turn_id"])
+    assert code == 0, out + err
+    assert orjson.loads(_cli(capsys, "plans", "list", "--json")[1])["templates"] == []
+    code, out, _ = _cli(capsys, "events", "--json")
+    drops = [orjson.loads(line)["state"] for line in out.splitlines() if orjson.loads(line)["topic"].endswith("TemplateDropped")]
+    assert [(d["template_id"], d["turn_id"]) for d in drops] == [(template["id"], hit["turn_id"])]
+    assert "was undone" in drops[0]["reason"]
+    # Walked again from scratch: the model is asked until two walks agree again.
+    again, llm = _ask(monkeypatch, capsys, _show("d.txt"), "show me the file ~/notes/d.txt")
+    assert len(llm.requests) == 2 and again["status"] == "answered"
+    code, out, err = _cli(capsys, "rebuild", "plans")
+    assert code == 0, out + err
+    [relearnt] = orjson.loads(_cli(capsys, "plans", "list", "--json")[1])["templates"]
+    assert relearnt["walks"] == 1
+
+
+def test_a_model_walk_with_another_chain_drops_what_two_walks_taught(home: Path, capsys, monkeypatch) -> None:
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (home / "notes" / name).write_text(f"{name[0] * 3} and more")
+    for name in ("a.txt", "b.txt"):
+        _ask(monkeypatch, capsys, _show(name), f"show me the file ~/notes/{name}")
+    # Asked past the cascade, the model does it another way: the log no longer agrees with the template.
+    other = [call("read_files", {"paths": ["~/notes/c.txt"], "max_bytes": 4096}), text("It says: ccc and more")]
+    walked, llm = _ask(monkeypatch, capsys, other, "show me the file ~/notes/c.txt", "--no-cache")
+    assert len(llm.requests) == 2
+    code, out, _ = _cli(capsys, "events", "--json")
+    drops = [orjson.loads(line)["state"] for line in out.splitlines() if orjson.loads(line)["topic"].endswith("TemplateDropped")]
+    assert len(drops) == 1 and drops[0]["turn_id"] == walked["turn_id"] and "another chain" in drops[0]["reason"]
+    [left] = orjson.loads(_cli(capsys, "plans", "list", "--json")[1])["templates"]
+    assert left["walks"] == 1 and left["id"] != drops[0]["template_id"]
+    again, llm = _ask(monkeypatch, capsys, _show("a.txt"), "show me the file ~/notes/a.txt")
+    assert len(llm.requests) == 2

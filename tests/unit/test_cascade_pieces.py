@@ -122,7 +122,9 @@ def _consultant(state: dict, problems: dict[str, list[str]]):  # noqa: ANN202
 
 
 def _template(tag: str, walks: int, wins: int, losses: int) -> dict:
-    plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": ["⟦0⟧"]}}], "answer": [{"text": tag}]}
+    # The answer quotes what the step read: a template that quotes nothing is not proposed.
+    plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": ["⟦0⟧"]}}],
+            "answer": [{"text": tag}, {"ref": [1, "content"]}]}
     return {"template": plan, "sources": [f"{tag}{i}" for i in range(walks)], "values": [[f"~/{tag}{i}"] for i in range(walks)],
             "wins": wins, "losses": losses, "last": "2026-05-01T00:00:00+00:00"}
 
@@ -225,3 +227,79 @@ def test_an_approved_chain_is_champion_over_a_better_scored_one_the_log_alone_ta
     state = {"entries": {"e1": _entry("approved0", "open ~/approved0 and more")}, "entry_of_turn": {"approved0": "e1"}, "by_key": {}, "anti": {},
              "templates": {intent: {"learnt": _template("learnt", 5, 4, 0), "approved": _template("approved", 1, 0, 0)}}}
     assert _consultant(state, {}).consult("show me ~/y.txt").entry == "approved"
+
+
+def _read(content: str, path: str = "/home/u/notes/d.txt") -> dict:
+    return {"ok": True, "entries": [{"path": path, "content": content, "size": len(content.encode()), "truncated": False}],
+            "metadata": {"ok_count": 1, "fail_count": 0}, "content": content}
+
+
+@pytest.mark.parametrize("content", ["dentist at noon\n", "dentist\r\nat noon\r\n", "  dentist at noon \n\n", "caffè e 東京タワー 🙂\n", "2024\n"])
+def test_a_value_quoted_without_its_surrounding_whitespace_is_a_slot_trimmed_alike(content: str) -> None:
+    quoted = content.replace("\r\n", "\n").strip()
+    segments = make_template(f"It says: {quoted}", {1: _read(content)})
+    assert segments[0] == {"text": "It says: "} and segments[1]["trim"] is True and len(segments) == 2
+    assert render(segments, {1: _read("elephants\r\ndance\n")}) == "It says: elephants\ndance"
+
+
+def test_a_number_that_also_stands_inside_an_output_text_is_not_slotted() -> None:
+    # "1" is read_files' ok_count and the file's first line: the model quoted one of them.
+    assert make_template("The first line is 1", {1: _read("1\n2\n3\n")}) == [{"text": "The first line is 1"}]
+    # A file whose whole content is the number: the content's slot, trimmed.
+    assert make_template("It says 2024", {1: _read("2024\n")})[1]["ref"][-1] == "content"
+    assert make_template("It says 7", {1: _read("7\n")}) == [{"text": "It says 7"}]
+
+
+@pytest.mark.parametrize(("answer", "content", "carried"), [
+    ("The first line is: dentist at noon", "dentist at noon\nthen lunch\n", ["dentist", "noon"]),
+    ("It says: hi", "hi\n", ["hi"]),
+    ("It says: a", "a", ["a"]),
+    ("IT SAYS: DENTIST", "dentist\n", ["dentist"]),
+    ("It ends with 42.", "the answer is 42\n", ["42"]),
+    ("C'è scritto: 東京", "東京タワー\n", ["京", "東"]),
+    ("It says 🙂", "happy 🙂 days\n", ["🙂"]),
+    ("The file d.txt says: the dentist at noon", "the dentist at noon\n", []),
+    ("It is in ~/notes/d.txt, and it says: the dentist at noon", "the dentist at noon\n", []),
+])
+def test_the_words_an_answer_took_from_the_outputs_are_named(answer: str, content: str, carried: list[str]) -> None:
+    from metnos.cascade.provenance import carried_words
+
+    output = _read(content)
+    assert carried_words(make_template(answer, {1: output}), {1: output}, "read ~/notes/d.txt and tell me what it says") == carried
+
+
+def test_the_requests_own_words_and_an_answers_frame_are_not_data() -> None:
+    from metnos.cascade.provenance import carried_words
+
+    output = _read("shopping: milk, eggs\nthe list is long\n")
+    # "shopping" and "list" are the request's (outside its slot), "is" and "the" a frame's function words.
+    segments = make_template("Your shopping list is the following. shopping: milk, eggs\nthe list is long", {1: output})
+    assert carried_words(segments, {1: output}, "show my shopping list in ~/notes/d.txt") == []
+    # The same words, the request without them: the answer carries them.
+    assert carried_words(segments, {1: output}, "show ~/notes/d.txt") == ["shopping", "list"]
+
+
+def test_an_argument_copied_from_an_earlier_output_is_carried_data() -> None:
+    from metnos.cascade.provenance import carried
+
+    found = {"ok": True, "entries": [{"path": "/home/u/notes/plans.md", "name": "plans.md", "size": 12}]}
+    read = _read("soon", "/home/u/notes/plans.md")
+    copied = {"steps": [{"executor": "find_files", "args": {"base_path": "~/notes"}},
+                        {"executor": "read_files", "args": {"paths": ["/home/u/notes/plans.md"]}}],
+              "answer": [{"text": "It says: "}, {"ref": [2, "content"]}]}
+    assert "step 2" in carried(copied, {1: found, 2: read}, "read the newest file in ~/notes")
+    piped = {**copied, "steps": [copied["steps"][0], {"executor": "read_files", "args": {"from_step": 1}}]}
+    assert carried(piped, {1: found, 2: read}, "read the newest file in ~/notes") is None
+    # A field name of the outputs, or a value the request holds, is the plan's own.
+    by_size = {**copied, "steps": [copied["steps"][0], {"executor": "sort_entries", "args": {"from_step": 1, "by": "size"}}]}
+    assert carried(by_size, {1: found, 2: {"ok": True, "entries": [{"name": "size"}]}}, "sort ~/notes") is None
+    assert carried(copied, {1: found, 2: read}, "read /home/u/notes/plans.md, found in ~/notes") is None
+
+
+def test_a_path_slots_file_name_is_a_hole_bound_to_the_new_files() -> None:
+    plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": ["~/notes/d.txt"]}}],
+            "answer": [{"text": "d.txt says: "}, {"ref": [1, "content"], "trim": True}, {"text": " (not from data.txt)"}]}
+    template = generalise(plan, intent_of("read ~/notes/d.txt")[1])
+    assert template["answer"][0] == {"text": "⟦0:name⟧ says: "} and template["answer"][2] == {"text": " (not from data.txt)"}
+    assert bind(template, ["~/notes/e.md"])["answer"][0] == {"text": "e.md says: "}
+    assert derived_digits(template["answer"], "read ~/notes/e.md") == []
