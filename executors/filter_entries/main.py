@@ -35,6 +35,11 @@ def run(args, ctx):
         text = value if isinstance(value, str) else str(value)
         if match(text) != negate:
             kept.append(entry)
+    if entries and missing == len(entries):
+        # Not one entry has the field: an empty result would read as "nothing matches".
+        fields = sorted({k for e in entries if isinstance(e, dict) for k in e})
+        return {"ok": False, "error": {"class": "NoSuchField", "message":
+                f"none of the {len(entries)} entries has the field {field!r}; their fields are: {', '.join(fields)}"}}
     return {
         "ok": True,
         "entries": kept,

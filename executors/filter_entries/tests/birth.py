@@ -33,3 +33,9 @@ def birth_glob_and_regex(run, tmp):
 def birth_bad_regex(run, tmp):
     out = run({"entries": FILES, "predicate": "where_regex", "value": "(unclosed"})
     assert out["ok"] is False and out["error"]["class"] == "BadPattern"
+
+
+def birth_a_field_no_entry_has_is_an_error_naming_the_fields(run, tmp):
+    out = run({"entries": [{"line": 1, "text": "09:01 ERROR disk"}], "predicate": "where_contains", "value": "ERROR"})
+    assert out["ok"] is False and out["error"]["class"] == "NoSuchField", out
+    assert "line, text" in out["error"]["message"]
