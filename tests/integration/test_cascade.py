@@ -414,10 +414,11 @@ def test_an_answer_quoting_part_of_what_it_read_is_never_learnt(home: Path, caps
     files = {"c.txt": "call the plumber\nthen the bank\n", "d.txt": "dentist at noon\nthen lunch\n", "e.txt": "elephants\nand more\n"}
     for name, content in files.items():
         (home / "notes" / name).write_text(content)
-    walks = [_ask(monkeypatch, capsys, _read_and_say(name, f"The first line is: {files[name].splitlines()[0]}"),
-                  f"what is the first line of ~/notes/{name}")[0] for name in ("c.txt", "d.txt")]
-    third, llm = _ask(monkeypatch, capsys, _read_and_say("e.txt", "The first line is: elephants"), "what is the first line of ~/notes/e.txt")
-    assert len(llm.requests) == 2 and third["answer"] == "The first line is: elephants"
+    # Not "the first line": that exact ask is worked out by a step (issue 30 item 2), not quoted by the model.
+    walks = [_ask(monkeypatch, capsys, _read_and_say(name, f"It starts with: {files[name].splitlines()[0]}"),
+                  f"what does ~/notes/{name} start with")[0] for name in ("c.txt", "d.txt")]
+    third, llm = _ask(monkeypatch, capsys, _read_and_say("e.txt", "It starts with: elephants"), "what does ~/notes/e.txt start with")
+    assert len(llm.requests) == 2 and third["answer"] == "It starts with: elephants"
     code, _out, err = _cli(capsys, "plans", "approve", walks[1]["turn_id"])
     assert code != 0 and "of what the steps returned as fixed text" in err, err
     code, out, _ = _cli(capsys, "plans", "list", "--json")
