@@ -401,7 +401,7 @@ class TurnLoop:
             ask = exact_ask(request.text)
             if grounding.exactness and ask is not None and steps:
                 state.working_out = True
-                offered = {t.name: set(t.parameters.get("properties", {})) for t in self.catalogue.tools(pool, with_scratchpad=False)}
+                offered = self._working_out_tools()
                 hint = working_out_call(ask, offered, self._successes(state)[-1], textual=_textual(state.observations[self._successes(state)[-1]]))
             messages.append(AssistantMessage(text=answer))
             messages.append(UserMessage(repair_prompt(grounding, hint)))
@@ -431,7 +431,7 @@ class TurnLoop:
         good = self._successes(state)
         if ask is None or not good:
             return None
-        offered = {t.name: set(t.parameters.get("properties", {})) for t in self.catalogue.tools(pool, with_scratchpad=False)}
+        offered = self._working_out_tools()
         proposed = working_out_call(ask, offered, good[-1], textual=_textual(state.observations[good[-1]]))
         if proposed is None:
             return None
@@ -443,6 +443,12 @@ class TurnLoop:
             return None
         self._record(turn, Turn.AnswerComposed, from_steps=[state.step], reason="exact_ask")
         return _listing(observation, self.shown_home)
+
+    def _working_out_tools(self) -> dict[str, set[str]]:
+        """Every executor without side effects, by its argument names: working an exact ask
+        out changes nothing, so it is not bound to the shortlist the model was offered."""
+        pure = sorted(n for n in self.catalogue.executors if not self._acts(n))
+        return {t.name: set(t.parameters.get("properties", {})) for t in self.catalogue.tools(pure, with_scratchpad=False)}
 
     @staticmethod
     def _executor_of(state: _State, step: int) -> str:
