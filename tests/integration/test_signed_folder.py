@@ -104,7 +104,7 @@ def test_old_signatures_are_refused_with_the_fix_and_init_resigns_the_seeds(old_
         assert all("format 1" in r["reason"] and "metnos init" in r["reason"] for r in rows)
     capsys.readouterr()
     assert main(["init"]) == 0
-    assert "13 active, 0 quarantined" in capsys.readouterr().out
+    assert "14 active, 0 quarantined" in capsys.readouterr().out
     rows = _rows(capsys)
     assert len(rows) == 14 and all(r["state"] == "active" for r in rows), [r for r in rows if r["state"] != "active"]
     doc = json.loads((_seed("read_files") / SIGNATURE).read_text())

@@ -128,11 +128,11 @@ def test_the_intent_extractor_on_the_middle_tier_brings_what_the_rules_miss_and_
     assert "get_now" not in [c["name"] for c in ranked["candidates"]]
 
     with ScriptedLLM([text('{"tools": ["get_now", "delete_files", "make_coffee"]}')]) as middle, \
-            ScriptedLLM([call("get_now", {}), text("It is 10:00.")]) as wise:
+            ScriptedLLM([call("get_now", {}), text("It is the hour the clock gave.")]) as wise:
         configure('[runtime]\nintent = "model"\n' + tiers(middle=middle.url, wise=wise.url))
         code, out = ask_configured(capsys, monkeypatch, request)
         extractor, proposer = middle.requests[0], wise.requests[0]
-    assert code == 0 and out["answer"] == "It is 10:00.", out
+    assert code == 0 and out["answer"] == "It is the hour the clock gave.", out
     # Its own context: the catalogue's names and summaries and the request, no tools.
     assert extractor.tool_names == [] and "get_now:" in extractor.messages[0]["content"]
     assert extractor.messages[-1]["content"] == request
@@ -150,11 +150,11 @@ def test_the_intent_extractor_on_the_middle_tier_brings_what_the_rules_miss_and_
 
 
 def test_an_unreachable_intent_extractor_leaves_the_rules_shortlist(home: Path, capsys, monkeypatch) -> None:
-    with ScriptedLLM([call("get_now", {}), text("It is 10:00.")]) as wise:
+    with ScriptedLLM([call("get_now", {}), text("It is the hour the clock gave.")]) as wise:
         configure(tiers(middle=DEAD_URL, wise=wise.url))
         # Switched on for this one turn from the command line.
         code, out = ask_configured(capsys, monkeypatch, "what time is it?", "--set", "intent=model")
-    assert code == 0 and out["answer"] == "It is 10:00.", out
+    assert code == 0 and out["answer"] == "It is the hour the clock gave.", out
     [extracted] = [e["state"] for e in events_of(capsys, out["turn_id"]) if kind(e) == "IntentExtracted"]
     assert extracted["tools"] == [] and "could not be asked" in extracted["problem"]
     assert "intent extractor (middle, no model): nothing; the intent extractor could not be asked" in shown(capsys, out["turn_id"])
