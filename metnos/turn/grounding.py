@@ -343,6 +343,42 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
     return ""
 
 
+# A superlative the request asks for, and the order of a sort that gives it first.
+_MOST = re.compile(r"\b(?:highest|largest|biggest|newest|latest|most recent|most expensive|priciest|heaviest|longest|"
+                   r"maximum|più (?:alt|grand|recent|car|lung|pesant)\w*)\b", re.IGNORECASE)
+_LEAST = re.compile(r"\b(?:lowest|smallest|oldest|earliest|cheapest|lightest|shortest|minimum|"
+                    r"più (?:bass|piccol|vecch|legger|cort)\w*|meno car\w*)\b", re.IGNORECASE)
+
+
+def superlative_order(request: str) -> str | None:
+    """"desc" when the request asks for the most of something, "asc" for the least, None for neither or both."""
+    most, least = _MOST.search(request) is not None, _LEAST.search(request) is not None
+    return None if most == least else ("desc" if most else "asc")
+
+
+def _against_superlative(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why the answer took the wrong end of a sort ("the highest" read off an ascending sort), or ""."""
+    wanted = superlative_order(request)
+    if wanted is None:
+        return ""
+    folded = answer.casefold()
+    for step in steps:
+        meta = step.observation.get("metadata") if isinstance(step.observation, Mapping) else None
+        entries = step.observation.get("entries") if isinstance(step.observation, Mapping) else None
+        if not step.executor.startswith("sort_") or not isinstance(meta, Mapping) or not entries or meta.get("order") in (None, wanted):
+            continue
+        if len(entries) > 1 and meta.get("count_out") == meta.get("count_in"):
+            ends = [entries[0]]
+        else:
+            ends = entries  # Cut to the wrong end: all it kept is the wrong end.
+        said = [leaf for e in ends for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z ]+", leaf)
+                and leaf.casefold() in folded]
+        if said:
+            return (f"the request asks for the {'most' if wanted == 'desc' else 'least'} of {meta.get('field')!r}, and "
+                    f"{said[0]!r} comes from a sort in {meta.get('order')}ending order (its other end)")
+    return ""
+
+
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "") -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``."""
     observations = [s.observation for s in steps]
@@ -357,6 +393,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
         known_computed = _Known([leaf for obs in computed for leaf in _leaves(obs)],
                                 [float(n) for obs in computed for n in _lengths(obs)], home)
         exactness = _exactness(ask, answer, steps, known_computed)
+    exactness = exactness or _against_superlative(request, answer, steps)
     return Grounding(tuple(unmatched), exactness)
 
 

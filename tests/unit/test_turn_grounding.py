@@ -99,3 +99,18 @@ def test_a_count_does_not_match_the_digits_of_a_timestamp() -> None:
         {"name": "a.txt", "size": 120, "modified": "2026-11-28T04:17:33+00:00"}]})
     assert check_answer("There are 7 files.", request="list them", steps=[listing]).unmatched == ("7",)
     assert check_answer("a.txt was modified at 04:17 on November 28.", request="when", steps=[listing]).holds
+
+
+def test_the_highest_read_off_an_ascending_sort_is_the_wrong_end() -> None:
+    rows = [{"item": "rice", "amount": 2.35}, {"item": "bread", "amount": 3.2}, {"item": "olive oil", "amount": 12.75}]
+    ascending = StepData("sort_entries", True, {"ok": True, "entries": rows, "metadata": {
+        "field": "amount", "order": "asc", "count_in": 3, "count_out": 3, "missing_field": 0}})
+    request = "which item has the highest amount?"
+    wrong = check_answer("The highest is rice, 2.35.", request=request, steps=[ascending])
+    assert "'rice' comes from a sort in ascending order" in wrong.exactness
+    # Read from the right end of the same sort, the answer stands.
+    assert check_answer("The highest is olive oil, 12.75.", request=request, steps=[ascending]).holds
+    cut = StepData("sort_entries", True, {"ok": True, "entries": rows[:1], "metadata": {
+        "field": "amount", "order": "asc", "count_in": 3, "count_out": 1, "missing_field": 0}})
+    assert not check_answer("rice", request=request, steps=[cut]).holds
+    assert check_answer("rice", request="which item has the lowest amount?", steps=[cut]).holds
