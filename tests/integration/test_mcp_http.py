@@ -8,47 +8,24 @@ starts its own session manager (a mount never sees the parent's lifespan).
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client
-from starlette.applications import Starlette
-from starlette.routing import Mount
 
-from metnos.channels.host import RuntimeHost
-from metnos.channels.mcp_http import mcp_http_app
 from metnos.runtime import Runtime
-from metnos.workspace import Workspace
+from tests.support.mcp_served import mcp_over_http
 
 pytestmark = pytest.mark.bwrap
 
 
 @pytest.fixture
 def served(home: Path) -> Iterator[tuple[str, Runtime]]:
-    runtime = Runtime.boot(Workspace.from_env())
-    app = Starlette(routes=[Mount("/mcp", app=mcp_http_app(RuntimeHost(runtime)))])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp/", runtime
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        runtime.close()
+    with mcp_over_http() as served:
+        yield served
 
 
 def test_an_mcp_client_over_http_lists_calls_approves_and_is_refused(served: tuple[str, Runtime]) -> None:

@@ -12,26 +12,20 @@ name is told the same instead of "no such executor". The turn records the fact
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-import uvicorn
 from mcp import Client
-from starlette.applications import Starlette
-from starlette.routing import Mount
 
 from metnos.channels.host import RuntimeHost
-from metnos.channels.mcp_http import mcp_http_app
 from metnos.channels.telegram import TelegramChannel
 from metnos.channels.telegram_settings import load_telegram_settings
 from metnos.cli import main
 from metnos.runtime import Runtime
+from tests.support.mcp_served import mcp_over_http
 from metnos.workspace import Workspace
 from tests.support.cli_process import metnos_env
 from tests.support.daemon_process import start_daemon
@@ -211,23 +205,8 @@ def test_a_telegram_reply_says_it(tampered: Path, monkeypatch: pytest.MonkeyPatc
 
 @pytest.fixture
 def mcp_served(tampered: Path) -> Iterator[tuple[str, Runtime]]:
-    runtime = Runtime.boot(Workspace.from_env())
-    app = Starlette(routes=[Mount("/mcp", app=mcp_http_app(RuntimeHost(runtime)))])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp/", runtime
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        runtime.close()
+    with mcp_over_http() as served:
+        yield served
 
 
 def test_an_mcp_call_to_it_says_why_not_that_it_does_not_exist(mcp_served: tuple[str, Runtime]) -> None:
