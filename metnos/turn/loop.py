@@ -398,11 +398,12 @@ class TurnLoop:
         if repairable and not state.grounding_repaired:
             state.grounding_repaired = True
             hint = None
-            ask = exact_ask(request.text)
+            ask = state.exact
             if grounding.exactness and ask is not None and steps:
                 state.working_out = True
                 offered = self._working_out_tools()
-                hint = working_out_call(ask, offered, self._successes(state)[-1], textual=_textual(state.observations[self._successes(state)[-1]]))
+                last = self._successes(state)[-1]
+                hint = working_out_call(ask, offered, last, textual=_textual(state.observations[last]))
             messages.append(AssistantMessage(text=answer))
             messages.append(UserMessage(repair_prompt(grounding, hint)))
             self._commit(turn)
@@ -427,7 +428,7 @@ class TurnLoop:
         (the call the tool's own arguments give, on the last good step's data), and the
         answer composed from its result; None when no offered tool does it or it failed."""
         state.worked_out_by_runtime = True
-        ask = exact_ask(request.text)
+        ask = state.exact
         good = self._successes(state)
         if ask is None or not good:
             return None
