@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from metnos.llm.messages import LLMReply, ToolCall
+from metnos.mechanisms.llm.messages import LLMReply, ToolCall
 from tests.support.turn_ports import InProcessPorts
 
 
@@ -15,7 +15,7 @@ def fresh_workspace(prefix: str) -> Path:
     os.environ["METNOS_HOME"] = str(root / "home")
     os.environ["HOME"] = str(root / "user")
     (root / "user").mkdir()
-    from metnos.cli import main
+    from metnos.adapters.cli import main
 
     main(["init"])
     return root
@@ -48,9 +48,9 @@ class InstantPorts(InProcessPorts):
 
 def turn_loop(runtime, ports, env):
     import metnos
-    from metnos.turn.loop import TurnLoop
-    from metnos.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
-    from metnos.turn.settings import load_turn_settings
+    from metnos.runtime.turn.loop import TurnLoop
+    from metnos.runtime.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
+    from metnos.settings.turn import load_turn_settings
 
     return TurnLoop(
         ports=ports, catalogue=turn_catalogue(runtime), settings=load_turn_settings(env), policy=guard_policy(runtime, env),

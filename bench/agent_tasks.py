@@ -289,8 +289,8 @@ def write_report(path: Path, meta: dict[str, Any], systems: list[str], runs: lis
 
 
 def default_model() -> Path:
-    from metnos.llm.model_files import model_path
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.llm.model_files import model_path
+    from metnos.mechanisms.workspace import Workspace
 
     return model_path(Workspace.from_env().models_dir)
 
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.url:
         llm_url = args.url.rstrip("/")
     else:
-        from metnos.llm.embedded import EmbeddedServer
+        from metnos.mechanisms.llm.embedded import EmbeddedServer
 
         model = model or default_model()
         log = Path(tempfile.gettempdir()) / "agentbench-llm.log"
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.baseline_template == "metnos" or all(s in MODE_OF for s in systems):
         baseline_url = llm_url
     else:
-        from metnos.llm.embedded import BUILTIN_TEMPLATE, EmbeddedServer
+        from metnos.mechanisms.llm.embedded import BUILTIN_TEMPLATE, EmbeddedServer
 
         model = model or default_model()
         log = Path(tempfile.gettempdir()) / "agentbench-baseline-llm.log"
@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"baseline model server (the model's own template) at {baseline_url} (log {log})", file=sys.stderr)
     online_server, online_url = None, None
     if args.online_model and any(s in ("metnos-online", "metnos-hybrid") for s in systems):
-        from metnos.llm.embedded import EmbeddedServer
+        from metnos.mechanisms.llm.embedded import EmbeddedServer
 
         online_log = Path(tempfile.gettempdir()) / "agentbench-online-llm.log"
         online_server = EmbeddedServer(args.online_model, threads=args.threads or None, log_path=online_log)

@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def in_process(reuse: bool) -> float:
-    from metnos.runtime import Runtime
-    from metnos.workspace import Workspace
+    from metnos.services.runtime import Runtime
+    from metnos.mechanisms.workspace import Workspace
 
     started = time.perf_counter()
     with Runtime.boot(Workspace.from_env(), reuse_births=reuse) as rt:
@@ -61,7 +61,7 @@ def main() -> None:
     os.environ["METNOS_HOME"] = str(home)
     os.environ.pop("METNOS_BIRTH_REUSE", None)
     try:
-        from metnos.cli import main as cli
+        from metnos.adapters.cli import main as cli
 
         with open(os.devnull, "w") as devnull:
             saved, sys.stdout = sys.stdout, devnull

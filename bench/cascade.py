@@ -322,9 +322,9 @@ def lookup_times(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int
     """consult() on a plans state of N approved entries: an exact hit, a reworded (cosine) hit, a miss."""
     import random
 
-    from metnos.cascade.consult import CascadeSettings, PlanConsultant
-    from metnos.cascade.embedding import VectorIndex, load_embedder
-    from metnos.cascade.request import intent_of, normalise, request_key
+    from metnos.runtime.cascade.consult import CascadeSettings, PlanConsultant
+    from metnos.runtime.cascade.embedding import VectorIndex, load_embedder
+    from metnos.runtime.cascade.request import intent_of, normalise, request_key
 
     embedder = load_embedder()
     verbs = ["read", "list", "count", "show", "sum", "sort", "describe", "find", "fetch", "check"]
@@ -383,8 +383,8 @@ def lookup_times(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int
 
 
 def rewording_recall(threshold: float) -> list[dict[str, Any]]:
-    from metnos.cascade.embedding import HashedNgramEmbedder, WordLlamaEmbedder
-    from metnos.cascade.request import differing_words, normalise
+    from metnos.runtime.cascade.embedding import HashedNgramEmbedder, WordLlamaEmbedder
+    from metnos.runtime.cascade.request import differing_words, normalise
 
     pairs = [(t.text, REWORDINGS[t.id]) for t in TASKS if t.id in REWORDINGS]
     out = []
@@ -409,7 +409,7 @@ def rewording_recall(threshold: float) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from metnos.cascade.consult import DEFAULT_COSINE
+    from metnos.runtime.cascade.consult import DEFAULT_COSINE
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, help="a GGUF file (default: the installed embedded model)")
@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.url:
             llm_url = args.url.rstrip("/")
         else:
-            from metnos.llm.embedded import EmbeddedServer
+            from metnos.mechanisms.llm.embedded import EmbeddedServer
 
             model = args.model or default_model()
             server = EmbeddedServer(model, threads=args.threads or None, log_path=Path(tempfile.gettempdir()) / "cascadebench-llm.log")

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx  # noqa: E402
 
 from bench._turns import fresh_workspace  # noqa: E402
-from metnos.llm.messages import LLMReply  # noqa: E402
+from metnos.mechanisms.llm.messages import LLMReply  # noqa: E402
 from tests.support.turn_ports import InProcessPorts  # noqa: E402
 
 REQUESTS = (
@@ -61,8 +61,8 @@ class CapturePorts(InProcessPorts):
 
 def first_prompts(requests):
     from bench._turns import turn_loop
-    from metnos.runtime import Runtime
-    from metnos.turn.loop import TurnRequest
+    from metnos.services.runtime import Runtime
+    from metnos.runtime.turn.loop import TurnRequest
 
     env = dict(os.environ)
     out = []
@@ -76,7 +76,7 @@ def first_prompts(requests):
 
 def render(client: httpx.Client, url: str, messages, tools) -> list[int]:
     """The prompt's tokens, as the server's own template and tokenizer make them."""
-    from metnos.llm.openai_compat import OpenAICompatProvider
+    from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
 
     body = OpenAICompatProvider(url=url, model="embedded", timeout_s=300).build_request(messages, tools)
     r = client.post(f"{url}/apply-template", json={"messages": body["messages"], "tools": body.get("tools", [])})
@@ -87,7 +87,7 @@ def render(client: httpx.Client, url: str, messages, tools) -> list[int]:
 
 
 def evaluate(client: httpx.Client, url: str, messages, tools, *, cache: bool) -> dict:
-    from metnos.llm.openai_compat import OpenAICompatProvider
+    from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
 
     body = OpenAICompatProvider(url=url, model="embedded", timeout_s=300).build_request(messages, tools, max_tokens=1)
     body["cache_prompt"] = cache
@@ -98,9 +98,9 @@ def evaluate(client: httpx.Client, url: str, messages, tools, *, cache: bool) ->
 
 
 def worst_case(client: httpx.Client, url: str, prompts) -> tuple[int, int]:
-    from metnos.runtime import Runtime
-    from metnos.turn.session import turn_catalogue
-    from metnos.turn.settings import load_turn_settings
+    from metnos.services.runtime import Runtime
+    from metnos.runtime.turn.session import turn_catalogue
+    from metnos.settings.turn import load_turn_settings
 
     pool = load_turn_settings(dict(os.environ)).pool_size
     _, messages, _ = prompts[0]
@@ -135,7 +135,7 @@ def main() -> None:
         prompts = first_prompts(REQUESTS)
         url = args.url
         if url is None:
-            from metnos.llm.embedded import EmbeddedServer
+            from metnos.mechanisms.llm.embedded import EmbeddedServer
 
             if not args.model:
                 sys.exit("give --model PATH.gguf (or METNOS_EMBEDDED_MODEL), or --url of a running server")

@@ -32,13 +32,13 @@ import blake3
 from nacl.signing import SigningKey
 
 from executors import SEED_DIR
-from metnos.executors.birth import spawn_subprocess
-from metnos.executors.install import seed_sources
-from metnos.executors.loader import CURRENT, load_executors
-from metnos.executors.schemas import SchemaCheckCache
-from metnos.executors.signing import LOCK, SIGNATURE, sign_executor, signed_message
-from metnos.sandbox.bwrap import require_sandbox
-from metnos.workspace import Workspace
+from metnos.mechanisms.executors.birth import spawn_subprocess
+from metnos.mechanisms.executors.install import seed_sources
+from metnos.mechanisms.executors.loader import CURRENT, load_executors
+from metnos.mechanisms.executors.schemas import SchemaCheckCache
+from metnos.mechanisms.executors.signing import LOCK, SIGNATURE, sign_executor, signed_message
+from metnos.mechanisms.sandbox.bwrap import require_sandbox
+from metnos.mechanisms.workspace import Workspace
 
 
 def build(ws: Workspace, key: SigningKey, count: int) -> list[Path]:

@@ -32,8 +32,8 @@ import lmdb  # noqa: E402
 import orjson  # noqa: E402
 
 from domain.mnest import Mnest, mnest_id, mnest_key  # noqa: E402
-from metnos.eventlog import EventLog  # noqa: E402
-from metnos.workspace import Workspace  # noqa: E402
+from metnos.mechanisms.eventlog import EventLog  # noqa: E402
+from metnos.mechanisms.workspace import Workspace  # noqa: E402
 from projections.base import MaterialisedView  # noqa: E402
 from projections.mnestome import MnestomeFold, top  # noqa: E402
 from projections.store import ViewStore  # noqa: E402

@@ -1,7 +1,7 @@
 """Count the tokens of a first prompt without starting the model.
 
 The embedded model's server renders a prompt with Metnos's chat template
-(metnos/llm/chat_template.jinja) and counts it with the GGUF's own tokenizer;
+(metnos/mechanisms/llm/chat_template.jinja) and counts it with the GGUF's own tokenizer;
 bench/first_prompt.py asks a running server to do both. This does the same
 offline: the template is rendered with Jinja2 (llama.cpp renders it with its
 own Jinja engine, which agrees on this template's constructs) and the text is

@@ -31,7 +31,7 @@ from bench._turns import InstantPorts, fresh_workspace, script, turn_loop  # noq
 
 
 def record_turns(rt, n: int, env: dict) -> list[str]:
-    from metnos.turn.loop import TurnRequest
+    from metnos.runtime.turn.loop import TurnRequest
 
     ids = []
     for i in range(n):
@@ -125,7 +125,7 @@ def main() -> None:
     os.environ["LMDB_SYNC"] = "no"
     root = fresh_workspace("metnos-bench-replay-")
     try:
-        from metnos.runtime import Runtime
+        from metnos.services.runtime import Runtime
         from replay.rebuild import default_workers, rebuild
 
         env = dict(os.environ)

@@ -59,12 +59,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from metnos.invocation.pump import finished
-from metnos.invocation.runner import host_config, invoke
-from metnos.sandbox.bwrap import SandboxPlan, dev_args, plan_for, probe, python_runtime, wrap_plan
-from metnos.sandbox.profile import SandboxProfile
-from metnos.sandbox.status import status
-from metnos.workspace import Workspace
+from metnos.mechanisms.invocation.pump import finished
+from metnos.mechanisms.invocation.runner import host_config, invoke
+from metnos.mechanisms.sandbox.bwrap import SandboxPlan, dev_args, plan_for, probe, python_runtime, wrap_plan
+from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.mechanisms.sandbox.status import status
+from metnos.mechanisms.workspace import Workspace
 
 MAIN = "def run(args, ctx):\n    return {'echo': args.get('x')}\n"
 REQUEST = b'{"args": {"x": 1}, "ctx": {}}'

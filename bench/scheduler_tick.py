@@ -28,10 +28,10 @@ from uuid import UUID
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from domain.schedule import Schedule  # noqa: E402
-from metnos.scheduler import callbacks  # noqa: E402
-from metnos.scheduler.callbacks import CallbackResult  # noqa: E402
-from metnos.scheduler.clock import ManualClock  # noqa: E402
-from metnos.scheduler.due import due, stamp  # noqa: E402
+from metnos.runtime.scheduler import callbacks  # noqa: E402
+from metnos.runtime.scheduler.callbacks import CallbackResult  # noqa: E402
+from metnos.runtime.scheduler.clock import ManualClock  # noqa: E402
+from metnos.runtime.scheduler.due import due, stamp  # noqa: E402
 
 
 def main() -> None:
@@ -40,10 +40,10 @@ def main() -> None:
     os.environ["METNOS_HOME"] = str(root / "home")
     os.environ["HOME"] = str(root / "user")
     (root / "user").mkdir()
-    from metnos.cli import main as cli
-    from metnos.runtime import Runtime
-    from metnos.scheduler.tick import Scheduler
-    from metnos.workspace import Workspace
+    from metnos.adapters.cli import main as cli
+    from metnos.services.runtime import Runtime
+    from metnos.runtime.scheduler.tick import Scheduler
+    from metnos.mechanisms.workspace import Workspace
 
     import contextlib
     import io

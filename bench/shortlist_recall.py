@@ -12,7 +12,7 @@ sensible plan needs and whether it asks for a change:
 
 Each figure is printed for the ranking alone (the bag-of-words pre-filter of
 seeds/002 ch. 5, the baseline) and for the shortlist the turn loop really
-uses (:func:`metnos.turn.shortlist.shortlist`), measured in the same run on
+uses (:func:`metnos.runtime.turn.shortlist.shortlist`), measured in the same run on
 the seed catalogue (executors/*/manifest.toml plus the runtime builtins), with
 an empty mnestome. The requests live here only; nothing of them is in the
 runtime. The agent benchmark's tasks (bench/agent_suite.py) are measured too,
@@ -48,11 +48,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from metnos.executors.manifest import load_manifest  # noqa: E402
-from metnos.turn.catalogue import builtin_tools, catalogue_entry  # noqa: E402
-from metnos.turn.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
-from metnos.turn.settings import DEFAULT_POOL_SIZE, OFFERS  # noqa: E402
-from metnos.turn.shortlist import shortlist  # noqa: E402
+from metnos.mechanisms.executors.manifest import load_manifest  # noqa: E402
+from metnos.runtime.turn.catalogue import builtin_tools, catalogue_entry  # noqa: E402
+from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
+from metnos.settings.turn import DEFAULT_POOL_SIZE, OFFERS  # noqa: E402
+from metnos.runtime.turn.shortlist import shortlist  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -210,11 +210,11 @@ def prompt_tokens(model: Path, rows: list[Written], pool: int) -> dict:
 
     from bench._turns import fresh_workspace
     from bench.prompt_tokens import GGUFTokenizer, render
-    from metnos.llm.embedded import chat_template_path
-    from metnos.llm.openai_compat import encode_tool
-    from metnos.runtime import Runtime
-    from metnos.turn.prompt import PLANNER_PROMPT
-    from metnos.turn.session import turn_catalogue
+    from metnos.mechanisms.llm.embedded import chat_template_path
+    from metnos.mechanisms.llm.openai_compat import encode_tool
+    from metnos.services.runtime import Runtime
+    from metnos.runtime.turn.prompt import PLANNER_PROMPT
+    from metnos.runtime.turn.session import turn_catalogue
 
     tokenizer = GGUFTokenizer(model)
     template = chat_template_path().read_text(encoding="utf-8")

@@ -35,8 +35,8 @@ def main() -> None:
     args = parser.parse_args()
     root = fresh_workspace("metnos-bench-turn-")
     try:
-        from metnos.runtime import Runtime
-        from metnos.turn.loop import TurnRequest
+        from metnos.services.runtime import Runtime
+        from metnos.runtime.turn.loop import TurnRequest
 
         env = dict(os.environ)
         with Runtime.boot(birth=False) as rt:
@@ -57,7 +57,7 @@ def main() -> None:
 
             rt.log.save = timed_save
             # The turn's lease is made durable (a directory fsync) once a turn: I/O too, timed with the save.
-            from metnos.turn import lease as lease_module
+            from metnos.runtime.turn import lease as lease_module
 
             real_take = lease_module.TurnLease.take.__func__
 

@@ -7,7 +7,7 @@ of one short request (max_tokens 1):
 
   old    start a server, ask, stop it: what each ``metnos ask`` did;
   new    find the shared server through the state file and ask it: what a
-         command does once one is warm (metnos.llm.shared_server).
+         command does once one is warm (metnos.mechanisms.llm.shared_server).
 
 The shared server is started once before the rounds, in a throwaway runtime
 dir, and stopped at the end. Prints medians and the ratio old/new.
@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx  # noqa: E402
 
-from metnos.llm import shared_server  # noqa: E402
-from metnos.llm.embedded import EmbeddedServer  # noqa: E402
+from metnos.mechanisms.llm import shared_server  # noqa: E402
+from metnos.mechanisms.llm.embedded import EmbeddedServer  # noqa: E402
 
 BODY = {"messages": [{"role": "user", "content": "Say yes."}], "max_tokens": 1, "temperature": 0}
 

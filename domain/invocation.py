@@ -18,7 +18,7 @@ class Invocation(MetnosAggregate):
         caller: dict
         turn_id: str | None
         trace_id: str
-        # The autonomy level the call ran at (metnos/sandbox/autonomy.py); older events: supervised.
+        # The autonomy level the call ran at (metnos/mechanisms/sandbox/autonomy.py); older events: supervised.
         autonomy: str = "supervised"
 
     class InvocationRefused(DomainEvent):

@@ -22,7 +22,7 @@ INTERRUPTED = "interrupted"
 ABANDONED = "abandoned"
 REFUSED = "refused"
 NEEDS_INPUT = "needs_input"
-# The answer holds parts found in no step's result (metnos/turn/grounding.py).
+# The answer holds parts found in no step's result (metnos/runtime/turn/grounding.py).
 UNVERIFIED = "unverified"
 # How a turn that did not answer ended. A TurnFailed written before statuses
 # existed has no status field and reads as "failed".
@@ -65,7 +65,7 @@ class Turn(MetnosAggregate):
         mode: str
         settings: dict
         runtime_version: str
-        # How far the turn may go (metnos/sandbox/autonomy.py); turns recorded before the level existed ran supervised.
+        # How far the turn may go (metnos/mechanisms/sandbox/autonomy.py); turns recorded before the level existed ran supervised.
         autonomy: str = "supervised"
         # [runtime] as the turn ran it (mode, hybrid rules, the LLM judge); None before it was recorded.
         runtime: dict | None = None
@@ -83,7 +83,7 @@ class Turn(MetnosAggregate):
     class QuarantinedNotOffered(DomainEvent):
         """Executors the request would have been offered, ranked with the live ones by the same
         rules, that are quarantined: each ``{"name", "version", "origin", "check", "reason"}``. The
-        turn's outcome tells the user which and why (metnos/turn/quarantined.py)."""
+        turn's outcome tells the user which and why (metnos/runtime/turn/quarantined.py)."""
 
         executors: list
 
@@ -134,7 +134,7 @@ class Turn(MetnosAggregate):
         step: int
         args: dict
         pipings: list
-        # Arguments the model left out and the request supplied (metnos/turn/completion.py).
+        # Arguments the model left out and the request supplied (metnos/runtime/turn/completion.py).
         completed: dict | None = None
 
     class StepJudged(DomainEvent):
@@ -151,7 +151,7 @@ class Turn(MetnosAggregate):
         reason: str
 
     class ModeEscalated(DomainEvent):
-        """A hybrid turn left the local loop for one online plan (metnos/turn/online.py), and why."""
+        """A hybrid turn left the local loop for one online plan (metnos/runtime/turn/online.py), and why."""
 
         round: int
         reason: str
@@ -167,7 +167,7 @@ class Turn(MetnosAggregate):
         recovery: bool
 
     class IntentExtracted(DomainEvent):
-        """What the intent extractor (metnos/turn/intent_model.py) named: the executors it joins to the shortlist."""
+        """What the intent extractor (metnos/runtime/turn/intent_model.py) named: the executors it joins to the shortlist."""
 
         tools: list
         tier: str
@@ -175,7 +175,7 @@ class Turn(MetnosAggregate):
         problem: str | None = None
 
     class SpillSummarised(DomainEvent):
-        """The scratchpad summariser's gist of a spilled observation (metnos/turn/summariser.py)."""
+        """The scratchpad summariser's gist of a spilled observation (metnos/runtime/turn/summariser.py)."""
 
         step: int
         scratchpad_id: str
@@ -185,7 +185,7 @@ class Turn(MetnosAggregate):
         problem: str | None = None
 
     class FillerWritten(DomainEvent):
-        """A ${FILLER: ...} of an online plan, written by the fast tier (metnos/turn/filler.py)."""
+        """A ${FILLER: ...} of an online plan, written by the fast tier (metnos/runtime/turn/filler.py)."""
 
         step: int | None
         where: str
@@ -196,7 +196,7 @@ class Turn(MetnosAggregate):
         problem: str | None = None
 
     class StepJudgedByModel(DomainEvent):
-        """The LLM judge's verdict on a step (metnos/turn/judge.py): score, reason, threshold, decision, tier, model."""
+        """The LLM judge's verdict on a step (metnos/runtime/turn/judge.py): score, reason, threshold, decision, tier, model."""
 
         step: int
         verdict: dict

@@ -1,6 +1,6 @@
 import sys
 
-from metnos.cli import main
+from metnos.adapters.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.invocation import Invocation
-from metnos.store.event_record import Record
+from metnos.mechanisms.store.event_record import Record
 from projections.base import Handler, reads
 from projections.daily import DailyLines, Lines, LinesFold
 from projections.store import ViewStore

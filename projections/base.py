@@ -18,15 +18,15 @@ import orjson
 from eventsourcing.persistence import Tracking
 from eventsourcing.utils import get_topic
 
-from metnos.store.errors import LogUnavailable
-from metnos.store.event_record import Record, record_of
+from metnos.mechanisms.store.errors import LogUnavailable
+from metnos.mechanisms.store.event_record import Record, record_of
 from projections.store import ViewStore
 
 UPSTREAM = "metnos"
 
 
 # ``handler(state, record, position)``: a record is the event's fields in a
-# dict (metnos/store/event_record.py), read without building the event.
+# dict (metnos/mechanisms/store/event_record.py), read without building the event.
 Handler = Callable[[dict[str, Any], Record, int], Any]
 H = TypeVar("H", bound=Handler)
 

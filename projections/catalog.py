@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from domain.executor import ACTIVE, Executor
-from metnos.store.event_record import Record
+from metnos.mechanisms.store.event_record import Record
 from projections.base import Fold, Handler
 
 class CatalogueFold(Fold):

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 from eventsourcing.persistence import Tracking
 
-from metnos.store.errors import LogUnavailable
-from metnos.store.event_record import Record
+from metnos.mechanisms.store.errors import LogUnavailable
+from metnos.mechanisms.store.event_record import Record
 from projections.base import UPSTREAM, Fold, Handler, encode_state
 from projections.store import ViewStore
 

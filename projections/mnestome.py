@@ -19,7 +19,7 @@ from typing import Any
 
 from domain import mnest_weight as mw
 from domain.mnest import ACTIVE, ARCHIVED, DECAYING, LIVE, PROTO, PURGED, SUPERSEDED, Mnest, initial_weight, mnest_key
-from metnos.store.event_record import Record
+from metnos.mechanisms.store.event_record import Record
 from projections.base import Fold, Handler
 
 class MnestomeFold(Fold):

@@ -22,7 +22,7 @@ from domain.proposal import (
     Proposal,
 )
 from domain.synthesis import Synthesis
-from metnos.store.event_record import Record
+from metnos.mechanisms.store.event_record import Record
 from projections.base import Fold, Handler
 
 # Event class -> (stage name shown to the user, the status it leaves, the fields kept).

@@ -18,8 +18,8 @@ from typing import Any
 
 from eventsourcing.persistence import Tracking
 
-from metnos.store import environment as environments
-from metnos.store.lmdb import LMDBTrackingRecorder
+from metnos.mechanisms.store import environment as environments
+from metnos.mechanisms.store.lmdb import LMDBTrackingRecorder
 
 _STATE = b"state"
 _VERSION = b"version"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from domain.turn import Turn
-from metnos.store.event_record import Record
+from metnos.mechanisms.store.event_record import Record
 from projections.base import Fold, Handler, reads
 from projections.daily import Lines, LinesFold
 

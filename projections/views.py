@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from metnos.workspace import Workspace
+from metnos.mechanisms.workspace import Workspace
 from projections.store import ViewStore
 
 VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules", "proposals", "plans")

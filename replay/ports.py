@@ -19,10 +19,10 @@ import orjson
 
 from domain.invocation import Invocation
 from domain.turn import Turn
-from metnos.invocation.outcome import failure_observation
-from metnos.llm.errors import LLMError, ProviderUnreachable
-from metnos.llm.messages import LLMReply, Message, ToolSpec
-from metnos.turn.ports import ExecutorResult
+from metnos.mechanisms.invocation.outcome import failure_observation
+from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
+from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
+from metnos.runtime.turn.ports import ExecutorResult
 
 
 class ReplayExhausted(Exception):

@@ -22,8 +22,8 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from metnos.errors import MetnosError
-from metnos.store.lmdb import LMDBApplicationRecorder
-from metnos.workspace import Workspace
+from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
+from metnos.mechanisms.workspace import Workspace
 from projections.base import fields_of
 
 Progress = Callable[[str, int, int], None]

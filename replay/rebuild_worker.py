@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from metnos.eventlog import EventLog
-from metnos.workspace import Workspace
+from metnos.mechanisms.eventlog import EventLog
+from metnos.mechanisms.workspace import Workspace
 from projections.views import open_stores, open_views
 from replay.rebuild import fold_from_log
 

@@ -21,15 +21,15 @@ from eventsourcing.utils import get_topic
 
 import metnos
 from domain.turn import OPEN, STOPPED_EARLY, Turn, decision_fields, status_of
-from metnos.blobs import BlobStore
+from metnos.mechanisms.blobs import BlobStore
 from metnos.canonical import canonical_hash
 from metnos.errors import MetnosError
-from metnos.runtime import Runtime
-from metnos.turn.loop import TurnLoop, TurnRequest
-from metnos.sandbox import autonomy
-from metnos.turn.session import guard_policy, policy_checker, turn_catalogue
-from metnos.turn.settings import load_turn_settings
-from metnos.turn.settings import ENV_OF_SETTING
+from metnos.services.runtime import Runtime
+from metnos.runtime.turn.loop import TurnLoop, TurnRequest
+from metnos.mechanisms.sandbox import autonomy
+from metnos.runtime.turn.session import guard_policy, policy_checker, turn_catalogue
+from metnos.settings.turn import load_turn_settings
+from metnos.settings.turn import ENV_OF_SETTING
 from replay.causes import explain
 from replay.ports import RecordedPorts, ReplayExhausted, output_resolver
 
@@ -213,7 +213,7 @@ class Replayer:
         """The signed files of a version that no longer loads (quarantined, most often because they changed)."""
         import blake3
 
-        from metnos.executors.signing import SIGNED_FILES
+        from metnos.mechanisms.executors.signing import SIGNED_FILES
 
         held = self.runtime.report.get(name, version) or next(
             (q for q in self.runtime.report.quarantined if q.name == name and q.version == version), None)

@@ -33,9 +33,9 @@ from eventsourcing.utils import get_topic
 from domain.invocation import Invocation
 from domain.turn import OPEN, Turn, status_of
 from domain.undo import UndoJournal, journal_id
-from metnos.blobs import BlobError, BlobStore
+from metnos.mechanisms.blobs import BlobError, BlobStore
 from metnos.errors import MetnosError
-from metnos.filestate import describe, digests, leftover_of, put_back, same, take
+from metnos.mechanisms.filestate import describe, digests, leftover_of, put_back, same, take
 
 
 class NothingToUndo(MetnosError):
@@ -335,7 +335,7 @@ class Undoer:
         self.log.save(journal, turn)
         self.runtime.turns.catch_up(self.log)
         # A turn that followed a cascade template, undone, contradicts it.
-        from metnos.cascade.contradiction import record_drops
+        from metnos.runtime.cascade.contradiction import record_drops
 
         record_drops(self.runtime)
         return UndoResult(plan, "undone", restored, forced)

@@ -25,7 +25,7 @@ def postgres_env() -> Iterator[dict[str, str]]:
 @pytest.fixture(scope="session", autouse=True)
 def short_model_idle() -> Iterator[None]:
     """A model server a test leaves warm ends itself seconds after its last use, not minutes."""
-    from metnos.llm.shared_server import ENV_IDLE
+    from metnos.mechanisms.llm.shared_server import ENV_IDLE
 
     saved = os.environ.get(ENV_IDLE)
     os.environ.setdefault(ENV_IDLE, "20")
@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Where CI requires bubblewrap, a sandbox test may not quietly skip."""
     if not os.environ.get("METNOS_REQUIRE_BWRAP"):
         return
-    from metnos.sandbox.bwrap import probe
+    from metnos.mechanisms.sandbox.bwrap import probe
 
     status = probe()
     if not status.works:
@@ -93,7 +93,7 @@ def home(layout: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     """An initialised workspace (seeds signed) in ``layout``, and the user's home, as HOME."""
     user_home = apply_layout(layout, tmp_path, monkeypatch, os.environ)
     if os.environ.get("METNOS_TEST_FRESH_INIT") == "1":
-        from metnos.cli import main
+        from metnos.adapters.cli import main
 
         assert main(["init"]) == 0
     else:

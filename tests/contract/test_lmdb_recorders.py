@@ -13,15 +13,15 @@ from eventsourcing.tests import persistence as contract
 from eventsourcing.tests import projection as projection_contract
 from eventsourcing.utils import Environment
 
-from metnos.store import environment as environments
-from metnos.store.lmdb import (
+from metnos.mechanisms.store import environment as environments
+from metnos.mechanisms.store.lmdb import (
     LMDBAggregateRecorder,
     LMDBApplicationRecorder,
     LMDBFactory,
     LMDBProcessRecorder,
     LMDBTrackingRecorder,
 )
-from metnos.store.records import id_bytes, id_from_bytes
+from metnos.mechanisms.store.records import id_bytes, id_from_bytes
 
 
 class TemporaryLog:
@@ -76,7 +76,7 @@ class TestInfrastructureFactory(contract.InfrastructureFactoryTestCase[LMDBFacto
     def setUp(self) -> None:
         self.log_dir = Path(tempfile.mkdtemp(prefix="metnos-lmdb-"))
         self.env = Environment("TestCase")
-        self.env[InfrastructureFactory.PERSISTENCE_MODULE] = "metnos.store.lmdb"
+        self.env[InfrastructureFactory.PERSISTENCE_MODULE] = "metnos.mechanisms.store.lmdb"
         self.env["LMDB_PATH"] = str(self.log_dir)
         self.env["LMDB_SYNC"] = "no"
         super().setUp()
@@ -106,7 +106,7 @@ class TestInfrastructureFactory(contract.InfrastructureFactoryTestCase[LMDBFacto
 
 def lmdb_env(log_dir: Path) -> dict[str, str]:
     return {
-        "PERSISTENCE_MODULE": "metnos.store.lmdb",
+        "PERSISTENCE_MODULE": "metnos.mechanisms.store.lmdb",
         "LMDB_PATH": str(log_dir),
         "LMDB_SYNC": "no",
         "LMDB_POLL_INTERVAL": "0.05",
@@ -114,7 +114,7 @@ def lmdb_env(log_dir: Path) -> dict[str, str]:
 
 
 class TestExampleApplication(application_contract.ExampleApplicationTestCase):
-    expected_factory_topic = "metnos.store.lmdb:LMDBFactory"
+    expected_factory_topic = "metnos.mechanisms.store.lmdb:LMDBFactory"
 
     def setUp(self) -> None:
         super().setUp()

@@ -1,6 +1,6 @@
 """The rebuild's one-loop feed hands over exactly what the layered path gives.
 
-``LMDBApplicationRecorder.feed_records`` (metnos/store/record_feed.py) reads
+``LMDBApplicationRecorder.feed_records`` (metnos/mechanisms/store/record_feed.py) reads
 plain states itself and passes everything else to the mapper; these logs hold
 one of each kind it must tell apart.
 """
@@ -23,13 +23,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.base import Created, DomainEvent, MetnosAggregate
-from metnos.store import environment as environments
-from metnos.store.compressor import ZstdCompressor
-from metnos.store.errors import CorruptRecord
-from metnos.store.lmdb import LMDBApplicationRecorder
-from metnos.store.mapper import FastMapper
-from metnos.store.records import encode_event, id_bytes
-from metnos.store.transcoder import OrjsonTranscoder
+from metnos.mechanisms.store import environment as environments
+from metnos.mechanisms.store.compressor import ZstdCompressor
+from metnos.mechanisms.store.errors import CorruptRecord
+from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
+from metnos.mechanisms.store.mapper import FastMapper
+from metnos.mechanisms.store.records import encode_event, id_bytes
+from metnos.mechanisms.store.transcoder import OrjsonTranscoder
 
 AT = datetime(2026, 11, 22, 8, 0, 0, 250000, tzinfo=timezone(timedelta(hours=1)))
 
@@ -104,7 +104,7 @@ def layered(recorder: LMDBApplicationRecorder, mapper: FastMapper, fields: dict[
 
 
 def fed(recorder: LMDBApplicationRecorder, mapper: FastMapper, fields: dict[str, Any], start: int = 1, batch: int = 5000) -> tuple[list, int | None]:
-    from metnos.store.record_feed import feed_records
+    from metnos.mechanisms.store.record_feed import feed_records
 
     got: list[tuple[int, str, dict]] = []
     feeds = {topic: [lambda record, nid, topic=topic: got.append((nid, topic, record))] for topic in fields}
@@ -174,8 +174,8 @@ def test_a_state_that_is_not_json_is_the_mapper_error_naming_the_event(recorder)
 
 
 def test_no_topic_wanted_reads_nothing_and_every_path_agrees(tmp_path, monkeypatch) -> None:
-    from metnos.eventlog import EventLog
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.mechanisms.workspace import Workspace
 
     log = EventLog(Workspace(data_dir=tmp_path / "data", config_dir=tmp_path / "config"), env={"LMDB_SYNC": "no"})
     try:

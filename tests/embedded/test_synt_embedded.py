@@ -21,10 +21,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.llm.model_files import MODEL_FILENAME
-from metnos.llm.shared_server import stop_announced
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.llm.model_files import MODEL_FILENAME
+from metnos.mechanisms.llm.shared_server import stop_announced
+from metnos.mechanisms.workspace import Workspace
 from tests.support.embedded import embedded_model_or_skip
 from tests.support.layouts import apply_layout
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.workspace import Workspace
 from tests.integration.test_side_effect_gate import events_of, kind
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -97,7 +97,7 @@ def ask_raw(capsys, monkeypatch, script: list, *argv: str) -> tuple[int, str, Sc
 
 def _world(home: Path) -> dict[str, str | None]:
     """What the side effects below could change: the files in the home and the outbox."""
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.workspace import Workspace
 
     files = {str(f.relative_to(home)): f.read_text() for f in sorted(home.glob("*.txt"))}
     outbox = Workspace.from_env().outbox_dir
@@ -186,7 +186,7 @@ def test_yes_given_with_the_request_is_the_users_answer_at_full_too(home: Path, 
 
 def test_the_invoker_refuses_a_side_effect_at_read_only_before_any_spawn(home: Path) -> None:
     """Below the turn too: a caller that reaches the invoker directly at read_only gets nothing written."""
-    from metnos.runtime import Runtime
+    from metnos.services.runtime import Runtime
 
     target = home / "direct.txt"
     with Runtime.boot(Workspace.from_env()) as rt:
@@ -200,8 +200,8 @@ def test_the_invoker_refuses_a_side_effect_at_read_only_before_any_spawn(home: P
 
 def test_a_manifest_cannot_hide_a_write_grant_behind_no_side_effects(home: Path) -> None:
     """The first fence for a read_only turn: what is offered says it only reads, and signing holds it to that."""
-    from metnos.executors.keys import load_signing_key
-    from metnos.executors.signing import SigningError, sign_executor
+    from metnos.mechanisms.executors.keys import load_signing_key
+    from metnos.mechanisms.executors.signing import SigningError, sign_executor
     from tests.unit.executor_kit import write_executor
 
     ws = Workspace.from_env()
@@ -216,7 +216,7 @@ def test_a_turn_recorded_when_full_answered_for_the_user_replays_to_a_question_a
     """Before issue 30, full recorded ApprovalWaived and ran the delete unasked. Such a turn stays readable;
     its replay now asks there, parts from the record, and names that as the cause (not an edited log)."""
     from domain.turn import Turn
-    from metnos.turn.loop import TurnLoop
+    from metnos.runtime.turn.loop import TurnLoop
 
     record = TurnLoop._record
 

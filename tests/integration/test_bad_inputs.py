@@ -21,8 +21,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.cli.ask_cmd import EXIT_CODES
+from metnos.adapters.cli import main
+from metnos.adapters.cli.ask_cmd import EXIT_CODES
 from tests.support.cli_process import metnos_env, run, spawn, wait_for
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -180,7 +180,7 @@ def test_end_of_input_at_the_approval_prompt_is_no_with_a_message(home: Path) ->
 
 
 def test_a_workspace_of_another_user_is_refused_with_its_owner_named(home: Path, tmp_path: Path) -> None:
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.workspace import Workspace
 
     data = Workspace.from_env().data_dir
     os.chown(data, 65534, 65534)
@@ -195,7 +195,7 @@ def test_a_workspace_of_another_user_is_refused_with_its_owner_named(home: Path,
 
 
 def test_an_unexpected_error_is_one_line_and_the_traceback_is_there_on_request(home: Path, capsys, monkeypatch) -> None:
-    from metnos.cli import turns_cmd
+    from metnos.adapters.cli import turns_cmd
 
     def broken(args):  # noqa: ANN001, ANN202 - a bug planted in a command
         return {}["missing"]
@@ -213,7 +213,7 @@ def test_an_unexpected_error_is_one_line_and_the_traceback_is_there_on_request(h
 
 
 def test_the_connection_gives_up_in_seconds_while_the_reply_may_take_minutes() -> None:
-    from metnos.llm.transport import make_client
+    from metnos.mechanisms.llm.transport import make_client
 
     with make_client(120.0) as client:
         assert client.timeout.connect == 5.0 and client.timeout.read == 120.0
@@ -249,9 +249,9 @@ def trickling_server() -> Iterator[str]:
 
 
 def test_a_reply_sent_a_byte_at_a_time_cannot_stretch_the_bound(trickling_server: str) -> None:
-    from metnos.llm.errors import ProviderTimeout
-    from metnos.llm.messages import UserMessage
-    from metnos.llm.openai_compat import OpenAICompatProvider
+    from metnos.mechanisms.llm.errors import ProviderTimeout
+    from metnos.mechanisms.llm.messages import UserMessage
+    from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
 
     provider = OpenAICompatProvider(url=trickling_server, model="slow", timeout_s=3)
     started = time.monotonic()

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import metnos.birth_reuse as birth_reuse
-import metnos.sandbox.birth as sandbox_birth
+import metnos.runtime.birth_reuse as birth_reuse
+import metnos.mechanisms.sandbox.birth as sandbox_birth
 from domain.executor import Executor, executor_id
-from metnos.cli import main
-from metnos.runtime import Runtime
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.services.runtime import Runtime
+from metnos.mechanisms.workspace import Workspace
 
 KEPT = ("get_now", "read_files")
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from nacl.signing import SigningKey
 
-from metnos.executors.birth import run_birth_tests, spawn_subprocess
-from metnos.executors.context import build_ctx
-from metnos.executors.install import install_executor, install_seed_executors
-from metnos.executors.loader import load_executors
-from metnos.executors.manifest import load_manifest
-from metnos.sandbox.bwrap import probe
-from metnos.sandbox.birth import make_sandboxed_spawn
-from metnos.workspace import Workspace
+from metnos.mechanisms.executors.birth import run_birth_tests, spawn_subprocess
+from metnos.mechanisms.executors.context import build_ctx
+from metnos.mechanisms.executors.install import install_executor, install_seed_executors
+from metnos.mechanisms.executors.loader import load_executors
+from metnos.mechanisms.executors.manifest import load_manifest
+from metnos.mechanisms.sandbox.bwrap import probe
+from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
+from metnos.mechanisms.workspace import Workspace
 from tests.integration.test_seed_executors import REQUIRED
 from tests.support.hostile import FORK_AND_HOLD
 from tests.support.layouts import apply_layout

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from metnos.cascade.book import PlanBook, PlanBookError
+from metnos.runtime.cascade.book import PlanBook, PlanBookError
 from tests.support.cascade_turns import ask, followed_plan, initialised_runtime, walk
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from domain.plan import TemplateDrop, template_drop_id
-from metnos.cascade.book import PlanBook, PlanBookError
-from metnos.cascade.consult import consultant_from_env
-from metnos.cascade.contradiction import record_drops
+from metnos.runtime.cascade.book import PlanBook, PlanBookError
+from metnos.runtime.cascade.consult import consultant_from_env
+from metnos.runtime.cascade.contradiction import record_drops
 from tests.support.cascade_turns import ask, initialised_runtime, recorded_turn, walk
 
 
@@ -80,7 +80,7 @@ def test_a_followed_answer_that_was_refused_drops_the_template(runtime, played_e
 
 
 def test_a_contradiction_whose_drop_was_not_written_is_never_proposed_and_is_written_next_time(runtime, monkeypatch) -> None:
-    from metnos.turn.session import LogSink
+    from metnos.runtime.turn.session import LogSink
 
     for name in ("a.txt", "b.txt"):
         ask(runtime, f"show me ~/notes/{name}", walk(f"~/notes/{name}", _say(name)))

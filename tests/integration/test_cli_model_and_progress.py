@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 import metnos
-from metnos.cli import main
+from metnos.adapters.cli import main
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 

@@ -11,8 +11,8 @@ import httpx
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.workspace import Workspace
 from tests.support.cli_process import metnos_env, spawn, wait_for
 from tests.support.scripted_llm import ScriptedLLM, call, text
 

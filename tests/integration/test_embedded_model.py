@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from metnos.llm.anthropic import AnthropicProvider
-from metnos.llm.embedded import EmbeddedServer
-from metnos.llm.messages import SystemMessage, ToolResult, ToolSpec, UserMessage
-from metnos.llm.openai_compat import OpenAICompatProvider
-from metnos.turn.prompt import answer_from_results
+from metnos.mechanisms.llm.anthropic import AnthropicProvider
+from metnos.mechanisms.llm.embedded import EmbeddedServer
+from metnos.mechanisms.llm.messages import SystemMessage, ToolResult, ToolSpec, UserMessage
+from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
+from metnos.runtime.turn.prompt import answer_from_results
 from tests.support.embedded import embedded_model_or_skip
 
 pytestmark = [pytest.mark.embedded, pytest.mark.timeout(240)]
@@ -53,7 +53,7 @@ def test_openai_endpoint_returns_a_native_tool_call(server) -> None:
     assert r.tool_calls[0].arguments == {"paths": ["notes.txt"]}
     assert r.raw["choices"][0]["message"]["tool_calls"]  # the server's own tool_calls, not our text parsing
 
-    # The answer round as the loop asks it of a request that changes nothing (metnos/turn/loop.py):
+    # The answer round as the loop asks it of a request that changes nothing (metnos/runtime/turn/loop.py):
     # the same tools with tool_choice "none", and the request restated after the result.
     request = "Read the file notes.txt and tell me what it says."
     follow = [SYSTEM, UserMessage(request), r.to_message(),

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos.invocation.runner import invoke
-from metnos.sandbox.bwrap import probe
-from metnos.sandbox.profile import SandboxProfile
+from metnos.mechanisms.invocation.runner import invoke
+from metnos.mechanisms.sandbox.bwrap import probe
+from metnos.mechanisms.sandbox.profile import SandboxProfile
 from tests.support.hostile import FORK_AND_HOLD
 from tests.support.runtime_kill import kill_and_wait_until
 from tests.support.sandbox_env import SandboxEnv, make_env
@@ -526,9 +526,9 @@ def test_parent_killed_mid_run_leaves_nothing(sx):
     """)
     parent_src = textwrap.dedent(f"""
         import json, sys
-        from metnos.invocation.runner import invoke
-        from metnos.sandbox.profile import SandboxProfile
-        from metnos.workspace import Workspace
+        from metnos.mechanisms.invocation.runner import invoke
+        from metnos.mechanisms.sandbox.profile import SandboxProfile
+        from metnos.mechanisms.workspace import Workspace
         env = json.loads(sys.argv[1])
         invoke({str(code)!r}, SandboxProfile(fs_write=({str(marker_dir)!r},), max_duration_s=60),
                {{"dir": {str(marker_dir)!r}}}, workspace=Workspace.from_env(env), env=env)
@@ -786,7 +786,7 @@ MB = 1024 * 1024
 
 
 def _twelve_children_of_120_mb(sx: SandboxEnv, monkeypatch, mechanism: str) -> tuple:
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     real = cgroup.placement()
     if mechanism == "watchdog":
@@ -995,7 +995,7 @@ def birth_value(run, tmp):
 def _install_signed(sx: SandboxEnv, main: str, birth: str, extra: dict[str, str] | None = None):
     from nacl.signing import SigningKey
 
-    from metnos.executors.install import install_executor
+    from metnos.mechanisms.executors.install import install_executor
     from tests.unit.executor_kit import write_executor
 
     key = SigningKey.generate()
@@ -1006,13 +1006,13 @@ def _install_signed(sx: SandboxEnv, main: str, birth: str, extra: dict[str, str]
 
 
 def _load(sx: SandboxEnv, key, spawn):
-    from metnos.executors.loader import load_executors
+    from metnos.mechanisms.executors.loader import load_executors
 
     return load_executors(sx.workspace, key.verify_key, birth=True, reserved_names=(), spawn=spawn)
 
 
 def _profile_of(vdir: Path) -> SandboxProfile:
-    from metnos.executors.manifest import load_manifest
+    from metnos.mechanisms.executors.manifest import load_manifest
 
     return load_manifest(vdir / "manifest.toml").sandbox_profile()
 
@@ -1032,7 +1032,7 @@ def _plant_bytecode(source: Path, evil: str) -> Path:
 
 
 def test_birth_edited_after_signing_is_quarantined_before_it_runs(sx):
-    from metnos.executors.birth import spawn_subprocess
+    from metnos.mechanisms.executors.birth import spawn_subprocess
 
     marker = sx.root / "birth-ran"
     key, vdir = _install_signed(sx, SHADOWED_MAIN, HELPER_BIRTH.replace("benign", "x"))
@@ -1048,8 +1048,8 @@ def test_birth_edited_after_signing_is_quarantined_before_it_runs(sx):
 
 
 def test_an_unsigned_module_beside_main_is_quarantined_and_never_shadows_the_stdlib(sx):
-    from metnos.executors.birth import run_birth_tests, spawn_subprocess
-    from metnos.sandbox.birth import make_sandboxed_spawn
+    from metnos.mechanisms.executors.birth import run_birth_tests, spawn_subprocess
+    from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
 
     marker = sx.root / "shadow-imported"
     key, vdir = _install_signed(sx, SHADOWED_MAIN, HELPER_BIRTH.replace("benign", "x"))
@@ -1075,7 +1075,7 @@ def test_an_unsigned_module_beside_main_is_quarantined_and_never_shadows_the_std
     "def run(args, ctx):\n    return {'ok': True, 'content': str(eval('1 + 1'))}\n",
 ])
 def test_dynamic_code_is_refused_at_signing(sx, main):
-    from metnos.executors.signing import SigningError
+    from metnos.mechanisms.executors.signing import SigningError
 
     with pytest.raises(SigningError) as exc:
         _install_signed(sx, main, HELPER_BIRTH)
@@ -1084,8 +1084,8 @@ def test_dynamic_code_is_refused_at_signing(sx, main):
 
 
 def test_planted_bytecode_is_quarantined_and_never_loaded(sx):
-    from metnos.executors.birth import run_birth_tests, spawn_subprocess
-    from metnos.sandbox.birth import make_sandboxed_spawn
+    from metnos.mechanisms.executors.birth import run_birth_tests, spawn_subprocess
+    from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
 
     key, vdir = _install_signed(sx, HELPER_MAIN, HELPER_BIRTH, {"helper.py": "VALUE = 'benign'\n"})
     _plant_bytecode(vdir / "helper.py", "VALUE = 'evil'\n")
@@ -1104,7 +1104,7 @@ def test_planted_bytecode_is_quarantined_and_never_loaded(sx):
 
 
 def test_no_bytecode_is_written_into_the_folder(sx):
-    from metnos.executors.birth import run_birth_tests, spawn_subprocess
+    from metnos.mechanisms.executors.birth import run_birth_tests, spawn_subprocess
 
     _, vdir = _install_signed(sx, HELPER_MAIN, HELPER_BIRTH, {"helper.py": "VALUE = 'benign'\n"})
     profile = _profile_of(vdir)
@@ -1117,7 +1117,7 @@ def test_no_bytecode_is_written_into_the_folder(sx):
 def test_the_daemon_token_is_out_of_reach_even_with_a_grant_on_home(sx):
     """The daemon's bearer token lets anyone act as the user over HTTP: an executor
     with the widest read grant cannot read it (in the XDG layout it sits under ~)."""
-    from metnos.daemon.token import load_or_create_token, token_path
+    from metnos.adapters.daemon.token import load_or_create_token, token_path
 
     token = load_or_create_token(sx.workspace)
     path = token_path(sx.workspace)
@@ -1140,11 +1140,11 @@ def test_the_daemon_token_is_out_of_reach_even_with_a_grant_on_home(sx):
 
 @pytest.mark.parametrize("level", ["read_only", "supervised"])
 def test_a_write_grant_run_at_read_only_is_bound_read_only(sx, level):
-    """Autonomy read_only (metnos/sandbox/autonomy.py) derives the profile: the
+    """Autonomy read_only (metnos/mechanisms/sandbox/autonomy.py) derives the profile: the
     write grant is bound read-only, so writing, creating, or remounting it
     writable all fail in the kernel, whatever the executor declares. At
     supervised the same executor writes: the derivation is what stops it."""
-    from metnos.sandbox.autonomy import sandbox_profile
+    from metnos.mechanisms.sandbox.autonomy import sandbox_profile
 
     data = sx.root / "granted"
     data.mkdir()
@@ -1259,9 +1259,9 @@ for fd in (0, 1, 2):
     os.dup2(terminal, fd)
 seen = {}
 try:
-    from metnos.eventlog import EventLog
-    from metnos.runtime import Runtime
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.services.runtime import Runtime
+    from metnos.mechanisms.workspace import Workspace
     ctty = os.open("/dev/tty", os.O_RDWR)
     fcntl.ioctl(ctty, termios.TIOCSTI, b"?")
     seen["control"] = int.from_bytes(fcntl.ioctl(ctty, termios.FIONREAD, b"\\0\\0\\0\\0"), sys.byteorder)
@@ -1287,8 +1287,8 @@ def _call_from_a_runtime_on_a_terminal(sx: SandboxEnv, name: str, main: str) -> 
     import termios
     import tty
 
-    from metnos.executors.install import install_executor
-    from metnos.executors.keys import ensure_keypair
+    from metnos.mechanisms.executors.install import install_executor
+    from metnos.mechanisms.executors.keys import ensure_keypair
     from tests.unit.executor_kit import write_executor
 
     src = write_executor(sx.root / "src" / name, name=name, created_by="skill:escape", main=main)

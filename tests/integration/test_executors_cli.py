@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.workspace import Workspace
 from tests.support.hostile import FORK_AND_HOLD
 
 
@@ -86,7 +86,7 @@ def test_a_tampered_executor_is_quarantined_with_its_reason_and_never_run(home: 
 
 
 def test_tampering_after_boot_is_caught_at_call_time(home: Path) -> None:
-    from metnos.runtime import Runtime
+    from metnos.services.runtime import Runtime
 
     (home / "n.md").write_text("x")
     with Runtime.boot(birth=False) as rt:
@@ -179,8 +179,8 @@ def run(args, ctx):
 
 
 def test_an_invocation_past_its_memory_cap_is_recorded_as_memory_exceeded(home: Path, capsys) -> None:
-    from metnos.executors.keys import load_signing_key
-    from metnos.executors.signing import sign_executor
+    from metnos.mechanisms.executors.keys import load_signing_key
+    from metnos.mechanisms.executors.signing import sign_executor
     from tests.unit.executor_kit import write_executor
 
     ws = Workspace.from_env()

@@ -16,11 +16,11 @@ import httpx
 import pytest
 
 from bench._turns import turn_loop
-from metnos.llm.embedded import EmbeddedServer
-from metnos.llm.messages import AssistantMessage, LLMReply, SystemMessage, ToolResult, UserMessage
-from metnos.llm.openai_compat import OpenAICompatProvider
-from metnos.runtime import Runtime
-from metnos.turn.loop import TurnRequest
+from metnos.mechanisms.llm.embedded import EmbeddedServer
+from metnos.mechanisms.llm.messages import AssistantMessage, LLMReply, SystemMessage, ToolResult, UserMessage
+from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
+from metnos.services.runtime import Runtime
+from metnos.runtime.turn.loop import TurnRequest
 from tests.support.embedded import embedded_model_or_skip
 from tests.support.turn_ports import InProcessPorts
 
@@ -63,7 +63,7 @@ def test_nothing_turn_specific_comes_before_the_request_and_tools_are_in_name_or
     for (messages, tools), text in zip(prompts, REQUESTS):
         assert isinstance(messages[0], SystemMessage) and isinstance(messages[1], UserMessage)
         assert messages[1].text == text
-        # After the request, only what the turn read for it (opening reads, metnos/turn/sources.py).
+        # After the request, only what the turn read for it (opening reads, metnos/runtime/turn/sources.py).
         rest = messages[2:]
         assert all(isinstance(m, ToolResult) or (isinstance(m, AssistantMessage) and all(c.id.startswith("opening-") for c in m.tool_calls))
                    for m in rest), rest
@@ -75,7 +75,7 @@ def test_nothing_turn_specific_comes_before_the_request_and_tools_are_in_name_or
 
 
 def test_the_same_tools_in_any_ranking_make_the_same_list(home: Path) -> None:
-    from metnos.turn.session import turn_catalogue
+    from metnos.runtime.turn.session import turn_catalogue
 
     with Runtime.boot(birth=False) as rt:
         catalogue = turn_catalogue(rt)

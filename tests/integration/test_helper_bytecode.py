@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from metnos.invocation.runner import invoke
-from metnos.sandbox import bwrap
-from metnos.sandbox.profile import SandboxProfile
+from metnos.mechanisms.invocation.runner import invoke
+from metnos.mechanisms.sandbox import bwrap
+from metnos.mechanisms.sandbox.profile import SandboxProfile
 from tests.support.sandbox_env import make_env
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(not bwrap.probe().works, reason="bubblewrap cannot run here")]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.invocation.runner import invoke
-from metnos.sandbox.profile import SandboxProfile
+from metnos.mechanisms.invocation.runner import invoke
+from metnos.mechanisms.sandbox.profile import SandboxProfile
 from tests.support.sandbox_env import make_env
 
 SCHEMA_IN = {"type": "object", "required": ["path"], "additionalProperties": False,
@@ -30,7 +30,7 @@ def sx(request, tmp_path, layout):
     if request.param == "off":
         s.env["METNOS_SANDBOX"] = "0"
     else:
-        from metnos.sandbox.bwrap import probe
+        from metnos.mechanisms.sandbox.bwrap import probe
         if not probe().works:
             pytest.skip(f"bubblewrap cannot run: {probe().error}")
     notes = s.home / "notes"
@@ -98,7 +98,7 @@ def run(args, ctx):
 
 
 def _invocation_groups() -> set[str]:
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     p = cgroup.placement()
     return {d.name for parent in {p.pids, p.memory} - {None} for d in parent.glob("metnos-inv-*")}
@@ -110,8 +110,8 @@ def test_a_whole_result_ends_the_call_and_what_runs_after_it_is_killed(sx):
     # it kills the tree. Nothing the executor left running goes on.
     if sx.env.get("METNOS_SANDBOX") == "0":
         pytest.skip("without bwrap the tree is waited out")
-    from metnos.invocation import pump
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.invocation import pump
+    from metnos.mechanisms.sandbox import cgroup
 
     out_dir = sx.home / "out"
     out_dir.mkdir()
@@ -163,7 +163,7 @@ def test_a_sandbox_that_cannot_be_built_names_its_cause(sx, monkeypatch):
     # cgroup; when it fails while building it, its own message still arrives.
     if sx.env.get("METNOS_SANDBOX") == "0":
         pytest.skip("about bwrap")
-    import metnos.invocation.runner as runner
+    import metnos.mechanisms.invocation.runner as runner
 
     real = runner.plan_for
 
@@ -198,7 +198,7 @@ def test_a_sandbox_that_cannot_join_its_cgroup_never_runs(sx, monkeypatch, tmp_p
         pytest.skip("about bwrap's gate")
     import dataclasses
 
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     # The gate is how the sandbox joins where a thread cannot step into a
     # cgroup itself (cgroup v2); on this machine it has to be asked for.
@@ -222,7 +222,7 @@ def test_a_sandbox_that_cannot_join_its_cgroup_never_runs(sx, monkeypatch, tmp_p
 
 
 def _needs_thread_moves():
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     if not cgroup.placement().thread_moves:
         pytest.skip("a thread cannot move itself between cgroups here (not cgroup v1)")
@@ -255,7 +255,7 @@ def test_the_spawning_thread_is_back_in_its_own_cgroups_after_the_call(sx):
 
 def test_a_sandbox_whose_thread_cannot_step_in_never_runs(sx, monkeypatch, tmp_path):
     _needs_thread_moves()
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     real = cgroup._move_this_thread
 
@@ -278,7 +278,7 @@ def test_the_runtime_is_never_among_the_members_it_kills(tmp_path):
     # refused) makes the runtime a member of the group: killing the group
     # must not kill the runtime.
     _needs_thread_moves()
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     cg = cgroup.InvocationCgroup(max_pids=16, memory_bytes=256 << 20)
     try:
@@ -301,7 +301,7 @@ def test_through_the_gate_the_caps_hold_too(sx, monkeypatch):
         pytest.skip("about bwrap's gate")
     import dataclasses
 
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     real = cgroup.placement()
     if real.pids is None:
@@ -353,9 +353,9 @@ def test_without_bwrap_the_host_dies_with_the_runtime(sx, tmp_path):
     """)
     parent_src = textwrap.dedent(f"""
         import json, sys
-        from metnos.invocation.runner import invoke
-        from metnos.sandbox.profile import SandboxProfile
-        from metnos.workspace import Workspace
+        from metnos.mechanisms.invocation.runner import invoke
+        from metnos.mechanisms.sandbox.profile import SandboxProfile
+        from metnos.mechanisms.workspace import Workspace
         env = json.loads(sys.argv[1])
         invoke({str(code)!r}, SandboxProfile(max_duration_s=60), {{}}, workspace=Workspace.from_env(env), env=env)
     """)

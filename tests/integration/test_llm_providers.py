@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from metnos.llm.errors import MalformedReply, ProviderHTTPError, ProviderTimeout, ProviderUnreachable
-from metnos.llm.messages import SystemMessage, ToolResult, ToolSpec, UserMessage
-from metnos.llm.provider import make_provider
-from metnos.llm.tiers import TierConfig
+from metnos.mechanisms.llm.errors import MalformedReply, ProviderHTTPError, ProviderTimeout, ProviderUnreachable
+from metnos.mechanisms.llm.messages import SystemMessage, ToolResult, ToolSpec, UserMessage
+from metnos.mechanisms.llm.provider import make_provider
+from metnos.settings.llm_tiers import TierConfig
 from tests.support.scripted_llm import (
     ScriptedLLM,
     call,
@@ -116,9 +116,9 @@ def test_closed_port_through_the_cli_error_path_has_no_traceback() -> None:
     code = (
         "import sys\n"
         "from metnos.errors import MetnosError\n"
-        "from metnos.llm.provider import make_provider\n"
-        "from metnos.llm.tiers import TierConfig\n"
-        "from metnos.llm.messages import UserMessage\n"
+        "from metnos.mechanisms.llm.provider import make_provider\n"
+        "from metnos.settings.llm_tiers import TierConfig\n"
+        "from metnos.mechanisms.llm.messages import UserMessage\n"
         f"p = make_provider(TierConfig(provider='openai', url='http://127.0.0.1:{_closed_port()}'))\n"
         "try:\n    p.complete([UserMessage('hi')])\n"
         "except MetnosError as e:\n    print(f'metnos: {e}', file=sys.stderr); sys.exit(2)\n"

@@ -14,9 +14,9 @@ import lmdb
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from metnos.store import environment as environments
-from metnos.store.errors import CorruptRecord, LogFromNewerVersion, LogUnavailable
-from metnos.store.lmdb import LMDBApplicationRecorder, LMDBFactory
+from metnos.mechanisms.store import environment as environments
+from metnos.mechanisms.store.errors import CorruptRecord, LogFromNewerVersion, LogUnavailable
+from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder, LMDBFactory
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -209,14 +209,14 @@ def test_a_full_disk_is_a_clear_error_and_keeps_what_was_committed(tmp_path: Pat
     ("LMDB_SYNC", "maybe", "yes or no"),
 ])
 def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, key: str, value: str, says: str) -> None:
-    from metnos.store.errors import BadLogSetting
+    from metnos.mechanisms.store.errors import BadLogSetting
 
     with pytest.raises(BadLogSetting, match=f"{key}='{value}' is not .*{says}"):
         LMDBFactory({"LMDB_PATH": str(tmp_path), key: value})
 
 
 def test_an_unknown_persistence_module_is_one_line(metnos_home, monkeypatch, capsys) -> None:
-    from metnos.cli import main
+    from metnos.adapters.cli import main
 
     monkeypatch.setenv("PERSISTENCE_MODULE", "no.such.module")
     assert main(["events"]) == 2

@@ -50,8 +50,8 @@ def add_turns(home: Home, count: int) -> None:
     from uuid import uuid4
 
     from domain.turn import Turn
-    from metnos.eventlog import EventLog
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.mechanisms.workspace import Workspace
 
     log = EventLog(Workspace(data_dir=home.data, config_dir=home.metnos_home / "config"))
     try:
@@ -175,9 +175,9 @@ def test_read_commands_work_on_a_full_disk_and_views_catch_up_later(origin: Home
 
 def test_a_failed_write_names_what_was_not_written(small_disk: Path) -> None:
     from domain.turn import Turn
-    from metnos.eventlog import EventLog
-    from metnos.store.errors import LogUnavailable
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.mechanisms.store.errors import LogUnavailable
+    from metnos.mechanisms.workspace import Workspace
 
     ws = Workspace(data_dir=small_disk / "data", config_dir=small_disk / "config")
     log = EventLog(ws, env={"LMDB_MAP_SIZE": str(64 * 1024 * 1024)})

@@ -10,7 +10,7 @@ import pytest
 from eventsourcing.tests import application as application_contract
 
 from domain.base import Created, MetnosAggregate
-from metnos.eventlog import EventLog
+from metnos.mechanisms.eventlog import EventLog
 
 pytestmark = pytest.mark.postgres
 

@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from metnos.runtime import Runtime
+from metnos.services.runtime import Runtime
 from tests.support.mcp_served import mcp_over_http
 
 pytestmark = pytest.mark.bwrap

@@ -14,10 +14,10 @@ import pytest
 
 from domain import mnest_weight as mw
 from domain.mnest import mnest_id
-from metnos.eventlog import EventLog
-from metnos.mnestome import age, compose, record_turn
-from metnos.mnestome.snapshot import read_snapshot, write_snapshot
-from metnos.workspace import Workspace
+from metnos.mechanisms.eventlog import EventLog
+from metnos.runtime.mnestome import age, compose, record_turn
+from metnos.runtime.mnestome.snapshot import read_snapshot, write_snapshot
+from metnos.mechanisms.workspace import Workspace
 from projections.base import MaterialisedView
 from projections.mnestome import MnestomeFold, top
 from projections.store import ViewStore
@@ -159,8 +159,8 @@ def test_a_new_version_supersedes_the_old_mnest(world) -> None:
 
 
 def test_cli_and_runtime_on_an_initialised_workspace(metnos_home, tmp_path, monkeypatch, capsys) -> None:
-    from metnos.cli import main
-    from metnos.runtime import Runtime
+    from metnos.adapters.cli import main
+    from metnos.services.runtime import Runtime
 
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     (tmp_path / "user").mkdir()

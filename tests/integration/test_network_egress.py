@@ -19,13 +19,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.executors.manifest import load_manifest
-from metnos.invocation.runner import invoke
-from metnos.runtime import Runtime
-from metnos.sandbox.bwrap import probe
-from metnos.sandbox.profile import SandboxProfile
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.executors.manifest import load_manifest
+from metnos.mechanisms.invocation.runner import invoke
+from metnos.services.runtime import Runtime
+from metnos.mechanisms.sandbox.bwrap import probe
+from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.mechanisms.workspace import Workspace
 from tests.support.sandbox_env import SandboxEnv, make_env
 from tests.support.web_server import WebServer, web_server
 

@@ -7,8 +7,8 @@ from uuid import UUID
 
 from domain.executor import Executor
 from domain.invocation import Invocation
-from metnos.eventlog import EventLog
-from metnos.workspace import Workspace
+from metnos.mechanisms.eventlog import EventLog
+from metnos.mechanisms.workspace import Workspace
 from projections.audit import AuditLines
 from projections.base import MaterialisedView
 from projections.catalog import CatalogueFold, invocable

@@ -20,13 +20,13 @@ import orjson
 import pytest
 from mcp import Client
 
-from metnos.channels.host import RuntimeHost
-from metnos.channels.telegram import TelegramChannel
-from metnos.channels.telegram_settings import load_telegram_settings
-from metnos.cli import main
-from metnos.runtime import Runtime
+from metnos.adapters.channels.host import RuntimeHost
+from metnos.adapters.channels.telegram import TelegramChannel
+from metnos.settings.telegram import load_telegram_settings
+from metnos.adapters.cli import main
+from metnos.services.runtime import Runtime
 from tests.support.mcp_served import mcp_over_http
-from metnos.workspace import Workspace
+from metnos.mechanisms.workspace import Workspace
 from tests.support.cli_process import metnos_env
 from tests.support.daemon_process import start_daemon
 from tests.support.fake_telegram import FakeBotAPI

@@ -38,7 +38,7 @@ def record_turns(rt, count: int) -> None:
 
 @pytest.fixture
 def runtime(home: Path):
-    from metnos.runtime import Runtime
+    from metnos.services.runtime import Runtime
 
     with Runtime.boot(birth=False) as rt:
         record_turns(rt, 1500)
@@ -96,7 +96,7 @@ def test_a_worker_that_fails_is_one_line_naming_its_projections_and_the_cause(ru
 
 
 def test_a_corrupt_record_stops_every_share_with_its_name(runtime) -> None:
-    from metnos.store.errors import CorruptRecord
+    from metnos.mechanisms.store.errors import CorruptRecord
 
     recorder = runtime.log.recorder
     foreign = (recorder.max_notification_id() + 1).to_bytes(8, "big")

@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 
@@ -42,7 +42,7 @@ def replay(capsys, *argv: str) -> tuple[int, dict]:
 
 
 def log_size() -> int:
-    from metnos.eventlog import EventLog
+    from metnos.mechanisms.eventlog import EventLog
 
     log = EventLog(Workspace.from_env())
     try:
@@ -113,8 +113,8 @@ def _edit_recorded_reply(workspace: Workspace, turn_id: str, new_args: dict) -> 
     from uuid import UUID
 
     from domain.turn import Turn
-    from metnos.eventlog import EventLog
-    from metnos.store.records import encode_event, id_bytes
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.mechanisms.store.records import encode_event, id_bytes
 
     log = EventLog(workspace)
     try:
@@ -177,7 +177,7 @@ def test_live_llm_and_re_execute_modes(home: Path, capsys, monkeypatch) -> None:
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_rebuild_gives_every_projection_byte_for_byte(home: Path, capsys, monkeypatch, workers: str) -> None:
-    from metnos.runtime import Runtime
+    from metnos.services.runtime import Runtime
 
     ask(capsys, monkeypatch, READ, "read ~/notes.md")
     ask(capsys, monkeypatch, [call("get_now", {}), text("now")], "what time is it")

@@ -18,8 +18,8 @@ from uuid import UUID
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 READ = [call("read_files", {"paths": ["~/notes.md"]}), text("alpha, beta, gamma")]
@@ -41,7 +41,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
             mp.setenv("METNOS_LLM_URL", llm.url)
             mp.setenv("METNOS_LLM_MODEL", "scripted")
             assert main(["ask", "read ~/notes.md", "--json"]) == 0
-        from metnos.eventlog import EventLog
+        from metnos.mechanisms.eventlog import EventLog
         from domain.turn import Turn
 
         log = EventLog(Workspace.from_env())
@@ -84,8 +84,8 @@ def edit_log(turn_id: str, change) -> None:
 
     ``rows`` is [(version, notification key, record bytes, event)], in version order.
     """
-    from metnos.eventlog import EventLog
-    from metnos.store.records import event_key
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.mechanisms.store.records import event_key
 
     log = EventLog(Workspace.from_env())
     try:
@@ -103,7 +103,7 @@ def edit_log(turn_id: str, change) -> None:
 
 def test_a_missing_event_is_named_with_its_neighbours(copy, capsys) -> None:
     _, turn_id = copy
-    from metnos.store.records import event_key
+    from metnos.mechanisms.store.records import event_key
 
     def delete_one(txn, rows, dbs):
         version, key, _, event = next(r for r in rows if type(r[3]).__name__ == "StepJudged")
@@ -145,7 +145,7 @@ def test_events_out_of_order_are_named(copy, capsys) -> None:
 def test_an_edited_model_reply_is_shown_as_a_diff_of_the_two_replies(copy, capsys) -> None:
     _, turn_id = copy
     from domain.turn import Turn
-    from metnos.store.records import encode_event
+    from metnos.mechanisms.store.records import encode_event
 
     def edit(txn, rows, dbs):
         _, key, _, event = next(r for r in rows if isinstance(r[3], Turn.LLMReplied))

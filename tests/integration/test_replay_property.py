@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import metnos
-from metnos.llm.errors import ProviderUnreachable
-from metnos.llm.messages import LLMReply, ToolCall
-from metnos.turn.loop import TurnLoop, TurnRequest
-from metnos.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
-from metnos.turn.settings import load_turn_settings
+from metnos.mechanisms.llm.errors import ProviderUnreachable
+from metnos.mechanisms.llm.messages import LLMReply, ToolCall
+from metnos.runtime.turn.loop import TurnLoop, TurnRequest
+from metnos.runtime.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
+from metnos.settings.turn import load_turn_settings
 from replay.replayer import Replayer
 from tests.support.turn_ports import InProcessPorts
 
@@ -27,8 +27,8 @@ from tests.support.turn_ports import InProcessPorts
 def runtime(tmp_path_factory: pytest.TempPathFactory):
     import os
 
-    from metnos.cli import main
-    from metnos.runtime import Runtime
+    from metnos.adapters.cli import main
+    from metnos.services.runtime import Runtime
 
     root = tmp_path_factory.mktemp("prop")
     saved = {k: os.environ.get(k) for k in ("METNOS_HOME", "HOME")}

@@ -14,15 +14,15 @@ import orjson
 import pytest
 from nacl.signing import SigningKey
 
-from metnos.cli import main
-from metnos.executors.install import install_executor
-from metnos.executors.loader import load_executors
-from metnos.invocation.errors import SandboxUnavailable
-from metnos.invocation.runner import invoke
-from metnos.runtime import Runtime
-from metnos.sandbox.bwrap import probe
-from metnos.sandbox.profile import SandboxProfile
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.executors.install import install_executor
+from metnos.mechanisms.executors.loader import load_executors
+from metnos.mechanisms.invocation.errors import SandboxUnavailable
+from metnos.mechanisms.invocation.runner import invoke
+from metnos.services.runtime import Runtime
+from metnos.mechanisms.sandbox.bwrap import probe
+from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.mechanisms.workspace import Workspace
 from tests.support.sandbox_env import make_env, needs_bwrap
 from tests.support.scripted_llm import ScriptedLLM, call, text
 from tests.unit.executor_kit import write_executor
@@ -210,7 +210,7 @@ def test_an_unknown_setting_refuses_everything_and_names_the_variable(home, caps
 
 
 def test_a_turn_does_not_start_without_the_sandbox(home, no_bwrap):
-    from metnos.turn.session import run_turn
+    from metnos.runtime.turn.session import run_turn
 
     with ScriptedLLM([text("never asked")]) as llm, Runtime.boot(Workspace.from_env(), birth=False) as rt:
         with pytest.raises(SandboxUnavailable) as exc:

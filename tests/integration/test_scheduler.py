@@ -22,15 +22,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.runtime import Runtime
-from metnos.scheduler import callbacks, firing
-from metnos.scheduler.clock import CLOCK_FILE_ENV, ManualClock
-from metnos.scheduler.due import stamp
-from metnos.scheduler.service import ScheduleService, SchedulerError
-from metnos.scheduler.tick import Scheduler
-from metnos.scheduler.tools import TOOLS, call_tool
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.services.runtime import Runtime
+from metnos.runtime.scheduler import callbacks, firing
+from metnos.runtime.scheduler.clock import CLOCK_FILE_ENV, ManualClock
+from metnos.runtime.scheduler.due import stamp
+from metnos.runtime.scheduler.service import ScheduleService, SchedulerError
+from metnos.runtime.scheduler.tick import Scheduler
+from metnos.runtime.scheduler.tools import TOOLS, call_tool
+from metnos.mechanisms.workspace import Workspace
 
 UTC = timezone.utc
 START = datetime(2030, 5, 1, 7, 58, 30, tzinfo=UTC)
@@ -391,7 +391,7 @@ def test_a_chain_pipes_between_steps(rt: Runtime, clock: ManualClock, home: Path
 
 
 def test_builtin_jobs_install_once_and_run_the_mnestome_maintenance(rt: Runtime, clock: ManualClock) -> None:
-    from metnos.mnestome.record import record_turn
+    from metnos.runtime.mnestome.record import record_turn
     from tests.support.mnest_turns import scripted_turn
 
     # Three turns that wanted an executor that does not exist, fed by find_files:

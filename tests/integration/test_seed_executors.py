@@ -6,12 +6,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from executors import SEED_DIR
-from metnos.executors.context import build_ctx
-from metnos.executors.install import install_seed_executors, seed_sources
-from metnos.executors.keys import ensure_keypair
-from metnos.executors.loader import load_executors
-from metnos.executors.manifest import load_manifest
-from metnos.workspace import Workspace
+from metnos.mechanisms.executors.context import build_ctx
+from metnos.mechanisms.executors.install import install_seed_executors, seed_sources
+from metnos.mechanisms.executors.keys import ensure_keypair
+from metnos.mechanisms.executors.loader import load_executors
+from metnos.mechanisms.executors.manifest import load_manifest
+from metnos.mechanisms.workspace import Workspace
 
 REQUIRED = {"get_now", "find_files", "read_files", "write_files", "move_files", "delete_files", "get_urls",
             "filter_entries", "filter_lists", "compute_entries", "sort_entries", "describe_entries",

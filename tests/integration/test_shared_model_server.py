@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from metnos.cli import main
-from metnos.llm import shared_server
-from metnos.llm.messages import UserMessage
-from metnos.llm.model_files import MODEL_FILENAME
-from metnos.llm.router import LLMRouter
-from metnos.llm.tiers import settings_from_mapping
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.llm import shared_server
+from metnos.mechanisms.llm.messages import UserMessage
+from metnos.mechanisms.llm.model_files import MODEL_FILENAME
+from metnos.mechanisms.llm.router import LLMRouter
+from metnos.settings.llm_tiers import settings_from_mapping
+from metnos.mechanisms.workspace import Workspace
 from tests.support.embedded import embedded_model_or_skip
 
 IDLE_S = 4.0

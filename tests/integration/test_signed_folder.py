@@ -12,16 +12,16 @@ import blake3
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.clock import system_clock
-from metnos.eventlog import EventLog
-from metnos.executors.install import install_seed_executors
-from metnos.executors.keys import ensure_keypair, key_fingerprint
-from metnos.executors.loader import load_executors
-from metnos.executors.signing import LEGACY_SIGNED_FILES, LOCK, SIGNATURE, legacy_digest
-from metnos.lifecycle import record_boot
-from metnos.boot import create_workspace
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.clock import system_clock
+from metnos.mechanisms.eventlog import EventLog
+from metnos.mechanisms.executors.install import install_seed_executors
+from metnos.mechanisms.executors.keys import ensure_keypair, key_fingerprint
+from metnos.mechanisms.executors.loader import load_executors
+from metnos.mechanisms.executors.signing import LEGACY_SIGNED_FILES, LOCK, SIGNATURE, legacy_digest
+from metnos.runtime.lifecycle import record_boot
+from metnos.services.boot import create_workspace
+from metnos.mechanisms.workspace import Workspace
 
 
 def _rows(capsys) -> list[dict]:
@@ -117,8 +117,8 @@ def test_an_old_signature_over_changed_files_is_not_carried_over(old_workspace, 
     main_py.write_text(main_py.read_text() + "\n# changed under the old signature\n")
     # init copies the shipped seed afresh, so change the shipped-equivalent
     # check instead: a re-sign in place keeps the change.
-    from metnos.executors.keys import load_signing_key
-    from metnos.executors.signing import sign_executor
+    from metnos.mechanisms.executors.keys import load_signing_key
+    from metnos.mechanisms.executors.signing import sign_executor
 
     sign_executor(_seed("get_now"), load_signing_key(old_workspace))
     row = next(r for r in _rows(capsys) if r["name"] == "get_now")

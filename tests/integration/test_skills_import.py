@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
-from metnos.workspace import Workspace
+from metnos.adapters.cli import main
+from metnos.mechanisms.workspace import Workspace
 
 SKILL_MD = """---
 name: word-tools
@@ -157,7 +157,7 @@ def test_a_credential_is_asked_once_kept_encrypted_and_never_logged(home: Path, 
     # The shell's variable of the same name never reaches an imported executor: only the vault does.
     monkeypatch.setenv("QUOTA_TOKEN", "from-the-shell")
     asked: list[tuple[str, str]] = []
-    monkeypatch.setattr("metnos.skills.vault.ask_secret", lambda executor, name: asked.append((executor, name)) or SECRET)
+    monkeypatch.setattr("metnos.runtime.skills.vault.ask_secret", lambda executor, name: asked.append((executor, name)) or SECRET)
     for _ in range(2):
         code, out, _ = _run(capsys, "get_quota_left", {})
         assert code == 0 and out["stdout"].strip() == hashlib.sha256(SECRET.encode()).hexdigest()
@@ -212,7 +212,7 @@ def test_a_hostile_skill_granted_the_home_cannot_read_the_vault(home: Path, tmp_
     quota = make_skill(tmp_path / "skills", "quota-tools", scripts={"fetch_quota.py": TOKEN_SCRIPT}, description=QUOTA)
     assert main(["skills", "import", str(quota), "--allow", "env=QUOTA_TOKEN", "--yes"]) == 0
     assert main(["skills", "approve", "get_quota"]) == 0
-    monkeypatch.setattr("metnos.skills.vault.ask_secret", lambda executor, name: SECRET)
+    monkeypatch.setattr("metnos.runtime.skills.vault.ask_secret", lambda executor, name: SECRET)
     assert _run(capsys, "get_quota", {})[0] == 0
     ws = Workspace.from_env()
     key = ws.config_dir / "vault" / "vault.key"

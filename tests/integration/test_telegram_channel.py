@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from metnos.channels.host import RuntimeHost
-from metnos.channels.telegram import TelegramChannel, TelegramChannelError
-from metnos.channels.telegram_settings import load_telegram_settings
-from metnos.runtime import Runtime
-from metnos.workspace import Workspace
+from metnos.adapters.channels.host import RuntimeHost
+from metnos.adapters.channels.telegram import TelegramChannel, TelegramChannelError
+from metnos.settings.telegram import load_telegram_settings
+from metnos.services.runtime import Runtime
+from metnos.mechanisms.workspace import Workspace
 from tests.support.fake_telegram import FakeBotAPI
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -157,7 +157,7 @@ def test_a_chat_that_is_not_allowed_is_ignored_and_audited(bot: FakeBotAPI, monk
 
 
 def test_the_token_is_never_in_config(tmp_path: Path) -> None:
-    from metnos.channels.telegram_settings import TelegramConfigError
+    from metnos.settings.telegram import TelegramConfigError
 
     config = tmp_path / "config.toml"
     config.write_text('[telegram]\ntoken = "123:abc"\n')

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from metnos.cli import main
+from metnos.adapters.cli import main
 from tests.integration.test_modes import configure, plan, replays_clean, shown
 from tests.integration.test_side_effect_gate import events_of, kind
 from tests.support.scripted_llm import ScriptedLLM, call, text

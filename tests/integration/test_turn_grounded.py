@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from metnos.cli import main
+from metnos.adapters.cli import main
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 DIARY = "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.cli import main
+from metnos.adapters.cli import main
 from tests.support.scripted_llm import ScriptedLLM, call, call_raw, text
 from tests.support.turn_log import events, of
 
@@ -120,8 +120,8 @@ def test_an_old_turn_failed_event_without_status_reads_as_failed(home: Path, cap
     from uuid import uuid4
 
     from domain.turn import Turn
-    from metnos.eventlog import EventLog
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.mechanisms.workspace import Workspace
 
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     turn = Turn.start(id=uuid4(), at=at, text="an old request", actor="user", channel="cli", mode="local", settings={}, runtime_version="0.0.1")

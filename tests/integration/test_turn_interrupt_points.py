@@ -17,12 +17,12 @@ import pytest
 
 from domain.invocation import Invocation
 from domain.turn import Turn
-from metnos.llm.messages import LLMReply, ToolCall
-from metnos.runtime import Runtime
-from metnos.turn.interrupts import InterruptGate
-from metnos.turn.lease import TurnLease, lock_path
-from metnos.turn.loop import TurnRequest
-from metnos.workspace import Workspace
+from metnos.mechanisms.llm.messages import LLMReply, ToolCall
+from metnos.services.runtime import Runtime
+from metnos.runtime.turn.interrupts import InterruptGate
+from metnos.runtime.turn.lease import TurnLease, lock_path
+from metnos.runtime.turn.loop import TurnRequest
+from metnos.mechanisms.workspace import Workspace
 from replay.replayer import Replayer
 from tests.support.turn_ports import InProcessPorts
 from bench._turns import turn_loop
@@ -130,7 +130,7 @@ def test_a_gate_nobody_installed_never_fires() -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_outside_a_turn_a_signal_lands_at_once(sig: signal.Signals) -> None:
-    from metnos.turn.interrupts import Interrupted
+    from metnos.runtime.turn.interrupts import Interrupted
 
     gate = InterruptGate()
     with gate.installed(), pytest.raises(Interrupted) as caught:

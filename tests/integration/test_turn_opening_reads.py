@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from metnos.cli import main
+from metnos.adapters.cli import main
 from tests.support.scripted_llm import ScriptedLLM, call, text
 from tests.support.turn_log import events, of
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.blobs import BlobStore
-from metnos.cli import main
-from metnos.workspace import Workspace
+from metnos.mechanisms.blobs import BlobStore
+from metnos.adapters.cli import main
+from metnos.mechanisms.workspace import Workspace
 from tests.support.layouts import LAYOUTS, apply_layout
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -215,9 +215,9 @@ def test_undone_turns_still_replay_and_nothing_is_left(home: Path, capsys) -> No
 
 
 def test_a_path_above_the_caps_is_listed_not_hidden(home: Path, capsys, monkeypatch) -> None:
-    from metnos.filestate import Limits
-    from metnos.runtime import Runtime
-    from metnos.turn.session import run_turn
+    from metnos.mechanisms.filestate import Limits
+    from metnos.services.runtime import Runtime
+    from metnos.runtime.turn.session import run_turn
 
     big = home / "u6.txt"
     big.write_text("more than four bytes")
@@ -252,7 +252,7 @@ def _turn_of_writes(rt, writes: list[tuple[str, str]]) -> str:
 
 
 def test_steps_are_undone_last_first_and_a_cut_short_undo_resumes(home: Path, capsys) -> None:
-    from metnos.runtime import Runtime
+    from metnos.services.runtime import Runtime
     from replay.undo import Undoer
 
     f = home / "u7" / "f.txt"

@@ -96,7 +96,7 @@ def test_a_missing_or_damaged_kept_file_refuses_the_undo_and_touches_nothing(hom
     assert shown.returncode == 1 and len(orjson.loads(shown.stdout)["lost"]) == 2
     # Put back, the blobs make the undo possible again.
     a_blob.parent.mkdir(parents=True, exist_ok=True)
-    from metnos.blobs import BlobStore
+    from metnos.mechanisms.blobs import BlobStore
 
     store = BlobStore(home.data / "blobs")
     b_blob.unlink()
@@ -162,8 +162,8 @@ def journal_progress(log, turn_id: str) -> tuple[int, bool] | None:
 
 def kill_mid_undo(home: Home, turn_id: str, *, after_paths: int, rng: random.Random) -> tuple[int, bool] | None:
     """Start ``metnos undo``, SIGKILL it once ``after_paths`` paths are recorded back (then a random moment more)."""
-    from metnos.eventlog import EventLog
-    from metnos.workspace import Workspace
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.mechanisms.workspace import Workspace
 
     log = EventLog(Workspace(data_dir=home.data, config_dir=home.metnos_home / "config"))
     try:

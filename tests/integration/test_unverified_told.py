@@ -25,17 +25,17 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 
 from domain.turn import Turn
-from metnos.channels.telegram import TelegramChannel
-from metnos.channels.telegram_settings import load_telegram_settings
-from metnos.cli.ask_cmd import EXIT_CODES, print_outcome
-from metnos.daemon.app import build_app
-from metnos.daemon.host import DaemonHost
-from metnos.cli import main
-from metnos.runtime import Runtime
-from metnos.turn.failures import FailureKind, turn_failure
-from metnos.turn.grounding import StepData, check_answer
-from metnos.turn.loop import TurnOutcome
-from metnos.workspace import Workspace
+from metnos.adapters.channels.telegram import TelegramChannel
+from metnos.settings.telegram import load_telegram_settings
+from metnos.adapters.cli.ask_cmd import EXIT_CODES, print_outcome
+from metnos.adapters.daemon.app import build_app
+from metnos.adapters.daemon.host import DaemonHost
+from metnos.adapters.cli import main
+from metnos.services.runtime import Runtime
+from metnos.runtime.turn.failures import FailureKind, turn_failure
+from metnos.runtime.turn.grounding import StepData, check_answer
+from metnos.runtime.turn.loop import TurnOutcome
+from metnos.mechanisms.workspace import Workspace
 from tests.support.fake_telegram import FakeBotAPI
 from tests.support.scripted_llm import ScriptedLLM, call, text
 

@@ -21,10 +21,10 @@ from uuid import UUID
 
 import metnos
 from domain.turn import Turn
-from metnos.llm.messages import LLMReply, ToolCall
-from metnos.turn.loop import TurnLoop, TurnRequest
-from metnos.turn.session import LogSink, guard_policy, plan_port, policy_checker, turn_catalogue
-from metnos.turn.settings import load_turn_settings
+from metnos.mechanisms.llm.messages import LLMReply, ToolCall
+from metnos.runtime.turn.loop import TurnLoop, TurnRequest
+from metnos.runtime.turn.session import LogSink, guard_policy, plan_port, policy_checker, turn_catalogue
+from metnos.settings.turn import load_turn_settings
 from tests.support.turn_ports import InProcessPorts
 
 _spec = importlib.util.spec_from_file_location("read_files_main", Path(__file__).resolve().parents[2] / "executors" / "read_files" / "main.py")
@@ -36,8 +36,8 @@ _calls = itertools.count(1)
 @contextmanager
 def initialised_runtime(root: Path) -> Iterator[Any]:
     """A runtime on a workspace `metnos init` made under ``root``, HOME ``root/user`` with a notes folder."""
-    from metnos.cli import main
-    from metnos.runtime import Runtime
+    from metnos.adapters.cli import main
+    from metnos.services.runtime import Runtime
 
     saved = {k: os.environ.get(k) for k in ("METNOS_HOME", "HOME")}
     os.environ["METNOS_HOME"] = str(root / "home")

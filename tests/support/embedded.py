@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos.llm.embedded import xllamacpp_available
-from metnos.llm.model_files import model_path
-from metnos.workspace import Workspace
+from metnos.mechanisms.llm.embedded import xllamacpp_available
+from metnos.mechanisms.llm.model_files import model_path
+from metnos.mechanisms.workspace import Workspace
 
 REQUIRE_ENV = "METNOS_REQUIRE_EMBEDDED"
 

@@ -12,8 +12,8 @@ from uuid import uuid5, NAMESPACE_URL
 
 from eventsourcing.persistence import StoredEvent
 
-from metnos.store import environment as environments
-from metnos.store.lmdb import LMDBApplicationRecorder
+from metnos.mechanisms.store import environment as environments
+from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
 
 
 def main() -> None:

@@ -12,10 +12,10 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from metnos.channels.host import RuntimeHost
-from metnos.channels.mcp_http import mcp_http_app
-from metnos.runtime import Runtime
-from metnos.workspace import Workspace
+from metnos.adapters.channels.host import RuntimeHost
+from metnos.adapters.channels.mcp_http import mcp_http_app
+from metnos.services.runtime import Runtime
+from metnos.mechanisms.workspace import Workspace
 
 
 @contextmanager

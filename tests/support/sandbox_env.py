@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.sandbox.bwrap import probe
-from metnos.workspace import Workspace
+from metnos.mechanisms.sandbox.bwrap import probe
+from metnos.mechanisms.workspace import Workspace
 from tests.support.layouts import layout_env
 
 

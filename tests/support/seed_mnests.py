@@ -47,8 +47,8 @@ SEED_VERSION = "1.0.0"
 def shipped_contracts() -> list[Any]:
     """The shipped seed executors' contracts, resolved as the loader resolves them."""
     from executors import SEED_DIR
-    from metnos.executors.manifest import load_manifest
-    from metnos.executors.schemas import check_contract_schemas
+    from metnos.mechanisms.executors.manifest import load_manifest
+    from metnos.mechanisms.executors.schemas import check_contract_schemas
 
     out = []
     for folder in sorted(SEED_DIR.iterdir()):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from metnos.cli import main
+from metnos.adapters.cli import main
 
 
 def events(capsys, turn_id: str) -> list[dict]:  # noqa: ANN001 - pytest's capsys

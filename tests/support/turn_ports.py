@@ -14,7 +14,7 @@ from uuid import UUID
 
 from domain.invocation import Invocation
 from metnos.canonical import canonical_hash
-from metnos.turn.ports import ExecutorResult
+from metnos.runtime.turn.ports import ExecutorResult
 
 _ids = itertools.count(1)
 

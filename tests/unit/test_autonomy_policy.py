@@ -1,4 +1,4 @@
-"""The autonomy table (metnos/sandbox/autonomy.py): what each level derives, and what the vaglio decides at each."""
+"""The autonomy table (metnos/mechanisms/sandbox/autonomy.py): what each level derives, and what the vaglio decides at each."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from metnos.executors.manifest import load_manifest
-from metnos.sandbox import autonomy
-from metnos.sandbox.profile import SandboxProfile
-from metnos.turn.vaglio import GuardPolicy, Verdict, vaglio
+from metnos.mechanisms.executors.manifest import load_manifest
+from metnos.mechanisms.sandbox import autonomy
+from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.runtime.turn.vaglio import GuardPolicy, Verdict, vaglio
 
 FILES = SandboxProfile(fs_read=("~/a",), fs_write=("~/notes", "~/a"))
 
@@ -83,8 +83,8 @@ def test_what_only_reads_is_never_asked_at_any_level(level: str) -> None:
 
 
 def test_levels_are_read_from_config_and_a_bad_one_is_named(tmp_path: Path) -> None:
-    from metnos.config import ConfigError
-    from metnos.turn.runtime_config import load_runtime_config
+    from metnos.settings.config_file import ConfigError
+    from metnos.settings.runtime import load_runtime_config
 
     config = tmp_path / "config.toml"
     assert load_runtime_config(config).autonomy == "supervised"

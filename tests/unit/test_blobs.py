@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.blobs import BlobError, BlobStore
+from metnos.mechanisms.blobs import BlobError, BlobStore
 
 
 def test_a_blob_round_trips(tmp_path):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from metnos.scheduler.tools import TOOLS, BuiltinTool
-from metnos.turn.vaglio import ALLOW, ASK, GuardPolicy, vaglio
+from metnos.runtime.scheduler.tools import TOOLS, BuiltinTool
+from metnos.runtime.turn.vaglio import ALLOW, ASK, GuardPolicy, vaglio
 
 POLICY = GuardPolicy.core("/home/u")
 

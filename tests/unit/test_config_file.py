@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos.config import ConfigError, check_config, load_daemon_config
+from metnos.settings.config_file import ConfigError, check_config, load_daemon_config
 from metnos.settings import load_settings
 
 

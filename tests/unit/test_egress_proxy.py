@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.sandbox.egress import _BadRequest, parse_head
+from metnos.mechanisms.sandbox.egress import _BadRequest, parse_head
 
 
 def test_connect_names_host_and_port() -> None:

@@ -1,4 +1,4 @@
-"""Taking a path's state down to the bytes and putting it back (metnos/filestate.py)."""
+"""Taking a path's state down to the bytes and putting it back (metnos/mechanisms/filestate.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.blobs import BlobStore
-from metnos.filestate import (
+from metnos.mechanisms.blobs import BlobStore
+from metnos.mechanisms.filestate import (
     MISSING,
     Limits,
     NotCapturable,
@@ -93,7 +93,7 @@ def test_the_caps_refuse_rather_than_keep_a_part(tmp_path: Path, blobs: BlobStor
 
 
 def test_a_missing_blob_is_an_error_not_an_empty_file(tmp_path: Path, blobs: BlobStore) -> None:
-    from metnos.blobs import BlobError
+    from metnos.mechanisms.blobs import BlobError
 
     f = tmp_path / "f.txt"
     f.write_text("content")
@@ -112,7 +112,7 @@ def test_across_file_systems_the_bytes_come_back_by_a_rename_beside_the_target(t
     so the bytes go to one hidden name beside the target and are renamed from there."""
     import subprocess
 
-    from metnos.filestate import leftover_of
+    from metnos.mechanisms.filestate import leftover_of
 
     mount = tmp_path / "other-fs"
     mount.mkdir()

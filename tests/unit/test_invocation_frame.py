@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.invocation import frame
+from metnos.mechanisms.invocation import frame
 
 
 def test_a_frame_round_trips_and_is_whole_only_when_every_byte_is_there():

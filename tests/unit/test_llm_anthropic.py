@@ -5,9 +5,9 @@ import json
 import httpx
 import pytest
 
-from metnos.llm.anthropic import AnthropicProvider, parse_anthropic_reply
-from metnos.llm.errors import LLMConfigError, MalformedReply, ProviderHTTPError
-from metnos.llm.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult, ToolSpec, UserMessage
+from metnos.mechanisms.llm.anthropic import AnthropicProvider, parse_anthropic_reply
+from metnos.mechanisms.llm.errors import LLMConfigError, MalformedReply, ProviderHTTPError
+from metnos.mechanisms.llm.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult, ToolSpec, UserMessage
 
 READ = ToolSpec("read_files", "Read files.", {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]})
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.llm.errors import LLMConfigError
-from metnos.llm.tiers import settings_from_mapping
+from metnos.mechanisms.llm.errors import LLMConfigError
+from metnos.settings.llm_tiers import settings_from_mapping
 
 
 def paths(settings) -> dict[str, str | None]:

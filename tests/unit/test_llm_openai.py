@@ -5,9 +5,9 @@ import json
 import httpx
 import pytest
 
-from metnos.llm.errors import LLMConfigError, MalformedReply, ProviderHTTPError, ProviderTimeout, ProviderUnreachable
-from metnos.llm.messages import AssistantMessage, LLMReply, SystemMessage, ToolCall, ToolResult, ToolSpec, UserMessage
-from metnos.llm.openai_compat import OpenAICompatProvider, chat_completions_url, parse_openai_reply
+from metnos.mechanisms.llm.errors import LLMConfigError, MalformedReply, ProviderHTTPError, ProviderTimeout, ProviderUnreachable
+from metnos.mechanisms.llm.messages import AssistantMessage, LLMReply, SystemMessage, ToolCall, ToolResult, ToolSpec, UserMessage
+from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider, chat_completions_url, parse_openai_reply
 
 READ = ToolSpec("read_files", "Read files.", {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]})
 CONVO = [

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from metnos.llm.messages import ToolSpec
-from metnos.llm.textcalls import find_text_call, parse_text_call
+from metnos.mechanisms.llm.messages import ToolSpec
+from metnos.mechanisms.llm.textcalls import find_text_call, parse_text_call
 
 READ = ToolSpec(
     "read_files",

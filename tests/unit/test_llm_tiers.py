@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.llm.errors import LLMConfigError
-from metnos.llm.tiers import load_llm_settings, settings_from_mapping
+from metnos.mechanisms.llm.errors import LLMConfigError
+from metnos.settings.llm_tiers import load_llm_settings, settings_from_mapping
 
 
 def tiers(**named: dict) -> dict:

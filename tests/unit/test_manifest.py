@@ -1,7 +1,7 @@
 import pytest
 
 from executors import SEED_DIR
-from metnos.executors.manifest import VERB_CATEGORY, ManifestError, load_manifest, parse_manifest
+from metnos.mechanisms.executors.manifest import VERB_CATEGORY, ManifestError, load_manifest, parse_manifest
 from tests.unit.executor_kit import MANIFEST
 
 

@@ -6,7 +6,7 @@ with other arguments, or echoes it twice, or late.
 
 from __future__ import annotations
 
-from metnos.channels.mcp_server import PendingApprovals
+from metnos.adapters.channels.mcp_server import PendingApprovals
 
 
 class Clock:

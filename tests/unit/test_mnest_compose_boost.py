@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from domain.mnest import mnest_id, mnest_key
-from metnos.mnestome import apply_boost, boost, compose, suggest, tags_from_context
-from metnos.mnestome.turn_facts import step_references
+from metnos.runtime.mnestome import apply_boost, boost, compose, suggest, tags_from_context
+from metnos.runtime.mnestome.turn_facts import step_references
 from projections.mnestome import top
 
 

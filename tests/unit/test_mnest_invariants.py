@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain.mnest import mnest_id, mnest_key
-from metnos.eventlog import EventLog
-from metnos.mnestome import age, record_turn
-from metnos.workspace import Workspace
+from metnos.mechanisms.eventlog import EventLog
+from metnos.runtime.mnestome import age, record_turn
+from metnos.mechanisms.workspace import Workspace
 from projections.mnestome import MnestomeFold
 from tests.support.mnest_turns import scripted_turn
 

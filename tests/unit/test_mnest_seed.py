@@ -1,11 +1,11 @@
-"""The rule that picks the seed mnests (metnos/mnestome/seed.py), on the real seeds and on made-up contracts."""
+"""The rule that picks the seed mnests (metnos/runtime/mnestome/seed.py), on the real seeds and on made-up contracts."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 from typing import Any
 
-from metnos.mnestome.seed import SeedPair, seed_pairs
+from metnos.runtime.mnestome.seed import SeedPair, seed_pairs
 from tests.support.seed_mnests import EXPECTED_SEED_PAIRS, SEED_VERSION, shipped_contracts
 
 ANY_ENTRY: dict[str, Any] = {"type": "object"}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.llm.errors import LLMConfigError
-from metnos.llm.shared_server import DEFAULT_IDLE_S, ENV_IDLE, idle_seconds
+from metnos.mechanisms.llm.errors import LLMConfigError
+from metnos.mechanisms.llm.shared_server import DEFAULT_IDLE_S, ENV_IDLE, idle_seconds
 
 
 def test_default_config_and_environment(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from uuid import UUID
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metnos.store.event_record import iso
+from metnos.mechanisms.store.event_record import iso
 from projections.base import Fold
 
 ZONES = st.sampled_from([None, timezone.utc, *(timezone(timedelta(minutes=m)) for m in range(-14 * 60, 14 * 60 + 1, 15))])

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos.invocation.errors import SandboxUnavailable
-from metnos.sandbox import bwrap
-from metnos.sandbox.profile import SandboxProfile
+from metnos.mechanisms.invocation.errors import SandboxUnavailable
+from metnos.mechanisms.sandbox import bwrap
+from metnos.mechanisms.sandbox.profile import SandboxProfile
 from tests.support.sandbox_env import make_env, needs_bwrap
 
 

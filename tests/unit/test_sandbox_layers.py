@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from metnos.sandbox import landlock, seccomp
-from metnos.sandbox.status import format_status, status
+from metnos.mechanisms.sandbox import landlock, seccomp
+from metnos.mechanisms.sandbox.status import format_status, status
 
 
 def child(src: str) -> dict:
@@ -26,7 +26,7 @@ def test_landlock_confines_reads_and_writes(tmp_path):
     (other / "secret").write_text("s")
     got = child(f"""
         import json, os, sys
-        from metnos.sandbox import landlock as L
+        from metnos.mechanisms.sandbox import landlock as L
         prefixes = sorted({{os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, "/usr", "/lib", "/lib64")}})
         L.restrict_self([(p, L.READ) for p in prefixes] + [({str(allowed)!r}, L.WRITE)], tcp_connect_ports=[])
         res = {{}}
@@ -55,7 +55,7 @@ def _seccomp_child(network: bool) -> dict:
         pytest.skip(why)
     return child(f"""
         import ctypes, errno, json, os, tempfile
-        from metnos.sandbox import seccomp
+        from metnos.mechanisms.sandbox import seccomp
         seccomp.build_filter(network={network!r}).load()
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
@@ -115,7 +115,7 @@ def test_status_reports_layers(monkeypatch):
 def test_status_says_what_holds_the_memory_cap(monkeypatch):
     import dataclasses
 
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     real = cgroup.placement()
     st = status()
@@ -132,7 +132,7 @@ def test_status_says_what_holds_the_memory_cap(monkeypatch):
 def test_a_v2_invocation_cgroup_sets_one_cap_and_reads_the_kernel_s_verdict(tmp_path, monkeypatch):
     # This machine has cgroup v1 only; the v2 file protocol is checked on a
     # plain directory standing in for a delegated cgroup2 subtree.
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     parent = tmp_path / "delegated"
     parent.mkdir()
@@ -165,7 +165,7 @@ def test_leftover_invocation_groups_are_swept_at_most_every_half_minute(tmp_path
     import os
     import time
 
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     parent = tmp_path / "delegated"
     parent.mkdir()
@@ -197,7 +197,7 @@ def test_a_spare_group_is_taken_only_with_the_caps_asked_for_and_while_young(mon
     # (another runtime's sweep removes empty groups a minute old).
     import time
 
-    from metnos.sandbox import cgroup
+    from metnos.mechanisms.sandbox import cgroup
 
     p = cgroup.placement()
     if p.pids is None and p.memory is None:

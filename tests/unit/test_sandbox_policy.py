@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from metnos.invocation.errors import PolicyViolation
-from metnos.sandbox.hints import HintError, expand_hint
-from metnos.sandbox.policy import check_args, scope_for
-from metnos.sandbox.profile import SandboxProfile
+from metnos.mechanisms.invocation.errors import PolicyViolation
+from metnos.mechanisms.sandbox.hints import HintError, expand_hint
+from metnos.mechanisms.sandbox.policy import check_args, scope_for
+from metnos.mechanisms.sandbox.profile import SandboxProfile
 from tests.support.sandbox_env import make_env
 
 
@@ -119,7 +119,7 @@ def test_hosts(sx):
 
 
 def test_a_host_must_be_on_the_manifest_and_on_the_instance_list(sx):
-    from metnos.invocation.errors import NetworkDenied
+    from metnos.mechanisms.invocation.errors import NetworkDenied
 
     declared = ("api.telegram.org", "*.example.com", "$NETWORK_ALLOW")
     narrow = scope(sx, allow=("api.telegram.org", "a.example.com:8080"), network_hosts=declared[:2])
@@ -169,7 +169,7 @@ def test_opaque_data_is_not_taken_for_paths_but_the_rest_still_is(sx):
 
 
 def test_host_wildcards_and_ports(sx):
-    from metnos.sandbox.policy import check_host
+    from metnos.mechanisms.sandbox.policy import check_host
 
     web = scope(sx, network_hosts=("*",))
     assert check_host("https://example.org/x", argument="/url", scope=web) == "example.org"
@@ -204,7 +204,7 @@ def test_is_inside_decides_as_is_relative_to_does() -> None:
     import itertools
     from pathlib import Path
 
-    from metnos.sandbox.forbidden import is_inside
+    from metnos.mechanisms.sandbox.forbidden import is_inside
 
     cases = ["/", "/a", "/a/b", "/ab", "/a/b/c", "/a/bc", "a", "a/b", "/a/./b", "/a/b/", "//a", "/home/u/.ssh", "/home/u/.sshx"]
     for x, y in itertools.product(cases, cases):
@@ -216,10 +216,10 @@ def test_is_inside_decides_as_is_relative_to_does() -> None:
 
 def test_forbidden_paths_resolve_as_realpath_does_with_links_anywhere_on_the_way(tmp_path):
     """The forbidden list is resolved with the folders it shares looked at once
-    (metnos.sandbox.forbidden._realpath): it must find what os.path.realpath finds."""
+    (metnos.mechanisms.sandbox.forbidden._realpath): it must find what os.path.realpath finds."""
     import os
 
-    from metnos.sandbox.forbidden import _realpath
+    from metnos.mechanisms.sandbox.forbidden import _realpath
 
     home = tmp_path / "home"
     (home / "real-config" / "metnos" / "keys").mkdir(parents=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.scheduler.policy import Decision, after_attempt
+from metnos.runtime.scheduler.policy import Decision, after_attempt
 
 
 def decide(**kw) -> Decision:

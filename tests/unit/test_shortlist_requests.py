@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from bench.shortlist_recall import catalogue, measure_written, written_requests
-from metnos.turn.prefilter import PrefilterIndex
-from metnos.turn.settings import DEFAULT_POOL_SIZE
+from metnos.runtime.turn.prefilter import PrefilterIndex
+from metnos.settings.turn import DEFAULT_POOL_SIZE
 
 SIDE_EFFECTS_OFFERED_AT_MOST = 0.05
 

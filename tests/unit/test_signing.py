@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from metnos.executors.keys import (
+from metnos.mechanisms.executors.keys import (
     KeyFileError,
     ensure_keypair,
     generate_keypair,
@@ -12,8 +12,8 @@ from metnos.executors.keys import (
     private_key_path,
     public_key_path,
 )
-from metnos.executors.signing import SigningError, sign_executor, verify_executor
-from metnos.workspace import Workspace
+from metnos.mechanisms.executors.signing import SigningError, sign_executor, verify_executor
+from metnos.mechanisms.workspace import Workspace
 from tests.unit.executor_kit import write_executor
 
 

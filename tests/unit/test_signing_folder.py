@@ -8,7 +8,7 @@ import json
 import pytest
 from nacl.signing import SigningKey
 
-from metnos.executors.signing import SigningError, sign_executor, verify_executor
+from metnos.mechanisms.executors.signing import SigningError, sign_executor, verify_executor
 from tests.unit.executor_kit import write_executor
 
 
@@ -142,7 +142,7 @@ def test_a_module_named_like_the_standard_library_is_refused(tmp_path, key, plan
 def test_every_seed_signs(tmp_path, key):
     import shutil
 
-    from metnos.executors.install import seed_sources
+    from metnos.mechanisms.executors.install import seed_sources
 
     seeds = seed_sources()
     assert len(seeds) == 14

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from domain.base import Created, DomainEvent, MetnosAggregate
-from metnos.store.compressor import ZstdCompressor
-from metnos.store.event_record import record_of
-from metnos.store.mapper import FastMapper
-from metnos.store.transcoder import OrjsonTranscoder
+from metnos.mechanisms.store.compressor import ZstdCompressor
+from metnos.mechanisms.store.event_record import record_of
+from metnos.mechanisms.store.mapper import FastMapper
+from metnos.mechanisms.store.transcoder import OrjsonTranscoder
 
 
 class Inner(BaseModel):
@@ -147,7 +147,7 @@ def _rows(mapper: Mapper, events: list) -> list[tuple]:
 
 @given(values, values, MOMENTS)
 def test_a_decoded_record_is_the_record_of_the_decoded_event(first, second, when) -> None:
-    # Folds read records (metnos/store/event_record.py); rebuilt and live views agree only if both ways give the same.
+    # Folds read records (metnos/mechanisms/store/event_record.py); rebuilt and live views agree only if both ways give the same.
     reader = FastMapper(transcoder=OrjsonTranscoder(), compressor=ZstdCompressor())
     sample = Sample._create(Sample.Made, id=uuid4(), value=first, timestamp=when)
     sample.trigger_event(Sample.Changed, value=second, timestamp=when)
@@ -182,7 +182,7 @@ def test_a_record_decoded_for_some_fields_is_the_full_record_cut_to_them(value, 
 
 @given(st.one_of(st.uuids(), st.text(max_size=40)))
 def test_an_id_read_as_text_is_the_text_of_the_id_read(originator_id) -> None:
-    from metnos.store.records import _decode_originator_id, _encode_originator_id, _originator_id_text
+    from metnos.mechanisms.store.records import _decode_originator_id, _encode_originator_id, _originator_id_text
 
     raw = _encode_originator_id(originator_id)
     assert _originator_id_text(raw) == str(_decode_originator_id(raw)) == str(originator_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
-from metnos.synt.introspect import generalise_candidates, merge_candidates, specialise_candidates
+from metnos.runtime.synt.introspect import generalise_candidates, merge_candidates, specialise_candidates
 
 NOW = datetime(2026, 11, 24, tzinfo=timezone.utc)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.synt.prompts import DraftProblem, parse_draft
-from metnos.synt.static import check_draft
+from metnos.runtime.synt.prompts import DraftProblem, parse_draft
+from metnos.runtime.synt.static import check_draft
 
 # What the real qwen2.5-coder 0.5B replied to the draft prompt (both files in one block).
 ONE_BLOCK = '''```python
@@ -43,7 +43,7 @@ def test_a_reply_without_both_files_is_a_draft_problem(reply: str) -> None:
 
 
 def test_a_specification_is_normalised_where_small_models_slip() -> None:
-    from metnos.synt.spec import normalise
+    from metnos.runtime.synt.spec import normalise
 
     out = normalise({"name": "count_words", "input_schema": {"type": "string"},
                      "output_schema": {"type": "object", "required": ["ok", "error"], "properties": {"ok": {}, "error": {}}}})

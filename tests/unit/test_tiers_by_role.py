@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.llm.provider import request_extra
-from metnos.llm.tiers import ROLE_TIERS, TierConfig, settings_from_mapping, tier_ladder
-from metnos.turn.online import answer_segments, read_plan, shift
-from metnos.turn.filler import FillerFailed, has_fillers, with_data
-from metnos.turn.intent_model import read_tools
-from metnos.turn.runtime_config import RuntimeConfig, recorded_runtime
+from metnos.mechanisms.llm.provider import request_extra
+from metnos.settings.llm_tiers import ROLE_TIERS, TierConfig, settings_from_mapping, tier_ladder
+from metnos.runtime.turn.online import answer_segments, read_plan, shift
+from metnos.runtime.turn.filler import FillerFailed, has_fillers, with_data
+from metnos.runtime.turn.intent_model import read_tools
+from metnos.settings.runtime import RuntimeConfig, recorded_runtime
 
 
 def test_roles_sit_on_the_seeds_tiers() -> None:

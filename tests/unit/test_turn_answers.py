@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.turn.answers import (
+from metnos.runtime.turn.answers import (
     EMPTY, RAW_TOOL_OUTPUT, STUB, TOOL_CALL_AS_TEXT, TOOL_NAME, answer_problem, grounded_in,
 )
 
@@ -54,7 +54,7 @@ def test_grounded_answers_share_a_value_not_a_key() -> None:
 
 
 def test_figures_come_from_the_data_or_not() -> None:
-    from metnos.turn.answers import figures_from
+    from metnos.runtime.turn.answers import figures_from
 
     page = [{"ok": True, "entries": [{"url": "http://h/status.txt", "content": "backup ok: 1284 files, 3.5 GB"}]}]
     assert figures_from("1284", page) and figures_from("The backup has 1,284 files (3.5 GB).", page)
@@ -65,8 +65,8 @@ def test_figures_come_from_the_data_or_not() -> None:
 
 
 def test_an_answer_that_says_the_loops_own_instruction_back_is_named() -> None:
-    from metnos.turn.answers import INSTRUCTIONS_ECHOED
-    from metnos.turn.prompt import FINAL_ONLY
+    from metnos.runtime.turn.answers import INSTRUCTIONS_ECHOED
+    from metnos.runtime.turn.prompt import FINAL_ONLY
 
     told = [FINAL_ONLY]
     # What the 0.5B answered after moving one of two photos.

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from metnos.turn.failures import (
+from metnos.runtime.turn.failures import (
     FailureKind, executor_crashed, non_json_output, turn_failure, unknown_executor,
 )
 

@@ -1,10 +1,10 @@
-"""The grounding check (metnos/turn/grounding.py): what an answer may claim."""
+"""The grounding check (metnos/runtime/turn/grounding.py): what an answer may claim."""
 
 from __future__ import annotations
 
 import pytest
 
-from metnos.turn.grounding import ExactAsk, Grounding, StepData, check_answer, exact_ask, repair_prompt, working_out_call
+from metnos.runtime.turn.grounding import ExactAsk, Grounding, StepData, check_answer, exact_ask, repair_prompt, working_out_call
 
 DIARY = {"ok": True, "entries": [{"path": "~/notes/diary.md", "content": "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n",
                                   "size": 44, "truncated": False}]}

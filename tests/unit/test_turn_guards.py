@@ -1,6 +1,6 @@
 import pytest
 
-from metnos.turn.guards import ALLOW, CAP_SAME_EXECUTOR, CAP_STEPS, DUPLICATE_READ, TurnGuards, targets_of
+from metnos.runtime.turn.guards import ALLOW, CAP_SAME_EXECUTOR, CAP_STEPS, DUPLICATE_READ, TurnGuards, targets_of
 
 
 def run(guards, step, name, args, ok=True):

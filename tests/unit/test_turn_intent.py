@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from metnos.turn.intent import named_targets
-from metnos.turn.remediation import RemediationContext, plan_remediation
+from metnos.runtime.turn.intent import named_targets
+from metnos.runtime.turn.remediation import RemediationContext, plan_remediation
 
 CATALOGUE = frozenset({"read_files", "find_files", "get_urls", "compute_entries"})
 

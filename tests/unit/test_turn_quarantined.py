@@ -1,12 +1,12 @@
-"""Which quarantined executors a turn ranks, and what it says of them (metnos/turn/quarantined.py)."""
+"""Which quarantined executors a turn ranks, and what it says of them (metnos/runtime/turn/quarantined.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from metnos.executors.loader import LoadReport
-from metnos.turn.catalogue import TurnCatalogue
-from metnos.turn.quarantined import find_quarantined, notice, would_have_offered
+from metnos.mechanisms.executors.loader import LoadReport
+from metnos.runtime.turn.catalogue import TurnCatalogue
+from metnos.runtime.turn.quarantined import find_quarantined, notice, would_have_offered
 
 
 def _version(state: str, reason: str | None = None, check: str | None = None) -> dict[str, Any]:

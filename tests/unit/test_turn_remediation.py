@@ -1,10 +1,10 @@
 import pytest
 
-from metnos.turn.remediation import (
+from metnos.runtime.turn.remediation import (
     NEEDS_CONTENT_FETCH, REMEDIATIONS, RemediationContext, RemediationError, RemediationPlan,
     extend_registry, merge_for_retry, plan_remediation,
 )
-from metnos.turn.shape import NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
+from metnos.runtime.turn.shape import NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 
 
 def ctx(error_class, **kw):

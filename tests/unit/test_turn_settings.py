@@ -1,6 +1,6 @@
 import pytest
 
-from metnos.turn.settings import SettingsError, TurnSettings, load_turn_settings
+from metnos.settings.turn import SettingsError, TurnSettings, load_turn_settings
 
 
 def test_defaults_when_env_is_empty():

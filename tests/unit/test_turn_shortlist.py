@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from metnos.turn.prefilter import CatalogueEntry, PrefilterIndex
-from metnos.turn.shortlist import shortlist
+from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex
+from metnos.runtime.turn.shortlist import shortlist
 
 ENTRIES = [
     CatalogueEntry("read_files", affinity=("read", "file", "files", "content")),
@@ -47,7 +47,7 @@ def test_a_multi_word_tag_counts_only_whole() -> None:
 def test_recurring_task_builtins_only_for_requests_about_schedules() -> None:
     """The real 0.5B, offered list_recurring for "List the files in the folder ~/projects"
     (it shares "list" with the request), called it instead of find_files."""
-    from metnos.turn.catalogue import BUILTIN_AFFINITY, builtin_tools
+    from metnos.runtime.turn.catalogue import BUILTIN_AFFINITY, builtin_tools
 
     entries = [*ENTRIES[:2], *(b.entry for b in builtin_tools().values())]
     index = PrefilterIndex(entries)

@@ -1,8 +1,8 @@
-"""The reads a turn opens with, by rules (metnos.turn.sources)."""
+"""The reads a turn opens with, by rules (metnos.runtime.turn.sources)."""
 
 from __future__ import annotations
 
-from metnos.turn.sources import MAX_OPENING_READS, file_pattern, opening_reads
+from metnos.runtime.turn.sources import MAX_OPENING_READS, file_pattern, opening_reads
 
 ALL = {"read_files", "find_files", "get_urls"}
 
@@ -54,9 +54,9 @@ def test_no_pattern_when_the_request_names_several_kinds() -> None:
     assert file_pattern("files in ~/notes/a.md") is None
 
 
-# The arguments a list operator was called without (metnos.turn.completion).
+# The arguments a list operator was called without (metnos.runtime.turn.completion).
 
-from metnos.turn.completion import complete_arguments, without_blank_optionals  # noqa: E402
+from metnos.runtime.turn.completion import complete_arguments, without_blank_optionals  # noqa: E402
 
 ROWS = [{"date": "2026-03-01", "item": "bread", "amount": 3.2}, {"date": "2026-03-02", "item": "milk", "amount": 1.1}]
 FILES = [{"path": "/h/a.pdf", "name": "a.pdf", "size": 10, "modified": "2026-01-01T00:00:00+00:00"}]

@@ -1,0 +1,219 @@
+"""One executor call asked for by a channel (an MCP client), outside any turn.
+
+A tool call from outside passes the checks a turn's step passes, in the
+same order (metnos/runtime/turn/loop.py, "A step" in docs/architecture.md), with the
+very functions the loop uses: the argument schema (``validate_args``), the
+sandbox policy (``policy_checker``), the vaglio with its guard policy
+(``vaglio``, ``guard_policy``) and, where the vaglio asks, the user; then the
+Invoker, which checks the signature again and runs the executor in the
+sandbox. Only the planner is missing: the client chose the call.
+
+The autonomy level is config.toml's ``[runtime] autonomy``, read at each
+list and call as a turn reads it: at ``read_only`` a tool with side effects
+is not listed and a call to one is refused (``AutonomyReadOnly``) before any
+other check; ``full`` asks what ``supervised`` asks (metnos/mechanisms/sandbox/autonomy.py).
+
+The check and the run are two calls because the approval sits between them
+and is asked in the channel's own way (an MCP elicitation, awaited on an
+event loop). Every outcome is recorded: a call refused before the spawn is an
+``Invocation`` with ``InvocationRefused`` (kind ``UnknownExecutor``,
+``Quarantined``, ``AutonomyReadOnly``, ``SchemaViolation``, ``PolicyViolation``,
+``VaglioDenied`` or ``NotApproved``), a call that ran is
+the Invoker's ``InvocationRequested``/``InvocationCompleted``; all carry the
+channel's ``caller``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.invocation import Invocation
+from metnos.canonical import canonical_hash
+from metnos.mechanisms.invocation.errors import InvocationError
+from metnos.mechanisms.invocation.service import READ_ONLY_REFUSED
+from metnos.services.runtime import Runtime
+from metnos.mechanisms.sandbox import autonomy
+from metnos.runtime.turn.catalogue import TurnExecutor, inline_refs
+from metnos.runtime.turn.quarantined import quarantined_by_name, refusal_message, show_command
+from metnos.settings.runtime import load_runtime_config
+from metnos.runtime.turn.session import guard_policy, policy_checker, turn_catalogue
+from metnos.settings.turn import load_turn_settings
+from metnos.runtime.turn.vaglio import ASK, DENY, Verdict, vaglio
+from metnos.runtime.turn.validation import validate_args
+
+UNKNOWN = "UnknownExecutor"
+QUARANTINED = "Quarantined"
+SCHEMA = "SchemaViolation"
+POLICY = "PolicyViolation"
+VAGLIO_DENIED = "VaglioDenied"
+NOT_APPROVED = "NotApproved"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An active executor as a channel offers it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    side_effects: bool
+    idempotent: bool
+
+
+@dataclass
+class Checked:
+    """A call that passed the checks before the vaglio's question, or the refusal."""
+
+    name: str
+    args: dict[str, Any]
+    caller: dict[str, Any]
+    refusal: dict[str, Any] | None = None
+    verdict: Verdict | None = None
+    level: str = autonomy.DEFAULT
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.refusal is None and self.verdict is not None and self.verdict.decision == ASK
+
+
+@dataclass
+class CallResult:
+    ok: bool
+    kind: str
+    observation: dict[str, Any]
+    invocation_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def tool_of(te: TurnExecutor) -> Tool:
+    m = te.loaded.manifest
+    schema = inline_refs(dict(te.loaded.input_schema), te.loaded.input_schema)
+    schema.setdefault("type", "object")
+    return Tool(name=te.name, description=m.description.get("en") or m.executor.summary, input_schema=schema,
+                side_effects=te.entry.side_effects, idempotent=te.entry.idempotent)
+
+
+class GatedCaller:
+    """Calls executors for one channel on a host's runtime, one writer at a time.
+
+    ``host`` lends the runtime through ``writing()`` (the daemon's host, or
+    :class:`~metnos.adapters.channels.host.RuntimeHost`).
+    """
+
+    def __init__(self, host: Any, *, caller: Mapping[str, Any], env: Mapping[str, str] | None = None) -> None:
+        self.host = host
+        self.caller = dict(caller)
+        self.env = dict(os.environ if env is None else env)
+        self.settings = load_turn_settings(self.env)
+        runtime = host.runtime
+        self.policy = guard_policy(runtime, self.env)
+        self._checkers: dict[str, Any] = {}
+
+    def _level(self, rt: Runtime) -> str:
+        return load_runtime_config(rt.workspace.config_file).autonomy
+
+    def _check_policy(self, rt: Runtime, level: str) -> Any:
+        if level not in self._checkers:
+            self._checkers[level] = policy_checker(rt, self.env, level)
+        return self._checkers[level]
+
+    def tools(self) -> list[Tool]:
+        with self.host.writing() as rt:
+            level = self._level(rt)
+            catalogue = turn_catalogue(rt)
+            return [tool_of(te) for te in catalogue.executors.values() if autonomy.offers(level, side_effects=te.entry.side_effects)]
+
+    def check(self, name: str, args: dict[str, Any], *, caller: Mapping[str, Any] | None = None) -> Checked:
+        """Schema, policy and vaglio; a refusal is recorded here. ``caller`` adds to the channel's."""
+        with self.host.writing() as rt:
+            checked = self._check(rt, name, args, {**self.caller, **(caller or {})})
+            if checked.refusal is not None:
+                self._record_refusal(rt, checked)
+            return checked
+
+    def _check(self, rt: Runtime, name: str, args: dict[str, Any], caller: dict[str, Any]) -> Checked:
+        level = self._level(rt)
+        catalogue = turn_catalogue(rt)
+        te = catalogue.get(name)
+        if te is None:
+            held = quarantined_by_name(catalogue, name)
+            if held is not None:
+                # Not "no such executor": the client is told which, why, and how to see it.
+                shown = held.to_json()
+                return Checked(name, args, caller, refusal={"kind": QUARANTINED, "error": {"message": refusal_message(shown), **shown, "show": show_command(name)},
+                                                    "hint": f"`{show_command(name)}` shows why; the user decides whether to rehabilitate it"})
+            return Checked(name, args, caller, refusal={"kind": UNKNOWN, "error": {"message": f"there is no active executor named {name!r}"}})
+        if not autonomy.offers(level, side_effects=te.entry.side_effects):
+            # First, as a turn refuses it: a read-only level is the reason, not the grants it narrows.
+            said = autonomy.refusal(level, name)
+            return Checked(name, args, caller, level=level, refusal={"kind": READ_ONLY_REFUSED, "error": {"message": said["error"]}, "hint": said["hint"]})
+        problems = validate_args(te.loaded.input_schema, args)
+        if problems:
+            return Checked(name, args, caller, refusal={"kind": SCHEMA, "error": {"message": f"the arguments do not fit {name}'s schema", "errors": problems}})
+        try:
+            self._check_policy(rt, level)(te.loaded, args)
+        except InvocationError as e:
+            return Checked(name, args, caller, refusal={"kind": POLICY, "error": e.details(),
+                                                "hint": f"{name} may only touch what its manifest declares"})
+        # The client named the tool: that is the request the judge reads.
+        verdict = vaglio(name, args, intent_text=f"call {name}", policy=self.policy, threshold=self.settings.judge_threshold,
+                         side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=level)
+        if verdict.decision == DENY:
+            return Checked(name, args, caller, verdict=verdict, level=level,
+                           refusal={"kind": VAGLIO_DENIED, "error": {"message": verdict.reason, "verdict": verdict.to_json()}})
+        return Checked(name, args, caller, verdict=verdict, level=level)
+
+    def decline(self, checked: Checked, by: str) -> CallResult:
+        """The user said no (or could not be asked): recorded, nothing runs."""
+        checked.refusal = {"kind": NOT_APPROVED, "error": {"message": f"{checked.name} needs approval and it was not given ({by})",
+                                                           "by": by, "verdict": checked.verdict.to_json() if checked.verdict else None}}
+        with self.host.writing() as rt:
+            self._record_refusal(rt, checked)
+        return self.refused(checked)
+
+    def refused(self, checked: Checked) -> CallResult:
+        assert checked.refusal is not None
+        refusal = checked.refusal
+        observation = {"ok": False, "error_class": refusal["kind"], "error": refusal["error"]}
+        if "hint" in refusal:
+            observation["hint"] = refusal["hint"]
+        return CallResult(False, refusal["kind"], observation, refusal.get("invocation_id", ""))
+
+    def run(self, checked: Checked, *, approved_by: str | None = None) -> CallResult:
+        """The checked call, through the Invoker (signature, sandbox, schemas), recorded."""
+        if checked.refusal is not None:
+            return self.refused(checked)
+        if checked.needs_approval and approved_by is None:
+            msg = f"{checked.name} needs approval before it runs"
+            raise ValueError(msg)
+        caller = {**checked.caller, **({"approved_by": approved_by} if approved_by else {})}
+        with self.host.writing() as rt:
+            call = rt.call(checked.name, checked.args, caller=caller, autonomy=checked.level)
+        observation = call.observation()
+        ok = call.ok and observation.get("ok") is not False
+        kind = "ok" if ok else (call.refusal.kind if call.refusal else (call.outcome.kind if call.outcome and call.outcome.kind else "Failed"))
+        return CallResult(ok, kind, observation, str(call.invocation.id) if call.invocation else "")
+
+    def _record_refusal(self, rt: Runtime, checked: Checked) -> None:
+        assert checked.refusal is not None
+        catalogue = turn_catalogue(rt)
+        te = catalogue.get(checked.name)
+        loaded = te.loaded if te is not None else None
+        held = quarantined_by_name(catalogue, checked.name) if loaded is None else None
+        version = loaded.version if loaded else (held.entry.version if held else "")
+        origin = loaded.origin if loaded else (held.origin if held else "")
+        at = rt.clock()
+        invocation_id = rt.ids()
+        invocation = Invocation.request(
+            id=invocation_id, at=at, executor=checked.name, version=version,
+            origin=origin, digest=loaded.digest if loaded else "", args=checked.args,
+            args_hash=canonical_hash(checked.args), caller=checked.caller, turn_id=None, trace_id=str(invocation_id),
+            autonomy=checked.level,
+        )
+        invocation.refuse(kind=checked.refusal["kind"], error=checked.refusal["error"], at=at)
+        rt.log.save(invocation)
+        rt.refresh()
+        checked.refusal["invocation_id"] = str(invocation_id)

@@ -1,0 +1,49 @@
+"""A booted runtime as a channel holds it when no daemon does.
+
+The daemon's host (metnos/adapters/daemon/host.py) and this one offer a channel the
+same two things: ``ask(text, approver=..., channel=...)`` runs one turn as
+``metnos ask`` does, and ``writing()`` lends the runtime to one writer at a
+time. A channel is written against that pair, so it runs the same inside the
+daemon and on its own (``metnos mcp serve`` over stdio, a test).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from metnos.services.runtime import Runtime
+
+
+class RuntimeHost:
+    def __init__(self, runtime: Runtime, *, env: Mapping[str, str] | None = None) -> None:
+        self.runtime = runtime
+        self.env = dict(os.environ if env is None else env)
+        self._write = threading.RLock()
+        self._router: Any = None
+
+    @contextmanager
+    def writing(self) -> Iterator[Runtime]:
+        with self._write:
+            yield self.runtime
+
+    def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
+            observer: Callable[[Any], None] | None = None) -> Any:
+        from metnos.runtime.turn.session import run_turn
+
+        with self.writing() as rt:
+            if self._router is None:
+                from metnos.mechanisms.llm.router import LLMRouter
+                from metnos.settings.llm_tiers import load_llm_settings
+
+                # One router for every turn: a warm model stays warm between messages.
+                self._router = LLMRouter(load_llm_settings(rt.workspace.config_file, self.env), rt.workspace, env=self.env)
+            return run_turn(rt, text, approver=approver, router=self._router, env=self.env, actor=actor, channel=channel, observer=observer)
+
+    def close(self) -> None:
+        if self._router is not None:
+            self._router.close()
+            self._router = None

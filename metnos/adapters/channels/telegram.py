@@ -1,0 +1,306 @@
+"""Telegram, in and out: a chat message is a turn; approvals are buttons in the chat.
+
+Long polling with python-telegram-bot (pinned ``>=22.5,<23``; its HTTP client
+is httpx, already Metnos's, and its base URL points anywhere, which is how the
+tests put a fake Bot API server on 127.0.0.1 in front of it).
+
+* A text message from a chat in ``[telegram] allowed_chats`` runs a turn
+  with ``channel="telegram"`` and ``actor="telegram:<sender's user id>"``
+  (the same ``run_turn`` as ``metnos ask``; its invocations carry both in
+  their ``caller``); the answer, or why there is none, goes back to the chat.
+* A message from any other chat gets no turn and no reply; it is audited as
+  a ``ChannelMessage.MessageIgnored`` event (chat, sender, the text's size
+  and digest, never the text).
+* Where the vaglio asks, the approval is a message in the chat with two
+  inline buttons; a press (a callback query from the same chat) answers it,
+  and no press within ``approval_timeout_s`` is a no. Either way the buttons
+  are removed and the answer is said.
+
+Turns run one at a time on a worker thread; the bot's event loop runs on a
+thread of its own, so a turn waiting for an approval never stops the bot from
+hearing the button. The channel runs on a host (the daemon's, or
+metnos.adapters.channels.host.RuntimeHost): turns through ``host.ask``, its own events
+under ``host.writing()``; whoever holds it calls ``start()`` and ``stop()``.
+
+The token is read from the variable ``[telegram] token_env`` names, at
+start, and kept in memory only: every error text that leaves this module
+goes through :func:`redact`, and httpx's request log (which would print the
+URL, token included) is kept below INFO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import sys
+import threading
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from domain.channel import ChannelMessage
+from metnos.canonical import canonical_hash
+from metnos.settings.telegram import TelegramSettings
+from metnos.errors import MetnosError
+from metnos.runtime.turn.telling import reply_text
+
+CHANNEL = "telegram"
+MAX_TEXT = 4096  # Telegram's limit for one message
+APPROVE, DENY = "ok", "no"
+
+
+class TelegramChannelError(MetnosError):
+    """The Telegram channel could not start or talk to the Bot API."""
+
+
+def redact(text: str, secret: str) -> str:
+    return text.replace(secret, "<token>") if secret else text
+
+
+def clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+@dataclass
+class _Pending:
+    chat_id: int
+    message_id: int | None = None
+    answered: threading.Event = field(default_factory=threading.Event)
+    approved: bool = False
+    # The channel stopped while the question was open: no answer, so no.
+    stopped: bool = False
+
+
+class TelegramChannel:
+    """The channel on a host: the daemon's, or a :class:`~metnos.adapters.channels.host.RuntimeHost`."""
+
+    name = CHANNEL
+
+    def __init__(self, host: Any, settings: TelegramSettings, *, env: Mapping[str, str] | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
+        import os
+
+        self.host = host
+        self.settings = settings
+        self.env = dict(os.environ if env is None else env)
+        self._token = settings.token(self.env)
+        self._log = log or (lambda line: print(f"metnos: telegram: {line}", file=sys.stderr, flush=True))
+        self._pending: dict[str, _Pending] = {}
+        self._pending_lock = threading.Lock()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metnos-telegram-turn")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._app: Any = None
+        self.bot_username = ""
+
+    # Start and stop ----------------------------------------------------------
+    def start(self, timeout_s: float = 60.0) -> None:
+        """Connect (getMe), start long polling; raises with the reason if the bot cannot start."""
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._startup())
+            except BaseException as e:  # noqa: BLE001 - reported to start()'s caller
+                failure.append(e)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._shutdown())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="metnos-telegram", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout_s):
+            msg = f"the Telegram Bot API at {self.settings.base_url} did not answer within {timeout_s:.0f} s"
+            raise TelegramChannelError(msg)
+        if failure:
+            self._thread.join(5)
+            error = failure[0]
+            msg = f"the Telegram bot could not start ({self.settings.base_url}): {redact(f'{type(error).__name__}: {error}', self._token)}"
+            raise TelegramChannelError(msg) from None
+        self._log(f"polling as @{self.bot_username}; {len(self.settings.allowed_chats)} allowed chat(s)")
+
+    def stop(self) -> None:
+        """Stop polling, let a running turn finish (a pending approval is a no), close."""
+        with self._pending_lock:
+            for pending in self._pending.values():
+                pending.stopped = True
+                pending.answered.set()
+        self._worker.shutdown(wait=True)
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(30)
+
+    async def _startup(self) -> None:
+        from telegram import Update
+        from telegram.ext import ApplicationBuilder, CallbackQueryHandler, MessageHandler, filters
+
+        poll = self.settings.poll_timeout_s
+        app = (ApplicationBuilder().token(self._token)
+               .base_url(f"{self.settings.base_url}/bot").base_file_url(f"{self.settings.base_url}/file/bot")
+               .get_updates_read_timeout(poll + 10).read_timeout(max(self.settings.timeout_s, 10))
+               .build())
+        app.add_handler(MessageHandler(filters.TEXT, self._on_message))
+        app.add_handler(CallbackQueryHandler(self._on_button))
+        app.add_error_handler(self._on_error)
+        await app.initialize()
+        self.bot_username = app.bot.username or ""
+        await app.start()
+        await app.updater.start_polling(timeout=int(poll), allowed_updates=[Update.MESSAGE, Update.CALLBACK_QUERY],
+                                        error_callback=lambda e: self._log(f"polling: {redact(str(e), self._token)}"))
+        self._app = app
+
+    async def _shutdown(self) -> None:
+        app = self._app
+        if app is None:
+            return
+        if app.updater.running:
+            await app.updater.stop()
+        if app.running:
+            await app.stop()
+        await app.shutdown()
+
+    async def _on_error(self, update: object, context: Any) -> None:
+        error = context.error
+        self._log(f"error: {redact(f'{type(error).__name__}: {error}', self._token)}")
+
+    # Messages ----------------------------------------------------------------
+    async def _on_message(self, update: Any, context: Any) -> None:
+        message = update.effective_message
+        chat = update.effective_chat
+        if message is None or chat is None or not message.text:
+            return
+        sender = str(update.effective_user.id) if update.effective_user else ""
+        if chat.id not in self.settings.allowed_chats:
+            # No reply at all: a stranger learns nothing, not even that the bot is alive.
+            self._worker.submit(self._record_ignored, chat.id, sender, message.text)
+            return
+        if message.text.strip() == "/start":
+            await message.reply_text("Metnos is listening. Ask in plain words; actions that change the world ask you first.")
+            return
+        self._worker.submit(self._run_turn, chat.id, sender, message.text)
+
+    def _record_ignored(self, chat_id: int, sender: str, text: str) -> None:
+        try:
+            with self.host.writing() as rt:
+                event = ChannelMessage.ignored(
+                    id=rt.ids(), at=rt.clock(), channel=CHANNEL, chat_id=str(chat_id), sender=sender,
+                    reason="chat not in [telegram] allowed_chats", text_size=len(text), text_digest=canonical_hash(text),
+                )
+                rt.log.save(event)
+            self._log(f"ignored a message from chat {chat_id}: not in [telegram] allowed_chats")
+        except Exception as e:  # noqa: BLE001 - the bot goes on; the failure is said
+            self._log(f"could not record an ignored message from chat {chat_id}: {type(e).__name__}: {e}")
+
+    def _run_turn(self, chat_id: int, sender: str, text: str) -> None:
+        try:
+            # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
+            outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL, actor=f"telegram:{sender}")
+            # An unverified answer is marked as such; a quarantined executor the request missed is named.
+            reply = reply_text(outcome)
+        except MetnosError as e:
+            reply = f"metnos: {e}"
+        except Exception as e:  # noqa: BLE001 - the chat is told; the bot goes on
+            self._log(f"unexpected error in a turn: {type(e).__name__}: {e}")
+            reply = f"metnos: unexpected error ({type(e).__name__}); the turn is in the log"
+        self._send(chat_id, reply)
+
+    # Approvals -------------------------------------------------------------------
+    def _approver(self, chat_id: int) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
+        def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+            return self._ask(chat_id, step, executor, args, reason)
+
+        return approve
+
+    def _ask(self, chat_id: int, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+        from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+        key = secrets.token_hex(8)
+        pending = _Pending(chat_id)
+        with self._pending_lock:
+            self._pending[key] = pending
+        shown = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+        text = f"Step {step}: {executor} {shown[:1500]}\n{reason}\nApprove?"
+        buttons = InlineKeyboardMarkup([[InlineKeyboardButton("Approve", callback_data=f"{APPROVE}:{key}"),
+                                         InlineKeyboardButton("Deny", callback_data=f"{DENY}:{key}")]])
+        try:
+            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=buttons))
+            if sent is None:
+                # The question never reached the chat: nobody can say yes.
+                return False, "telegram:unreachable"
+            pending.message_id = sent.message_id
+            answered = pending.answered.wait(self.settings.approval_timeout_s)
+        finally:
+            with self._pending_lock:
+                self._pending.pop(key, None)
+        if pending.stopped:
+            return False, "telegram:stopped"
+        if not answered:
+            self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, pending.message_id, reply_markup=None))
+            self._send(chat_id, f"No answer in {self.settings.approval_timeout_s:.0f} s: {executor} taken as not approved.")
+            return False, "telegram:timeout"
+        return pending.approved, "telegram:button"
+
+    async def _on_button(self, update: Any, context: Any) -> None:
+        query = update.callback_query
+        verdict, _, key = (query.data or "").partition(":")
+        chat_id = query.message.chat.id if query.message is not None else None
+        with self._pending_lock:
+            pending = self._pending.get(key)
+            # Only the chat that was asked can answer, and only once.
+            valid = (pending is not None and verdict in (APPROVE, DENY) and chat_id == pending.chat_id
+                     and chat_id in self.settings.allowed_chats and not pending.answered.is_set())
+            if valid:
+                pending.approved = verdict == APPROVE
+                pending.answered.set()
+        if not valid:
+            await query.answer("This approval is no longer open.")
+            return
+        said = "Approved" if verdict == APPROVE else "Denied"
+        await query.answer(said)
+        try:
+            await query.edit_message_reply_markup(reply_markup=None)
+        except Exception as e:  # noqa: BLE001 - the answer counts even if the buttons stay
+            self._log(f"could not remove the buttons: {redact(str(e), self._token)}")
+
+    # Sending -------------------------------------------------------------------------
+    def _call(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=self.settings.timeout_s + 30)
+
+    def _call_quietly(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        try:
+            return self._call(coro)
+        except Exception as e:  # noqa: BLE001 - logged, redacted; the turn goes on
+            self._log(f"the Bot API refused a call: {redact(f'{type(e).__name__}: {e}', self._token)}")
+            return None
+
+    def _send(self, chat_id: int, text: str) -> None:
+        self._call_quietly(self._app.bot.send_message(chat_id, clip(text)))
+
+
+def channel(host: Any) -> TelegramChannel | None:
+    """The daemon's hook (metnos/adapters/daemon/extensions.py): the channel when ``[telegram] allowed_chats`` names a chat.
+
+    Without allowed chats there is nobody to serve (``[telegram.chat_ids]``
+    alone only tells send_messages where to send). A configured channel whose
+    token variable is empty is an error that stops the daemon, naming it.
+    """
+    from metnos.settings.telegram import load_telegram_settings
+
+    settings = load_telegram_settings(host.runtime.workspace.config_file)
+    if not settings.allowed_chats:
+        return None
+    return TelegramChannel(host, settings, env=host.env)

@@ -1,0 +1,110 @@
+"""The ``metnos`` command: one sub-command a module, errors as one line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+
+from metnos.adapters.cli import events_cmd, init_cmd
+from metnos.errors import MetnosError
+from metnos.runtime.turn.interrupts import InterruptGate, Interrupted
+
+COMMANDS = [init_cmd, events_cmd]
+
+
+def _optional_commands() -> list:
+    """Sub-commands whose modules land with their own capability."""
+    found = []
+    for name in ("executors_cmd", "sandbox_cmd", "model_cmd", "ask_cmd", "turns_cmd", "replay_cmd", "rebuild_cmd", "undo_cmd", "mnestome_cmd", "plans_cmd", "schedule_cmd", "daemon_cmd", "config_cmd", "mcp_cmd", "synt_cmd", "skills_cmd"):
+        try:
+            module = __import__(f"metnos.adapters.cli.{name}", fromlist=["register"])
+        except ModuleNotFoundError as e:
+            if e.name != f"metnos.adapters.cli.{name}":
+                raise
+            continue
+        found.append(module)
+    return found
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import metnos
+
+    parser = argparse.ArgumentParser(prog="metnos", description="A local-first personal agent runtime on an append-only log.")
+    parser.add_argument("--debug", action="store_true", help="on an unexpected error, show its traceback (or set METNOS_DEBUG=1)")
+    parser.add_argument("--version", action="version", version=f"metnos {metnos.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS + _optional_commands():
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # SIGINT and SIGTERM become Interrupted; a turn defers them to a safe point.
+    args.interrupts = InterruptGate()
+    try:
+        preflight()
+        if threading.current_thread() is not threading.main_thread():
+            return int(args.run(args) or 0)
+        with args.interrupts.installed():
+            return int(args.run(args) or 0)
+    except Interrupted as e:
+        print(f"metnos: {e}; stopped", file=sys.stderr)
+        return e.exit_code
+    except MetnosError as e:
+        print(f"metnos: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("metnos: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`metnos events | head`): not an error.
+        sys.stderr.close()
+        return 0
+    except Exception as e:  # noqa: BLE001 - the last line of defence keeps tracebacks from users
+        return unexpected(e, debug=args.debug)
+
+
+def preflight() -> None:
+    """What every command checks before it starts: the METNOS_* settings and who owns the workspace."""
+    from metnos.settings.config_file import check_config
+    from metnos.settings import load_settings, unknown_variables
+    from metnos.mechanisms.workspace import Workspace
+
+    load_settings()
+    for note in unknown_variables():
+        print(f"metnos: {note}", file=sys.stderr)
+    workspace = Workspace.from_env()
+    workspace.check_owner()
+    # Every section of config.toml, at the start of every command: a wrong key fails here, named.
+    check_config(workspace.config_file, os.environ)
+
+
+def unexpected(error: Exception, *, debug: bool) -> int:
+    """One line naming the cause; the traceback only when asked for."""
+    from eventsourcing.persistence import PersistenceError
+
+    if isinstance(error, PersistenceError):
+        print(f"metnos: {error}", file=sys.stderr)
+        return 2
+    if isinstance(error, OSError) and error.filename is not None:
+        print(f"metnos: {error.strerror or error}: {error.filename}", file=sys.stderr)
+        return 2
+    if debug or _debug_env():
+        traceback.print_exception(error, file=sys.stderr)
+    cause = " ".join(f"{type(error).__name__}: {error}".split())
+    print(f"metnos: unexpected error: {cause[:300]} (a bug in Metnos; run with --debug or METNOS_DEBUG=1 to see where)", file=sys.stderr)
+    return 70
+
+
+def _debug_env() -> bool:
+    return os.environ.get("METNOS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

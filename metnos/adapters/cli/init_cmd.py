@@ -1,0 +1,20 @@
+"""``metnos init``: make the workspace, the log, the keys, the seed executors."""
+
+from __future__ import annotations
+
+import argparse
+from metnos.mechanisms.workspace import Workspace
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="create the workspace (log, config, keys) and install the seed executors")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from metnos.services.boot import initialise
+
+    report = initialise(Workspace.from_env())
+    for line in report:
+        print(line)
+    return 0

@@ -1,0 +1,103 @@
+"""``metnos undo``: put back the files the last turn changed, and say what cannot be put back."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import orjson
+
+from metnos.mechanisms.workspace import Workspace
+
+_VERBS = {
+    "remove": ("removed", "would remove", "it did not exist before"),
+    "bring back": ("brought back", "would bring back", "as it was"),
+    "restore": ("restored", "would restore", "as it was"),
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("undo", help="undo the last turn not yet undone: its files go back as they were")
+    p.add_argument("turn_id", nargs="?", help="a particular turn (an id prefix is enough); the last one by default")
+    p.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
+    p.add_argument("--force", action="store_true", help="restore even files changed since the turn")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run)
+
+
+def _short(path: str, home: str) -> str:
+    return "~" + path[len(home):] if home and (path == home or path.startswith(home + "/")) else path
+
+
+def _lines(result: Any, *, dry_run: bool, home: str) -> list[str]:
+    plan = result.plan
+    out = [f'turn {plan.turn_id} "{plan.text[:80]}"']
+    for action in plan.actions:
+        done, would, how = _VERBS[action.verb]
+        out.append(f"  {would if dry_run else done}  {_short(action.path, home)}  ({how}; step {action.step}, {action.executor})")
+    if not plan.actions:
+        out.append("  no file to put back")
+    if plan.not_undoable:
+        out.append("cannot be undone:")
+        for item in plan.not_undoable:
+            where = f"  {_short(item['path'], home)}" if item.get("path") else ""
+            out.append(f"  step {item['step']} {item['executor']}{where}: {item['reason']}")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from metnos.services.queries import find_turn
+    from metnos.services.runtime import Runtime
+    from metnos.mechanisms.sandbox.hints import home_of
+    from replay.undo import NothingToUndo, Undoer
+
+    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+        undoer = Undoer(rt)
+        turn_id = find_turn(rt.turns.catch_up(rt.log), args.turn_id) if args.turn_id else None
+        try:
+            plan = undoer.plan(turn_id)
+        except NothingToUndo as e:
+            print(orjson.dumps({"status": "nothing", "message": str(e)}).decode() if args.json else f"{e}; nothing to do")
+            return 0
+        if args.dry_run:
+            result = undoer.preview(plan, force=args.force)
+        else:
+            result = undoer.apply(plan, force=args.force)
+    home = os.path.realpath(home_of(os.environ))
+    if args.json:
+        print(orjson.dumps({**result.to_json(), "dry_run": args.dry_run}).decode())
+    elif result.status == "already-undone":
+        print(f"turn {plan.turn_id} was already undone; nothing to do")
+    else:
+        for line in _lines(result, dry_run=args.dry_run or result.status.startswith("refused"), home=home):
+            print(line)
+        if plan.resuming:
+            print(f"resuming an undo of this turn that was cut short: {len(plan.journal.restored)} of {len(plan.actions)} path(s) were already back")
+        if plan.lost:
+            print(f"kept files missing or damaged ({len(plan.lost)}):")
+            for item in plan.lost:
+                print(f"  {_short(item['path'], home)} (step {item['step']}, {item['executor']}): {item['problem']}")
+        if plan.conflicts:
+            print(f"changed since the turn ({len(plan.conflicts)}):")
+            for c in plan.conflicts:
+                print(f"  {_short(c.path, home)}: the turn left {c.left}, now {c.now}")
+        if result.status == "undone":
+            print("undone" + (" (forced over the changes above)" if result.forced else ""))
+        elif args.dry_run:
+            print("dry run: nothing was changed")
+    if result.status == "refused-lost" or (args.dry_run and plan.lost):
+        if not args.json:
+            print(
+                f"metnos: refused: {len(plan.lost)} kept file(s) this undo needs are missing or damaged in the blob store "
+                f"({Workspace.from_env().blobs_dir}); nothing was changed and the turn is not marked undone. "
+                "Restore the blob store from a backup and run `metnos undo` again",
+                file=sys.stderr,
+            )
+        return 1
+    if result.status == "refused" or (args.dry_run and result.status == "would-refuse"):
+        if not args.json:
+            print("metnos: refused: files changed since the turn; nothing was changed (--force restores anyway)", file=sys.stderr)
+        return 1
+    return 0

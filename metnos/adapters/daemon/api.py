@@ -1,0 +1,255 @@
+"""The daemon's HTTP API: each route calls the service the CLI calls and returns its data as JSON.
+
+Errors are JSON too, ``{"error": {"kind", "message"}}``: a Metnos error names
+its cause (400, 404 for what does not exist, 409 for a busy daemon); the
+gate in front (metnos.adapters.daemon.auth) has already refused any request without
+the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from metnos.adapters.daemon.host import DaemonHost
+from metnos.errors import MetnosError
+
+EVENT_POLL_S = 0.25
+
+
+class BadRequest(MetnosError):
+    """The request's body or parameters are not what the route takes."""
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(data, default=str), status_code=status, media_type="application/json")
+
+
+def body_of(raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        return {}
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise BadRequest(f"the body is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise BadRequest("the body must be a JSON object")
+    return data
+
+
+def outcome_json(outcome: Any) -> dict[str, Any]:
+    """A turn's outcome as ``metnos ask --json`` gives it (metnos/runtime/turn/telling.py); ``message`` says
+    why an unverified answer is one, ``quarantined`` names what the request missed."""
+    from metnos.runtime.turn.telling import outcome_json as told
+
+    return told(outcome)
+
+
+def routes(host: DaemonHost) -> list[Route]:
+    # Each endpoint is a plain function: Starlette runs it in a worker thread,
+    # so a turn that waits for an approval never blocks the answer to it.
+    from metnos.services import queries
+    from metnos.runtime.scheduler.service import ScheduleService
+    from projections.mnestome import all_states, top
+    from replay.replayer import Replayer
+    from replay.report import format_divergence
+    from replay.undo import NothingToUndo, Undoer
+
+    def ask(request: Request, body: dict[str, Any]) -> Response:
+        text = body.get("text")
+        if not isinstance(text, str):
+            raise BadRequest('give the request as {"text": "..."}')
+        approve = body.get("approve", "ask")
+        if approve == "yes":
+            approver = lambda *_: (True, "http:approve=yes")  # noqa: E731
+        elif approve == "no":
+            approver = lambda *_: (False, "http:approve=no")  # noqa: E731
+        elif approve == "ask":
+            approver = host.approvals.approver("http")
+        else:
+            raise BadRequest('"approve" is one of "ask" (wait for an answer at /api/approvals), "yes", "no"')
+        return json_response(outcome_json(host.ask(text, approver=approver, channel="http")))
+
+    def turns(request: Request, body: dict[str, Any]) -> Response:
+        limit = _int(request.query_params.get("limit", "50"), "limit")
+        with host.reading() as rt:
+            return json_response(queries.turn_rows(rt.turns.state(), limit))
+
+    def turn(request: Request, body: dict[str, Any]) -> Response:
+        with host.reading() as rt:
+            turn_id = queries.find_turn(rt.turns.state(), request.path_params["turn_id"])
+            return json_response({"turn_id": turn_id, "summary": rt.turns.state()["turns"][turn_id], "events": queries.turn_events(rt, turn_id)})
+
+    def replay(request: Request, body: dict[str, Any]) -> Response:
+        with host.reading() as rt:
+            turn_id = queries.find_turn(rt.turns.state(), request.path_params["turn_id"])
+            result = Replayer(rt).replay(turn_id)
+        diff = format_divergence(result) if not result.same_path else ""
+        return json_response({**result.to_json(), "same_path": result.same_path, "diff": diff})
+
+    def undo_plan(request: Request, body: dict[str, Any]) -> tuple[Undoer, Any] | None:
+        turn_ref = request.query_params.get("turn") or body.get("turn_id")
+        with host.reading() as rt:
+            turn_id = queries.find_turn(rt.turns.state(), turn_ref) if turn_ref else None
+        undoer = Undoer(host.runtime)
+        try:
+            return undoer, undoer.plan(turn_id)
+        except NothingToUndo:
+            return None
+
+    def undo_preview(request: Request, body: dict[str, Any]) -> Response:
+        found = undo_plan(request, body)
+        if found is None:
+            return json_response({"status": "nothing", "message": "there is no turn left to undo"})
+        undoer, plan = found
+        return json_response({**undoer.preview(plan, force=request.query_params.get("force") == "1").to_json(), "dry_run": True})
+
+    def undo(request: Request, body: dict[str, Any]) -> Response:
+        with host.writing():
+            found = undo_plan(request, body)
+            if found is None:
+                return json_response({"status": "nothing", "message": "there is no turn left to undo"})
+            undoer, plan = found
+            result = undoer.apply(plan, force=bool(body.get("force")))
+        return json_response({**result.to_json(), "dry_run": False}, 200 if result.status == "undone" else 409)
+
+    def approvals(request: Request, body: dict[str, Any]) -> Response:
+        return json_response(host.approvals.pending())
+
+    def answer(request: Request, body: dict[str, Any]) -> Response:
+        approved = body.get("approve")
+        if not isinstance(approved, bool):
+            raise BadRequest('answer with {"approve": true} or {"approve": false}')
+        return json_response(host.approvals.answer(request.path_params["approval_id"], approved=approved, by="user"))
+
+    def schedules(request: Request, body: dict[str, Any]) -> Response:
+        with host.reading() as rt:
+            return json_response(ScheduleService.rows(rt.schedules.state()))
+
+    def schedule_command(request: Request, body: dict[str, Any]) -> Response:
+        command = request.path_params["command"]
+        with host.writing() as rt:
+            service = ScheduleService(rt)
+            ref = request.path_params["schedule_id"]
+            actions = {"pause": service.pause, "resume": service.resume, "cancel": service.cancel, "run-now": service.run_now}
+            if command not in actions:
+                raise BadRequest(f"unknown schedule command {command!r}; one of {', '.join(actions)}")
+            return json_response(actions[command](ref))
+
+    def executors(request: Request, body: dict[str, Any]) -> Response:
+        with host.reading() as rt:
+            return json_response(queries.catalogue_rows(rt.catalogue.state()))
+
+    def executor(request: Request, body: dict[str, Any]) -> Response:
+        name = request.path_params["name"]
+        with host.reading() as rt:
+            return json_response(queries.executor_detail(rt, name))
+
+    def mnestome(request: Request, body: dict[str, Any]) -> Response:
+        limit = _int(request.query_params.get("limit", "200"), "limit")
+        with host.reading() as rt:
+            rows = top(rt.mnestome.state(), limit, states=all_states())
+        return json_response({"mnests": rows, "graph": queries.mnestome_graph(rows)})
+
+    async def events(request: Request) -> Response:
+        """A live stream (server-sent events) of the log from ``after`` (or Last-Event-ID) on."""
+        start = _int(request.headers.get("last-event-id") or request.query_params.get("after", "0"), "after") + 1
+        topic = request.query_params.get("topic", "")
+        named = request.query_params.get("names", "1") != "0"
+        return StreamingResponse(_event_stream(host, request, start, topic, named), media_type="text/event-stream",
+                                 headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+    return [
+        Route("/api/ask", _handled(ask), methods=["POST"]),
+        Route("/api/turns", _handled(turns)),
+        Route("/api/turns/{turn_id}", _handled(turn)),
+        Route("/api/turns/{turn_id}/replay", _handled(replay), methods=["POST"]),
+        Route("/api/undo", _handled(undo_preview), methods=["GET"]),
+        Route("/api/undo", _handled(undo), methods=["POST"]),
+        Route("/api/approvals", _handled(approvals)),
+        Route("/api/approvals/{approval_id}", _handled(answer), methods=["POST"]),
+        Route("/api/schedules", _handled(schedules)),
+        Route("/api/schedules/{schedule_id}/{command}", _handled(schedule_command), methods=["POST"]),
+        Route("/api/executors", _handled(executors)),
+        Route("/api/executors/{name}", _handled(executor)),
+        Route("/api/mnestome", _handled(mnestome)),
+        Route("/api/events", events),
+    ]
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise BadRequest(f"{name} must be a whole number, not {text!r}") from None
+
+
+def error_status(e: MetnosError) -> int:
+    from metnos.adapters.daemon.approvals import ApprovalUnknown
+    from metnos.adapters.daemon.host import DaemonBusy
+    from metnos.services.queries import ExecutorNotFound, TurnNotFound
+    from metnos.runtime.scheduler.service import SchedulerError
+
+    if isinstance(e, (TurnNotFound, ExecutorNotFound, ApprovalUnknown)):
+        return 404
+    if isinstance(e, DaemonBusy):
+        return 409
+    if isinstance(e, SchedulerError) and "no schedule" in str(e):
+        return 404
+    return 400
+
+
+def error_response(e: BaseException) -> Response:
+    if isinstance(e, MetnosError):
+        return json_response({"error": {"kind": type(e).__name__, "message": str(e)}}, error_status(e))
+    cause = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+    return json_response({"error": {"kind": "unexpected", "message": f"unexpected error: {cause} (a bug in Metnos)"}}, 500)
+
+
+def _handled(endpoint: Any) -> Any:
+    """Run ``endpoint(request, body)`` in a worker thread; its errors become JSON."""
+    from starlette.concurrency import run_in_threadpool
+
+    async def handle(request: Request) -> Response:
+        try:
+            body = body_of(await request.body()) if request.method == "POST" else {}
+            return await run_in_threadpool(endpoint, request, body)
+        except Exception as e:  # noqa: BLE001 - every error is an answer naming its cause, never a traceback
+            return error_response(e)
+
+    return handle
+
+
+async def _event_stream(host: DaemonHost, request: Request, start: int, topic: str, named: bool) -> Any:
+    from starlette.concurrency import run_in_threadpool
+
+    from metnos.services.queries import logged_event
+
+    def read(after: int) -> tuple[list[dict[str, Any]], int]:
+        log = host.runtime.log
+        rows, next_position = [], after
+        for n in log.notifications(start=after, batch=500):
+            next_position = n.id + 1
+            if not topic or topic in n.topic:
+                rows.append(logged_event(n, log.mapper.to_domain_event(n)))
+            if next_position - after >= 500:
+                break
+        return rows, next_position
+
+    position = start
+    yield b": metnos event stream\n\n"
+    while not await request.is_disconnected():
+        rows, moved_to = await run_in_threadpool(read, position)
+        for row in rows:
+            # Named by the event's type (``event: TurnStarted``) unless names=0: a browser's
+            # EventSource hears only the names it listens for, so the dashboard takes plain messages.
+            kind = f"event: {row['topic'].rsplit('.', 1)[-1]}\n" if named else ""
+            yield f"id: {row['id']}\n{kind}data: ".encode() + orjson.dumps(row, default=str) + b"\n\n"
+        if moved_to == position:
+            await asyncio.sleep(EVENT_POLL_S)
+        position = moved_to

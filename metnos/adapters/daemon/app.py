@@ -1,0 +1,94 @@
+"""The daemon's ASGI application (Starlette) and the uvicorn server that serves it from a thread."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from metnos.adapters.daemon import extensions
+from metnos.adapters.daemon.api import routes as api_routes
+from metnos.adapters.daemon.auth import TokenGate
+from metnos.adapters.daemon.host import DaemonHost
+from metnos.errors import MetnosError
+
+
+
+
+class HttpAddressError(MetnosError):
+    """--http or [daemon] http is not a HOST:PORT this machine can listen on."""
+
+
+def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | None = None) -> Any:
+    from metnos.adapters.daemon.dashboard import login_page, routes as dashboard_routes
+
+    mounted = [Mount(path, app=sub) for path, sub in (extensions.mounts(host) if mounts is None else mounts)]
+    app = Starlette(routes=[*api_routes(host), *dashboard_routes(host, token), *mounted])
+    return TokenGate(app, token, login_page)
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not sep or not host or not 0 <= number <= 65535:
+        raise HttpAddressError(f"the HTTP address must be HOST:PORT, like 127.0.0.1:8737, not {text!r}")
+    return host, number
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class HttpServer:
+    """uvicorn on its own thread; the daemon's main thread keeps the scheduler and the signals."""
+
+    def __init__(self, app: Any, address: str) -> None:
+        import uvicorn
+
+        host, port = parse_address(address)
+        # Bound here, so that a busy port is an error at start, named, and port 0 gets a free port.
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((host, port))
+        except OSError as e:
+            self.socket.close()
+            raise HttpAddressError(f"cannot listen on {address}: {e.strerror or e}; choose another with --http HOST:PORT") from None
+        self.host, self.port = host, self.socket.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3,
+                                server_header=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, name="metnos-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{shown}:{self.port}"
+
+    def start(self, wait_s: float = 15.0) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + wait_s
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise HttpAddressError(f"the HTTP server did not start on {self.url}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.socket.close()

@@ -1,0 +1,128 @@
+"""What each dashboard page shows: for each path, its template and a function of the request to the template's context.
+
+The functions read through the same queries and services as the API
+(metnos.services.queries, ScheduleService, the projections); the pages' buttons call
+the API.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from metnos.services import queries
+from metnos.adapters.daemon.host import DaemonHost
+from metnos.runtime.turn.telling import without_status
+
+GRAPH_SIZE = 640
+
+
+def timeline(host: DaemonHost) -> Any:
+    def gather(request: Any) -> dict[str, Any]:
+        with host.reading() as rt:
+            rows = queries.turn_rows(rt.turns.state(), 200)
+        return {"turns": list(reversed(rows))}
+
+    return gather
+
+
+def turn(host: DaemonHost) -> Any:
+    def gather(request: Any) -> dict[str, Any]:
+        with host.reading() as rt:
+            state = rt.turns.state()
+            turn_id = queries.find_turn(state, request.path_params["turn_id"])
+            events = queries.turn_events(rt, turn_id)
+            steps = queries.turn_steps(rt, events)
+        # An unverified turn's text and the parts found in no result are on its last AnswerUngrounded.
+        ungrounded = next((e["state"] for e in reversed(events) if e["type"] == "AnswerUngrounded"), {})
+        summary = state["turns"][turn_id]
+        return {"turn": summary, "events": events, "steps": steps, "ungrounded": ungrounded,
+                "why_unverified": without_status(summary.get("result") or ""),
+                "quarantined": queries.quarantined_not_offered(events)}
+
+    return gather
+
+
+def approvals(host: DaemonHost) -> Any:
+    def gather(request: Any) -> dict[str, Any]:
+        return {"pending": host.approvals.pending()}
+
+    return gather
+
+
+def schedules(host: DaemonHost) -> Any:
+    from metnos.runtime.scheduler.service import ScheduleService
+
+    def gather(request: Any) -> dict[str, Any]:
+        with host.reading() as rt:
+            return {"schedules": ScheduleService.rows(rt.schedules.state())}
+
+    return gather
+
+
+def executors(host: DaemonHost) -> Any:
+    def gather(request: Any) -> dict[str, Any]:
+        with host.reading() as rt:
+            return {"executors": queries.catalogue_rows(rt.catalogue.state())}
+
+    return gather
+
+
+def executor(host: DaemonHost) -> Any:
+    def gather(request: Any) -> dict[str, Any]:
+        name = request.path_params["name"]
+        with host.reading() as rt:
+            return {"name": name, **queries.executor_detail(rt, name)}
+
+    return gather
+
+
+def mnestome(host: DaemonHost) -> Any:
+    from projections.mnestome import all_states, top
+
+    def gather(request: Any) -> dict[str, Any]:
+        with host.reading() as rt:
+            rows = top(rt.mnestome.state(), 300, states=all_states())
+        return {"mnests": rows, "drawing": circle_drawing(queries.mnestome_graph(rows))}
+
+    return gather
+
+
+def circle_drawing(graph: dict[str, Any], size: int = GRAPH_SIZE) -> dict[str, Any]:
+    """Executors on a circle, each mnest a line between them as thick as it is strong (an SVG, no script)."""
+    nodes = graph["nodes"]
+    centre, radius = size / 2, size / 2 - 90
+    at = {}
+    for i, name in enumerate(nodes):
+        angle = 2 * math.pi * i / max(1, len(nodes)) - math.pi / 2
+        at[name] = (round(centre + radius * math.cos(angle), 1), round(centre + radius * math.sin(angle), 1))
+    edges = []
+    for e in graph["edges"]:
+        (x1, y1), (x2, y2) = at[e["src"]], at[e["dst"]]
+        # The line stops short of the target's dot, so that its arrowhead shows which way the data went.
+        length = math.hypot(x2 - x1, y2 - y1) or 1.0
+        x2, y2 = x2 - (x2 - x1) * 10 / length, y2 - (y2 - y1) * 10 / length
+        edges.append({**e, "x1": x1, "y1": y1, "x2": round(x2, 1), "y2": round(y2, 1),
+                      "width": round(0.5 + 6 * max(0.0, min(1.0, e["weight"])), 2)})
+    return {"size": size, "nodes": [{"name": n, "x": at[n][0], "y": at[n][1], "right": at[n][0] >= centre} for n in nodes], "edges": edges}
+
+
+def events(host: DaemonHost) -> Any:
+    def gather(request: Any) -> dict[str, Any]:
+        with host.reading() as rt:
+            last = rt.log.recorder.max_notification_id() or 0
+        return {"after": max(0, last - 50)}
+
+    return gather
+
+
+PAGES = [
+    ("/", "timeline.html.jinja", timeline),
+    ("/turns/{turn_id}", "turn.html.jinja", turn),
+    ("/approvals", "approvals.html.jinja", approvals),
+    ("/schedules", "schedules.html.jinja", schedules),
+    ("/executors", "executors.html.jinja", executors),
+    ("/executors/{name}", "executor.html.jinja", executor),
+    ("/mnestome", "mnestome.html.jinja", mnestome),
+    ("/events", "events.html.jinja", events),
+]

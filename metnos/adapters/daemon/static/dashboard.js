@@ -1,0 +1,171 @@
+// The dashboard's few interactions, in plain JavaScript: each button calls the daemon's
+// JSON API (the cookie carries the token) and shows what it answered.
+"use strict";
+
+async function api(method, path, body) {
+  const reply = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : {"Content-Type": "application/json"},
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  let data;
+  try { data = await reply.json(); } catch (e) { data = {error: {message: `HTTP ${reply.status}`}}; }
+  return {ok: reply.ok, status: reply.status, data};
+}
+
+function show(id, text) {
+  const el = document.getElementById(id);
+  el.hidden = false;
+  el.textContent = text;
+}
+
+function errorText(data) {
+  return data && data.error ? `error: ${data.error.message}` : JSON.stringify(data, null, 1);
+}
+
+function undoText(data) {
+  if (data.error) return errorText(data);
+  if (data.status === "nothing") return data.message;
+  const lines = [`${data.dry_run ? "preview" : "result"}: ${data.status}`];
+  for (const a of data.actions || []) lines.push(`  ${data.dry_run ? "would " : ""}${a.action}  ${a.path}  (step ${a.step}, ${a.executor})`);
+  if (!(data.actions || []).length) lines.push("  no file to put back");
+  for (const n of data.not_undoable || []) lines.push(`  cannot be undone: step ${n.step} ${n.executor}: ${n.reason}`);
+  for (const c of data.conflicts || []) lines.push(`  changed since the turn: ${c.path}`);
+  return lines.join("\n");
+}
+
+// A turn's outcome as every way in tells it (metnos/runtime/turn/telling.py): an unverified answer is
+// marked, with the parts found in no step's result; a quarantined executor the request missed is named.
+function outcomeText(data) {
+  const lines = [];
+  if (data.status === "unverified") {
+    lines.push(`unverified: ${(data.message || "").replace(/^\s*unverified\s*[:,.\-–—]\s*/i, "")}`);
+    const parts = (data.failure && data.failure.unmatched) || [];
+    if (parts.length) lines.push(`not found in anything the steps returned: ${parts.map((p) => JSON.stringify(p)).join(", ")}`);
+    lines.push("the answer as the model wrote it, unchecked:", data.answer || "");
+  } else {
+    lines.push(`${data.status}: ${data.answer || data.message || ""}`);
+  }
+  for (const q of data.quarantined || []) lines.push(q.notice);
+  return lines.join("\n");
+}
+
+function wireAsk() {
+  const form = document.getElementById("ask-form");
+  if (!form) return;
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = document.getElementById("ask-text").value;
+    show("ask-result", "thinking…");
+    const {data} = await api("POST", "/api/ask", {text, approve: "ask"});
+    show("ask-result", data.error ? errorText(data) : outcomeText(data));
+    if (!data.error) setTimeout(() => window.location.reload(), 1500);
+  });
+}
+
+function wireTurn() {
+  const replay = document.getElementById("replay");
+  if (!replay) return;
+  const turn = replay.dataset.turn;
+  replay.addEventListener("click", async () => {
+    show("replay-result", "replaying…");
+    const {data} = await api("POST", `/api/turns/${turn}/replay`);
+    if (data.error) return show("replay-result", errorText(data));
+    show("replay-result", data.same_path ? `same path: ${data.events} events replayed, no divergence` : `diverged\n${data.diff}`);
+  });
+  const undo = document.getElementById("undo");
+  document.getElementById("undo-preview").addEventListener("click", async () => {
+    const {data} = await api("GET", `/api/undo?turn=${turn}`);
+    show("undo-result", undoText(data));
+    undo.hidden = !(data.status === "dry-run");
+  });
+  undo.addEventListener("click", async () => {
+    const {data} = await api("POST", "/api/undo", {turn_id: turn});
+    show("undo-result", undoText(data));
+    undo.hidden = true;
+  });
+}
+
+function approvalSection(a) {
+  const section = document.createElement("section");
+  section.className = "approval";
+  section.id = `approval-${a.id}`;
+  const h = document.createElement("h3");
+  h.textContent = `Step ${a.step}: ${a.executor} (via ${a.channel}, ${a.seconds_left} s left)`;
+  const p = document.createElement("p");
+  p.textContent = a.reason;
+  const pre = document.createElement("pre");
+  pre.className = "args";
+  pre.textContent = JSON.stringify(a.args, null, 1);
+  section.append(h, p, pre);
+  for (const [label, cls, approve] of [["Approve", "approve", "true"], ["Deny", "deny", "false"]]) {
+    const b = document.createElement("button");
+    b.className = cls;
+    b.textContent = label;
+    b.dataset.id = a.id;
+    b.dataset.approve = approve;
+    section.append(b);
+  }
+  return section;
+}
+
+function wireApprovals() {
+  const box = document.getElementById("approvals");
+  if (!box) return;
+  box.addEventListener("click", async (event) => {
+    const b = event.target.closest("button[data-id]");
+    if (!b) return;
+    const {data} = await api("POST", `/api/approvals/${b.dataset.id}`, {approve: b.dataset.approve === "true"});
+    const section = document.getElementById(`approval-${b.dataset.id}`);
+    section.replaceChildren(document.createTextNode(data.error ? errorText(data) : (data.approved ? "approved" : "denied")));
+    section.className = "approval answered";
+  });
+  setInterval(async () => {
+    const {ok, data} = await api("GET", box.dataset.refresh);
+    if (!ok) return;
+    const shown = new Set([...box.querySelectorAll("section.approval:not(.answered)")].map((s) => s.id));
+    const wanted = new Set(data.map((a) => `approval-${a.id}`));
+    for (const id of shown) if (!wanted.has(id)) document.getElementById(id).remove();
+    for (const a of data) if (!document.getElementById(`approval-${a.id}`)) box.append(approvalSection(a));
+    const none = document.getElementById("no-approvals");
+    if (none) none.hidden = data.length > 0;
+  }, 1000);
+}
+
+function wireSchedules() {
+  for (const b of document.querySelectorAll("button.schedule")) {
+    b.addEventListener("click", async () => {
+      const {data} = await api("POST", `/api/schedules/${b.dataset.id}/${b.dataset.command}`);
+      if (data.error) return alert(data.error.message);
+      window.location.reload();
+    });
+  }
+}
+
+function wireEvents() {
+  const table = document.getElementById("events");
+  if (!table) return;
+  const state = document.getElementById("stream-state");
+  const source = new EventSource(table.dataset.stream);
+  source.onopen = () => { state.textContent = "live"; };
+  source.onerror = () => { state.textContent = "reconnecting"; };
+  // The stream was asked for with names=0: every event arrives as a plain message.
+  source.onmessage = (event) => {
+    const e = JSON.parse(event.data);
+    const row = table.insertRow(1);
+    row.className = "event";
+    for (const text of [e.id, (e.timestamp || "").slice(11, 23), e.topic.split(".").pop(), e.aggregate_id.slice(0, 8), JSON.stringify(e.state).slice(0, 200)]) {
+      row.insertCell().textContent = text;
+    }
+    while (table.rows.length > 500) table.deleteRow(-1);
+  };
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  wireAsk();
+  wireTurn();
+  wireApprovals();
+  wireSchedules();
+  wireEvents();
+});

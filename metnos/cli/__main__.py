@@ -1,6 +1,0 @@
-import sys
-
-from metnos.cli import main
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,0 @@
-"""Running one executor: checks, the sandboxed spawn, caps, the outcome.
-
-Entry point: ``metnos.invocation.runner.invoke``.
-"""

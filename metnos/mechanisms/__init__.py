@@ -1,0 +1,1 @@
+"""The log's store, the sandbox, invocation, executors, LLM providers, blobs."""

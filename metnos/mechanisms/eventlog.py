@@ -1,0 +1,230 @@
+"""The one log every Metnos fact goes into: an eventsourcing Application.
+
+LMDB in the workspace is the default; any of eventsourcing's persistence
+modules can be chosen with environment variables alone (PostgreSQL for users
+who outgrow one machine: see docs/log.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.persistence import InfrastructureFactoryError
+
+from metnos.errors import MetnosError
+from metnos.mechanisms.store.errors import LogUnavailable
+from metnos.mechanisms.store.event_record import Record, record_of
+from metnos.mechanisms.workspace import Workspace
+
+DEFAULT_PERSISTENCE_MODULE = "metnos.mechanisms.store.lmdb"
+# The names the store had before the code moved into layers, as a user's environment may still say them.
+FORMER_NAMES = {"metnos.store.lmdb": DEFAULT_PERSISTENCE_MODULE, "metnos.store.compressor:ZstdCompressor": "metnos.mechanisms.store.compressor:ZstdCompressor"}
+KNOWN_MODULES = ("metnos.mechanisms.store.lmdb", "eventsourcing.postgres", "eventsourcing.sqlite", "eventsourcing.popo")
+
+
+class LogConfigError(MetnosError):
+    """The environment names a log that cannot be used."""
+
+
+class EventLog(Application[UUID]):
+    name = "metnos"
+    is_snapshotting_enabled = False
+
+    def __init__(self, workspace: Workspace | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.workspace = workspace or Workspace.from_env()
+        settings = _defaults(self.workspace)
+        # The environment wins over the defaults, an explicit env over both.
+        settings.update({k: v for k, v in os.environ.items() if k in _SETTING_KEYS or k.startswith(("LMDB_", "POSTGRES_", "SQLITE_"))})
+        settings.update(env or {})
+        settings.update({k: FORMER_NAMES[v] for k, v in settings.items() if v in FORMER_NAMES})
+        if settings.get("PERSISTENCE_MODULE") == DEFAULT_PERSISTENCE_MODULE:
+            _refuse_an_empty_log_with_history(self.workspace, Path(settings.get("LMDB_PATH") or self.workspace.log_dir))
+        try:
+            super().__init__(env=settings)
+        except InfrastructureFactoryError as e:
+            module = settings.get("PERSISTENCE_MODULE", "")
+            msg = f"PERSISTENCE_MODULE={module!r} is not a usable persistence module; use one of: {', '.join(KNOWN_MODULES)}"
+            raise LogConfigError(msg) from e
+
+    def save(self, *objs: Any, **kwargs: Any) -> Any:
+        """Save as eventsourcing does; a write that fails says which events it did not write."""
+        pending = [
+            (type(obj).__name__, str(obj.id), [type(e).__name__ for e in getattr(obj, "pending_events", ())])
+            for obj in objs if obj is not None and hasattr(obj, "pending_events")
+        ]
+        try:
+            return super().save(*objs, **kwargs)
+        except LogUnavailable as e:
+            lost = "; ".join(f"{kind} {ident[:8]}: {', '.join(names)}" for kind, ident, names in pending if names)
+            raise LogUnavailable(f"{e}. Not written: {lost or 'nothing pending'}. Everything recorded before is in the log") from e
+
+    def notifications(self, start: int = 1, *, topics: tuple[str, ...] = (), batch: int = 1000) -> Iterator[Any]:
+        """Every stored notification from ``start`` on, in order."""
+        recorder = self.recorder
+        position = start
+        while True:
+            page = recorder.select_notifications(start=position, limit=batch, topics=topics)
+            yield from page
+            if len(page) < batch:
+                return
+            position = page[-1].id + 1
+
+
+    def domain_events(self, start: int = 1, *, topics: tuple[str, ...] = ()) -> Iterator[tuple[int, Any]]:
+        """(notification id, domain event) for every event from ``start`` on.
+
+        With ``topics``, other events are skipped before they are decoded.
+        """
+        wanted = frozenset(topics)
+        batches = getattr(self.recorder, "scan_batches", None)
+        decode_rows = getattr(self.mapper, "decode_rows", None)
+        if batches is not None and decode_rows is not None:
+            for rows in batches(start, topics=wanted or None):
+                for row, event in zip(rows, decode_rows(rows), strict=True):
+                    yield row[0], event
+            return
+        to_domain = self.mapper.to_domain_event
+        for n in self.notifications(start, topics=topics):
+            yield n.id, to_domain(n)
+
+    def record_batches(
+        self, start: int = 1, *, topics: Iterable[str] = (), fields: Mapping[str, frozenset[str] | None] | None = None
+    ) -> Iterator[list[tuple[int, str, Record]]]:
+        """Lists of ``(notification id, topic, record)`` from ``start`` on: what folds read.
+
+        Only records of ``topics`` (default: all) are read, the others skipped
+        before they are decoded. ``fields`` (topic -> fields wanted, None for
+        all) names the topics instead and lets a record hold only the fields
+        wanted. A list may be empty when none of its stored events matched.
+        """
+        if fields is not None and not fields:
+            return  # no topic wanted, not every topic
+        wanted = frozenset(fields) if fields is not None else frozenset(topics)
+        decode_records = getattr(self.mapper, "decode_records", None)
+        batches = getattr(self.recorder, "scan_batches", None)
+        if batches is not None and decode_records is not None:
+            loaders = self.mapper.record_loaders(fields) if fields else None
+            for rows in batches(start, topics=wanted or None, ids_as_text=True):
+                yield decode_records(rows, loaders)
+            return
+        to_domain = self.mapper.to_domain_event
+        page: list[tuple[int, str, Record]] = []
+        for n in self.notifications(start, topics=tuple(wanted)):
+            page.append((n.id, n.topic, record_of(to_domain(n))))
+            if len(page) == _PAGE:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    def feed(
+        self,
+        feeds: Mapping[str, Sequence[Callable[[Record, int], Any]]],
+        *,
+        fields: Mapping[str, frozenset[str] | None] | None = None,
+        start: int = 1,
+        progress: Callable[[int], Any] | None = None,
+    ) -> int | None:
+        """Hand every record of the feeds' topics, from ``start`` on and in log order, to
+        each of that topic's feeds as ``feed(record, notification id)``; returns the last id fed.
+
+        ``fields`` (topic -> fields wanted) as for ``record_batches``;
+        ``progress(id)`` now and then. On an LMDB log with Metnos's codecs this
+        is one loop from the stored bytes to the feeds: the rebuild's.
+        """
+        feeder = getattr(self.recorder, "feed_records", None)
+        if feeder is not None and hasattr(self.mapper, "plain_loader"):
+            loaders = self.mapper.record_loaders(fields) if fields else None
+            return feeder(self.mapper, feeds, loaders, start, progress=progress)
+        last: int | None = None
+        for batch in self.record_batches(start, fields=fields if fields is not None else dict.fromkeys(feeds)):
+            for nid, topic, record in batch:
+                for feed in feeds[topic]:
+                    feed(record, nid)
+            if batch:
+                last = batch[-1][0]
+                if progress is not None:
+                    progress(last)
+        return last
+
+    def records(self, start: int = 1, *, topics: Iterable[str] = ()) -> Iterator[tuple[int, str, Record]]:
+        """``(notification id, topic, record)`` for every event of ``topics`` (default: all) from ``start`` on."""
+        for batch in self.record_batches(start, topics=topics):
+            yield from batch
+
+
+_PAGE = 1000
+
+
+_SETTING_KEYS = {
+    "PERSISTENCE_MODULE",
+    "COMPRESSOR_TOPIC",
+    "CIPHER_TOPIC",
+    "CIPHER_KEY",
+    "TRANSCODER_TOPIC",
+}
+
+
+def _refuse_an_empty_log_with_history(workspace: Workspace, log_path: Path) -> None:
+    """An empty log where the views have folded events is a history lost, not a new log.
+
+    LMDB takes an empty data file for a new environment; writing into it
+    would bury the evidence, so nothing is opened and the user is told how
+    to recover.
+    """
+    from metnos.mechanisms.store.environment import DATA_FILE
+    from metnos.mechanisms.store.errors import LogDamaged, LogUnavailable
+    from projections.base import UPSTREAM
+    from projections.store import ViewStore
+
+    data_file = log_path / DATA_FILE
+    if not data_file.exists() or data_file.stat().st_size > 0:
+        return
+    if not (workspace.views_dir / DATA_FILE).exists() or os.path.realpath(log_path) != os.path.realpath(workspace.log_dir):
+        return
+    try:
+        store = ViewStore.open(workspace.views_dir, "turns")
+    except (LogUnavailable, LogDamaged):
+        return
+    try:
+        folded = store.max_tracking_id(UPSTREAM) or 0
+    finally:
+        store.close()
+    if folded:
+        msg = (
+            f"the log file {data_file} is empty, but this workspace's views have folded {folded} events from it: "
+            "the history is gone from that file, and Metnos will not start a new log over it (nothing was written). "
+            f"Restore {data_file} from a backup; to start over on purpose, move {workspace.data_dir} aside and run `metnos init`"
+        )
+        raise LogDamaged(msg)
+
+
+def _defaults(workspace: Workspace) -> dict[str, str]:
+    return {
+        "PERSISTENCE_MODULE": DEFAULT_PERSISTENCE_MODULE,
+        "LMDB_PATH": str(workspace.log_dir),
+        "COMPRESSOR_TOPIC": "metnos.mechanisms.store.compressor:ZstdCompressor",
+    }
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """A notification decoded for people and for --json."""
+
+    id: int
+    aggregate_id: str
+    aggregate_version: int
+    topic: str
+    timestamp: datetime | None
+    state: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.topic.rsplit(":", 1)[-1]

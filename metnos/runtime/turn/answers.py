@@ -1,0 +1,204 @@
+"""Is the model's text an answer? The checks that keep a non-answer from being
+reported as ``answered``.
+
+A small model, asked to answer, often writes something that is not one: an
+empty reply, the name of a tool, the raw JSON a tool returned, a tool call
+written out as text, or a lead-in that stops before saying anything ("The
+tool returned:"). Each is recognised here by its form alone, never by
+matching known requests or answers, and named by a reason the loop records
+and sends back to the model once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from metnos.runtime.turn.text import content_tokens
+
+EMPTY = "empty"
+TOOL_NAME = "tool_name"
+RAW_TOOL_OUTPUT = "raw_tool_output"
+TOOL_CALL_AS_TEXT = "tool_call_as_text"
+STUB = "stub"
+INSTRUCTIONS_ECHOED = "instructions_echoed"
+
+REASONS: Mapping[str, str] = {
+    EMPTY: "it was empty",
+    TOOL_NAME: "it was only the name of a tool",
+    RAW_TOOL_OUTPUT: "it was raw tool output (JSON), not an answer in words",
+    TOOL_CALL_AS_TEXT: "it was a tool call written as text; tools are called through the tool-calling interface",
+    STUB: "it stopped before saying anything (a lead-in ending with ':')",
+    INSTRUCTIONS_ECHOED: "it repeated the instructions it was given instead of answering",
+}
+# An answer that is mostly a run of this many words or more of an instruction it was given.
+_ECHO_RUN = 6
+_ECHO_SHARE = 0.6
+_LOWER_WORD = re.compile(r"[a-z0-9']+")
+
+_FENCE = re.compile(r"\A```[a-zA-Z]*\s*\n?(?P<body>.*?)\n?\s*```\Z", re.DOTALL)
+_TAGGED_CALL = re.compile(r"<\s*/?\s*(tool_call|function_call|tool_use)\b", re.IGNORECASE)
+_CALL_SYNTAX = re.compile(r"\A\s*`?(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*\(")
+# A lead-in: at most this many words, ending with a colon and nothing after it.
+_STUB_WORDS = 12
+# A short first line ending with a colon ("Step 2 returned:", "Here is the result:"), then the rest.
+_LEAD_IN = re.compile(r"\A(?P<lead>[^\n]{1,120}):[ \t]*\n+(?P<rest>.*)\Z", re.DOTALL)
+# The start of a tool's JSON result, even cut short (a reply that hit its token limit does not parse).
+_RESULT_START = re.compile(r'\A(?:```[a-zA-Z]*\s*)?[\[{]\s*\{?\s*"(ok|entries|content|error|metadata|path)"\s*:')
+
+
+def _unfenced(text: str) -> str:
+    m = _FENCE.match(text)
+    return m.group("body").strip() if m else text
+
+
+def _json_of(text: str) -> Any:
+    body = _unfenced(text)
+    if not body or body[0] not in "{[":
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _echoes(value: Any, observations: Iterable[Mapping[str, Any]]) -> bool:
+    """``value`` is an observation, one of an observation's top-level values, or
+    JSON made of an observation's values (the 1.5B answered ``{"content": "..."}``
+    with the content a step returned)."""
+    observations = list(observations)
+    for obs in observations:
+        if value == obs or (isinstance(value, (dict, list)) and value in obs.values()):
+            return True
+    said = [leaf for leaf in _leaves(value) if leaf.strip()] if isinstance(value, (dict, list)) else []
+    held = [leaf for obs in observations for leaf in _leaves(obs)]
+    return bool(said) and all(any(leaf.strip() in h for h in held) for leaf in said)
+
+
+def _longest_run(a: list[str], b: list[str]) -> int:
+    best = 0
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0] * (len(b) + 1)
+        for j, y in enumerate(b, start=1):
+            if x == y:
+                current[j] = previous[j - 1] + 1
+                best = max(best, current[j])
+        previous = current
+    return best
+
+
+def echoes_instructions(text: str, instructions: Iterable[str]) -> bool:
+    """``text`` is mostly one of the loop's own instructions, said back (the 0.5B
+    answered a closed pipeline with ``{"message": "the pipeline is complete: answer
+    the user now ..."}``)."""
+    words = _LOWER_WORD.findall(text.casefold())[:400]
+    if len(words) < _ECHO_RUN:
+        return False
+    for instruction in instructions:
+        run = _longest_run(words, _LOWER_WORD.findall(instruction.casefold())[:400])
+        if run >= _ECHO_RUN and run >= _ECHO_SHARE * len(words):
+            return True
+    return False
+
+
+def answer_problem(text: str, tool_names: Collection[str],
+                   observations: Iterable[Mapping[str, Any]] = (), instructions: Iterable[str] = ()) -> str | None:
+    """None when ``text`` reads as an answer, else the reason it does not.
+    ``instructions``: what the loop itself told the model this turn."""
+    stripped = text.strip()
+    if not stripped:
+        return EMPTY
+    if echoes_instructions(stripped, instructions):
+        return INSTRUCTIONS_ECHOED
+    bare = stripped.strip("`'\"*.!:; \n\t")
+    if bare in tool_names or (bare.endswith("()") and bare[:-2] in tool_names):
+        return TOOL_NAME
+    if _TAGGED_CALL.search(stripped):
+        return TOOL_CALL_AS_TEXT
+    m = _CALL_SYNTAX.match(_unfenced(stripped))
+    if m and m.group("name") in tool_names:
+        return TOOL_CALL_AS_TEXT
+    data = _json_of(stripped)
+    if isinstance(data, dict) and "name" in data and ({"arguments", "parameters", "args"} & set(data)):
+        return TOOL_CALL_AS_TEXT
+    if isinstance(data, list) and data and all(isinstance(d, dict) and "name" in d and "arguments" in d for d in data):
+        return TOOL_CALL_AS_TEXT
+    if data is not None and (isinstance(data, dict) and ("ok" in data or "error" in data) or _echoes(data, list(observations))):
+        return RAW_TOOL_OUTPUT
+    lead_in = _LEAD_IN.match(stripped)
+    if lead_in and len(lead_in.group("lead").split()) <= _STUB_WORDS:
+        rest = lead_in.group("rest").strip()
+        if _RESULT_START.match(rest) or answer_problem(rest, tool_names, observations) == RAW_TOOL_OUTPUT:
+            # A lead-in over a tool's result (the 1.5B copied the prompt's "Step 2 returned:" and the JSON after it).
+            return RAW_TOOL_OUTPUT
+    if stripped.endswith(":") and len(stripped.split()) <= _STUB_WORDS:
+        return STUB
+    return None
+
+
+def grounded_in(text: str, observations: Iterable[Mapping[str, Any]]) -> bool:
+    """The answer shares at least one word or number with one of ``observations``:
+    a sign that it uses what those steps produced."""
+    words = content_tokens(text)
+    if not words:
+        return False
+    return any(words & content_tokens(" ".join(_leaves(obs))) for obs in observations)
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*")
+
+
+def _numbers(text: str) -> set[float]:
+    found = set()
+    for raw in _NUMBER.findall(text):
+        plain = raw.replace(",", "") if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw) else raw.replace(",", ".")
+        try:
+            found.add(float(plain))
+        except ValueError:
+            continue
+    return found
+
+
+def figures_from(text: str, observations: Iterable[Mapping[str, Any]]) -> bool:
+    """The answer gives at least one number, and each is a number of ``observations``
+    (in a value or inside a text value): a figure taken from the data, not made up."""
+    said = _numbers(text)
+    if not said:
+        return False
+    known: set[float] = set()
+    for obs in observations:
+        for leaf in _leaves(obs):
+            known |= _numbers(leaf)
+    return said <= known
+
+
+def _leaves(value: Any) -> Iterable[str]:
+    """The values of an observation as text, without its keys (an answer saying
+    "content" uses nothing by that)."""
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+# Words by which a request asks for a figure worked out from data (a total, a count, the
+# largest): the data itself, handed back, does not answer it.
+_FIGURE = re.compile(r"\b(total|sum|average|mean|count|how many|how much|number of|largest|biggest|smallest|"
+                     r"highest|lowest|maximum|minimum|most|least|fewest|cheapest|priciest|most expensive)\b", re.IGNORECASE)
+
+
+def asks_for_a_figure(request_text: str) -> bool:
+    return _FIGURE.search(request_text) is not None
+
+
+def is_a_figure(observation: Mapping[str, Any]) -> bool:
+    """A step's result that is one number (compute_entries' ``content``)."""
+    content = observation.get("content")
+    return isinstance(content, (int, float)) and not isinstance(content, bool)

@@ -1,0 +1,74 @@
+"""Which side effects a request asks for, read from its words by rules.
+
+An executor with side effects is offered only when the request names its
+action (metnos/runtime/turn/shortlist.py): one of its action tags
+(:func:`metnos.runtime.turn.prefilter.action_tags`) or the verb of its name. A tag's
+word is met in any of its forms (:mod:`metnos.runtime.turn.wording`: "removing",
+"cancellare", "mandami", "delte"); a tag of several words is met only whole.
+
+Two readings of the request keep a named action from counting:
+
+* what the request names as a path or URL is a name, not a word of it
+  ("read ~/notes/delete_me.txt" asks for nothing to be deleted);
+* an action word right after a negation or a first-person subject, within
+  :data:`CONTEXT_WORDS` words, is not asked of the runtime: "don't delete
+  anything", "senza eliminare", "before I send it", "prima di spedirla".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from metnos.runtime.turn.intent import named_targets
+from metnos.runtime.turn.text import STOPWORDS, tokens
+from metnos.runtime.turn.wording import Lexicon
+
+CONTEXT_WORDS = 2
+# Negations and first-person subjects, English and Italian: closed classes of
+# function words ("don't" is tokenised "don", "t"; "prima di" is "before").
+NOT_ASKED_AFTER: frozenset[str] = frozenset(
+    "not no never without don dont doesn didn won i we before non senza mai prima".split()
+)
+
+
+@dataclass(frozen=True)
+class AskedAction:
+    name: str
+    words: tuple[str, ...]  # the request's words that named it
+    tag: tuple[str, ...]  # the tag (or name verb) they met
+
+
+class ActionWords:
+    """The action tags of a catalogue's executors with side effects, ready to meet a request."""
+
+    def __init__(self, tags: Mapping[str, Iterable[frozenset[str]]]) -> None:
+        self.tags = {name: tuple(tuple(sorted(tag)) for tag in found) for name, found in tags.items()}
+        self.lexicon = Lexicon(word for found in self.tags.values() for tag in found for word in tag)
+
+    def asked(self, request_text: str) -> dict[str, AskedAction]:
+        """The executors with side effects whose action the request asks for, each with why."""
+        meant = self._meant_words(request_text)
+        found: dict[str, AskedAction] = {}
+        for name, tags in self.tags.items():
+            for tag in tags:
+                used = [next((w for w, met in meant if word in met), None) for word in tag]
+                if all(u is not None for u in used):
+                    found[name] = AskedAction(name, tuple(u for u in used if u is not None), tag)
+                    break
+        return found
+
+    def _meant_words(self, request_text: str) -> list[tuple[str, frozenset[str]]]:
+        targets = named_targets(request_text)
+        text = request_text
+        for target in (*targets.urls, *targets.files, *targets.folders):
+            text = text.replace(target, " ")
+        words = tokens(text)
+        out = []
+        for i, word in enumerate(words):
+            if word in STOPWORDS or NOT_ASKED_AFTER & set(words[max(0, i - CONTEXT_WORDS):i]):
+                continue
+            met = self.lexicon.meets(word)
+            if met:
+                out.append((word, met))
+        return out

@@ -1,0 +1,239 @@
+"""What a turn may call: the active executors, as the pre-filter and the model see them.
+
+Built once per turn from the loader's verified executors and the catalogue
+projection. For executors that take a list (``entries``/``with_entries``),
+the model is offered ``from_step``/``with_step`` instead (seeds/002 ch. 7.1):
+it names the step whose list to use and never types the list out itself.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from metnos.canonical import canonical_hash
+from metnos.mechanisms.executors.loader import LoadedExecutor
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.llm.messages import ToolSpec
+from metnos.runtime.turn.piping import LIST_REFERENCES
+from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex
+from metnos.runtime.turn.scratchpad import SCRATCHPAD_READ_TOOL
+
+if TYPE_CHECKING:
+    from metnos.runtime.turn.quarantined import QuarantinedExecutor
+
+SCRATCHPAD_READ = "scratchpad_read"
+
+
+@dataclass(frozen=True)
+class TurnExecutor:
+    loaded: LoadedExecutor
+    entry: CatalogueEntry
+    tool: ToolSpec
+    first_tool: ToolSpec  # the same tool before any step has run: no step references
+
+    @property
+    def name(self) -> str:
+        return self.loaded.name
+
+
+_MAX_REF_DEPTH = 16
+
+
+def inline_refs(node: Any, root: dict[str, Any], depth: int = 0) -> Any:
+    """``node`` with its local ``#/...`` references replaced by what they point to.
+
+    A contract schema is ``{"$ref": "#/definitions/Input", "definitions": {...}}``
+    over the whole schema.json; shown as is, the model reads the output
+    half as well and invents arguments from it. A reference that does not
+    resolve, or that nests deeper than a sane schema would, becomes ``{}``
+    (any value): the validator, which keeps the full schema, still decides.
+    """
+    if isinstance(node, list):
+        return [inline_refs(v, root, depth) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#"):
+        if depth >= _MAX_REF_DEPTH:
+            return {}
+        target: Any = root
+        for raw in ref[1:].split("/")[1:]:
+            part = raw.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        if not isinstance(target, dict):
+            return {}
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        return inline_refs({**target, **siblings}, root, depth + 1)
+    return {k: inline_refs(v, root, depth) for k, v in node.items() if k not in ("$schema", "$id", "definitions", "$defs")}
+
+
+def tool_parameters(input_schema: dict[str, Any], *, step_refs: bool = True) -> dict[str, Any]:
+    """The input schema as offered to the model: self-contained, list arguments become step references.
+
+    ``step_refs=False`` is for the first round, when no step has run: a step
+    reference could only point at nothing, and a small model given one fills
+    it in anyway (``"from_step": 1`` at step 1), so the list argument is
+    simply not offered yet.
+    """
+    schema = inline_refs(copy.deepcopy(input_schema), input_schema)
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return schema
+    required = list(schema.get("required", []))
+    for ref_arg, list_arg in LIST_REFERENCES:
+        if list_arg in props and props[list_arg].get("type") == "array":
+            props.pop(list_arg)
+            if not step_refs:
+                required = [r for r in required if r != list_arg]
+                continue
+            props[ref_arg] = {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"the number of the earlier step whose list to use as {list_arg}",
+            }
+            if list_arg in required:
+                required[required.index(list_arg)] = ref_arg
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    schema.pop("$schema", None)
+    schema.pop("definitions", None)
+    return schema
+
+
+# What a model needs of a schema to write a call: the shape. The rest (bounds,
+# formats, defaults, per-field prose) costs prompt tokens on every turn and is
+# still enforced: arguments are validated against the full signed schema, and
+# a violation comes back to the model with the reason.
+_SHAPE_KEYS = ("type", "enum", "const", "properties", "items", "required", "anyOf", "oneOf")
+
+
+def compact_schema(node: Any) -> Any:
+    """The shape of a JSON Schema: types, fields, required fields and enums, nothing else."""
+    if isinstance(node, list):
+        return [compact_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key in _SHAPE_KEYS:
+        if key not in node:
+            continue
+        value = node[key]
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf", "oneOf"):
+            out[key] = compact_schema(value)
+        else:
+            out[key] = value
+    return out
+
+
+def catalogue_entry(m: Manifest) -> CatalogueEntry:
+    """What the pre-filter knows of an executor, from its manifest."""
+    return CatalogueEntry(
+        name=m.name,
+        version=m.version,
+        summary=m.executor.summary,
+        descriptions=tuple(sorted(m.description.items())),
+        affinity=tuple(m.executor.affinity),
+        side_effects=m.contract.side_effects,
+        idempotent=m.contract.idempotent,
+    )
+
+
+def _tool(le: LoadedExecutor, *, step_refs: bool = True) -> ToolSpec:
+    # The one-line summary, not the long description: the pre-filter reads
+    # the long one; the model gets the few tokens it needs to choose.
+    m = le.manifest
+    description = m.executor.summary or m.description.get("en", "")
+    return ToolSpec(name=le.name, description=description,
+                    parameters=compact_schema(tool_parameters(le.input_schema, step_refs=step_refs)))
+
+
+# Words that make the pre-filter offer the recurring-task builtins.
+BUILTIN_AFFINITY: dict[str, tuple[str, ...]] = {
+    # "every" alone is in many requests that schedule nothing ("list every file"):
+    # the cadences it forms are phrases.
+    "schedule_recurring": ("schedule", "recurring", "daily", "weekly", "hourly", "monthly", "remind", "reminder", "cron",
+                           "every day", "every week", "every month", "every hour", "every minute", "every morning",
+                           "every evening", "every night", "every weekday", "every monday", "every tuesday",
+                           "every wednesday", "every thursday", "every friday", "every saturday", "every sunday",
+                           "ogni", "ricorda", "pianifica"),
+    "cancel_recurring": ("cancel", "stop", "recurring", "schedule", "reminder", "annulla"),
+    "list_recurring": ("schedules", "recurring", "scheduled", "reminder", "reminders", "pianificati"),
+    "show_recurring": ("show", "schedule", "recurring", "reminder"),
+    "toggle_recurring": ("pause", "resume", "toggle", "schedule", "reminder", "sospendi", "riprendi"),
+    "history_recurring": ("history", "schedule", "firings", "recurring", "storia"),
+    "run_now_recurring": ("run", "now", "schedule", "recurring"),
+}
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A runtime builtin offered as a tool (not an executor: no manifest, no sandbox)."""
+
+    entry: CatalogueEntry
+    tool: ToolSpec
+    # The executor calls (name, args) the builtin sets up to run later.
+    targets: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]] = lambda args: []
+
+
+def builtin_tools() -> dict[str, Builtin]:
+    from metnos.runtime.scheduler.tools import TOOLS
+
+    found = {}
+    for name, tool in sorted(TOOLS.items()):
+        spec = ToolSpec(**tool.spec())
+        spec = ToolSpec(name=spec.name, description=spec.description, parameters=compact_schema(spec.parameters))
+        found[name] = Builtin(CatalogueEntry(name=name, summary=tool.description, descriptions=(("en", tool.description),),
+                                             affinity=BUILTIN_AFFINITY.get(name, ()), side_effects=tool.side_effects,
+                                             idempotent=tool.idempotent), spec, tool.targets)
+    return found
+
+
+class TurnCatalogue:
+    def __init__(self, executors: list[LoadedExecutor], builtins: dict[str, Builtin] | None = None,
+                 quarantined: Sequence[QuarantinedExecutor] = ()) -> None:
+        self.builtins = builtins or {}
+        ordered = sorted(executors, key=lambda e: e.name)
+        self.executors = {le.name: TurnExecutor(le, catalogue_entry(le.manifest), _tool(le), _tool(le, step_refs=False)) for le in ordered}
+        entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
+        self.index = PrefilterIndex(sorted(entries, key=lambda e: e.name)) if ordered else None
+        identities = [{"name": te.name, "version": te.loaded.version, "digest": te.loaded.digest} for te in self.executors.values()]
+        # Each signed file's digest rides along, so a replay can say which file of an executor changed.
+        self.entries = [{**ident, "files": dict(te.loaded.file_digests)} for ident, te in zip(identities, self.executors.values(), strict=True)]
+        self.digest = canonical_hash(identities)
+        # Never offered; ranked with the live ones only to say which a request would have had.
+        self.quarantined = tuple(q for q in quarantined if q.name not in self.executors and q.name not in self.builtins)
+        self._with_quarantined: PrefilterIndex | None = None
+
+    def index_with_quarantined(self) -> PrefilterIndex:
+        """One index over the live entries and the quarantined ones, built once: what the pre-filter would rank if nothing were quarantined."""
+        if self._with_quarantined is None:
+            entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
+            self._with_quarantined = PrefilterIndex([*entries, *(q.entry for q in self.quarantined)])
+        return self._with_quarantined
+
+    def __len__(self) -> int:
+        return len(self.executors)
+
+    def get(self, name: str) -> TurnExecutor | None:
+        return self.executors.get(name)
+
+    def tools(self, names: list[str], *, with_scratchpad: bool, step_refs: bool = True) -> list[ToolSpec]:
+        """The tools for ``names``, in name order whatever the ranking: the same
+        tools make the same prompt prefix, which llama.cpp's cache reuses."""
+        tools = []
+        for n in sorted(names):
+            if n in self.executors:
+                tools.append(self.executors[n].tool if step_refs else self.executors[n].first_tool)
+            elif n in self.builtins:
+                tools.append(self.builtins[n].tool)
+        if with_scratchpad:
+            spec = SCRATCHPAD_READ_TOOL
+            tools.append(ToolSpec(name=spec["name"], description=spec["description"], parameters=dict(spec["parameters"])))
+        return tools

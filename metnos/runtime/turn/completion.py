@@ -1,0 +1,125 @@
+"""Arguments a list operator was called without, completed from the request's own words.
+
+A small model calls ``compute_entries(op="sum", from_step=1)`` for "the total
+of the amount column", or ``sort_entries(field="size")`` for "the largest
+file", and leaves out the argument that carries the request's meaning: the
+field, the order. Told so, it repeats the same call. The request says it, so
+the loop fills it in, by rules, only where the model left it out, and says so
+in the step's record (``completed``):
+
+* ``field``: a field of the piped entries that the request names as a word
+  ("amount"), or, for a file list, the field a size or time word points at
+  ("largest" means size, "newest" means modified); only when exactly one
+  field fits;
+* ``order``: ``desc`` when the request asks for the most of something
+  ("largest", "newest", "top") and never for the least;
+* a path written without its ``~/`` ("essays/intro.txt" for the request's
+  "~/essays/intro.txt"): the 0.5B drops it, the policy refuses a relative path,
+  and the model writes the same path again. Only a path the request names
+  exactly is completed; any other relative path is still refused;
+* an optional argument written out blank (``""``, ``[]``, ``{}``, ``null``)
+  where the schema refuses a blank one is left out: the 1.5B, planning
+  online, wrote every optional argument of move_files and sent
+  ``dest_dir: ""`` beside the ``moves`` it meant. A blank means the default;
+  this applies only when leaving the blanks out makes the call valid, and
+  the step's record names them (``completed["dropped"]``).
+
+Pure: the same request and entries give the same completion, so a replay
+recomputes it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metnos.runtime.turn.intent import named_targets
+
+_WORD = re.compile(r"[a-z0-9_]+")
+_MOST = frozenset({"largest", "biggest", "highest", "most", "newest", "latest", "recent", "top", "maximum", "max",
+                   "heaviest", "longest", "greatest"})
+_LEAST = frozenset({"smallest", "lowest", "least", "oldest", "earliest", "minimum", "min", "shortest", "lightest",
+                    "cheapest", "fewest"})
+# Words that point at a field of a file list (find_files' entries).
+_FIELD_WORDS = {"size": ("largest", "biggest", "smallest", "size", "heaviest", "lightest", "bytes"),
+                "modified": ("newest", "latest", "recent", "recently", "oldest", "modified", "earliest")}
+
+
+def complete_arguments(args: Mapping[str, Any], properties: Mapping[str, Any], entries: Sequence[Any] | None,
+                       request_text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``args`` with what the request supplies added, and what was added (argument -> value)."""
+    words = set(_WORD.findall(request_text.casefold()))
+    out, added = dict(args), {}
+    field_schema = properties.get("field")
+    # A field with a default (filter_entries' "name") is the executor's own choice to make.
+    if isinstance(field_schema, Mapping) and "default" not in field_schema and not out.get("field") and entries:
+        field = _named_field(entries, words)
+        if field is not None:
+            out["field"] = added["field"] = field
+    order = properties.get("order")
+    if isinstance(order, Mapping) and "desc" in (order.get("enum") or ()) and "order" not in out:
+        if words & _MOST and not words & _LEAST:
+            out["order"] = added["order"] = "desc"
+    return out, added
+
+
+def _named_field(entries: Sequence[Any], words: set[str]) -> str | None:
+    fields: dict[str, None] = {}
+    for e in entries[:200]:
+        if isinstance(e, Mapping):
+            for k, v in e.items():
+                if isinstance(k, str) and v is not None:
+                    fields.setdefault(k, None)
+    named = [f for f in fields if f.casefold() in words]
+    if len(named) == 1:
+        return named[0]
+    pointed = [f for f, cues in _FIELD_WORDS.items() if f in fields and words.intersection(cues)]
+    return pointed[0] if len(pointed) == 1 and not named else None
+
+
+def complete_paths(args: Mapping[str, Any], paths: Sequence[tuple[str, str]], request_text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``args`` with each relative path (at its JSON pointer in ``paths``) that
+    is a path the request names without its ``~/`` written as the request
+    writes it, and what was completed (pointer -> path)."""
+    named = named_targets(request_text)
+    home_paths = {p[2:].rstrip("/"): p.rstrip("/") for p in (*named.files, *named.folders) if p.startswith("~/")}
+    out: dict[str, Any] = dict(args)
+    added: dict[str, Any] = {}
+    for pointer, value in paths:
+        bare = value.strip()
+        bare = bare[2:] if bare.startswith("./") else bare
+        if bare.startswith(("/", "~")) or bare.rstrip("/") not in home_paths:
+            continue
+        if not added:
+            out = copy.deepcopy(out)
+        _put(out, pointer, home_paths[bare.rstrip("/")])
+        added[pointer] = home_paths[bare.rstrip("/")]
+    return out, added
+
+
+def _put(document: Any, pointer: str, value: str) -> None:
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    node = document
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
+
+
+def without_blank_optionals(args: Mapping[str, Any], schema: Mapping[str, Any],
+                            problems: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """``args`` without the optional arguments left blank that ``problems`` (the
+    schema's refusals) name, and which those were."""
+    required = set(schema.get("required", ()))
+    refused = {str(p.get("path", "")).split(".", 1)[0] for p in problems}
+    dropped = sorted(k for k, v in args.items() if k in refused and k not in required and _blank(v))
+    return {k: v for k, v in args.items() if k not in dropped}, dropped

@@ -1,0 +1,430 @@
+"""Is the answer true to what the turn saw? The check a turn passes before it is
+``answered`` (docs/turns.md, "Grounded answers").
+
+An answer makes claims a reader can check: numbers, paths and file names,
+quoted text, the items of a list, the lines it copies out of a file. Each one
+must be found in what the turn's steps returned (their observations, the
+figures they computed, their metadata), or in the request itself. Whatever is
+found nowhere is *unmatched*: the answer gets one repair round naming it, and a
+turn whose answer still holds such parts ends ``unverified``, never
+``answered``.
+
+An *exact ask* (the last three lines, the first two items, the five largest)
+is held to more: what the answer gives must come from a step that worked the
+data out (a slice, a sort, a count), and give as many as were asked for.
+Counting or slicing in the model's prose is where the small models went wrong
+("the last three lines" answered with all five).
+
+Everything here is read from the form of the text alone, never from known
+requests or answers; it is pure, so replay checks an answer the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from metnos.runtime.turn.text import content_tokens
+
+# Past this many unmatched parts, the rest are counted rather than named.
+MAX_NAMED = 8
+
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+# A number as an answer writes it: not inside a word, a path or an identifier.
+_ANSWER_NUMBER = re.compile(r"(?<![\w./~\\-])-?\d+(?:[.,]\d+)*(?![\w/\\])")
+_PATHLIKE = re.compile(r"(?<![\w@])(?:~|\.{1,2})?/?(?:[\w.\-]+/)*[\w\-]+\.[A-Za-z][\w]{0,7}(?![\w/])"
+                       r"|(?<![\w@])(?:~|\.{1,2})?/(?:[\w.\-]+/?)+")
+_URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
+_QUOTED = re.compile(r"\"([^\"\n]{2,})\"|“([^”\n]{2,})”|«([^»\n]{2,})»|`([^`\n]{2,})`")
+_FENCE = re.compile(r"```[^\n]*\n(?P<body>.*?)```", re.DOTALL)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+(?P<item>.+?)\s*$")
+_MARKUP = re.compile(r"\*\*|__|`")
+# Where an item's head ends: "notes.md: 120 bytes", "Alice - 3 mails", "a.txt (2 KB)".
+_HEAD_END = re.compile(r"\s*(?::\s|\s[-–—]\s|\s\(|,\s)")
+_WS = re.compile(r"\s+")
+# A date or a time in a result: 2026-11-28, 2026-11-28T04:17:33+00:00, 04:17, 4:17:33.
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+# Words around a number in an answer that say it is part of a date or a time.
+_TIME_WORDS = re.compile(r"\d\s*:\s*\d|\d{4}-\d|\b(?:am|pm|a\.m|p\.m|o'clock|h|ore|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|"
+                         r"jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|gen\w*|febbraio|marzo|aprile|maggio|giugno|luglio|"
+                         r"agosto|settembre|ottobre|novembre|dicembre|mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|"
+                         r"luned\w*|marted\w*|mercoled\w*|gioved\w*|venerd\w*|sabato|domenica|today|oggi|time|date|ora|data)\b",
+                         re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ExactAsk:
+    """What the request asks to be worked out exactly: ``count`` of ``what``
+    from the ``end`` (first/last/largest...), ``count`` None when the request
+    gives no number ("the last line" is one, "the end of the file" none)."""
+
+    what: str  # "lines" | "items"
+    end: str  # "first" | "last" | "top"
+    count: int | None
+
+    def words(self) -> str:
+        amount = "" if self.count is None else f"{self.count} "
+        return f"the {self.end} {amount}{self.what}"
+
+
+@dataclass(frozen=True)
+class Grounding:
+    unmatched: tuple[str, ...] = ()
+    # Why an exact ask was not met (empty when it was, or when there was none).
+    exactness: str = ""
+
+    @property
+    def holds(self) -> bool:
+        return not self.unmatched and not self.exactness
+
+    def problems(self) -> list[str]:
+        named = [f"{part!r}" for part in self.unmatched[:MAX_NAMED]]
+        if len(self.unmatched) > MAX_NAMED:
+            named.append(f"and {len(self.unmatched) - MAX_NAMED} more")
+        out = [f"not found in any step's result: {', '.join(named)}"] if named else []
+        if self.exactness:
+            out.append(self.exactness)
+        return out
+
+    def summary(self) -> str:
+        return "; ".join(self.problems())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"unmatched": list(self.unmatched), "exactness": self.exactness}
+
+
+@dataclass(frozen=True)
+class StepData:
+    """One good step's result as the check sees it: whether a step worked it out
+    (a slice, a sort, a count: anything but a plain read) and the observation."""
+
+    executor: str
+    computed: bool
+    observation: Mapping[str, Any]
+
+
+# --- the request ----------------------------------------------------------------
+
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "a": 1, "an": 1,
+    "uno": 1, "una": 1, "un": 1, "due": 2, "tre": 3, "quattro": 4, "cinque": 5, "sei": 6, "sette": 7, "otto": 8,
+    "nove": 9, "dieci": 10,
+}
+_COUNT = r"(?P<count>\d{1,4}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+_LAST = r"(?P<end>last|final|closing|bottom|ultim[aei]|finali?)"
+_FIRST = r"(?P<end>first|opening|top|initial|prim[aei]|iniziali?)"
+_LINES = r"(?P<what>lines?|rows?|righe|riga|linee?)"
+_ITEMS = r"(?P<what>items?|entries|entry|files?|results?|elementi|elemento|voci|voce)"
+# English: "the last three lines", "the final 3 lines", "first line"; Italian: "le ultime tre righe", "le 3 righe finali".
+_ASKS = [
+    re.compile(rf"\b{end}\s+(?:{_COUNT}\s+)?{what}\b", re.IGNORECASE)
+    for end in (_LAST, _FIRST) for what in (_LINES, _ITEMS)
+] + [
+    re.compile(rf"\b{_COUNT}\s+{what}\s+{end}\b", re.IGNORECASE)
+    for end in (_LAST, _FIRST) for what in (_LINES, _ITEMS)
+] + [
+    re.compile(rf"\b{_COUNT}\s+{end}\s+{what}\b", re.IGNORECASE)
+    for end in (_LAST, _FIRST) for what in (_LINES, _ITEMS)
+]
+# "the 3 largest files", "the two newest notes": the top K by a field, worked out by a sort.
+_RANKED = re.compile(rf"\b{_COUNT}\s+(?P<end>largest|biggest|smallest|newest|oldest|latest|most recent|heaviest|lightest"
+                     r"|highest|lowest|più grandi|più piccoli|più recenti|più vecchi)\b", re.IGNORECASE)
+# "the end of the file", "how the file ends": the last lines, how many unsaid.
+_END_OF_FILE = re.compile(r"\b(?:end of (?:the |this |that )?(?:file|text|document|note)|how (?:the |it )\w* ?ends"
+                          r"|fine del (?:file|testo|documento))\b", re.IGNORECASE)
+
+
+def exact_ask(request: str) -> ExactAsk | None:
+    """The exact ask the request makes, if any, read from its form."""
+    for pattern in _ASKS:
+        m = pattern.search(request)
+        if m is None:
+            continue
+        raw = (m.group("count") or "").casefold()
+        count = int(raw) if raw.isdigit() else _NUMBER_WORDS.get(raw)
+        what = "lines" if re.match(r"lin|row|rig", m.group("what"), re.IGNORECASE) else "items"
+        end_word = m.group("end").casefold()
+        end = "last" if re.match(r"last|final|closing|bottom|ultim|final", end_word) else "first"
+        if count is None and not re.search(r"s\b|righe|linee|voci|elementi|entries", m.group("what"), re.IGNORECASE):
+            count = 1  # "the last line": one
+        return ExactAsk(what, end, count)
+    ranked = _RANKED.search(request)
+    if ranked is not None:
+        raw = ranked.group("count").casefold()
+        count = int(raw) if raw.isdigit() else _NUMBER_WORDS.get(raw)
+        if count is not None and raw not in ("a", "an", "un", "una", "uno"):
+            return ExactAsk("items", "top", count)
+    if _END_OF_FILE.search(request):
+        return ExactAsk("lines", "last", None)
+    return None
+
+
+# --- what the steps returned --------------------------------------------------------
+
+def _leaves(value: Any) -> Iterable[str]:
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+def _lengths(value: Any) -> Iterable[int]:
+    """The length of every list in an observation: a count the step made."""
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _lengths(v)
+    elif isinstance(value, (list, tuple)):
+        yield len(value)
+        for v in value:
+            yield from _lengths(v)
+
+
+def _number(raw: str) -> float | None:
+    plain = raw.replace(",", "") if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw) else raw.replace(",", ".")
+    try:
+        return float(plain)
+    except ValueError:
+        return None
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip().casefold()
+
+
+class _Known:
+    """Everything an answer may take its claims from."""
+
+    def __init__(self, texts: Iterable[str], numbers: Iterable[float], home: str) -> None:
+        self.home = home.rstrip("/")
+        self.texts = [t for t in texts if t]
+        self.blob = "\n".join(_norm(self._tilde(t)) for t in self.texts)
+        self.numbers: set[float] = set(numbers)
+        # The parts of dates and times ("03" of "T03:30", "2026" of "2026-11-28"): an answer
+        # may say them only where it speaks of a date or a time, or "7 files" would match a
+        # file modified at 04:17.
+        self.clock: set[float] = set()
+        for text in self.texts:
+            dated = _DATETIME.sub(lambda m: self._clock_parts(m.group(0)), text)
+            for raw in _DIGITS.findall(dated):
+                n = _number(raw)
+                if n is not None:
+                    self.numbers.add(n)
+        # A clock read 15:30 may be said 3:30 pm.
+        self.clock |= {n - 12 for n in self.clock if 13 <= n <= 23 and n == int(n)}
+        self.tokens = content_tokens(self.blob)
+
+    def _clock_parts(self, stamp: str) -> str:
+        self.clock |= {float(part) for part in re.findall(r"\d+", stamp)}
+        return " "
+
+    def _tilde(self, text: str) -> str:
+        return text.replace(self.home + "/", "~/") if self.home else text
+
+    def has_text(self, text: str) -> bool:
+        needle = _norm(self._tilde(text)).strip(" .,;:!?\"'")
+        return bool(needle) and needle in self.blob
+
+    def has_path(self, path: str) -> bool:
+        path = path.rstrip(".,;:!?)")
+        if self.has_text(path):
+            return True
+        name = path.rsplit("/", 1)[-1]
+        # A path given relative to a folder the steps listed: its file name was in them.
+        return bool(name) and "/" in path and self.has_text(name) and any(
+            self.has_text(folder) for folder in _prefixes(path))
+
+    def has_number(self, value: float, *, about_time: bool = False) -> bool:
+        return value in self.numbers or (about_time and value in self.clock)
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i]) not in ("", "~", ".")]
+
+
+# --- the answer ------------------------------------------------------------------
+
+def _items(answer: str) -> list[str]:
+    """The items of the answer's lists, and the lines it sets out under a lead-in
+    ("The last lines are:\\nx\\ny") or in a code block."""
+    items: list[str] = []
+    for m in _FENCE.finditer(answer):
+        items += [line.strip() for line in m.group("body").splitlines() if line.strip()]
+    body = _FENCE.sub("\n", answer)
+    under_lead_in = False
+    for line in body.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            under_lead_in = False
+            continue
+        bullet = _BULLET.match(line)
+        if bullet:
+            items.append(bullet.group("item"))
+        elif under_lead_in:
+            items.append(stripped)
+        if stripped.endswith(":") and not bullet:
+            under_lead_in = True
+    return [i for i in (_MARKUP.sub("", i).strip() for i in items) if i]
+
+
+def _quotes(answer: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(_FENCE.sub("\n", answer))]
+
+
+def _item_found(item: str, known: _Known) -> bool:
+    if known.has_text(item):
+        return True
+    head = _HEAD_END.split(item, maxsplit=1)[0].strip(" .,;:!?\"'")
+    if head and head != item and known.has_text(head):
+        return True
+    words = content_tokens(item)
+    # Prose set out as a list ("- it has no errors"): most of its words are the data's.
+    return bool(words) and len(words & known.tokens) >= max(1, (2 * len(words) + 2) // 3)
+
+
+def _claims_unmatched(answer: str, known: _Known) -> list[str]:
+    unmatched: list[str] = []
+
+    def miss(part: str) -> None:
+        if part not in unmatched:
+            unmatched.append(part)
+
+    covered: list[str] = []
+    for url in _URL.findall(answer):
+        covered.append(url)
+        if not known.has_text(url.rstrip(".,;:!?")):
+            miss(url.rstrip(".,;:!?"))
+    rest = _URL.sub(" ", answer)
+    for path in _PATHLIKE.findall(rest):
+        path = path.rstrip(".,;:!?)")
+        if len(path) < 3 or re.fullmatch(r"[\d.,/]+", path) or path.count(".") == len(path):
+            continue  # a number (1.5, 3/4), not a path
+        covered.append(path)
+        if not known.has_path(path):
+            miss(path)
+    for quote in _quotes(rest):
+        covered.append(quote)
+        # A quotation is verbatim: found as it is, or every word of it found.
+        if not known.has_text(quote) and not (content_tokens(quote) and content_tokens(quote) <= known.tokens):
+            miss(quote)
+    for item in _items(answer):
+        if not _item_found(item, known):
+            miss(item)
+    free = _PATHLIKE.sub(" ", rest)
+    for m in _ANSWER_NUMBER.finditer(free):
+        raw, value = m.group(0), _number(m.group(0))
+        if value is None:
+            continue
+        about_time = _TIME_WORDS.search(free[max(0, m.start() - 16):m.end() + 16]) is not None or 1900 <= value <= 2100
+        if not known.has_number(value, about_time=about_time) and not known.has_number(abs(value), about_time=about_time):
+            miss(raw)
+    return unmatched
+
+
+def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_computed: _Known) -> str:
+    """Why the answer does not meet ``ask``, or "" when it does."""
+    asked = ask.words()
+    if not any(s.computed for s in steps):
+        return f"the request asks for {asked}, and no step worked them out (only a step that slices or sorts the data can)"
+    given = _items(answer) or [line.strip() for line in answer.splitlines() if line.strip()]
+    if ask.count is not None and len(given) > 1 and len(given) != ask.count:
+        return f"the request asks for {asked}, and the answer gives {len(given)}"
+    outside = [g for g in given if len(given) > 1 and not _item_found(g, known_computed)]
+    if outside:
+        return f"the request asks for {asked}, and {outside[0]!r} is not among what the step that worked them out returned"
+    return ""
+
+
+# A superlative the request asks for, and the order of a sort that gives it first.
+_MOST = re.compile(r"\b(?:highest|largest|biggest|newest|latest|most recent|most expensive|priciest|heaviest|longest|"
+                   r"maximum|più (?:alt|grand|recent|car|lung|pesant)\w*)\b", re.IGNORECASE)
+_LEAST = re.compile(r"\b(?:lowest|smallest|oldest|earliest|cheapest|lightest|shortest|minimum|"
+                    r"più (?:bass|piccol|vecch|legger|cort)\w*|meno car\w*)\b", re.IGNORECASE)
+
+
+def superlative_order(request: str) -> str | None:
+    """"desc" when the request asks for the most of something, "asc" for the least, None for neither or both."""
+    most, least = _MOST.search(request) is not None, _LEAST.search(request) is not None
+    return None if most == least else ("desc" if most else "asc")
+
+
+def _against_superlative(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why the answer took the wrong end of a sort ("the highest" read off an ascending sort), or ""."""
+    wanted = superlative_order(request)
+    if wanted is None:
+        return ""
+    folded = answer.casefold()
+    for step in steps:
+        meta = step.observation.get("metadata") if isinstance(step.observation, Mapping) else None
+        entries = step.observation.get("entries") if isinstance(step.observation, Mapping) else None
+        if not step.executor.startswith("sort_") or not isinstance(meta, Mapping) or not entries or meta.get("order") in (None, wanted):
+            continue
+        if len(entries) > 1 and meta.get("count_out") == meta.get("count_in"):
+            ends = [entries[0]]
+        else:
+            ends = entries  # Cut to the wrong end: all it kept is the wrong end.
+        said = [leaf for e in ends for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z ]+", leaf)
+                and leaf.casefold() in folded]
+        if said:
+            return (f"the request asks for the {'most' if wanted == 'desc' else 'least'} of {meta.get('field')!r}, and "
+                    f"{said[0]!r} comes from a sort in {meta.get('order')}ending order (its other end)")
+    return ""
+
+
+def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "") -> Grounding:
+    """Check ``answer`` against the turn's good ``steps`` and the ``request``."""
+    observations = [s.observation for s in steps]
+    texts = [request, *(leaf for obs in observations for leaf in _leaves(obs))]
+    counts = [n for obs in observations for n in _lengths(obs)]
+    known = _Known(texts, [float(n) for n in counts], home)
+    unmatched = _claims_unmatched(answer, known)
+    ask = exact_ask(request)
+    exactness = ""
+    if ask is not None:
+        computed = [s.observation for s in steps if s.computed]
+        known_computed = _Known([leaf for obs in computed for leaf in _leaves(obs)],
+                                [float(n) for obs in computed for n in _lengths(obs)], home)
+        exactness = _exactness(ask, answer, steps, known_computed)
+    exactness = exactness or _against_superlative(request, answer, steps)
+    return Grounding(tuple(unmatched), exactness)
+
+
+def working_out_call(ask: ExactAsk, offered: Mapping[str, Collection[str]], data_step: int, *,
+                     textual: bool = False) -> dict[str, Any] | None:
+    """The call that works ``ask`` out of step ``data_step``'s data, from the
+    ``offered`` tools (name -> its argument names): a tool of the right verb (an
+    extract for lines, and for the first or last items of a text; a sort for the
+    top K of a list), with the ask's count under the argument named for the ask's
+    end ("last": 3), or under "limit". None when no offered tool does it."""
+    verb = "extract" if ask.what == "lines" or (textual and ask.end != "top") else "sort"
+    for name in sorted(offered):
+        if name.split("_", 1)[0] != verb:
+            continue
+        args: dict[str, Any] = {"from_step": data_step}
+        count = ask.count if ask.count is not None else 3
+        slot = next((a for a in (ask.end, "limit") if a in offered[name]), None)
+        if slot is not None:
+            args[slot] = count
+        if ask.what in offered[name] and ask.what != "lines":
+            # The tool takes the kind of thing asked for as a switch ("items": the items of a list in a text).
+            args[ask.what] = True
+        return {"name": name, "arguments": args}
+    return None
+
+
+def repair_prompt(grounding: Grounding, call: Mapping[str, Any] | None = None) -> str:
+    """What the model is told when its answer did not hold up (once a turn);
+    ``call``, the step that would work out an exact ask, is suggested as such."""
+    how = ("call the tool that does it first" if call is None else
+           f"call {call['name']} first, with arguments {json.dumps(call['arguments'])}, then answer from its result")
+    return ("Your answer does not match the results: " + "; ".join(grounding.problems()) + ". "
+            "Answer again using only values that appear in the tool results; if something has to be worked out "
+            f"(a count, a slice, a sort), {how}. If it cannot be done, say so plainly.")

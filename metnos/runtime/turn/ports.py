@@ -1,0 +1,126 @@
+"""The ports of a turn: every input that is not a pure function of earlier events.
+
+The loop reads the clock, makes ids, asks the model, runs executors and asks
+for approval only through a ``TurnPorts``. Live ports do it for real; the
+replayer's ports hand back what the log recorded (replay/ports.py). The loop
+writes each value it gets from a port into an event, which is what makes a
+turn replayable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
+
+from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
+
+
+@dataclass
+class ExecutorResult:
+    """What one executor call gave the loop."""
+
+    invocation_id: str
+    executor: str
+    version: str
+    digest: str
+    args_hash: str
+    ok: bool
+    kind: str
+    observation: dict[str, Any]
+    # Aggregates whose events commit with the step (the Invocation), live only.
+    aggregates: list[Any] = field(default_factory=list)
+
+
+class TurnPorts(Protocol):
+    def now(self) -> datetime: ...
+
+    def new_id(self) -> UUID: ...
+
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto") -> LLMReply: ...
+
+    def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult: ...
+
+    def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]: ...
+
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]: ...
+
+    def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None: ...
+
+    def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None: ...
+
+
+Approver = Callable[[int, str, dict[str, Any], str], tuple[bool, str]]
+
+
+class LivePorts:
+    """The real clock, ids, model, executors and the user's approval."""
+
+    def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID],
+                 autonomy: str = "supervised") -> None:
+        self.runtime = runtime
+        # The turn's autonomy level: the invoker derives each call's sandbox profile from it.
+        self.autonomy = autonomy
+        self.router = router
+        self.approver = approver
+        self._clock = clock
+        self._ids = ids
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    def new_id(self) -> UUID:
+        return self._ids()
+
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto") -> LLMReply:
+        # The tier's own temperature, token budget and reasoning setting (config.toml [llm.tiers.*]).
+        return self.router.for_tier(tier).complete(list(messages), list(tools), tool_choice=tool_choice)
+
+    def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
+        call = self.runtime.invoker.call(
+            name, args, caller={"kind": "user", "actor": actor, "channel": channel, "step": step}, turn_id=turn_id,
+            autonomy=self.autonomy,
+        )
+        inv = call.invocation
+        aggregates = [inv] if inv is not None else []
+        outcome = call.outcome
+        return ExecutorResult(
+            invocation_id=str(inv.id) if inv is not None else "",
+            executor=name,
+            version=call.executor.version if call.executor else (inv.executor_version if inv else ""),
+            digest=call.executor.digest if call.executor else "",
+            args_hash=inv.args_hash if inv is not None else "",
+            ok=call.ok,
+            kind=(outcome.kind or "ok") if outcome is not None else (call.refusal.kind if call.refusal else "ok"),
+            observation=call.observation(),
+            aggregates=aggregates,
+        )
+
+    def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+        return self.approver(step, executor, args, reason)
+
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
+        from metnos.runtime.scheduler.service import ScheduleService
+        from metnos.runtime.scheduler.tools import call_tool
+
+        # The scheduler's service records its own events as it acts.
+        return call_tool(ScheduleService(self.runtime), name, args, approval), []
+
+    def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
+        from metnos.runtime.mnestome.boost import boost
+
+        _, record = boost(ranking, self.runtime.mnestome.state(), context, catalogue=self._catalogue_names())
+        return record if record["boosts"] else None
+
+    def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
+        from metnos.runtime.mnestome.compose import suggest
+
+        try:
+            return suggest(self.runtime.mnestome.state(), name, args, invoked, current_step=step, catalogue=self._catalogue_names())
+        except Exception:  # noqa: BLE001 - a suggestion must never break the turn (seeds/002 ch. 11.1.1)
+            return None
+
+    def _catalogue_names(self) -> set[str]:
+        return {le.name for le in self.runtime.report.loaded}

@@ -1,0 +1,236 @@
+"""Running one turn on a booted runtime: the live ports, the catalogue, the sink."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import metnos
+from domain.turn import OPEN, Turn
+from metnos.errors import MetnosError
+from metnos.runtime.mnestome.record import record_turn
+from metnos.mechanisms.llm.router import LLMRouter
+from metnos.settings.llm_tiers import load_llm_settings, tier_ladder
+from metnos.services.runtime import Runtime
+from metnos.mechanisms.sandbox import autonomy
+from metnos.mechanisms.sandbox.bwrap import require_sandbox
+from metnos.mechanisms.sandbox.hints import home_of
+from metnos.mechanisms.sandbox.policy import check_args, scope_for
+from metnos.runtime.turn.catalogue import TurnCatalogue, builtin_tools
+from metnos.runtime.turn.interrupts import InterruptGate
+from metnos.runtime.turn.lease import TurnLease
+from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
+from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
+from metnos.runtime.turn.ports import Approver, LivePorts
+from metnos.settings.runtime import load_runtime_config
+from metnos.settings.turn import load_turn_settings
+from metnos.runtime.turn.vaglio import GuardPolicy
+from projections.catalog import invocable
+
+
+class LogSink:
+    """Live turns commit each step's events (and its invocation's) in one save.
+
+    At the close of a turn, what passed from executor to executor is learnt
+    into the mnestome (seeds/002 ch. 11.1), in the same last transaction. A
+    failure to learn is reported and never stops the turn from being recorded.
+    """
+
+    def __init__(self, runtime: Runtime, *, learn: bool = True) -> None:
+        self.runtime = runtime
+        self.log = runtime.log
+        self.learn = learn
+        self._turn_events: list[Any] = []
+        self.learning_error: str | None = None
+        self._lease: TurnLease | None = None
+
+    def commit(self, aggregates: list[Any]) -> None:
+        pending = [a for a in aggregates if a.pending_events]
+        extra: list[Any] = []
+        closed = False
+        for aggregate in pending:
+            if isinstance(aggregate, Turn):
+                if self._lease is None and isinstance(aggregate.pending_events[0], Turn.TurnStarted):
+                    # Held from before the turn's first event until after its
+                    # last: while it is held, nobody closes the turn as abandoned.
+                    self._lease = TurnLease.take(self.runtime.workspace, str(aggregate.id))
+                self._turn_events.extend(aggregate.pending_events)
+                closing = aggregate.pending_events[-1]
+                if self.learn and isinstance(closing, (Turn.TurnAnswered, Turn.TurnFailed)):
+                    extra = self._mnests(closing.timestamp)
+                closed = aggregate.status != OPEN
+        if pending:
+            self.log.save(*pending, *extra)
+        if closed and self.learn:
+            self._drop_contradicted()
+        if closed:
+            self.release()
+
+    @property
+    def turn_events(self) -> list[Any]:
+        return list(self._turn_events)
+
+    def release(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+
+    def _drop_contradicted(self) -> None:
+        """The cascade templates this turn contradicted are dropped, in the log (metnos/runtime/cascade/contradiction.py)."""
+        from metnos.runtime.cascade.contradiction import record_drops
+
+        try:
+            record_drops(self.runtime)
+        except MetnosError as e:
+            self.learning_error = str(e)
+
+    def _mnests(self, at: Any) -> list[Any]:
+        try:
+            return record_turn(self.runtime, list(self._turn_events), at)
+        except MetnosError as e:
+            self.learning_error = str(e)
+            return []
+
+
+def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
+    state = runtime.catalogue_state()
+    offered = invocable(state)
+    loaded = [le for le in runtime.report.loaded if le.name in offered and offered[le.name]["version"] == le.version and offered[le.name]["origin"] == le.origin]
+    held = held_versions(state)
+    # The pre-filter index is built once per set of executors, not per turn (and a quarantined one's manifest read once).
+    key = (tuple((le.name, le.version, le.digest) for le in loaded), held)
+    cached = getattr(runtime, "_turn_catalogue", None)
+    if cached is None or cached[0] != key:
+        cached = (key, TurnCatalogue(loaded, builtins=builtin_tools(), quarantined=ranked(held, runtime.report)))
+        runtime._turn_catalogue = cached  # type: ignore[attr-defined]
+    return cached[1]
+
+
+def guard_policy(runtime: Runtime, env: Mapping[str, str]) -> GuardPolicy:
+    ws = runtime.workspace
+    return GuardPolicy.core(
+        str(home_of(env)), workspace=str(ws.data_dir),
+        extra_forbidden=[str(p) for p in ws.forbidden_paths()],
+    )
+
+
+def policy_checker(runtime: Runtime, env: Mapping[str, str], level: str = autonomy.DEFAULT) -> Callable[[Any, dict[str, Any]], None]:
+    """The sandbox policy check of a call, against the profile the autonomy
+    ``level`` derives; an executor's scope is resolved once per turn."""
+    scopes: dict[tuple[str, str], Any] = {}
+
+    def check(loaded: Any, args: dict[str, Any]) -> None:
+        key = (loaded.name, loaded.digest)
+        scope = scopes.get(key)
+        if scope is None:
+            scope = scopes[key] = scope_for(autonomy.sandbox_profile(level, loaded.profile), workspace=runtime.workspace, env=env)
+        check_args(args, loaded.input_schema, scope)
+
+    return check
+
+
+def plan_port(runtime: Runtime, catalogue: TurnCatalogue, checker: Callable[[Any, dict[str, Any]], None],
+              env: Mapping[str, str], *, cache: bool) -> Callable[[str], dict[str, Any]]:
+    """The cascade as the loop asks it (metnos/cascade); ``cache=False`` (``ask --no-cache``) records a miss."""
+    from metnos.runtime.cascade.consult import Consultation, consultant_from_env
+    from metnos.runtime.cascade.validator import plan_problems
+
+    if not cache:
+        return lambda _text: Consultation(reason="no cache asked (--no-cache)").to_fields()
+    consultant = consultant_from_env(runtime, lambda plan: plan_problems(plan, catalogue, checker), env)
+    return lambda text: consultant.consult(text).to_fields()
+
+
+def runtime_record(section: Any, router: LLMRouter) -> dict[str, Any]:
+    """[runtime] as the turn runs it, with the ladder of distinct tiers the proposer may climb."""
+    settings = getattr(router, "settings", None)
+    ladder = tier_ladder(settings, with_frontier=section.escalate_to_frontier) if settings is not None else []
+    return section.model_copy(update={"tier_ladder": tuple(ladder)}).to_json()
+
+
+def models_of(events: list[Any]) -> list[dict[str, str]]:
+    """Each model call of a turn: its tier, its role and the model that answered."""
+    calls: list[dict[str, str]] = []
+    for e in events:
+        if isinstance(e, Turn.LLMAsked):
+            calls.append({"tier": e.tier, "role": e.role, "model": ""})
+        elif isinstance(e, Turn.LLMReplied) and calls:
+            calls[-1]["model"] = str(e.reply.get("model") or "")
+    return calls
+
+
+class EmptyRequest(MetnosError):
+    """A request with nothing to do."""
+
+
+def check_request(text: str) -> str:
+    """Refuse a request that is empty or only blanks, before any model is asked or anything recorded."""
+    if not text.strip():
+        msg = 'the request is empty: say what you want, e.g. metnos ask "what time is it?"'
+        raise EmptyRequest(msg)
+    return text
+
+
+def run_turn(
+    runtime: Runtime,
+    text: str,
+    *,
+    approver: Approver,
+    router: LLMRouter | None = None,
+    observer: Callable[[Any], None] | None = None,
+    actor: str = "user",
+    channel: str = "cli",
+    env: Mapping[str, str] | None = None,
+    wrap_llm: Callable[[Any], Any] | None = None,
+    interrupts: InterruptGate | None = None,
+    cache: bool = True,
+    level: str | None = None,
+    mode: str | None = None,
+    overrides: Sequence[str] = (),
+) -> TurnOutcome:
+    """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
+    ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn."""
+    check_request(text)
+    section = load_runtime_config(runtime.workspace.config_file, overrides)
+    level = autonomy.parse_level(section.autonomy if level is None else level)
+    env = dict(os.environ if env is None else env)
+    # A turn runs executors: where none may run, it does not start.
+    require_sandbox(env)
+    own_router = router is None
+    if router is None:
+        router = LLMRouter(load_llm_settings(runtime.workspace.config_file, env), runtime.workspace, env=env)
+    sink = LogSink(runtime)
+    try:
+        ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level)
+        if wrap_llm is not None:
+            ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
+        catalogue = turn_catalogue(runtime)
+        checker = policy_checker(runtime, env, level)
+        ports.consult_plans = plan_port(runtime, catalogue, checker, env, cache=cache)  # type: ignore[attr-defined]
+        loop = TurnLoop(
+            ports=ports,
+            catalogue=catalogue,
+            settings=load_turn_settings(env),
+            policy=guard_policy(runtime, env),
+            sink=sink,
+            runtime_version=metnos.__version__,
+            check_policy=checker,
+            observer=observer,
+            interrupts=interrupts,
+        )
+        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level,
+                                       mode=mode or section.mode, runtime=runtime_record(section, router)))
+    finally:
+        sink.release()
+        if own_router:
+            router.close()
+    runtime.refresh()
+    outcome = dataclasses.replace(outcome, models=models_of(sink.turn_events), quarantined=notices_of(sink.turn_events))
+    if sink.learning_error is not None:
+        outcome = dataclasses.replace(outcome, learning_error=sink.learning_error)
+    # The reactive cascade: a gap compose could not close is left as a generation proposal.
+    from metnos.runtime.synt.reactive import leave_proposals
+
+    return leave_proposals(runtime, outcome, text)

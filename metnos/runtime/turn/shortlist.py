@@ -1,0 +1,131 @@
+"""The shortlist a turn's model is shown: the pre-filter's ranking, completed.
+
+The bag-of-words ranking (:mod:`metnos.runtime.turn.prefilter`) misses the source a
+request needs when the request does not use its words ("the total of the
+amount column in X.csv" scores compute_entries, never read_files), and it
+offers executors with side effects to requests that only read, on a shared
+word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
+
+* What the request names is where the data comes from
+  (:mod:`metnos.runtime.turn.intent`): a named file brings read_files, a folder
+  find_files, a URL get_urls, when the catalogue has them.
+* An executor with side effects stays only when the request names its
+  action: one of its action tags (:attr:`PrefilterIndex.action_tags`), in any
+  form (:mod:`metnos.runtime.turn.asked`), or its own name is in the request. The others are withheld, and the ranking says
+  which and why. One whose action the request names comes in even when the
+  ranking cut it ("fetch the page, save it to X": ``save`` is write_files's,
+  which tied with two others past the pre-filter's K).
+* A recurring-task builtin stays only when the request speaks of schedules
+  (one of its affinity phrases, or its name): their descriptions share
+  everyday verbs ("list", "show", "run") with requests about files, and a
+  small model given ``list_recurring`` for "list the files in ~/x" calls it.
+
+With ``[turn] offer = "catalogue"`` (``METNOS_ENGINE_OFFER``)
+every executor the two rules above leave is offered, not only the ranked
+ones, when they fit in the pool (``via: "catalogue"``; the ``offer`` field
+says which was made and, if the shortlist, why): on the 420 written requests
+of bench/shortlist_requests.jsonl it finds what a request needs far more often
+than the ranking, for about 230 more tokens of first prompt (docs/benchmarks.md).
+``offer = "shortlist"``, the default, keeps the ranking, completed.
+
+With ``[runtime] intent = "model"`` the executors the intent extractor names
+(:mod:`metnos.runtime.turn.intent_model`) join too, before the rule on side effects,
+which holds for them as for any.
+
+All are recorded in the ranking (``via: "named_source"``, ``"named_action"`` and ``"intent"`` candidates and the
+``withheld`` list), so a replay that runs the same code compares them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metnos.runtime.turn.catalogue import BUILTIN_AFFINITY
+from metnos.runtime.turn.asked import AskedAction
+from metnos.runtime.turn.intent import named_targets
+from metnos.runtime.turn.prefilter import PrefilterIndex
+from metnos.settings.turn import OFFERS
+from metnos.runtime.turn.text import content_tokens
+
+# executor -> which of the request's named targets it reads
+NAMED_SOURCES: tuple[tuple[str, str], ...] = (("read_files", "files"), ("find_files", "folders"), ("get_urls", "urls"))
+
+
+def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: str,
+             intent_tools: Sequence[str] = (), *, offer: str = "shortlist", pool_size: int | None = None) -> dict[str, Any]:
+    """``ranking`` (the pre-filter event's payload) with named sources (and the
+    executors the intent extractor named) added, side effects the request
+    does not ask for withheld and, with ``offer="catalogue"``, every other
+    executor added when all of them fit in ``pool_size``."""
+    if offer not in OFFERS:
+        raise ValueError(f"offer must be one of {', '.join(OFFERS)}, not {offer!r}")
+    out = copy.deepcopy(dict(ranking))
+    candidates: list[dict[str, Any]] = out.get("candidates", [])
+    known = {e.name: e for e in index.entries}
+    in_pool = {c["name"] for c in candidates}
+
+    def add(name: str, via: str, phrase: str = "", hits: Sequence[str] = ()) -> None:
+        candidates.append({"name": name, "version": known[name].version, "score": 0.0, "affinity_hits": list(hits),
+                           "description_hits": [], "via": via, "phrase": phrase})
+        in_pool.add(name)
+
+    named = named_targets(request_text).to_json()
+    for executor, kind in NAMED_SOURCES:
+        if named[kind] and executor in known and executor not in in_pool:
+            add(executor, "named_source", named[kind][0])
+    for name in intent_tools:
+        if name in known and name not in in_pool:
+            add(name, "intent")
+    # The recurring-task builtins' tags are cadences ("weekly", "every monday"), met
+    # only as written: in another form they are everyday words ("week", "day").
+    words = content_tokens(request_text)
+    asked = {name: action for name, action in index.actions.asked(request_text).items() if name not in BUILTIN_AFFINITY}
+    for name in BUILTIN_AFFINITY:
+        cadence = next((tag for tag in index.action_tags.get(name, ()) if tag <= words), None)
+        if cadence is not None:
+            asked[name] = AskedAction(name, tuple(sorted(cadence)), tuple(sorted(cadence)))
+    lowered = request_text.casefold()
+    for entry in index.entries:
+        action = asked.get(entry.name)
+        if action is not None and entry.name not in in_pool and entry.name not in BUILTIN_AFFINITY:
+            add(entry.name, "named_action", " ".join(action.words), sorted(action.tag))
+
+    def withheld_because(c: Mapping[str, Any]) -> str | None:
+        if c["name"] in BUILTIN_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered:
+            return "a recurring-task tool the request does not ask for"
+        if c["name"] in index.action_tags and c["name"] not in lowered and c["name"] not in asked:
+            return "side effects the request does not ask for"
+        return None
+
+    if offer == "catalogue":
+        by_name = {c["name"]: c for c in candidates}
+        whole = [e.name for e in index.entries if withheld_because(by_name.get(e.name, {"name": e.name})) is None]
+        if len(whole) <= (pool_size if pool_size is not None else len(index.entries)):
+            for name in [e.name for e in index.entries]:
+                if name not in in_pool:
+                    # Those not in ``whole`` are withheld below, and so listed with why.
+                    add(name, "catalogue")
+            out["offer"] = {"asked": "catalogue", "made": "catalogue", "size": len(whole)}
+        else:
+            out["offer"] = {"asked": "catalogue", "made": "shortlist", "size": len(whole),
+                            "why": f"the {len(whole)} executors the request may use are more than the pool of {pool_size}"}
+    kept, withheld = [], []
+    for c in candidates:
+        reason = withheld_because(c)
+        if reason is None:
+            kept.append(c)
+        else:
+            withheld.append({"name": c["name"], "reason": reason})
+    out["candidates"] = kept
+    if withheld:
+        out["withheld"] = withheld
+    return out
+
+
+def shortlist(index: PrefilterIndex, request_text: str, *, pool_size: int, offer: str = "shortlist") -> dict[str, Any]:
+    """The ranking and its completion, without the mnestome's boost (which the
+    loop applies in between, through its port)."""
+    return complete(index.query(request_text, pool_size=pool_size).to_json(), index, request_text,
+                    offer=offer, pool_size=pool_size)
