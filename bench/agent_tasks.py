@@ -290,7 +290,7 @@ def write_report(path: Path, meta: dict[str, Any], systems: list[str], runs: lis
 
 def default_model() -> Path:
     from metnos.mechanisms.llm.model_files import model_path
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     return model_path(Workspace.from_env().models_dir)
 

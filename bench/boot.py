@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def in_process(reuse: bool) -> float:
-    from metnos.services.runtime import Runtime
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.runtime.booted import Runtime
+    from metnos.settings.workspace import Workspace
 
     started = time.perf_counter()
     with Runtime.boot(Workspace.from_env(), reuse_births=reuse) as rt:

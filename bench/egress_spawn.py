@@ -31,7 +31,7 @@ from bench.sandbox_spawn import interleaved_medians  # noqa: E402
 from metnos.mechanisms.invocation.runner import host_config, invoke  # noqa: E402
 from metnos.mechanisms.sandbox.bwrap import plan_for, probe, python_runtime  # noqa: E402
 from metnos.mechanisms.sandbox.profile import SandboxProfile  # noqa: E402
-from metnos.mechanisms.workspace import Workspace  # noqa: E402
+from metnos.settings.workspace import Workspace  # noqa: E402
 from tests.support.web_server import web_server  # noqa: E402
 
 MAIN = """

@@ -61,7 +61,7 @@ class CapturePorts(InProcessPorts):
 
 def first_prompts(requests):
     from bench._turns import turn_loop
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.turn.loop import TurnRequest
 
     env = dict(os.environ)
@@ -98,7 +98,7 @@ def evaluate(client: httpx.Client, url: str, messages, tools, *, cache: bool) ->
 
 
 def worst_case(client: httpx.Client, url: str, prompts) -> tuple[int, int]:
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.turn.session import turn_catalogue
     from metnos.settings.turn import load_turn_settings
 

@@ -38,7 +38,7 @@ from metnos.mechanisms.executors.loader import CURRENT, load_executors
 from metnos.mechanisms.executors.schemas import SchemaCheckCache
 from metnos.mechanisms.executors.signing import LOCK, SIGNATURE, sign_executor, signed_message
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def build(ws: Workspace, key: SigningKey, count: int) -> list[Path]:

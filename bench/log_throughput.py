@@ -33,7 +33,7 @@ from eventsourcing.application import Application  # noqa: E402
 from domain.base import Created, DomainEvent, MetnosAggregate  # noqa: E402
 from metnos.mechanisms.eventlog import EventLog  # noqa: E402
 from metnos.mechanisms.store import environment as environments  # noqa: E402
-from metnos.mechanisms.workspace import Workspace  # noqa: E402
+from metnos.settings.workspace import Workspace  # noqa: E402
 
 T0 = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc)
 STEP = {"executor": "read_files", "version": "1.0.0", "args": {"paths": ["~/notes/diary.md"]}, "step": 3, "digest": "blake3:" + "ab" * 32}

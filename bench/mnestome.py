@@ -33,10 +33,10 @@ import orjson  # noqa: E402
 
 from domain.mnest import Mnest, mnest_id, mnest_key  # noqa: E402
 from metnos.mechanisms.eventlog import EventLog  # noqa: E402
-from metnos.mechanisms.workspace import Workspace  # noqa: E402
+from metnos.settings.workspace import Workspace  # noqa: E402
 from projections.base import MaterialisedView  # noqa: E402
 from projections.mnestome import MnestomeFold, top  # noqa: E402
-from projections.store import ViewStore  # noqa: E402
+from metnos.mechanisms.store.views import ViewStore  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 TAGS = ["invoice", "pdf", "photo", "email", "notes", "calendar", "music", "travel"]

@@ -125,7 +125,7 @@ def main() -> None:
     os.environ["LMDB_SYNC"] = "no"
     root = fresh_workspace("metnos-bench-replay-")
     try:
-        from metnos.services.runtime import Runtime
+        from metnos.runtime.booted import Runtime
         from replay.rebuild import default_workers, rebuild
 
         env = dict(os.environ)

@@ -64,7 +64,7 @@ from metnos.mechanisms.invocation.runner import host_config, invoke
 from metnos.mechanisms.sandbox.bwrap import SandboxPlan, dev_args, plan_for, probe, python_runtime, wrap_plan
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 from metnos.mechanisms.sandbox.status import status
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 MAIN = "def run(args, ctx):\n    return {'echo': args.get('x')}\n"
 REQUEST = b'{"args": {"x": 1}, "ctx": {}}'

@@ -41,9 +41,9 @@ def main() -> None:
     os.environ["HOME"] = str(root / "user")
     (root / "user").mkdir()
     from metnos.adapters.cli import main as cli
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.scheduler.tick import Scheduler
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     import contextlib
     import io

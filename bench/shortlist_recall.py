@@ -212,7 +212,7 @@ def prompt_tokens(model: Path, rows: list[Written], pool: int) -> dict:
     from bench.prompt_tokens import GGUFTokenizer, render
     from metnos.mechanisms.llm.embedded import chat_template_path
     from metnos.mechanisms.llm.openai_compat import encode_tool
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.turn.prompt import PLANNER_PROMPT
     from metnos.runtime.turn.session import turn_catalogue
 

@@ -35,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     root = fresh_workspace("metnos-bench-turn-")
     try:
-        from metnos.services.runtime import Runtime
+        from metnos.runtime.booted import Runtime
         from metnos.runtime.turn.loop import TurnRequest
 
         env = dict(os.environ)

@@ -13,7 +13,7 @@ from domain.invocation import Invocation
 from metnos.mechanisms.store.event_record import Record
 from projections.base import Handler, reads
 from projections.daily import DailyLines, Lines, LinesFold
-from projections.store import ViewStore
+from metnos.mechanisms.store.views import ViewStore
 
 
 class AuditFold(LinesFold):

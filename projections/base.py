@@ -20,9 +20,8 @@ from eventsourcing.utils import get_topic
 
 from metnos.mechanisms.store.errors import LogUnavailable
 from metnos.mechanisms.store.event_record import Record, record_of
-from projections.store import ViewStore
+from metnos.mechanisms.store.views import UPSTREAM, ViewStore
 
-UPSTREAM = "metnos"
 
 
 # ``handler(state, record, position)``: a record is the event's fields in a

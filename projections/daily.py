@@ -20,7 +20,7 @@ from eventsourcing.persistence import Tracking
 from metnos.mechanisms.store.errors import LogUnavailable
 from metnos.mechanisms.store.event_record import Record
 from projections.base import UPSTREAM, Fold, Handler, encode_state
-from projections.store import ViewStore
+from metnos.mechanisms.store.views import ViewStore
 
 
 _LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE

@@ -11,8 +11,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from metnos.mechanisms.workspace import Workspace
-from projections.store import ViewStore
+from metnos.settings.workspace import Workspace
+from metnos.mechanisms.store.views import ViewStore
 
 VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules", "proposals", "plans")
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from metnos.errors import MetnosError
 from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from projections.base import fields_of
 
 Progress = Callable[[str, int, int], None]

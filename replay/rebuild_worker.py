@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from metnos.mechanisms.eventlog import EventLog
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from projections.views import open_stores, open_views
 from replay.rebuild import fold_from_log
 

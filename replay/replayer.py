@@ -24,7 +24,7 @@ from domain.turn import OPEN, STOPPED_EARLY, Turn, decision_fields, status_of
 from metnos.mechanisms.blobs import BlobStore
 from metnos.canonical import canonical_hash
 from metnos.errors import MetnosError
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.loop import TurnLoop, TurnRequest
 from metnos.mechanisms.sandbox import autonomy
 from metnos.runtime.turn.session import guard_policy, policy_checker, turn_catalogue

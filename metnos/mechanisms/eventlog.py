@@ -21,7 +21,7 @@ from eventsourcing.persistence import InfrastructureFactoryError
 from metnos.errors import MetnosError
 from metnos.mechanisms.store.errors import LogUnavailable
 from metnos.mechanisms.store.event_record import Record, record_of
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 DEFAULT_PERSISTENCE_MODULE = "metnos.mechanisms.store.lmdb"
 # The names the store had before the code moved into layers, as a user's environment may still say them.
@@ -181,8 +181,7 @@ def _refuse_an_empty_log_with_history(workspace: Workspace, log_path: Path) -> N
     """
     from metnos.mechanisms.store.environment import DATA_FILE
     from metnos.mechanisms.store.errors import LogDamaged, LogUnavailable
-    from projections.base import UPSTREAM
-    from projections.store import ViewStore
+    from metnos.mechanisms.store.views import UPSTREAM, ViewStore
 
     data_file = log_path / DATA_FILE
     if not data_file.exists() or data_file.stat().st_size > 0:

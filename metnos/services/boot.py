@@ -6,10 +6,10 @@ import os
 from typing import TYPE_CHECKING
 
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 if TYPE_CHECKING:
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
 
 def create_workspace(workspace: Workspace) -> list[str]:
@@ -45,7 +45,7 @@ def initialise(workspace: Workspace) -> list[str]:
     """Idempotent: a second run keeps the keys and the log, and adds what is missing."""
     from metnos.mechanisms.executors.install import install_seed_executors
     from metnos.mechanisms.executors.keys import ensure_keypair, key_fingerprint
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     report = []
     made = create_workspace(workspace)

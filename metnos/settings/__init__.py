@@ -90,7 +90,7 @@ class _MappingSource(EnvSettingsSource):
 def _turn_from_config(env: Mapping[str, str]) -> dict[str, object]:
     """``[turn]`` of the workspace's config.toml, by setting name: what a variable left unset falls back to."""
     from metnos.settings.config_file import load_turn_config
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     given = load_turn_config(Workspace.from_env(dict(env)).config_file)
     return {ENV_OF_SETTING[key].removeprefix(PREFIX): value for key, value in given.items()}

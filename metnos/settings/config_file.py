@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from metnos.adapters.daemon import DEFAULT_HTTP
+from metnos.settings.http_address import DEFAULT_HTTP
 from metnos.errors import MetnosError
 
 
@@ -39,7 +39,7 @@ class DaemonConfig(BaseModel):
     @field_validator("http")
     @classmethod
     def _address(cls, v: str) -> str:
-        from metnos.adapters.daemon.app import HttpAddressError, parse_address
+        from metnos.settings.http_address import HttpAddressError, parse_address
 
         try:
             parse_address(v)

@@ -175,7 +175,7 @@ def test_a_state_that_is_not_json_is_the_mapper_error_naming_the_event(recorder)
 
 def test_no_topic_wanted_reads_nothing_and_every_path_agrees(tmp_path, monkeypatch) -> None:
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     log = EventLog(Workspace(data_dir=tmp_path / "data", config_dir=tmp_path / "config"), env={"LMDB_SYNC": "no"})
     try:

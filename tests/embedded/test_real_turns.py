@@ -28,7 +28,7 @@ import pytest
 from metnos.adapters.cli import main
 from metnos.mechanisms.llm.model_files import MODEL_FILENAME
 from metnos.mechanisms.llm.shared_server import stop_announced
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.embedded import embedded_model_or_skip
 from tests.support.layouts import LAYOUTS, apply_layout
 

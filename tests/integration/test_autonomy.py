@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.integration.test_side_effect_gate import events_of, kind
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -97,7 +97,7 @@ def ask_raw(capsys, monkeypatch, script: list, *argv: str) -> tuple[int, str, Sc
 
 def _world(home: Path) -> dict[str, str | None]:
     """What the side effects below could change: the files in the home and the outbox."""
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     files = {str(f.relative_to(home)): f.read_text() for f in sorted(home.glob("*.txt"))}
     outbox = Workspace.from_env().outbox_dir
@@ -186,7 +186,7 @@ def test_yes_given_with_the_request_is_the_users_answer_at_full_too(home: Path, 
 
 def test_the_invoker_refuses_a_side_effect_at_read_only_before_any_spawn(home: Path) -> None:
     """Below the turn too: a caller that reaches the invoker directly at read_only gets nothing written."""
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     target = home / "direct.txt"
     with Runtime.boot(Workspace.from_env()) as rt:

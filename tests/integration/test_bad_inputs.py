@@ -180,7 +180,7 @@ def test_end_of_input_at_the_approval_prompt_is_no_with_a_message(home: Path) ->
 
 
 def test_a_workspace_of_another_user_is_refused_with_its_owner_named(home: Path, tmp_path: Path) -> None:
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     data = Workspace.from_env().data_dir
     os.chown(data, 65534, 65534)

@@ -17,8 +17,8 @@ import metnos.runtime.birth_reuse as birth_reuse
 import metnos.mechanisms.sandbox.birth as sandbox_birth
 from domain.executor import Executor, executor_id
 from metnos.adapters.cli import main
-from metnos.services.runtime import Runtime
-from metnos.mechanisms.workspace import Workspace
+from metnos.runtime.booted import Runtime
+from metnos.settings.workspace import Workspace
 
 KEPT = ("get_now", "read_files")
 

@@ -22,7 +22,7 @@ from metnos.mechanisms.executors.loader import load_executors
 from metnos.mechanisms.executors.manifest import load_manifest
 from metnos.mechanisms.sandbox.bwrap import probe
 from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.integration.test_seed_executors import REQUIRED
 from tests.support.hostile import FORK_AND_HOLD
 from tests.support.layouts import apply_layout

@@ -69,8 +69,8 @@ def _approved_read(monkeypatch, capsys) -> dict:
 
 def test_a_good_turn_is_offered_for_approval_until_it_is_approved(home: Path, capsys, monkeypatch) -> None:
     from metnos.runtime.cascade.book import PlanBook
-    from metnos.services.runtime import Runtime
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.runtime.booted import Runtime
+    from metnos.settings.workspace import Workspace
 
     first, _ = _ask(monkeypatch, capsys, READ_TODO, "read my todo list in ~/notes/todo.txt")
     failed, _ = _ask(monkeypatch, capsys, [call("read_files", {"paths": ["~/notes/none.txt"]}), text("no such file")],
@@ -186,8 +186,8 @@ def test_forget_stops_a_plan(home: Path, capsys, monkeypatch) -> None:
 
 
 def test_rebuild_reproduces_the_plans_projection(home: Path, capsys, monkeypatch) -> None:
-    from metnos.services.runtime import Runtime
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.runtime.booted import Runtime
+    from metnos.settings.workspace import Workspace
 
     entry = _approved_read(monkeypatch, capsys)
     _ask(monkeypatch, capsys, [], "read my todo list in ~/notes/todo.txt")
@@ -325,9 +325,9 @@ def test_l1_learns_a_template_after_two_good_turns_and_a_failure_makes_it_an_ant
 def test_maintenance_promotes_a_mature_pipeline_and_expires_an_unused_plan(home: Path, capsys, monkeypatch) -> None:
     from datetime import timedelta
 
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.scheduler import callbacks
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     pipeline = [call("find_files", {"base_path": "~/notes"}), call("describe_entries", {"from_step": 1}),
                 text("One file: todo.txt")]
@@ -365,9 +365,9 @@ def test_the_validator_checks_shape_schema_and_scope_before_a_plan_runs(home: Pa
     import os
 
     from metnos.runtime.cascade.validator import plan_problems
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.turn.session import policy_checker, turn_catalogue
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     def step(executor: str, args: dict) -> dict:
         return {"executor": executor, "version": "1.0.0", "args": args}

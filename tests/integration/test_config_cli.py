@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.cli_process import metnos_env, spawn, wait_for
 from tests.support.scripted_llm import ScriptedLLM, call, text
 

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.cli_process import metnos_env, run
 from tests.support.daemon_process import start_daemon
 from tests.support.fake_telegram import FakeBotAPI

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.cli_process import run, wait_for
 from tests.support.daemon_process import RunningDaemon, daemon, daemon_in_layout, daemon_llm  # noqa: F401 - fixtures
 from tests.support.scripted_llm import ScriptedLLM, call, text

@@ -528,7 +528,7 @@ def test_parent_killed_mid_run_leaves_nothing(sx):
         import json, sys
         from metnos.mechanisms.invocation.runner import invoke
         from metnos.mechanisms.sandbox.profile import SandboxProfile
-        from metnos.mechanisms.workspace import Workspace
+        from metnos.settings.workspace import Workspace
         env = json.loads(sys.argv[1])
         invoke({str(code)!r}, SandboxProfile(fs_write=({str(marker_dir)!r},), max_duration_s=60),
                {{"dir": {str(marker_dir)!r}}}, workspace=Workspace.from_env(env), env=env)
@@ -1260,8 +1260,8 @@ for fd in (0, 1, 2):
 seen = {}
 try:
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.services.runtime import Runtime
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.runtime.booted import Runtime
+    from metnos.settings.workspace import Workspace
     ctty = os.open("/dev/tty", os.O_RDWR)
     fcntl.ioctl(ctty, termios.TIOCSTI, b"?")
     seen["control"] = int.from_bytes(fcntl.ioctl(ctty, termios.FIONREAD, b"\\0\\0\\0\\0"), sys.byteorder)

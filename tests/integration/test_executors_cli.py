@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.hostile import FORK_AND_HOLD
 
 
@@ -86,7 +86,7 @@ def test_a_tampered_executor_is_quarantined_with_its_reason_and_never_run(home: 
 
 
 def test_tampering_after_boot_is_caught_at_call_time(home: Path) -> None:
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     (home / "n.md").write_text("x")
     with Runtime.boot(birth=False) as rt:

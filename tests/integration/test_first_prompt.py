@@ -19,7 +19,7 @@ from bench._turns import turn_loop
 from metnos.mechanisms.llm.embedded import EmbeddedServer
 from metnos.mechanisms.llm.messages import AssistantMessage, LLMReply, SystemMessage, ToolResult, UserMessage
 from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.loop import TurnRequest
 from tests.support.embedded import embedded_model_or_skip
 from tests.support.turn_ports import InProcessPorts

@@ -22,7 +22,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.integration.test_daemon_http import ask_and_wait_for_approval, user_home
 from tests.integration.test_mcp_stdio import _invocations
 from tests.integration.test_telegram_channel import ALLOWED, _buttons, _channel, _events, bot  # noqa: F401 - bot is a fixture

@@ -355,7 +355,7 @@ def test_without_bwrap_the_host_dies_with_the_runtime(sx, tmp_path):
         import json, sys
         from metnos.mechanisms.invocation.runner import invoke
         from metnos.mechanisms.sandbox.profile import SandboxProfile
-        from metnos.mechanisms.workspace import Workspace
+        from metnos.settings.workspace import Workspace
         env = json.loads(sys.argv[1])
         invoke({str(code)!r}, SandboxProfile(max_duration_s=60), {{}}, workspace=Workspace.from_env(env), env=env)
     """)

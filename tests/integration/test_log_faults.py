@@ -51,7 +51,7 @@ def add_turns(home: Home, count: int) -> None:
 
     from domain.turn import Turn
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     log = EventLog(Workspace(data_dir=home.data, config_dir=home.metnos_home / "config"))
     try:
@@ -177,7 +177,7 @@ def test_a_failed_write_names_what_was_not_written(small_disk: Path) -> None:
     from domain.turn import Turn
     from metnos.mechanisms.eventlog import EventLog
     from metnos.mechanisms.store.errors import LogUnavailable
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     ws = Workspace(data_dir=small_disk / "data", config_dir=small_disk / "config")
     log = EventLog(ws, env={"LMDB_MAP_SIZE": str(64 * 1024 * 1024)})

@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from tests.support.mcp_served import mcp_over_http
 
 pytestmark = pytest.mark.bwrap

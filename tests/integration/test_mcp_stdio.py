@@ -54,7 +54,7 @@ def _server(env: dict[str, str]) -> StdioServerParameters:
 
 
 def _outbox(env: dict[str, str]) -> list[Path]:
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     folder = Workspace.from_env(env).outbox_dir
     return sorted(folder.glob("*.json")) if folder.exists() else []

@@ -17,10 +17,10 @@ from domain.mnest import mnest_id
 from metnos.mechanisms.eventlog import EventLog
 from metnos.runtime.mnestome import age, compose, record_turn
 from metnos.runtime.mnestome.snapshot import read_snapshot, write_snapshot
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from projections.base import MaterialisedView
 from projections.mnestome import MnestomeFold, top
-from projections.store import ViewStore
+from metnos.mechanisms.store.views import ViewStore
 from tests.support.mnest_turns import scripted_turn
 from tests.support.seed_mnests import EXPECTED_SEED_PAIRS
 
@@ -160,7 +160,7 @@ def test_a_new_version_supersedes_the_old_mnest(world) -> None:
 
 def test_cli_and_runtime_on_an_initialised_workspace(metnos_home, tmp_path, monkeypatch, capsys) -> None:
     from metnos.adapters.cli import main
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     (tmp_path / "user").mkdir()

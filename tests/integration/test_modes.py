@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.integration.test_side_effect_gate import events_of, kind
 from tests.support.scripted_llm import ScriptedLLM, call, text
 

@@ -22,10 +22,10 @@ import pytest
 from metnos.adapters.cli import main
 from metnos.mechanisms.executors.manifest import load_manifest
 from metnos.mechanisms.invocation.runner import invoke
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox.bwrap import probe
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.sandbox_env import SandboxEnv, make_env
 from tests.support.web_server import WebServer, web_server
 

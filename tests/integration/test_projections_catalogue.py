@@ -8,11 +8,11 @@ from uuid import UUID
 from domain.executor import Executor
 from domain.invocation import Invocation
 from metnos.mechanisms.eventlog import EventLog
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from projections.audit import AuditLines
 from projections.base import MaterialisedView
 from projections.catalog import CatalogueFold, invocable
-from projections.store import ViewStore
+from metnos.mechanisms.store.views import ViewStore
 
 T = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc)
 

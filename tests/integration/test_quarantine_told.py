@@ -24,9 +24,9 @@ from metnos.adapters.channels.host import RuntimeHost
 from metnos.adapters.channels.telegram import TelegramChannel
 from metnos.settings.telegram import load_telegram_settings
 from metnos.adapters.cli import main
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from tests.support.mcp_served import mcp_over_http
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.cli_process import metnos_env
 from tests.support.daemon_process import start_daemon
 from tests.support.fake_telegram import FakeBotAPI

@@ -38,7 +38,7 @@ def record_turns(rt, count: int) -> None:
 
 @pytest.fixture
 def runtime(home: Path):
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     with Runtime.boot(birth=False) as rt:
         record_turns(rt, 1500)

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 
@@ -177,7 +177,7 @@ def test_live_llm_and_re_execute_modes(home: Path, capsys, monkeypatch) -> None:
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_rebuild_gives_every_projection_byte_for_byte(home: Path, capsys, monkeypatch, workers: str) -> None:
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     ask(capsys, monkeypatch, READ, "read ~/notes.md")
     ask(capsys, monkeypatch, [call("get_now", {}), text("now")], "what time is it")

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 READ = [call("read_files", {"paths": ["~/notes.md"]}), text("alpha, beta, gamma")]

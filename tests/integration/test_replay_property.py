@@ -28,7 +28,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory):
     import os
 
     from metnos.adapters.cli import main
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     root = tmp_path_factory.mktemp("prop")
     saved = {k: os.environ.get(k) for k in ("METNOS_HOME", "HOME")}

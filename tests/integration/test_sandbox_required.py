@@ -19,10 +19,10 @@ from metnos.mechanisms.executors.install import install_executor
 from metnos.mechanisms.executors.loader import load_executors
 from metnos.mechanisms.invocation.errors import SandboxUnavailable
 from metnos.mechanisms.invocation.runner import invoke
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox.bwrap import probe
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.sandbox_env import make_env, needs_bwrap
 from tests.support.scripted_llm import ScriptedLLM, call, text
 from tests.unit.executor_kit import write_executor

@@ -23,14 +23,14 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler import callbacks, firing
 from metnos.runtime.scheduler.clock import CLOCK_FILE_ENV, ManualClock
 from metnos.runtime.scheduler.due import stamp
 from metnos.runtime.scheduler.service import ScheduleService, SchedulerError
 from metnos.runtime.scheduler.tick import Scheduler
 from metnos.runtime.scheduler.tools import TOOLS, call_tool
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 UTC = timezone.utc
 START = datetime(2030, 5, 1, 7, 58, 30, tzinfo=UTC)

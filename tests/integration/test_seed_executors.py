@@ -11,7 +11,7 @@ from metnos.mechanisms.executors.install import install_seed_executors, seed_sou
 from metnos.mechanisms.executors.keys import ensure_keypair
 from metnos.mechanisms.executors.loader import load_executors
 from metnos.mechanisms.executors.manifest import load_manifest
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 REQUIRED = {"get_now", "find_files", "read_files", "write_files", "move_files", "delete_files", "get_urls",
             "filter_entries", "filter_lists", "compute_entries", "sort_entries", "describe_entries",

@@ -14,8 +14,8 @@ from domain import mnest_weight as mw
 from domain.mnest import Mnest
 from metnos.adapters.cli import main
 from metnos.mechanisms.eventlog import EventLog
-from metnos.services.runtime import Runtime
-from metnos.mechanisms.workspace import Workspace
+from metnos.runtime.booted import Runtime
+from metnos.settings.workspace import Workspace
 from tests.support.seed_mnests import EXPECTED_SEED_PAIRS, SEED_VERSION
 
 
@@ -141,10 +141,10 @@ def test_list_rebuild_and_ager_see_the_seed_mnests(user_home, capsys) -> None:
 
 def _workspace_without_seed_mnests(monkeypatch: pytest.MonkeyPatch) -> None:
     """A workspace as made before seed mnests existed: executors active, mnestome empty."""
-    import metnos.services.runtime
+    import metnos.runtime.booted
 
     with monkeypatch.context() as patched:
-        patched.setattr(metnos.services.runtime, "plant_seed_mnests", lambda runtime: 0)
+        patched.setattr(metnos.runtime.booted, "plant_seed_mnests", lambda runtime: 0)
         assert main(["init"]) == 0
     assert mnest_notifications() == []
 
@@ -177,7 +177,7 @@ def test_an_older_workspace_gets_them_at_its_next_boot_but_not_over_an_observed_
 
 def test_a_key_already_in_the_log_is_never_planted_twice(user_home, monkeypatch) -> None:
     """Even a mnestome view that lags the log cannot make a second mnest for a tuple."""
-    import metnos.services.runtime
+    import metnos.runtime.booted
     from metnos.runtime.mnestome.bootstrap import active_seed_executors, seed_mnests
 
     _workspace_without_seed_mnests(monkeypatch)
@@ -187,7 +187,7 @@ def test_a_key_already_in_the_log_is_never_planted_twice(user_home, monkeypatch)
                                uses=1, at=datetime.fromisoformat("2026-01-05T10:00:00+00:00"), tags=[]))
     finally:
         log.close()
-    monkeypatch.setattr(metnos.services.runtime, "plant_seed_mnests", lambda runtime: 0)
+    monkeypatch.setattr(metnos.runtime.booted, "plant_seed_mnests", lambda runtime: 0)
     with Runtime.boot(Workspace.from_env(), birth=False) as rt:
         lagging = SimpleNamespace(log=rt.log, mnestome=SimpleNamespace(catch_up=lambda log: {"mnests": {}}))
         planted = seed_mnests(lagging, active_seed_executors(rt), rt.clock())
@@ -233,11 +233,11 @@ def test_turns_from_before_and_after_the_planting_replay_clean(user_home, monkey
     (user_home / "docs").mkdir()
     (user_home / "docs" / "a.md").write_text("a")
     request = "find the markdown files in docs"
-    import metnos.services.runtime
+    import metnos.runtime.booted
 
     _workspace_without_seed_mnests(monkeypatch)
     with monkeypatch.context() as patched:
-        patched.setattr(metnos.services.runtime, "plant_seed_mnests", lambda runtime: 0)
+        patched.setattr(metnos.runtime.booted, "plant_seed_mnests", lambda runtime: 0)
         before = _ask(monkeypatch, capsys, request)
     assert "mnest" not in _ranking(capsys, before["turn_id"])
 

@@ -24,7 +24,7 @@ from metnos.mechanisms.llm.messages import UserMessage
 from metnos.mechanisms.llm.model_files import MODEL_FILENAME
 from metnos.mechanisms.llm.router import LLMRouter
 from metnos.settings.llm_tiers import settings_from_mapping
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.embedded import embedded_model_or_skip
 
 IDLE_S = 4.0

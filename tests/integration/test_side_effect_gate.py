@@ -19,13 +19,13 @@ import pytest
 
 from domain.schedule import Schedule
 from metnos.adapters.cli import main
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler import firing
 from metnos.runtime.scheduler.clock import ManualClock
 from metnos.runtime.scheduler.due import stamp
 from metnos.runtime.scheduler.service import ScheduleService, SchedulerError
 from metnos.runtime.scheduler.tick import Scheduler
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 START = datetime(2030, 5, 1, 7, 58, 30, tzinfo=timezone.utc)

@@ -21,7 +21,7 @@ from metnos.mechanisms.executors.loader import load_executors
 from metnos.mechanisms.executors.signing import LEGACY_SIGNED_FILES, LOCK, SIGNATURE, legacy_digest
 from metnos.runtime.lifecycle import record_boot
 from metnos.services.boot import create_workspace
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def _rows(capsys) -> list[dict]:

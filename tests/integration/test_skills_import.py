@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 SKILL_MD = """---
 name: word-tools

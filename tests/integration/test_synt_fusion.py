@@ -11,12 +11,12 @@ import orjson
 from domain.invocation import Invocation
 from metnos.canonical import canonical_hash
 from metnos.adapters.cli import main
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.callbacks import CallbackContext
 from metnos.runtime.scheduler.maintenance import run_synt_introspect
 from metnos.runtime.synt.introspect import MERGE_USES, MERGE_WEIGHT
 from metnos.runtime.synt.pipeline import Synt
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.integration.test_synt_generate import _generate, draft, spec_reply
 from tests.support.scripted_llm import ScriptedLLM, call, text
 

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, text
 
 SPEC = {
@@ -238,7 +238,7 @@ def test_a_turn_without_a_gap_opens_no_proposal(home: Path, capsys, monkeypatch)
 
 def test_generate_from_a_suggestion_of_the_maintenance(home: Path, capsys, monkeypatch) -> None:
     from domain.synthesis import Synthesis
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     with Runtime.boot(birth=False) as rt:
         s = Synthesis.open(wanted="compute_words", at=rt.clock())

@@ -20,8 +20,8 @@ import pytest
 from metnos.adapters.channels.host import RuntimeHost
 from metnos.adapters.channels.telegram import TelegramChannel, TelegramChannelError
 from metnos.settings.telegram import load_telegram_settings
-from metnos.services.runtime import Runtime
-from metnos.mechanisms.workspace import Workspace
+from metnos.runtime.booted import Runtime
+from metnos.settings.workspace import Workspace
 from tests.support.fake_telegram import FakeBotAPI
 from tests.support.scripted_llm import ScriptedLLM, call, text
 

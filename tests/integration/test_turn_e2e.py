@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 
@@ -87,7 +87,7 @@ def test_fetch_a_url_write_it_to_a_file_and_report_the_bytes(home: Path, capsys,
     # The instance allows the page's server: get_urls reaches what config.toml allows.
     from urllib.parse import urlsplit
 
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     Workspace.from_env().config_file.write_text(f'[network]\nallow = ["{urlsplit(url).netloc}"]\n')
     script = [

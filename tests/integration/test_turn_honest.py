@@ -121,7 +121,7 @@ def test_an_old_turn_failed_event_without_status_reads_as_failed(home: Path, cap
 
     from domain.turn import Turn
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     turn = Turn.start(id=uuid4(), at=at, text="an old request", actor="user", channel="cli", mode="local", settings={}, runtime_version="0.0.1")

@@ -18,11 +18,11 @@ import pytest
 from domain.invocation import Invocation
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import LLMReply, ToolCall
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.interrupts import InterruptGate
 from metnos.runtime.turn.lease import TurnLease, lock_path
 from metnos.runtime.turn.loop import TurnRequest
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from replay.replayer import Replayer
 from tests.support.turn_ports import InProcessPorts
 from bench._turns import turn_loop

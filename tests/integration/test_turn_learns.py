@@ -124,7 +124,7 @@ def test_a_turn_the_mnestome_cannot_learn_from_is_recorded_and_says_why(home: Pa
     from datetime import timedelta, timezone
 
     from domain.mnest import mnest_id
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     # The pair's last use lies a day ahead (a clock that was set forward, then back):
     # reinforcing it now would run the weight backwards in time.

@@ -11,7 +11,7 @@ import pytest
 
 from metnos.mechanisms.blobs import BlobStore
 from metnos.adapters.cli import main
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.layouts import LAYOUTS, apply_layout
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -216,7 +216,7 @@ def test_undone_turns_still_replay_and_nothing_is_left(home: Path, capsys) -> No
 
 def test_a_path_above_the_caps_is_listed_not_hidden(home: Path, capsys, monkeypatch) -> None:
     from metnos.mechanisms.filestate import Limits
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.turn.session import run_turn
 
     big = home / "u6.txt"
@@ -252,7 +252,7 @@ def _turn_of_writes(rt, writes: list[tuple[str, str]]) -> str:
 
 
 def test_steps_are_undone_last_first_and_a_cut_short_undo_resumes(home: Path, capsys) -> None:
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from replay.undo import Undoer
 
     f = home / "u7" / "f.txt"

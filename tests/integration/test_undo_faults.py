@@ -163,7 +163,7 @@ def journal_progress(log, turn_id: str) -> tuple[int, bool] | None:
 def kill_mid_undo(home: Home, turn_id: str, *, after_paths: int, rng: random.Random) -> tuple[int, bool] | None:
     """Start ``metnos undo``, SIGKILL it once ``after_paths`` paths are recorded back (then a random moment more)."""
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     log = EventLog(Workspace(data_dir=home.data, config_dir=home.metnos_home / "config"))
     try:

@@ -31,11 +31,11 @@ from metnos.adapters.cli.ask_cmd import EXIT_CODES, print_outcome
 from metnos.adapters.daemon.app import build_app
 from metnos.adapters.daemon.host import DaemonHost
 from metnos.adapters.cli import main
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.failures import FailureKind, turn_failure
 from metnos.runtime.turn.grounding import StepData, check_answer
 from metnos.runtime.turn.loop import TurnOutcome
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.fake_telegram import FakeBotAPI
 from tests.support.scripted_llm import ScriptedLLM, call, text
 

@@ -37,7 +37,7 @@ _calls = itertools.count(1)
 def initialised_runtime(root: Path) -> Iterator[Any]:
     """A runtime on a workspace `metnos init` made under ``root``, HOME ``root/user`` with a notes folder."""
     from metnos.adapters.cli import main
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     saved = {k: os.environ.get(k) for k in ("METNOS_HOME", "HOME")}
     os.environ["METNOS_HOME"] = str(root / "home")

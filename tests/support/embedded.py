@@ -9,7 +9,7 @@ import pytest
 
 from metnos.mechanisms.llm.embedded import xllamacpp_available
 from metnos.mechanisms.llm.model_files import model_path
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 REQUIRE_ENV = "METNOS_REQUIRE_EMBEDDED"
 

@@ -14,8 +14,8 @@ from starlette.routing import Mount
 
 from metnos.adapters.channels.host import RuntimeHost
 from metnos.adapters.channels.mcp_http import mcp_http_app
-from metnos.services.runtime import Runtime
-from metnos.mechanisms.workspace import Workspace
+from metnos.runtime.booted import Runtime
+from metnos.settings.workspace import Workspace
 
 
 @contextmanager

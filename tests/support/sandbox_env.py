@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from metnos.mechanisms.sandbox.bwrap import probe
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.support.layouts import layout_env
 
 

@@ -7,7 +7,7 @@ from metnos.mechanisms.executors.birth import SpawnResult, spawn_subprocess
 from metnos.mechanisms.executors.install import install_executor
 from metnos.mechanisms.executors.loader import load_executors
 from metnos.mechanisms.executors.signing import REQUIRED_FILES, write_signature
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.unit.executor_kit import write_executor
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from domain.mnest import mnest_id, mnest_key
 from metnos.mechanisms.eventlog import EventLog
 from metnos.runtime.mnestome import age, record_turn
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from projections.mnestome import MnestomeFold
 from tests.support.mnest_turns import scripted_turn
 

@@ -13,7 +13,7 @@ from metnos.mechanisms.executors.keys import (
     public_key_path,
 )
 from metnos.mechanisms.executors.signing import SigningError, sign_executor, verify_executor
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from tests.unit.executor_kit import write_executor
 
 

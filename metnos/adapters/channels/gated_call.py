@@ -34,7 +34,7 @@ from domain.invocation import Invocation
 from metnos.canonical import canonical_hash
 from metnos.mechanisms.invocation.errors import InvocationError
 from metnos.mechanisms.invocation.service import READ_ONLY_REFUSED
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.runtime.turn.catalogue import TurnExecutor, inline_refs
 from metnos.runtime.turn.quarantined import quarantined_by_name, refusal_message, show_command

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 
 
 class RuntimeHost:

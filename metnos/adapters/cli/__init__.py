@@ -74,7 +74,7 @@ def preflight() -> None:
     """What every command checks before it starts: the METNOS_* settings and who owns the workspace."""
     from metnos.settings.config_file import check_config
     from metnos.settings import load_settings, unknown_variables
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     load_settings()
     for note in unknown_variables():

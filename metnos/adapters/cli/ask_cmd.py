@@ -12,7 +12,7 @@ import orjson
 
 from domain.turn import Turn
 from metnos.adapters.cli.waiting import WaitingForModel
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 # How `metnos ask` exits, by the turn's status (README, "Exit codes"). 2 is
 # argparse's for a bad command line.
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     from metnos.runtime.cascade.book import PlanBook
     from metnos.mechanisms.llm.router import LLMRouter
     from metnos.settings.llm_tiers import ENV_EMBEDDED_MODEL, load_llm_settings
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.settings.sandbox import OFF_WARNING, sandbox_off
     from metnos.runtime.turn.session import check_request, run_turn
     from metnos.settings.runtime import load_runtime_config

@@ -6,7 +6,7 @@ import argparse
 
 import orjson
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -24,9 +24,9 @@ from typing import Any
 
 import orjson
 
-from metnos.adapters.daemon import DEFAULT_HTTP
+from metnos.settings.http_address import DEFAULT_HTTP
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def run_token(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from metnos.settings.config_file import load_daemon_config
     from metnos.adapters.daemon.host import DaemonHost
     from metnos.mechanisms.llm.shared_server import touch
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.scheduler.clock import clock_from_env
     from metnos.runtime.scheduler.service import ScheduleService
     from metnos.runtime.scheduler.tick import Scheduler

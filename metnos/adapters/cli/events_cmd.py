@@ -10,7 +10,7 @@ import orjson
 
 from metnos.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:

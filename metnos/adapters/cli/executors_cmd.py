@@ -12,7 +12,7 @@ import orjson
 
 from metnos.errors import MetnosError
 from metnos.services.queries import catalogue_rows
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _boot(birth: bool = True, *, reuse_births: bool = True):  # noqa: ANN202
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     return Runtime.boot(Workspace.from_env(), birth=birth, reuse_births=reuse_births)
 

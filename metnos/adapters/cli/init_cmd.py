@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -18,9 +18,9 @@ def run_serve(args: argparse.Namespace) -> int:
     from metnos.adapters.channels.gated_call import GatedCaller
     from metnos.adapters.channels.host import RuntimeHost
     from metnos.adapters.channels.mcp_server import serve_stdio
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.mechanisms.sandbox.bwrap import require_sandbox
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     # Where no executor may run, no tool is offered: the client is told at once.
     require_sandbox()

@@ -12,7 +12,7 @@ from uuid import UUID
 import orjson
 
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _boot():  # noqa: ANN202
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     return Runtime.boot(Workspace.from_env(), birth=False)
 

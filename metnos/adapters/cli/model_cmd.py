@@ -10,7 +10,7 @@ import threading
 import time
 
 from metnos.mechanisms.llm.model_files import DEFAULT_SIZE, MODELS
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _book():  # noqa: ANN202
     from metnos.runtime.cascade.book import PlanBook
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     runtime = Runtime.boot(Workspace.from_env(), birth=False)
     return runtime, PlanBook(runtime)

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +43,7 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from replay.rebuild import rebuild
 
     bar = ProgressBar() if sys.stderr.isatty() else None

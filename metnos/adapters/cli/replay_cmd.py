@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from replay.report import format_divergence
     from metnos.services.queries import find_turn
     from metnos.errors import MetnosError
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from replay.replayer import Replayer
 
     if not args.all and not args.turn_id:

@@ -9,7 +9,7 @@ import orjson
 
 from domain.schedule import CHANNELS, ON_FAILURE
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _boot():  # noqa: ANN202
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.scheduler.clock import clock_from_env
 
     return Runtime.boot(Workspace.from_env(), birth=False, clock=clock_from_env())

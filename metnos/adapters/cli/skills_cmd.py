@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 # --allow KEY=VALUE: the capabilities a user may grant an imported executor.
 _LIST_KEYS = ("fs:read", "fs:write", "network", "env")
@@ -56,7 +56,7 @@ def parse_grants(items: list[str]) -> dict[str, Any]:
 
 
 def _boot(birth: bool = True):  # noqa: ANN202
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     return Runtime.boot(Workspace.from_env(), birth=birth)
 

@@ -11,7 +11,7 @@ import orjson
 
 from domain.proposal import CLOSED
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,7 +84,7 @@ class _Session:
         from metnos.adapters.cli.ask_cmd import progress_line
         from metnos.mechanisms.llm.router import LLMRouter
         from metnos.settings.llm_tiers import load_llm_settings
-        from metnos.services.runtime import Runtime
+        from metnos.runtime.booted import Runtime
         from metnos.runtime.synt.pipeline import Synt
 
         workspace = Workspace.from_env()
@@ -170,7 +170,7 @@ def _report(synt: Any, p: Any) -> int:
 def _activate(synt: Any) -> None:
     """A fresh boot registers, checks and activates what was installed, as every boot does."""
     runtime = synt.runtime
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     runtime.close()
     synt.runtime = Runtime.boot(runtime.workspace)
@@ -225,7 +225,7 @@ def run_reject(args: argparse.Namespace) -> int:
 
 
 def run_defuse(args: argparse.Namespace) -> int:
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.runtime.synt.fusion import defuse
 
     with Runtime.boot(Workspace.from_env(), birth=False) as rt:
@@ -235,7 +235,7 @@ def run_defuse(args: argparse.Namespace) -> int:
 
 
 def _state() -> dict[str, Any]:
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     with Runtime.boot(Workspace.from_env(), birth=False) as rt:
         return rt.proposals.catch_up(rt.log)

@@ -10,7 +10,7 @@ from uuid import UUID
 import orjson
 
 from metnos.services.queries import find_turn, turn_events, turn_rows
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _boot():  # noqa: ANN202
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
 
     return Runtime.boot(Workspace.from_env(), birth=False)
 

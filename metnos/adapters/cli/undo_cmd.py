@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 _VERBS = {
     "remove": ("removed", "would remove", "it did not exist before"),
@@ -49,7 +49,7 @@ def _lines(result: Any, *, dry_run: bool, home: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from metnos.services.queries import find_turn
-    from metnos.services.runtime import Runtime
+    from metnos.runtime.booted import Runtime
     from metnos.mechanisms.sandbox.hints import home_of
     from replay.undo import NothingToUndo, Undoer
 

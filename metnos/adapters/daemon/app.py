@@ -15,13 +15,9 @@ from metnos.adapters.daemon import extensions
 from metnos.adapters.daemon.api import routes as api_routes
 from metnos.adapters.daemon.auth import TokenGate
 from metnos.adapters.daemon.host import DaemonHost
-from metnos.errors import MetnosError
+from metnos.settings.http_address import parse_address
 
 
-
-
-class HttpAddressError(MetnosError):
-    """--http or [daemon] http is not a HOST:PORT this machine can listen on."""
 
 
 def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | None = None) -> Any:
@@ -30,18 +26,6 @@ def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | N
     mounted = [Mount(path, app=sub) for path, sub in (extensions.mounts(host) if mounts is None else mounts)]
     app = Starlette(routes=[*api_routes(host), *dashboard_routes(host, token), *mounted])
     return TokenGate(app, token, login_page)
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]")
-    try:
-        number = int(port)
-    except ValueError:
-        number = -1
-    if not sep or not host or not 0 <= number <= 65535:
-        raise HttpAddressError(f"the HTTP address must be HOST:PORT, like 127.0.0.1:8737, not {text!r}")
-    return host, number
 
 
 def is_loopback(host: str) -> bool:

@@ -1,6 +1,6 @@
 """What the daemon holds while it runs, shared by every way in (HTTP, dashboard, channels).
 
-One booted :class:`~metnos.services.runtime.Runtime` writes the log for every channel;
+One booted :class:`~metnos.runtime.booted.Runtime` writes the log for every channel;
 it is a channels' host (metnos.adapters.channels.host: ``ask`` and ``writing``, one
 LLM router kept warm across turns) with what only the daemon needs besides.
 Writes go through :meth:`DaemonHost.writing`, one at a time (a turn, an undo,
@@ -19,7 +19,7 @@ from typing import Any
 from metnos.adapters.channels.host import RuntimeHost
 from metnos.adapters.daemon.approvals import ApprovalBroker
 from metnos.errors import MetnosError
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 
 
 class DaemonBusy(MetnosError):

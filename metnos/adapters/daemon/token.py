@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 TOKEN_FILE = "daemon.token"
 

@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 
 from metnos.mechanisms.sandbox.hints import expand_hints, home_of
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "telegram": {

@@ -11,7 +11,7 @@ from nacl.signing import SigningKey
 from metnos.mechanisms.executors.loader import CURRENT
 from metnos.mechanisms.executors.manifest import load_manifest
 from metnos.mechanisms.executors.signing import LOCK, SIGNATURE, sign_executor
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 # Build debris and signing outputs are never copied: the instance signs anew.
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", LOCK, SIGNATURE, "*.tmp")

@@ -15,7 +15,7 @@ from nacl.encoding import HexEncoder
 from nacl.exceptions import CryptoError
 from nacl.signing import SigningKey, VerifyKey
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 PRIVATE_KEY_FILE = "instance.key"
 PUBLIC_KEY_FILE = "instance.pub"

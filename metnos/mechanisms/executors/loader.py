@@ -33,7 +33,7 @@ from metnos.mechanisms.executors.manifest import ORIGINS, Manifest
 from metnos.mechanisms.executors.schemas import ContractSchemas, SchemaCheckCache
 from metnos.mechanisms.executors.signing import BIRTH, MANIFEST, verify_executor
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 CURRENT = "CURRENT"
 

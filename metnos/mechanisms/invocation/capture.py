@@ -20,7 +20,7 @@ from metnos.mechanisms.executors.loader import LoadedExecutor
 from metnos.mechanisms.filestate import Limits, NotCapturable, first_missing, take
 from metnos.mechanisms.invocation.errors import InvocationError
 from metnos.mechanisms.sandbox.policy import scope_for, write_paths
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def _outermost(found: Mapping[str, Path]) -> dict[Path, list[str]]:

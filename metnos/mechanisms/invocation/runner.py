@@ -32,7 +32,7 @@ from metnos.mechanisms.sandbox.bwrap import SandboxPlan, plan_for, python_runtim
 from metnos.mechanisms.sandbox.egress import Connection, EgressProxy
 from metnos.mechanisms.sandbox.policy import NOT_ALLOWED, Scope, check_args
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 _HOST_ERROR = b"METNOS-HOST-ERROR "
 # The sandbox_mode of an invocation refused because nothing may run.

@@ -33,7 +33,7 @@ from metnos.mechanisms.invocation.outcome import InvocationOutcome, failure_obse
 from metnos.mechanisms.invocation.runner import UNAVAILABLE, invoke
 from metnos.mechanisms.sandbox import autonomy as autonomy_levels
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 # Observations above this size go to the blob store; the event keeps the digest.
 INLINE_OUTPUT_LIMIT = 64 * 1024

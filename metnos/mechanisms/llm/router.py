@@ -21,7 +21,7 @@ from metnos.mechanisms.llm.errors import ModelNotInstalled
 from metnos.mechanisms.llm.model_files import install_hint, resolve_model
 from metnos.mechanisms.llm.provider import Provider, make_provider
 from metnos.settings.llm_tiers import LLMSettings, ResolvedTier
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 def embedded_model_file(tier: ResolvedTier, workspace: Workspace) -> Path:

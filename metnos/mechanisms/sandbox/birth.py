@@ -38,7 +38,7 @@ from metnos.mechanisms.sandbox.bwrap import INSIDE_DIR, SandboxPlan, plan_for, p
 from metnos.mechanisms.sandbox.forbidden import user_forbidden
 from metnos.mechanisms.sandbox.hints import home_of
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 if TYPE_CHECKING:
     from metnos.mechanisms.executors.birth import Spawn, SpawnRequest, SpawnResult

@@ -31,7 +31,7 @@ from metnos.mechanisms.sandbox.forbidden import is_inside
 from metnos.mechanisms.sandbox.policy import Scope, scope_for
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 from metnos.settings.sandbox import bwrap_missing, sandbox_off
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 _SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
 # What the interpreter and libc read from /etc; nothing that names users or

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from metnos.mechanisms.sandbox.hints import home_of
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 # Relative to the user's home.
 _HOME_SECRETS = (

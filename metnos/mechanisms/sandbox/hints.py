@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 _GLOB_CHARS = frozenset("*?[")
 

@@ -30,7 +30,7 @@ from metnos.mechanisms.sandbox import netallow
 from metnos.mechanisms.sandbox.forbidden import covers_system_root, is_inside, user_forbidden
 from metnos.mechanisms.sandbox.hints import HintError, expand_hint, home_of, resolve
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 _PATH_KEYS = frozenset({"path", "paths", "file", "files", "dir", "dirs", "directory", "folder",
                         "src", "source", "dst", "dest", "destination", "target", "root", "cwd"})

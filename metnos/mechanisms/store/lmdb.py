@@ -421,7 +421,7 @@ Factory = LMDBFactory
 
 
 def _default_log_path() -> Path:
-    from metnos.mechanisms.workspace import Workspace
+    from metnos.settings.workspace import Workspace
 
     return Workspace.from_env().log_dir
 

@@ -22,7 +22,7 @@ from nacl.secret import SecretBox
 from nacl.utils import random
 
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 Ask = Callable[[str, str], str | None]
 

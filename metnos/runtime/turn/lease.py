@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from metnos.errors import MetnosError
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 
 
 class LeaseError(MetnosError):

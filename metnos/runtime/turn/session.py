@@ -13,7 +13,7 @@ from metnos.errors import MetnosError
 from metnos.runtime.mnestome.record import record_turn
 from metnos.mechanisms.llm.router import LLMRouter
 from metnos.settings.llm_tiers import load_llm_settings, tier_ladder
-from metnos.services.runtime import Runtime
+from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
 from metnos.mechanisms.sandbox.hints import home_of

@@ -21,6 +21,9 @@ from eventsourcing.persistence import Tracking
 from metnos.mechanisms.store import environment as environments
 from metnos.mechanisms.store.lmdb import LMDBTrackingRecorder
 
+# The name views track the log under: the eventsourcing application's name.
+UPSTREAM = "metnos"
+
 _STATE = b"state"
 _VERSION = b"version"
 

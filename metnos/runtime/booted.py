@@ -27,7 +27,7 @@ from metnos.runtime.lifecycle import record_boot
 from metnos.runtime.mnestome.bootstrap import plant_seed_mnests
 from metnos.runtime.skills.vault import skill_credentials
 from metnos.runtime.turn.orphans import OrphanReport, close_orphaned_turns
-from metnos.mechanisms.workspace import Workspace
+from metnos.settings.workspace import Workspace
 from projections.views import open_stores, open_views
 
 
