@@ -37,6 +37,16 @@ def find_turn(turns_state: dict[str, Any], prefix: str) -> str:
     return matches[0]
 
 
+def turns_state(runtime: Any) -> dict[str, Any]:
+    """The turns' read model, up to date with the log."""
+    return runtime.turns.catch_up(runtime.log)
+
+
+def turn_log(runtime: Any, turn_id: str) -> list[Any]:
+    """One turn's events as recorded, in order."""
+    return list(runtime.log.events.get(UUID(turn_id)))
+
+
 def turn_rows(turns_state: dict[str, Any], limit: int = 0) -> list[dict[str, Any]]:
     """The turns, oldest first; the last ``limit`` of them when limit is positive."""
     order = turns_state["order"][-limit:] if limit > 0 else turns_state["order"]
@@ -62,6 +72,20 @@ def logged_event(notification: Any, event: Any) -> dict[str, Any]:
     ts = getattr(event, "timestamp", None)
     return {"id": notification.id, "aggregate_id": str(notification.originator_id), "aggregate_version": notification.originator_version,
             "topic": notification.topic, "timestamp": ts.isoformat() if ts else None, "state": event_state(event)}
+
+
+def log_page(runtime: Any, after: int, topic: str = "", size: int = 500) -> tuple[list[dict[str, Any]], int]:
+    """The stored events from position ``after`` on, at most ``size`` positions of them, those whose topic
+    contains ``topic``; and the position to read from next."""
+    log = runtime.log
+    rows, next_position = [], after
+    for n in log.notifications(start=after, batch=size):
+        next_position = n.id + 1
+        if not topic or topic in n.topic:
+            rows.append(logged_event(n, log.mapper.to_domain_event(n)))
+        if next_position - after >= size:
+            break
+    return rows, next_position
 
 
 def catalogue_rows(catalogue_state: dict[str, Any]) -> list[dict[str, Any]]:

@@ -22,8 +22,8 @@ from typing import Any
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from metnos.adapters.channels.gated_call import GatedCaller
 from metnos.adapters.channels.mcp_server import build_server
+from metnos.services.gated_call import GatedCaller
 
 LOOPBACK = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
@@ -90,5 +90,5 @@ def mcp_http_app(host: Any) -> MCPHttpApp:
 
 
 def mount(host: Any) -> tuple[str, MCPHttpApp]:
-    """The daemon's hook (metnos/adapters/daemon/extensions.py): MCP at ``/mcp/``, behind the daemon's token."""
+    """The daemon's hook (metnos/services/extensions.py): MCP at ``/mcp/``, behind the daemon's token."""
     return "/mcp", mcp_http_app(host)

@@ -3,7 +3,7 @@
 Built on the official ``mcp`` SDK's low-level ``Server``. ``tools/list``
 offers each active executor with its manifest's name, English description
 and input schema (references inlined). ``tools/call`` goes through
-:class:`~metnos.adapters.channels.gated_call.GatedCaller`, the same schema, policy,
+:class:`~metnos.services.gated_call.GatedCaller`, the same schema, policy,
 vaglio and sandbox a turn's step passes, recorded with the caller
 ``{"kind": "mcp", "transport": ..., "client": ...}``.
 
@@ -31,12 +31,13 @@ import mcp_types as types
 import orjson
 from mcp.server.lowlevel import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 import metnos
 from metnos.canonical import canonical_hash
-from metnos.adapters.channels.gated_call import CallResult, Checked, GatedCaller
+from metnos.services.gated_call import CallResult, Checked, GatedCaller
 
 APPROVAL_KEY = "approval"
 APPROVAL_SCHEMA: dict[str, Any] = {
@@ -151,8 +152,7 @@ def build_server(gate: GatedCaller, *, transport: str, approval_timeout_s: float
 
 
 async def serve_stdio(gate: GatedCaller) -> None:
-    from mcp.server.stdio import stdio_server
-
+    """The hook of ``metnos mcp serve`` (metnos/services/extensions.py)."""
     server = build_server(gate, transport="stdio")
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -19,8 +19,9 @@ tests put a fake Bot API server on 127.0.0.1 in front of it).
 Turns run one at a time on a worker thread; the bot's event loop runs on a
 thread of its own, so a turn waiting for an approval never stops the bot from
 hearing the button. The channel runs on a host (the daemon's, or
-metnos.adapters.channels.host.RuntimeHost): turns through ``host.ask``, its own events
-under ``host.writing()``; whoever holds it calls ``start()`` and ``stop()``.
+metnos.services.host.RuntimeHost): turns through ``host.ask``, its own events
+through metnos.services.channels under ``host.writing()``; whoever holds it
+calls ``start()`` and ``stop()``.
 
 The token is read from the variable ``[telegram] token_env`` names, at
 start, and kept in memory only: every error text that leaves this module
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import sys
 import threading
@@ -42,11 +44,10 @@ from typing import Any
 
 import orjson
 
-from domain.channel import ChannelMessage
-from metnos.canonical import canonical_hash
-from metnos.settings.telegram import TelegramSettings
 from metnos.errors import MetnosError
-from metnos.runtime.turn.telling import reply_text
+from metnos.services.channels import record_ignored
+from metnos.services.telling import reply_text
+from metnos.settings.telegram import TelegramSettings, load_telegram_settings
 
 CHANNEL = "telegram"
 MAX_TEXT = 4096  # Telegram's limit for one message
@@ -76,14 +77,12 @@ class _Pending:
 
 
 class TelegramChannel:
-    """The channel on a host: the daemon's, or a :class:`~metnos.adapters.channels.host.RuntimeHost`."""
+    """The channel on a host: the daemon's, or a :class:`~metnos.services.host.RuntimeHost`."""
 
     name = CHANNEL
 
     def __init__(self, host: Any, settings: TelegramSettings, *, env: Mapping[str, str] | None = None,
                  log: Callable[[str], None] | None = None) -> None:
-        import os
-
         self.host = host
         self.settings = settings
         self.env = dict(os.environ if env is None else env)
@@ -144,6 +143,7 @@ class TelegramChannel:
             self._thread.join(30)
 
     async def _startup(self) -> None:
+        # Deferred: python-telegram-bot takes about 0.3 s to import; a daemon without [telegram] never pays it.
         from telegram import Update
         from telegram.ext import ApplicationBuilder, CallbackQueryHandler, MessageHandler, filters
 
@@ -194,12 +194,8 @@ class TelegramChannel:
 
     def _record_ignored(self, chat_id: int, sender: str, text: str) -> None:
         try:
-            with self.host.writing() as rt:
-                event = ChannelMessage.ignored(
-                    id=rt.ids(), at=rt.clock(), channel=CHANNEL, chat_id=str(chat_id), sender=sender,
-                    reason="chat not in [telegram] allowed_chats", text_size=len(text), text_digest=canonical_hash(text),
-                )
-                rt.log.save(event)
+            record_ignored(self.host, channel=CHANNEL, chat_id=str(chat_id), sender=sender,
+                           reason="chat not in [telegram] allowed_chats", text=text)
             self._log(f"ignored a message from chat {chat_id}: not in [telegram] allowed_chats")
         except Exception as e:  # noqa: BLE001 - the bot goes on; the failure is said
             self._log(f"could not record an ignored message from chat {chat_id}: {type(e).__name__}: {e}")
@@ -225,6 +221,7 @@ class TelegramChannel:
         return approve
 
     def _ask(self, chat_id: int, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+        # Deferred: as in _startup, which has always run before a question is asked.
         from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
         key = secrets.token_hex(8)
@@ -292,14 +289,12 @@ class TelegramChannel:
 
 
 def channel(host: Any) -> TelegramChannel | None:
-    """The daemon's hook (metnos/adapters/daemon/extensions.py): the channel when ``[telegram] allowed_chats`` names a chat.
+    """The daemon's hook (metnos/services/extensions.py): the channel when ``[telegram] allowed_chats`` names a chat.
 
     Without allowed chats there is nobody to serve (``[telegram.chat_ids]``
     alone only tells send_messages where to send). A configured channel whose
     token variable is empty is an error that stops the daemon, naming it.
     """
-    from metnos.settings.telegram import load_telegram_settings
-
     settings = load_telegram_settings(host.runtime.workspace.config_file)
     if not settings.allowed_chats:
         return None

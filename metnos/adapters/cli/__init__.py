@@ -9,9 +9,15 @@ import threading
 import traceback
 from collections.abc import Sequence
 
+from eventsourcing.persistence import PersistenceError
+
+import metnos
 from metnos.adapters.cli import events_cmd, init_cmd
 from metnos.errors import MetnosError
-from metnos.runtime.turn.interrupts import InterruptGate, Interrupted
+from metnos.services.interrupts import InterruptGate, Interrupted
+from metnos.settings import load_settings, unknown_variables
+from metnos.settings.config_file import check_config
+from metnos.settings.workspace import Workspace
 
 COMMANDS = [init_cmd, events_cmd]
 
@@ -31,8 +37,6 @@ def _optional_commands() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import metnos
-
     parser = argparse.ArgumentParser(prog="metnos", description="A local-first personal agent runtime on an append-only log.")
     parser.add_argument("--debug", action="store_true", help="on an unexpected error, show its traceback (or set METNOS_DEBUG=1)")
     parser.add_argument("--version", action="version", version=f"metnos {metnos.__version__}")
@@ -72,10 +76,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def preflight() -> None:
     """What every command checks before it starts: the METNOS_* settings and who owns the workspace."""
-    from metnos.settings.config_file import check_config
-    from metnos.settings import load_settings, unknown_variables
-    from metnos.settings.workspace import Workspace
-
     load_settings()
     for note in unknown_variables():
         print(f"metnos: {note}", file=sys.stderr)
@@ -87,8 +87,6 @@ def preflight() -> None:
 
 def unexpected(error: Exception, *, debug: bool) -> int:
     """One line naming the cause; the traceback only when asked for."""
-    from eventsourcing.persistence import PersistenceError
-
     if isinstance(error, PersistenceError):
         print(f"metnos: {error}", file=sys.stderr)
         return 2

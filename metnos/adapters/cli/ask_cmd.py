@@ -12,7 +12,8 @@ import orjson
 
 from domain.turn import Turn
 from metnos.adapters.cli.waiting import WaitingForModel
-from metnos.settings.workspace import Workspace
+from metnos.services import telling
+from metnos.settings.sandbox import OFF_WARNING, sandbox_off
 
 # How `metnos ask` exits, by the turn's status (README, "Exit codes"). 2 is
 # argparse's for a bad command line.
@@ -79,17 +80,6 @@ def phase_printer(event: Any) -> None:
         progress_line(f"step {event.step}: {event.executor}")
 
 
-def require_embedded_models(settings: Any, workspace: Workspace) -> None:
-    """Before any boot: a chosen embedded model that is not on disk is one line naming the fix, not a failed turn."""
-    from metnos.mechanisms.llm.errors import ModelNotInstalled
-    from metnos.mechanisms.llm.model_files import install_hint
-    from metnos.mechanisms.llm.router import embedded_model_files
-
-    for path in embedded_model_files(settings, workspace):
-        if not path.is_file():  # a warm server is only ever reused for the same file, so none can stand in
-            raise ModelNotInstalled(str(path), install_hint(path))
-
-
 def step_printer(event: Any) -> None:
     out = sys.stderr
     if isinstance(event, Turn.PrefilterRanked):
@@ -107,20 +97,6 @@ def step_printer(event: Any) -> None:
     out.flush()
 
 
-def model_limits(runtime: Any) -> Callable[[str], tuple[str, float]]:
-    from metnos.settings.llm_tiers import load_llm_settings
-    from metnos.mechanisms.llm.transport import public_url
-
-    settings = load_llm_settings(runtime.workspace.config_file)
-
-    def limits(tier: str) -> tuple[str, float]:
-        config = settings.tier(tier).config
-        url = config.effective_url
-        return (public_url(url) if url else "the embedded model"), config.timeout_s
-
-    return limits
-
-
 def answered_by(models: list[dict[str, str]]) -> str:
     """Which models answered the turn, e.g. 'answered by qwen (wise tier, 2 calls as proposer)'."""
     seen: dict[tuple[str, str], list[str]] = {}
@@ -132,47 +108,28 @@ def answered_by(models: list[dict[str, str]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
+    # Deferred: running a turn loads the whole runtime; `metnos --help` and the other commands stay fast.
+    from metnos.services import turns
 
-    from metnos.runtime.cascade.book import PlanBook
-    from metnos.mechanisms.llm.router import LLMRouter
-    from metnos.settings.llm_tiers import ENV_EMBEDDED_MODEL, load_llm_settings
-    from metnos.runtime.booted import Runtime
-    from metnos.settings.sandbox import OFF_WARNING, sandbox_off
-    from metnos.runtime.turn.session import check_request, run_turn
-    from metnos.settings.runtime import load_runtime_config
-
-    check_request(args.text)
+    turns.check_request(args.text)
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
-    env = dict(os.environ)
-    if getattr(args, "model", None):
-        env[ENV_EMBEDDED_MODEL] = args.model
-    workspace = Workspace.from_env()
-    # A key set for this turn that config.toml would refuse stops here, before any model starts.
-    load_runtime_config(workspace.config_file, getattr(args, "runtime_set", None) or ())
-    settings = load_llm_settings(workspace.config_file, env)
-    require_embedded_models(settings, workspace)
-    with Runtime.boot(workspace) as runtime, LLMRouter(settings, workspace, env=env, progress=progress_line) as router:
-        waiting = WaitingForModel(model_limits(runtime))
-        outcome = run_turn(
-            runtime, args.text, approver=approver_for(args), router=router, env=env,
-            observer=step_printer if args.steps else phase_printer, wrap_llm=waiting.wrap,
-            interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
-            level=getattr(args, "autonomy", None), mode=getattr(args, "mode", None),
-            overrides=getattr(args, "runtime_set", None) or (),
-        )
-        offer = PlanBook(runtime).offer(outcome.turn_id) if outcome.status == "answered" and sys.stdout.isatty() else None
+    asked = turns.asked(
+        args.text, approver=approver_for(args), model=getattr(args, "model", None),
+        overrides=getattr(args, "runtime_set", None) or (), progress=progress_line,
+        observer=step_printer if args.steps else phase_printer, waiting=lambda limits: WaitingForModel(limits).wrap,
+        interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
+        level=getattr(args, "autonomy", None), mode=getattr(args, "mode", None), offer_plan=sys.stdout.isatty(),
+    )
+    outcome = asked.outcome
     if outcome.learning_error is not None:
         print(f"metnos: the mnestome did not learn from this turn: {outcome.learning_error}", file=sys.stderr)
-    return print_outcome(outcome, as_json=args.json, offer=offer)
+    return print_outcome(outcome, as_json=args.json, offer=asked.offer)
 
 
 def print_outcome(outcome: Any, *, as_json: bool, offer: str | None = None) -> int:
     """The outcome on the terminal, and the exit code. Only an answer goes to standard output:
     an unverified one is on standard error, marked, with the parts found in no step's result."""
-    from metnos.runtime.turn import telling
-
     if as_json:
         print(orjson.dumps({**telling.outcome_json(outcome), "learning_error": outcome.learning_error, "models": outcome.models}).decode())
     elif outcome.status == "answered":

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 import orjson
 
+from metnos.settings.config_file import check_config
 from metnos.settings.workspace import Workspace
 
 
@@ -20,10 +22,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    import os
-
-    from metnos.settings.config_file import check_config
-
     config_file = Workspace.from_env().config_file
     sections = check_config(config_file, os.environ)
     where = str(config_file) if config_file.is_file() else f"{config_file} (absent: every default)"
@@ -32,10 +30,6 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    import os
-
-    from metnos.settings.config_file import check_config
-
     config_file = Workspace.from_env().config_file
     sections = check_config(config_file, os.environ)
     if args.json:

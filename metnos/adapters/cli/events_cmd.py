@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 
 import orjson
 
-from metnos.errors import MetnosError
-from metnos.mechanisms.eventlog import EventLog
-from metnos.settings.workspace import Workspace
+from metnos.services.events import events
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,59 +30,30 @@ def _when(text: str) -> datetime:
         msg = f"not an ISO time: {text!r} (e.g. 2026-11-22 or 2026-11-22T08:00:00+00:00)"
         raise argparse.ArgumentTypeError(msg) from None
     if value.tzinfo is None:
-        from datetime import timezone
-
         value = value.replace(tzinfo=timezone.utc)
     return value
 
 
-def iter_events(log: EventLog, args: argparse.Namespace):  # noqa: ANN201
-    shown = 0
-    for n in log.notifications(start=args.from_id):
-        if args.aggregate and not str(n.originator_id).startswith(args.aggregate):
-            continue
-        if args.topic and args.topic not in n.topic:
-            continue
-        try:
-            event = log.mapper.to_domain_event(n)
-        except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal to the listing
-            msg = f"event {n.id} ({n.topic}) cannot be decoded: {e}"
-            raise MetnosError(msg) from None
-        state = {k: v for k, v in vars(event).items() if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}
-        ts = getattr(event, "timestamp", None)
-        if args.since and (ts is None or ts < args.since):
-            continue
-        if args.until and (ts is None or ts >= args.until):
-            continue
-        yield n, ts, state
-        shown += 1
-        if args.limit and shown >= args.limit:
-            return
-
-
 def run(args: argparse.Namespace) -> int:
-    log = EventLog(Workspace.from_env())
     out = sys.stdout
-    try:
-        if not args.json:
-            out.write(f"{'ID':>6}  {'TIME (UTC)':<23}  {'AGGREGATE':<13}  {'VER':>4}  EVENT\n")
-        for n, ts, state in iter_events(log, args):
-            if args.json:
-                row = {
-                    "id": n.id,
-                    "aggregate_id": str(n.originator_id),
-                    "aggregate_version": n.originator_version,
-                    "topic": n.topic,
-                    "timestamp": ts.isoformat() if ts else None,
-                    "state": state,
-                }
-                out.write(orjson.dumps(row, default=str).decode() + "\n")
-            else:
-                when = ts.strftime("%Y-%m-%d %H:%M:%S.%f")[:23] if ts else "-"
-                kind = n.topic.rsplit(":", 1)[-1]
-                out.write(f"{n.id:>6}  {when:<23}  {str(n.originator_id)[:13]:<13}  {n.originator_version:>4}  {kind}  {_brief(state)}\n")
-    finally:
-        log.close()
+    found = events(aggregate=args.aggregate, topic=args.topic, since=args.since, until=args.until, from_id=args.from_id, limit=args.limit)
+    if not args.json:
+        out.write(f"{'ID':>6}  {'TIME (UTC)':<23}  {'AGGREGATE':<13}  {'VER':>4}  EVENT\n")
+    for n, ts, state in found:
+        if args.json:
+            row = {
+                "id": n.id,
+                "aggregate_id": str(n.originator_id),
+                "aggregate_version": n.originator_version,
+                "topic": n.topic,
+                "timestamp": ts.isoformat() if ts else None,
+                "state": state,
+            }
+            out.write(orjson.dumps(row, default=str).decode() + "\n")
+        else:
+            when = ts.strftime("%Y-%m-%d %H:%M:%S.%f")[:23] if ts else "-"
+            kind = n.topic.rsplit(":", 1)[-1]
+            out.write(f"{n.id:>6}  {when:<23}  {str(n.originator_id)[:13]:<13}  {n.originator_version:>4}  {kind}  {_brief(state)}\n")
     return 0
 
 

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
 from pathlib import Path
 
 import orjson
 
 from metnos.errors import MetnosError
-from metnos.services.queries import catalogue_rows
-from metnos.settings.workspace import Workspace
+from metnos.settings.sandbox import OFF_WARNING, sandbox_off
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,15 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(run=run_run)
 
 
-def _boot(birth: bool = True, *, reuse_births: bool = True):  # noqa: ANN202
-    from metnos.runtime.booted import Runtime
-
-    return Runtime.boot(Workspace.from_env(), birth=birth, reuse_births=reuse_births)
-
-
 def run_list(args: argparse.Namespace) -> int:
-    with _boot() as rt:
-        rows = catalogue_rows(rt.catalogue_state())
+    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
+    from metnos.services import executors
+
+    rows = executors.catalogue()
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -79,23 +72,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    with _boot() as rt:
-        rows = [r for r in catalogue_rows(rt.catalogue_state()) if r["name"] == args.name]
-        if not rows:
-            msg = f"there is no executor named {args.name!r}; see `metnos executors list`"
-            raise MetnosError(msg)
-        loaded = [e for e in rt.report.loaded if e.name == args.name]
-        details = {
-            e.version: {
-                "dir": str(e.dir),
-                "profile": e.profile.model_dump(mode="json"),
-                "profile_lock": e.profile.lock_digest(),
-                "side_effects": e.manifest.contract.side_effects,
-                "idempotent": e.manifest.contract.idempotent,
-                "affinity": list(e.manifest.executor.affinity),
-            }
-            for e in loaded
-        }
+    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
+    from metnos.services import executors
+
+    rows, details = executors.detail(args.name)
     if args.json:
         print(orjson.dumps({"versions": rows, "details": details}).decode())
         return 0
@@ -116,11 +96,10 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    # "Now" means now: no birth result from an earlier boot is taken.
-    with _boot(reuse_births=False) as rt:
-        report = rt.report
-        bad = [q for q in report.quarantined if not args.name or q.name == args.name]
-        good = [e for e in report.loaded if not args.name or e.name == args.name]
+    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
+    from metnos.services import executors
+
+    good, bad = executors.verify(args.name)
     if args.json:
         print(orjson.dumps({
             "verified": [{"name": e.name, "version": e.version, "origin": e.origin, "digest": e.digest} for e in good],
@@ -135,79 +114,21 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_sign(args: argparse.Namespace) -> int:
-    from metnos.mechanisms.executors.keys import KeyFileError, load_signing_key
-    from metnos.mechanisms.executors.signing import SigningError, sign_executor
+    # Deferred: signing loads the executors' signing, which `metnos --help` does not need.
+    from metnos.services import executors
 
-    ws = Workspace.from_env()
-    try:
-        key = load_signing_key(ws)
-    except KeyFileError as e:
-        raise MetnosError(f"{e}; run `metnos init` first") from None
-    try:
-        digest = sign_executor(args.dir, key)
-    except SigningError as e:
-        raise MetnosError(str(e)) from None
-    lock = (args.dir / "profile.lock").read_text().strip()
+    digest, lock = executors.sign(args.dir)
     print(f"signed {args.dir}\n  digest:       {digest}\n  profile.lock: {lock}")
     return 0
 
 
 def run_lifecycle(args: argparse.Namespace) -> int:
-    from domain.executor import Executor, LifecycleError, executor_id
-    from metnos.mechanisms.executors.signing import verify_executor
+    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
+    from metnos.services import executors
 
-    with _boot() as rt:
-        state = rt.catalogue_state()
-        entries = [e for e in state["executors"].values() if e["name"] == args.name]
-        if not entries:
-            raise MetnosError(f"there is no executor named {args.name!r}; see `metnos executors list`")
-        # A seed's name is never shadowed, so the seed entry is the one meant.
-        order = {"seed": 0, "synt": 1, "skill": 2}
-        entry = sorted(entries, key=lambda e: order.get(e["origin"], 3))[0]
-        version = args.version or entry["current"]
-        if version is None or version not in entry["versions"]:
-            raise MetnosError(f"{args.name} has no version {version!r}; versions: {', '.join(sorted(entry['versions']))}")
-        executor: Executor = rt.log.repository.get(executor_id(entry["origin"], entry["name"]))
-        at = rt.clock()
-        name_dir = rt.workspace.executors_origin_dir(entry["origin"]) / entry["name"]
-        try:
-            if args.action == "promote":
-                executor.promote(version=version, by="user", at=at)
-                _write_current(name_dir, version)
-            elif args.action == "quarantine":
-                executor.quarantine(version=version, check="manual", file=None, reason=args.reason, at=at)
-            elif args.action == "rehabilitate":
-                vdir = name_dir / version
-                if not vdir.exists():
-                    archived = rt.workspace.executors_origin_dir(entry["origin"]) / ".archive" / entry["name"] / version
-                    if archived.exists():
-                        vdir.parent.mkdir(parents=True, exist_ok=True)
-                        shutil.move(str(archived), str(vdir))
-                check = verify_executor(vdir, rt.verify_key)
-                if not check.ok:
-                    bad = check.failure
-                    raise MetnosError(f"{args.name} {version} still fails {bad.file}: {bad.check}: {bad.detail}; fix and re-sign it first")
-                executor.rehabilitate(version=version, digest=check.digest, by="user", at=at)
-            elif args.action == "archive":
-                executor.archive(version=version, reason=args.reason, by="user", at=at)
-                vdir = name_dir / version
-                if vdir.exists():
-                    target = rt.workspace.executors_origin_dir(entry["origin"]) / ".archive" / entry["name"] / version
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.move(str(vdir), str(target))
-        except LifecycleError as e:
-            raise MetnosError(str(e)) from None
-        rt.log.save(executor)
-        rt.refresh()
-        now = rt.catalogue_state()["executors"][f"{entry['origin']}/{entry['name']}"]
-        print(f"{args.name} {version}: {now['versions'][version]['state']}" + (" (current)" if now["current"] == version else ""))
+    version, state, current = executors.change(args.action, args.name, args.version, reason=getattr(args, "reason", ""))
+    print(f"{args.name} {version}: {state['state']}" + (" (current)" if current else ""))
     return 0
-
-
-def _write_current(name_dir: Path, version: str) -> None:
-    tmp = name_dir / ".CURRENT.tmp"
-    tmp.write_text(version + "\n")
-    os.replace(tmp, name_dir / "CURRENT")
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -217,12 +138,12 @@ def run_run(args: argparse.Namespace) -> int:
         raise MetnosError(f"the arguments are not JSON: {e}") from None
     if not isinstance(call_args, dict):
         raise MetnosError("the arguments must be a JSON object, e.g. '{\"paths\": [\"~/notes.md\"]}'")
-    from metnos.settings.sandbox import OFF_WARNING, sandbox_off
+    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
+    from metnos.services import executors
 
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
-    with _boot() as rt:
-        call = rt.call(args.name, call_args, caller={"kind": "cli", "command": "executors run"}, version=args.version)
+    call = executors.run(args.name, call_args, caller={"kind": "cli", "command": "executors run"}, version=args.version)
     result = call.observation()
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     if call.outcome is not None and not call.outcome.ok:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+
 from metnos.settings.workspace import Workspace
 
 
@@ -12,6 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Deferred: making a workspace boots the runtime, which `metnos --help` does not need.
     from metnos.services.boot import initialise
 
     report = initialise(Workspace.from_env())

@@ -13,17 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    import anyio
+    # Deferred: serving MCP loads the runtime and the MCP SDK, which `metnos --help` does not need.
+    from metnos.services.channels import serve_mcp_stdio
 
-    from metnos.adapters.channels.gated_call import GatedCaller
-    from metnos.adapters.channels.host import RuntimeHost
-    from metnos.adapters.channels.mcp_server import serve_stdio
-    from metnos.runtime.booted import Runtime
-    from metnos.mechanisms.sandbox.bwrap import require_sandbox
-    from metnos.settings.workspace import Workspace
-
-    # Where no executor may run, no tool is offered: the client is told at once.
-    require_sandbox()
-    with Runtime.boot(Workspace.from_env()) as runtime:
-        anyio.run(serve_stdio, GatedCaller(RuntimeHost(runtime), caller={"kind": "mcp"}))
+    serve_mcp_stdio()
     return 0

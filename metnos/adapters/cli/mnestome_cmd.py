@@ -6,13 +6,12 @@ import argparse
 import shutil
 import subprocess
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import orjson
 
 from metnos.errors import MetnosError
-from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,23 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     age.set_defaults(run=run_age)
 
 
-def _boot():  # noqa: ANN202
-    from metnos.runtime.booted import Runtime
-
-    return Runtime.boot(Workspace.from_env(), birth=False)
-
-
-def _states(given: list[str] | None) -> list[str] | None:
-    from projections.mnestome import all_states
-
-    if not given:
-        return None
-    bad = [s for s in given if s not in all_states()]
-    if bad:
-        raise MetnosError(f"unknown mnest state {', '.join(bad)}; states: {', '.join(all_states())}")
-    return given
-
-
 def _row(m: dict[str, Any]) -> str:
     src = f"{m['src_executor']}@{m['src_version']}"
     dst = f"{m['dst_executor']}@{m['dst_version'] or '?'}"
@@ -65,14 +47,13 @@ def _row(m: dict[str, Any]) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from projections.mnestome import top
+    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import mnestome
 
-    states = _states(args.state)
+    states = mnestome.check_states(args.state)
     if args.limit < 1:
         raise MetnosError("--limit must be at least 1")
-    with _boot() as rt:
-        state = rt.mnestome.catch_up(rt.log)
-    rows = top(state, args.limit, tag=args.tag, states=states)
+    rows = mnestome.heaviest(args.limit, tag=args.tag, states=states)
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -91,26 +72,12 @@ def _split(ref: str) -> tuple[str, str | None]:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from projections.mnestome import MnestomeFold, all_states, select
+    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import mnestome
 
     src, sv = _split(args.src)
     dst, dv = _split(args.dst)
-    with _boot() as rt:
-        state = rt.mnestome.catch_up(rt.log)
-        found = [m for m in select(state, states=all_states(), src=src, dst=dst)
-                 if (sv is None or m["src_version"] == sv) and (dv is None or m["dst_version"] == dv)]
-        if not found:
-            raise MetnosError(f"no mnest from {args.src} to {args.dst}; see `metnos mnestome list`")
-        found.sort(key=lambda m: m["key"])
-        fold = MnestomeFold()
-        for m in found:
-            history, scratch = [], fold.initial()
-            for e in rt.log.events.get(UUID(m["id"])):
-                fold.apply(scratch, e, 0)
-                now = scratch["mnests"][m["id"]]
-                history.append({"event": type(e).__name__, "at": e.timestamp.isoformat(), "weight": now["weight"],
-                                "uses": now["uses"], "state": now["state"], "turn_id": getattr(e, "turn_id", None)})
-            m["history"] = history
+    found = mnestome.mnests_between(src, sv, dst, dv, f"{args.src} to {args.dst}")
     if args.json:
         print(orjson.dumps(found).decode())
         return 0
@@ -149,15 +116,11 @@ def dot_source(rows: list[dict[str, Any]]) -> str:
 
 
 def run_graph(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import mnestome
 
-    from projections.mnestome import select
-
-    states = _states(args.state)
-    with _boot() as rt:
-        state = rt.mnestome.catch_up(rt.log)
-        data_dir = rt.workspace.data_dir
-    rows = [m for m in select(state, states=states) if m["weight"] >= args.min_weight]
+    states = mnestome.check_states(args.state)
+    rows, data_dir = mnestome.graph_rows(states, args.min_weight)
     text = dot_source(rows)
     if args.out == "-":
         print(text, end="")
@@ -189,36 +152,25 @@ def parse_at(text: str | None, now: datetime) -> datetime:
 
 
 def run_age(args: argparse.Namespace) -> int:
-    from metnos.runtime.mnestome.ager import age, plan
-    from metnos.runtime.mnestome.snapshot import write_snapshot
+    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import mnestome
 
-    with _boot() as rt:
-        at = parse_at(args.at, rt.clock())
-        state = rt.mnestome.catch_up(rt.log)
-        if args.dry_run:
-            due = plan(state, at)
-            if args.json:
-                print(orjson.dumps([{"id": mid, "actions": acts} for mid, acts in due]).decode())
-            else:
-                for mid, acts in due:
-                    m = state["mnests"][mid]
-                    print(f"{m['src_executor']} -> {m['dst_executor']}: {', '.join(acts)}")
-                print(f"{len(due)} mnests would change at {at.isoformat()}")
-            return 0
-        changed = age(rt, at, state=state)
-        counts: dict[str, int] = {}
-        for m in changed:
-            for e in m.pending_events:
-                counts[type(e).__name__] = counts.get(type(e).__name__, 0) + 1
-        if changed:
-            rt.log.save(*changed)
-        rt.mnestome.catch_up(rt.log)
-        snap = write_snapshot(rt.mnestome.state_bytes(), rt.workspace.data_dir, at, position=rt.mnestome.position)
-    if args.json:
-        print(orjson.dumps({"at": at.isoformat(), "mnests": len(changed), "events": counts, "snapshot": str(snap) if snap else None}).decode())
+    aged = mnestome.age(args.at, dry_run=args.dry_run, parse_at=parse_at)
+    at, snap = aged.at, aged.snapshot
+    if aged.due is not None:
+        if args.json:
+            print(orjson.dumps([{"id": mid, "actions": acts} for mid, acts in aged.due]).decode())
+        else:
+            for mid, acts in aged.due:
+                m = aged.state["mnests"][mid]
+                print(f"{m['src_executor']} -> {m['dst_executor']}: {', '.join(acts)}")
+            print(f"{len(aged.due)} mnests would change at {at.isoformat()}")
         return 0
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing to record"
-    print(f"aged at {at.isoformat()}: {len(changed)} mnests; {summary}")
+    if args.json:
+        print(orjson.dumps({"at": at.isoformat(), "mnests": aged.changed, "events": aged.events, "snapshot": str(snap) if snap else None}).decode())
+        return 0
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(aged.events.items())) or "nothing to record"
+    print(f"aged at {at.isoformat()}: {aged.changed} mnests; {summary}")
     if snap:
         print(f"snapshot {snap}")
     return 0

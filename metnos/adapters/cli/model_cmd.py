@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
 import time
 
-from metnos.mechanisms.llm.model_files import DEFAULT_SIZE, MODELS
-from metnos.settings.workspace import Workspace
+from metnos.services import models
+from metnos.services.interrupts import Interrupted
+from metnos.services.models import DEFAULT_SIZE, EXTRA_HINT, MODELS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,69 +38,45 @@ def _say(line: str) -> None:
 
 
 def model_install_main(args: argparse.Namespace) -> int:
-    from metnos.mechanisms.llm.embedded import EXTRA_HINT, xllamacpp_available
-    from metnos.mechanisms.llm.model_files import install_model
-
     size = getattr(args, "size", None) or DEFAULT_SIZE
     t0 = time.monotonic()
-    path = install_model(Workspace.from_env().models_dir, spec=MODELS[size], progress=_say)
+    path, servable = models.install(size, _say)
     _say(f"done in {time.monotonic() - t0:.0f} s")
     if size != DEFAULT_SIZE:
         _say(f'to use it: `metnos ask --model {size} "..."`, or model = "{size}" under [llm] in config.toml (path: {path})')
-    if not xllamacpp_available():
+    if not servable:
         _say(f"note: to serve it, {EXTRA_HINT}")
     return 0
 
 
 def model_serve_main(args: argparse.Namespace) -> int:
-    from metnos.mechanisms.llm.embedded import EmbeddedServer
-    from metnos.mechanisms.llm.errors import ModelNotInstalled
-    from metnos.mechanisms.llm.model_files import install_hint, resolve_model
-    from metnos.mechanisms.llm.shared_server import LOG_FILENAME, announce, withdraw
-    from metnos.settings.llm_tiers import load_llm_settings
-    from metnos.runtime.turn.interrupts import Interrupted
-
-    ws = Workspace.from_env()
-    choice = getattr(args, "model", None) or load_llm_settings(ws.config_file).tier("fast").config.model_path
-    path = resolve_model(ws.models_dir, choice)
-    if not path.is_file():
-        raise ModelNotInstalled(str(path), install_hint(path))
-    server = EmbeddedServer(
-        path,
-        port=getattr(args, "port", 0) or 0,
-        threads=getattr(args, "threads", 0) or None,
-        log_path=ws.runtime_dir / LOG_FILENAME,
-    )
-    _say(f"loading {path.name} …")
+    serving = models.serving(getattr(args, "model", None), port=getattr(args, "port", 0) or 0,
+                             threads=getattr(args, "threads", 0) or None)
+    _say(f"loading {serving.path.name} …")
     t0 = time.monotonic()
-    url = server.start()
-    announce(ws.runtime_dir, url=url, pid=server.pid or 0, model=server.model_path, owner="serve", owner_pid=os.getpid())
+    url = serving.start()
     _say(f"serving at {url} (OpenAI-compatible /v1/chat/completions, Anthropic-compatible /v1/messages), ready in {time.monotonic() - t0:.1f} s")
     _say(f"other Metnos commands use it while it runs; or set METNOS_LLM_URL={url}. Ctrl-C stops it.")
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        while not stop.is_set() and server.running:
+        while not stop.is_set() and serving.running:
             stop.wait(1.0)
     except (KeyboardInterrupt, Interrupted):
         pass  # Ctrl-C is how it is meant to stop
     finally:
         signal.signal(signal.SIGTERM, previous)
-        crashed = not server.running and not stop.is_set()
-        pid = server.pid or 0
-        server.stop()
-        withdraw(ws.runtime_dir, pid)
+        crashed = not serving.running and not stop.is_set()
+        serving.stop()
     if crashed:
-        print(f"metnos: the embedded model server stopped by itself (log: {ws.runtime_dir / LOG_FILENAME})", file=sys.stderr)
+        print(f"metnos: the embedded model server stopped by itself (log: {serving.log_path})", file=sys.stderr)
         return 2
     _say("stopped")
     return 0
 
 
 def model_stop_main(args: argparse.Namespace) -> int:
-    from metnos.mechanisms.llm.shared_server import stop_announced
-
-    found = stop_announced(Workspace.from_env().runtime_dir)
+    found = models.stop()
     if found is None:
         _say("no model server running")
     else:
@@ -109,32 +85,24 @@ def model_stop_main(args: argparse.Namespace) -> int:
 
 
 def model_status_main(args: argparse.Namespace) -> int:
-    from importlib.metadata import PackageNotFoundError, version
-
-    from metnos.mechanisms.llm.embedded import EXTRA_HINT
-    from metnos.mechanisms.llm.shared_server import idle_seconds, read_announced
-    from metnos.mechanisms.llm.model_files import model_status
-    from metnos.settings.llm_tiers import load_llm_settings
-
-    ws = Workspace.from_env()
-    st = model_status(ws.models_dir, verify=getattr(args, "verify", False), size=getattr(args, "size", None) or DEFAULT_SIZE)
+    found = models.status(verify=getattr(args, "verify", False), size=getattr(args, "size", None) or DEFAULT_SIZE)
+    st = found["model"]
     if st["installed"]:
         size = int(st["size_bytes"]) / 1e6  # type: ignore[arg-type]
         check = {True: ", sha256 ok", False: ", sha256 MISMATCH (run `metnos model install` again)"}.get(st.get("sha256_ok"), "")  # type: ignore[arg-type]
         _say(f"model: {st['model']} installed at {st['path']} ({size:.0f} MB{check})")
     else:
         _say(f"model: not installed (run `metnos model install`; it goes to {st['path']})")
-    try:
-        _say(f"xllamacpp: {version('xllamacpp')}")
-    except PackageNotFoundError:
+    if found["xllamacpp"] is not None:
+        _say(f"xllamacpp: {found['xllamacpp']}")
+    else:
         _say(f"xllamacpp: not installed ({EXTRA_HINT})")
-    running = read_announced(ws.runtime_dir)
-    idle = idle_seconds(ws.config_file)
+    running = found["running"]
     if running:
         _say(f"server: running at {running.url} (pid {running.pid}, started by {running.owner}, model {running.model})")
     else:
         _say("server: not running (`metnos model serve`, or started by the first command that needs it)")
-    _say(f"idle time: {idle:g} s ([model] idle_s in {ws.config_file}; `metnos model stop` ends it now)")
-    for line in load_llm_settings(ws.config_file).describe():
+    _say(f"idle time: {found['idle_s']:g} s ([model] idle_s in {found['config_file']}; `metnos model stop` ends it now)")
+    for line in found["tiers"]:
         _say(f"tier {line}")
     return 0 if st["installed"] and st.get("sha256_ok", True) else 1

@@ -8,8 +8,6 @@ from typing import Any
 
 import orjson
 
-from metnos.settings.workspace import Workspace
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plans", help="approved plans: requests answered again without the model")
@@ -32,11 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _book():  # noqa: ANN202
-    from metnos.runtime.cascade.book import PlanBook
-    from metnos.runtime.booted import Runtime
+    # Deferred: the plan book boots the runtime, which `metnos --help` does not need.
+    from metnos.services.plans import book
 
-    runtime = Runtime.boot(Workspace.from_env(), birth=False)
-    return runtime, PlanBook(runtime)
+    return book()
 
 
 def _by() -> str:
@@ -64,8 +61,7 @@ def _print_entry(entry: dict[str, Any]) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    runtime, book = _book()
-    with runtime:
+    with _book() as book:
         rows, templates = book.list(), book.templates()
     if args.json:
         print(orjson.dumps({"plans": rows, "templates": templates}).decode())
@@ -85,8 +81,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    runtime, book = _book()
-    with runtime:
+    with _book() as book:
         entry = book.show(args.ref)
     if args.json:
         print(orjson.dumps(entry).decode())
@@ -96,8 +91,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_approve(args: argparse.Namespace) -> int:
-    runtime, book = _book()
-    with runtime:
+    with _book() as book:
         entry = book.approve(args.turn, by=_by())
     if args.json:
         print(orjson.dumps(entry).decode())
@@ -107,8 +101,7 @@ def run_approve(args: argparse.Namespace) -> int:
 
 
 def run_forget(args: argparse.Namespace) -> int:
-    runtime, book = _book()
-    with runtime:
+    with _book() as book:
         entry = book.forget(args.ref, by=_by())
     if args.json:
         print(orjson.dumps(entry).decode())

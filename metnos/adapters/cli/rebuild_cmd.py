@@ -6,8 +6,6 @@ import argparse
 import sys
 import time
 
-from metnos.settings.workspace import Workspace
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rebuild", help="empty projections and fold them again from the log")
@@ -43,15 +41,11 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from metnos.runtime.booted import Runtime
-    from replay.rebuild import rebuild
+    # Deferred: rebuilding loads the runtime and the projections, which `metnos --help` does not need.
+    from metnos.services.replay import rebuild
 
     bar = ProgressBar() if sys.stderr.isatty() else None
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
-        started = time.perf_counter()
-        sizes = rebuild(rt, args.projection, progress=bar, workers=args.workers)
-        elapsed = time.perf_counter() - started
-        head = rt.log.recorder.max_notification_id() or 0
+    sizes, head, elapsed = rebuild(args.projection, progress=bar, workers=args.workers)
     if bar is not None:
         sys.stderr.write("\n")
     for name, size in sizes.items():

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import Any
 
 import orjson
 
-from metnos.settings.workspace import Workspace
+from metnos.errors import MetnosError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,53 +21,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _re_executor(runtime: Any):  # noqa: ANN202
-    from metnos.mechanisms.executors.context import build_ctx
-    from metnos.mechanisms.invocation.runner import invoke
-
-    def run_again(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
-        loaded = runtime.report.get(name)
-        if loaded is None or loaded.manifest.contract.side_effects or not loaded.manifest.contract.idempotent:
-            return None
-        ctx = build_ctx(now=runtime.clock().isoformat(), workspace=runtime.workspace, profile=loaded.profile, name=name, version=loaded.version)
-        outcome = invoke(loaded.dir, loaded.profile, args, loaded.input_schema, loaded.output_schema, workspace=runtime.workspace, ctx=ctx)
-        if outcome.ok and outcome.output is not None:
-            return outcome.output
-        return {"ok": False, "error": {"kind": outcome.kind, **outcome.error}}
-
-    return run_again
-
-
 def run(args: argparse.Namespace) -> int:
-    from replay.report import format_divergence
-    from metnos.services.queries import find_turn
-    from metnos.errors import MetnosError
-    from metnos.runtime.booted import Runtime
-    from replay.replayer import Replayer
+    # Deferred: replaying loads the runtime and the replayer, which `metnos --help` does not need.
+    from metnos.services.replay import format_divergence, replay
 
     if not args.all and not args.turn_id:
         raise MetnosError("name a turn (see `metnos turns list`) or pass --all")
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
-        router = None
-        ask_llm = None
-        if args.live_llm:
-            from metnos.mechanisms.llm.router import LLMRouter
-            from metnos.settings.llm_tiers import load_llm_settings
-
-            router = LLMRouter(load_llm_settings(rt.workspace.config_file), rt.workspace)
-            ask_llm = lambda tier, messages, tools, tool_choice="auto": router.for_tier(tier).complete(  # noqa: E731
-                list(messages), list(tools), temperature=0, tool_choice=tool_choice)
-        try:
-            replayer = Replayer(rt, ask_llm=ask_llm, re_execute=_re_executor(rt) if args.re_execute else None)
-            ids = list(replayer.turn_ids()) if args.all else [find_turn(rt.turns.catch_up(rt.log), args.turn_id)]
-            started = time.perf_counter()
-            results = [replayer.replay(t) for t in ids]
-            elapsed = time.perf_counter() - started
-        finally:
-            if router is not None:
-                router.close()
-    diverged = [r for r in results if not r.same_path]
-    drifted = [r for r in results if r.drift]
+    replayed = replay(args.turn_id, every=args.all, live_llm=args.live_llm, re_execute=args.re_execute)
+    results, elapsed = replayed.results, replayed.elapsed_s
+    diverged, drifted = replayed.diverged, replayed.drifted
     if args.json:
         print(orjson.dumps({"turns": len(results), "diverged": len(diverged), "results": [r.to_json() for r in results]}, default=str).decode())
     else:

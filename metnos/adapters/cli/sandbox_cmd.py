@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 
 import orjson
 
@@ -16,9 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
-    from metnos.mechanisms.sandbox.status import format_status, status
+    # Deferred: probing the sandbox loads its layers, which `metnos --help` does not need.
+    from metnos.services.sandbox import format_status, status
 
     st = status()
     if args.json:

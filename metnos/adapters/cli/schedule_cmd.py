@@ -9,7 +9,6 @@ import orjson
 
 from domain.schedule import CHANNELS, ON_FAILURE
 from metnos.errors import MetnosError
-from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,13 +48,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         cmd.set_defaults(run=run_one, action=name)
 
 
-def _boot():  # noqa: ANN202
-    from metnos.runtime.booted import Runtime
-    from metnos.runtime.scheduler.clock import clock_from_env
-
-    return Runtime.boot(Workspace.from_env(), birth=False, clock=clock_from_env())
-
-
 def _json_arg(text: str, what: str, kind: type) -> Any:
     try:
         value = orjson.loads(text)
@@ -67,19 +59,19 @@ def _json_arg(text: str, what: str, kind: type) -> Any:
 
 
 def run_add(args: argparse.Namespace) -> int:
-    from metnos.runtime.scheduler.service import DEFAULT_GRACE_S, ScheduleService
+    # Deferred: the scheduler's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import schedules
 
     call_args = _json_arg(args.args, "--args", dict)
     target = {"kind": "executor", "name": args.executor} if args.executor else {"kind": "chain", "steps": _json_arg(args.chain, "--chain", list)}
-    with _boot() as rt:
-        out = ScheduleService(rt).create(
-            target=target, args=call_args, cron=args.cron, timezone=args.timezone, count=args.count, expiry=args.expiry,
-            on_failure=args.on_failure, max_consecutive_failures=args.max_failures or None, channel=args.channel,
-            grace_s=DEFAULT_GRACE_S if args.grace is None else args.grace, label=args.label, paused=args.paused,
-            # The user typed the command: that is the approval a schedule
-            # with side effects needs, recorded as such.
-            approved_by="user:cli",
-        )
+    out = schedules.add(
+        target=target, args=call_args, cron=args.cron, timezone=args.timezone, count=args.count, expiry=args.expiry,
+        on_failure=args.on_failure, max_consecutive_failures=args.max_failures or None, channel=args.channel,
+        grace_s=schedules.DEFAULT_GRACE_S if args.grace is None else args.grace, label=args.label, paused=args.paused,
+        # The user typed the command: that is the approval a schedule
+        # with side effects needs, recorded as such.
+        approved_by="user:cli",
+    )
     print(orjson.dumps(out).decode())
     return 0
 
@@ -90,10 +82,10 @@ def _target(s: dict[str, Any]) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from metnos.runtime.scheduler.service import ScheduleService
+    # Deferred: the scheduler's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import schedules
 
-    with _boot() as rt:
-        rows = ScheduleService(rt).list(status=args.status)
+    rows = schedules.listed(args.status)
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -106,17 +98,11 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_one(args: argparse.Namespace) -> int:
-    from metnos.runtime.scheduler.service import ScheduleService
+    # Deferred: the scheduler's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import schedules
 
-    with _boot() as rt:
-        service = ScheduleService(rt)
-        action = args.action
-        if action == "history":
-            out = service.history(args.schedule_id)
-        elif action == "run-now":
-            out = service.run_now(args.schedule_id)
-        else:
-            out = getattr(service, action)(args.schedule_id)
+    action = args.action
+    out = schedules.act(action, args.schedule_id)
     if args.json or action == "run-now":
         print(orjson.dumps(out, default=str).decode())
         return 0 if action != "run-now" or out["ok"] else 1

@@ -10,7 +10,6 @@ from typing import Any
 import orjson
 
 from metnos.errors import MetnosError
-from metnos.settings.workspace import Workspace
 
 # --allow KEY=VALUE: the capabilities a user may grant an imported executor.
 _LIST_KEYS = ("fs:read", "fs:write", "network", "env")
@@ -55,12 +54,6 @@ def parse_grants(items: list[str]) -> dict[str, Any]:
     return grants
 
 
-def _boot(birth: bool = True):  # noqa: ANN202
-    from metnos.runtime.booted import Runtime
-
-    return Runtime.boot(Workspace.from_env(), birth=birth)
-
-
 def _confirm(args: argparse.Namespace, plan: Any) -> bool:
     out = sys.stderr
     out.write(f"skill {plan.skill.name}: {plan.skill.description}\n")
@@ -87,24 +80,23 @@ def _confirm(args: argparse.Namespace, plan: Any) -> bool:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from metnos.runtime.skills.importer import install_plan, plan_import
+    # Deferred: the importer boots the runtime, which `metnos --help` does not need.
+    from metnos.services import skills
 
     grants = parse_grants(args.allow)
-    with _boot(birth=False) as rt:
-        plan = plan_import(rt, args.path, grants)
-        if not _confirm(args, plan):
-            return 3
-        installed = install_plan(rt, plan)
+    installed = skills.import_skill(args.path, grants, lambda plan: _confirm(args, plan))
+    if installed is None:
+        return 3
     for folder in installed:
         print(f"{folder.parent.name} {folder.name}: imported, quarantined until `metnos skills approve {folder.parent.name}`")
     return 0
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from metnos.runtime.skills.importer import imported
+    # Deferred: the importer boots the runtime, which `metnos --help` does not need.
+    from metnos.services import skills
 
-    with _boot() as rt:
-        rows = imported(rt)
+    rows = skills.listed()
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -115,12 +107,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_approve(args: argparse.Namespace) -> int:
-    from metnos.runtime.skills.importer import approve
+    # Deferred: the importer boots the runtime, which `metnos --help` does not need.
+    from metnos.services import skills
 
-    with _boot(birth=False) as rt:
-        approve(rt, args.name)
     # Approved is not yet born: the boot that follows runs its birth test like any executor's.
-    with _boot() as rt:
-        state = rt.catalogue_state()["executors"][f"skill/{args.name}"]["versions"]["1.0.0"]
+    state = skills.approve(args.name)
     print(f"{args.name} 1.0.0: {state['state']}" + (f" ({state['reason']})" if state.get("reason") else ""))
     return 0 if state["state"] == "active" else 1

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from domain.proposal import CLOSED
+from metnos.adapters.cli.ask_cmd import progress_line
 from metnos.errors import MetnosError
-from metnos.settings.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,58 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     reject.add_argument("id")
     reject.add_argument("--reason", required=True)
     reject.set_defaults(run=run_reject)
-
-
-class _LazyModel:
-    """The tier's provider, started only when a stage asks the model."""
-
-    def __init__(self, router: Any, tier: str) -> None:
-        self._router = router
-        self.tier = tier
-        self._provider: Any = None
-
-    def _get(self) -> Any:
-        if self._provider is None:
-            self._provider = self._router.for_tier(self.tier)
-        return self._provider
-
-    @property
-    def model(self) -> str:
-        return self._get().model
-
-    def complete(self, messages: Any, **kw: Any) -> Any:
-        return self._get().complete(messages, **kw)
-
-
-def synt_tier(settings: Any) -> str:
-    """The wise tier; the frontier only when config.toml configures one by name."""
-    return "frontier" if settings.tier("frontier").source == "config" else "wise"
-
-
-class _Session:
-    """A booted runtime, an LLM router, and synt over both."""
-
-    def __enter__(self) -> Any:
-        import os
-
-        from metnos.adapters.cli.ask_cmd import progress_line
-        from metnos.mechanisms.llm.router import LLMRouter
-        from metnos.settings.llm_tiers import load_llm_settings
-        from metnos.runtime.booted import Runtime
-        from metnos.runtime.synt.pipeline import Synt
-
-        workspace = Workspace.from_env()
-        env = dict(os.environ)
-        settings = load_llm_settings(workspace.config_file, env)
-        self.runtime = Runtime.boot(workspace)
-        self.router = LLMRouter(settings, workspace, env=env, progress=progress_line)
-        tier = synt_tier(settings)
-        self.synt = Synt(self.runtime, provider=_LazyModel(self.router, tier), tier=tier)
-        return self.synt
-
-    def __exit__(self, *exc: object) -> None:
-        self.router.close()
-        self.synt.runtime.close()
 
 
 def _print_gate(gate: str, view: dict[str, Any]) -> None:
@@ -167,17 +115,11 @@ def _report(synt: Any, p: Any) -> int:
     return {"failed": 1, "rejected": 3}.get(view["status"], 0)
 
 
-def _activate(synt: Any) -> None:
-    """A fresh boot registers, checks and activates what was installed, as every boot does."""
-    runtime = synt.runtime
-    from metnos.runtime.booted import Runtime
-
-    runtime.close()
-    synt.runtime = Runtime.boot(runtime.workspace)
-
-
 def _advance(args: argparse.Namespace, key: str | None, *, first: str | None = None) -> int:
-    with _Session() as synt:
+    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
+    from metnos.services.synt import SyntSession, activate
+
+    with SyntSession(progress_line) as synt:
         p = synt.get(key) if key is not None else _open(args, synt)
         if key is not None and p.status in CLOSED:
             raise MetnosError(f"proposal {p.run_id} is already {p.status}; nothing to approve")
@@ -186,7 +128,7 @@ def _advance(args: argparse.Namespace, key: str | None, *, first: str | None = N
             first = None
         p = synt.advance(p, cli_approver(args, first=first))
         if p.status == "installed":
-            _activate(synt)
+            activate(synt)
             state = synt.runtime.catalogue_state()["executors"].get(f"synt/{p.spec['name']}")
             if state:
                 print(f"{p.spec['name']} 1.0.0: {state['versions'].get('1.0.0', {}).get('state')}")
@@ -194,7 +136,8 @@ def _advance(args: argparse.Namespace, key: str | None, *, first: str | None = N
 
 
 def _open(args: argparse.Namespace, synt: Any) -> Any:
-    from projections.proposals import find
+    # Deferred: as in _advance, whose session this runs in.
+    from metnos.services.synt import find
 
     if args.suggestion is None:
         text = " ".join(args.description.split())
@@ -219,26 +162,28 @@ def run_approve(args: argparse.Namespace) -> int:
 
 
 def run_reject(args: argparse.Namespace) -> int:
-    with _Session() as synt:
+    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
+    from metnos.services.synt import SyntSession
+
+    with SyntSession(progress_line) as synt:
         p = synt.reject(args.id, reason=args.reason, by="user")
         return _report(synt, p) and 0
 
 
 def run_defuse(args: argparse.Namespace) -> int:
-    from metnos.runtime.booted import Runtime
-    from metnos.runtime.synt.fusion import defuse
+    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
+    from metnos.services.synt import defuse
 
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
-        sources = defuse(rt, args.name)
+    sources = defuse(args.name)
     print(f"{args.name}: archived; active again: {', '.join(sources)}")
     return 0
 
 
 def _state() -> dict[str, Any]:
-    from metnos.runtime.booted import Runtime
+    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
+    from metnos.services.synt import proposals_state
 
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
-        return rt.proposals.catch_up(rt.log)
+    return proposals_state()
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -261,7 +206,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from projections.proposals import find
+    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
+    from metnos.services.synt import find
 
     view = find(_state(), args.id)
     if view is None:

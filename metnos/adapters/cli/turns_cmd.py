@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
-from uuid import UUID
 
 import orjson
 
-from metnos.services.queries import find_turn, turn_events, turn_rows
-from metnos.settings.workspace import Workspace
+from domain.turn import Turn
+from metnos.services.telling import step_failure_words
+from metnos.services.queries import find_turn, turn_events, turn_log, turn_rows, turns_state
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,15 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.set_defaults(run=run_show)
 
 
-def _boot():  # noqa: ANN202
-    from metnos.runtime.booted import Runtime
-
-    return Runtime.boot(Workspace.from_env(), birth=False)
-
-
 def run_list(args: argparse.Namespace) -> int:
-    with _boot() as rt:
-        state = rt.turns.catch_up(rt.log)
+    # Deferred: booting loads the runtime's modules, which `metnos --help` does not need.
+    from metnos.services import wiring
+
+    with wiring.boot(birth=False) as rt:
+        state = turns_state(rt)
         for problem in rt.orphans.problems:
             print(f"metnos: {problem}", file=sys.stderr)
     rows = turn_rows(state, args.limit)
@@ -51,8 +48,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _line(event: Any) -> str:
-    from domain.turn import Turn
-
     name = type(event).__name__
     when = event.timestamp.strftime("%H:%M:%S.%f")[:12]
     d = {k: v for k, v in vars(event).items() if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}
@@ -119,7 +114,6 @@ def _line(event: Any) -> str:
 
 def _failure(observation: dict[str, Any]) -> str:
     """A failed step in words, and the end of the executor's stderr when it left one."""
-    from metnos.runtime.turn.failures import step_failure_words
 
     words = step_failure_words("", observation).strip()
     tail = observation.get("stderr_tail")
@@ -129,12 +123,15 @@ def _failure(observation: dict[str, Any]) -> str:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    with _boot() as rt:
-        turn_id = find_turn(rt.turns.catch_up(rt.log), args.turn_id)
+    # Deferred: booting loads the runtime's modules, which `metnos --help` does not need.
+    from metnos.services import wiring
+
+    with wiring.boot(birth=False) as rt:
+        turn_id = find_turn(turns_state(rt), args.turn_id)
         if args.json:
             print(orjson.dumps({"turn_id": turn_id, "events": turn_events(rt, turn_id)}, default=str).decode())
             return 0
-        events = list(rt.log.events.get(UUID(turn_id)))
+        events = turn_log(rt, turn_id)
     print(f"turn {turn_id}")
     for e in events:
         print(_line(e))

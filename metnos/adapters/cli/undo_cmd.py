@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -48,24 +47,15 @@ def _lines(result: Any, *, dry_run: bool, home: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from metnos.services.queries import find_turn
-    from metnos.runtime.booted import Runtime
-    from metnos.mechanisms.sandbox.hints import home_of
-    from replay.undo import NothingToUndo, Undoer
+    # Deferred: undoing loads the runtime and the undoer, which `metnos --help` does not need.
+    from metnos.services.replay import NothingToUndo, undo, user_home
 
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
-        undoer = Undoer(rt)
-        turn_id = find_turn(rt.turns.catch_up(rt.log), args.turn_id) if args.turn_id else None
-        try:
-            plan = undoer.plan(turn_id)
-        except NothingToUndo as e:
-            print(orjson.dumps({"status": "nothing", "message": str(e)}).decode() if args.json else f"{e}; nothing to do")
-            return 0
-        if args.dry_run:
-            result = undoer.preview(plan, force=args.force)
-        else:
-            result = undoer.apply(plan, force=args.force)
-    home = os.path.realpath(home_of(os.environ))
+    try:
+        plan, result = undo(args.turn_id, dry_run=args.dry_run, force=args.force)
+    except NothingToUndo as e:
+        print(orjson.dumps({"status": "nothing", "message": str(e)}).decode() if args.json else f"{e}; nothing to do")
+        return 0
+    home = user_home()
     if args.json:
         print(orjson.dumps({**result.to_json(), "dry_run": args.dry_run}).decode())
     elif result.status == "already-undone":

@@ -12,12 +12,17 @@ import asyncio
 from typing import Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from metnos.adapters.daemon.host import DaemonHost
 from metnos.errors import MetnosError
+from metnos.services import mnestome, queries, replay, schedules, telling
+from metnos.services.approvals import ApprovalUnknown
+from metnos.services.host import DaemonBusy, DaemonHost
+from metnos.services.queries import ExecutorNotFound, TurnNotFound, log_page
+from metnos.services.schedules import SchedulerError
 
 EVENT_POLL_S = 0.25
 
@@ -45,21 +50,12 @@ def body_of(raw: bytes) -> dict[str, Any]:
 def outcome_json(outcome: Any) -> dict[str, Any]:
     """A turn's outcome as ``metnos ask --json`` gives it (metnos/runtime/turn/telling.py); ``message`` says
     why an unverified answer is one, ``quarantined`` names what the request missed."""
-    from metnos.runtime.turn.telling import outcome_json as told
-
-    return told(outcome)
+    return telling.outcome_json(outcome)
 
 
 def routes(host: DaemonHost) -> list[Route]:
     # Each endpoint is a plain function: Starlette runs it in a worker thread,
     # so a turn that waits for an approval never blocks the answer to it.
-    from metnos.services import queries
-    from metnos.runtime.scheduler.service import ScheduleService
-    from projections.mnestome import all_states, top
-    from replay.replayer import Replayer
-    from replay.report import format_divergence
-    from replay.undo import NothingToUndo, Undoer
-
     def ask(request: Request, body: dict[str, Any]) -> Response:
         text = body.get("text")
         if not isinstance(text, str):
@@ -87,20 +83,13 @@ def routes(host: DaemonHost) -> list[Route]:
 
     def replay(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
-            turn_id = queries.find_turn(rt.turns.state(), request.path_params["turn_id"])
-            result = Replayer(rt).replay(turn_id)
-        diff = format_divergence(result) if not result.same_path else ""
-        return json_response({**result.to_json(), "same_path": result.same_path, "diff": diff})
+            return json_response(replay.replay_one(rt, request.path_params["turn_id"]))
 
-    def undo_plan(request: Request, body: dict[str, Any]) -> tuple[Undoer, Any] | None:
+    def undo_plan(request: Request, body: dict[str, Any]) -> tuple[replay.Undoer, Any] | None:
         turn_ref = request.query_params.get("turn") or body.get("turn_id")
         with host.reading() as rt:
             turn_id = queries.find_turn(rt.turns.state(), turn_ref) if turn_ref else None
-        undoer = Undoer(host.runtime)
-        try:
-            return undoer, undoer.plan(turn_id)
-        except NothingToUndo:
-            return None
+        return replay.undo_plan(host.runtime, turn_id)
 
     def undo_preview(request: Request, body: dict[str, Any]) -> Response:
         found = undo_plan(request, body)
@@ -129,17 +118,14 @@ def routes(host: DaemonHost) -> list[Route]:
 
     def schedules(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
-            return json_response(ScheduleService.rows(rt.schedules.state()))
+            return json_response(schedules.rows(rt))
 
     def schedule_command(request: Request, body: dict[str, Any]) -> Response:
         command = request.path_params["command"]
         with host.writing() as rt:
-            service = ScheduleService(rt)
-            ref = request.path_params["schedule_id"]
-            actions = {"pause": service.pause, "resume": service.resume, "cancel": service.cancel, "run-now": service.run_now}
-            if command not in actions:
-                raise BadRequest(f"unknown schedule command {command!r}; one of {', '.join(actions)}")
-            return json_response(actions[command](ref))
+            if command not in schedules.COMMANDS:
+                raise BadRequest(f"unknown schedule command {command!r}; one of {', '.join(schedules.COMMANDS)}")
+            return json_response(schedules.command(rt, command, request.path_params["schedule_id"]))
 
     def executors(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
@@ -153,7 +139,7 @@ def routes(host: DaemonHost) -> list[Route]:
     def mnestome(request: Request, body: dict[str, Any]) -> Response:
         limit = _int(request.query_params.get("limit", "200"), "limit")
         with host.reading() as rt:
-            rows = top(rt.mnestome.state(), limit, states=all_states())
+            rows = mnestome.served(rt, limit)
         return json_response({"mnests": rows, "graph": queries.mnestome_graph(rows)})
 
     async def events(request: Request) -> Response:
@@ -190,11 +176,6 @@ def _int(text: str, name: str) -> int:
 
 
 def error_status(e: MetnosError) -> int:
-    from metnos.adapters.daemon.approvals import ApprovalUnknown
-    from metnos.adapters.daemon.host import DaemonBusy
-    from metnos.services.queries import ExecutorNotFound, TurnNotFound
-    from metnos.runtime.scheduler.service import SchedulerError
-
     if isinstance(e, (TurnNotFound, ExecutorNotFound, ApprovalUnknown)):
         return 404
     if isinstance(e, DaemonBusy):
@@ -213,8 +194,6 @@ def error_response(e: BaseException) -> Response:
 
 def _handled(endpoint: Any) -> Any:
     """Run ``endpoint(request, body)`` in a worker thread; its errors become JSON."""
-    from starlette.concurrency import run_in_threadpool
-
     async def handle(request: Request) -> Response:
         try:
             body = body_of(await request.body()) if request.method == "POST" else {}
@@ -226,20 +205,8 @@ def _handled(endpoint: Any) -> Any:
 
 
 async def _event_stream(host: DaemonHost, request: Request, start: int, topic: str, named: bool) -> Any:
-    from starlette.concurrency import run_in_threadpool
-
-    from metnos.services.queries import logged_event
-
     def read(after: int) -> tuple[list[dict[str, Any]], int]:
-        log = host.runtime.log
-        rows, next_position = [], after
-        for n in log.notifications(start=after, batch=500):
-            next_position = n.id + 1
-            if not topic or topic in n.topic:
-                rows.append(logged_event(n, log.mapper.to_domain_event(n)))
-            if next_position - after >= 500:
-                break
-        return rows, next_position
+        return log_page(host.runtime, after, topic)
 
     position = start
     yield b": metnos event stream\n\n"

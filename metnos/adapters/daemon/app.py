@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import sys
 import threading
 import time
 from typing import Any
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from metnos.adapters.daemon import extensions
 from metnos.adapters.daemon.api import routes as api_routes
 from metnos.adapters.daemon.auth import TokenGate
-from metnos.adapters.daemon.host import DaemonHost
-from metnos.settings.http_address import parse_address
-
-
+from metnos.adapters.daemon.dashboard import login_page, routes as dashboard_routes
+from metnos.services import extensions
+from metnos.services.host import DaemonHost
+from metnos.services.token import load_or_create_token
+from metnos.settings.http_address import HttpAddressError, parse_address
 
 
 def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | None = None) -> Any:
-    from metnos.adapters.daemon.dashboard import login_page, routes as dashboard_routes
-
     mounted = [Mount(path, app=sub) for path, sub in (extensions.mounts(host) if mounts is None else mounts)]
     app = Starlette(routes=[*api_routes(host), *dashboard_routes(host, token), *mounted])
     return TokenGate(app, token, login_page)
@@ -41,8 +41,6 @@ class HttpServer:
     """uvicorn on its own thread; the daemon's main thread keeps the scheduler and the signals."""
 
     def __init__(self, app: Any, address: str) -> None:
-        import uvicorn
-
         host, port = parse_address(address)
         # Bound here, so that a busy port is an error at start, named, and port 0 gets a free port.
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -76,3 +74,12 @@ class HttpServer:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.socket.close()
+
+
+def start_http(host: DaemonHost, address: str) -> HttpServer:
+    """The daemon's hook (metnos/services/extensions.py): the API, the dashboard and the mounts, listening on ``address``."""
+    server = HttpServer(build_app(host, load_or_create_token(host.runtime.workspace)), address)
+    if not is_loopback(server.host):
+        print(f"metnos: the daemon listens on {server.url}, beyond this machine; only its token keeps others out", file=sys.stderr)
+    server.start()
+    return server

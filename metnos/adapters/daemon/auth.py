@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from metnos.adapters.daemon.token import same_token
+from metnos.services.token import same_token
 
 COOKIE = "metnos_token"
 # Paths that must answer without a token: the login form and its post.

@@ -16,14 +16,17 @@ from urllib.parse import parse_qsl
 
 import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from metnos.adapters.daemon import pages
+from metnos.adapters.daemon.api import error_response
 from metnos.adapters.daemon.auth import COOKIE
-from metnos.adapters.daemon.host import DaemonHost
-from metnos.adapters.daemon.token import same_token
+from metnos.services.host import DaemonHost
+from metnos.services.token import same_token
 
 HERE = Path(__file__).parent
 templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html", "jinja"]))
@@ -39,16 +42,12 @@ def login_page(path: str = "/", error: str = "") -> bytes:
 
 def error_page(error: Exception) -> Response:
     """The API's error (kind, message, status) as a page."""
-    from metnos.adapters.daemon.api import error_response
-
     answer = error_response(error)
     message = orjson.loads(answer.body)["error"]["message"]
     return HTMLResponse(render("error.html.jinja", page="error", status=answer.status_code, message=message), status_code=answer.status_code)
 
 
 def routes(host: DaemonHost, token: str) -> list[Any]:
-    from starlette.concurrency import run_in_threadpool
-
     async def login(request: Request) -> Response:
         if request.method == "GET":
             return HTMLResponse(login_page(request.query_params.get("next", "/")))
@@ -76,8 +75,6 @@ def routes(host: DaemonHost, token: str) -> list[Any]:
                 return error_page(e)
 
         return endpoint
-
-    from metnos.adapters.daemon import pages
 
     return [
         Route("/login", login, methods=["GET", "POST"]),

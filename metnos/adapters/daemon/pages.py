@@ -1,8 +1,7 @@
 """What each dashboard page shows: for each path, its template and a function of the request to the template's context.
 
-The functions read through the same queries and services as the API
-(metnos.services.queries, ScheduleService, the projections); the pages' buttons call
-the API.
+The functions read through the same services as the API (metnos.services:
+queries, schedules, mnestome); the pages' buttons call the API.
 """
 
 from __future__ import annotations
@@ -10,9 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from metnos.services import queries
-from metnos.adapters.daemon.host import DaemonHost
-from metnos.runtime.turn.telling import without_status
+from metnos.services import mnestome as mnests, queries, schedules as schedule_service
+from metnos.services.host import DaemonHost
+from metnos.services.telling import without_status
 
 GRAPH_SIZE = 640
 
@@ -51,11 +50,9 @@ def approvals(host: DaemonHost) -> Any:
 
 
 def schedules(host: DaemonHost) -> Any:
-    from metnos.runtime.scheduler.service import ScheduleService
-
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
-            return {"schedules": ScheduleService.rows(rt.schedules.state())}
+            return {"schedules": schedule_service.rows(rt)}
 
     return gather
 
@@ -78,11 +75,9 @@ def executor(host: DaemonHost) -> Any:
 
 
 def mnestome(host: DaemonHost) -> Any:
-    from projections.mnestome import all_states, top
-
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
-            rows = top(rt.mnestome.state(), 300, states=all_states())
+            rows = mnests.served(rt, 300)
         return {"mnests": rows, "drawing": circle_drawing(queries.mnestome_graph(rows))}
 
     return gather

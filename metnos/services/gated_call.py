@@ -100,7 +100,7 @@ class GatedCaller:
     """Calls executors for one channel on a host's runtime, one writer at a time.
 
     ``host`` lends the runtime through ``writing()`` (the daemon's host, or
-    :class:`~metnos.adapters.channels.host.RuntimeHost`).
+    :class:`~metnos.services.host.RuntimeHost`).
     """
 
     def __init__(self, host: Any, *, caller: Mapping[str, Any], env: Mapping[str, str] | None = None) -> None:

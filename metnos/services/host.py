@@ -1,29 +1,64 @@
-"""What the daemon holds while it runs, shared by every way in (HTTP, dashboard, channels).
+"""A booted runtime held for the ways in that serve many turns: a channel on its own, or the daemon.
 
-One booted :class:`~metnos.runtime.booted.Runtime` writes the log for every channel;
-it is a channels' host (metnos.adapters.channels.host: ``ask`` and ``writing``, one
-LLM router kept warm across turns) with what only the daemon needs besides.
-Writes go through :meth:`DaemonHost.writing`, one at a time (a turn, an undo,
-a scheduler tick, a lifecycle change); reads take :meth:`DaemonHost.reading`,
-which brings the read models up to date when no write is in progress and
+A host offers a channel two things: ``ask(text, approver=..., channel=...)``
+runs one turn as ``metnos ask`` does (metnos.services.turns), and
+``writing()`` lends the runtime to one writer at a time. A channel is written
+against that pair, so it runs the same inside the daemon and on its own
+(``metnos mcp serve`` over stdio, a test).
+
+:class:`DaemonHost` is what the daemon holds while it runs, shared by every
+way in (HTTP, dashboard, channels): one booted Runtime writes the log for
+every channel, with one LLM router kept warm across turns. Writes go through
+:meth:`DaemonHost.writing`, one at a time (a turn, an undo, a scheduler
+tick, a lifecycle change); reads take :meth:`DaemonHost.reading`, which
+brings the read models up to date when no write is in progress and
 otherwise serves them as last folded, so that the dashboard answers while a
 turn runs.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from metnos.adapters.channels.host import RuntimeHost
-from metnos.adapters.daemon.approvals import ApprovalBroker
 from metnos.errors import MetnosError
 from metnos.runtime.booted import Runtime
+from metnos.services import turns, wiring
+from metnos.services.approvals import ApprovalBroker
 
 
 class DaemonBusy(MetnosError):
     """A write waited too long for another one to finish."""
+
+
+class RuntimeHost:
+    def __init__(self, runtime: Runtime, *, env: Mapping[str, str] | None = None) -> None:
+        self.runtime = runtime
+        self.env = dict(os.environ if env is None else env)
+        self._write = threading.RLock()
+        self._router: Any = None
+
+    @contextmanager
+    def writing(self) -> Iterator[Runtime]:
+        with self._write:
+            yield self.runtime
+
+    def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
+            observer: Callable[[Any], None] | None = None) -> Any:
+        with self.writing() as rt:
+            if self._router is None:
+                # One router for every turn: a warm model stays warm between messages.
+                self._router = wiring.llm_router(rt.workspace, self.env)
+            return turns.run(rt, text, approver=approver, router=self._router, env=self.env, actor=actor, channel=channel,
+                             observer=observer)
+
+    def close(self) -> None:
+        if self._router is not None:
+            self._router.close()
+            self._router = None
 
 
 class DaemonHost(RuntimeHost):
@@ -66,7 +101,5 @@ class DaemonHost(RuntimeHost):
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None) -> Any:
         """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer."""
-        from metnos.runtime.turn.session import check_request
-
-        check_request(text)
+        turns.check_request(text)
         return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer)

@@ -1,0 +1,119 @@
+"""Starting the daemon: the one long-running process (docs/daemon.md).
+
+It boots the runtime once and writes the log for every way in: the
+scheduler loop (one tick every ``tick_s`` seconds, seeds/002 ch. 11.2), the
+warm embedded model, the HTTP API and dashboard, and the channels of
+metnos.services.extensions. At start it installs the builtin maintenance
+jobs that are missing, then ticks: each tick fires what is due and is handed
+to ``emit`` with what it did. A tick's own failures are emitted and the loop
+goes on. ``once`` runs one tick and returns.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from metnos.errors import MetnosError
+from metnos.mechanisms.llm.errors import LLMError
+from metnos.mechanisms.llm.router import embedded_model_files
+from metnos.mechanisms.llm.shared_server import idle_seconds, start_shared, touch
+from metnos.runtime.scheduler.clock import clock_from_env
+from metnos.runtime.scheduler.service import ScheduleService
+from metnos.runtime.scheduler.tick import Scheduler
+from metnos.services import extensions, wiring
+from metnos.services.host import DaemonHost
+from metnos.settings.config_file import load_daemon_config
+from metnos.settings.llm_tiers import load_llm_settings
+from metnos.settings.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class DaemonOptions:
+    http: str | None = None
+    tick_s: float = 60.0
+    once: bool = False
+    skip_birth: bool = False
+    no_model: bool = False
+
+
+def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn: Callable[[str], None]) -> int:
+    """Serve until stopped (a signal), or for one tick with ``once``. ``emit`` gets the started line and each
+    tick's report; ``warn`` a line for the user."""
+    if options.tick_s <= 0:
+        raise MetnosError("--tick must be a positive number of seconds")
+    clock = clock_from_env()
+    # The daemon runs every birth at its start; commands reuse what it found.
+    with wiring.boot(birth=not options.skip_birth, reuse_births=False, clock=clock) as rt:
+        installed = ScheduleService(rt).install_builtin_jobs()
+        # Turns left open by a writer that is gone were closed as abandoned at boot.
+        model = {} if options.no_model else warm_model(rt.workspace, options.tick_s)
+        config = load_daemon_config(rt.workspace.config_file)
+        host = DaemonHost(rt, env=os.environ, approval_timeout_s=config.approval_timeout_s)
+        with serving(host, http_address(options, config.http), warn=warn) as http:
+            emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
+            scheduler = Scheduler(rt)
+            while True:
+                started = time.monotonic()
+                if model.get("model_url"):
+                    # While the daemon runs, the model it serves stays warm for every command.
+                    touch(rt.workspace.runtime_dir)
+                try:
+                    with host.writing():
+                        report = scheduler.tick().to_json()
+                except Exception as e:  # noqa: BLE001 - the loop must not fall (seeds/002 ch. 11.2)
+                    report = {"error": f"{type(e).__name__}: {e}"}
+                emit({"event": "tick", **report})
+                if options.once:
+                    return 0
+                time.sleep(max(0.0, options.tick_s - (time.monotonic() - started)))
+
+
+def http_address(options: DaemonOptions, configured: str) -> str | None:
+    """Where to serve HTTP: --http, else [daemon] http of config.toml; none for --once unless asked."""
+    if options.http:
+        return options.http
+    return None if options.once else configured
+
+
+@contextmanager
+def serving(host: DaemonHost, address: str | None, *, warn: Callable[[str], None]) -> Iterator[dict[str, Any]]:
+    """The HTTP server and the channels, up for the body, down (channels first) after it."""
+    if address is None:
+        yield {}
+        return
+    server = extensions.start_http(host, address)
+    started: list[Any] = []
+    try:
+        for channel in extensions.channels(host):
+            channel.start()
+            started.append(channel)
+        yield {"http": server.url, "channels": [c.name for c in started]}
+    finally:
+        if not host.drain():
+            warn("a turn was still running when the daemon stopped; it is closed as abandoned at the next start")
+        for channel in reversed(started):
+            channel.stop()
+        server.stop()
+        host.close()
+
+
+def warm_model(workspace: Workspace, tick_s: float) -> dict[str, Any]:
+    """Start (or find) the shared embedded model server, so that asks find it warm.
+
+    Only when a tier is the embedded model and its file is installed; a
+    failure is reported in the started line and the daemon runs on without.
+    """
+    try:
+        models = [m for m in embedded_model_files(load_llm_settings(workspace.config_file), workspace) if m.is_file()]
+        if not models:
+            return {"model": "no embedded model installed"}
+        # Touched at every tick: it must outlast a tick, and goes a few ticks after the daemon.
+        idle_s = max(idle_seconds(workspace.config_file), 3 * tick_s)
+        return {"model": str(models[0]), "model_url": start_shared(workspace.runtime_dir, models[0], idle_s, owner="daemon")}
+    except (LLMError, OSError) as e:
+        return {"model": f"not started: {e}"}

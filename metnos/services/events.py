@@ -1,0 +1,48 @@
+"""The log as a list of events, filtered (``metnos events``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from metnos.errors import MetnosError
+from metnos.mechanisms.eventlog import EventLog
+from metnos.services.queries import event_state
+from metnos.settings.workspace import Workspace
+
+
+def events(*, aggregate: str | None = None, topic: str | None = None, since: datetime | None = None,
+           until: datetime | None = None, from_id: int = 1, limit: int = 0) -> Iterator[tuple[Any, datetime | None, dict[str, Any]]]:
+    """Each stored event that passes the filters, as (its notification, its time, its own fields); the log is
+    opened now and closed when the iteration ends."""
+    log = EventLog(Workspace.from_env())
+    return _filtered(log, aggregate, topic, since, until, from_id, limit)
+
+
+def _filtered(log: EventLog, aggregate: str | None, topic: str | None, since: datetime | None, until: datetime | None,
+              from_id: int, limit: int) -> Iterator[tuple[Any, datetime | None, dict[str, Any]]]:
+    try:
+        shown = 0
+        for n in log.notifications(start=from_id):
+            if aggregate and not str(n.originator_id).startswith(aggregate):
+                continue
+            if topic and topic not in n.topic:
+                continue
+            try:
+                event = log.mapper.to_domain_event(n)
+            except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal to the listing
+                msg = f"event {n.id} ({n.topic}) cannot be decoded: {e}"
+                raise MetnosError(msg) from None
+            state = event_state(event)
+            ts = getattr(event, "timestamp", None)
+            if since and (ts is None or ts < since):
+                continue
+            if until and (ts is None or ts >= until):
+                continue
+            yield n, ts, state
+            shown += 1
+            if limit and shown >= limit:
+                return
+    finally:
+        log.close()

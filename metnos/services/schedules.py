@@ -1,0 +1,61 @@
+"""Schedules: add, list, show, pause, resume, cancel, history, run now (seeds/002 ch. 11.2).
+
+The scheduler's own service (metnos/runtime/scheduler/service.py) records
+every change in the log; here it is reached on a runtime booted on the
+scheduler's clock (a command), or on the daemon's runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metnos.runtime.booted import Runtime
+from metnos.runtime.scheduler.service import DEFAULT_GRACE_S, ScheduleService, SchedulerError
+from metnos.services import wiring
+
+__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "command", "listed", "rows"]
+
+# What a schedule's id can be told to do, from the CLI and the daemon's API.
+ACTIONS = ("show", "pause", "resume", "cancel", "history", "run-now")
+COMMANDS = ("pause", "resume", "cancel", "run-now")
+
+
+def add(**schedule: Any) -> dict[str, Any]:
+    """A new schedule (ScheduleService.create's fields); its id and next firing."""
+    with wiring.boot_scheduled() as rt:
+        return ScheduleService(rt).create(**schedule)
+
+
+def listed(status: str | None = None) -> list[dict[str, Any]]:
+    with wiring.boot_scheduled() as rt:
+        return ScheduleService(rt).list(status=status)
+
+
+def act(action: str, ref: str) -> dict[str, Any]:
+    """One of ACTIONS on the schedule ``ref`` (its id or a unique prefix)."""
+    with wiring.boot_scheduled() as rt:
+        return _act(ScheduleService(rt), action, ref)
+
+
+def _act(service: ScheduleService, action: str, ref: str) -> dict[str, Any]:
+    if action == "history":
+        return service.history(ref)
+    if action == "run-now":
+        return service.run_now(ref)
+    return getattr(service, action)(ref)
+
+
+def command(runtime: Runtime, action: str, ref: str) -> dict[str, Any]:
+    """One of COMMANDS on a held runtime (the daemon's)."""
+    if action not in COMMANDS:
+        raise SchedulerError(f"unknown schedule command {action!r}; one of {', '.join(COMMANDS)}")
+    return _act(ScheduleService(runtime), action, ref)
+
+
+def rows(runtime: Runtime) -> list[dict[str, Any]]:
+    """Every schedule as the read model has it (the daemon's list)."""
+    return ScheduleService.rows(runtime.schedules.state())
+
+
+def install_builtin_jobs(runtime: Runtime) -> list[str]:
+    return ScheduleService(runtime).install_builtin_jobs()

@@ -1,0 +1,67 @@
+"""Running a turn, and reading the turns that ran.
+
+A turn runs with three ports its caller implements for its medium
+(metnos/runtime/turn/ports.py): the approver (a terminal prompt, an HTTP
+question, Telegram buttons), the progress sink (``observer`` for the turn's
+events, ``wrap_llm`` around each model call) and the channel's name. What
+the turn records is the same whichever way in asked; only ``channel`` and
+``actor`` say who.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from metnos.runtime.booted import Runtime
+from metnos.runtime.cascade.book import PlanBook
+from metnos.runtime.turn.interrupts import InterruptGate
+from metnos.runtime.turn.ports import Approver
+from metnos.runtime.turn.session import EmptyRequest, TurnOutcome, check_request, run_turn
+from metnos.services import wiring
+from metnos.settings.runtime import load_runtime_config
+from metnos.settings.workspace import Workspace
+
+# Re-exported for the adapters: the port they implement, the outcome they format.
+__all__ = ["Approver", "EmptyRequest", "TurnOutcome", "asked", "check_request", "run"]
+
+
+def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Mapping[str, str], channel: str,
+        actor: str = "user", observer: Callable[[Any], None] | None = None, wrap_llm: Callable[[Any], Any] | None = None,
+        interrupts: InterruptGate | None = None, cache: bool = True, level: str | None = None, mode: str | None = None,
+        overrides: Sequence[str] = ()) -> TurnOutcome:
+    """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns)."""
+    return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, channel=channel, observer=observer,
+                    wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides)
+
+
+@dataclass
+class Asked:
+    """A turn run by a command that boots for it alone, and the plan it may offer to keep."""
+
+    outcome: TurnOutcome
+    offer: str | None
+
+
+def asked(text: str, *, approver: Approver, model: str | None = None, overrides: Sequence[str] = (),
+          progress: Callable[[str], None] | None = None, observer: Callable[[Any], None] | None = None,
+          waiting: Callable[[Callable[[str], tuple[str, float]]], Callable[[Any], Any]] | None = None, interrupts: InterruptGate | None = None, cache: bool = True,
+          level: str | None = None, mode: str | None = None, offer_plan: bool = False) -> Asked:
+    """``metnos ask``: boot, wire the router, run one turn on the ``cli`` channel, close.
+
+    ``waiting``: given the tiers' limits (wiring.model_limits), the wrapper around each model call that
+    tells the user the model is thinking. ``offer_plan``: after an answer, say how to keep its plan."""
+    check_request(text)
+    env = wiring.turn_env(model)
+    workspace = Workspace.from_env()
+    # A key set for this turn that config.toml would refuse stops here, before any model starts.
+    load_runtime_config(workspace.config_file, overrides)
+    settings = wiring.llm_settings(workspace, env)
+    wiring.require_embedded_models(settings, workspace)
+    with wiring.boot(workspace) as runtime, wiring.llm_router(workspace, env, settings=settings, progress=progress) as router:
+        wrap_llm = waiting(wiring.model_limits(workspace)) if waiting is not None else None
+        outcome = run(runtime, text, approver=approver, router=router, env=env, channel="cli", observer=observer,
+                      wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides)
+        offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and outcome.status == "answered" else None
+    return Asked(outcome, offer)
