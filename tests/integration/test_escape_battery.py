@@ -1117,7 +1117,7 @@ def test_no_bytecode_is_written_into_the_folder(sx):
 def test_the_daemon_token_is_out_of_reach_even_with_a_grant_on_home(sx):
     """The daemon's bearer token lets anyone act as the user over HTTP: an executor
     with the widest read grant cannot read it (in the XDG layout it sits under ~)."""
-    from metnos.adapters.daemon.token import load_or_create_token, token_path
+    from metnos.services.token import load_or_create_token, token_path
 
     token = load_or_create_token(sx.workspace)
     path = token_path(sx.workspace)

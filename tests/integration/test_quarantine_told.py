@@ -20,7 +20,7 @@ import orjson
 import pytest
 from mcp import Client
 
-from metnos.adapters.channels.host import RuntimeHost
+from metnos.services.host import RuntimeHost
 from metnos.adapters.channels.telegram import TelegramChannel
 from metnos.settings.telegram import load_telegram_settings
 from metnos.adapters.cli import main

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from metnos.adapters.channels.host import RuntimeHost
+from metnos.services.host import RuntimeHost
 from metnos.adapters.channels.telegram import TelegramChannel, TelegramChannelError
 from metnos.settings.telegram import load_telegram_settings
 from metnos.runtime.booted import Runtime

@@ -29,7 +29,7 @@ from metnos.adapters.channels.telegram import TelegramChannel
 from metnos.settings.telegram import load_telegram_settings
 from metnos.adapters.cli.ask_cmd import EXIT_CODES, print_outcome
 from metnos.adapters.daemon.app import build_app
-from metnos.adapters.daemon.host import DaemonHost
+from metnos.services.host import DaemonHost
 from metnos.adapters.cli import main
 from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.failures import FailureKind, turn_failure

@@ -12,7 +12,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from metnos.adapters.channels.host import RuntimeHost
+from metnos.services.host import RuntimeHost
 from metnos.adapters.channels.mcp_http import mcp_http_app
 from metnos.runtime.booted import Runtime
 from metnos.settings.workspace import Workspace

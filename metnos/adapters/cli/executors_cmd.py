@@ -54,11 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(run=run_run)
 
 
-def run_list(args: argparse.Namespace) -> int:
+def _executors():  # noqa: ANN202
     # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
     from metnos.services import executors
 
-    rows = executors.catalogue()
+    return executors
+
+
+def run_list(args: argparse.Namespace) -> int:
+    rows = _executors().catalogue()
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -72,10 +76,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
-    from metnos.services import executors
-
-    rows, details = executors.detail(args.name)
+    rows, details = _executors().detail(args.name)
     if args.json:
         print(orjson.dumps({"versions": rows, "details": details}).decode())
         return 0
@@ -96,10 +97,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
-    from metnos.services import executors
-
-    good, bad = executors.verify(args.name)
+    good, bad = _executors().verify(args.name)
     if args.json:
         print(orjson.dumps({
             "verified": [{"name": e.name, "version": e.version, "origin": e.origin, "digest": e.digest} for e in good],
@@ -114,19 +112,13 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_sign(args: argparse.Namespace) -> int:
-    # Deferred: signing loads the executors' signing, which `metnos --help` does not need.
-    from metnos.services import executors
-
-    digest, lock = executors.sign(args.dir)
+    digest, lock = _executors().sign(args.dir)
     print(f"signed {args.dir}\n  digest:       {digest}\n  profile.lock: {lock}")
     return 0
 
 
 def run_lifecycle(args: argparse.Namespace) -> int:
-    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
-    from metnos.services import executors
-
-    version, state, current = executors.change(args.action, args.name, args.version, reason=getattr(args, "reason", ""))
+    version, state, current = _executors().change(args.action, args.name, args.version, reason=getattr(args, "reason", ""))
     print(f"{args.name} {version}: {state['state']}" + (" (current)" if current else ""))
     return 0
 
@@ -138,12 +130,9 @@ def run_run(args: argparse.Namespace) -> int:
         raise MetnosError(f"the arguments are not JSON: {e}") from None
     if not isinstance(call_args, dict):
         raise MetnosError("the arguments must be a JSON object, e.g. '{\"paths\": [\"~/notes.md\"]}'")
-    # Deferred: each of these commands boots the runtime, which `metnos --help` does not need.
-    from metnos.services import executors
-
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
-    call = executors.run(args.name, call_args, caller={"kind": "cli", "command": "executors run"}, version=args.version)
+    call = _executors().run(args.name, call_args, caller={"kind": "cli", "command": "executors run"}, version=args.version)
     result = call.observation()
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     if call.outcome is not None and not call.outcome.ok:

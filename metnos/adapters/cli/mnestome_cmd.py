@@ -40,6 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     age.set_defaults(run=run_age)
 
 
+def _mnestome():  # noqa: ANN202
+    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import mnestome
+
+    return mnestome
+
+
 def _row(m: dict[str, Any]) -> str:
     src = f"{m['src_executor']}@{m['src_version']}"
     dst = f"{m['dst_executor']}@{m['dst_version'] or '?'}"
@@ -47,13 +54,10 @@ def _row(m: dict[str, Any]) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
-    from metnos.services import mnestome
-
-    states = mnestome.check_states(args.state)
+    states = _mnestome().check_states(args.state)
     if args.limit < 1:
         raise MetnosError("--limit must be at least 1")
-    rows = mnestome.heaviest(args.limit, tag=args.tag, states=states)
+    rows = _mnestome().heaviest(args.limit, tag=args.tag, states=states)
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -72,12 +76,9 @@ def _split(ref: str) -> tuple[str, str | None]:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
-    from metnos.services import mnestome
-
     src, sv = _split(args.src)
     dst, dv = _split(args.dst)
-    found = mnestome.mnests_between(src, sv, dst, dv, f"{args.src} to {args.dst}")
+    found = _mnestome().mnests_between(src, sv, dst, dv, f"{args.src} to {args.dst}")
     if args.json:
         print(orjson.dumps(found).decode())
         return 0
@@ -116,11 +117,8 @@ def dot_source(rows: list[dict[str, Any]]) -> str:
 
 
 def run_graph(args: argparse.Namespace) -> int:
-    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
-    from metnos.services import mnestome
-
-    states = mnestome.check_states(args.state)
-    rows, data_dir = mnestome.graph_rows(states, args.min_weight)
+    states = _mnestome().check_states(args.state)
+    rows, data_dir = _mnestome().graph_rows(states, args.min_weight)
     text = dot_source(rows)
     if args.out == "-":
         print(text, end="")
@@ -152,10 +150,7 @@ def parse_at(text: str | None, now: datetime) -> datetime:
 
 
 def run_age(args: argparse.Namespace) -> int:
-    # Deferred: the mnestome's service boots the runtime, which `metnos --help` does not need.
-    from metnos.services import mnestome
-
-    aged = mnestome.age(args.at, dry_run=args.dry_run, parse_at=parse_at)
+    aged = _mnestome().age(args.at, dry_run=args.dry_run, parse_at=parse_at)
     at, snap = aged.at, aged.snapshot
     if aged.due is not None:
         if args.json:

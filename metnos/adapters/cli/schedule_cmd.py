@@ -48,6 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         cmd.set_defaults(run=run_one, action=name)
 
 
+def _schedules():  # noqa: ANN202
+    # Deferred: the scheduler's service boots the runtime, which `metnos --help` does not need.
+    from metnos.services import schedules
+
+    return schedules
+
+
 def _json_arg(text: str, what: str, kind: type) -> Any:
     try:
         value = orjson.loads(text)
@@ -59,15 +66,12 @@ def _json_arg(text: str, what: str, kind: type) -> Any:
 
 
 def run_add(args: argparse.Namespace) -> int:
-    # Deferred: the scheduler's service boots the runtime, which `metnos --help` does not need.
-    from metnos.services import schedules
-
     call_args = _json_arg(args.args, "--args", dict)
     target = {"kind": "executor", "name": args.executor} if args.executor else {"kind": "chain", "steps": _json_arg(args.chain, "--chain", list)}
-    out = schedules.add(
+    out = _schedules().add(
         target=target, args=call_args, cron=args.cron, timezone=args.timezone, count=args.count, expiry=args.expiry,
         on_failure=args.on_failure, max_consecutive_failures=args.max_failures or None, channel=args.channel,
-        grace_s=schedules.DEFAULT_GRACE_S if args.grace is None else args.grace, label=args.label, paused=args.paused,
+        grace_s=_schedules().DEFAULT_GRACE_S if args.grace is None else args.grace, label=args.label, paused=args.paused,
         # The user typed the command: that is the approval a schedule
         # with side effects needs, recorded as such.
         approved_by="user:cli",
@@ -82,10 +86,7 @@ def _target(s: dict[str, Any]) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    # Deferred: the scheduler's service boots the runtime, which `metnos --help` does not need.
-    from metnos.services import schedules
-
-    rows = schedules.listed(args.status)
+    rows = _schedules().listed(args.status)
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -98,11 +99,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_one(args: argparse.Namespace) -> int:
-    # Deferred: the scheduler's service boots the runtime, which `metnos --help` does not need.
-    from metnos.services import schedules
-
     action = args.action
-    out = schedules.act(action, args.schedule_id)
+    out = _schedules().act(action, args.schedule_id)
     if args.json or action == "run-now":
         print(orjson.dumps(out, default=str).decode())
         return 0 if action != "run-now" or out["ok"] else 1

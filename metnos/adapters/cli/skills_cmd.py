@@ -36,6 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     ok.set_defaults(run=run_approve)
 
 
+def _skills():  # noqa: ANN202
+    # Deferred: the importer boots the runtime, which `metnos --help` does not need.
+    from metnos.services import skills
+
+    return skills
+
+
 def parse_grants(items: list[str]) -> dict[str, Any]:
     grants: dict[str, Any] = {}
     for item in items:
@@ -80,11 +87,8 @@ def _confirm(args: argparse.Namespace, plan: Any) -> bool:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    # Deferred: the importer boots the runtime, which `metnos --help` does not need.
-    from metnos.services import skills
-
     grants = parse_grants(args.allow)
-    installed = skills.import_skill(args.path, grants, lambda plan: _confirm(args, plan))
+    installed = _skills().import_skill(args.path, grants, lambda plan: _confirm(args, plan))
     if installed is None:
         return 3
     for folder in installed:
@@ -93,10 +97,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    # Deferred: the importer boots the runtime, which `metnos --help` does not need.
-    from metnos.services import skills
-
-    rows = skills.listed()
+    rows = _skills().listed()
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -107,10 +108,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_approve(args: argparse.Namespace) -> int:
-    # Deferred: the importer boots the runtime, which `metnos --help` does not need.
-    from metnos.services import skills
-
     # Approved is not yet born: the boot that follows runs its birth test like any executor's.
-    state = skills.approve(args.name)
+    state = _skills().approve(args.name)
     print(f"{args.name} 1.0.0: {state['state']}" + (f" ({state['reason']})" if state.get("reason") else ""))
     return 0 if state["state"] == "active" else 1

@@ -49,6 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     reject.set_defaults(run=run_reject)
 
 
+def _synt():  # noqa: ANN202
+    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
+    from metnos.services import synt
+
+    return synt
+
+
 def _print_gate(gate: str, view: dict[str, Any]) -> None:
     out = sys.stderr
     spec = next((s["spec"] for s in reversed(view["stages"]) if s["stage"] == "specification"), {})
@@ -116,10 +123,7 @@ def _report(synt: Any, p: Any) -> int:
 
 
 def _advance(args: argparse.Namespace, key: str | None, *, first: str | None = None) -> int:
-    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
-    from metnos.services.synt import SyntSession, activate
-
-    with SyntSession(progress_line) as synt:
+    with _synt().SyntSession(progress_line) as synt:
         p = synt.get(key) if key is not None else _open(args, synt)
         if key is not None and p.status in CLOSED:
             raise MetnosError(f"proposal {p.run_id} is already {p.status}; nothing to approve")
@@ -128,7 +132,7 @@ def _advance(args: argparse.Namespace, key: str | None, *, first: str | None = N
             first = None
         p = synt.advance(p, cli_approver(args, first=first))
         if p.status == "installed":
-            activate(synt)
+            _synt().activate(synt)
             state = synt.runtime.catalogue_state()["executors"].get(f"synt/{p.spec['name']}")
             if state:
                 print(f"{p.spec['name']} 1.0.0: {state['versions'].get('1.0.0', {}).get('state')}")
@@ -136,15 +140,12 @@ def _advance(args: argparse.Namespace, key: str | None, *, first: str | None = N
 
 
 def _open(args: argparse.Namespace, synt: Any) -> Any:
-    # Deferred: as in _advance, whose session this runs in.
-    from metnos.services.synt import find
-
     if args.suggestion is None:
         text = " ".join(args.description.split())
         if not text:
             raise MetnosError("say what the executor should do")
         return synt.open(text, source={"kind": "user", "via": "cli"})
-    s = find(synt.state(), args.suggestion, table="suggestions")
+    s = _synt().find(synt.state(), args.suggestion, table="suggestions")
     if s is None or s["last"] is None:
         raise MetnosError(f"no suggestion {args.suggestion!r}; see `metnos synt list`")
     last = s["last"]
@@ -162,28 +163,19 @@ def run_approve(args: argparse.Namespace) -> int:
 
 
 def run_reject(args: argparse.Namespace) -> int:
-    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
-    from metnos.services.synt import SyntSession
-
-    with SyntSession(progress_line) as synt:
+    with _synt().SyntSession(progress_line) as synt:
         p = synt.reject(args.id, reason=args.reason, by="user")
         return _report(synt, p) and 0
 
 
 def run_defuse(args: argparse.Namespace) -> int:
-    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
-    from metnos.services.synt import defuse
-
-    sources = defuse(args.name)
+    sources = _synt().defuse(args.name)
     print(f"{args.name}: archived; active again: {', '.join(sources)}")
     return 0
 
 
 def _state() -> dict[str, Any]:
-    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
-    from metnos.services.synt import proposals_state
-
-    return proposals_state()
+    return _synt().proposals_state()
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -206,10 +198,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    # Deferred: synt loads the runtime and its pipeline, which `metnos --help` does not need.
-    from metnos.services.synt import find
-
-    view = find(_state(), args.id)
+    view = _synt().find(_state(), args.id)
     if view is None:
         raise MetnosError(f"no proposal {args.id!r} (or more than one starts so); see `metnos synt list`")
     if args.json:

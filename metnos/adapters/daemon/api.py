@@ -18,7 +18,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from metnos.errors import MetnosError
-from metnos.services import mnestome, queries, replay, schedules, telling
+from metnos.services import mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
 from metnos.services.approvals import ApprovalUnknown
 from metnos.services.host import DaemonBusy, DaemonHost
 from metnos.services.queries import ExecutorNotFound, TurnNotFound, log_page
@@ -83,13 +83,13 @@ def routes(host: DaemonHost) -> list[Route]:
 
     def replay(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
-            return json_response(replay.replay_one(rt, request.path_params["turn_id"]))
+            return json_response(replays.replay_one(rt, request.path_params["turn_id"]))
 
-    def undo_plan(request: Request, body: dict[str, Any]) -> tuple[replay.Undoer, Any] | None:
+    def undo_plan(request: Request, body: dict[str, Any]) -> tuple[replays.Undoer, Any] | None:
         turn_ref = request.query_params.get("turn") or body.get("turn_id")
         with host.reading() as rt:
             turn_id = queries.find_turn(rt.turns.state(), turn_ref) if turn_ref else None
-        return replay.undo_plan(host.runtime, turn_id)
+        return replays.undo_plan(host.runtime, turn_id)
 
     def undo_preview(request: Request, body: dict[str, Any]) -> Response:
         found = undo_plan(request, body)
@@ -118,14 +118,14 @@ def routes(host: DaemonHost) -> list[Route]:
 
     def schedules(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
-            return json_response(schedules.rows(rt))
+            return json_response(schedule_service.rows(rt))
 
     def schedule_command(request: Request, body: dict[str, Any]) -> Response:
         command = request.path_params["command"]
         with host.writing() as rt:
-            if command not in schedules.COMMANDS:
-                raise BadRequest(f"unknown schedule command {command!r}; one of {', '.join(schedules.COMMANDS)}")
-            return json_response(schedules.command(rt, command, request.path_params["schedule_id"]))
+            if command not in schedule_service.COMMANDS:
+                raise BadRequest(f"unknown schedule command {command!r}; one of {', '.join(schedule_service.COMMANDS)}")
+            return json_response(schedule_service.command(rt, command, request.path_params["schedule_id"]))
 
     def executors(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
@@ -139,7 +139,7 @@ def routes(host: DaemonHost) -> list[Route]:
     def mnestome(request: Request, body: dict[str, Any]) -> Response:
         limit = _int(request.query_params.get("limit", "200"), "limit")
         with host.reading() as rt:
-            rows = mnestome.served(rt, limit)
+            rows = mnests.served(rt, limit)
         return json_response({"mnests": rows, "graph": queries.mnestome_graph(rows)})
 
     async def events(request: Request) -> Response:
