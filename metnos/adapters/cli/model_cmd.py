@@ -8,9 +8,8 @@ import sys
 import threading
 import time
 
-from metnos.services import models
 from metnos.services.interrupts import Interrupted
-from metnos.services.models import DEFAULT_SIZE, EXTRA_HINT, MODELS
+from metnos.services.model_sizes import DEFAULT_SIZE, MODELS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.set_defaults(run=model_status_main)
 
 
+def _models():  # noqa: ANN202
+    # Deferred: the model server's modules take tens of ms to import, which `metnos --help` does not need.
+    from metnos.services import models
+
+    return models
+
+
 def _say(line: str) -> None:
     print(line, flush=True)
 
@@ -40,17 +46,17 @@ def _say(line: str) -> None:
 def model_install_main(args: argparse.Namespace) -> int:
     size = getattr(args, "size", None) or DEFAULT_SIZE
     t0 = time.monotonic()
-    path, servable = models.install(size, _say)
+    path, servable = _models().install(size, _say)
     _say(f"done in {time.monotonic() - t0:.0f} s")
     if size != DEFAULT_SIZE:
         _say(f'to use it: `metnos ask --model {size} "..."`, or model = "{size}" under [llm] in config.toml (path: {path})')
     if not servable:
-        _say(f"note: to serve it, {EXTRA_HINT}")
+        _say(f"note: to serve it, {_models().EXTRA_HINT}")
     return 0
 
 
 def model_serve_main(args: argparse.Namespace) -> int:
-    serving = models.serving(getattr(args, "model", None), port=getattr(args, "port", 0) or 0,
+    serving = _models().serving(getattr(args, "model", None), port=getattr(args, "port", 0) or 0,
                              threads=getattr(args, "threads", 0) or None)
     _say(f"loading {serving.path.name} …")
     t0 = time.monotonic()
@@ -76,7 +82,7 @@ def model_serve_main(args: argparse.Namespace) -> int:
 
 
 def model_stop_main(args: argparse.Namespace) -> int:
-    found = models.stop()
+    found = _models().stop()
     if found is None:
         _say("no model server running")
     else:
@@ -85,7 +91,7 @@ def model_stop_main(args: argparse.Namespace) -> int:
 
 
 def model_status_main(args: argparse.Namespace) -> int:
-    found = models.status(verify=getattr(args, "verify", False), size=getattr(args, "size", None) or DEFAULT_SIZE)
+    found = _models().status(verify=getattr(args, "verify", False), size=getattr(args, "size", None) or DEFAULT_SIZE)
     st = found["model"]
     if st["installed"]:
         size = int(st["size_bytes"]) / 1e6  # type: ignore[arg-type]
@@ -96,7 +102,7 @@ def model_status_main(args: argparse.Namespace) -> int:
     if found["xllamacpp"] is not None:
         _say(f"xllamacpp: {found['xllamacpp']}")
     else:
-        _say(f"xllamacpp: not installed ({EXTRA_HINT})")
+        _say(f"xllamacpp: not installed ({_models().EXTRA_HINT})")
     running = found["running"]
     if running:
         _say(f"server: running at {running.url} (pid {running.pid}, started by {running.owner}, model {running.model})")
