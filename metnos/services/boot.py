@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+from domain.mnest_weight import BOOTSTRAP_WEIGHT
+from executors import SEED_DIR
 from metnos.errors import MetnosError
+from metnos.mechanisms.executors.install import install_seed_executors
+from metnos.mechanisms.executors.keys import ensure_keypair, key_fingerprint
+from metnos.mechanisms.executors.signing import signed_in_current_format
+from metnos.runtime.booted import Runtime
+from metnos.services import wiring
 from metnos.settings.workspace import Workspace
-
-if TYPE_CHECKING:
-    from metnos.runtime.booted import Runtime
+from projections.mnestome import select
 
 
 def create_workspace(workspace: Workspace) -> list[str]:
@@ -43,10 +47,6 @@ def create_workspace(workspace: Workspace) -> list[str]:
 
 def initialise(workspace: Workspace) -> list[str]:
     """Idempotent: a second run keeps the keys and the log, and adds what is missing."""
-    from metnos.mechanisms.executors.install import install_seed_executors
-    from metnos.mechanisms.executors.keys import ensure_keypair, key_fingerprint
-    from metnos.runtime.booted import Runtime
-
     report = []
     made = create_workspace(workspace)
     report.append(f"workspace: {workspace.data_dir} ({'created' if made else 'already there'})")
@@ -54,7 +54,7 @@ def initialise(workspace: Workspace) -> list[str]:
     signing_key = ensure_keypair(workspace)
     report.append(f"keys:      {workspace.keys_dir} (instance key {key_fingerprint(signing_key.verify_key)})")
     installed = install_seed_executors(workspace, signing_key) if not _seeds_installed(workspace) else []
-    with Runtime.boot(workspace) as runtime:
+    with wiring.boot(workspace) as runtime:
         active = sum(1 for e in runtime.report.loaded)
         quarantined = len(runtime.report.quarantined)
         report.append(f"executors: {active} active, {quarantined} quarantined" + (f" ({len(installed)} seeds signed)" if installed else ""))
@@ -64,9 +64,6 @@ def initialise(workspace: Workspace) -> list[str]:
 
 
 def _mnestome_line(runtime: Runtime) -> str:
-    from domain.mnest_weight import BOOTSTRAP_WEIGHT
-    from projections.mnestome import select
-
     if runtime.seed_mnests_planted:
         return f"mnestome:  {runtime.seed_mnests_planted} seed mnests at weight {BOOTSTRAP_WEIGHT:.2f}"
     state = runtime.mnestome.state()
@@ -78,9 +75,6 @@ def _mnestome_line(runtime: Runtime) -> str:
 def _seeds_installed(workspace: Workspace) -> bool:
     """Every shipped seed installed, and signed in the current format (an
     upgrade from format 1 re-signs them here)."""
-    from executors import SEED_DIR
-    from metnos.mechanisms.executors.signing import signed_in_current_format
-
     seed_dir = workspace.executors_origin_dir("seed")
     shipped = [p.name for p in SEED_DIR.iterdir() if (p / "manifest.toml").is_file()]
     for name in shipped:

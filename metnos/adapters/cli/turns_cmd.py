@@ -10,7 +10,6 @@ import orjson
 
 from domain.turn import Turn
 from metnos.services.telling import step_failure_words
-from metnos.services.queries import find_turn, turn_events, turn_log, turn_rows, turns_state
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,15 +25,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.set_defaults(run=run_show)
 
 
-def run_list(args: argparse.Namespace) -> int:
+def _history():  # noqa: ANN202
     # Deferred: booting loads the runtime's modules, which `metnos --help` does not need.
-    from metnos.services import wiring
+    from metnos.services import turn_history
 
-    with wiring.boot(birth=False) as rt:
-        state = turns_state(rt)
-        for problem in rt.orphans.problems:
-            print(f"metnos: {problem}", file=sys.stderr)
-    rows = turn_rows(state, args.limit)
+    return turn_history
+
+
+def run_list(args: argparse.Namespace) -> int:
+    rows, problems = _history().listed(args.limit)
+    for problem in problems:
+        print(f"metnos: {problem}", file=sys.stderr)
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -123,15 +124,11 @@ def _failure(observation: dict[str, Any]) -> str:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    # Deferred: booting loads the runtime's modules, which `metnos --help` does not need.
-    from metnos.services import wiring
-
-    with wiring.boot(birth=False) as rt:
-        turn_id = find_turn(turns_state(rt), args.turn_id)
-        if args.json:
-            print(orjson.dumps({"turn_id": turn_id, "events": turn_events(rt, turn_id)}, default=str).decode())
-            return 0
-        events = turn_log(rt, turn_id)
+    if args.json:
+        turn_id, data = _history().shown_as_data(args.turn_id)
+        print(orjson.dumps({"turn_id": turn_id, "events": data}, default=str).decode())
+        return 0
+    turn_id, events = _history().shown(args.turn_id)
     print(f"turn {turn_id}")
     for e in events:
         print(_line(e))
