@@ -37,6 +37,21 @@ def find_turn(turns_state: dict[str, Any], prefix: str) -> str:
     return matches[0]
 
 
+def turns_now(runtime: Any) -> dict[str, Any]:
+    """The turns' read model as last folded (a host's reading has brought it up to date when it could)."""
+    return runtime.turns.state()
+
+
+def catalogue_now(runtime: Any) -> dict[str, Any]:
+    """The catalogue's read model as last folded."""
+    return runtime.catalogue.state()
+
+
+def log_head(runtime: Any) -> int:
+    """The position of the last event in the log (0 when empty)."""
+    return runtime.log.recorder.max_notification_id() or 0
+
+
 def turns_state(runtime: Any) -> dict[str, Any]:
     """The turns' read model, up to date with the log."""
     return runtime.turns.catch_up(runtime.log)

@@ -74,12 +74,12 @@ def routes(host: DaemonHost) -> list[Route]:
     def turns(request: Request, body: dict[str, Any]) -> Response:
         limit = _int(request.query_params.get("limit", "50"), "limit")
         with host.reading() as rt:
-            return json_response(queries.turn_rows(rt.turns.state(), limit))
+            return json_response(queries.turn_rows(queries.turns_now(rt), limit))
 
     def turn(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
-            turn_id = queries.find_turn(rt.turns.state(), request.path_params["turn_id"])
-            return json_response({"turn_id": turn_id, "summary": rt.turns.state()["turns"][turn_id], "events": queries.turn_events(rt, turn_id)})
+            turn_id = queries.find_turn(queries.turns_now(rt), request.path_params["turn_id"])
+            return json_response({"turn_id": turn_id, "summary": queries.turns_now(rt)["turns"][turn_id], "events": queries.turn_events(rt, turn_id)})
 
     def replay(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
@@ -88,7 +88,7 @@ def routes(host: DaemonHost) -> list[Route]:
     def undo_plan(request: Request, body: dict[str, Any]) -> tuple[replays.Undoer, Any] | None:
         turn_ref = request.query_params.get("turn") or body.get("turn_id")
         with host.reading() as rt:
-            turn_id = queries.find_turn(rt.turns.state(), turn_ref) if turn_ref else None
+            turn_id = queries.find_turn(queries.turns_now(rt), turn_ref) if turn_ref else None
         return replays.undo_plan(host.runtime, turn_id)
 
     def undo_preview(request: Request, body: dict[str, Any]) -> Response:
@@ -129,7 +129,7 @@ def routes(host: DaemonHost) -> list[Route]:
 
     def executors(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
-            return json_response(queries.catalogue_rows(rt.catalogue.state()))
+            return json_response(queries.catalogue_rows(queries.catalogue_now(rt)))
 
     def executor(request: Request, body: dict[str, Any]) -> Response:
         name = request.path_params["name"]

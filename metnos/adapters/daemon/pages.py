@@ -19,7 +19,7 @@ GRAPH_SIZE = 640
 def timeline(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
-            rows = queries.turn_rows(rt.turns.state(), 200)
+            rows = queries.turn_rows(queries.turns_now(rt), 200)
         return {"turns": list(reversed(rows))}
 
     return gather
@@ -28,7 +28,7 @@ def timeline(host: DaemonHost) -> Any:
 def turn(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
-            state = rt.turns.state()
+            state = queries.turns_now(rt)
             turn_id = queries.find_turn(state, request.path_params["turn_id"])
             events = queries.turn_events(rt, turn_id)
             steps = queries.turn_steps(rt, events)
@@ -60,7 +60,7 @@ def schedules(host: DaemonHost) -> Any:
 def executors(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
-            return {"executors": queries.catalogue_rows(rt.catalogue.state())}
+            return {"executors": queries.catalogue_rows(queries.catalogue_now(rt))}
 
     return gather
 
@@ -105,7 +105,7 @@ def circle_drawing(graph: dict[str, Any], size: int = GRAPH_SIZE) -> dict[str, A
 def events(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
-            last = rt.log.recorder.max_notification_id() or 0
+            last = queries.log_head(rt)
         return {"after": max(0, last - 50)}
 
     return gather
