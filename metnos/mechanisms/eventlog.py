@@ -18,7 +18,7 @@ from uuid import UUID
 from eventsourcing.application import Application
 from eventsourcing.persistence import InfrastructureFactoryError
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.store.errors import LogUnavailable
 from metnos.mechanisms.store.event_record import Record, record_of
 from metnos.settings.workspace import Workspace

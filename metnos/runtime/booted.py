@@ -18,7 +18,7 @@ from uuid import UUID
 from domain.executor import ACTIVE
 from metnos.runtime.birth_reuse import BirthConditions, BirthLedger, reuse_allowed
 from metnos.mechanisms.clock import new_id, system_clock
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.keys import KeyFileError, key_fingerprint, load_verify_key
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, load_executors

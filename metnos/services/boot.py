@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.settings.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -9,10 +9,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from metnos.errors import MetnosError
-
-_ENVELOPE = ("originator_id", "originator_version", "timestamp", "originator_topic")
-
+from domain.base import event_state
+from domain.errors import MetnosError
 
 class TurnNotFound(MetnosError):
     """No turn, or more than one, matches the id given."""
@@ -20,11 +18,6 @@ class TurnNotFound(MetnosError):
 
 class ExecutorNotFound(MetnosError):
     """No executor of that name in the catalogue."""
-
-
-def event_state(event: Any) -> dict[str, Any]:
-    """An event's own fields, without the envelope every event carries."""
-    return {k: v for k, v in vars(event).items() if k not in _ENVELOPE}
 
 
 def find_turn(turns_state: dict[str, Any], prefix: str) -> str:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.turn.errors import TurnError
 
 ENV_POOL_SIZE = "METNOS_ENGINE_POOL_SIZE"

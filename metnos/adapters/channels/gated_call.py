@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.invocation import Invocation
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.mechanisms.invocation.errors import InvocationError
 from metnos.mechanisms.invocation.service import READ_ONLY_REFUSED
 from metnos.runtime.booted import Runtime

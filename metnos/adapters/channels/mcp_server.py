@@ -35,7 +35,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 import metnos
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.adapters.channels.gated_call import CallResult, Checked, GatedCaller
 
 APPROVAL_KEY = "approval"

@@ -43,9 +43,9 @@ from typing import Any
 import orjson
 
 from domain.channel import ChannelMessage
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.settings.telegram import TelegramSettings
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.turn.telling import reply_text
 
 CHANNEL = "telegram"

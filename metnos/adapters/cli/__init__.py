@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Sequence
 
 from metnos.adapters.cli import events_cmd, init_cmd
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.turn.interrupts import InterruptGate, Interrupted
 
 COMMANDS = [init_cmd, events_cmd]

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from metnos.settings.http_address import DEFAULT_HTTP
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.settings.workspace import Workspace
 
 

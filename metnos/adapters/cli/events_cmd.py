@@ -8,7 +8,7 @@ from datetime import datetime
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
 from metnos.settings.workspace import Workspace
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.services.queries import catalogue_rows
 from metnos.settings.workspace import Workspace
 

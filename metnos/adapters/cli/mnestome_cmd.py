@@ -11,7 +11,7 @@ from uuid import UUID
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.settings.workspace import Workspace
 
 

@@ -43,7 +43,7 @@ def _re_executor(runtime: Any):  # noqa: ANN202
 def run(args: argparse.Namespace) -> int:
     from replay.report import format_divergence
     from metnos.services.queries import find_turn
-    from metnos.errors import MetnosError
+    from domain.errors import MetnosError
     from metnos.runtime.booted import Runtime
     from replay.replayer import Replayer
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from domain.proposal import CLOSED
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.settings.workspace import Workspace
 
 

@@ -17,7 +17,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from metnos.adapters.daemon.host import DaemonHost
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 EVENT_POLL_S = 0.25
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from metnos.adapters.channels.host import RuntimeHost
 from metnos.adapters.daemon.approvals import ApprovalBroker
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.booted import Runtime
 
 

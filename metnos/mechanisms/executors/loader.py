@@ -111,7 +111,7 @@ def _subdirs(path: Path) -> list[Path]:
         return []
 
 
-def _shipped_seed_names() -> set[str]:
+def shipped_seed_names() -> set[str]:
     from executors import SEED_DIR
 
     return {p.name for p in _subdirs(SEED_DIR) if (p / MANIFEST).is_file()}
@@ -155,7 +155,7 @@ def load_executors(
     """
     if schema_cache is None:
         schema_cache = SchemaCheckCache(workspace.runtime_dir / "schema-checks.txt")
-    taken: dict[str, str] = {n: "seed" for n in (_shipped_seed_names() if reserved_names is None else reserved_names)}
+    taken: dict[str, str] = {n: "seed" for n in (shipped_seed_names() if reserved_names is None else reserved_names)}
     report = LoadReport()
     candidates: list[LoadedExecutor] = []
     current_of: dict[tuple[str, str], str | None] = {}

@@ -22,8 +22,8 @@ from nacl.signing import VerifyKey
 
 from domain.invocation import Invocation
 from metnos.mechanisms.blobs import BlobStore
-from metnos.canonical import canonical_hash, canonical_json
-from metnos.errors import MetnosError
+from domain.canonical import canonical_hash, canonical_json
+from domain.errors import MetnosError
 from metnos.mechanisms.executors.context import build_ctx
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.mechanisms.executors.signing import verify_executor

@@ -7,9 +7,9 @@ from uuid import UUID
 
 from domain.plan import PlanEntry, plan_entry_id
 from metnos.runtime.cascade.consult import stale_reason
-from metnos.runtime.cascade.standing import quotes_nothing
-from metnos.runtime.cascade.template import derived_digits
-from metnos.errors import MetnosError
+from domain.cascade.standing import quotes_nothing
+from domain.cascade.template import derived_digits
+from domain.errors import MetnosError
 
 
 class PlanBookError(MetnosError):

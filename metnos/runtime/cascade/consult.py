@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metnos.runtime.cascade.embedding import Embedder, VectorIndex, load_embedder
-from metnos.runtime.cascade.plan import bind, executors_of, holes_used, plan_id
-from metnos.runtime.cascade.request import differing_words, intent_of, normalise, request_key
-from metnos.runtime.cascade.standing import anti_skill, quotes_nothing, vouched
-from metnos.runtime.cascade.template import derived_digits
+from domain.cascade.plan import bind, executors_of, holes_used, plan_id
+from domain.cascade.request import differing_words, intent_of, normalise, request_key
+from domain.cascade.standing import anti_skill, quotes_nothing, vouched
+from domain.cascade.template import derived_digits
 from metnos.runtime.cascade.validator import plan_problems
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 ENV_COSINE = "METNOS_CASCADE_COSINE"
 ENV_MIN_SUCCESSES = "METNOS_CASCADE_MIN_SUCCESSES"

@@ -23,7 +23,7 @@ from domain.invocation import Invocation
 from eventsourcing.utils import get_topic
 
 from metnos.runtime.scheduler.jobs import CallbackContext, CallbackResult
-from metnos.runtime.scheduler.due import parse, stamp
+from domain.due import parse, stamp
 
 
 def last_uses(log: Any, since_iso: str) -> dict[tuple[str, str], dict[str, Any]]:

@@ -24,10 +24,11 @@ from typing import Any
 from eventsourcing.application import AggregateNotFoundError
 
 from domain.executor import Executor, LifecycleError, executor_id
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.executors.code_check import problems_in_source, shadowing_problems
 from metnos.runtime.skills.skill_folder import Skill, read_skill
 from metnos.runtime.skills.translate import VERSION, Translation, translate, write_translation
+from metnos.runtime.taken_names import taken_names
 
 APPROVAL = "approval"
 
@@ -45,7 +46,6 @@ class Plan:
 
 def plan_import(runtime: Any, path: Path, grants: Mapping[str, Any]) -> Plan:
     """Read and translate; nothing is written yet."""
-    from metnos.mechanisms.executors.names import taken_names
 
     skill = read_skill(path)
     mine = {e["name"] for e in runtime.catalogue_state()["executors"].values()

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from domain.invocation import Invocation
-from metnos.canonical import canonical_hash, canonical_json
+from domain.canonical import canonical_hash, canonical_json
 
 MERGE_WEIGHT = 0.5
 MERGE_USES = 10

@@ -33,8 +33,8 @@ from domain.proposal import (
     REQUESTED,
     Proposal,
 )
-from metnos.canonical import canonical_hash
-from metnos.errors import MetnosError
+from domain.canonical import canonical_hash
+from domain.errors import MetnosError
 from metnos.mechanisms.executors.birth import Spawn
 from metnos.mechanisms.executors.manifest import load_manifest
 from metnos.mechanisms.llm.errors import LLMError
@@ -43,6 +43,7 @@ from metnos.runtime.synt.fusion import FUSING_KINDS, fuse_sources
 from metnos.runtime.synt.prompts import DraftProblem, draft_messages, parse_draft, repair_messages, spec_messages
 from metnos.runtime.synt.spec import VERSION, SpecProblem, Specification, first_json_object, validate_spec, write_folder
 from metnos.runtime.synt.static import BY_CAPABILITY, check_draft, needed_capabilities
+from metnos.runtime.taken_names import taken_names
 
 # (gate, the proposal as the projection shows it) -> (True: approved, False: declined, None: not now; who answered)
 Approver = Callable[[str, dict[str, Any]], tuple[bool | None, str]]
@@ -127,7 +128,6 @@ class Synt:
         return self.runtime.log.repository.get(UUID(found["id"]))
 
     def taken_names(self) -> set[str]:
-        from metnos.mechanisms.executors.names import taken_names
 
         return taken_names(self.runtime.catalogue_state())
 

@@ -42,9 +42,9 @@ from typing import Any, Protocol
 import orjson
 
 from domain.turn import Turn
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.runtime.cascade.player import PlanPlayer
-from metnos.runtime.cascade.template import TemplateGap
+from domain.cascade.template import TemplateGap
 from metnos.mechanisms.invocation.errors import InvocationError
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
 from metnos.mechanisms.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.llm.messages import Message, SystemMessage, ToolSpec, UserMessage
 from metnos.runtime.turn.filler import FILLER
 from metnos.runtime.turn.piping import FROM_STEP
@@ -110,7 +110,7 @@ def _ref_segments(answer: str, shift_by: int) -> list[dict[str, Any]]:
 
 
 def answer_segments(answer: str, shift_by: int, *, fillers: bool = False) -> list[dict[str, Any]]:
-    """The answer as the cascade's template segments (metnos/runtime/cascade/template.py);
+    """The answer as the cascade's template segments (domain/cascade/template.py);
     with ``fillers``, each ``${FILLER: ...}`` a ``filler`` segment (metnos/runtime/turn/filler.py)."""
     if not fillers:
         return _ref_segments(answer, shift_by)
