@@ -34,6 +34,8 @@ from metnos.settings.turn import load_turn_settings
 from metnos.settings.turn import ENV_OF_SETTING
 from replay.causes import explain
 from replay.ports import RecordedPorts, ReplayExhausted, output_resolver
+import blake3
+from metnos.mechanisms.executors.signing import SIGNED_FILES
 
 class UnknownTurn(MetnosError):
     """No turn with that id in the log."""
@@ -206,9 +208,7 @@ class Replayer:
 
     def _files_on_disk(self, name: str, version: str) -> dict[str, str]:
         """The signed files of a version that no longer loads (quarantined, most often because they changed)."""
-        import blake3
 
-        from metnos.mechanisms.executors.signing import SIGNED_FILES
 
         held = self.runtime.report.get(name, version) or next(
             (q for q in self.runtime.report.quarantined if q.name == name and q.version == version), None)

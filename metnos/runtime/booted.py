@@ -29,6 +29,8 @@ from metnos.runtime.skills.vault import skill_credentials
 from metnos.runtime.turn.orphans import OrphanReport, close_orphaned_turns
 from metnos.settings.workspace import Workspace
 from projections.views import open_stores, open_views
+from metnos.runtime.lifecycle import Lifecycle
+from metnos.settings.telegram import executor_config
 
 
 class NotInitialised(MetnosError):
@@ -91,8 +93,6 @@ class Runtime:
         METNOS_BIRTH_REUSE=0."""
         workspace = workspace or Workspace.from_env()
         if config is None:
-            from metnos.settings.telegram import executor_config
-
             # send_messages' recipients and bot come from config.toml ([telegram]).
             config = executor_config(workspace.config_file)
         if not workspace.keys_dir.exists():
@@ -162,7 +162,6 @@ class Runtime:
         refusal = call.refusal
         if refusal is None or refusal.quarantine is None or call.executor is None:
             return
-        from metnos.runtime.lifecycle import Lifecycle
 
         lifecycle = Lifecycle(self.log, self.clock, self.key_id)
         lifecycle.record_quarantined(refusal.quarantine)

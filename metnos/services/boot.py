@@ -7,6 +7,13 @@ from typing import TYPE_CHECKING
 
 from domain.errors import MetnosError
 from metnos.settings.workspace import Workspace
+from metnos.mechanisms.executors.install import install_seed_executors
+from metnos.mechanisms.executors.keys import ensure_keypair, key_fingerprint
+from metnos.runtime.booted import Runtime
+from domain.mnest_weight import BOOTSTRAP_WEIGHT
+from projections.mnestome import select
+from executors import SEED_DIR
+from metnos.mechanisms.executors.signing import signed_in_current_format
 
 if TYPE_CHECKING:
     from metnos.runtime.booted import Runtime
@@ -43,9 +50,6 @@ def create_workspace(workspace: Workspace) -> list[str]:
 
 def initialise(workspace: Workspace) -> list[str]:
     """Idempotent: a second run keeps the keys and the log, and adds what is missing."""
-    from metnos.mechanisms.executors.install import install_seed_executors
-    from metnos.mechanisms.executors.keys import ensure_keypair, key_fingerprint
-    from metnos.runtime.booted import Runtime
 
     report = []
     made = create_workspace(workspace)
@@ -64,8 +68,6 @@ def initialise(workspace: Workspace) -> list[str]:
 
 
 def _mnestome_line(runtime: Runtime) -> str:
-    from domain.mnest_weight import BOOTSTRAP_WEIGHT
-    from projections.mnestome import select
 
     if runtime.seed_mnests_planted:
         return f"mnestome:  {runtime.seed_mnests_planted} seed mnests at weight {BOOTSTRAP_WEIGHT:.2f}"
@@ -78,8 +80,6 @@ def _mnestome_line(runtime: Runtime) -> str:
 def _seeds_installed(workspace: Workspace) -> bool:
     """Every shipped seed installed, and signed in the current format (an
     upgrade from format 1 re-signs them here)."""
-    from executors import SEED_DIR
-    from metnos.mechanisms.executors.signing import signed_in_current_format
 
     seed_dir = workspace.executors_origin_dir("seed")
     shipped = [p.name for p in SEED_DIR.iterdir() if (p / "manifest.toml").is_file()]

@@ -11,6 +11,7 @@ from uuid import UUID
 
 from domain.base import event_state
 from domain.errors import MetnosError
+from metnos.runtime.turn.quarantined import told
 
 class TurnNotFound(MetnosError):
     """No turn, or more than one, matches the id given."""
@@ -45,7 +46,6 @@ def turn_events(runtime: Any, turn_id: str) -> list[dict[str, Any]]:
 def quarantined_not_offered(events: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The quarantined executors a turn would have been offered (its ``QuarantinedNotOffered``),
     each with the notice and the command every way in gives."""
-    from metnos.runtime.turn.quarantined import told
 
     return told(e for event in events if event["type"] == "QuarantinedNotOffered" for e in event["state"]["executors"])
 

@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import traceback
+import pathlib
 
 # Where the invocation host is outside the sandbox; inside, CONFIG says.
 _HOST_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "invocation")
@@ -42,6 +43,7 @@ def _host(cfg):
     """The invocation host's module: its confinement and its import rules,
     so a birth runs under exactly those of an invocation."""
     sys.path.insert(0, cfg["host_dir"] if cfg else _HOST_DIR)
+    # The invocation host is found on the path just inserted, inside the sandbox or out.
     import host
 
     del sys.path[0]
@@ -84,7 +86,6 @@ def main():
         report_out.write(json.dumps(report))
         return
 
-    import pathlib
 
     for name, fn in functions:
         tmp = pathlib.Path(request["tmp"]) / name

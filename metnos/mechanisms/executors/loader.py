@@ -34,6 +34,9 @@ from metnos.mechanisms.executors.schemas import ContractSchemas, SchemaCheckCach
 from metnos.mechanisms.executors.signing import BIRTH, MANIFEST, verify_executor
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 from metnos.settings.workspace import Workspace
+from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
+from metnos.mechanisms.sandbox.bwrap import require_sandbox
+from executors import SEED_DIR
 
 CURRENT = "CURRENT"
 
@@ -112,7 +115,6 @@ def _subdirs(path: Path) -> list[Path]:
 
 
 def shipped_seed_names() -> set[str]:
-    from executors import SEED_DIR
 
     return {p.name for p in _subdirs(SEED_DIR) if (p / MANIFEST).is_file()}
 
@@ -191,11 +193,6 @@ def load_executors(
         candidates = unborn
     if birth:
         if spawn is None:
-            # Imported here: metnos.mechanisms.sandbox.birth needs metnos.mechanisms.executors.birth,
-            # whose package imports this module.
-            from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
-            from metnos.mechanisms.sandbox.bwrap import require_sandbox
-
             require_sandbox()
             spawn = make_sandboxed_spawn(workspace)
         _run_births(report, candidates, now=now, config=config, spawn=spawn,

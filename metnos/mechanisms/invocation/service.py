@@ -34,6 +34,7 @@ from metnos.mechanisms.invocation.runner import UNAVAILABLE, invoke
 from metnos.mechanisms.sandbox import autonomy as autonomy_levels
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
 from metnos.settings.workspace import Workspace
+import orjson
 
 # Observations above this size go to the blob store; the event keeps the digest.
 INLINE_OUTPUT_LIMIT = 64 * 1024
@@ -238,7 +239,5 @@ class Invoker:
     def stored_output(self, recorded: Any) -> Any:
         """The observation an event recorded, fetched from the blob store if spilled."""
         if isinstance(recorded, dict) and set(recorded) == {"blob", "size"}:
-            import orjson
-
             return orjson.loads(self.blobs.get(recorded["blob"]))
         return recorded

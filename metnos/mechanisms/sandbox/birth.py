@@ -39,6 +39,11 @@ from metnos.mechanisms.sandbox.forbidden import user_forbidden
 from metnos.mechanisms.sandbox.hints import home_of
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 from metnos.settings.workspace import Workspace
+from metnos.mechanisms.executors.birth import SpawnResult, spawn_subprocess
+from metnos.mechanisms.executors.birth import run_birth_tests
+from metnos.mechanisms.executors.context import build_ctx
+from metnos.mechanisms.executors.manifest import load_manifest
+from metnos.mechanisms.executors.schemas import check_contract_schemas
 
 if TYPE_CHECKING:
     from metnos.mechanisms.executors.birth import Spawn, SpawnRequest, SpawnResult
@@ -99,7 +104,6 @@ def _report_cap(profile: SandboxProfile) -> int:
 
 
 def _spawn(req: SpawnRequest, workspace: Workspace | None, env: Mapping[str, str] | None) -> SpawnResult:
-    from metnos.mechanisms.executors.birth import SpawnResult, spawn_subprocess
 
     env = dict(os.environ if env is None else env)
     if require_sandbox(env) == "off":
@@ -151,10 +155,6 @@ def birth_of_folder(folder: Path, workspace: Workspace, *, now: str, config: Map
                     spawn: Spawn | None = None):  # noqa: ANN201 - a BirthResult
     """The birth tests of an unsigned executor folder (a draft, a translation), in the sandbox
     under the profile its manifest gives; where bwrap cannot start, SandboxUnavailable."""
-    from metnos.mechanisms.executors.birth import run_birth_tests
-    from metnos.mechanisms.executors.context import build_ctx
-    from metnos.mechanisms.executors.manifest import load_manifest
-    from metnos.mechanisms.executors.schemas import check_contract_schemas
 
     manifest = load_manifest(folder / "manifest.toml")
     profile = manifest.sandbox_profile()

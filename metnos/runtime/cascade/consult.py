@@ -33,6 +33,7 @@ from domain.cascade.standing import anti_skill, quotes_nothing, vouched
 from domain.cascade.template import derived_digits
 from metnos.runtime.cascade.validator import plan_problems
 from domain.errors import MetnosError
+from projections.catalog import invocable
 
 ENV_COSINE = "METNOS_CASCADE_COSINE"
 ENV_MIN_SUCCESSES = "METNOS_CASCADE_MIN_SUCCESSES"
@@ -210,7 +211,6 @@ class PlanConsultant:
 
 
 def consultant_from_env(runtime: Any, validate: Callable[[dict[str, Any]], list[str]], env: Mapping[str, str] | None = None) -> PlanConsultant:
-    from projections.catalog import invocable
 
     env = os.environ if env is None else env
     cached = getattr(runtime, "_plan_consultant", None)

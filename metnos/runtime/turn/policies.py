@@ -7,16 +7,22 @@ below the turn session that uses them too.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.hints import home_of
 from metnos.mechanisms.sandbox.policy import check_args, scope_for
-from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.vaglio import GuardPolicy
+from metnos.settings.workspace import Workspace
 
 
-def guard_policy(runtime: Runtime, env: Mapping[str, str]) -> GuardPolicy:
+class Housed(Protocol):
+    """What the policies read of a runtime: where its workspace is (the booted Runtime is one)."""
+
+    workspace: Workspace
+
+
+def guard_policy(runtime: Housed, env: Mapping[str, str]) -> GuardPolicy:
     ws = runtime.workspace
     return GuardPolicy.core(
         str(home_of(env)), workspace=str(ws.data_dir),
@@ -24,7 +30,7 @@ def guard_policy(runtime: Runtime, env: Mapping[str, str]) -> GuardPolicy:
     )
 
 
-def policy_checker(runtime: Runtime, env: Mapping[str, str], level: str = autonomy.DEFAULT) -> Callable[[Any, dict[str, Any]], None]:
+def policy_checker(runtime: Housed, env: Mapping[str, str], level: str = autonomy.DEFAULT) -> Callable[[Any, dict[str, Any]], None]:
     """The sandbox policy check of a call, against the profile the autonomy
     ``level`` derives; an executor's scope is resolved once per turn."""
     scopes: dict[tuple[str, str], Any] = {}
