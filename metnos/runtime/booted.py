@@ -31,6 +31,7 @@ from metnos.settings.workspace import Workspace
 from projections.views import open_stores, open_views
 from metnos.runtime.lifecycle import Lifecycle
 from metnos.settings.telegram import executor_config
+from metnos.mechanisms.invocation import birth as sandboxed_birth
 
 
 class NotInitialised(MetnosError):
@@ -107,8 +108,9 @@ class Runtime:
         try:
             conditions = BirthConditions.current() if birth else None
             ledger = BirthLedger(log, conditions) if conditions and reuse_births and reuse_allowed() else None
+            spawn = sandboxed_birth.make_sandboxed_spawn(workspace) if birth else None
             report = load_executors(workspace, verify_key, birth=birth, now=clock().isoformat(), config=config,
-                                    born=ledger.passed if ledger else None)
+                                    born=ledger.passed if ledger else None, spawn=spawn)
             runtime = cls(workspace, log, report, verify_key, clock=clock, ids=ids, config=config)
             record_boot(log, report, clock, runtime.key_id, births=conditions)
             runtime.seed_mnests_planted = plant_seed_mnests(runtime)

@@ -32,7 +32,7 @@ from typing import Any
 
 from domain.invocation import Invocation
 from domain.canonical import canonical_hash
-from metnos.mechanisms.invocation.errors import InvocationError
+from metnos.mechanisms.failures import InvocationError
 from metnos.mechanisms.invocation.service import READ_ONLY_REFUSED
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy

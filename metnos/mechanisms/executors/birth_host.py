@@ -8,7 +8,7 @@ function of ``tests/birth.py`` in definition order and writes one JSON
 report on the original stdout. The executor's own prints go to stderr so
 they cannot forge the report.
 
-CONFIG, given when it runs in the sandbox (metnos.mechanisms.sandbox.birth), is the
+CONFIG, given when it runs in the sandbox (metnos.mechanisms.invocation.birth), is the
 invocation host's config plus ``host_dir``, where that host is bound: the
 birth host confines itself with the host's own code before loading anything.
 Sandboxed or not, it imports the executor's code as the invocation host

@@ -34,8 +34,6 @@ from metnos.mechanisms.executors.schemas import ContractSchemas, SchemaCheckCach
 from metnos.mechanisms.executors.signing import BIRTH, MANIFEST, verify_executor
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 from metnos.settings.workspace import Workspace
-from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
-from metnos.mechanisms.sandbox.bwrap import require_sandbox
 from executors import SEED_DIR
 
 CURRENT = "CURRENT"
@@ -148,7 +146,7 @@ def load_executors(
     seed of that name is installed; by default the shipped seeds' names.
     ``schema_cache`` defaults to a persistent one under the runtime dir.
     ``spawn`` runs the birth tests; by default in the sandbox
-    (metnos.mechanisms.sandbox.birth), a plain child process only with METNOS_SANDBOX=off.
+    (metnos.mechanisms.invocation.birth), a plain child process only with METNOS_SANDBOX=off.
     Where bwrap cannot start, that default raises SandboxUnavailable before
     any birth runs: the machine is at fault, not the executors, so none is
     quarantined for it. ``born`` says which verified versions already passed
@@ -193,8 +191,8 @@ def load_executors(
         candidates = unborn
     if birth:
         if spawn is None:
-            require_sandbox()
-            spawn = make_sandboxed_spawn(workspace)
+            msg = "birth tests need a spawn: metnos.mechanisms.invocation.birth.make_sandboxed_spawn(workspace)"
+            raise ValueError(msg)
         _run_births(report, candidates, now=now, config=config, spawn=spawn,
                     workspace=workspace, max_workers=max_workers)
     else:

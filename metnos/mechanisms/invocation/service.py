@@ -28,7 +28,7 @@ from metnos.mechanisms.executors.context import build_ctx
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.mechanisms.executors.signing import verify_executor
 from metnos.mechanisms.invocation.capture import FileCapture
-from metnos.mechanisms.invocation.errors import FailureKind, SandboxUnavailable
+from metnos.mechanisms.failures import FailureKind, SandboxUnavailable
 from metnos.mechanisms.invocation.outcome import InvocationOutcome, failure_observation
 from metnos.mechanisms.invocation.runner import UNAVAILABLE, invoke
 from metnos.mechanisms.sandbox import autonomy as autonomy_levels

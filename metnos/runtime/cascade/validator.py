@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from metnos.mechanisms.invocation.errors import InvocationError
+from metnos.mechanisms.failures import InvocationError
 from metnos.runtime.turn.catalogue import TurnCatalogue
 from metnos.runtime.turn.piping import step_refs_in
 from metnos.runtime.turn.shape import START, next_state

@@ -33,7 +33,7 @@ from metnos.mechanisms.executors.manifest import ManifestError, load_manifest
 from metnos.mechanisms.executors.install import install_executor
 from metnos.mechanisms.executors.keys import load_signing_key
 from metnos.mechanisms.executors.signing import SigningError
-from metnos.mechanisms.sandbox.birth import birth_of_folder
+from metnos.mechanisms.invocation.birth import birth_of_folder
 from metnos.mechanisms.executors.signing import verify_executor
 
 APPROVAL = "approval"

@@ -46,7 +46,7 @@ from metnos.runtime.synt.static import BY_CAPABILITY, check_draft, needed_capabi
 from metnos.runtime.taken_names import taken_names
 from projections.proposals import find
 from domain.proposal import ProposalError
-from metnos.mechanisms.sandbox.birth import birth_of_folder
+from metnos.mechanisms.invocation.birth import birth_of_folder
 from metnos.mechanisms.executors.install import install_executor
 from metnos.mechanisms.executors.keys import load_signing_key
 from metnos.mechanisms.executors.signing import SigningError, verify_executor

@@ -45,7 +45,7 @@ from domain.turn import Turn
 from domain.canonical import canonical_hash
 from metnos.runtime.cascade.player import PlanPlayer
 from domain.cascade.template import TemplateGap
-from metnos.mechanisms.invocation.errors import InvocationError
+from metnos.mechanisms.failures import InvocationError
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
 from metnos.mechanisms.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from metnos.settings.llm_tiers import ROLE_TIERS

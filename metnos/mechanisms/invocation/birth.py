@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from metnos.mechanisms.invocation.errors import PolicyViolation
+from metnos.mechanisms.failures import PolicyViolation
 from metnos.mechanisms.invocation.pump import run_contained
 from metnos.mechanisms.invocation.runner import host_config
 from metnos.mechanisms.sandbox.bwrap import INSIDE_DIR, SandboxPlan, plan_for, python_runtime, require_sandbox, wrap_plan
@@ -143,7 +143,9 @@ def sandboxed_spawn(req: SpawnRequest) -> SpawnResult:
 
 def make_sandboxed_spawn(workspace: Workspace | None = None, env: Mapping[str, str] | None = None) -> Spawn:
     """A spawn for ``load_executors`` that hides ``workspace``'s secrets
-    (and, with ``env``, decides on that environment instead of os.environ)."""
+    (and, with ``env``, decides on that environment instead of os.environ).
+    Where bwrap cannot start, SandboxUnavailable now, before any birth is tried."""
+    require_sandbox(env)
 
     def spawn(req: SpawnRequest) -> SpawnResult:
         return _spawn(req, workspace, env)
