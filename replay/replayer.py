@@ -28,7 +28,7 @@ from domain.errors import MetnosError
 from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.loop import TurnLoop, TurnRequest
 from metnos.mechanisms.sandbox import autonomy
-from metnos.runtime.turn.policies import guard_policy, policy_checker
+from metnos.runtime.step.policies import guard_policy, policy_checker
 from metnos.runtime.turn.session import turn_catalogue
 from metnos.settings.turn import load_turn_settings
 from metnos.settings.turn import ENV_OF_SETTING

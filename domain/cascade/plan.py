@@ -21,7 +21,7 @@ from domain.cascade.template import MIN_STRING, make_template
 
 HOLE = "⟦{}⟧"
 NAME_HOLE = "⟦{}:name⟧"
-# The step-number references a call's arguments can hold (metnos/runtime/turn/piping.py).
+# The step-number references a call's arguments can hold (metnos/runtime/step/piping.py).
 LIST_REFERENCES = ("from_step", "with_step")
 _PLACEHOLDER = re.compile(r"(\{\{\s*step)(\d+)")
 

@@ -26,7 +26,7 @@ from metnos.mechanisms.invocation.service import Call, Invoker
 from metnos.runtime.lifecycle import record_boot
 from metnos.runtime.mnestome.bootstrap import plant_seed_mnests
 from metnos.runtime.skills.vault import skill_credentials
-from metnos.runtime.turn.orphans import OrphanReport, close_orphaned_turns
+from metnos.runtime.orphans import OrphanReport, close_orphaned_turns
 from metnos.settings.workspace import Workspace
 from projections.views import open_stores, open_views
 from metnos.runtime.lifecycle import Lifecycle
@@ -130,7 +130,7 @@ class Runtime:
             projection.catch_up(self.log)
 
     def close_orphaned_turns(self) -> OrphanReport:
-        """Close the open turns whose writer is gone (see :mod:`metnos.runtime.turn.orphans`)."""
+        """Close the open turns whose writer is gone (see :mod:`metnos.runtime.orphans`)."""
         self.orphans = close_orphaned_turns(self, self.turns.state())
         if self.orphans.closed:
             self.refresh()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from metnos.mechanisms.executors.loader import shipped_seed_names
-from metnos.runtime.turn.catalogue import builtin_tools
+from metnos.runtime.step.catalogue import builtin_tools
 
 
 def taken_names(catalogue_state: dict[str, Any]) -> set[str]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from domain.errors import MetnosError
-from metnos.runtime.turn.errors import TurnError
+from metnos.runtime.step.errors import TurnError
 
 ENV_POOL_SIZE = "METNOS_ENGINE_POOL_SIZE"
 ENV_JUDGE_THRESHOLD = "METNOS_JUDGE_THRESHOLD"

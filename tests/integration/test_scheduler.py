@@ -29,7 +29,7 @@ from metnos.runtime.scheduler.clock import CLOCK_FILE_ENV, ManualClock
 from domain.due import stamp
 from metnos.runtime.scheduler.service import ScheduleService, SchedulerError
 from metnos.runtime.scheduler.tick import Scheduler
-from metnos.runtime.scheduler.tools import TOOLS, call_tool
+from metnos.runtime.step.schedule_tools import TOOLS, call_tool
 from metnos.settings.workspace import Workspace
 
 UTC = timezone.utc

@@ -23,8 +23,8 @@ from domain.plan import PlanEntry
 from metnos.runtime.cascade.consult import stale_reason
 from metnos.runtime.mnestome import source as mnest_source
 from metnos.runtime.mnestome.record import desired_signature
-from metnos.runtime.scheduler.jobs import CallbackContext, CallbackResult
-from metnos.runtime.turn.shape import verb_of
+from metnos.runtime.jobs import CallbackContext, CallbackResult
+from metnos.runtime.step.shape import verb_of
 from projections.catalog import invocable
 
 DEFAULT_TTL_DAYS = 30

@@ -22,7 +22,7 @@ from domain.executor import ACTIVE, Executor, LifecycleError
 from domain.invocation import Invocation
 from eventsourcing.utils import get_topic
 
-from metnos.runtime.scheduler.jobs import CallbackContext, CallbackResult
+from metnos.runtime.jobs import CallbackContext, CallbackResult
 from domain.due import parse, stamp
 from uuid import UUID
 

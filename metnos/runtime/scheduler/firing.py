@@ -28,9 +28,9 @@ import orjson
 from metnos.runtime.scheduler import approval as approvals
 from metnos.runtime.scheduler import callbacks
 from metnos.runtime.scheduler.callbacks import CallbackContext
-from metnos.runtime.turn.piping import PipingError, resolve_args
-from metnos.runtime.turn.policies import guard_policy
-from metnos.runtime.turn.vaglio import ALLOW, vaglio
+from metnos.runtime.step.piping import PipingError, resolve_args
+from metnos.runtime.step.policies import guard_policy
+from metnos.runtime.step.vaglio import ALLOW, vaglio
 
 # send_messages accepts bodies up to this size.
 MAX_BODY = 4096

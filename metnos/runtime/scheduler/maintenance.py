@@ -17,7 +17,7 @@ from domain.mnest import PROTO
 from domain.synthesis import Synthesis, synthesis_id
 from metnos.runtime.mnestome.ager import age
 from metnos.runtime.mnestome.compose import compose
-from metnos.runtime.scheduler.jobs import CallbackContext, CallbackResult
+from metnos.runtime.jobs import CallbackContext, CallbackResult
 from domain.proposal import Proposal
 from metnos.runtime.synt.fusion import retire_fused
 from metnos.runtime.synt.introspect import candidates

@@ -8,7 +8,7 @@ schema) and answers with one JSON object:
      "answer": "Your notes: {{step2.entries.0.content}}"}
 
 Steps are numbered from 1 within the plan; ``from_step`` and ``{{stepN.field}}``
-pipe between them (metnos/runtime/turn/piping.py) and the answer is a template whose
+pipe between them (metnos/runtime/step/piping.py) and the answer is a template whose
 ``{{stepN.path}}`` slots are filled from what the steps produced. The loop
 then plays the plan like a cascade plan (metnos/runtime/cascade/player.py): each call
 passes the shape grammar, the schema, the policy, the vaglio and the approval
@@ -29,7 +29,7 @@ import orjson
 from domain.errors import MetnosError
 from metnos.mechanisms.llm.messages import Message, SystemMessage, ToolSpec, UserMessage
 from metnos.runtime.turn.filler import FILLER
-from metnos.runtime.turn.piping import FROM_STEP
+from metnos.runtime.step.piping import FROM_STEP
 from metnos.runtime.turn.side_call import reply_object
 
 ONLINE_PROMPT = """You are Metnos's planner. Plan the whole of the user's request at once, as tool calls that a program will run in order without asking you again.

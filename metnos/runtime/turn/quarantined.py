@@ -32,8 +32,8 @@ from metnos.mechanisms.executors.loader import LoadReport
 from metnos.mechanisms.executors.manifest import Manifest, ManifestError, load_manifest
 from metnos.mechanisms.executors.signing import MANIFEST
 from metnos.mechanisms.sandbox import autonomy
-from metnos.runtime.turn.catalogue import QuarantinedExecutor, TurnCatalogue, catalogue_entry
-from metnos.runtime.turn.prefilter import CatalogueEntry, CatalogueError
+from metnos.runtime.step.catalogue import QuarantinedExecutor, TurnCatalogue, catalogue_entry
+from metnos.runtime.step.prefilter import CatalogueEntry, CatalogueError
 from metnos.runtime.turn.shortlist import complete
 from projections.catalog import invocable
 

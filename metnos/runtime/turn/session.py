@@ -16,12 +16,12 @@ from metnos.settings.llm_tiers import load_llm_settings, tier_ladder
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
-from metnos.runtime.turn.catalogue import TurnCatalogue, builtin_tools
+from metnos.runtime.step.catalogue import TurnCatalogue, builtin_tools
 from metnos.runtime.turn.interrupts import InterruptGate
-from metnos.runtime.turn.lease import TurnLease
+from metnos.runtime.lease import TurnLease
 from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
 from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
-from metnos.runtime.turn.policies import guard_policy, policy_checker
+from metnos.runtime.step.policies import guard_policy, policy_checker
 from metnos.runtime.turn.ports import Approver, LivePorts
 from metnos.settings.runtime import load_runtime_config
 from metnos.settings.turn import load_turn_settings

@@ -17,10 +17,10 @@ from domain.canonical import canonical_hash
 from metnos.mechanisms.executors.loader import LoadedExecutor
 from metnos.mechanisms.executors.manifest import Manifest
 from metnos.mechanisms.llm.messages import ToolSpec
-from metnos.runtime.scheduler.tools import TOOLS
-from metnos.runtime.turn.piping import LIST_REFERENCES
-from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex
-from metnos.runtime.turn.scratchpad import SCRATCHPAD_READ_TOOL
+from metnos.runtime.step.schedule_tools import TOOLS
+from metnos.runtime.step.piping import LIST_REFERENCES
+from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
+from metnos.runtime.step.scratchpad import SCRATCHPAD_READ_TOOL
 
 SCRATCHPAD_READ = "scratchpad_read"
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.hints import home_of
 from metnos.mechanisms.sandbox.policy import check_args, scope_for
-from metnos.runtime.turn.vaglio import GuardPolicy
+from metnos.runtime.step.vaglio import GuardPolicy
 from metnos.settings.workspace import Workspace
 
 
