@@ -27,7 +27,7 @@ from tests.support.cli_process import Home
 from tests.support.projection_digest import projection_digests, view_databases
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "layered_log" / "recorded"
-# What `metnos init` folded from its own log, to go with it.
+# `metnos init`'s own log and what was folded from it, which the recorded log replaces.
 _DERIVED = ("log", "views", ".audit", "turns")
 
 
