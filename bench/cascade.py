@@ -324,7 +324,7 @@ def lookup_times(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int
 
     from metnos.runtime.cascade.consult import CascadeSettings, PlanConsultant
     from metnos.runtime.cascade.embedding import VectorIndex, load_embedder
-    from metnos.runtime.cascade.request import intent_of, normalise, request_key
+    from domain.cascade.request import intent_of, normalise, request_key
 
     embedder = load_embedder()
     verbs = ["read", "list", "count", "show", "sum", "sort", "describe", "find", "fetch", "check"]
@@ -384,7 +384,7 @@ def lookup_times(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int
 
 def rewording_recall(threshold: float) -> list[dict[str, Any]]:
     from metnos.runtime.cascade.embedding import HashedNgramEmbedder, WordLlamaEmbedder
-    from metnos.runtime.cascade.request import differing_words, normalise
+    from domain.cascade.request import differing_words, normalise
 
     pairs = [(t.text, REWORDINGS[t.id]) for t in TASKS if t.id in REWORDINGS]
     out = []

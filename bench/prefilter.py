@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
-from metnos.runtime.turn.text import content_tokens  # noqa: E402
+from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
+from metnos.runtime.step.text import content_tokens  # noqa: E402
 
 VERBS = ["read", "find", "list", "get", "filter", "sort", "group", "classify", "compute",
          "compare", "extract", "describe", "render", "move", "delete", "send", "share",

@@ -31,7 +31,7 @@ from domain.schedule import Schedule  # noqa: E402
 from metnos.runtime.scheduler import callbacks  # noqa: E402
 from metnos.runtime.scheduler.callbacks import CallbackResult  # noqa: E402
 from metnos.runtime.scheduler.clock import ManualClock  # noqa: E402
-from metnos.runtime.scheduler.due import due, stamp  # noqa: E402
+from domain.due import due, stamp  # noqa: E402
 
 
 def main() -> None:

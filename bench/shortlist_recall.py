@@ -49,8 +49,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from metnos.mechanisms.executors.manifest import load_manifest  # noqa: E402
-from metnos.runtime.turn.catalogue import builtin_tools, catalogue_entry  # noqa: E402
-from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
+from metnos.runtime.step.catalogue import builtin_tools, catalogue_entry  # noqa: E402
+from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
 from metnos.settings.turn import DEFAULT_POOL_SIZE, OFFERS  # noqa: E402
 from metnos.runtime.turn.shortlist import shortlist  # noqa: E402
 

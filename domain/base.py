@@ -14,6 +14,15 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from eventsourcing.domain import Aggregate
 
 
+# What eventsourcing puts on every event; an event's own state is the rest.
+ENVELOPE = ("originator_id", "originator_version", "timestamp", "originator_topic")
+
+
+def event_state(event: Any) -> dict[str, Any]:
+    """An event's own fields, without the envelope every event carries."""
+    return {k: v for k, v in vars(event).items() if k not in ENVELOPE}
+
+
 class ClockNotInjected(RuntimeError):
     """An event was created without a timestamp from the caller."""
 

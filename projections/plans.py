@@ -3,14 +3,14 @@
 State:
 
 * ``candidates``: every answered turn whose steps that ran all succeeded (those that never ran left out), with
-  its plan (:mod:`metnos.runtime.cascade.plan`), request key, intent and slots, and the
+  its plan (:mod:`domain.cascade.plan`), request key, intent and slots, and the
   plan it followed if the cascade gave one: what ``metnos plans approve TURN``
   can approve and what L1 learns from. Only a turn that ended ``TurnAnswered``
   is one: a turn that ended otherwise (failed, refused, its answer unverified)
   teaches nothing.
 * ``unlearnt``: turn id -> why an answered turn's plan is not a candidate
   though its steps all succeeded: it would carry what its steps returned
-  (:mod:`metnos.runtime.cascade.provenance`).
+  (:mod:`domain.cascade.provenance`).
 * ``entries``: the approved plans (L0), by entry id, with their state
   (approved, forgotten, expired, undone), uses and last use; ``by_key`` the
   live entry of each request key; ``entry_of_turn`` the entry approved from
@@ -47,10 +47,10 @@ from typing import Any
 
 from domain.plan import PlanEntry, TemplateDrop
 from domain.turn import Turn
-from metnos.runtime.cascade.plan import generalise, plan_id, plan_of, steps_that_ran
-from metnos.runtime.cascade.provenance import carried
-from metnos.runtime.cascade.request import intent_of, request_key
-from metnos.runtime.cascade.standing import vouched
+from domain.cascade.plan import generalise, plan_id, plan_of, steps_that_ran
+from domain.cascade.provenance import carried
+from domain.cascade.request import intent_of, request_key
+from domain.cascade.standing import vouched
 from metnos.mechanisms.store.event_record import Record
 from projections.base import Fold, Handler, reads
 

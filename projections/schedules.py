@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from domain.schedule import ACTIVE, CANCELLED, COMPLETED, PAUSED, Schedule
-from metnos.runtime.scheduler.due import BadSchedule, wake_at
+from domain.due import BadSchedule, wake_at
 from metnos.mechanisms.store.event_record import Record
 from projections.base import Fold, Handler
 

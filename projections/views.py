@@ -13,6 +13,8 @@ from typing import Any
 
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.views import ViewStore
+from projections.base import MaterialisedView
+from projections.daily import DailyLines
 
 VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules", "proposals", "plans")
 
@@ -27,8 +29,6 @@ def open_views(workspace: Workspace, stores: dict[str, ViewStore]) -> dict[str, 
 
 
 def _open(name: str, workspace: Workspace, store: ViewStore) -> Any:
-    from projections.base import MaterialisedView
-    from projections.daily import DailyLines
 
     if name == "audit":
         return import_module("projections.audit").AuditLines(workspace.audit_dir, store)

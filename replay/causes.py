@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from domain.base import event_state
 from domain.turn import decision_fields
 
 # Events that the loop derives straight from the model's last reply.
@@ -52,7 +53,6 @@ def log_damage(recorded: list[Any]) -> list[dict[str, Any]]:
 
 
 def _state(event: Any) -> dict[str, Any]:
-    from replay.replayer import event_state
 
     return decision_fields(_name(event), event_state(event))
 

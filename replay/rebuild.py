@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
 from metnos.settings.workspace import Workspace
 from projections.base import fields_of

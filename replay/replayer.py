@@ -20,21 +20,22 @@ from uuid import UUID
 from eventsourcing.utils import get_topic
 
 import metnos
+from domain.base import event_state
 from domain.turn import OPEN, STOPPED_EARLY, Turn, decision_fields, status_of
 from metnos.mechanisms.blobs import BlobStore
-from metnos.canonical import canonical_hash
-from metnos.errors import MetnosError
+from domain.canonical import canonical_hash
+from domain.errors import MetnosError
 from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.loop import TurnLoop, TurnRequest
 from metnos.mechanisms.sandbox import autonomy
-from metnos.runtime.turn.session import guard_policy, policy_checker, turn_catalogue
+from metnos.runtime.step.policies import guard_policy, policy_checker
+from metnos.runtime.turn.session import turn_catalogue
 from metnos.settings.turn import load_turn_settings
 from metnos.settings.turn import ENV_OF_SETTING
 from replay.causes import explain
 from replay.ports import RecordedPorts, ReplayExhausted, output_resolver
-
-_ENVELOPE = ("originator_id", "originator_version", "timestamp", "originator_topic")
-
+import blake3
+from metnos.mechanisms.executors.signing import SIGNED_FILES
 
 class UnknownTurn(MetnosError):
     """No turn with that id in the log."""
@@ -42,10 +43,6 @@ class UnknownTurn(MetnosError):
 
 def event_name(event: Any) -> str:
     return type(event).__name__
-
-
-def event_state(event: Any) -> dict[str, Any]:
-    return {k: v for k, v in vars(event).items() if k not in _ENVELOPE}
 
 
 def fingerprint(event: Any) -> str:
@@ -211,9 +208,7 @@ class Replayer:
 
     def _files_on_disk(self, name: str, version: str) -> dict[str, str]:
         """The signed files of a version that no longer loads (quarantined, most often because they changed)."""
-        import blake3
 
-        from metnos.mechanisms.executors.signing import SIGNED_FILES
 
         held = self.runtime.report.get(name, version) or next(
             (q for q in self.runtime.report.quarantined if q.name == name and q.version == version), None)

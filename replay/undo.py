@@ -34,7 +34,7 @@ from domain.invocation import Invocation
 from domain.turn import OPEN, Turn, status_of
 from domain.undo import UndoJournal, journal_id
 from metnos.mechanisms.blobs import BlobError, BlobStore
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.filestate import describe, digests, leftover_of, put_back, same, take
 
 

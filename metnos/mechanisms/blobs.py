@@ -15,7 +15,7 @@ from pathlib import Path
 import blake3
 import zstandard
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 PREFIX = "blake3:"
 

@@ -18,10 +18,12 @@ from uuid import UUID
 from eventsourcing.application import Application
 from eventsourcing.persistence import InfrastructureFactoryError
 
-from metnos.errors import MetnosError
-from metnos.mechanisms.store.errors import LogUnavailable
+from domain.errors import MetnosError
 from metnos.mechanisms.store.event_record import Record, record_of
 from metnos.settings.workspace import Workspace
+from metnos.mechanisms.store.environment import DATA_FILE
+from metnos.mechanisms.store.errors import LogDamaged, LogUnavailable
+from metnos.mechanisms.store.views import UPSTREAM, ViewStore
 
 DEFAULT_PERSISTENCE_MODULE = "metnos.mechanisms.store.lmdb"
 # The names the store had before the code moved into layers, as a user's environment may still say them.
@@ -179,9 +181,6 @@ def _refuse_an_empty_log_with_history(workspace: Workspace, log_path: Path) -> N
     would bury the evidence, so nothing is opened and the user is told how
     to recover.
     """
-    from metnos.mechanisms.store.environment import DATA_FILE
-    from metnos.mechanisms.store.errors import LogDamaged, LogUnavailable
-    from metnos.mechanisms.store.views import UPSTREAM, ViewStore
 
     data_file = log_path / DATA_FILE
     if not data_file.exists() or data_file.stat().st_size > 0:

@@ -22,6 +22,7 @@ from typing import Any
 import blake3
 
 from metnos.mechanisms.blobs import PREFIX, BlobStore
+import ctypes
 
 MISSING: dict[str, Any] = {"type": "missing"}
 _CHUNK = 1 << 20
@@ -192,8 +193,6 @@ def sync_filesystem(path: Path) -> None:
     """One flush for many files: an fsync apiece costs about 4 ms here."""
     global _syncfs
     if _syncfs is None:
-        import ctypes
-
         _syncfs = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", False)
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -34,6 +34,9 @@ from domain.executor import Executor, executor_id
 from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.birth import tests_digest
 from metnos.mechanisms.executors.loader import LoadedExecutor
+from metnos.settings import load_settings
+from metnos.mechanisms.sandbox import seccomp
+from metnos.mechanisms.sandbox.status import status
 
 ENV_REUSE = "METNOS_BIRTH_REUSE"
 # The packages whose code a birth runs through, besides the executor's own.
@@ -41,7 +44,6 @@ _BIRTH_PACKAGES = ("executors", "sandbox", "invocation")
 
 
 def reuse_allowed(env: Mapping[str, str] | None = None) -> bool:
-    from metnos.settings import load_settings
 
     return load_settings(env).BIRTH_REUSE
 
@@ -59,8 +61,6 @@ class BirthConditions:
 
 
 def sandbox_fingerprint(env: Mapping[str, str] | None = None) -> str:
-    from metnos.mechanisms.sandbox import seccomp
-    from metnos.mechanisms.sandbox.status import status
 
     st = status(env)
     bpf = blake3.blake3(seccomp.filter_bpf()).hexdigest()[:16] if st.seccomp else "none"

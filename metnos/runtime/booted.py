@@ -18,7 +18,7 @@ from uuid import UUID
 from domain.executor import ACTIVE
 from metnos.runtime.birth_reuse import BirthConditions, BirthLedger, reuse_allowed
 from metnos.mechanisms.clock import new_id, system_clock
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.keys import KeyFileError, key_fingerprint, load_verify_key
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, load_executors
@@ -26,9 +26,12 @@ from metnos.mechanisms.invocation.service import Call, Invoker
 from metnos.runtime.lifecycle import record_boot
 from metnos.runtime.mnestome.bootstrap import plant_seed_mnests
 from metnos.runtime.skills.vault import skill_credentials
-from metnos.runtime.turn.orphans import OrphanReport, close_orphaned_turns
+from metnos.runtime.orphans import OrphanReport, close_orphaned_turns
 from metnos.settings.workspace import Workspace
 from projections.views import open_stores, open_views
+from metnos.runtime.lifecycle import Lifecycle
+from metnos.settings.telegram import executor_config
+from metnos.mechanisms.invocation import birth as sandboxed_birth
 
 
 class NotInitialised(MetnosError):
@@ -91,8 +94,6 @@ class Runtime:
         METNOS_BIRTH_REUSE=0."""
         workspace = workspace or Workspace.from_env()
         if config is None:
-            from metnos.settings.telegram import executor_config
-
             # send_messages' recipients and bot come from config.toml ([telegram]).
             config = executor_config(workspace.config_file)
         if not workspace.keys_dir.exists():
@@ -107,8 +108,9 @@ class Runtime:
         try:
             conditions = BirthConditions.current() if birth else None
             ledger = BirthLedger(log, conditions) if conditions and reuse_births and reuse_allowed() else None
+            spawn = sandboxed_birth.make_sandboxed_spawn(workspace) if birth else None
             report = load_executors(workspace, verify_key, birth=birth, now=clock().isoformat(), config=config,
-                                    born=ledger.passed if ledger else None)
+                                    born=ledger.passed if ledger else None, spawn=spawn)
             runtime = cls(workspace, log, report, verify_key, clock=clock, ids=ids, config=config)
             record_boot(log, report, clock, runtime.key_id, births=conditions)
             runtime.seed_mnests_planted = plant_seed_mnests(runtime)
@@ -128,7 +130,7 @@ class Runtime:
             projection.catch_up(self.log)
 
     def close_orphaned_turns(self) -> OrphanReport:
-        """Close the open turns whose writer is gone (see :mod:`metnos.runtime.turn.orphans`)."""
+        """Close the open turns whose writer is gone (see :mod:`metnos.runtime.orphans`)."""
         self.orphans = close_orphaned_turns(self, self.turns.state())
         if self.orphans.closed:
             self.refresh()
@@ -162,7 +164,6 @@ class Runtime:
         refusal = call.refusal
         if refusal is None or refusal.quarantine is None or call.executor is None:
             return
-        from metnos.runtime.lifecycle import Lifecycle
 
         lifecycle = Lifecycle(self.log, self.clock, self.key_id)
         lifecycle.record_quarantined(refusal.quarantine)

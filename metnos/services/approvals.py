@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 class ApprovalUnknown(MetnosError):

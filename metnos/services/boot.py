@@ -6,7 +6,7 @@ import os
 
 from domain.mnest_weight import BOOTSTRAP_WEIGHT
 from executors import SEED_DIR
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.executors.install import install_seed_executors
 from metnos.mechanisms.executors.keys import ensure_keypair, key_fingerprint
 from metnos.mechanisms.executors.signing import signed_in_current_format

@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 
 from domain.channel import ChannelMessage
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
 from metnos.services import extensions, wiring
 from metnos.services.gated_call import GatedCaller

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.router import embedded_model_files
 from metnos.mechanisms.llm.shared_server import idle_seconds, start_shared, touch

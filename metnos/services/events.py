@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
 from metnos.services.queries import event_state
 from metnos.settings.workspace import Workspace

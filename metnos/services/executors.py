@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.executor import Executor, LifecycleError, executor_id
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.executors.keys import KeyFileError, load_signing_key
 from metnos.mechanisms.executors.signing import SigningError, sign_executor, verify_executor
 from metnos.mechanisms.invocation.service import Call

@@ -31,18 +31,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.invocation import Invocation
-from metnos.canonical import canonical_hash
-from metnos.mechanisms.invocation.errors import InvocationError
+from domain.canonical import canonical_hash
+from metnos.mechanisms.failures import InvocationError
 from metnos.mechanisms.invocation.service import READ_ONLY_REFUSED
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
-from metnos.runtime.turn.catalogue import TurnExecutor, inline_refs
+from metnos.runtime.step.catalogue import TurnExecutor, inline_refs
 from metnos.runtime.turn.quarantined import quarantined_by_name, refusal_message, show_command
 from metnos.settings.runtime import load_runtime_config
 from metnos.runtime.turn.session import guard_policy, policy_checker, turn_catalogue
 from metnos.settings.turn import load_turn_settings
-from metnos.runtime.turn.vaglio import ASK, DENY, Verdict, vaglio
-from metnos.runtime.turn.validation import validate_args
+from metnos.runtime.step.vaglio import ASK, DENY, Verdict, vaglio
+from metnos.runtime.step.validation import validate_args
 
 UNKNOWN = "UnknownExecutor"
 QUARANTINED = "Quarantined"

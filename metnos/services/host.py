@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.booted import Runtime
 from metnos.services import turns, wiring
 from metnos.services.approvals import ApprovalBroker

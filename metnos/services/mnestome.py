@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.booted import Runtime
 from metnos.runtime.mnestome.ager import age as age_mnests, plan as ager_plan
 from metnos.runtime.mnestome.snapshot import write_snapshot

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from metnos.errors import MetnosError
-
-_ENVELOPE = ("originator_id", "originator_version", "timestamp", "originator_topic")
-
+from domain.base import event_state
+from domain.errors import MetnosError
+from metnos.runtime.turn.quarantined import told
 
 class TurnNotFound(MetnosError):
     """No turn, or more than one, matches the id given."""
@@ -20,11 +19,6 @@ class TurnNotFound(MetnosError):
 
 class ExecutorNotFound(MetnosError):
     """No executor of that name in the catalogue."""
-
-
-def event_state(event: Any) -> dict[str, Any]:
-    """An event's own fields, without the envelope every event carries."""
-    return {k: v for k, v in vars(event).items() if k not in _ENVELOPE}
 
 
 def find_turn(turns_state: dict[str, Any], prefix: str) -> str:
@@ -77,7 +71,6 @@ def turn_events(runtime: Any, turn_id: str) -> list[dict[str, Any]]:
 def quarantined_not_offered(events: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The quarantined executors a turn would have been offered (its ``QuarantinedNotOffered``),
     each with the notice and the command every way in gives."""
-    from metnos.runtime.turn.quarantined import told
 
     return told(e for event in events if event["type"] == "QuarantinedNotOffered" for e in event["state"]["executors"])
 

@@ -13,7 +13,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.settings.workspace import Workspace
 
 TOKEN_FILE = "daemon.token"

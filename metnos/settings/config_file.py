@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metnos.settings.http_address import DEFAULT_HTTP
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 class ConfigError(MetnosError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 DEFAULT_HTTP = "127.0.0.1:8737"
 

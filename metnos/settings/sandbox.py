@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from metnos.mechanisms.invocation.errors import SandboxUnavailable
+from metnos.mechanisms.failures import SandboxUnavailable
 
 VARIABLE = "METNOS_SANDBOX"
 ON_VALUES = ("on", "1", "yes", "true")

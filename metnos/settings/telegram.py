@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 DEFAULT_TOKEN_ENV = "METNOS_TELEGRAM_TOKEN"
 DEFAULT_BASE_URL = "https://api.telegram.org"

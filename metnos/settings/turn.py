@@ -13,8 +13,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from metnos.errors import MetnosError
-from metnos.runtime.turn.errors import TurnError
+from domain.errors import MetnosError
+from metnos.runtime.step.errors import TurnError
 
 ENV_POOL_SIZE = "METNOS_ENGINE_POOL_SIZE"
 ENV_JUDGE_THRESHOLD = "METNOS_JUDGE_THRESHOLD"

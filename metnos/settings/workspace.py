@@ -11,7 +11,7 @@ import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 class WorkspaceNotYours(MetnosError):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import metnos.runtime.birth_reuse as birth_reuse
-import metnos.mechanisms.sandbox.birth as sandbox_birth
+import metnos.mechanisms.invocation.birth as sandbox_birth
 from domain.executor import Executor, executor_id
 from metnos.adapters.cli import main
 from metnos.runtime.booted import Runtime

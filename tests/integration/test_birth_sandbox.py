@@ -21,7 +21,7 @@ from metnos.mechanisms.executors.install import install_executor, install_seed_e
 from metnos.mechanisms.executors.loader import load_executors
 from metnos.mechanisms.executors.manifest import load_manifest
 from metnos.mechanisms.sandbox.bwrap import probe
-from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
+from metnos.mechanisms.invocation.birth import make_sandboxed_spawn
 from metnos.settings.workspace import Workspace
 from tests.integration.test_seed_executors import REQUIRED
 from tests.support.hostile import FORK_AND_HOLD
@@ -141,14 +141,14 @@ def test_the_loader_quarantines_a_hostile_birth_by_default_and_not_without_the_s
     key = SigningKey.generate()
     install_executor(src, ws.executors_origin_dir("seed"), key)
 
-    report = load_executors(ws, key.verify_key, birth=True, reserved_names=(), now=NOW)
+    report = load_executors(ws, key.verify_key, birth=True, reserved_names=(), now=NOW, spawn=make_sandboxed_spawn(ws))
     assert not report.loaded
     (q,) = report.quarantined
     assert (q.name, q.file, q.check) == ("read_keys", "tests/birth.py", "birth")
     assert "birth_steal" in q.detail and "id_ed25519" in q.detail
 
     monkeypatch.setenv("METNOS_SANDBOX", "0")
-    report = load_executors(ws, key.verify_key, birth=True, reserved_names=(), now=NOW)
+    report = load_executors(ws, key.verify_key, birth=True, reserved_names=(), now=NOW, spawn=make_sandboxed_spawn(ws))
     assert [e.name for e in report.loaded] == ["read_keys"] and not report.quarantined
 
 

@@ -1049,7 +1049,7 @@ def test_birth_edited_after_signing_is_quarantined_before_it_runs(sx):
 
 def test_an_unsigned_module_beside_main_is_quarantined_and_never_shadows_the_stdlib(sx):
     from metnos.mechanisms.executors.birth import run_birth_tests, spawn_subprocess
-    from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
+    from metnos.mechanisms.invocation.birth import make_sandboxed_spawn
 
     marker = sx.root / "shadow-imported"
     key, vdir = _install_signed(sx, SHADOWED_MAIN, HELPER_BIRTH.replace("benign", "x"))
@@ -1085,7 +1085,7 @@ def test_dynamic_code_is_refused_at_signing(sx, main):
 
 def test_planted_bytecode_is_quarantined_and_never_loaded(sx):
     from metnos.mechanisms.executors.birth import run_birth_tests, spawn_subprocess
-    from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
+    from metnos.mechanisms.invocation.birth import make_sandboxed_spawn
 
     key, vdir = _install_signed(sx, HELPER_MAIN, HELPER_BIRTH, {"helper.py": "VALUE = 'benign'\n"})
     _plant_bytecode(vdir / "helper.py", "VALUE = 'evil'\n")

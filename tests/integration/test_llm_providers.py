@@ -115,7 +115,7 @@ def test_closed_port_through_the_cli_error_path_has_no_traceback() -> None:
     # The CLI prints MetnosError as one line; an LLMError is one.
     code = (
         "import sys\n"
-        "from metnos.errors import MetnosError\n"
+        "from domain.errors import MetnosError\n"
         "from metnos.mechanisms.llm.provider import make_provider\n"
         "from metnos.settings.llm_tiers import TierConfig\n"
         "from metnos.mechanisms.llm.messages import UserMessage\n"

@@ -17,7 +17,8 @@ from nacl.signing import SigningKey
 from metnos.adapters.cli import main
 from metnos.mechanisms.executors.install import install_executor
 from metnos.mechanisms.executors.loader import load_executors
-from metnos.mechanisms.invocation.errors import SandboxUnavailable
+from metnos.mechanisms.failures import SandboxUnavailable
+from metnos.mechanisms.invocation.birth import make_sandboxed_spawn
 from metnos.mechanisms.invocation.runner import invoke
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox.bwrap import probe
@@ -114,9 +115,13 @@ def test_births_are_refused_before_any_runs_and_nothing_is_quarantined(metnos_ho
     marker = tmp_path / "birth-ran"
     install_executor(_marker_executor(tmp_path, marker), ws.executors_origin_dir("skill"), key)
     with pytest.raises(SandboxUnavailable) as exc:
-        load_executors(ws, key.verify_key, birth=True, reserved_names=())
+        load_executors(ws, key.verify_key, birth=True, reserved_names=(), spawn=make_sandboxed_spawn(ws))
     assert no_bwrap in exc.value.reason
     _assert_says_how_to_fix(str(exc.value))
+    assert not marker.exists()
+    # Births never fall back to a spawn nobody chose.
+    with pytest.raises(ValueError, match="need a spawn"):
+        load_executors(ws, key.verify_key, birth=True, reserved_names=())
     assert not marker.exists()
     # Verification alone still works: it runs nothing.
     report = load_executors(ws, key.verify_key, birth=False, reserved_names=())

@@ -26,10 +26,10 @@ from metnos.adapters.cli import main
 from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler import callbacks, firing
 from metnos.runtime.scheduler.clock import CLOCK_FILE_ENV, ManualClock
-from metnos.runtime.scheduler.due import stamp
+from domain.due import stamp
 from metnos.runtime.scheduler.service import ScheduleService, SchedulerError
 from metnos.runtime.scheduler.tick import Scheduler
-from metnos.runtime.scheduler.tools import TOOLS, call_tool
+from metnos.runtime.step.schedule_tools import TOOLS, call_tool
 from metnos.settings.workspace import Workspace
 
 UTC = timezone.utc

@@ -11,6 +11,7 @@ from metnos.mechanisms.executors.install import install_seed_executors, seed_sou
 from metnos.mechanisms.executors.keys import ensure_keypair
 from metnos.mechanisms.executors.loader import load_executors
 from metnos.mechanisms.executors.manifest import load_manifest
+from metnos.mechanisms.invocation.birth import make_sandboxed_spawn
 from metnos.settings.workspace import Workspace
 
 REQUIRED = {"get_now", "find_files", "read_files", "write_files", "move_files", "delete_files", "get_urls",
@@ -28,7 +29,7 @@ def test_all_seeds_sign_verify_and_pass_their_birth_tests(ws):
     key = ensure_keypair(ws)
     installed = install_seed_executors(ws, key)
     assert {d.parent.name for d in installed} >= REQUIRED
-    report = load_executors(ws, key.verify_key, birth=True)
+    report = load_executors(ws, key.verify_key, birth=True, spawn=make_sandboxed_spawn(ws))
     assert not report.quarantined, [(q.name, q.reason) for q in report.quarantined]
     assert not report.issues, report.issues
     assert set(report.defaults) == {d.parent.name for d in installed}

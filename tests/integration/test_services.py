@@ -1,4 +1,4 @@
-"""The service layer: one wiring for every way in, and the adapters kept at the edge.
+"""The service layer: one wiring for every way in (the import contracts are tests/unit/test_layers.py).
 
 A turn asked from the command line (``services.turns.asked``, which boots and
 wires the router itself) and the same turn asked through the daemon's host
@@ -13,8 +13,6 @@ import importlib
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,6 @@ from metnos.services.host import DaemonHost
 from tests.support.layouts import apply_layout
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
-REPO = Path(__file__).resolve().parents[2]
 REQUEST = "what does my note say?"
 NOTE = "back at seven\n"
 ANSWER = "Your note says: back at seven."
@@ -131,13 +128,3 @@ def test_every_way_in_the_services_start_by_name_is_there_with_its_hook(names: t
     for name in names:
         assert name.startswith("metnos.adapters."), name
         assert callable(getattr(importlib.import_module(name), hook)), f"{name} has no {hook}()"
-
-
-def test_the_adapters_import_only_the_services_and_nothing_of_each_other() -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    lint = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
-    done = subprocess.run([sys.executable, "-c", lint, "--contract", "adapters-call-services",
-                           "--contract", "adapters-independent", "--contract", "services-under-adapters"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "3 kept, 0 broken" in done.stdout

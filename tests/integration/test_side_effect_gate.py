@@ -22,7 +22,7 @@ from metnos.adapters.cli import main
 from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler import firing
 from metnos.runtime.scheduler.clock import ManualClock
-from metnos.runtime.scheduler.due import stamp
+from domain.due import stamp
 from metnos.runtime.scheduler.service import ScheduleService, SchedulerError
 from metnos.runtime.scheduler.tick import Scheduler
 from metnos.settings.workspace import Workspace

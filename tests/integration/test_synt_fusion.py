@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from domain.invocation import Invocation
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.adapters.cli import main
 from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.callbacks import CallbackContext

@@ -20,7 +20,7 @@ from domain.turn import Turn
 from metnos.mechanisms.llm.messages import LLMReply, ToolCall
 from metnos.runtime.booted import Runtime
 from metnos.runtime.turn.interrupts import InterruptGate
-from metnos.runtime.turn.lease import TurnLease, lock_path
+from metnos.runtime.lease import TurnLease, lock_path
 from metnos.runtime.turn.loop import TurnRequest
 from metnos.settings.workspace import Workspace
 from replay.replayer import Replayer

@@ -13,7 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.invocation import Invocation
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.runtime.turn.ports import ExecutorResult
 
 _ids = itertools.count(1)

@@ -9,7 +9,7 @@ import pytest
 from metnos.mechanisms.executors.manifest import load_manifest
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.runtime.turn.vaglio import GuardPolicy, Verdict, vaglio
+from metnos.runtime.step.vaglio import GuardPolicy, Verdict, vaglio
 
 FILES = SandboxProfile(fs_read=("~/a",), fs_write=("~/notes", "~/a"))
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from metnos.runtime.scheduler.tools import TOOLS, BuiltinTool
-from metnos.runtime.turn.vaglio import ALLOW, ASK, GuardPolicy, vaglio
+from metnos.runtime.step.schedule_tools import TOOLS, BuiltinTool
+from metnos.runtime.step.vaglio import ALLOW, ASK, GuardPolicy, vaglio
 
 POLICY = GuardPolicy.core("/home/u")
 

@@ -9,9 +9,9 @@ import pytest
 
 from metnos.runtime.cascade.consult import stale_reason, template_score
 from metnos.runtime.cascade.embedding import HashedNgramEmbedder, VectorIndex, WordLlamaEmbedder
-from metnos.runtime.cascade.plan import bind, generalise, holes_used, plan_id
-from metnos.runtime.cascade.request import differing_words, intent_of, normalise, request_key
-from metnos.runtime.cascade.template import TemplateGap, derived_digits, make_template, render
+from domain.cascade.plan import bind, generalise, holes_used, plan_id
+from domain.cascade.request import differing_words, intent_of, normalise, request_key
+from domain.cascade.template import TemplateGap, derived_digits, make_template, render
 
 
 def test_case_spacing_and_closing_punctuation_make_the_same_request() -> None:
@@ -174,7 +174,7 @@ def test_loading_the_embedder_leaves_the_root_logger_as_it_was() -> None:
 
 
 def test_steps_that_never_ran_are_left_out_and_later_references_follow() -> None:
-    from metnos.runtime.cascade.plan import steps_that_ran
+    from domain.cascade.plan import steps_that_ran
 
     def step(executor: str, **args: object) -> dict:
         return {"executor": executor, "args": args, "version": "1.0.0", "output": {"ok": True}}
@@ -262,14 +262,14 @@ def test_a_number_that_also_stands_inside_an_output_text_is_not_slotted() -> Non
     ("It is in ~/notes/d.txt, and it says: the dentist at noon", "the dentist at noon\n", []),
 ])
 def test_the_words_an_answer_took_from_the_outputs_are_named(answer: str, content: str, carried: list[str]) -> None:
-    from metnos.runtime.cascade.provenance import carried_words
+    from domain.cascade.provenance import carried_words
 
     output = _read(content)
     assert carried_words(make_template(answer, {1: output}), {1: output}, "read ~/notes/d.txt and tell me what it says") == carried
 
 
 def test_the_requests_own_words_and_an_answers_frame_are_not_data() -> None:
-    from metnos.runtime.cascade.provenance import carried_words
+    from domain.cascade.provenance import carried_words
 
     output = _read("shopping: milk, eggs\nthe list is long\n")
     # "shopping" and "list" are the request's (outside its slot), "is" and "the" a frame's function words.
@@ -280,7 +280,7 @@ def test_the_requests_own_words_and_an_answers_frame_are_not_data() -> None:
 
 
 def test_an_argument_copied_from_an_earlier_output_is_carried_data() -> None:
-    from metnos.runtime.cascade.provenance import carried
+    from domain.cascade.provenance import carried
 
     found = {"ok": True, "entries": [{"path": "/home/u/notes/plans.md", "name": "plans.md", "size": 12}]}
     read = _read("soon", "/home/u/notes/plans.md")

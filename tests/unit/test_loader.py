@@ -5,6 +5,7 @@ from nacl.signing import SigningKey
 
 from metnos.mechanisms.executors.birth import SpawnResult, spawn_subprocess
 from metnos.mechanisms.executors.install import install_executor
+from metnos.mechanisms.invocation.birth import make_sandboxed_spawn
 from metnos.mechanisms.executors.loader import load_executors
 from metnos.mechanisms.executors.signing import REQUIRED_FILES, write_signature
 from metnos.settings.workspace import Workspace
@@ -30,6 +31,8 @@ def _install(ws, key, tmp_path, origin="seed", **kw):
 def _load(ws, key, **kw):
     kw.setdefault("birth", False)
     kw.setdefault("reserved_names", ())
+    if kw["birth"]:
+        kw.setdefault("spawn", make_sandboxed_spawn(ws))  # births run as the runtime runs them
     return load_executors(ws, key.verify_key, **kw)
 
 

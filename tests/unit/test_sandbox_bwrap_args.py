@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos.mechanisms.invocation.errors import SandboxUnavailable
+from metnos.mechanisms.failures import SandboxUnavailable
 from metnos.mechanisms.sandbox import bwrap
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 from tests.support.sandbox_env import make_env, needs_bwrap

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos.mechanisms.invocation.errors import PolicyViolation
+from metnos.mechanisms.failures import PolicyViolation
 from metnos.mechanisms.sandbox.hints import HintError, expand_hint
 from metnos.mechanisms.sandbox.policy import check_args, scope_for
 from metnos.mechanisms.sandbox.profile import SandboxProfile
@@ -119,7 +119,7 @@ def test_hosts(sx):
 
 
 def test_a_host_must_be_on_the_manifest_and_on_the_instance_list(sx):
-    from metnos.mechanisms.invocation.errors import NetworkDenied
+    from metnos.mechanisms.failures import NetworkDenied
 
     declared = ("api.telegram.org", "*.example.com", "$NETWORK_ALLOW")
     narrow = scope(sx, allow=("api.telegram.org", "a.example.com:8080"), network_hosts=declared[:2])

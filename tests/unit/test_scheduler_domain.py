@@ -9,7 +9,7 @@ import pytest
 
 from domain.base import ClockNotInjected
 from domain.schedule import Schedule, ScheduleError
-from metnos.runtime.scheduler.due import stamp
+from domain.due import stamp
 from projections.schedules import SchedulesFold, due_ids
 
 UTC = timezone.utc

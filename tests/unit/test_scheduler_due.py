@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from metnos.runtime.scheduler.due import BadSchedule, check_cron, due, next_slot, parse, stamp, wake_at
+from domain.due import BadSchedule, check_cron, due, next_slot, parse, stamp, wake_at
 
 UTC = timezone.utc
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from bench.shortlist_recall import catalogue, measure_written, written_requests
-from metnos.runtime.turn.prefilter import PrefilterIndex
+from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import DEFAULT_POOL_SIZE
 
 SIDE_EFFECTS_OFFERED_AT_MOST = 0.05

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import executors
-from metnos.runtime.turn.catalogue import inline_refs, tool_parameters
+from metnos.runtime.step.catalogue import inline_refs, tool_parameters
 
 SEEDS = Path(executors.__file__).parent
 
@@ -60,8 +60,8 @@ def test_a_self_referencing_schema_stops() -> None:
 # Issue 17 item 5: a small first prompt with a stable prefix.
 
 def test_the_model_gets_the_shape_and_the_validator_keeps_the_rest() -> None:
-    from metnos.runtime.turn.catalogue import compact_schema
-    from metnos.runtime.turn.validation import validate_args
+    from metnos.runtime.step.catalogue import compact_schema
+    from metnos.runtime.step.validation import validate_args
 
     full = contract("find_files")
     shown = compact_schema(tool_parameters(full, step_refs=False))
@@ -77,7 +77,7 @@ def test_the_model_gets_the_shape_and_the_validator_keeps_the_rest() -> None:
 
 
 def test_nested_shapes_and_enums_survive_compaction() -> None:
-    from metnos.runtime.turn.catalogue import compact_schema
+    from metnos.runtime.step.catalogue import compact_schema
 
     shown = compact_schema(tool_parameters(contract("write_files"), step_refs=False))
     item = shown["properties"]["files"]["items"]

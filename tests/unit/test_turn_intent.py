@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metnos.runtime.turn.intent import named_targets
+from metnos.runtime.step.intent import named_targets
 from metnos.runtime.turn.remediation import RemediationContext, plan_remediation
 
 CATALOGUE = frozenset({"read_files", "find_files", "get_urls", "compute_entries"})

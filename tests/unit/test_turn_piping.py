@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metnos.runtime.turn.piping import Piping, PipingError, list_field_of, placeholders_in, resolve_args
+from metnos.runtime.step.piping import Piping, PipingError, list_field_of, placeholders_in, resolve_args
 
 MAILS = [{"from": "a", "subject": "s1"}, {"from": "b", "subject": "s2"}]
 OBS = {

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metnos.runtime.turn.prefilter import CatalogueEntry, CatalogueError, PrefilterIndex, prefilter
-from metnos.runtime.turn.text import content_tokens, tokens
+from metnos.runtime.step.prefilter import CatalogueEntry, CatalogueError, PrefilterIndex, prefilter
+from metnos.runtime.step.text import content_tokens, tokens
 
 GET_URLS = CatalogueEntry(
     "get_urls", "1.0.0", "Fetch web pages over HTTP.",

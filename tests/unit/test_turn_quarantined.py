@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from metnos.mechanisms.executors.loader import LoadReport
-from metnos.runtime.turn.catalogue import TurnCatalogue
+from metnos.runtime.step.catalogue import TurnCatalogue
 from metnos.runtime.turn.quarantined import find_quarantined, notice, would_have_offered
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.runtime.turn.piping import PipingError, resolve_args
-from metnos.runtime.turn.records import file_rows, is_file_list
+from metnos.runtime.step.piping import PipingError, resolve_args
+from metnos.runtime.step.records import file_rows, is_file_list
 
 
 def f(path: str, content: str) -> dict:

@@ -4,7 +4,7 @@ from metnos.runtime.turn.remediation import (
     NEEDS_CONTENT_FETCH, REMEDIATIONS, RemediationContext, RemediationError, RemediationPlan,
     extend_registry, merge_for_retry, plan_remediation,
 )
-from metnos.runtime.turn.shape import NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
+from metnos.runtime.step.shape import NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 
 
 def ctx(error_class, **kw):

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metnos.runtime.turn.scratchpad import (
+from metnos.runtime.step.scratchpad import (
     SCRATCHPAD_READ_TOOL, InMemoryScratchpadStore, ScratchpadError, preview, scratchpad_read, spill,
 )
 

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metnos.runtime.turn.shape import (
+from metnos.runtime.step.shape import (
     A_VERBS, CHAIN, E_VERBS, F_VERBS, NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED,
     START, TERMINAL, ShapeStep, UnknownVerbError, classify, compute_state, has_literal_source, next_state,
 )

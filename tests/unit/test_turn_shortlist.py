@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex
+from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
 from metnos.runtime.turn.shortlist import shortlist
 
 ENTRIES = [
@@ -47,7 +47,7 @@ def test_a_multi_word_tag_counts_only_whole() -> None:
 def test_recurring_task_builtins_only_for_requests_about_schedules() -> None:
     """The real 0.5B, offered list_recurring for "List the files in the folder ~/projects"
     (it shares "list" with the request), called it instead of find_files."""
-    from metnos.runtime.turn.catalogue import BUILTIN_AFFINITY, builtin_tools
+    from metnos.runtime.step.catalogue import BUILTIN_AFFINITY, builtin_tools
 
     entries = [*ENTRIES[:2], *(b.entry for b in builtin_tools().values())]
     index = PrefilterIndex(entries)

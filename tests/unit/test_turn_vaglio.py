@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metnos.runtime.turn.vaglio import GuardPolicy, path_strings, resolve_path, vaglio
+from metnos.runtime.step.vaglio import GuardPolicy, path_strings, resolve_path, vaglio
 
 HOME = "/home/u"
 WS = "/home/u/.local/share/metnos"

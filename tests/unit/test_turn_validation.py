@@ -1,6 +1,6 @@
 import pytest
 
-from metnos.runtime.turn.validation import SchemaDefectError, validate_args
+from metnos.runtime.step.validation import SchemaDefectError, validate_args
 
 SCHEMA = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                                            "max_lines": {"type": "integer", "minimum": 1}},

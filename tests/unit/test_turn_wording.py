@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metnos.runtime.turn.wording import Lexicon, keys
+from metnos.runtime.step.wording import Lexicon, keys
 
 
 def test_inflections_meet_by_their_stem_in_english_and_italian() -> None:

@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 import metnos
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.services.gated_call import CallResult, Checked, GatedCaller
 
 APPROVAL_KEY = "approval"

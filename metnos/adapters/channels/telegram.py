@@ -44,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.services.channels import record_ignored
 from metnos.services.telling import reply_text
 from metnos.settings.telegram import TelegramSettings, load_telegram_settings
@@ -145,7 +145,7 @@ class TelegramChannel:
     async def _startup(self) -> None:
         # Deferred: python-telegram-bot takes about 0.3 s to import; a daemon without [telegram] never pays it.
         from telegram import Update
-        from telegram.ext import ApplicationBuilder, CallbackQueryHandler, MessageHandler, filters
+        from telegram.ext import ApplicationBuilder, CallbackQueryHandler, MessageHandler, filters  # the same
 
         poll = self.settings.poll_timeout_s
         app = (ApplicationBuilder().token(self._token)

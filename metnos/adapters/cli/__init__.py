@@ -13,7 +13,7 @@ from eventsourcing.persistence import PersistenceError
 
 import metnos
 from metnos.adapters.cli import events_cmd, init_cmd
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.services.interrupts import InterruptGate, Interrupted
 from metnos.settings import load_settings, unknown_variables
 from metnos.settings.config_file import check_config

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.settings.sandbox import OFF_WARNING, sandbox_off
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

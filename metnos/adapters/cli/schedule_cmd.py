@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from domain.schedule import CHANNELS, ON_FAILURE
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 # --allow KEY=VALUE: the capabilities a user may grant an imported executor.
 _LIST_KEYS = ("fs:read", "fs:write", "network", "env")

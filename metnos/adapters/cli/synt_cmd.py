@@ -11,7 +11,7 @@ import orjson
 
 from domain.proposal import CLOSED
 from metnos.adapters.cli.ask_cmd import progress_line
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.services import mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
 from metnos.services.approvals import ApprovalUnknown
 from metnos.services.host import DaemonBusy, DaemonHost

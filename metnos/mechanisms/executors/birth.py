@@ -7,7 +7,7 @@ also the executor's home and workspace for that test; a failing assert (any
 exception) fails the birth. They run in a child process through ``spawn``,
 so a crashing executor cannot take the loader down. Here the default is a
 plain ``python -I -S`` (no site-packages, as in the sandbox); the loader
-passes metnos.mechanisms.sandbox.birth's spawn, which runs them in the sandbox.
+passes metnos.mechanisms.invocation.birth's spawn, which runs them in the sandbox.
 
 Every call a test makes is checked here, in the parent, against the
 contract: args against the input schema, the result against the output

@@ -8,7 +8,7 @@ function of ``tests/birth.py`` in definition order and writes one JSON
 report on the original stdout. The executor's own prints go to stderr so
 they cannot forge the report.
 
-CONFIG, given when it runs in the sandbox (metnos.mechanisms.sandbox.birth), is the
+CONFIG, given when it runs in the sandbox (metnos.mechanisms.invocation.birth), is the
 invocation host's config plus ``host_dir``, where that host is bound: the
 birth host confines itself with the host's own code before loading anything.
 Sandboxed or not, it imports the executor's code as the invocation host
@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import traceback
+import pathlib
 
 # Where the invocation host is outside the sandbox; inside, CONFIG says.
 _HOST_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "invocation")
@@ -42,6 +43,7 @@ def _host(cfg):
     """The invocation host's module: its confinement and its import rules,
     so a birth runs under exactly those of an invocation."""
     sys.path.insert(0, cfg["host_dir"] if cfg else _HOST_DIR)
+    # The invocation host is found on the path just inserted, inside the sandbox or out.
     import host
 
     del sys.path[0]
@@ -84,7 +86,6 @@ def main():
         report_out.write(json.dumps(report))
         return
 
-    import pathlib
 
     for name, fn in functions:
         tmp = pathlib.Path(request["tmp"]) / name

@@ -12,6 +12,7 @@ from metnos.mechanisms.executors.loader import CURRENT
 from metnos.mechanisms.executors.manifest import load_manifest
 from metnos.mechanisms.executors.signing import LOCK, SIGNATURE, sign_executor
 from metnos.settings.workspace import Workspace
+from executors import SEED_DIR
 
 # Build debris and signing outputs are never copied: the instance signs anew.
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", LOCK, SIGNATURE, "*.tmp")
@@ -19,8 +20,6 @@ _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", LOCK, SIGNATURE, "*.tmp")
 
 def seed_sources(source: Path | None = None) -> list[Path]:
     if source is None:
-        from executors import SEED_DIR
-
         source = SEED_DIR
     return sorted(p for p in source.iterdir() if p.is_dir() and (p / "manifest.toml").is_file())
 

@@ -34,6 +34,7 @@ from metnos.mechanisms.executors.schemas import ContractSchemas, SchemaCheckCach
 from metnos.mechanisms.executors.signing import BIRTH, MANIFEST, verify_executor
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 from metnos.settings.workspace import Workspace
+from executors import SEED_DIR
 
 CURRENT = "CURRENT"
 
@@ -111,8 +112,7 @@ def _subdirs(path: Path) -> list[Path]:
         return []
 
 
-def _shipped_seed_names() -> set[str]:
-    from executors import SEED_DIR
+def shipped_seed_names() -> set[str]:
 
     return {p.name for p in _subdirs(SEED_DIR) if (p / MANIFEST).is_file()}
 
@@ -146,7 +146,7 @@ def load_executors(
     seed of that name is installed; by default the shipped seeds' names.
     ``schema_cache`` defaults to a persistent one under the runtime dir.
     ``spawn`` runs the birth tests; by default in the sandbox
-    (metnos.mechanisms.sandbox.birth), a plain child process only with METNOS_SANDBOX=off.
+    (metnos.mechanisms.invocation.birth), a plain child process only with METNOS_SANDBOX=off.
     Where bwrap cannot start, that default raises SandboxUnavailable before
     any birth runs: the machine is at fault, not the executors, so none is
     quarantined for it. ``born`` says which verified versions already passed
@@ -155,7 +155,7 @@ def load_executors(
     """
     if schema_cache is None:
         schema_cache = SchemaCheckCache(workspace.runtime_dir / "schema-checks.txt")
-    taken: dict[str, str] = {n: "seed" for n in (_shipped_seed_names() if reserved_names is None else reserved_names)}
+    taken: dict[str, str] = {n: "seed" for n in (shipped_seed_names() if reserved_names is None else reserved_names)}
     report = LoadReport()
     candidates: list[LoadedExecutor] = []
     current_of: dict[tuple[str, str], str | None] = {}
@@ -191,13 +191,8 @@ def load_executors(
         candidates = unborn
     if birth:
         if spawn is None:
-            # Imported here: metnos.mechanisms.sandbox.birth needs metnos.mechanisms.executors.birth,
-            # whose package imports this module.
-            from metnos.mechanisms.sandbox.birth import make_sandboxed_spawn
-            from metnos.mechanisms.sandbox.bwrap import require_sandbox
-
-            require_sandbox()
-            spawn = make_sandboxed_spawn(workspace)
+            msg = "birth tests need a spawn: metnos.mechanisms.invocation.birth.make_sandboxed_spawn(workspace)"
+            raise ValueError(msg)
         _run_births(report, candidates, now=now, config=config, spawn=spawn,
                     workspace=workspace, max_workers=max_workers)
     else:

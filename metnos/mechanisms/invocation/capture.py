@@ -18,7 +18,7 @@ from typing import Any
 from metnos.mechanisms.blobs import BlobStore
 from metnos.mechanisms.executors.loader import LoadedExecutor
 from metnos.mechanisms.filestate import Limits, NotCapturable, first_missing, take
-from metnos.mechanisms.invocation.errors import InvocationError
+from metnos.mechanisms.failures import InvocationError
 from metnos.mechanisms.sandbox.policy import scope_for, write_paths
 from metnos.settings.workspace import Workspace
 

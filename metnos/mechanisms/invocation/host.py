@@ -39,6 +39,7 @@ def _die_with_parent():
     # bwrap's --die-with-parent covers the sandboxed case; this covers the
     # fallback, where nothing else would stop an orphan.
     try:
+        # Only the unsandboxed fallback needs these; the sandboxed start loads as little as it can.
         import ctypes
         import signal
 
@@ -83,6 +84,7 @@ def confine(cfg):
     if ll:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         try:
+            # Beside this file, on the path only now: the host starts with -I -S.
             import landlock
 
             landlock.restrict_self([tuple(r) for r in ll["rules"]], tcp_connect_ports=ll.get("tcp_ports"))
@@ -99,6 +101,7 @@ def _through_proxy(cfg):
     Landlock then lets TCP connect to that port alone (and bind to none)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     try:
+        # Beside this file, on the path only now: the host starts with -I -S.
         import bridge
 
         port = bridge.start(cfg["proxy"]["fd"])
@@ -126,7 +129,8 @@ def executor_imports(code_dir, site_packages):
     """
     sys.dont_write_bytecode = True
     bx = sys.modules.get("_frozen_importlib_external")
-    if bx is None:  # an interpreter that does not freeze its import system
+    if bx is None:
+        # An interpreter that does not freeze its import system: the frozen module stands in otherwise.
         from importlib import machinery as bx
 
     class SourceOnly(bx.SourceFileLoader):
@@ -188,6 +192,7 @@ def main():
     except BaseException as e:  # noqa: BLE001 - everything the executor does is reported
         if isinstance(e, SystemExit) and e.code in (0, None):
             e = RuntimeError("executor called sys.exit() without returning a result")
+        # Only a failing executor pays for loading traceback; the start stays ~15 ms.
         import traceback
 
         traceback.print_exc()

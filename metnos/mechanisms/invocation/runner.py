@@ -23,7 +23,7 @@ import blake3
 import orjson
 
 from metnos.mechanisms.invocation import frame
-from metnos.mechanisms.invocation.errors import FailureKind, InvocationError, SandboxUnavailable, SchemaViolation
+from metnos.mechanisms.failures import FailureKind, InvocationError, SandboxUnavailable, SchemaViolation
 from metnos.mechanisms.invocation.outcome import InvocationOutcome
 from metnos.mechanisms.invocation.pump import run_contained
 from metnos.mechanisms.invocation.schema import validate

@@ -10,7 +10,7 @@ import jsonschema
 import orjson
 from jsonschema.exceptions import SchemaError, best_match
 
-from metnos.mechanisms.invocation.errors import SchemaViolation
+from metnos.mechanisms.failures import SchemaViolation
 
 
 @functools.lru_cache(maxsize=256)

@@ -22,18 +22,19 @@ from nacl.signing import VerifyKey
 
 from domain.invocation import Invocation
 from metnos.mechanisms.blobs import BlobStore
-from metnos.canonical import canonical_hash, canonical_json
-from metnos.errors import MetnosError
+from domain.canonical import canonical_hash, canonical_json
+from domain.errors import MetnosError
 from metnos.mechanisms.executors.context import build_ctx
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.mechanisms.executors.signing import verify_executor
 from metnos.mechanisms.invocation.capture import FileCapture
-from metnos.mechanisms.invocation.errors import FailureKind, SandboxUnavailable
+from metnos.mechanisms.failures import FailureKind, SandboxUnavailable
 from metnos.mechanisms.invocation.outcome import InvocationOutcome, failure_observation
 from metnos.mechanisms.invocation.runner import UNAVAILABLE, invoke
 from metnos.mechanisms.sandbox import autonomy as autonomy_levels
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
 from metnos.settings.workspace import Workspace
+import orjson
 
 # Observations above this size go to the blob store; the event keeps the digest.
 INLINE_OUTPUT_LIMIT = 64 * 1024
@@ -238,7 +239,5 @@ class Invoker:
     def stored_output(self, recorded: Any) -> Any:
         """The observation an event recorded, fetched from the blob store if spilled."""
         if isinstance(recorded, dict) and set(recorded) == {"blob", "size"}:
-            import orjson
-
             return orjson.loads(self.blobs.get(recorded["blob"]))
         return recorded

@@ -33,6 +33,7 @@ from pathlib import Path
 import httpx
 
 from metnos.mechanisms.llm.errors import EmbeddedUnavailable, ModelNotInstalled
+from metnos.mechanisms.llm.idle_watch import serve_until_idle
 
 DEFAULT_CTX = 4096
 EXTRA_HINT = "install the optional extra: pip install 'metnos[embedded]'"
@@ -263,8 +264,6 @@ def _child_main(argv: Sequence[str]) -> int:
             while sys.stdin.buffer.read(4096):
                 pass  # stdin closes when the parent goes: that is our cue to go too
         else:
-            from metnos.mechanisms.llm.shared_server import serve_until_idle
-
             serve_until_idle(server.listening_address, args.idle_s,
                              Path(args.state_file) if args.state_file else None)
     finally:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 class LLMError(MetnosError):

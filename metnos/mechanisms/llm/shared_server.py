@@ -29,7 +29,6 @@ import os
 import signal
 import time
 import tomllib
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,9 @@ from typing import Any
 import blake3
 import httpx
 
+from metnos.mechanisms.llm.embedded import EmbeddedServer, chat_template_path
 from metnos.mechanisms.llm.errors import LLMConfigError
+from metnos.mechanisms.llm.idle_watch import remove_if_names
 
 STATE_FILENAME = "embedded-llm.json"
 LOCK_FILENAME = "embedded-llm.lock"
@@ -92,8 +93,6 @@ def model_fingerprint(path: Path) -> str:
 
 def template_fingerprint() -> str:
     """blake3 of the chat template a server loads: a server with another template renders other prompts."""
-    from metnos.mechanisms.llm.embedded import chat_template_path
-
     return blake3.blake3(chat_template_path().read_bytes()).hexdigest()[:32]
 
 
@@ -145,22 +144,14 @@ def read_announced(runtime_dir: Path) -> Announced | None:
         path.unlink(missing_ok=True)  # unreadable: nobody can use it
         return None
     if not _is_model_server(found.pid):
-        _remove_if_names(path, found.pid)
+        remove_if_names(path, found.pid)
         return None
     return found
 
 
 def withdraw(runtime_dir: Path, pid: int) -> None:
     """Remove the announcement of ``pid``'s server, and only that one."""
-    _remove_if_names(state_path(runtime_dir), pid)
-
-
-def _remove_if_names(path: Path, pid: int) -> None:
-    try:
-        if int(json.loads(path.read_text())["pid"]) == pid:
-            path.unlink(missing_ok=True)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    remove_if_names(state_path(runtime_dir), pid)
 
 
 def healthy(url: str, timeout_s: float = 5.0) -> bool:
@@ -209,8 +200,6 @@ def start_lock(runtime_dir: Path) -> Iterator[None]:
 
 def start_shared(runtime_dir: Path, model: Path, idle_s: float, *, owner: str = "ask") -> str:
     """Find the shared server for ``model``, or start one that outlives this process."""
-    from metnos.mechanisms.llm.embedded import EmbeddedServer
-
     with start_lock(runtime_dir):
         url = find_running(runtime_dir, model)
         if url is not None:
@@ -237,7 +226,7 @@ def stop_announced(runtime_dir: Path, timeout_s: float = 10.0) -> Announced | No
     if _alive(found.pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(found.pid, signal.SIGKILL)
-    _remove_if_names(state_path(runtime_dir), found.pid)
+    remove_if_names(state_path(runtime_dir), found.pid)
     return found
 
 
@@ -256,45 +245,3 @@ def _alive(pid: int) -> bool:
 
 
 # The server's side (in the detached child, see metnos.mechanisms.llm.embedded).
-
-def serve_until_idle(url: str, idle_s: float, state_file: Path | None, *, tick_s: float | None = None) -> None:
-    """Return once nobody has used this server for ``idle_s`` seconds.
-
-    A use is a touch of the state file while it names this process, or a
-    request being processed (llama.cpp's /slots) when the time is up.
-    """
-    tick = tick_s or min(5.0, max(0.2, idle_s / 10))
-    last_use = time.time()
-    me = os.getpid()
-    while True:
-        time.sleep(tick)
-        ours = _names(state_file, me)
-        if ours is not None:
-            last_use = max(last_use, ours)
-        if time.time() - last_use < idle_s:
-            continue
-        if _processing(url):
-            last_use = time.time()
-            continue
-        if state_file is not None:
-            _remove_if_names(state_file, me)
-        return
-
-
-def _names(state_file: Path | None, pid: int) -> float | None:
-    """The state file's mtime if it names ``pid``."""
-    if state_file is None:
-        return None
-    try:
-        mtime = state_file.stat().st_mtime
-        return mtime if int(json.loads(state_file.read_text())["pid"]) == pid else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _processing(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/slots", timeout=5) as r:  # noqa: S310 - our own loopback server
-            return any(s.get("is_processing") for s in json.loads(r.read()))
-    except (OSError, ValueError, AttributeError):
-        return False

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 
 READ_ONLY = "read_only"

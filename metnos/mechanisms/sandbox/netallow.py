@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 NETWORK_ALLOW = "$NETWORK_ALLOW"
 # A host, optionally with a port; "host:*" is any port of that host.

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from metnos.mechanisms.invocation.errors import NetworkDenied, PolicyViolation
+from metnos.mechanisms.failures import NetworkDenied, PolicyViolation
 from metnos.mechanisms.sandbox import netallow
 from metnos.mechanisms.sandbox.forbidden import covers_system_root, is_inside, user_forbidden
 from metnos.mechanisms.sandbox.hints import HintError, expand_hint, home_of, resolve

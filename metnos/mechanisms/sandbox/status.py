@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from metnos.mechanisms.invocation.errors import SandboxUnavailable
+from metnos.mechanisms.failures import SandboxUnavailable
 from metnos.mechanisms.sandbox import bwrap as _bwrap
 from metnos.mechanisms.sandbox import cgroup as _cgroup
 from metnos.mechanisms.sandbox import landlock as _landlock

@@ -57,6 +57,9 @@ from metnos.mechanisms.store.records import (
     version_bytes,
 )
 from metnos.mechanisms.store.transcoder import OrjsonTranscoder
+from metnos.settings.workspace import Workspace
+from metnos.mechanisms.store.errors import CorruptRecord
+from metnos.mechanisms.store.record_feed import feed_records
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -244,7 +247,6 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
 
     def feed_records(self, mapper: Any, feeds: Any, loaders: Any = None, start: int = 1, *, progress: Any = None) -> int | None:
         """Records of the feeds' topics straight to them: the rebuild's loop (metnos/mechanisms/store/record_feed.py)."""
-        from metnos.mechanisms.store.record_feed import feed_records
 
         return feed_records(self, mapper, feeds, loaders, start, progress=progress)
 
@@ -421,7 +423,6 @@ Factory = LMDBFactory
 
 
 def _default_log_path() -> Path:
-    from metnos.settings.workspace import Workspace
 
     return Workspace.from_env().log_dir
 
@@ -501,6 +502,5 @@ def _duplicate_message(stored_events: Sequence[StoredEvent]) -> str:
 
 
 def _dangling(table: str, id_key: bytes) -> Exception:
-    from metnos.mechanisms.store.errors import CorruptRecord
 
     return CorruptRecord(table, id_key, "the index points at a notification that is missing")

@@ -6,7 +6,7 @@ their slot values share a plan template learnt from the log. L2
 (:mod:`metnos.runtime.cascade.validator`): a proposed plan is checked before it runs.
 L3 is the loop itself. Every entry is a projection of the log
 (projections/plans.py); every consultation is an event of the turn. A plan
-replays what a turn did, never what it read (:mod:`metnos.runtime.cascade.provenance`);
+replays what a turn did, never what it read (:mod:`domain.cascade.provenance`);
 a template a later turn contradicts is dropped
 (:mod:`metnos.runtime.cascade.contradiction`).
 """

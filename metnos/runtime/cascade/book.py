@@ -7,9 +7,10 @@ from uuid import UUID
 
 from domain.plan import PlanEntry, plan_entry_id
 from metnos.runtime.cascade.consult import stale_reason
-from metnos.runtime.cascade.standing import quotes_nothing
-from metnos.runtime.cascade.template import derived_digits
-from metnos.errors import MetnosError
+from domain.cascade.standing import quotes_nothing
+from domain.cascade.template import derived_digits
+from domain.errors import MetnosError
+from projections.catalog import invocable
 
 
 class PlanBookError(MetnosError):
@@ -117,6 +118,5 @@ class PlanBook:
         return f"to answer this again without the model: metnos plans approve {turn_id}"
 
     def _stale(self, entry: dict[str, Any]) -> str | None:
-        from projections.catalog import invocable
 
         return stale_reason(entry["plan"], invocable(self.runtime.catalogue_state()))

@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metnos.runtime.cascade.embedding import Embedder, VectorIndex, load_embedder
-from metnos.runtime.cascade.plan import bind, executors_of, holes_used, plan_id
-from metnos.runtime.cascade.request import differing_words, intent_of, normalise, request_key
-from metnos.runtime.cascade.standing import anti_skill, quotes_nothing, vouched
-from metnos.runtime.cascade.template import derived_digits
+from domain.cascade.plan import bind, executors_of, holes_used, plan_id
+from domain.cascade.request import differing_words, intent_of, normalise, request_key
+from domain.cascade.standing import anti_skill, quotes_nothing, vouched
+from domain.cascade.template import derived_digits
 from metnos.runtime.cascade.validator import plan_problems
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
+from projections.catalog import invocable
 
 ENV_COSINE = "METNOS_CASCADE_COSINE"
 ENV_MIN_SUCCESSES = "METNOS_CASCADE_MIN_SUCCESSES"
@@ -210,7 +211,6 @@ class PlanConsultant:
 
 
 def consultant_from_env(runtime: Any, validate: Callable[[dict[str, Any]], list[str]], env: Mapping[str, str] | None = None) -> PlanConsultant:
-    from projections.catalog import invocable
 
     env = os.environ if env is None else env
     cached = getattr(runtime, "_plan_consultant", None)

@@ -48,6 +48,7 @@ class WordLlamaEmbedder:
     prefix_dims = 32
 
     def __init__(self) -> None:
+        # Heavy (numpy, safetensors, the tokenizer): loaded when the cascade first embeds, not at start.
         from safetensors import safe_open
         from tokenizers import Tokenizer
 

@@ -23,8 +23,9 @@ from domain.plan import PlanEntry
 from metnos.runtime.cascade.consult import stale_reason
 from metnos.runtime.mnestome import source as mnest_source
 from metnos.runtime.mnestome.record import desired_signature
-from metnos.runtime.scheduler.jobs import CallbackContext, CallbackResult
-from metnos.runtime.turn.shape import verb_of
+from metnos.runtime.jobs import CallbackContext, CallbackResult
+from metnos.runtime.step.shape import verb_of
+from projections.catalog import invocable
 
 DEFAULT_TTL_DAYS = 30
 DEFAULT_MIN_USES = 50
@@ -38,7 +39,6 @@ def pipeline_name(executors: list[str]) -> str:
 
 
 def run_plan_maintenance(ctx: CallbackContext, args: dict[str, Any]) -> CallbackResult:
-    from projections.catalog import invocable
 
     runtime = ctx.runtime
     state = runtime.plans.catch_up(runtime.log)

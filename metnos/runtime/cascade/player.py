@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metnos.runtime.cascade.template import render
+from domain.cascade.template import render
 from metnos.mechanisms.llm.messages import LLMReply, ToolCall
 
 

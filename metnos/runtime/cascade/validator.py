@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from metnos.mechanisms.invocation.errors import InvocationError
-from metnos.runtime.turn.catalogue import TurnCatalogue
-from metnos.runtime.turn.piping import step_refs_in
-from metnos.runtime.turn.shape import START, next_state
-from metnos.runtime.turn.validation import validate_args
+from metnos.mechanisms.failures import InvocationError
+from metnos.runtime.step.catalogue import TurnCatalogue
+from metnos.runtime.step.piping import step_refs_in
+from metnos.runtime.step.shape import START, next_state
+from metnos.runtime.step.validation import validate_args
 
 
 def plan_problems(plan: dict[str, Any], catalogue: TurnCatalogue,

@@ -24,7 +24,7 @@ from typing import Any
 from domain import mnest_weight as mw
 from domain.mnest import ACTIVE
 from metnos.runtime.mnestome.turn_facts import step_references
-from metnos.runtime.turn.text import STOPWORDS, tokens
+from metnos.runtime.step.text import STOPWORDS, tokens
 
 MAX_DEPTH = 3
 MAX_FRONTIER = 5_000

@@ -1,6 +1,6 @@
 """Errors of the mnestome, printed as one line by the CLI."""
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 class MnestomeError(MetnosError):

@@ -44,9 +44,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from metnos.runtime.turn.catalogue import inline_refs, tool_parameters
-from metnos.runtime.turn.piping import FROM_STEP
-from metnos.runtime.turn.shape import UnknownVerbError, classify
+from metnos.runtime.step.catalogue import inline_refs, tool_parameters
+from metnos.runtime.step.piping import FROM_STEP
+from metnos.runtime.step.shape import UnknownVerbError, classify
 
 LIST_FIELD = "entries"
 # An entry schema that names no fields: it passes on whatever it was given.

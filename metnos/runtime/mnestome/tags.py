@@ -10,8 +10,8 @@ about. A turn without such words gives a mnest without tags.
 
 from __future__ import annotations
 
-from metnos.runtime.turn.prefilter import GENERIC_VERBS
-from metnos.runtime.turn.text import STOPWORDS, tokens
+from metnos.runtime.step.prefilter import GENERIC_VERBS
+from metnos.runtime.step.text import STOPWORDS, tokens
 
 MAX_TAGS = 4
 MIN_LENGTH = 3

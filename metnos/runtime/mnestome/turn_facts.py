@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.turn import Turn
-from metnos.runtime.turn.piping import LIST_REFERENCES
+from metnos.runtime.step.piping import LIST_REFERENCES
 
 _REF = re.compile(r"\{\{\s*step(\d+)\.([^{}\s]*)\s*\}\}")
 

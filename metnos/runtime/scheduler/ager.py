@@ -22,8 +22,9 @@ from domain.executor import ACTIVE, Executor, LifecycleError
 from domain.invocation import Invocation
 from eventsourcing.utils import get_topic
 
-from metnos.runtime.scheduler.jobs import CallbackContext, CallbackResult
-from metnos.runtime.scheduler.due import parse, stamp
+from metnos.runtime.jobs import CallbackContext, CallbackResult
+from domain.due import parse, stamp
+from uuid import UUID
 
 
 def last_uses(log: Any, since_iso: str) -> dict[tuple[str, str], dict[str, Any]]:
@@ -70,6 +71,5 @@ def run_executor_ager(ctx: CallbackContext, args: dict[str, Any]) -> CallbackRes
 
 
 def _uuid(text: str):  # noqa: ANN202
-    from uuid import UUID
 
     return UUID(text)

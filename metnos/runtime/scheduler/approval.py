@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 
 NOT_APPROVED = "NotApproved"
 VAGLIO_DENIED = "VaglioDenied"

@@ -18,7 +18,7 @@ from typing import Any
 
 from metnos.runtime.cascade import maintenance as plan_maintenance
 from metnos.runtime.scheduler import ager, maintenance
-from metnos.runtime.scheduler.jobs import Callback, CallbackContext, CallbackResult
+from metnos.runtime.jobs import Callback, CallbackContext, CallbackResult
 
 __all__ = ["BUILTIN_JOBS", "BuiltinJob", "Callback", "CallbackContext", "CallbackResult", "keys", "register", "resolve"]
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from metnos.mechanisms.clock import system_clock
-from metnos.runtime.scheduler.due import BadSchedule, parse
+from domain.due import BadSchedule, parse
 
 CLOCK_FILE_ENV = "METNOS_SCHEDULER_CLOCK_FILE"
 

@@ -17,6 +17,7 @@ with the approval standing in for the user's answer. A refusal runs nothing.
 
 from __future__ import annotations
 
+import os
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,6 +28,9 @@ import orjson
 from metnos.runtime.scheduler import approval as approvals
 from metnos.runtime.scheduler import callbacks
 from metnos.runtime.scheduler.callbacks import CallbackContext
+from metnos.runtime.step.piping import PipingError, resolve_args
+from metnos.runtime.step.policies import guard_policy
+from metnos.runtime.step.vaglio import ALLOW, vaglio
 
 # send_messages accepts bodies up to this size.
 MAX_BODY = 4096
@@ -59,10 +63,6 @@ class _Refused(Exception):
 
 def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved: bool) -> None:
     """The vaglio on one call of a firing (guard and judge), as in a turn."""
-    import os
-
-    from metnos.runtime.turn.session import guard_policy
-    from metnos.runtime.turn.vaglio import ALLOW, vaglio
 
     found = runtime.report.get(name)
     if found is None:
@@ -132,7 +132,6 @@ def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dic
 
 
 def _run_chain(runtime: Any, schedule_id: str, steps: list[dict[str, Any]], args: dict[str, Any], intent: str, approved: bool) -> Attempt:
-    from metnos.runtime.turn.piping import PipingError, resolve_args
 
     observations: dict[int, Any] = {}
     invocations = []

@@ -17,7 +17,11 @@ from domain.mnest import PROTO
 from domain.synthesis import Synthesis, synthesis_id
 from metnos.runtime.mnestome.ager import age
 from metnos.runtime.mnestome.compose import compose
-from metnos.runtime.scheduler.jobs import CallbackContext, CallbackResult
+from metnos.runtime.jobs import CallbackContext, CallbackResult
+from domain.proposal import Proposal
+from metnos.runtime.synt.fusion import retire_fused
+from metnos.runtime.synt.introspect import candidates
+from metnos.runtime.synt.pipeline import run_id_of
 
 RECURRING_USES = 3
 RECURRING_WEIGHT = 0.30
@@ -57,10 +61,6 @@ def run_synt_introspect(ctx: CallbackContext, args: dict[str, Any]) -> CallbackR
     """The introspective cascade: merge, generalise and specialise proposals, each with its
     evidence (metnos/runtime/synt/introspect.py), one per candidate never proposed before; and
     the fused executors no active mnest cites any more, archived."""
-    from domain.proposal import Proposal
-    from metnos.runtime.synt.fusion import retire_fused
-    from metnos.runtime.synt.introspect import candidates
-    from metnos.runtime.synt.pipeline import run_id_of
 
     runtime = ctx.runtime
     state = runtime.proposals.catch_up(runtime.log)

@@ -16,9 +16,10 @@ import jsonschema
 from eventsourcing.application import AggregateNotFoundError
 
 from domain.schedule import ACTIVE, PAUSED, Schedule, ScheduleError, builtin_schedule_id
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.scheduler import approval, callbacks
-from metnos.runtime.scheduler.due import BadSchedule, check_cron, next_slot, parse, stamp, zone
+from metnos.runtime.scheduler.tick import Scheduler
+from domain.due import BadSchedule, check_cron, next_slot, parse, stamp, zone
 
 # Slots missed by up to this much are still fired (a daemon restart, a laptop lid).
 DEFAULT_GRACE_S = 15 * 60
@@ -177,8 +178,6 @@ class ScheduleService:
         return self._command(ref, apply)
 
     def run_now(self, ref: str) -> dict[str, Any]:
-        from metnos.runtime.scheduler.tick import Scheduler
-
         schedule = self._load(ref)
         refused = approval.refusal(self.runtime.report, schedule.approval, schedule.target, schedule.args)
         if refused is not None:

@@ -35,9 +35,9 @@ from typing import Any
 from uuid import UUID
 
 from domain.schedule import ACTIVE, PAUSED, Schedule
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.scheduler import firing, policy
-from metnos.runtime.scheduler.due import due, stamp
+from domain.due import due, stamp
 from projections.schedules import due_ids
 
 

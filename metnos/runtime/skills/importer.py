@@ -24,10 +24,17 @@ from typing import Any
 from eventsourcing.application import AggregateNotFoundError
 
 from domain.executor import Executor, LifecycleError, executor_id
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.executors.code_check import problems_in_source, shadowing_problems
 from metnos.runtime.skills.skill_folder import Skill, read_skill
 from metnos.runtime.skills.translate import VERSION, Translation, translate, write_translation
+from metnos.runtime.taken_names import taken_names
+from metnos.mechanisms.executors.manifest import ManifestError, load_manifest
+from metnos.mechanisms.executors.install import install_executor
+from metnos.mechanisms.executors.keys import load_signing_key
+from metnos.mechanisms.executors.signing import SigningError
+from metnos.mechanisms.invocation.birth import birth_of_folder
+from metnos.mechanisms.executors.signing import verify_executor
 
 APPROVAL = "approval"
 
@@ -45,7 +52,6 @@ class Plan:
 
 def plan_import(runtime: Any, path: Path, grants: Mapping[str, Any]) -> Plan:
     """Read and translate; nothing is written yet."""
-    from metnos.mechanisms.executors.names import taken_names
 
     skill = read_skill(path)
     mine = {e["name"] for e in runtime.catalogue_state()["executors"].values()
@@ -60,7 +66,6 @@ def plan_import(runtime: Any, path: Path, grants: Mapping[str, Any]) -> Plan:
 
 
 def _skill_of(runtime: Any, name: str) -> str | None:
-    from metnos.mechanisms.executors.manifest import ManifestError, load_manifest
 
     try:
         created_by = load_manifest(runtime.workspace.executors_origin_dir("skill") / name / VERSION / "manifest.toml").executor.created_by
@@ -79,10 +84,6 @@ def _code_problems(t: Translation) -> list[str]:
 
 def install_plan(runtime: Any, plan: Plan, *, spawn: Any = None) -> list[Path]:
     """Check, test and install every translation, or none; each registered as quarantined."""
-    from metnos.mechanisms.executors.install import install_executor
-    from metnos.mechanisms.executors.keys import load_signing_key
-    from metnos.mechanisms.executors.signing import SigningError
-    from metnos.mechanisms.sandbox.birth import birth_of_folder
 
     staging = runtime.workspace.runtime_dir / "skills" / plan.skill.name
     shutil.rmtree(staging, ignore_errors=True)
@@ -116,7 +117,6 @@ def install_plan(runtime: Any, plan: Plan, *, spawn: Any = None) -> list[Path]:
 
 def _hold(runtime: Any, plan: Plan, installed: list[Path]) -> None:
     """Registered, signed, and quarantined until the user approves: in one commit."""
-    from metnos.mechanisms.executors.signing import verify_executor
 
     at = runtime.clock()
     held = []
@@ -142,7 +142,6 @@ def _hold(runtime: Any, plan: Plan, installed: list[Path]) -> None:
 
 def approve(runtime: Any, name: str) -> str:
     """Lift the import quarantine after checking the files again; the next boot runs the birth."""
-    from metnos.mechanisms.executors.signing import verify_executor
 
     entry = runtime.catalogue_state()["executors"].get(f"skill/{name}")
     if entry is None:

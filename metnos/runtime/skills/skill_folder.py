@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 _NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _KNOWN_KEYS = {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}

@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 from metnos.mechanisms.executors.manifest import VERB_CATEGORY
 from metnos.mechanisms.executors.verbs import VERB_SYNONYMS
 from metnos.runtime.skills.skill_folder import Skill, SkillFormatError
-from metnos.runtime.turn.text import STOPWORDS, tokens
+from metnos.runtime.step.text import STOPWORDS, tokens
 
 VERSION = "1.0.0"
 CAPS = {"max_duration_s": 30, "max_memory_mb": 256, "max_output_bytes": 1024 * 1024}

@@ -21,7 +21,7 @@ from nacl.exceptions import CryptoError
 from nacl.secret import SecretBox
 from nacl.utils import random
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.settings.workspace import Workspace
 
 Ask = Callable[[str, str], str | None]

@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from domain.executor import Executor, LifecycleError, executor_id
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 FUSING_KINDS = ("merge", "generalise")
 

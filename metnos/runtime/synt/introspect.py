@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from domain.invocation import Invocation
-from metnos.canonical import canonical_hash, canonical_json
+from domain.canonical import canonical_hash, canonical_json
+from eventsourcing.utils import get_topic
 
 MERGE_WEIGHT = 0.5
 MERGE_USES = 10
@@ -115,7 +116,6 @@ def specialise_candidates(calls: Iterable[Mapping[str, Any]], now: datetime) -> 
 
 
 def invocation_calls(log: Any) -> list[dict[str, Any]]:
-    from eventsourcing.utils import get_topic
 
     topic = get_topic(Invocation.InvocationRequested)
     return [{"executor": r["executor"], "args": r["args"], "timestamp": r["timestamp"]}

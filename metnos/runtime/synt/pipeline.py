@@ -33,8 +33,8 @@ from domain.proposal import (
     REQUESTED,
     Proposal,
 )
-from metnos.canonical import canonical_hash
-from metnos.errors import MetnosError
+from domain.canonical import canonical_hash
+from domain.errors import MetnosError
 from metnos.mechanisms.executors.birth import Spawn
 from metnos.mechanisms.executors.manifest import load_manifest
 from metnos.mechanisms.llm.errors import LLMError
@@ -43,6 +43,13 @@ from metnos.runtime.synt.fusion import FUSING_KINDS, fuse_sources
 from metnos.runtime.synt.prompts import DraftProblem, draft_messages, parse_draft, repair_messages, spec_messages
 from metnos.runtime.synt.spec import VERSION, SpecProblem, Specification, first_json_object, validate_spec, write_folder
 from metnos.runtime.synt.static import BY_CAPABILITY, check_draft, needed_capabilities
+from metnos.runtime.taken_names import taken_names
+from projections.proposals import find
+from domain.proposal import ProposalError
+from metnos.mechanisms.invocation.birth import birth_of_folder
+from metnos.mechanisms.executors.install import install_executor
+from metnos.mechanisms.executors.keys import load_signing_key
+from metnos.mechanisms.executors.signing import SigningError, verify_executor
 
 # (gate, the proposal as the projection shows it) -> (True: approved, False: declined, None: not now; who answered)
 Approver = Callable[[str, dict[str, Any]], tuple[bool | None, str]]
@@ -118,7 +125,6 @@ class Synt:
         return self.state()["proposals"][str(proposal.id)]
 
     def get(self, key: str) -> Proposal:
-        from projections.proposals import find
 
         found = find(self.state(), key)
         if found is None:
@@ -127,7 +133,6 @@ class Synt:
         return self.runtime.log.repository.get(UUID(found["id"]))
 
     def taken_names(self) -> set[str]:
-        from metnos.mechanisms.executors.names import taken_names
 
         return taken_names(self.runtime.catalogue_state())
 
@@ -140,7 +145,6 @@ class Synt:
 
     def reject(self, key: str, *, reason: str, by: str) -> Proposal:
         p = self.get(key)
-        from domain.proposal import ProposalError
 
         try:
             p.reject(reason=reason, by=by, at=self.runtime.clock())
@@ -267,15 +271,11 @@ class Synt:
         return write_folder(folder, spec, files, capabilities, run_id=p.run_id, created_at=p.created_on.isoformat())
 
     def _birth(self, folder: Path) -> Any:
-        from metnos.mechanisms.sandbox.birth import birth_of_folder
 
         return birth_of_folder(folder, self.runtime.workspace, now=self.runtime.clock().isoformat(),
                                config=self.runtime.config, spawn=self._spawn)
 
     def _install(self, p: Proposal) -> None:
-        from metnos.mechanisms.executors.install import install_executor
-        from metnos.mechanisms.executors.keys import load_signing_key
-        from metnos.mechanisms.executors.signing import SigningError, verify_executor
 
         spec = Specification.model_validate(p.spec)
         files, capabilities = p.files or {}, p.capabilities or {}

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from domain.proposal import CLOSED, Proposal
 from domain.turn import Turn
+from metnos.runtime.synt.pipeline import run_id_of
 
 
 def unclosed_gaps(runtime: Any, turn_id: str) -> list[str]:
@@ -33,7 +34,6 @@ def unclosed_gaps(runtime: Any, turn_id: str) -> list[str]:
 
 def leave_proposals(runtime: Any, outcome: Any, request: str) -> Any:
     """Open a generation proposal for each unclosed gap of the turn; the outcome's message says so."""
-    from metnos.runtime.synt.pipeline import run_id_of
 
     gaps = unclosed_gaps(runtime, outcome.turn_id)
     if not gaps:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from metnos.mechanisms.executors.manifest import VERB_CATEGORY, Capabilities, ManifestError, parse_manifest
 from metnos.mechanisms.executors.schemas import SchemaProblem, check_contract_schemas
 from metnos.mechanisms.executors.verbs import in_vocabulary
-from metnos.runtime.turn.text import STOPWORDS, tokens
+from metnos.runtime.step.text import STOPWORDS, tokens
 
 VERSION = "1.0.0"
 # The caps of a synthesised executor: small, since it was asked for one small job.

@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from metnos.runtime.turn.text import content_tokens
+from metnos.runtime.step.text import content_tokens
 
 EMPTY = "empty"
 TOOL_NAME = "tool_name"

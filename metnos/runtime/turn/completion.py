@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from metnos.runtime.turn.intent import named_targets
+from metnos.runtime.step.intent import named_targets
 
 _WORD = re.compile(r"[a-z0-9_]+")
 _MOST = frozenset({"largest", "biggest", "highest", "most", "newest", "latest", "recent", "top", "maximum", "max",

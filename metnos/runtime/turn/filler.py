@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from domain.turn import Turn
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.runtime.turn.side_call import AskModel, Record, ask_side
 

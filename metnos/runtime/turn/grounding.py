@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from metnos.runtime.turn.text import content_tokens
+from metnos.runtime.step.text import content_tokens
 
 # Past this many unmatched parts, the rest are counted rather than named.
 MAX_NAMED = 8

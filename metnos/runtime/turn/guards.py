@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.settings.turn import DEFAULT_CAP_SAME_EXECUTOR, DEFAULT_CAP_SAME_VECTORIAL, DEFAULT_CAP_STEPS
 
 # executor -> argument names that carry its targets

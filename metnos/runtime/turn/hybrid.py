@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from domain.turn import Turn
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.runtime.cascade.player import PlanPlayer
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.runtime.turn.filler import FILLER_RULE

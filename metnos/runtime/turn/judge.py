@@ -26,7 +26,7 @@ from domain.turn import Turn
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.settings.runtime import JudgeConfig
 from metnos.runtime.turn.side_call import AskModel, Record, ask_side, reply_object
-from metnos.runtime.turn.vaglio import DENY, Verdict
+from metnos.runtime.step.vaglio import DENY, Verdict
 
 JUDGE_PROMPT = (
     "You check one action an assistant is about to take for a user. You are given the user's request and the "

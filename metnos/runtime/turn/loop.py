@@ -42,10 +42,10 @@ from typing import Any, Protocol
 import orjson
 
 from domain.turn import Turn
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.runtime.cascade.player import PlanPlayer
-from metnos.runtime.cascade.template import TemplateGap
-from metnos.mechanisms.invocation.errors import InvocationError
+from domain.cascade.template import TemplateGap
+from metnos.mechanisms.failures import InvocationError
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
 from metnos.mechanisms.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from metnos.settings.llm_tiers import ROLE_TIERS
@@ -53,9 +53,9 @@ from metnos.runtime.mnestome.boost import apply_boost
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
 from metnos.runtime.turn.answers import asks_for_a_figure, is_a_figure, REASONS, answer_problem, figures_from, grounded_in
-from metnos.runtime.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
+from metnos.runtime.step.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.completion import complete_arguments, complete_paths, without_blank_optionals
-from metnos.runtime.turn.errors import TurnError
+from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.filler import FILLER_PROMPT, Filler, FillerFailed, has_fillers
 from metnos.runtime.turn.failures import FailureKind, step_failure_words, turn_failure, unknown_executor
 from metnos.runtime.turn.grounding import StepData, check_answer, exact_ask, repair_prompt, working_out_call
@@ -65,20 +65,20 @@ from metnos.runtime.turn.intent_model import INTENT_PROMPT, extract_intent
 from metnos.runtime.turn.hybrid import OnlineDriver, PlanFailed
 from metnos.runtime.turn.judge import JUDGE_PROMPT, LLMJudge
 from metnos.settings.runtime import RuntimeConfig
-from metnos.runtime.turn.piping import FROM_STEP, resolve_args, placeholders_in
+from metnos.runtime.step.piping import FROM_STEP, resolve_args, placeholders_in
 from metnos.runtime.turn.ports import TurnPorts
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, PLANNER_PROMPT, act_reminder, answer_correction, answer_from_results
 from metnos.runtime.turn.quarantined import record_quarantined
 from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
-from metnos.runtime.turn.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
+from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.runtime.turn.shortlist import complete as complete_shortlist
 from metnos.runtime.turn.sources import opening_reads
-from metnos.runtime.turn.scratchpad import InMemoryScratchpadStore, scratchpad_read, spill
+from metnos.runtime.step.scratchpad import InMemoryScratchpadStore, scratchpad_read, spill
 from metnos.settings.turn import TurnSettings
 from metnos.runtime.turn.summariser import SUMMARISER_PROMPT, summarise
-from metnos.runtime.turn.shape import ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
-from metnos.runtime.turn.vaglio import ALLOW, ASK, DENY, GuardPolicy, vaglio
-from metnos.runtime.turn.validation import validate_args
+from metnos.runtime.step.shape import ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
+from metnos.runtime.step.vaglio import ALLOW, ASK, DENY, GuardPolicy, vaglio
+from metnos.runtime.step.validation import validate_args
 
 # Steps of its own a request that changes nothing may take before it is asked for
 # the answer: a read, then up to two steps on its data (filter, then count).

@@ -8,7 +8,7 @@ schema) and answers with one JSON object:
      "answer": "Your notes: {{step2.entries.0.content}}"}
 
 Steps are numbered from 1 within the plan; ``from_step`` and ``{{stepN.field}}``
-pipe between them (metnos/runtime/turn/piping.py) and the answer is a template whose
+pipe between them (metnos/runtime/step/piping.py) and the answer is a template whose
 ``{{stepN.path}}`` slots are filled from what the steps produced. The loop
 then plays the plan like a cascade plan (metnos/runtime/cascade/player.py): each call
 passes the shape grammar, the schema, the policy, the vaglio and the approval
@@ -26,10 +26,10 @@ from typing import Any
 
 import orjson
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.mechanisms.llm.messages import Message, SystemMessage, ToolSpec, UserMessage
 from metnos.runtime.turn.filler import FILLER
-from metnos.runtime.turn.piping import FROM_STEP
+from metnos.runtime.step.piping import FROM_STEP
 from metnos.runtime.turn.side_call import reply_object
 
 ONLINE_PROMPT = """You are Metnos's planner. Plan the whole of the user's request at once, as tool calls that a program will run in order without asking you again.
@@ -110,7 +110,7 @@ def _ref_segments(answer: str, shift_by: int) -> list[dict[str, Any]]:
 
 
 def answer_segments(answer: str, shift_by: int, *, fillers: bool = False) -> list[dict[str, Any]]:
-    """The answer as the cascade's template segments (metnos/runtime/cascade/template.py);
+    """The answer as the cascade's template segments (domain/cascade/template.py);
     with ``fillers``, each ``${FILLER: ...}`` a ``filler`` segment (metnos/runtime/turn/filler.py)."""
     if not fillers:
         return _ref_segments(answer, shift_by)

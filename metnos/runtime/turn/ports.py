@@ -103,7 +103,7 @@ class LivePorts:
 
     def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         from metnos.runtime.scheduler.service import ScheduleService
-        from metnos.runtime.scheduler.tools import call_tool
+        from metnos.runtime.step.schedule_tools import call_tool
 
         # The scheduler's service records its own events as it acts.
         return call_tool(ScheduleService(self.runtime), name, args, approval), []

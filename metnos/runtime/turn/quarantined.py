@@ -32,31 +32,13 @@ from metnos.mechanisms.executors.loader import LoadReport
 from metnos.mechanisms.executors.manifest import Manifest, ManifestError, load_manifest
 from metnos.mechanisms.executors.signing import MANIFEST
 from metnos.mechanisms.sandbox import autonomy
-from metnos.runtime.turn.catalogue import TurnCatalogue, catalogue_entry
-from metnos.runtime.turn.prefilter import CatalogueEntry, CatalogueError
+from metnos.runtime.step.catalogue import QuarantinedExecutor, TurnCatalogue, catalogue_entry
+from metnos.runtime.step.prefilter import CatalogueEntry, CatalogueError
 from metnos.runtime.turn.shortlist import complete
 from projections.catalog import invocable
 
 # Seeds first, as the catalogue offers them: a seed's name is never shadowed.
 _ORIGIN_ORDER = {"seed": 0, "synt": 1, "skill": 2}
-
-
-@dataclass(frozen=True)
-class QuarantinedExecutor:
-    """A quarantined executor as a turn ranks and tells of it."""
-
-    entry: CatalogueEntry
-    origin: str
-    reason: str
-    # The check that failed ("digest", "birth", "manual", "approval" for an imported skill...).
-    check: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.entry.name
-
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.entry.name, "version": self.entry.version, "origin": self.origin, "check": self.check, "reason": self.reason}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ dynamic choice of prerequisite and the argument builders read only the
 Readings where the spec leaves room:
 
 * ``needs_data_source`` first looks at what the request names
-  (:mod:`metnos.runtime.turn.intent`): a file is read with read_files, a folder
+  (:mod:`metnos.runtime.step.intent`): a file is read with read_files, a folder
   searched with find_files, a URL fetched with get_urls. Else it picks
   ``OBJECT_PRIMARY_TOOLS[intent_object][0]`` when that executor is in the
   catalogue, else ``find_urls`` (given the request as ``query``), else
@@ -40,9 +40,9 @@ from typing import Any
 
 import orjson
 
-from metnos.runtime.turn.errors import TurnError
-from metnos.runtime.turn.intent import named_targets
-from metnos.runtime.turn.shape import NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
+from metnos.runtime.step.errors import TurnError
+from metnos.runtime.step.intent import named_targets
+from metnos.runtime.step.shape import NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 
 NEEDS_CONTENT_FETCH = "needs_content_fetch"
 CONTENT_FETCH_TOP = 5

@@ -9,24 +9,22 @@ from typing import Any
 
 import metnos
 from domain.turn import OPEN, Turn
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.runtime.mnestome.record import record_turn
 from metnos.mechanisms.llm.router import LLMRouter
 from metnos.settings.llm_tiers import load_llm_settings, tier_ladder
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
-from metnos.mechanisms.sandbox.hints import home_of
-from metnos.mechanisms.sandbox.policy import check_args, scope_for
-from metnos.runtime.turn.catalogue import TurnCatalogue, builtin_tools
+from metnos.runtime.step.catalogue import TurnCatalogue, builtin_tools
 from metnos.runtime.turn.interrupts import InterruptGate
-from metnos.runtime.turn.lease import TurnLease
+from metnos.runtime.lease import TurnLease
 from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
 from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
+from metnos.runtime.step.policies import guard_policy, policy_checker
 from metnos.runtime.turn.ports import Approver, LivePorts
 from metnos.settings.runtime import load_runtime_config
 from metnos.settings.turn import load_turn_settings
-from metnos.runtime.turn.vaglio import GuardPolicy
 from projections.catalog import invocable
 
 
@@ -106,29 +104,6 @@ def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
         cached = (key, TurnCatalogue(loaded, builtins=builtin_tools(), quarantined=ranked(held, runtime.report)))
         runtime._turn_catalogue = cached  # type: ignore[attr-defined]
     return cached[1]
-
-
-def guard_policy(runtime: Runtime, env: Mapping[str, str]) -> GuardPolicy:
-    ws = runtime.workspace
-    return GuardPolicy.core(
-        str(home_of(env)), workspace=str(ws.data_dir),
-        extra_forbidden=[str(p) for p in ws.forbidden_paths()],
-    )
-
-
-def policy_checker(runtime: Runtime, env: Mapping[str, str], level: str = autonomy.DEFAULT) -> Callable[[Any, dict[str, Any]], None]:
-    """The sandbox policy check of a call, against the profile the autonomy
-    ``level`` derives; an executor's scope is resolved once per turn."""
-    scopes: dict[tuple[str, str], Any] = {}
-
-    def check(loaded: Any, args: dict[str, Any]) -> None:
-        key = (loaded.name, loaded.digest)
-        scope = scopes.get(key)
-        if scope is None:
-            scope = scopes[key] = scope_for(autonomy.sandbox_profile(level, loaded.profile), workspace=runtime.workspace, env=env)
-        check_args(args, loaded.input_schema, scope)
-
-    return check
 
 
 def plan_port(runtime: Runtime, catalogue: TurnCatalogue, checker: Callable[[Any, dict[str, Any]], None],

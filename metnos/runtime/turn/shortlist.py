@@ -1,17 +1,17 @@
 """The shortlist a turn's model is shown: the pre-filter's ranking, completed.
 
-The bag-of-words ranking (:mod:`metnos.runtime.turn.prefilter`) misses the source a
+The bag-of-words ranking (:mod:`metnos.runtime.step.prefilter`) misses the source a
 request needs when the request does not use its words ("the total of the
 amount column in X.csv" scores compute_entries, never read_files), and it
 offers executors with side effects to requests that only read, on a shared
 word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
 
 * What the request names is where the data comes from
-  (:mod:`metnos.runtime.turn.intent`): a named file brings read_files, a folder
+  (:mod:`metnos.runtime.step.intent`): a named file brings read_files, a folder
   find_files, a URL get_urls, when the catalogue has them.
 * An executor with side effects stays only when the request names its
   action: one of its action tags (:attr:`PrefilterIndex.action_tags`), in any
-  form (:mod:`metnos.runtime.turn.asked`), or its own name is in the request. The others are withheld, and the ranking says
+  form (:mod:`metnos.runtime.step.asked`), or its own name is in the request. The others are withheld, and the ranking says
   which and why. One whose action the request names comes in even when the
   ranking cut it ("fetch the page, save it to X": ``save`` is write_files's,
   which tied with two others past the pre-filter's K).
@@ -42,12 +42,12 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from metnos.runtime.turn.catalogue import BUILTIN_AFFINITY
-from metnos.runtime.turn.asked import AskedAction
-from metnos.runtime.turn.intent import named_targets
-from metnos.runtime.turn.prefilter import PrefilterIndex
+from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
+from metnos.runtime.step.asked import AskedAction
+from metnos.runtime.step.intent import named_targets
+from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
-from metnos.runtime.turn.text import content_tokens
+from metnos.runtime.step.text import content_tokens
 
 # executor -> which of the request's named targets it reads
 NAMED_SOURCES: tuple[tuple[str, str], ...] = (("read_files", "files"), ("find_files", "folders"), ("get_urls", "urls"))

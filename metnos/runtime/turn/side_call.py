@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from domain.turn import Turn
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.messages import LLMReply, Message, SystemMessage, ToolSpec, UserMessage
 

@@ -8,7 +8,7 @@ like any other), and the model starts from the content: its first choice is
 then to answer, or to take the next step on that data.
 
 Rules, no model (seeds/002 ch. 4-ter's data sources, read from the request
-by :mod:`metnos.runtime.turn.intent`):
+by :mod:`metnos.runtime.step.intent`):
 
 * a named text file is read with read_files; a named folder is listed with
   find_files (with the file pattern the request names, ``.tmp`` or "PDF");
@@ -29,7 +29,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from metnos.runtime.turn.intent import named_targets
+from metnos.runtime.step.intent import named_targets
 
 MAX_OPENING_READS = 3
 

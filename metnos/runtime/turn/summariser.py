@@ -1,7 +1,7 @@
 """The scratchpad summariser on the fast tier (seeds/002 ch. 4 and 8).
 
 A spilled observation reaches the proposer as its first and last 500
-characters (metnos/runtime/turn/scratchpad.py): enough to see its form, not what a
+characters (metnos/runtime/step/scratchpad.py): enough to see its form, not what a
 long text says in its middle. With ``[runtime] summarise_spills = true`` the
 fast tier is asked, in a context of its own, for a gist of the spilled text
 (at most ``MAX_GIST_CHARS``), and the short observation carries it as

@@ -1,7 +1,7 @@
 """Closing turns whose writer is gone (SIGKILL, power cut) with ``TurnAbandoned``.
 
 Every boot of the runtime (each command, the daemon at start) looks at the
-turns the log still holds open. A turn whose lock (:mod:`metnos.runtime.turn.lease`)
+turns the log still holds open. A turn whose lock (:mod:`metnos.runtime.lease`)
 can be taken has no writer left: it is closed as abandoned, with the last
 step and the number of events its writer committed. A turn whose lock is held
 is being written and is left alone. A log shared by several machines
@@ -18,7 +18,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError, PersistenceError
 
 from domain.turn import OPEN, Turn
-from metnos.runtime.turn.lease import TurnLease, lock_dir
+from metnos.runtime.lease import TurnLease, lock_dir
 
 REASON = "its writer stopped (killed, or the machine went down) before the turn closed"
 

@@ -61,8 +61,8 @@ from typing import Any
 
 from metnos.mechanisms.sandbox import autonomy as levels
 from metnos.settings.turn import DEFAULT_JUDGE_THRESHOLD
-from metnos.runtime.turn.shape import A_VERBS, verb_of
-from metnos.runtime.turn.text import tokens
+from metnos.runtime.step.shape import A_VERBS, verb_of
+from metnos.runtime.step.text import tokens
 
 CORE_HOME_FORBIDDEN = (".ssh", ".gnupg", ".config/myclaw", ".config/metnos")
 CORE_SYSTEM_FORBIDDEN = ("/etc", "/proc", "/sys")

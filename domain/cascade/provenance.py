@@ -1,7 +1,7 @@
 """Where a plan's fixed text came from: a plan replays what was done, never what was seen.
 
 A plan keeps as literal text whatever of its answer it could not point at in
-the steps' outputs (metnos/runtime/cascade/template.py), and each step's arguments
+the steps' outputs (domain/cascade/template.py), and each step's arguments
 as the model wrote them. That text may hold the request's own words (its
 slot values are holes, bound anew on every run) and the model's own wording;
 it may never hold a value a step returned, since a run on other values, or
@@ -33,9 +33,9 @@ import re
 import unicodedata
 from typing import Any
 
-from metnos.runtime.cascade.plan import LIST_REFERENCES, hollow_text
-from metnos.runtime.cascade.request import Slot, intent_of
-from metnos.runtime.cascade.template import observed_strings, trimmed
+from domain.cascade.plan import LIST_REFERENCES, hollow_text
+from domain.cascade.request import Slot, intent_of
+from domain.cascade.template import observed_strings, trimmed
 
 _WORD = re.compile(r"\d+|[^\W\d_]+")
 _HOLE = re.compile(r"⟦\d+(?::name)?⟧")

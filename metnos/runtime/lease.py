@@ -15,7 +15,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 from metnos.settings.workspace import Workspace
 
 

@@ -11,20 +11,36 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from metnos.canonical import canonical_hash
+from domain.canonical import canonical_hash
 from metnos.mechanisms.executors.loader import LoadedExecutor
 from metnos.mechanisms.executors.manifest import Manifest
 from metnos.mechanisms.llm.messages import ToolSpec
-from metnos.runtime.turn.piping import LIST_REFERENCES
-from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex
-from metnos.runtime.turn.scratchpad import SCRATCHPAD_READ_TOOL
-
-if TYPE_CHECKING:
-    from metnos.runtime.turn.quarantined import QuarantinedExecutor
+from metnos.runtime.step.schedule_tools import TOOLS
+from metnos.runtime.step.piping import LIST_REFERENCES
+from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
+from metnos.runtime.step.scratchpad import SCRATCHPAD_READ_TOOL
 
 SCRATCHPAD_READ = "scratchpad_read"
+
+
+@dataclass(frozen=True)
+class QuarantinedExecutor:
+    """A quarantined executor as a turn ranks and tells of it."""
+
+    entry: CatalogueEntry
+    origin: str
+    reason: str
+    # The check that failed ("digest", "birth", "manual", "approval" for an imported skill...).
+    check: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.entry.name, "version": self.entry.version, "origin": self.origin, "check": self.check, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -183,8 +199,6 @@ class Builtin:
 
 
 def builtin_tools() -> dict[str, Builtin]:
-    from metnos.runtime.scheduler.tools import TOOLS
-
     found = {}
     for name, tool in sorted(TOOLS.items()):
         spec = ToolSpec(**tool.spec())

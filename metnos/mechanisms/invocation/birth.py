@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from metnos.mechanisms.invocation.errors import PolicyViolation
+from metnos.mechanisms.failures import PolicyViolation
 from metnos.mechanisms.invocation.pump import run_contained
 from metnos.mechanisms.invocation.runner import host_config
 from metnos.mechanisms.sandbox.bwrap import INSIDE_DIR, SandboxPlan, plan_for, python_runtime, require_sandbox, wrap_plan
@@ -39,6 +39,11 @@ from metnos.mechanisms.sandbox.forbidden import user_forbidden
 from metnos.mechanisms.sandbox.hints import home_of
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 from metnos.settings.workspace import Workspace
+from metnos.mechanisms.executors.birth import SpawnResult, spawn_subprocess
+from metnos.mechanisms.executors.birth import run_birth_tests
+from metnos.mechanisms.executors.context import build_ctx
+from metnos.mechanisms.executors.manifest import load_manifest
+from metnos.mechanisms.executors.schemas import check_contract_schemas
 
 if TYPE_CHECKING:
     from metnos.mechanisms.executors.birth import Spawn, SpawnRequest, SpawnResult
@@ -99,7 +104,6 @@ def _report_cap(profile: SandboxProfile) -> int:
 
 
 def _spawn(req: SpawnRequest, workspace: Workspace | None, env: Mapping[str, str] | None) -> SpawnResult:
-    from metnos.mechanisms.executors.birth import SpawnResult, spawn_subprocess
 
     env = dict(os.environ if env is None else env)
     if require_sandbox(env) == "off":
@@ -139,7 +143,9 @@ def sandboxed_spawn(req: SpawnRequest) -> SpawnResult:
 
 def make_sandboxed_spawn(workspace: Workspace | None = None, env: Mapping[str, str] | None = None) -> Spawn:
     """A spawn for ``load_executors`` that hides ``workspace``'s secrets
-    (and, with ``env``, decides on that environment instead of os.environ)."""
+    (and, with ``env``, decides on that environment instead of os.environ).
+    Where bwrap cannot start, SandboxUnavailable now, before any birth is tried."""
+    require_sandbox(env)
 
     def spawn(req: SpawnRequest) -> SpawnResult:
         return _spawn(req, workspace, env)
@@ -151,10 +157,6 @@ def birth_of_folder(folder: Path, workspace: Workspace, *, now: str, config: Map
                     spawn: Spawn | None = None):  # noqa: ANN201 - a BirthResult
     """The birth tests of an unsigned executor folder (a draft, a translation), in the sandbox
     under the profile its manifest gives; where bwrap cannot start, SandboxUnavailable."""
-    from metnos.mechanisms.executors.birth import run_birth_tests
-    from metnos.mechanisms.executors.context import build_ctx
-    from metnos.mechanisms.executors.manifest import load_manifest
-    from metnos.mechanisms.executors.schemas import check_contract_schemas
 
     manifest = load_manifest(folder / "manifest.toml")
     profile = manifest.sandbox_profile()

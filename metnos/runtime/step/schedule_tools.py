@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 
 from domain.schedule import CHANNELS, ON_FAILURE
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 @dataclass(frozen=True)

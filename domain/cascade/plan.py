@@ -3,7 +3,7 @@
 ``{"steps": [{"executor", "version", "args"}], "answer": [segments]}``. The
 arguments are those the model proposed, piping included (``from_step``,
 ``{{stepN.field}}``): a plan run again resolves them against the new outputs.
-A template is a plan whose slot values (:mod:`metnos.runtime.cascade.request`) are
+A template is a plan whose slot values (:mod:`domain.cascade.request`) are
 holes, ``⟦i⟧`` inside a string or ``{"$slot": i}`` for a whole number, and
 the file name of a path slot ``⟦i:name⟧`` (the answer "d.txt says ..." to
 "read ~/notes/d.txt").
@@ -15,13 +15,13 @@ import posixpath
 import re
 from typing import Any
 
-from metnos.canonical import canonical_hash
-from metnos.runtime.cascade.request import Slot
-from metnos.runtime.cascade.template import MIN_STRING, make_template
+from domain.canonical import canonical_hash
+from domain.cascade.request import Slot
+from domain.cascade.template import MIN_STRING, make_template
 
 HOLE = "⟦{}⟧"
 NAME_HOLE = "⟦{}:name⟧"
-# The step-number references a call's arguments can hold (metnos/runtime/turn/piping.py).
+# The step-number references a call's arguments can hold (metnos/runtime/step/piping.py).
 LIST_REFERENCES = ("from_step", "with_step")
 _PLACEHOLDER = re.compile(r"(\{\{\s*step)(\d+)")
 

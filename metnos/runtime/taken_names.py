@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from metnos.mechanisms.executors.loader import shipped_seed_names
+from metnos.runtime.step.catalogue import builtin_tools
+
 
 def taken_names(catalogue_state: dict[str, Any]) -> set[str]:
-    from metnos.mechanisms.executors.loader import _shipped_seed_names
-    from metnos.runtime.turn.catalogue import builtin_tools
-
     names = {e["name"] for e in catalogue_state["executors"].values()}
-    return names | _shipped_seed_names() | set(builtin_tools())
+    return names | shipped_seed_names() | set(builtin_tools())

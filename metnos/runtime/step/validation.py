@@ -17,7 +17,7 @@ import jsonschema
 import orjson
 from jsonschema.validators import validator_for
 
-from metnos.runtime.turn.errors import TurnError
+from metnos.runtime.step.errors import TurnError
 
 MAX_ERRORS = 20
 

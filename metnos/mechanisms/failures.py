@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 
 class FailureKind(str, Enum):

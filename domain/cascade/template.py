@@ -9,7 +9,7 @@ without the whitespace around it (a file's content without its closing
 newline, CRLF lines as LF) is a ``trim`` slot: the new value is trimmed the
 same way. A number quoted in the answer that also stands inside an
 output text (a line of a file, a content too short to be a slot) is not
-slotted: which of the two the model quoted cannot be told, so it stays literal, and :mod:`metnos.runtime.cascade.provenance` then refuses the
+slotted: which of the two the model quoted cannot be told, so it stays literal, and :mod:`domain.cascade.provenance` then refuses the
 template. Text the model derived from an output without quoting it (a count,
 a summary) stays literal: :func:`derived_digits` says whether such text may
 be in a template, which decides whether it can be learnt without the user's
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 # Below this length a string output is too common to stand for a value (the
 # same "ok" or "md" shows up anywhere in an answer).
@@ -165,6 +165,6 @@ def derived_digits(segments: list[dict[str, Any]], request: str) -> list[str]:
     """Numbers in the literal text that the request does not hold: probably
     computed by the model from an output (a count, a sum), so stale when the
     output changes."""
-    # A template's holes (⟦0⟧, metnos/runtime/cascade/plan.py) are the request's own values, not numbers.
+    # A template's holes (⟦0⟧, domain/cascade/plan.py) are the request's own values, not numbers.
     literal = _HOLE.sub(" ", " ".join(s["text"] for s in segments if "text" in s))
     return [n for n in re.findall(r"\d+(?:\.\d+)?", literal) if n not in request]

@@ -3,7 +3,7 @@
 seeds/002 ch. 5, read as follows where the text leaves room:
 
 Scoring (bag of words). The request and each entry are tokenised with
-:mod:`metnos.runtime.turn.text`; stopwords never score. A request word found among
+:mod:`metnos.runtime.step.text`; stopwords never score. A request word found among
 the entry's affinity tags scores 2 points; a request word found only in its
 summary or descriptions (any language) scores 0.5, and at most 3 such words
 count. This is the "affinity matches score 4x those on the description,
@@ -48,10 +48,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metnos.runtime.turn.asked import ActionWords
-from metnos.runtime.turn.errors import TurnError
-from metnos.runtime.turn.text import STOPWORDS, content_tokens
-from metnos.runtime.turn.wording import Lexicon
+from metnos.runtime.step.asked import ActionWords
+from metnos.runtime.step.errors import TurnError
+from metnos.runtime.step.text import STOPWORDS, content_tokens
+from metnos.runtime.step.wording import Lexicon
 
 AFFINITY_UNITS = 4  # 2 points, in half-point units
 DESCRIPTION_UNITS = 1  # 0.5 points
@@ -339,7 +339,7 @@ def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset
     """For each executor with side effects, the tags that name its action: each
     one a set of words that must all be in a request. A one-word tag counts
     only if no executor without side effects has that word (in any form,
-    :mod:`metnos.runtime.turn.wording`) among its tags ("files" names what
+    :mod:`metnos.runtime.step.wording`) among its tags ("files" names what
     delete_files works on, not that the user wants anything deleted); a
     multi-word tag counts whole ("every monday"). The verb of the executor's
     name counts like a one-word tag, and so does a word of its one-line

@@ -52,7 +52,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from metnos.runtime.turn.errors import TurnError
+from metnos.runtime.step.errors import TurnError
 
 START = "START"
 CHAIN = "CHAIN"

@@ -38,8 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from metnos.runtime.turn.errors import TurnError
-from metnos.runtime.turn.records import RecordsError, file_rows, is_file_list
+from metnos.runtime.step.errors import TurnError
+from metnos.runtime.step.records import RecordsError, file_rows, is_file_list
 
 FROM_STEP = "from_step"
 WITH_STEP = "with_step"
@@ -240,7 +240,7 @@ def resolve_args(args: Mapping[str, Any], observations: Mapping[int, Any], *,
     the order: list references first, then placeholders in argument order.
     Raises :class:`PipingError` on the first reference that cannot be met.
     ``rows``: the destination works on entries, so a list of read files is
-    given as the rows inside them (:mod:`metnos.runtime.turn.records`).
+    given as the rows inside them (:mod:`metnos.runtime.step.records`).
     """
     if not isinstance(args, Mapping):
         raise PipingError("bad_reference", "arguments must be an object", {})

@@ -2,8 +2,8 @@
 
 An executor with side effects is offered only when the request names its
 action (metnos/runtime/turn/shortlist.py): one of its action tags
-(:func:`metnos.runtime.turn.prefilter.action_tags`) or the verb of its name. A tag's
-word is met in any of its forms (:mod:`metnos.runtime.turn.wording`: "removing",
+(:func:`metnos.runtime.step.prefilter.action_tags`) or the verb of its name. A tag's
+word is met in any of its forms (:mod:`metnos.runtime.step.wording`: "removing",
 "cancellare", "mandami", "delte"); a tag of several words is met only whole.
 
 Two readings of the request keep a named action from counting:
@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from metnos.runtime.turn.intent import named_targets
-from metnos.runtime.turn.text import STOPWORDS, tokens
-from metnos.runtime.turn.wording import Lexicon
+from metnos.runtime.step.intent import named_targets
+from metnos.runtime.step.text import STOPWORDS, tokens
+from metnos.runtime.step.wording import Lexicon
 
 CONTEXT_WORDS = 2
 # Negations and first-person subjects, English and Italian: closed classes of

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from metnos.errors import MetnosError
+from domain.errors import MetnosError
 
 _TICK = timedelta(microseconds=1)
 # Counting passed-over slots is only for the record; past this it says "at least".

@@ -45,8 +45,8 @@ from typing import Any, Protocol
 import blake3
 import orjson
 
-from metnos.runtime.turn.errors import TurnError
-from metnos.runtime.turn.piping import PipingError, list_field_of
+from metnos.runtime.step.errors import TurnError
+from metnos.runtime.step.piping import PipingError, list_field_of
 
 DEFAULT_THRESHOLD_BYTES = 4096
 HEAD_CHARS = 500

@@ -1,0 +1,1 @@
+"""What every part of the runtime shares about a step: the catalogue a step may call, the pre-filter and the words of a request, the pipeline shape, piping between steps, the vaglio and the policies a call is checked against, the scratchpad."""
