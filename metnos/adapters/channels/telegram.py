@@ -145,7 +145,7 @@ class TelegramChannel:
     async def _startup(self) -> None:
         # Deferred: python-telegram-bot takes about 0.3 s to import; a daemon without [telegram] never pays it.
         from telegram import Update
-        from telegram.ext import ApplicationBuilder, CallbackQueryHandler, MessageHandler, filters
+        from telegram.ext import ApplicationBuilder, CallbackQueryHandler, MessageHandler, filters  # the same
 
         poll = self.settings.poll_timeout_s
         app = (ApplicationBuilder().token(self._token)
