@@ -34,6 +34,7 @@ from domain.executor import Executor, executor_id
 from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.birth import tests_digest
 from metnos.mechanisms.executors.loader import LoadedExecutor
+from metnos.settings.loader import env_section
 
 ENV_REUSE = "METNOS_BIRTH_REUSE"
 # The packages whose code a birth runs through, besides the executor's own.
@@ -41,9 +42,7 @@ _BIRTH_PACKAGES = ("executors", "sandbox", "invocation")
 
 
 def reuse_allowed(env: Mapping[str, str] | None = None) -> bool:
-    from metnos.settings import load_settings
-
-    return load_settings(env).BIRTH_REUSE
+    return env_section("process", env).birth_reuse
 
 
 @dataclass(frozen=True)

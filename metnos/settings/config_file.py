@@ -90,7 +90,10 @@ def effective(loaded: Loaded) -> list[dict[str, Any]]:
         value = _plain(at)
         if leaf.secret and value not in (None, {}, ""):
             value = sorted(value) if isinstance(value, dict) else HIDDEN  # a store variable's name, never its value
-        rows.append({"key": leaf.key, "value": value, "from": loaded.source(leaf.key), "toml": leaf.in_toml})
+        source = loaded.source(leaf.key)
+        if source == DEFAULT and leaf.env and not leaf.in_toml:
+            source = f"{DEFAULT} (set by {leaf.env} only)"
+        rows.append({"key": leaf.key, "value": value, "from": source, "toml": leaf.in_toml})
     return rows
 
 

@@ -219,6 +219,34 @@ def in_force() -> Loaded:
     return _INSTALLED[-1] if _INSTALLED else load()
 
 
+def for_environment(env: Mapping[str, str] | None = None) -> Loaded:
+    """The settings ``env`` gives: the command's own when ``env`` is the process's environment (None)."""
+    return in_force() if env is None or env is os.environ else load(env)
+
+
+def env_section(name: str, env: Mapping[str, str] | None = None) -> Any:
+    """One of the sections only the environment sets (workspace, process, cascade, log): the command's
+    own when ``env`` is the process's environment (None), else read from ``env`` alone, no file opened."""
+    model = fields_of(Settings)[name].annotation
+    if any(leaf.in_toml for leaf in LEAVES if leaf.path[0] == name):
+        raise ValueError(f"[{name}] is a config.toml section: load the settings, not the environment alone")
+    if (env is None or env is os.environ) and _INSTALLED:
+        return getattr(_INSTALLED[-1].settings, name)
+    env = os.environ if env is None else env
+    values, sources = env_layer([leaf for leaf in LEAVES if leaf.path[0] == name], env)
+    if name == "log":
+        values.setdefault("log", {})["store_variables"] = {k: v for k, v in env.items() if k.startswith(STORE_PREFIXES)}
+    return _valid(model, values.get(name, {}), sources, (name,), env, None)
+
+
+def for_workspace(workspace: Workspace, env: Mapping[str, str] | None = None) -> Loaded:
+    """The settings of ``workspace``: the command's own when they are that workspace's and no other
+    environment is given; else read now, from that workspace's config.toml."""
+    if (env is None or env is os.environ) and _INSTALLED and _INSTALLED[-1].config_file == workspace.config_file:
+        return _INSTALLED[-1]
+    return load(env, config_file=workspace.config_file)
+
+
 def load_turn_settings(env: Mapping[str, str]) -> TurnSettings:
     """The turn's settings as the loader reads them from ``env`` (and the config.toml it points to)."""
     return load(env).settings.turn

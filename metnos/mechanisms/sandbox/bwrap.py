@@ -33,6 +33,7 @@ from metnos.mechanisms.sandbox.profile import SandboxProfile
 from metnos.mechanisms.invocation.errors import SandboxUnavailable
 from metnos.settings.errors import SandboxSettingError
 from metnos.settings.sandbox import sandbox_off as _sandbox_setting
+from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 
 _SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
@@ -473,5 +474,5 @@ def wrap_command(
 ) -> WrappedCommand:
     """seeds/003's entry point: ``cmd`` wrapped for ``executor``'s profile,
     unchanged when METNOS_SANDBOX=off; SandboxUnavailable when bwrap cannot run."""
-    ws = workspace or Workspace.from_env(dict(os.environ if env is None else env))
+    ws = workspace or Workspace.from_config(env_section("workspace", env))
     return wrap_plan(plan_for(executor.code_dir, executor.profile, workspace=ws, env=env), cmd)

@@ -421,9 +421,10 @@ Factory = LMDBFactory
 
 
 def _default_log_path() -> Path:
+    from metnos.settings.loader import env_section
     from metnos.settings.workspace import Workspace
 
-    return Workspace.from_env().log_dir
+    return Workspace.from_config(env_section("workspace")).log_dir
 
 
 def _check_log_format(shared: environments.SharedEnvironment) -> None:
