@@ -15,7 +15,7 @@ from metnos.adapters.daemon import extensions
 from metnos.adapters.daemon.api import routes as api_routes
 from metnos.adapters.daemon.auth import TokenGate
 from metnos.adapters.daemon.host import DaemonHost
-from metnos.settings.http_address import parse_address
+from metnos.settings.http_address import HttpAddressError, parse_address
 
 
 

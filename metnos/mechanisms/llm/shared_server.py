@@ -29,16 +29,15 @@ import os
 import signal
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import blake3
 import httpx
 
 # [model] idle_s is a setting (metnos.settings.model_server); the server only keeps to it.
-from metnos.settings.model_server import DEFAULT_IDLE_S, ENV_IDLE
+from metnos.settings.model_server import DEFAULT_IDLE_S, ENV_IDLE  # noqa: F401 - named here by callers
 
 STATE_FILENAME = "embedded-llm.json"
 LOCK_FILENAME = "embedded-llm.lock"
