@@ -14,7 +14,8 @@ from typing import Any
 
 from metnos.settings.daemon import DaemonConfig
 from metnos.settings.declare import PRECEDENCE
-from metnos.settings.errors import ConfigError
+from metnos.errors import MetnosError
+from metnos.settings.errors import ConfigError, LLMConfigError
 from metnos.settings.llm_tiers import LLMSettings
 from metnos.settings.loader import DEFAULT, LEAVES, Loaded, load
 from metnos.settings.model import TOML_SECTIONS
@@ -35,7 +36,11 @@ def _load_file(config_file: Path | None, env: Mapping[str, str] | None = None) -
 
 
 def load_llm_settings(config_file: Path | None, env: Mapping[str, str] | None = None) -> LLMSettings:
-    return _load_file(config_file, env).llm()
+    try:
+        return _load_file(config_file, env).llm()
+    except ConfigError as e:
+        # A file that is not TOML at all is, to the LLM layer, its configuration error.
+        raise LLMConfigError(str(e)) from None
 
 
 def load_telegram_settings(config_file: Path | None) -> TelegramSettings:
@@ -77,7 +82,13 @@ def in_force_sections(loaded: Loaded) -> dict[str, Any]:
 
 def check_config(config_file: Path, env: Mapping[str, str]) -> dict[str, Any]:
     """Every setting checked (an error names its key) and what is in force, section by section."""
-    return in_force_sections(load(env) if config_file is None else _load_file(config_file, env))
+    try:
+        return in_force_sections(load(env) if config_file is None else _load_file(config_file, env))
+    except ConfigError:
+        raise
+    except MetnosError as e:
+        # One class for `config check`, whatever section's own error named the key.
+        raise ConfigError(str(e)) from None
 
 
 def effective(loaded: Loaded) -> list[dict[str, Any]]:

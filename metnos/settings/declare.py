@@ -97,7 +97,7 @@ def reason_of(model: Any, err: Mapping[str, Any]) -> str:
     """What is wrong, in words, for one pydantic error of ``model``: an unknown key lists the known
     ones of its table and suggests the closest."""
     reason = str(err["msg"]).removeprefix("Value error, ")
-    if err["type"] != "extra_forbidden":
+    if err["type"] not in ("extra_forbidden", "unexpected_keyword_argument"):
         return reason
     # The table the unknown key is in: a sub-table's own keys, not the section's.
     table: Any = model

@@ -217,10 +217,15 @@ def settings_from_mapping(data: Mapping[str, Any], env: Mapping[str, str] | None
     table = data.get("llm", {})
     if not isinstance(table, Mapping):
         raise LLMConfigError(f"{source}: [llm] must be a table")
-    from_env, _ = env_layer(leaves(LLMConfig), env or {}, strip=0)
+    from_env, variables = env_layer(leaves(LLMConfig), env or {}, strip=0)
     try:
         section = LLMConfig.model_validate(merge(table, from_env))
     except ValidationError as e:
+        key = ".".join(str(p) for p in e.errors()[0]["loc"])
+        variable = variables.get(key)
+        if variable is not None:
+            reason = str(e.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise LLMConfigError(f"{variable}={(env or {}).get(variable, '').strip()!r} is invalid (llm.{key}): {reason}") from None
         raise LLMConfigError(f"{source}: {_located(e)}") from None
     return resolve_tiers(section, model_forced=bool(from_env.get("model")))
 

@@ -166,7 +166,7 @@ def _named(loc: tuple[str, ...], reason: str, sources: Mapping[str, str], env: M
     if source.startswith("--"):
         return ConfigError(f"{source}: {reason}")
     where = f"{config_file}: " if config_file is not None else ""
-    if reason.startswith("["):
+    if reason.startswith((f"[{section}]", f"[{section}.")):  # the section's own words name their table
         return section_error(section)(f"{where}{reason}")
     return section_error(section)(f"{where}[{section}] {key}: {reason}" if key else f"{where}[{section}]: {reason}")
 
