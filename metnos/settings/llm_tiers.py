@@ -81,7 +81,7 @@ class TierConfig(BaseModel):
     model: str = Field(default="default", description="the model's name at the server")
     timeout_s: float = Field(default=120.0, gt=0, le=3600, description="seconds to wait for a reply")
     max_tokens: int = Field(default=1024, gt=0, le=1_000_000, description="the reply's token budget")
-    temperature: float = Field(default=0.0, ge=0, le=2)
+    temperature: float = Field(default=0.0, ge=0, le=2, description="sampling temperature (0-2)")
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                                     description="the NAME of the variable holding the key, never the key")
     model_path: str | None = Field(default=None, description="embedded: a size (0.5b, 1.5b) or the path of a GGUF file")

@@ -134,8 +134,9 @@ def _valid(model: type[BaseModel], data: Mapping[str, Any], sources: Mapping[str
     except ValidationError as e:
         err = e.errors()[0]
         loc = (*at, *(str(p) for p in err["loc"]))
-        raise _named(loc, reason_of(_section_model(loc) if len(loc) > 1 else Settings, {**err, "loc": tuple(loc[1:])}),
-                     sources, env, config_file) from None
+        reason = reason_of(_section_model(loc) if len(loc) > 1 else Settings, {**err, "loc": tuple(loc[1:])})
+        unknown = err["type"] in ("extra_forbidden", "unexpected_keyword_argument")
+        raise _named(loc, reason, sources, env, config_file, value=None if unknown else err.get("input", None)) from None
     except SettingsError as e:
         # The turn's own bounds, raised by TurnSettings with the field's name.
         loc = ("turn", e.variable)
@@ -149,8 +150,9 @@ def _section_model(loc: tuple[str, ...]) -> Any:
     return fields_of(Settings)[loc[0]].annotation
 
 
-def _named(loc: tuple[str, ...], reason: str, sources: Mapping[str, str], env: Mapping[str, str], config_file: Path | None) -> Exception:
-    """The error for a wrong value at ``loc``, naming where the value came from."""
+def _named(loc: tuple[str, ...], reason: str, sources: Mapping[str, str], env: Mapping[str, str], config_file: Path | None,
+           *, value: Any = None) -> Exception:
+    """The error for a wrong value at ``loc``, naming where the value came from, the value and what it should be."""
     section = loc[0]
     key = ".".join(loc[1:])
     source = DEFAULT
@@ -161,6 +163,8 @@ def _named(loc: tuple[str, ...], reason: str, sources: Mapping[str, str], env: M
     leaf = BY_KEY.get(".".join(loc[:2])) if len(loc) > 1 else None
     if leaf is not None and source == leaf.env:
         return SettingsError(source, str(env.get(source, "")).strip(), reason)
+    if value is not None and not isinstance(value, Mapping) and repr(value) not in reason:
+        reason = f"{reason}, not {value!r}"
     if source.startswith("--set "):
         return ConfigError(f"{config_file} with {source}: [{section}] {key}: {reason}")
     if source.startswith("--"):
