@@ -9,14 +9,24 @@ This package is the ground floor: it imports nothing of Metnos above metnos.erro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from metnos.settings.errors import ConfigError, SettingsError
-from metnos.settings.loader import Flag, Loaded, in_force, installed, load, load_turn_settings, unknown_variables
+from metnos.settings.loader import (
+    Flag,
+    Loaded,
+    in_force,
+    installed,
+    load,
+    load_turn_settings,
+    unknown_variables,
+)
 from metnos.settings.model import Settings
 
 __all__ = ["ConfigError", "Flag", "Loaded", "Settings", "SettingsError", "in_force", "installed", "load", "load_settings",
            "load_turn_settings", "unknown_variables"]
 
 
-def load_settings(env=None) -> Loaded:  # type: ignore[no-untyped-def]
+def load_settings(env: Mapping[str, str] | None = None) -> Loaded:
     """The loaded settings (an alias of :func:`load`, by the name callers have used)."""
     return load(env)

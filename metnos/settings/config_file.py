@@ -12,13 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from metnos.errors import MetnosError
 from metnos.settings.daemon import DaemonConfig
 from metnos.settings.declare import PRECEDENCE
-from metnos.errors import MetnosError
 from metnos.settings.errors import ConfigError, LLMConfigError
 from metnos.settings.llm_tiers import LLMSettings
 from metnos.settings.loader import DEFAULT, LEAVES, Loaded, load
-from metnos.settings.model import TOML_SECTIONS
 from metnos.settings.runtime import RuntimeConfig, runtime_for_turn
 from metnos.settings.telegram import TelegramSettings
 from metnos.settings.toml_file import read_toml
@@ -117,5 +116,3 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in value.items()}
     return value
 
-
-SECTIONS = TOML_SECTIONS

@@ -45,7 +45,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from metnos.settings.declare import leaves, setting
 from metnos.settings.errors import LLMConfigError, first_problem
@@ -149,7 +156,7 @@ class LLMConfig(BaseModel):
             raise ValueError(f"[llm] has unknown keys {sorted(unknown_keys)} (only model and [llm.tiers.*])")
         tiers = data.get("tiers", {})
         if not isinstance(tiers, Mapping):
-            raise ValueError("[llm.tiers] must be a table of tiers")
+            raise ValueError("[llm.tiers] must be a table of tiers")  # noqa: TRY004 - pydantic reports a ValueError, not a TypeError
         checked: dict[str, TierConfig] = {}
         for name, body in tiers.items():
             if name not in TIERS:
@@ -158,7 +165,7 @@ class LLMConfig(BaseModel):
                 checked[name] = body
                 continue
             if not isinstance(body, Mapping):
-                raise ValueError(f"[llm.tiers.{name}] must be a table")
+                raise ValueError(f"[llm.tiers.{name}] must be a table")  # noqa: TRY004 - pydantic reports a ValueError, not a TypeError
             try:
                 checked[name] = TierConfig.model_validate(dict(body))
             except ValidationError as e:

@@ -11,11 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from metnos.settings.cascade import CascadeConfig
 from metnos.settings.daemon import DaemonConfig
-from metnos.settings.errors import ConfigError, LLMConfigError, NetworkConfigError, TelegramConfigError
+from metnos.settings.errors import (
+    ConfigError,
+    LLMConfigError,
+    NetworkConfigError,
+    TelegramConfigError,
+)
 from metnos.settings.llm_tiers import LLMConfig
 from metnos.settings.log_store import LogStoreConfig
 from metnos.settings.model_server import ModelServerConfig

@@ -79,7 +79,7 @@ class TelegramSettings(BaseModel):
             raise ValueError("[telegram] allowed_chats must be a list of chat ids (integers)")
         chat_ids = section.get("chat_ids", {})
         if not isinstance(chat_ids, Mapping):
-            raise ValueError("[telegram] chat_ids must be a table of recipient = chat id")
+            raise ValueError("[telegram] chat_ids must be a table of recipient = chat id")  # noqa: TRY004 - pydantic reports a ValueError, not a TypeError
         for name, value in chat_ids.items():
             if not _chat_id(value):
                 raise ValueError(f"[telegram.chat_ids] {name}: {value!r} is not a chat id (an integer, or @channelname)")

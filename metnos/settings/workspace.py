@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import os
 import pwd
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
