@@ -40,14 +40,13 @@ def merge(below: Mapping[str, Any], above: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def env_layer(leaves: Iterable[Leaf], env: Mapping[str, str], *, strip: int = 0) -> tuple[dict[str, Any], dict[str, str]]:
-    """The values the declared variables set in ``env`` (blank: unset), and each one's variable by key.
-    ``strip`` drops that many leading parts of each path (a section read on its own)."""
+def env_layer(leaves: Iterable[Leaf], env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The values the declared variables set in ``env`` (blank: unset), and each one's variable by key."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for leaf in leaves:
         raw = (env.get(leaf.env) or "").strip() if leaf.env else ""
         if raw:
-            put(values, leaf.path[strip:], raw)
+            put(values, leaf.path, raw)
             sources[leaf.key] = leaf.env  # type: ignore[assignment]
     return values, sources

@@ -224,7 +224,7 @@ def settings_from_mapping(data: Mapping[str, Any], env: Mapping[str, str] | None
     table = data.get("llm", {})
     if not isinstance(table, Mapping):
         raise LLMConfigError(f"{source}: [llm] must be a table")
-    from_env, variables = env_layer(leaves(LLMConfig), env or {}, strip=0)
+    from_env, variables = env_layer(leaves(LLMConfig), env or {})
     try:
         section = LLMConfig.model_validate(merge(table, from_env))
     except ValidationError as e:

@@ -120,7 +120,7 @@ def _file_layer(data: Mapping[str, Any], config_file: Path) -> dict[str, Any]:
         for key in table:
             leaf = BY_KEY.get(f"{name}.{key}")
             if leaf is not None and not leaf.in_toml:
-                known = [k for k, info in fields_of(fields_of(Settings)[name].annotation).items() if BY_KEY.get(f"{name}.{k}", leaf).in_toml]
+                known = [k for k in fields_of(_section_model((name,))) if all(l.in_toml for l in LEAVES if l.path[:2] == (name, k))]
                 raise section_error(name)(f"{config_file}: [{name}] {key}: unknown key (known: {', '.join(known)}); "
                                           f"{leaf.env} sets it, in the environment")
         layer[name] = dict(table)
