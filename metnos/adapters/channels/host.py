@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from metnos.runtime.booted import Runtime
+from metnos.settings.loader import load
 
 
 class RuntimeHost:
@@ -43,8 +44,11 @@ class RuntimeHost:
 
                 # One router for every turn: a warm model stays warm between messages.
                 self._router = LLMRouter(for_workspace(rt.workspace, self._given_env).llm(), rt.workspace, env=self.env)
+            # A long-running host reads config.toml again at each turn (through the one loader), so that an
+            # edit takes effect without a restart, as it always has.
+            settings = load(self._given_env, config_file=rt.workspace.config_file)
             return run_turn(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
-                            observer=observer)
+                            observer=observer, settings=settings)
 
     def close(self) -> None:
         if self._router is not None:

@@ -14,7 +14,7 @@ from metnos.runtime.mnestome.record import record_turn
 from metnos.mechanisms.llm.router import LLMRouter
 from metnos.settings.llm_tiers import tier_ladder
 from metnos.settings.cascade import CascadeConfig
-from metnos.settings.loader import for_workspace
+from metnos.settings.loader import Loaded, for_workspace
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
@@ -190,12 +190,14 @@ def run_turn(
     level: str | None = None,
     mode: str | None = None,
     overrides: Sequence[str] = (),
+    settings: Loaded | None = None,
 ) -> TurnOutcome:
     """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
-    ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn."""
+    ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn. ``settings``: those the
+    caller read for this turn (a long-running host reads them at each turn); default, the command's own."""
     check_request(text)
     # The settings of this workspace, as the command loaded them (or as ``env`` gives them).
-    loaded = for_workspace(runtime.workspace, env)
+    loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
     section = runtime_for_turn(loaded.settings.runtime, overrides, where=str(loaded.config_file))
     level = autonomy.parse_level(section.autonomy if level is None else level)
     env = dict(os.environ if env is None else env)
