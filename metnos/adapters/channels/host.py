@@ -16,12 +16,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from metnos.runtime.booted import Runtime
+from metnos.settings.loader import load
 
 
 class RuntimeHost:
     def __init__(self, runtime: Runtime, *, env: Mapping[str, str] | None = None) -> None:
         self.runtime = runtime
         self.env = dict(os.environ if env is None else env)
+        # None: the command's own settings; a mapping: the settings it gives (a test's environment).
+        self._given_env = env
         self._write = threading.RLock()
         self._router: Any = None
 
@@ -37,11 +40,15 @@ class RuntimeHost:
         with self.writing() as rt:
             if self._router is None:
                 from metnos.mechanisms.llm.router import LLMRouter
-                from metnos.settings.llm_tiers import load_llm_settings
+                from metnos.settings.loader import for_workspace
 
                 # One router for every turn: a warm model stays warm between messages.
-                self._router = LLMRouter(load_llm_settings(rt.workspace.config_file, self.env), rt.workspace, env=self.env)
-            return run_turn(rt, text, approver=approver, router=self._router, env=self.env, actor=actor, channel=channel, observer=observer)
+                self._router = LLMRouter(for_workspace(rt.workspace, self._given_env).llm(), rt.workspace, env=self.env)
+            # A long-running host reads config.toml again at each turn (through the one loader), so that an
+            # edit takes effect without a restart, as it always has.
+            settings = load(self._given_env, config_file=rt.workspace.config_file)
+            return run_turn(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
+                            observer=observer, settings=settings)
 
     def close(self) -> None:
         if self._router is not None:

@@ -298,9 +298,9 @@ def channel(host: Any) -> TelegramChannel | None:
     alone only tells send_messages where to send). A configured channel whose
     token variable is empty is an error that stops the daemon, naming it.
     """
-    from metnos.settings.telegram import load_telegram_settings
+    from metnos.settings.loader import for_workspace
 
-    settings = load_telegram_settings(host.runtime.workspace.config_file)
+    settings = for_workspace(host.runtime.workspace, getattr(host, "_given_env", None)).settings.telegram
     if not settings.allowed_chats:
         return None
     return TelegramChannel(host, settings, env=host.env)

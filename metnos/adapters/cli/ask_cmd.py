@@ -12,6 +12,7 @@ import orjson
 
 from domain.turn import Turn
 from metnos.adapters.cli.waiting import WaitingForModel
+from metnos.settings.loader import for_workspace
 from metnos.settings.workspace import Workspace
 
 # How `metnos ask` exits, by the turn's status (README, "Exit codes"). 2 is
@@ -107,11 +108,10 @@ def step_printer(event: Any) -> None:
     out.flush()
 
 
-def model_limits(runtime: Any) -> Callable[[str], tuple[str, float]]:
-    from metnos.settings.llm_tiers import load_llm_settings
+def model_limits(runtime: Any, settings: Any = None) -> Callable[[str], tuple[str, float]]:
     from metnos.mechanisms.llm.transport import public_url
 
-    settings = load_llm_settings(runtime.workspace.config_file)
+    settings = settings if settings is not None else for_workspace(runtime.workspace).llm()
 
     def limits(tier: str) -> tuple[str, float]:
         config = settings.tier(tier).config
@@ -136,27 +136,25 @@ def run(args: argparse.Namespace) -> int:
 
     from metnos.runtime.cascade.book import PlanBook
     from metnos.mechanisms.llm.router import LLMRouter
-    from metnos.settings.llm_tiers import ENV_EMBEDDED_MODEL, load_llm_settings
     from metnos.runtime.booted import Runtime
-    from metnos.settings.sandbox import OFF_WARNING, sandbox_off
+    from metnos.mechanisms.sandbox.bwrap import sandbox_off
+    from metnos.settings.sandbox import OFF_WARNING
     from metnos.runtime.turn.session import check_request, run_turn
-    from metnos.settings.runtime import load_runtime_config
 
     check_request(args.text)
+    # The settings were read before the command ran, --model, --mode, --autonomy and --set with them:
+    # a key set for this turn that config.toml would refuse stopped there, before any model started.
+    loaded = args.settings
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
     env = dict(os.environ)
-    if getattr(args, "model", None):
-        env[ENV_EMBEDDED_MODEL] = args.model
-    workspace = Workspace.from_env()
-    # A key set for this turn that config.toml would refuse stops here, before any model starts.
-    load_runtime_config(workspace.config_file, getattr(args, "runtime_set", None) or ())
-    settings = load_llm_settings(workspace.config_file, env)
+    workspace = loaded.workspace
+    settings = loaded.llm()
     require_embedded_models(settings, workspace)
     with Runtime.boot(workspace) as runtime, LLMRouter(settings, workspace, env=env, progress=progress_line) as router:
-        waiting = WaitingForModel(model_limits(runtime))
+        waiting = WaitingForModel(model_limits(runtime, settings))
         outcome = run_turn(
-            runtime, args.text, approver=approver_for(args), router=router, env=env,
+            runtime, args.text, approver=approver_for(args), router=router,
             observer=step_printer if args.steps else phase_printer, wrap_llm=waiting.wrap,
             interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
             level=getattr(args, "autonomy", None), mode=getattr(args, "mode", None),

@@ -26,13 +26,14 @@ import orjson
 
 from metnos.settings.http_address import DEFAULT_HTTP
 from domain.errors import MetnosError
+from metnos.settings.loader import in_force
 from metnos.settings.workspace import Workspace
 
 
 def run_token(args: argparse.Namespace) -> int:
     from metnos.adapters.daemon.token import load_or_create_token
 
-    print(load_or_create_token(Workspace.from_env()))
+    print(load_or_create_token(in_force().workspace))
     return 0
 
 
@@ -50,7 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from metnos.settings.config_file import load_daemon_config
     from metnos.adapters.daemon.host import DaemonHost
     from metnos.mechanisms.llm.shared_server import touch
     from metnos.runtime.booted import Runtime
@@ -62,11 +62,11 @@ def run(args: argparse.Namespace) -> int:
         raise MetnosError("--tick must be a positive number of seconds")
     clock = clock_from_env()
     # The daemon runs every birth at its start; commands reuse what it found.
-    with Runtime.boot(Workspace.from_env(), birth=not args.skip_birth, reuse_births=False, clock=clock) as rt:
+    with Runtime.boot(in_force().workspace, birth=not args.skip_birth, reuse_births=False, clock=clock) as rt:
         installed = ScheduleService(rt).install_builtin_jobs()
         # Turns left open by a writer that is gone were closed as abandoned at boot.
-        model = {} if args.no_model else _warm_model(rt.workspace, args.tick)
-        config = load_daemon_config(rt.workspace.config_file)
+        model = {} if args.no_model else _warm_model(rt.workspace, args.tick, args.settings)
+        config = args.settings.settings.daemon
         host = DaemonHost(rt, env=os.environ, approval_timeout_s=config.approval_timeout_s)
         with serving(host, _http_address(args, config.http)) as http:
             _emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
@@ -123,7 +123,7 @@ def serving(host: Any, address: str | None) -> Iterator[dict[str, Any]]:
         host.close()
 
 
-def _warm_model(workspace: Workspace, tick_s: float) -> dict:
+def _warm_model(workspace: Workspace, tick_s: float, loaded: Any) -> dict:
     """Start (or find) the shared embedded model server, so that asks find it warm.
 
     Only when a tier is the embedded model and its file is installed; a
@@ -131,15 +131,14 @@ def _warm_model(workspace: Workspace, tick_s: float) -> dict:
     """
     from metnos.mechanisms.llm.errors import LLMError
     from metnos.mechanisms.llm.router import embedded_model_files
-    from metnos.mechanisms.llm.shared_server import idle_seconds, start_shared
-    from metnos.settings.llm_tiers import load_llm_settings
+    from metnos.mechanisms.llm.shared_server import start_shared
 
     try:
-        models = [m for m in embedded_model_files(load_llm_settings(workspace.config_file), workspace) if m.is_file()]
+        models = [m for m in embedded_model_files(loaded.llm(), workspace) if m.is_file()]
         if not models:
             return {"model": "no embedded model installed"}
         # Touched at every tick: it must outlast a tick, and goes a few ticks after the daemon.
-        idle_s = max(idle_seconds(workspace.config_file), 3 * tick_s)
+        idle_s = max(loaded.settings.model.idle_s, 3 * tick_s)
         return {"model": str(models[0]), "model_url": start_shared(workspace.runtime_dir, models[0], idle_s, owner="daemon")}
     except (LLMError, OSError) as e:
         return {"model": f"not started: {e}"}

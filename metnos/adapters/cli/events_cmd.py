@@ -10,7 +10,7 @@ import orjson
 
 from domain.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +63,7 @@ def iter_events(log: EventLog, args: argparse.Namespace):  # noqa: ANN201
 
 
 def run(args: argparse.Namespace) -> int:
-    log = EventLog(Workspace.from_env())
+    log = EventLog(in_force().workspace)
     out = sys.stdout
     try:
         if not args.json:

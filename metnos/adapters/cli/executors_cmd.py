@@ -12,7 +12,7 @@ import orjson
 
 from domain.errors import MetnosError
 from metnos.services.queries import catalogue_rows
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _boot(birth: bool = True, *, reuse_births: bool = True):  # noqa: ANN202
     from metnos.runtime.booted import Runtime
 
-    return Runtime.boot(Workspace.from_env(), birth=birth, reuse_births=reuse_births)
+    return Runtime.boot(in_force().workspace, birth=birth, reuse_births=reuse_births)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -138,7 +138,7 @@ def run_sign(args: argparse.Namespace) -> int:
     from metnos.mechanisms.executors.keys import KeyFileError, load_signing_key
     from metnos.mechanisms.executors.signing import SigningError, sign_executor
 
-    ws = Workspace.from_env()
+    ws = in_force().workspace
     try:
         key = load_signing_key(ws)
     except KeyFileError as e:
@@ -217,7 +217,8 @@ def run_run(args: argparse.Namespace) -> int:
         raise MetnosError(f"the arguments are not JSON: {e}") from None
     if not isinstance(call_args, dict):
         raise MetnosError("the arguments must be a JSON object, e.g. '{\"paths\": [\"~/notes.md\"]}'")
-    from metnos.settings.sandbox import OFF_WARNING, sandbox_off
+    from metnos.mechanisms.sandbox.bwrap import sandbox_off
+    from metnos.settings.sandbox import OFF_WARNING
 
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)

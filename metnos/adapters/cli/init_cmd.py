@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from metnos.services.boot import initialise
 
-    report = initialise(Workspace.from_env())
+    report = initialise(in_force().workspace)
     for line in report:
         print(line)
     return 0

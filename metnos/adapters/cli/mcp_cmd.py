@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,10 +21,9 @@ def run_serve(args: argparse.Namespace) -> int:
     from metnos.adapters.channels.mcp_server import serve_stdio
     from metnos.runtime.booted import Runtime
     from metnos.mechanisms.sandbox.bwrap import require_sandbox
-    from metnos.settings.workspace import Workspace
-
+    
     # Where no executor may run, no tool is offered: the client is told at once.
     require_sandbox()
-    with Runtime.boot(Workspace.from_env()) as runtime:
+    with Runtime.boot(in_force().workspace) as runtime:
         anyio.run(serve_stdio, GatedCaller(RuntimeHost(runtime), caller={"kind": "mcp"}))
     return 0

@@ -12,7 +12,7 @@ from uuid import UUID
 import orjson
 
 from domain.errors import MetnosError
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _boot():  # noqa: ANN202
     from metnos.runtime.booted import Runtime
 
-    return Runtime.boot(Workspace.from_env(), birth=False)
+    return Runtime.boot(in_force().workspace, birth=False)
 
 
 def _states(given: list[str] | None) -> list[str] | None:

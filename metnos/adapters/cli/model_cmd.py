@@ -10,7 +10,7 @@ import threading
 import time
 
 from metnos.mechanisms.llm.model_files import DEFAULT_SIZE, MODELS
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +43,7 @@ def model_install_main(args: argparse.Namespace) -> int:
 
     size = getattr(args, "size", None) or DEFAULT_SIZE
     t0 = time.monotonic()
-    path = install_model(Workspace.from_env().models_dir, spec=MODELS[size], progress=_say)
+    path = install_model(in_force().workspace.models_dir, spec=MODELS[size], progress=_say)
     _say(f"done in {time.monotonic() - t0:.0f} s")
     if size != DEFAULT_SIZE:
         _say(f'to use it: `metnos ask --model {size} "..."`, or model = "{size}" under [llm] in config.toml (path: {path})')
@@ -57,11 +57,10 @@ def model_serve_main(args: argparse.Namespace) -> int:
     from metnos.mechanisms.llm.errors import ModelNotInstalled
     from metnos.mechanisms.llm.model_files import install_hint, resolve_model
     from metnos.mechanisms.llm.shared_server import LOG_FILENAME, announce, withdraw
-    from metnos.settings.llm_tiers import load_llm_settings
     from metnos.runtime.turn.interrupts import Interrupted
 
-    ws = Workspace.from_env()
-    choice = getattr(args, "model", None) or load_llm_settings(ws.config_file).tier("fast").config.model_path
+    ws = args.settings.workspace
+    choice = getattr(args, "model", None) or args.settings.llm().tier("fast").config.model_path
     path = resolve_model(ws.models_dir, choice)
     if not path.is_file():
         raise ModelNotInstalled(str(path), install_hint(path))
@@ -100,7 +99,7 @@ def model_serve_main(args: argparse.Namespace) -> int:
 def model_stop_main(args: argparse.Namespace) -> int:
     from metnos.mechanisms.llm.shared_server import stop_announced
 
-    found = stop_announced(Workspace.from_env().runtime_dir)
+    found = stop_announced(in_force().workspace.runtime_dir)
     if found is None:
         _say("no model server running")
     else:
@@ -112,11 +111,10 @@ def model_status_main(args: argparse.Namespace) -> int:
     from importlib.metadata import PackageNotFoundError, version
 
     from metnos.mechanisms.llm.embedded import EXTRA_HINT
-    from metnos.mechanisms.llm.shared_server import idle_seconds, read_announced
+    from metnos.mechanisms.llm.shared_server import read_announced
     from metnos.mechanisms.llm.model_files import model_status
-    from metnos.settings.llm_tiers import load_llm_settings
 
-    ws = Workspace.from_env()
+    ws = args.settings.workspace
     st = model_status(ws.models_dir, verify=getattr(args, "verify", False), size=getattr(args, "size", None) or DEFAULT_SIZE)
     if st["installed"]:
         size = int(st["size_bytes"]) / 1e6  # type: ignore[arg-type]
@@ -129,12 +127,12 @@ def model_status_main(args: argparse.Namespace) -> int:
     except PackageNotFoundError:
         _say(f"xllamacpp: not installed ({EXTRA_HINT})")
     running = read_announced(ws.runtime_dir)
-    idle = idle_seconds(ws.config_file)
+    idle = args.settings.settings.model.idle_s
     if running:
         _say(f"server: running at {running.url} (pid {running.pid}, started by {running.owner}, model {running.model})")
     else:
         _say("server: not running (`metnos model serve`, or started by the first command that needs it)")
     _say(f"idle time: {idle:g} s ([model] idle_s in {ws.config_file}; `metnos model stop` ends it now)")
-    for line in load_llm_settings(ws.config_file).describe():
+    for line in args.settings.llm().describe():
         _say(f"tier {line}")
     return 0 if st["installed"] and st.get("sha256_ok", True) else 1

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +35,7 @@ def _book():  # noqa: ANN202
     from metnos.runtime.cascade.book import PlanBook
     from metnos.runtime.booted import Runtime
 
-    runtime = Runtime.boot(Workspace.from_env(), birth=False)
+    runtime = Runtime.boot(in_force().workspace, birth=False)
     return runtime, PlanBook(runtime)
 
 

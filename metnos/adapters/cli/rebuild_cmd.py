@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from replay.rebuild import rebuild
 
     bar = ProgressBar() if sys.stderr.isatty() else None
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+    with Runtime.boot(in_force().workspace, birth=False) as rt:
         started = time.perf_counter()
         sizes = rebuild(rt, args.projection, progress=bar, workers=args.workers)
         elapsed = time.perf_counter() - started

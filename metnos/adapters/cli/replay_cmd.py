@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,14 +49,13 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.all and not args.turn_id:
         raise MetnosError("name a turn (see `metnos turns list`) or pass --all")
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+    with Runtime.boot(in_force().workspace, birth=False) as rt:
         router = None
         ask_llm = None
         if args.live_llm:
             from metnos.mechanisms.llm.router import LLMRouter
-            from metnos.settings.llm_tiers import load_llm_settings
 
-            router = LLMRouter(load_llm_settings(rt.workspace.config_file), rt.workspace)
+            router = LLMRouter(args.settings.llm(), rt.workspace)
             ask_llm = lambda tier, messages, tools, tool_choice="auto": router.for_tier(tier).complete(  # noqa: E731
                 list(messages), list(tools), temperature=0, tool_choice=tool_choice)
         try:

@@ -9,7 +9,7 @@ import orjson
 
 from domain.schedule import CHANNELS, ON_FAILURE
 from domain.errors import MetnosError
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +53,7 @@ def _boot():  # noqa: ANN202
     from metnos.runtime.booted import Runtime
     from metnos.runtime.scheduler.clock import clock_from_env
 
-    return Runtime.boot(Workspace.from_env(), birth=False, clock=clock_from_env())
+    return Runtime.boot(in_force().workspace, birth=False, clock=clock_from_env())
 
 
 def _json_arg(text: str, what: str, kind: type) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from domain.errors import MetnosError
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 # --allow KEY=VALUE: the capabilities a user may grant an imported executor.
 _LIST_KEYS = ("fs:read", "fs:write", "network", "env")
@@ -58,7 +58,7 @@ def parse_grants(items: list[str]) -> dict[str, Any]:
 def _boot(birth: bool = True):  # noqa: ANN202
     from metnos.runtime.booted import Runtime
 
-    return Runtime.boot(Workspace.from_env(), birth=birth)
+    return Runtime.boot(in_force().workspace, birth=birth)
 
 
 def _confirm(args: argparse.Namespace, plan: Any) -> bool:

@@ -11,7 +11,7 @@ import orjson
 
 from domain.proposal import CLOSED
 from domain.errors import MetnosError
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,13 +83,12 @@ class _Session:
 
         from metnos.adapters.cli.ask_cmd import progress_line
         from metnos.mechanisms.llm.router import LLMRouter
-        from metnos.settings.llm_tiers import load_llm_settings
         from metnos.runtime.booted import Runtime
         from metnos.runtime.synt.pipeline import Synt
-
-        workspace = Workspace.from_env()
+        loaded = in_force()
+        workspace = loaded.workspace
         env = dict(os.environ)
-        settings = load_llm_settings(workspace.config_file, env)
+        settings = loaded.llm()
         self.runtime = Runtime.boot(workspace)
         self.router = LLMRouter(settings, workspace, env=env, progress=progress_line)
         tier = synt_tier(settings)
@@ -228,7 +227,7 @@ def run_defuse(args: argparse.Namespace) -> int:
     from metnos.runtime.booted import Runtime
     from metnos.runtime.synt.fusion import defuse
 
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+    with Runtime.boot(in_force().workspace, birth=False) as rt:
         sources = defuse(rt, args.name)
     print(f"{args.name}: archived; active again: {', '.join(sources)}")
     return 0
@@ -237,7 +236,7 @@ def run_defuse(args: argparse.Namespace) -> int:
 def _state() -> dict[str, Any]:
     from metnos.runtime.booted import Runtime
 
-    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+    with Runtime.boot(in_force().workspace, birth=False) as rt:
         return rt.proposals.catch_up(rt.log)
 
 

@@ -10,7 +10,7 @@ from uuid import UUID
 import orjson
 
 from metnos.services.queries import find_turn, turn_events, turn_rows
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _boot():  # noqa: ANN202
     from metnos.runtime.booted import Runtime
 
-    return Runtime.boot(Workspace.from_env(), birth=False)
+    return Runtime.boot(in_force().workspace, birth=False)
 
 
 def run_list(args: argparse.Namespace) -> int:
