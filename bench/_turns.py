@@ -50,7 +50,7 @@ def turn_loop(runtime, ports, env):
     import metnos
     from metnos.runtime.turn.loop import TurnLoop
     from metnos.runtime.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
-    from metnos.settings.turn import load_turn_settings
+    from metnos.settings import load_turn_settings
 
     return TurnLoop(
         ports=ports, catalogue=turn_catalogue(runtime), settings=load_turn_settings(env), policy=guard_policy(runtime, env),

@@ -100,7 +100,7 @@ def evaluate(client: httpx.Client, url: str, messages, tools, *, cache: bool) ->
 def worst_case(client: httpx.Client, url: str, prompts) -> tuple[int, int]:
     from metnos.runtime.booted import Runtime
     from metnos.runtime.turn.session import turn_catalogue
-    from metnos.settings.turn import load_turn_settings
+    from metnos.settings import load_turn_settings
 
     pool = load_turn_settings(dict(os.environ)).pool_size
     _, messages, _ = prompts[0]

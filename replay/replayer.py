@@ -30,7 +30,7 @@ from metnos.runtime.turn.loop import TurnLoop, TurnRequest
 from metnos.mechanisms.sandbox import autonomy
 from metnos.runtime.step.policies import guard_policy, policy_checker
 from metnos.runtime.turn.session import turn_catalogue
-from metnos.settings.turn import load_turn_settings
+from metnos.settings.loader import for_workspace
 from metnos.settings.turn import ENV_OF_SETTING
 from replay.causes import explain
 from replay.ports import RecordedPorts, ReplayExhausted, output_resolver
@@ -119,9 +119,10 @@ class Replayer:
         re_execute: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None,
     ) -> None:
         self.runtime = runtime
-        self.env = dict(os.environ if env is None else env)
         self.catalogue = turn_catalogue(runtime)
-        self.settings = load_turn_settings(self.env)
+        # The settings of the runtime's workspace, as the command loaded them (or as ``env`` gives them).
+        self.settings = for_workspace(runtime.workspace, env).turn
+        self.env = dict(os.environ if env is None else env)
         self.policy = guard_policy(runtime, self.env)
         self.check_policy = policy_checker(runtime, self.env)
         self.resolve_output = output_resolver(BlobStore(runtime.workspace.blobs_dir))

@@ -20,6 +20,7 @@ from eventsourcing.persistence import InfrastructureFactoryError
 
 from domain.errors import MetnosError
 from metnos.mechanisms.store.event_record import Record, record_of
+from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.environment import DATA_FILE
 from metnos.mechanisms.store.errors import LogDamaged, LogUnavailable
@@ -40,10 +41,10 @@ class EventLog(Application[UUID]):
     is_snapshotting_enabled = False
 
     def __init__(self, workspace: Workspace | None = None, env: Mapping[str, str] | None = None) -> None:
-        self.workspace = workspace or Workspace.from_env()
+        self.workspace = workspace or Workspace.from_config(env_section("workspace"))
         settings = _defaults(self.workspace)
-        # The environment wins over the defaults, an explicit env over both.
-        settings.update({k: v for k, v in os.environ.items() if k in _SETTING_KEYS or k.startswith(("LMDB_", "POSTGRES_", "SQLITE_"))})
+        # The settings' store variables win over the defaults, an explicit env over both; eventsourcing reads them.
+        settings.update(env_section("log").as_environment())
         settings.update(env or {})
         settings.update({k: FORMER_NAMES[v] for k, v in settings.items() if v in FORMER_NAMES})
         if settings.get("PERSISTENCE_MODULE") == DEFAULT_PERSISTENCE_MODULE:
@@ -163,15 +164,6 @@ class EventLog(Application[UUID]):
 
 
 _PAGE = 1000
-
-
-_SETTING_KEYS = {
-    "PERSISTENCE_MODULE",
-    "COMPRESSOR_TOPIC",
-    "CIPHER_TOPIC",
-    "CIPHER_KEY",
-    "TRANSCODER_TOPIC",
-}
 
 
 def _refuse_an_empty_log_with_history(workspace: Workspace, log_path: Path) -> None:

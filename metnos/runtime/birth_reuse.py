@@ -34,9 +34,9 @@ from domain.executor import Executor, executor_id
 from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.birth import tests_digest
 from metnos.mechanisms.executors.loader import LoadedExecutor
-from metnos.settings import load_settings
 from metnos.mechanisms.sandbox import seccomp
 from metnos.mechanisms.sandbox.status import status
+from metnos.settings.loader import env_section
 
 ENV_REUSE = "METNOS_BIRTH_REUSE"
 # The packages whose code a birth runs through, besides the executor's own.
@@ -44,8 +44,7 @@ _BIRTH_PACKAGES = ("executors", "sandbox", "invocation")
 
 
 def reuse_allowed(env: Mapping[str, str] | None = None) -> bool:
-
-    return load_settings(env).BIRTH_REUSE
+    return env_section("process", env).birth_reuse
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ from metnos.runtime.lifecycle import record_boot
 from metnos.runtime.mnestome.bootstrap import plant_seed_mnests
 from metnos.runtime.skills.vault import skill_credentials
 from metnos.runtime.orphans import OrphanReport, close_orphaned_turns
+from metnos.settings.loader import env_section, for_workspace
 from metnos.settings.workspace import Workspace
 from projections.views import open_stores, open_views
 from metnos.runtime.lifecycle import Lifecycle
-from metnos.settings.telegram import executor_config
 from metnos.mechanisms.invocation import birth as sandboxed_birth
 
 
@@ -92,10 +92,10 @@ class Runtime:
         ``executors verify``); otherwise a birth passed earlier under the
         same conditions is taken (metnos.runtime.birth_reuse), unless
         METNOS_BIRTH_REUSE=0."""
-        workspace = workspace or Workspace.from_env()
+        workspace = workspace or Workspace.from_config(env_section("workspace"))
         if config is None:
             # send_messages' recipients and bot come from config.toml ([telegram]).
-            config = executor_config(workspace.config_file)
+            config = for_workspace(workspace).settings.telegram.executor_config()
         if not workspace.keys_dir.exists():
             msg = f"no Metnos workspace at {workspace.data_dir}; run `metnos init` first"
             raise NotInitialised(msg)

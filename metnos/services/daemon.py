@@ -21,15 +21,15 @@ from typing import Any
 from domain.errors import MetnosError
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.router import embedded_model_files
-from metnos.mechanisms.llm.shared_server import idle_seconds, start_shared, touch
+from metnos.mechanisms.llm.shared_server import start_shared, touch
 from metnos.runtime.scheduler.clock import clock_from_env
 from metnos.runtime.scheduler.service import ScheduleService
 from metnos.runtime.scheduler.tick import Scheduler
 from metnos.services import extensions, wiring
 from metnos.services.host import DaemonHost
 from metnos.settings.config_file import load_daemon_config
-from metnos.settings.llm_tiers import load_llm_settings
 from metnos.settings.workspace import Workspace
+from metnos.settings.loader import for_workspace
 
 
 @dataclass(frozen=True)
@@ -109,11 +109,11 @@ def warm_model(workspace: Workspace, tick_s: float) -> dict[str, Any]:
     failure is reported in the started line and the daemon runs on without.
     """
     try:
-        models = [m for m in embedded_model_files(load_llm_settings(workspace.config_file), workspace) if m.is_file()]
+        models = [m for m in embedded_model_files(for_workspace(workspace).llm(), workspace) if m.is_file()]
         if not models:
             return {"model": "no embedded model installed"}
         # Touched at every tick: it must outlast a tick, and goes a few ticks after the daemon.
-        idle_s = max(idle_seconds(workspace.config_file), 3 * tick_s)
+        idle_s = max(for_workspace(workspace).settings.model.idle_s, 3 * tick_s)
         return {"model": str(models[0]), "model_url": start_shared(workspace.runtime_dir, models[0], idle_s, owner="daemon")}
     except (LLMError, OSError) as e:
         return {"model": f"not started: {e}"}

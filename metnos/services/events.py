@@ -9,14 +9,14 @@ from typing import Any
 from domain.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
 from metnos.services.queries import event_state
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def events(*, aggregate: str | None = None, topic: str | None = None, since: datetime | None = None,
            until: datetime | None = None, from_id: int = 1, limit: int = 0) -> Iterator[tuple[Any, datetime | None, dict[str, Any]]]:
     """Each stored event that passes the filters, as (its notification, its time, its own fields); the log is
     opened now and closed when the iteration ends."""
-    log = EventLog(Workspace.from_env())
+    log = EventLog(in_force().workspace)
     return _filtered(log, aggregate, topic, since, until, from_id, limit)
 
 

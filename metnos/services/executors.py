@@ -14,7 +14,7 @@ from metnos.mechanisms.executors.signing import SigningError, sign_executor, ver
 from metnos.mechanisms.invocation.service import Call
 from metnos.services import wiring
 from metnos.services.queries import catalogue_rows
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 # A seed's name is never shadowed, so the seed entry is the one meant.
 _ORIGIN_ORDER = {"seed": 0, "synt": 1, "skill": 2}
@@ -60,7 +60,7 @@ def verify(name: str | None) -> tuple[list[Any], list[Any]]:
 def sign(folder: Path) -> tuple[str, str]:
     """Write profile.lock and manifest.sig for an executor folder with the instance key: its digest and lock."""
     try:
-        key = load_signing_key(Workspace.from_env())
+        key = load_signing_key(in_force().workspace)
     except KeyFileError as e:
         raise MetnosError(f"{e}; run `metnos init` first") from None
     try:

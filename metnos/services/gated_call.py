@@ -38,9 +38,8 @@ from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.runtime.step.catalogue import TurnExecutor, inline_refs
 from metnos.runtime.turn.quarantined import quarantined_by_name, refusal_message, show_command
-from metnos.settings.runtime import load_runtime_config
 from metnos.runtime.turn.session import guard_policy, policy_checker, turn_catalogue
-from metnos.settings.turn import load_turn_settings
+from metnos.settings.loader import for_workspace, load
 from metnos.runtime.step.vaglio import ASK, DENY, Verdict, vaglio
 from metnos.runtime.step.validation import validate_args
 
@@ -106,14 +105,16 @@ class GatedCaller:
     def __init__(self, host: Any, *, caller: Mapping[str, Any], env: Mapping[str, str] | None = None) -> None:
         self.host = host
         self.caller = dict(caller)
+        self._given_env = env
         self.env = dict(os.environ if env is None else env)
-        self.settings = load_turn_settings(self.env)
+        self.settings = for_workspace(host.runtime.workspace, env).turn
         runtime = host.runtime
         self.policy = guard_policy(runtime, self.env)
         self._checkers: dict[str, Any] = {}
 
     def _level(self, rt: Runtime) -> str:
-        return load_runtime_config(rt.workspace.config_file).autonomy
+        # Read at each list and call (docs/channels.md), through the one loader.
+        return load(self._given_env, config_file=rt.workspace.config_file).settings.runtime.autonomy
 
     def _check_policy(self, rt: Runtime, level: str) -> Any:
         if level not in self._checkers:

@@ -28,6 +28,7 @@ from domain.errors import MetnosError
 from metnos.runtime.booted import Runtime
 from metnos.services import turns, wiring
 from metnos.services.approvals import ApprovalBroker
+from metnos.settings.loader import load
 
 
 class DaemonBusy(MetnosError):
@@ -38,6 +39,8 @@ class RuntimeHost:
     def __init__(self, runtime: Runtime, *, env: Mapping[str, str] | None = None) -> None:
         self.runtime = runtime
         self.env = dict(os.environ if env is None else env)
+        # None: the command's own settings; a mapping: the settings it gives (a test's environment).
+        self._given_env = env
         self._write = threading.RLock()
         self._router: Any = None
 
@@ -51,9 +54,12 @@ class RuntimeHost:
         with self.writing() as rt:
             if self._router is None:
                 # One router for every turn: a warm model stays warm between messages.
-                self._router = wiring.llm_router(rt.workspace, self.env)
-            return turns.run(rt, text, approver=approver, router=self._router, env=self.env, actor=actor, channel=channel,
-                             observer=observer)
+                self._router = wiring.llm_router(rt.workspace, self._given_env)
+            # A long-running host reads config.toml again at each turn (through the one loader), so that an
+            # edit takes effect without a restart, as it always has (docs/channels.md).
+            settings = load(self._given_env, config_file=rt.workspace.config_file)
+            return turns.run(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
+                             observer=observer, settings=settings)
 
     def close(self) -> None:
         if self._router is not None:

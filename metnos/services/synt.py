@@ -9,7 +9,7 @@ from metnos.runtime.synt.fusion import defuse as defuse_fusion
 from metnos.runtime.synt.pipeline import Synt
 from metnos.services import wiring
 from metnos.settings.llm_tiers import LLMSettings
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 from projections.proposals import find
 
 __all__ = ["SyntSession", "activate", "defuse", "find", "proposals_state", "synt_tier"]
@@ -48,7 +48,7 @@ class SyntSession:
         self.progress = progress
 
     def __enter__(self) -> Synt:
-        workspace = Workspace.from_env()
+        workspace = in_force().workspace
         env = wiring.turn_env()
         settings = wiring.llm_settings(workspace, env)
         self.runtime = wiring.boot(workspace)

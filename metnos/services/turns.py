@@ -20,20 +20,21 @@ from metnos.runtime.turn.interrupts import InterruptGate
 from metnos.runtime.turn.ports import Approver
 from metnos.runtime.turn.session import EmptyRequest, TurnOutcome, check_request, run_turn
 from metnos.services import wiring
-from metnos.settings.runtime import load_runtime_config
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import Loaded, for_environment, in_force
 
 # Re-exported for the adapters: the port they implement, the outcome they format.
 __all__ = ["Approver", "EmptyRequest", "TurnOutcome", "asked", "check_request", "run"]
 
 
-def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Mapping[str, str], channel: str,
+def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Mapping[str, str] | None, channel: str,
         actor: str = "user", observer: Callable[[Any], None] | None = None, wrap_llm: Callable[[Any], Any] | None = None,
         interrupts: InterruptGate | None = None, cache: bool = True, level: str | None = None, mode: str | None = None,
-        overrides: Sequence[str] = ()) -> TurnOutcome:
-    """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns)."""
+        overrides: Sequence[str] = (), settings: Loaded | None = None) -> TurnOutcome:
+    """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns).
+    ``settings``: those read for this turn; None, the command's own (or those ``env`` gives)."""
     return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, channel=channel, observer=observer,
-                    wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides)
+                    wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
+                    settings=settings)
 
 
 @dataclass
@@ -53,15 +54,18 @@ def asked(text: str, *, approver: Approver, model: str | None = None, overrides:
     ``waiting``: given the tiers' limits (wiring.model_limits), the wrapper around each model call that
     tells the user the model is thinking. ``offer_plan``: after an answer, say how to keep its plan."""
     check_request(text)
-    env = wiring.turn_env(model)
-    workspace = Workspace.from_env()
-    # A key set for this turn that config.toml would refuse stops here, before any model starts.
-    load_runtime_config(workspace.config_file, overrides)
-    settings = wiring.llm_settings(workspace, env)
+    # The command's settings, read once before it ran (--model, --mode, --autonomy and --set with them: a key
+    # set for this turn that config.toml would refuse stopped there, before any model started). A caller
+    # outside a command that names a model gets the settings with that model.
+    loaded = in_force() if model is None else for_environment(wiring.turn_env(model))
+    env = None if model is None else wiring.turn_env(model)
+    workspace = loaded.workspace
+    settings = loaded.llm()
     wiring.require_embedded_models(settings, workspace)
     with wiring.boot(workspace) as runtime, wiring.llm_router(workspace, env, settings=settings, progress=progress) as router:
-        wrap_llm = waiting(wiring.model_limits(workspace)) if waiting is not None else None
+        wrap_llm = waiting(wiring.model_limits(workspace, settings)) if waiting is not None else None
         outcome = run(runtime, text, approver=approver, router=router, env=env, channel="cli", observer=observer,
-                      wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides)
+                      wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
+                      settings=loaded if model is None else None)
         offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and outcome.status == "answered" else None
     return Asked(outcome, offer)

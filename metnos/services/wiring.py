@@ -20,7 +20,8 @@ from metnos.mechanisms.llm.router import LLMRouter, embedded_model_files
 from metnos.mechanisms.llm.transport import public_url
 from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.clock import clock_from_env
-from metnos.settings.llm_tiers import ENV_EMBEDDED_MODEL, LLMSettings, load_llm_settings
+from metnos.settings.llm_tiers import ENV_EMBEDDED_MODEL, LLMSettings
+from metnos.settings.loader import for_workspace, in_force
 from metnos.settings.workspace import Workspace
 
 __all__ = ["Runtime", "boot", "boot_scheduled", "llm_router", "llm_settings", "model_limits", "require_embedded_models", "turn_env"]
@@ -31,7 +32,7 @@ def boot(workspace: Workspace | None = None, *, birth: bool = True, reuse_births
     """The booted runtime of the workspace (``METNOS_HOME``'s by default). ``birth=False`` only reads
     (the birth tests are not run); ``reuse_births=False`` runs every one (the daemon's start, ``executors verify``)."""
     extra = {} if clock is None else {"clock": clock}
-    return Runtime.boot(workspace or Workspace.from_env(), birth=birth, reuse_births=reuse_births, **extra)
+    return Runtime.boot(workspace or in_force().workspace, birth=birth, reuse_births=reuse_births, **extra)
 
 
 def boot_scheduled(*, birth: bool = False, reuse_births: bool = True) -> Runtime:
@@ -48,8 +49,8 @@ def turn_env(model: str | None = None, env: Mapping[str, str] | None = None) -> 
 
 
 def llm_settings(workspace: Workspace, env: Mapping[str, str] | None = None) -> LLMSettings:
-    """[llm] of config.toml with the environment's overrides."""
-    return load_llm_settings(workspace.config_file, env)
+    """[llm] of config.toml with the environment's overrides: the command's own when ``env`` is not another."""
+    return for_workspace(workspace, env).llm()
 
 
 def require_embedded_models(settings: LLMSettings, workspace: Workspace) -> None:
@@ -67,9 +68,9 @@ def llm_router(workspace: Workspace, env: Mapping[str, str] | None = None, *, se
     return LLMRouter(settings, workspace, env=env, **extra)
 
 
-def model_limits(workspace: Workspace) -> Callable[[str], tuple[str, float]]:
+def model_limits(workspace: Workspace, settings: LLMSettings | None = None) -> Callable[[str], tuple[str, float]]:
     """For a tier: where its model is (for people: no secret in the URL) and how long Metnos waits for it."""
-    settings = load_llm_settings(workspace.config_file)
+    settings = settings if settings is not None else llm_settings(workspace)
 
     def limits(tier: str) -> tuple[str, float]:
         config = settings.tier(tier).config

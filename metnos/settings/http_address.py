@@ -1,14 +1,14 @@
-"""The daemon's HTTP address, as --http and ``[daemon] http`` give it: HOST:PORT, checked where it is read."""
+"""Addresses as settings give them: the daemon's HOST:PORT (--http, ``[daemon] http``) and an LLM server's URL."""
 
 from __future__ import annotations
 
-from domain.errors import MetnosError
+from urllib.parse import urlsplit
+
+from metnos.settings.errors import HttpAddressError
 
 DEFAULT_HTTP = "127.0.0.1:8737"
 
-
-class HttpAddressError(MetnosError):
-    """--http or [daemon] http is not a HOST:PORT this machine can listen on."""
+__all__ = ["DEFAULT_HTTP", "HttpAddressError", "http_url", "parse_address"]
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -21,3 +21,11 @@ def parse_address(text: str) -> tuple[str, int]:
     if not sep or not host or not 0 <= number <= 65535:
         raise HttpAddressError(f"the HTTP address must be HOST:PORT, like 127.0.0.1:8737, not {text!r}")
     return host, number
+
+
+def http_url(v: str) -> str:
+    """An http(s) URL with a host, without its trailing slash; ValueError otherwise (for a pydantic validator)."""
+    parts = urlsplit(v)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http(s) URL like http://127.0.0.1:8080, not {v!r}")
+    return v.rstrip("/")

@@ -41,16 +41,23 @@ default "default"), keeping each tier's timeout, token budget and temperature.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from metnos.mechanisms.llm.errors import LLMConfigError
-from metnos.settings import http_url
+from metnos.settings.declare import leaves, setting
+from metnos.settings.errors import LLMConfigError, first_problem
+from metnos.settings.http_address import http_url
+from metnos.settings.layers import env_layer, merge
 
 TIERS: tuple[str, ...] = ("fast", "middle", "wise", "frontier")
 LOCAL_TIERS: tuple[str, ...] = ("fast", "middle", "wise")
@@ -68,22 +75,26 @@ ENV_EMBEDDED_MODEL = "METNOS_MODEL"
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+Provider = Literal["openai", "anthropic", "embedded"]
 
 
 class TierConfig(BaseModel):
+    """``[llm.tiers.NAME]``: one tier's model and how to reach it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: Literal["openai", "anthropic", "embedded"]
-    url: str | None = None
-    model: str = "default"
-    timeout_s: float = Field(default=120.0, gt=0, le=3600)
-    max_tokens: int = Field(default=1024, gt=0, le=1_000_000)
-    temperature: float = Field(default=0.0, ge=0, le=2)
-    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    model_path: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
+    provider: Provider = Field(description="openai (llama-server, Ollama, vLLM), anthropic, or embedded")
+    url: str | None = Field(default=None, description="the server's base; a trailing /v1 is fine")
+    model: str = Field(default="default", description="the model's name at the server")
+    timeout_s: float = Field(default=120.0, gt=0, le=3600, description="seconds to wait for a reply")
+    max_tokens: int = Field(default=1024, gt=0, le=1_000_000, description="the reply's token budget")
+    temperature: float = Field(default=0.0, ge=0, le=2, description="sampling temperature (0-2)")
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                                    description="the NAME of the variable holding the key, never the key")
+    model_path: str | None = Field(default=None, description="embedded: a size (0.5b, 1.5b) or the path of a GGUF file")
+    extra: dict[str, Any] = Field(default_factory=dict, description="merged into each request body")
     # None: the server's default. On or off, said in the provider's own words (metnos.mechanisms.llm.provider).
-    reasoning: bool | None = None
+    reasoning: bool | None = Field(default=None, description="thinking on or off; unset: the server's default")
 
     @field_validator("url")
     @classmethod
@@ -112,6 +123,68 @@ class TierConfig(BaseModel):
 EMBEDDED_DEFAULT = TierConfig(provider="embedded", model="qwen2.5-coder-0.5b-instruct", max_tokens=512)
 
 
+class LLMConfig(BaseModel):
+    """``[llm]``: the embedded model and the four tiers (seeds/002 ch. 4), with the environment's overrides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = setting(None, "The embedded model: a size (`0.5b`, `1.5b`, as `metnos model install --size` "
+                                      "installs them) or the path of any GGUF file; wins over a tier's `model_path` "
+                                      "when set by the variable or the flag.",
+                                env=ENV_EMBEDDED_MODEL, flag="--model", dest="model")
+    tiers: dict[Literal["fast", "middle", "wise", "frontier"], TierConfig] = setting(
+        description="`[llm.tiers.fast|middle|wise|frontier]`: provider, url, model, timeout_s, max_tokens, temperature, "
+                    "api_key_env, model_path, extra, reasoning. An unconfigured tier is aliased (docs/turns.md).",
+        default_factory=dict)
+    override_url: str | None = setting(None, "Points every tier at one server, keeping each tier's timeout, token budget "
+                                             "and temperature.", env=ENV_URL, toml=False)
+    override_provider: Provider | None = setting(None, "The provider of that server (default openai).",
+                                                 env=ENV_PROVIDER, toml=False)
+    override_model: str | None = setting(None, "The model at that server (default `default`); alone, renames the model "
+                                               "of every tier.", env=ENV_MODEL, toml=False)
+    timeout_s: float | None = setting(None, "Seconds to wait for a reply, on every tier.", env=ENV_TIMEOUT, toml=False,
+                                      gt=0, le=3600, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tables(cls, data: Any) -> Any:
+        # The messages config.toml's [llm] has always given, each naming its table.
+        if not isinstance(data, Mapping):
+            return data
+        unknown_keys = set(data) - set(cls.model_fields)
+        if unknown_keys:
+            raise ValueError(f"[llm] has unknown keys {sorted(unknown_keys)} (only model and [llm.tiers.*])")
+        tiers = data.get("tiers", {})
+        if not isinstance(tiers, Mapping):
+            raise ValueError("[llm.tiers] must be a table of tiers")  # noqa: TRY004 - pydantic reports a ValueError, not a TypeError
+        checked: dict[str, TierConfig] = {}
+        for name, body in tiers.items():
+            if name not in TIERS:
+                raise ValueError(f"[llm.tiers.{name}] is not a tier (tiers: {', '.join(TIERS)})")
+            if isinstance(body, TierConfig):
+                checked[name] = body
+                continue
+            if not isinstance(body, Mapping):
+                raise ValueError(f"[llm.tiers.{name}] must be a table")  # noqa: TRY004 - pydantic reports a ValueError, not a TypeError
+            try:
+                checked[name] = TierConfig.model_validate(dict(body))
+            except ValidationError as e:
+                raise ValueError(f"[llm.tiers.{name}]: {first_problem(e.errors())}") from None
+        return {**data, "tiers": checked}
+
+    @field_validator("model")
+    @classmethod
+    def _a_model(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError('must be a size like "1.5b" or the path of a .gguf file')
+        return None if v is None else v.strip()
+
+    @field_validator("override_url")
+    @classmethod
+    def _override_url(cls, v: str | None) -> str | None:
+        return None if v is None else http_url(v)
+
+
 @dataclass(frozen=True)
 class ResolvedTier:
     name: str
@@ -138,28 +211,38 @@ class LLMSettings:
         return [self.tiers[t].describe() for t in TIERS]
 
 
-def load_llm_settings(config_file: Path | None, env: Mapping[str, str] | None = None) -> LLMSettings:
-    """Read [llm.tiers.*] from ``config_file`` (missing file: all defaults) and apply env overrides."""
-    data: dict[str, Any] = {}
-    if config_file is not None and config_file.exists():
-        try:
-            data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise LLMConfigError(f"{config_file}: not valid TOML: {e}") from None
-    return settings_from_mapping(data, env, source=str(config_file or "config"))
+def resolve_tiers(llm: LLMConfig, *, model_forced: bool) -> LLMSettings:
+    """The four tiers in force: aliasing, the embedded model chosen, the overrides applied.
+    ``model_forced``: ``llm.model`` came from ``METNOS_MODEL`` or ``--model``, and so wins over a tier's own model_path."""
+    resolved = _alias(dict(llm.tiers))
+    return LLMSettings(_apply_overrides(_choose_embedded(resolved, llm.model, forced=model_forced), llm))
 
 
 def settings_from_mapping(data: Mapping[str, Any], env: Mapping[str, str] | None = None, *, source: str = "config") -> LLMSettings:
-    import os
+    """The tiers of a parsed config.toml (``data``) with the ``METNOS_*`` overrides of ``env``; for a caller
+    holding a table rather than the loaded settings (the loader reads the same way)."""
+    table = data.get("llm", {})
+    if not isinstance(table, Mapping):
+        raise LLMConfigError(f"{source}: [llm] must be a table")
+    from_env, variables = env_layer(leaves(LLMConfig), env or {})
+    try:
+        section = LLMConfig.model_validate(merge(table, from_env))
+    except ValidationError as e:
+        key = ".".join(str(p) for p in e.errors()[0]["loc"])
+        variable = variables.get(key)
+        if variable is not None:
+            reason = str(e.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise LLMConfigError(f"{variable}={(env or {}).get(variable, '').strip()!r} is invalid (llm.{key}): {reason}") from None
+        raise LLMConfigError(f"{source}: {_located(e)}") from None
+    return resolve_tiers(section, model_forced=bool(from_env.get("model")))
 
-    env = os.environ if env is None else env
-    configured = _parse_tiers(data, source)
-    resolved = _alias(configured)
-    llm = data.get("llm") or {}
-    choice = (env.get(ENV_EMBEDDED_MODEL) or "").strip() or llm.get("model")
-    if choice is not None and (not isinstance(choice, str) or not choice.strip()):
-        raise LLMConfigError(f"{source}: [llm] model must be a size like \"1.5b\" or the path of a .gguf file")
-    return LLMSettings(_apply_env(_choose_embedded(resolved, choice, forced=bool(env.get(ENV_EMBEDDED_MODEL))), env))
+
+def _located(e: ValidationError) -> str:
+    err = e.errors()[0]
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if msg.startswith("["):
+        return msg
+    return f"[llm] {'.'.join(str(p) for p in err['loc'])}: {msg}"
 
 
 def _choose_embedded(tiers: dict[str, ResolvedTier], choice: str | None, *, forced: bool) -> dict[str, ResolvedTier]:
@@ -173,38 +256,6 @@ def _choose_embedded(tiers: dict[str, ResolvedTier], choice: str | None, *, forc
             tier = ResolvedTier(name, c.model_copy(update={"model_path": choice.strip()}), tier.source)
         out[name] = tier
     return out
-
-
-def _parse_tiers(data: Mapping[str, Any], source: str) -> dict[str, TierConfig]:
-    llm = data.get("llm", {})
-    if not isinstance(llm, Mapping):
-        raise LLMConfigError(f"{source}: [llm] must be a table")
-    unknown_keys = set(llm) - {"tiers", "model"}
-    if unknown_keys:
-        raise LLMConfigError(f"{source}: [llm] has unknown keys {sorted(unknown_keys)} (only model and [llm.tiers.*])")
-    tiers = llm.get("tiers", {})
-    if not isinstance(tiers, Mapping):
-        raise LLMConfigError(f"{source}: [llm.tiers] must be a table of tiers")
-    out: dict[str, TierConfig] = {}
-    for name, body in tiers.items():
-        if name not in TIERS:
-            raise LLMConfigError(f"{source}: [llm.tiers.{name}] is not a tier (tiers: {', '.join(TIERS)})")
-        if not isinstance(body, Mapping):
-            raise LLMConfigError(f"{source}: [llm.tiers.{name}] must be a table")
-        try:
-            out[name] = TierConfig.model_validate(dict(body))
-        except ValidationError as e:
-            raise LLMConfigError(f"{source}: [llm.tiers.{name}]: {_first_problem(e)}") from None
-    return out
-
-
-def _first_problem(e: ValidationError) -> str:
-    problems = []
-    for err in e.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        problems.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(problems)
 
 
 def _alias(configured: dict[str, TierConfig]) -> dict[str, ResolvedTier]:
@@ -223,11 +274,11 @@ def _alias(configured: dict[str, TierConfig]) -> dict[str, ResolvedTier]:
     return out
 
 
-def _apply_env(tiers: dict[str, ResolvedTier], env: Mapping[str, str]) -> dict[str, ResolvedTier]:
-    url = (env.get(ENV_URL) or "").strip()
-    model = (env.get(ENV_MODEL) or "").strip()
-    provider = (env.get(ENV_PROVIDER) or "").strip() or "openai"
-    tiers = _apply_timeout(tiers, env)
+def _apply_overrides(tiers: dict[str, ResolvedTier], llm: LLMConfig) -> dict[str, ResolvedTier]:
+    url = llm.override_url or ""
+    model = llm.override_model or ""
+    provider = llm.override_provider or "openai"
+    tiers = _apply_timeout(tiers, llm.timeout_s)
     if not url and not model:
         return tiers
     out: dict[str, ResolvedTier] = {}
@@ -249,21 +300,14 @@ def _apply_env(tiers: dict[str, ResolvedTier], env: Mapping[str, str]) -> dict[s
         try:
             out[name] = ResolvedTier(name, TierConfig.model_validate(fields), label)
         except ValidationError as e:
-            raise LLMConfigError(f"{ENV_URL}/{ENV_PROVIDER}/{ENV_MODEL}: {_first_problem(e)}") from None
+            raise LLMConfigError(f"{ENV_URL}/{ENV_PROVIDER}/{ENV_MODEL}: {first_problem(e.errors())}") from None
     return out
 
 
-def _apply_timeout(tiers: dict[str, ResolvedTier], env: Mapping[str, str]) -> dict[str, ResolvedTier]:
-    raw = (env.get(ENV_TIMEOUT) or "").strip()
-    if not raw:
+def _apply_timeout(tiers: dict[str, ResolvedTier], timeout_s: float | None) -> dict[str, ResolvedTier]:
+    if timeout_s is None:
         return tiers
-    try:
-        return {
-            name: ResolvedTier(name, TierConfig.model_validate({**t.config.model_dump(), "timeout_s": raw}), t.source)
-            for name, t in tiers.items()
-        }
-    except ValidationError as e:
-        raise LLMConfigError(f"{ENV_TIMEOUT}={raw!r}: {_first_problem(e)}") from None
+    return {name: ResolvedTier(name, t.config.model_copy(update={"timeout_s": timeout_s}), t.source) for name, t in tiers.items()}
 
 
 def tier_ladder(settings: LLMSettings, *, with_frontier: bool = False) -> list[str]:
@@ -278,4 +322,3 @@ def tier_ladder(settings: LLMSettings, *, with_frontier: bool = False) -> list[s
             seen.add(key)
             ladder.append(name)
     return ladder
-

@@ -38,64 +38,79 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from metnos.mechanisms.sandbox import autonomy
+from metnos.settings import autonomy
+from metnos.settings.declare import reason_of, setting
+from metnos.settings.errors import AutonomyError, ConfigError
 
 MODES = ("local", "online", "hybrid")
+Tier = Literal["fast", "middle", "wise", "frontier"]
 
 
 class HybridConfig(BaseModel):
+    """``[runtime.hybrid]``: when a hybrid turn leaves the local loop for one online plan."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    online_tier: Literal["fast", "middle", "wise", "frontier"] = "frontier"
-    critical: tuple[str, ...] = ()
-    on_local_failure: bool = True
-    on_cap: bool = True
-    marker: str = Field(default="!online", min_length=1, max_length=40)
+    online_tier: Tier = setting("frontier", "The tier that plans online (frontier, or wise for a bigger local model).")
+    critical: tuple[str, ...] = setting((), "Executors or capabilities that escalate at once.")
+    on_local_failure: bool = setting(True, "Escalate when the local loop failed a step, or its answer was unusable.")
+    on_cap: bool = setting(True, "Escalate when the local loop hit a cap.")
+    marker: str = setting("!online", "A request that starts with it asks for online.", min_length=1, max_length=40)
 
 
 class JudgeConfig(BaseModel):
+    """``[runtime.judge]``: the LLM judge of the vaglio, beside the rule judge."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = False
-    tier: Literal["fast", "middle", "wise", "frontier"] = "middle"
-    threshold: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
-    capabilities: tuple[str, ...] = ()
+    enabled: bool = setting(False, "Ask the LLM judge about each step with side effects.")
+    tier: Tier = setting("middle", "The tier the judge runs on.")
+    threshold: float = setting(0.5, "A score under it refuses the step (0.0-1.0).", ge=0.0, le=1.0, allow_inf_nan=False)
+    capabilities: tuple[str, ...] = setting((), "Judge only executors holding one of these (fs:write, network, ...); "
+                                                "empty: every side effect.")
 
 
 class RuntimeConfig(BaseModel):
+    """``[runtime]``: the planner's mode, the autonomy level, the roles beside the proposer (docs/modes.md)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: Literal["local", "online", "hybrid"] = "local"
+    mode: Literal["local", "online", "hybrid"] = setting("local", "How a turn plans: local, online or hybrid.",
+                                                         flag="--mode", dest="mode")
     # The tier that plans in online mode (a hybrid escalation uses [runtime.hybrid] online_tier).
-    online_tier: Literal["fast", "middle", "wise", "frontier"] = "wise"
+    online_tier: Tier = setting("wise", "The tier that plans in online mode.")
     # The tier the local proposer starts on, and whether a failed step moves it up to the next distinct tier.
-    proposer_tier: Literal["fast", "middle", "wise", "frontier"] = "wise"
-    escalate_tiers: bool = True
-    escalate_to_frontier: bool = False
+    proposer_tier: Tier = setting("wise", "The tier the step-by-step proposer starts on.")
+    escalate_tiers: bool = setting(True, "After a failed step, the proposer moves to the next distinct tier up.")
+    escalate_to_frontier: bool = setting(False, "... and may reach the frontier tier.")
     # The distinct tiers, lowest first (filled by the session from [llm.tiers.*]; recorded so replay climbs alike).
-    tier_ladder: tuple[str, ...] = ()
+    tier_ladder: tuple[str, ...] = setting((), "Filled by Metnos from [llm.tiers.*] (the tiers a proposer climbs); "
+                                               "recorded with each turn, not set by hand.")
     # Text added to a role's system prompt.
-    prompts: dict[Literal["proposer", "online", "judge", "intent", "filler", "summariser"], str] = Field(default_factory=dict)
-    autonomy: str = autonomy.DEFAULT
+    prompts: dict[Literal["proposer", "online", "judge", "intent", "filler", "summariser"], str] = setting(
+        description="`[runtime.prompts]`: text added to a role's system prompt (proposer, online, judge, intent, filler, "
+                    "summariser).", default_factory=dict)
+    autonomy: str = setting(autonomy.DEFAULT, "How far a turn may go: read_only, supervised or full.",
+                            flag="--autonomy", dest="autonomy")
     # The roles beside the proposer (seeds/002 ch. 4), on the tiers ROLE_TIERS gives them.
-    intent: Literal["rules", "model"] = "rules"
-    fillers: bool = True
-    summarise_spills: bool = False
-    hybrid: HybridConfig = HybridConfig()
-    judge: JudgeConfig = JudgeConfig()
+    intent: Literal["rules", "model"] = setting("rules", "rules, or model: the intent extractor (middle tier) names "
+                                                         "the executors a request needs.")
+    fillers: bool = setting(True, "An online plan may leave ${FILLER: ...} for the fast tier to write once its steps ran.")
+    summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
+    hybrid: HybridConfig = Field(default_factory=HybridConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
 
     @field_validator("autonomy", mode="before")
     @classmethod
     def _level(cls, v: Any) -> str:
         try:
             return autonomy.parse_level(v, source="autonomy")
-        except autonomy.AutonomyError:
+        except AutonomyError:
             raise ValueError(f"{v!r} is not an autonomy level (read_only, supervised or full)") from None
 
     def to_json(self) -> dict[str, Any]:
@@ -123,15 +138,11 @@ def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:
     return RuntimeConfig.model_validate({**RECORDED_BEFORE_ROLES, **(runtime or {})})
 
 
-def load_runtime_config(config_file: Path | None, overrides: Sequence[str] = ()) -> RuntimeConfig:
-    """The ``[runtime]`` section (defaults when absent), with ``overrides``
-    (``KEY=VALUE``, a dotted KEY for a sub-table) over it; an unknown key or a
-    bad value is a ConfigError naming it."""
-    from metnos.settings.config_file import ConfigError, read_config, validate_section
-
-    data = read_config(config_file)
-    section = copy.deepcopy(data.get("runtime", {}))
-    for item in overrides if isinstance(section, dict) else ():
+def set_items(section: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """``section`` (a ``[runtime]`` table) with each ``KEY=VALUE`` of ``overrides`` set over it, a dotted
+    KEY for a sub-table, VALUE read as in config.toml (a bare word is a string)."""
+    out = copy.deepcopy(dict(section))
+    for item in overrides:
         key, eq, raw = item.partition("=")
         if not eq or not key.strip():
             raise ConfigError(f"--set {item!r}: write it KEY=VALUE, e.g. intent=model")
@@ -140,11 +151,28 @@ def load_runtime_config(config_file: Path | None, overrides: Sequence[str] = ())
         except tomllib.TOMLDecodeError:
             value = raw.strip()  # a bare word is a string, as a user would mean it
         *tables, last = key.strip().split(".")
-        at = section
+        at = out
         for table in tables:
             at = at.setdefault(table, {})
             if not isinstance(at, dict):
                 raise ConfigError(f"--set {item!r}: {table} is not a table")
         at[last] = value
-    where = f"{config_file or 'config.toml'}" + (f" with --set {', '.join(overrides)}" if overrides else "")
-    return validate_section(RuntimeConfig, "runtime", section, where)
+    return out
+
+
+def runtime_for_turn(base: RuntimeConfig, overrides: Sequence[str] = (), *, where: str = "config.toml") -> RuntimeConfig:
+    """The ``[runtime]`` in force (``base``, as the loader read it) with one turn's ``--set`` items over it;
+    a bad one is a ConfigError naming it as config.toml's own would be."""
+    if not overrides:
+        return base
+    section = set_items(base.model_dump(exclude_defaults=True), overrides)
+    try:
+        return RuntimeConfig.model_validate(section)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"{where} with --set {', '.join(overrides)}: [runtime] {key}: {reason_of(RuntimeConfig, err)}") from None
+
+
+__all__ = ["MODES", "RECORDED_BEFORE_ROLES", "HybridConfig", "JudgeConfig", "RuntimeConfig",
+           "recorded_runtime", "runtime_for_turn", "set_items"]

@@ -1,20 +1,27 @@
-"""Tunables of the turn loop, read from an environment mapping.
+"""``[turn]``: the turn loop's tunables (seeds/002 ch. 8-10), each also a ``METNOS_*`` variable.
 
-The pure pieces never look at ``os.environ``: the caller reads the
-environment once, here, and passes the resulting :class:`TurnSettings` down.
-A value that is present but malformed or out of range is an error (a typo in
-``METNOS_JUDGE_THRESHOLD`` must not silently fall back to the default); an
-absent or empty variable means the default.
+The pure pieces never look at ``os.environ``: the loader reads the environment
+once and the loop receives a :class:`TurnSettings`. A value that is present but
+malformed or out of range is an error (a typo in ``METNOS_JUDGE_THRESHOLD`` must
+not silently fall back to the default); an absent or empty variable means the
+default. The bounds hold however the settings are built, by the loader or by hand.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from typing import Any
 
-from domain.errors import MetnosError
-from metnos.runtime.step.errors import TurnError
+from pydantic import ConfigDict, field_validator
+from pydantic.dataclasses import dataclass
+
+from metnos.settings.declare import setting
+from metnos.settings.errors import SettingsError
+
+__all__ = ["DEFAULT_CAP_SAME_EXECUTOR", "DEFAULT_CAP_SAME_VECTORIAL", "DEFAULT_CAP_STEPS", "DEFAULT_JUDGE_THRESHOLD",
+           "DEFAULT_OFFER", "DEFAULT_POOL_SIZE", "DEFAULT_SCRATCHPAD_THRESHOLD", "ENV_OF_SETTING", "OFFERS",
+           "PHRASE_RECALL_CAP", "PREVIEW_HEAD_CHARS", "PREVIEW_TAIL_CHARS", "SettingsError", "TurnSettings"]
 
 ENV_POOL_SIZE = "METNOS_ENGINE_POOL_SIZE"
 ENV_JUDGE_THRESHOLD = "METNOS_JUDGE_THRESHOLD"
@@ -53,33 +60,41 @@ PREVIEW_HEAD_CHARS = 500
 PREVIEW_TAIL_CHARS = 500
 PHRASE_RECALL_CAP = 3
 
-
-class SettingsError(TurnError, MetnosError):
-    def __init__(self, variable: str, value: str, reason: str) -> None:
-        super().__init__(
-            "invalid_setting",
-            f"{variable}={value!r} is invalid: {reason}",
-            {"variable": variable, "value": value, "reason": reason},
-        )
-        self.variable = variable
-        self.value = value
-        self.reason = reason
+_NUMBERS = ("pool_size", "judge_threshold", "cap_steps", "cap_same_executor", "cap_same_vectorial", "scratchpad_threshold_bytes")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, config=ConfigDict(extra="forbid"))
 class TurnSettings:
-    pool_size: int = DEFAULT_POOL_SIZE
-    judge_threshold: float = DEFAULT_JUDGE_THRESHOLD
-    cap_steps: int = DEFAULT_CAP_STEPS
-    cap_same_executor: int = DEFAULT_CAP_SAME_EXECUTOR
-    cap_same_vectorial: int = DEFAULT_CAP_SAME_VECTORIAL
-    scratchpad_threshold_bytes: int = DEFAULT_SCRATCHPAD_THRESHOLD
+    pool_size: int = setting(DEFAULT_POOL_SIZE, "How many executors the pre-filter may offer the model (1-256).",
+                             env=ENV_POOL_SIZE)
+    judge_threshold: float = setting(DEFAULT_JUDGE_THRESHOLD, "The rule judge's score under which a step is refused (0.0-1.0).",
+                                     env=ENV_JUDGE_THRESHOLD, allow_inf_nan=False)
+    cap_steps: int = setting(DEFAULT_CAP_STEPS, "The most steps a turn may take (1-1000).", env=ENV_CAP_STEPS)
+    cap_same_executor: int = setting(DEFAULT_CAP_SAME_EXECUTOR, "The most calls of one executor in a turn (1-1000).",
+                                     env=ENV_CAP_SAME_EXECUTOR)
+    cap_same_vectorial: int = setting(DEFAULT_CAP_SAME_VECTORIAL,
+                                      "The most identical calls of one vectorial executor in a turn (1-1000).",
+                                      env=ENV_CAP_SAME_VECTORIAL)
+    scratchpad_threshold_bytes: int = setting(
+        DEFAULT_SCRATCHPAD_THRESHOLD,
+        "An observation larger than this many bytes is spilled to the scratchpad, the model seeing a preview (1024-16777216).",
+        env=ENV_SCRATCHPAD_THRESHOLD)
     # Read what the request names before the model is asked (metnos.runtime.turn.sources).
-    opening_reads: bool = True
-    offer: str = DEFAULT_OFFER
+    opening_reads: bool = setting(True, "Read the files and pages a request names before the model is asked.",
+                                  env=ENV_OPENING_READS)
+    offer: str = setting(DEFAULT_OFFER, "What the model is offered: `shortlist` (the pre-filter's ranking) or `catalogue` "
+                         "(every executor the request may use, when they fit in the pool).", env=ENV_OFFER)
+
+    @field_validator(*_NUMBERS, "opening_reads", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: Any) -> Any:
+        # pydantic would read True as 1: a number given as true/false is a mistake, not a 1.
+        if info.field_name in _NUMBERS and isinstance(value, bool):
+            raise SettingsError(info.field_name, repr(value), "must be a number")
+        return value
 
     def __post_init__(self) -> None:
-        # Same bounds whether built from env or by hand.
+        # Same bounds whether built by the loader or by hand.
         _check_int("pool_size", self.pool_size, 1, 256)
         _check_float("judge_threshold", self.judge_threshold, 0.0, 1.0)
         _check_int("cap_steps", self.cap_steps, 1, 1000)
@@ -88,8 +103,6 @@ class TurnSettings:
         # Below ~1 KB a spilled preview (1,000 characters) would be no smaller
         # than the observation it replaces.
         _check_int("scratchpad_threshold_bytes", self.scratchpad_threshold_bytes, 1024, 16 * 1024 * 1024)
-        if not isinstance(self.opening_reads, bool):
-            raise SettingsError("opening_reads", repr(self.opening_reads), "must be true or false")
         if self.offer not in OFFERS:
             raise SettingsError("offer", repr(self.offer), f"must be one of {', '.join(OFFERS)}")
 
@@ -107,11 +120,3 @@ def _check_float(name: str, value: object, lo: float, hi: float) -> None:
         raise SettingsError(name, repr(value), "must be a number")
     if not math.isfinite(value) or not lo <= value <= hi:
         raise SettingsError(name, repr(value), f"must be a number in [{lo}, {hi}]")
-
-
-def load_turn_settings(env: Mapping[str, str]) -> TurnSettings:
-    """Build settings from ``env`` (pass ``os.environ`` or a test dict); the
-    variables are read and checked with every other METNOS_* setting."""
-    from metnos.settings import load_settings
-
-    return load_settings(env).turn()

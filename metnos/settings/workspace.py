@@ -8,10 +8,28 @@ from __future__ import annotations
 
 import os
 import pwd
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from domain.errors import MetnosError
+from metnos.settings.declare import setting
+
+
+class WorkspaceConfig(BaseModel):
+    """Where the workspace is: the environment only (a config.toml cannot say where it is itself)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    home: str | None = setting(None, "Everything under this one folder (data/ and config/), instead of the XDG dirs.",
+                               env="METNOS_HOME", toml=False)
+    xdg_data_home: str | None = setting(None, "The XDG data dir (default ~/.local/share); Metnos's data is under metnos/.",
+                                        env="XDG_DATA_HOME", toml=False)
+    xdg_config_home: str | None = setting(None, "The XDG config dir (default ~/.config); config.toml is in metnos/.",
+                                          env="XDG_CONFIG_HOME", toml=False)
+    user_home: str | None = setting(None, "The user's home (default: the password database's).", env="HOME", toml=False)
 
 
 class WorkspaceNotYours(MetnosError):
@@ -31,16 +49,21 @@ class Workspace:
     config_dir: Path
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Workspace:
-        env = dict(os.environ if env is None else env)
-        home = env.get("METNOS_HOME")
-        if home:
-            root = Path(home).expanduser().absolute()
+    def from_config(cls, where: WorkspaceConfig) -> Workspace:
+        if where.home:
+            root = Path(where.home).expanduser().absolute()
             return cls(data_dir=root / "data", config_dir=root / "config")
-        user_home = Path(env.get("HOME") or Path.home())
-        data = Path(env.get("XDG_DATA_HOME") or user_home / ".local" / "share")
-        config = Path(env.get("XDG_CONFIG_HOME") or user_home / ".config")
+        user_home = Path(where.user_home or Path.home())
+        data = Path(where.xdg_data_home or user_home / ".local" / "share")
+        config = Path(where.xdg_config_home or user_home / ".config")
         return cls(data_dir=data / "metnos", config_dir=config / "metnos")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Workspace:
+        """The workspace ``env`` (default the process's environment) points to."""
+        env = os.environ if env is None else env
+        return cls.from_config(WorkspaceConfig(home=env.get("METNOS_HOME") or None, xdg_data_home=env.get("XDG_DATA_HOME") or None,
+                                               xdg_config_home=env.get("XDG_CONFIG_HOME") or None, user_home=env.get("HOME") or None))
 
     # The log and everything derived from it.
     @property

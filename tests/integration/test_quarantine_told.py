@@ -22,7 +22,7 @@ from mcp import Client
 
 from metnos.services.host import RuntimeHost
 from metnos.adapters.channels.telegram import TelegramChannel
-from metnos.settings.telegram import load_telegram_settings
+from metnos.settings.config_file import load_telegram_settings
 from metnos.adapters.cli import main
 from metnos.runtime.booted import Runtime
 from tests.support.mcp_served import mcp_over_http

@@ -18,7 +18,7 @@ from metnos.mechanisms.llm.errors import ProviderUnreachable
 from metnos.mechanisms.llm.messages import LLMReply, ToolCall
 from metnos.runtime.turn.loop import TurnLoop, TurnRequest
 from metnos.runtime.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
-from metnos.settings.turn import load_turn_settings
+from metnos.settings import load_turn_settings
 from replay.replayer import Replayer
 from tests.support.turn_ports import InProcessPorts
 

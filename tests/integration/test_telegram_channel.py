@@ -19,7 +19,7 @@ import pytest
 
 from metnos.services.host import RuntimeHost
 from metnos.adapters.channels.telegram import TelegramChannel, TelegramChannelError
-from metnos.settings.telegram import load_telegram_settings
+from metnos.settings.config_file import load_telegram_settings
 from metnos.runtime.booted import Runtime
 from metnos.settings.workspace import Workspace
 from tests.support.fake_telegram import FakeBotAPI

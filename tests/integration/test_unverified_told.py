@@ -26,7 +26,7 @@ from starlette.testclient import TestClient
 
 from domain.turn import Turn
 from metnos.adapters.channels.telegram import TelegramChannel
-from metnos.settings.telegram import load_telegram_settings
+from metnos.settings.config_file import load_telegram_settings
 from metnos.adapters.cli.ask_cmd import EXIT_CODES, print_outcome
 from metnos.adapters.daemon.app import build_app
 from metnos.services.host import DaemonHost

@@ -24,7 +24,7 @@ from domain.turn import Turn
 from metnos.mechanisms.llm.messages import LLMReply, ToolCall
 from metnos.runtime.turn.loop import TurnLoop, TurnRequest
 from metnos.runtime.turn.session import LogSink, guard_policy, plan_port, policy_checker, turn_catalogue
-from metnos.settings.turn import load_turn_settings
+from metnos.settings import load_turn_settings
 from tests.support.turn_ports import InProcessPorts
 
 _spec = importlib.util.spec_from_file_location("read_files_main", Path(__file__).resolve().parents[2] / "executors" / "read_files" / "main.py")

@@ -84,7 +84,7 @@ def test_what_only_reads_is_never_asked_at_any_level(level: str) -> None:
 
 def test_levels_are_read_from_config_and_a_bad_one_is_named(tmp_path: Path) -> None:
     from metnos.settings.config_file import ConfigError
-    from metnos.settings.runtime import load_runtime_config
+    from metnos.settings.config_file import load_runtime_config
 
     config = tmp_path / "config.toml"
     assert load_runtime_config(config).autonomy == "supervised"

@@ -65,9 +65,9 @@ def test_every_section_is_in_force_and_an_absent_file_is_every_default(tmp_path:
 
 def test_turn_settings_come_from_the_file_and_a_variable_wins(tmp_path: Path) -> None:
     write(tmp_path, "[turn]\ncap_steps = 5\njudge_threshold = 0.5\n")
-    assert load_settings(env_for(tmp_path)).turn().cap_steps == 5
-    assert load_settings(env_for(tmp_path)).turn().judge_threshold == 0.5
-    assert load_settings(env_for(tmp_path, METNOS_CAP_STEPS="7")).turn().cap_steps == 7
+    assert load_settings(env_for(tmp_path)).turn.cap_steps == 5
+    assert load_settings(env_for(tmp_path)).turn.judge_threshold == 0.5
+    assert load_settings(env_for(tmp_path, METNOS_CAP_STEPS="7")).turn.cap_steps == 7
     sections = check_config(tmp_path / "config" / "config.toml", env_for(tmp_path, METNOS_CAP_STEPS="7"))
     assert sections["turn"]["cap_steps"] == {"value": 7, "from": "environment"}
     assert sections["turn"]["judge_threshold"] == {"value": 0.5, "from": "config"}

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from metnos.mechanisms.llm.errors import LLMConfigError
-from metnos.settings.llm_tiers import load_llm_settings, settings_from_mapping
+from metnos.settings.config_file import load_llm_settings
+from metnos.settings.llm_tiers import settings_from_mapping
 
 
 def tiers(**named: dict) -> dict:

@@ -1,6 +1,7 @@
 import pytest
 
-from metnos.settings.turn import SettingsError, TurnSettings, load_turn_settings
+from metnos.settings import load_turn_settings
+from metnos.settings.turn import SettingsError, TurnSettings
 
 
 def test_defaults_when_env_is_empty():

@@ -47,7 +47,8 @@ import orjson
 from domain.errors import MetnosError
 from metnos.services.channels import record_ignored
 from metnos.services.telling import reply_text
-from metnos.settings.telegram import TelegramSettings, load_telegram_settings
+from metnos.settings.loader import for_workspace
+from metnos.settings.telegram import TelegramSettings
 
 CHANNEL = "telegram"
 MAX_TEXT = 4096  # Telegram's limit for one message
@@ -295,7 +296,7 @@ def channel(host: Any) -> TelegramChannel | None:
     alone only tells send_messages where to send). A configured channel whose
     token variable is empty is an error that stops the daemon, naming it.
     """
-    settings = load_telegram_settings(host.runtime.workspace.config_file)
+    settings = for_workspace(host.runtime.workspace, getattr(host, "_given_env", None)).settings.telegram
     if not settings.allowed_chats:
         return None
     return TelegramChannel(host, settings, env=host.env)

@@ -9,15 +9,10 @@ import threading
 import traceback
 from collections.abc import Sequence
 
-from eventsourcing.persistence import PersistenceError
-
-import metnos
 from metnos.adapters.cli import events_cmd, init_cmd
 from domain.errors import MetnosError
-from metnos.services.interrupts import InterruptGate, Interrupted
-from metnos.settings import load_settings, unknown_variables
-from metnos.settings.config_file import check_config
-from metnos.settings.workspace import Workspace
+from metnos.runtime.turn.interrupts import InterruptGate, Interrupted
+from metnos.settings.loader import LEAVES, Flag, Loaded, installed, load, runtime_flags, unknown_variables
 
 COMMANDS = [init_cmd, events_cmd]
 
@@ -37,6 +32,8 @@ def _optional_commands() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import metnos
+
     parser = argparse.ArgumentParser(prog="metnos", description="A local-first personal agent runtime on an append-only log.")
     parser.add_argument("--debug", action="store_true", help="on an unexpected error, show its traceback (or set METNOS_DEBUG=1)")
     parser.add_argument("--version", action="version", version=f"metnos {metnos.__version__}")
@@ -51,12 +48,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # SIGINT and SIGTERM become Interrupted; a turn defers them to a safe point.
     args.interrupts = InterruptGate()
+    args.settings = None
     try:
-        preflight()
-        if threading.current_thread() is not threading.main_thread():
-            return int(args.run(args) or 0)
-        with args.interrupts.installed():
-            return int(args.run(args) or 0)
+        args.settings = preflight(args)
+        with installed(args.settings):
+            if threading.current_thread() is not threading.main_thread():
+                return int(args.run(args) or 0)
+            with args.interrupts.installed():
+                return int(args.run(args) or 0)
     except Interrupted as e:
         print(f"metnos: {e}; stopped", file=sys.stderr)
         return e.exit_code
@@ -71,29 +70,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except Exception as e:  # noqa: BLE001 - the last line of defence keeps tracebacks from users
-        return unexpected(e, debug=args.debug)
+        debug = args.settings.settings.process.debug if args.settings is not None else args.debug or _debug_env()
+        return unexpected(e, debug=debug)
 
 
-def preflight() -> None:
-    """What every command checks before it starts: the METNOS_* settings and who owns the workspace."""
-    load_settings()
-    for note in unknown_variables():
+def preflight(args: argparse.Namespace) -> Loaded:
+    """What every command does before it starts: every setting read and checked, once (the
+    environment, config.toml, this command's flags: a wrong one fails here, named), and who
+    owns the workspace. The command receives them as ``args.settings``."""
+    loaded = load(os.environ, command_flags(args))
+    for note in unknown_variables(loaded.environment):
         print(f"metnos: {note}", file=sys.stderr)
-    workspace = Workspace.from_env()
-    workspace.check_owner()
-    # Every section of config.toml, at the start of every command: a wrong key fails here, named.
-    check_config(workspace.config_file, os.environ)
+    loaded.workspace.check_owner()
+    return loaded
+
+
+def command_flags(args: argparse.Namespace) -> list[Flag]:
+    """The settings this command's options set: each option a setting declares (--model, --http, --debug,
+    --mode, --autonomy), and each ``--set KEY=VALUE`` of [runtime]."""
+    flags = [Flag(leaf.key, value, f"{leaf.flag} {value}" if value is not True else str(leaf.flag))
+             for leaf in LEAVES if leaf.flag and leaf.key not in ("runtime.mode", "runtime.autonomy")
+             for value in [getattr(args, leaf.mark("dest"), None)] if value not in (None, False)]
+    return flags + runtime_flags(getattr(args, "mode", None), getattr(args, "autonomy", None),
+                                 getattr(args, "runtime_set", None) or ())
 
 
 def unexpected(error: Exception, *, debug: bool) -> int:
     """One line naming the cause; the traceback only when asked for."""
+    from eventsourcing.persistence import PersistenceError
+
     if isinstance(error, PersistenceError):
         print(f"metnos: {error}", file=sys.stderr)
         return 2
     if isinstance(error, OSError) and error.filename is not None:
         print(f"metnos: {error.strerror or error}: {error.filename}", file=sys.stderr)
         return 2
-    if debug or _debug_env():
+    if debug:
         traceback.print_exception(error, file=sys.stderr)
     cause = " ".join(f"{type(error).__name__}: {error}".split())
     print(f"metnos: unexpected error: {cause[:300]} (a bug in Metnos; run with --debug or METNOS_DEBUG=1 to see where)", file=sys.stderr)
@@ -101,6 +113,7 @@ def unexpected(error: Exception, *, debug: bool) -> int:
 
 
 def _debug_env() -> bool:
+    # Only when the settings could not be read at all (a bug in reading them): METNOS_DEBUG as written.
     return os.environ.get("METNOS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
 
 

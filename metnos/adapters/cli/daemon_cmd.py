@@ -19,11 +19,11 @@ import orjson
 
 from metnos.services.token import load_or_create_token
 from metnos.settings.http_address import DEFAULT_HTTP
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def run_token(args: argparse.Namespace) -> int:
-    print(load_or_create_token(Workspace.from_env()))
+    print(load_or_create_token(in_force().workspace))
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     # Deferred: making a workspace boots the runtime, which `metnos --help` does not need.
     from metnos.services.boot import initialise
 
-    report = initialise(Workspace.from_env())
+    report = initialise(in_force().workspace)
     for line in report:
         print(line)
     return 0

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from metnos.settings.workspace import Workspace
+from metnos.settings.loader import in_force
 
 _VERBS = {
     "remove": ("removed", "would remove", "it did not exist before"),
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print(
                 f"metnos: refused: {len(plan.lost)} kept file(s) this undo needs are missing or damaged in the blob store "
-                f"({Workspace.from_env().blobs_dir}); nothing was changed and the turn is not marked undone. "
+                f"({in_force().workspace.blobs_dir}); nothing was changed and the turn is not marked undone. "
                 "Restore the blob store from a backup and run `metnos undo` again",
                 file=sys.stderr,
             )

@@ -38,6 +38,7 @@ from metnos.mechanisms.sandbox.bwrap import INSIDE_DIR, SandboxPlan, plan_for, p
 from metnos.mechanisms.sandbox.forbidden import user_forbidden
 from metnos.mechanisms.sandbox.hints import home_of
 from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.executors.birth import SpawnResult, spawn_subprocess
 from metnos.mechanisms.executors.birth import run_birth_tests
@@ -110,7 +111,7 @@ def _spawn(req: SpawnRequest, workspace: Workspace | None, env: Mapping[str, str
         return spawn_subprocess(req)
     t0 = time.monotonic()
     try:
-        plan, profile = birth_plan(req, workspace=workspace or Workspace.from_env(env), env=env)
+        plan, profile = birth_plan(req, workspace=workspace or Workspace.from_config(env_section("workspace", env)), env=env)
     except PolicyViolation as e:
         return SpawnResult(2, b"", f"the sandbox refuses the profile: {e}".encode())
     cfg = json.loads(host_config(plan, profile))

@@ -32,6 +32,7 @@ from metnos.mechanisms.sandbox.bwrap import SandboxPlan, plan_for, python_runtim
 from metnos.mechanisms.sandbox.egress import Connection, EgressProxy
 from metnos.mechanisms.sandbox.policy import NOT_ALLOWED, Scope, check_args
 from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 
 _HOST_ERROR = b"METNOS-HOST-ERROR "
@@ -159,7 +160,7 @@ def invoke(
 ) -> InvocationOutcome:
     t0 = time.monotonic()
     env = dict(os.environ if env is None else env)
-    workspace = workspace or Workspace.from_env(env)
+    workspace = workspace or Workspace.from_config(env_section("workspace", env))
     plan: SandboxPlan | None = None
     try:
         # First: where nothing may run, no other answer matters.

@@ -28,7 +28,8 @@ from metnos.mechanisms.llm.messages import (
     UserMessage,
 )
 from metnos.mechanisms.llm.provider import Provider, make_provider
-from metnos.settings.llm_tiers import TIERS, LLMSettings, ResolvedTier, TierConfig, load_llm_settings
+from metnos.settings.config_file import load_llm_settings
+from metnos.settings.llm_tiers import TIERS, LLMSettings, ResolvedTier, TierConfig
 
 __all__ = [
     "TIERS",

@@ -10,30 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import MetnosError
+# The two config-facing classes live with the settings that raise them; this is their home for the LLM layer.
+from metnos.settings.errors import LLMConfigError, LLMError
 
-
-class LLMError(MetnosError):
-    """Base of every LLM-layer error."""
-
-    kind = "llm_error"
-
-    def __init__(self, message: str) -> None:
-        # One line, always: a body excerpt or an OS message may hold newlines.
-        super().__init__(" ".join(message.split()))
-
-    @property
-    def message(self) -> str:
-        return str(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"error": self.kind, "message": str(self)}
-
-
-class LLMConfigError(LLMError):
-    """The [llm] configuration (or an override) cannot be used as written."""
-
-    kind = "llm_config"
+__all__ = ["EmbeddedUnavailable", "LLMConfigError", "LLMError", "MalformedReply", "ModelInstallError", "ModelNotInstalled",
+           "ProviderHTTPError", "ProviderTimeout", "ProviderUnreachable"]
 
 
 class ProviderUnreachable(LLMError):

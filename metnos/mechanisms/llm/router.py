@@ -21,6 +21,7 @@ from metnos.mechanisms.llm.errors import ModelNotInstalled
 from metnos.mechanisms.llm.model_files import install_hint, resolve_model
 from metnos.mechanisms.llm.provider import Provider, make_provider
 from metnos.settings.llm_tiers import LLMSettings, ResolvedTier
+from metnos.settings.loader import for_workspace
 from metnos.settings.workspace import Workspace
 
 
@@ -99,7 +100,7 @@ class LLMRouter:
                 raise ModelNotInstalled(str(path), install_hint(path))
             idle_s = self._idle_s
             if url is None and idle_s is None:
-                idle_s = shared_server.idle_seconds(self.workspace.config_file, self._env)
+                idle_s = for_workspace(self.workspace, self._env).settings.model.idle_s
             if url is None and idle_s:
                 self._progress(f"starting the embedded model ({path.name}; it stays warm for the next command) …")
                 url = shared_server.start_shared(runtime_dir, path, idle_s)

@@ -28,55 +28,27 @@ import json
 import os
 import signal
 import time
-import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import blake3
 import httpx
 
 from metnos.mechanisms.llm.embedded import EmbeddedServer, chat_template_path
-from metnos.mechanisms.llm.errors import LLMConfigError
 from metnos.mechanisms.llm.idle_watch import remove_if_names
+# [model] idle_s is a setting (metnos.settings.model_server); the server only keeps to it.
+from metnos.settings.model_server import DEFAULT_IDLE_S, ENV_IDLE  # noqa: F401 - named here by callers
 
 STATE_FILENAME = "embedded-llm.json"
 LOCK_FILENAME = "embedded-llm.lock"
 LOG_FILENAME = "embedded-llm.log"
-DEFAULT_IDLE_S = 600.0
-ENV_IDLE = "METNOS_MODEL_IDLE_S"
 _CHILD_MARK = b"metnos.mechanisms.llm.embedded"
 _SAMPLE = 1 << 20
 
 
 def state_path(runtime_dir: Path) -> Path:
     return runtime_dir / STATE_FILENAME
-
-
-def idle_seconds(config_file: Path | None, env: Mapping[str, str] | None = None) -> float:
-    """``METNOS_MODEL_IDLE_S``, else ``[model] idle_s`` of config.toml, else 600."""
-    env = os.environ if env is None else env
-    raw: Any = (env.get(ENV_IDLE) or "").strip() or None
-    where = ENV_IDLE
-    if raw is None and config_file is not None and config_file.is_file():
-        try:
-            data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise LLMConfigError(f"{config_file}: not valid TOML: {e}") from None
-        model = data.get("model", {})
-        if not isinstance(model, Mapping):
-            raise LLMConfigError(f"{config_file}: [model] must be a table")
-        raw, where = model.get("idle_s"), f"{config_file}: [model] idle_s"
-    if raw is None:
-        return DEFAULT_IDLE_S
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise LLMConfigError(f"{where} must be a number of seconds, not {raw!r}") from None
-    if not 0 <= value <= 7 * 24 * 3600:
-        raise LLMConfigError(f"{where} must be between 0 and 604800 seconds, not {value:g}")
-    return value
 
 
 def model_fingerprint(path: Path) -> str:

@@ -23,20 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from domain.errors import MetnosError
 from metnos.mechanisms.sandbox.profile import SandboxProfile
+# The names are settings ([runtime] autonomy, --autonomy); what a level changes is decided here.
+from metnos.settings.autonomy import DEFAULT, FULL, READ_ONLY, SUPERVISED, AutonomyError, parse_level
 
-READ_ONLY = "read_only"
-SUPERVISED = "supervised"
-FULL = "full"
-DEFAULT = SUPERVISED
-
-# How users may spell a level (config.toml, --autonomy).
-_SPELLINGS = {
-    "read_only": READ_ONLY, "readonly": READ_ONLY, "read-only": READ_ONLY,
-    "supervised": SUPERVISED,
-    "full": FULL,
-}
+__all__ = ["DEFAULT", "FULL", "POLICY", "READ_ONLY", "SUPERVISED", "AutonomyError", "LevelRule", "offers", "parse_level",
+           "refusal", "rule", "sandbox_profile"]
 
 
 @dataclass(frozen=True)
@@ -53,17 +45,6 @@ POLICY: dict[str, LevelRule] = {
     SUPERVISED: LevelRule(mounts_read_only=False, offers_side_effects=True),
     FULL: LevelRule(mounts_read_only=False, offers_side_effects=True),
 }
-
-
-class AutonomyError(MetnosError):
-    """An autonomy level that is not one of the three."""
-
-
-def parse_level(value: Any, *, source: str = "--autonomy") -> str:
-    if isinstance(value, str) and value.strip().lower() in _SPELLINGS:
-        return _SPELLINGS[value.strip().lower()]
-    msg = f"{source}: {value!r} is not an autonomy level (read_only, supervised or full)"
-    raise AutonomyError(msg)
 
 
 def rule(level: str) -> LevelRule:

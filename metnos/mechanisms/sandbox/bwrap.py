@@ -30,7 +30,10 @@ from metnos.mechanisms.sandbox import seccomp as _seccomp
 from metnos.mechanisms.sandbox.forbidden import is_inside
 from metnos.mechanisms.sandbox.policy import Scope, scope_for
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.settings.sandbox import bwrap_missing, sandbox_off
+from metnos.mechanisms.failures import SandboxUnavailable
+from metnos.settings.errors import SandboxSettingError
+from metnos.settings.sandbox import sandbox_off as _sandbox_setting
+from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 
 _SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
@@ -66,6 +69,24 @@ SANDBOX_GID = 1000
 # does not move under a running runtime.
 _HERE = Path(__file__).resolve().parent
 _HOST_REAL = str(_HERE.parent / "invocation" / "host.py")
+
+
+INSTALL_FIX = ("install bubblewrap (e.g. `apt install bubblewrap`) and check that "
+               "`metnos sandbox status` says it is active, or set METNOS_SANDBOX=off "
+               "to run executors unsandboxed at your own risk")
+
+
+def sandbox_off(env: Mapping[str, str] | None = None) -> bool:
+    """True only for an explicit METNOS_SANDBOX=off; raises SandboxUnavailable for a value
+    that is neither on nor off."""
+    try:
+        return _sandbox_setting(env)
+    except SandboxSettingError as e:
+        raise SandboxUnavailable(e.reason, e.fix) from None
+
+
+def bwrap_missing(reason: str | None) -> SandboxUnavailable:
+    return SandboxUnavailable(f"bubblewrap cannot start ({reason or 'unknown reason'})", INSTALL_FIX)
 
 
 def sandbox_disabled(env: Mapping[str, str] | None = None) -> bool:
@@ -453,5 +474,5 @@ def wrap_command(
 ) -> WrappedCommand:
     """seeds/003's entry point: ``cmd`` wrapped for ``executor``'s profile,
     unchanged when METNOS_SANDBOX=off; SandboxUnavailable when bwrap cannot run."""
-    ws = workspace or Workspace.from_env(dict(os.environ if env is None else env))
+    ws = workspace or Workspace.from_config(env_section("workspace", env))
     return wrap_plan(plan_for(executor.code_dir, executor.profile, workspace=ws, env=env), cmd)

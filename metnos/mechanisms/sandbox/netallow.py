@@ -16,46 +16,18 @@ that enforces this resolves it on the host side, never inside the sandbox.
 
 from __future__ import annotations
 
-import re
-import tomllib
 from collections.abc import Sequence
-from pathlib import Path
 from urllib.parse import urlsplit
 
-from domain.errors import MetnosError
+# The instance's list is a setting ([network] allow, metnos.settings.network); matching it is the sandbox's.
+from metnos.settings.errors import NetworkConfigError
+from metnos.settings.network import HOST_PATTERN, NETWORK_ALLOW
 
-NETWORK_ALLOW = "$NETWORK_ALLOW"
-# A host, optionally with a port; "host:*" is any port of that host.
-HOST_PATTERN = re.compile(r"^(\*|[A-Za-z0-9.*-]+|\[[0-9a-fA-F:]+\])(:(\d{1,5}|\*))?$")
-
-
-class NetworkConfigError(MetnosError):
-    """``[network]`` in config.toml is not what it must be."""
+__all__ = ["HOST_PATTERN", "NETWORK_ALLOW", "NetworkConfigError", "admits", "allowed", "declared", "matches", "valid_pattern"]
 
 
 def valid_pattern(text: str) -> bool:
     return text == NETWORK_ALLOW or bool(HOST_PATTERN.match(text))
-
-
-def load_allow(config_file: Path | None) -> tuple[str, ...]:
-    """``[network] allow`` of ``config_file``; a missing file or section is empty."""
-    if config_file is None or not config_file.exists():
-        return ()
-    try:
-        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise NetworkConfigError(f"{config_file}: not valid TOML: {e}") from None
-    section = data.get("network", {})
-    if not isinstance(section, dict):
-        raise NetworkConfigError(f"{config_file}: [network] must be a table")
-    allow = section.get("allow", [])
-    if not isinstance(allow, list) or not all(isinstance(h, str) for h in allow):
-        raise NetworkConfigError(f"{config_file}: [network] allow must be a list of host patterns")
-    bad = [h for h in allow if h == NETWORK_ALLOW or not HOST_PATTERN.match(h)]
-    if bad:
-        raise NetworkConfigError(f"{config_file}: [network] allow: {bad} are not host patterns "
-                                 "(host, *.domain, host:port, host:*, or *)")
-    return tuple(h.strip().lower() for h in allow)
 
 
 def matches(host: str, port: int | None, pattern: str) -> bool:

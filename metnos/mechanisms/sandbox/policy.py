@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from domain.errors import MetnosError
 from metnos.mechanisms.failures import NetworkDenied, PolicyViolation
 from metnos.mechanisms.sandbox import netallow
 from metnos.mechanisms.sandbox.forbidden import covers_system_root, is_inside, user_forbidden
 from metnos.mechanisms.sandbox.hints import HintError, expand_hint, home_of, resolve
 from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.settings.loader import for_workspace
 from metnos.settings.workspace import Workspace
 
 _PATH_KEYS = frozenset({"path", "paths", "file", "files", "dir", "dirs", "directory", "folder",
@@ -101,8 +103,8 @@ def scope_for(profile: SandboxProfile, *, workspace: Workspace, env: Mapping[str
 
 def _allow_list(workspace: Workspace) -> tuple[str, ...]:
     try:
-        return netallow.load_allow(workspace.config_file)
-    except netallow.NetworkConfigError as e:
+        return for_workspace(workspace).settings.network.allow
+    except MetnosError as e:
         # Fail closed, and say where.
         raise PolicyViolation("config", "bad-network-allow", str(e)) from None
 

@@ -57,6 +57,7 @@ from metnos.mechanisms.store.records import (
     version_bytes,
 )
 from metnos.mechanisms.store.transcoder import OrjsonTranscoder
+from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.errors import CorruptRecord
 from metnos.mechanisms.store.record_feed import feed_records
@@ -423,8 +424,7 @@ Factory = LMDBFactory
 
 
 def _default_log_path() -> Path:
-
-    return Workspace.from_env().log_dir
+    return Workspace.from_config(env_section("workspace")).log_dir
 
 
 def _check_log_format(shared: environments.SharedEnvironment) -> None:

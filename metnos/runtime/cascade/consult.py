@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,36 +31,12 @@ from domain.cascade.request import differing_words, intent_of, normalise, reques
 from domain.cascade.standing import anti_skill, quotes_nothing, vouched
 from domain.cascade.template import derived_digits
 from metnos.runtime.cascade.validator import plan_problems
-from domain.errors import MetnosError
+from metnos.settings.cascade import CascadeConfig
+from metnos.settings.loader import env_section
 from projections.catalog import invocable
 
-ENV_COSINE = "METNOS_CASCADE_COSINE"
-ENV_MIN_SUCCESSES = "METNOS_CASCADE_MIN_SUCCESSES"
-DEFAULT_COSINE = 0.8
-DEFAULT_MIN_SUCCESSES = 2
-
-
-class CascadeSettingError(MetnosError):
-    """A cascade setting out of its range."""
-
-
-@dataclass(frozen=True)
-class CascadeSettings:
-    cosine: float = DEFAULT_COSINE
-    min_successes: int = DEFAULT_MIN_SUCCESSES
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> CascadeSettings:
-        try:
-            cosine = float(env.get(ENV_COSINE, DEFAULT_COSINE))
-            successes = int(env.get(ENV_MIN_SUCCESSES, DEFAULT_MIN_SUCCESSES))
-        except ValueError as e:
-            msg = f"{ENV_COSINE} must be a number in (0, 1] and {ENV_MIN_SUCCESSES} a whole number >= 1: {e}"
-            raise CascadeSettingError(msg) from None
-        if not 0 < cosine <= 1 or successes < 1:
-            msg = f"{ENV_COSINE} must be in (0, 1] and {ENV_MIN_SUCCESSES} >= 1"
-            raise CascadeSettingError(msg)
-        return cls(cosine=cosine, min_successes=successes)
+# The thresholds are settings (metnos.settings.cascade); the consultant receives them.
+CascadeSettings = CascadeConfig
 
 
 @dataclass
@@ -210,9 +185,10 @@ class PlanConsultant:
             yield "L1", template_id, "template", None, bind(template["template"], [s.value for s in slots])
 
 
-def consultant_from_env(runtime: Any, validate: Callable[[dict[str, Any]], list[str]], env: Mapping[str, str] | None = None) -> PlanConsultant:
+def consultant_from_env(runtime: Any, validate: Callable[[dict[str, Any]], list[str]], env: Mapping[str, str] | None = None,
+                        *, settings: CascadeConfig | None = None) -> PlanConsultant:
+    """The runtime's consultant, with ``settings`` (default: those ``env`` gives, the command's own when None)."""
 
-    env = os.environ if env is None else env
     cached = getattr(runtime, "_plan_consultant", None)
     if cached is not None:
         cached._validate = validate  # noqa: SLF001 - the check of this turn's policy
@@ -222,7 +198,7 @@ def consultant_from_env(runtime: Any, validate: Callable[[dict[str, Any]], list[
         current=lambda: invocable(runtime.catalogue_state()),
         now=lambda: runtime.clock().isoformat(),
         validate=validate,
-        settings=CascadeSettings.from_env(env),
+        settings=settings or env_section("cascade", env),
     )
     runtime._plan_consultant = consultant  # type: ignore[attr-defined]
     return consultant

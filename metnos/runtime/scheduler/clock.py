@@ -9,15 +9,16 @@ at every call. Nothing else reads the variable.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from metnos.mechanisms.clock import system_clock
 from domain.due import BadSchedule, parse
+from metnos.settings.loader import env_section
+from metnos.settings.process import ENV_CLOCK_FILE
 
-CLOCK_FILE_ENV = "METNOS_SCHEDULER_CLOCK_FILE"
+CLOCK_FILE_ENV = ENV_CLOCK_FILE
 
 
 class ManualClock:
@@ -50,5 +51,6 @@ class FileClock:
 
 
 def clock_from_env(env: Mapping[str, str] | None = None) -> Callable[[], datetime]:
-    path = (os.environ if env is None else env).get(CLOCK_FILE_ENV)
+    """The clock the settings name (``METNOS_SCHEDULER_CLOCK_FILE``, for tests), else the system's."""
+    path = env_section("process", env).scheduler_clock_file
     return FileClock(Path(path)) if path else system_clock

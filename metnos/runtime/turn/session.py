@@ -12,7 +12,9 @@ from domain.turn import OPEN, Turn
 from domain.errors import MetnosError
 from metnos.runtime.mnestome.record import record_turn
 from metnos.mechanisms.llm.router import LLMRouter
-from metnos.settings.llm_tiers import load_llm_settings, tier_ladder
+from metnos.settings.llm_tiers import tier_ladder
+from metnos.settings.cascade import CascadeConfig
+from metnos.settings.loader import Loaded, for_workspace
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
@@ -23,8 +25,7 @@ from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
 from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.runtime.step.policies import guard_policy, policy_checker
 from metnos.runtime.turn.ports import Approver, LivePorts
-from metnos.settings.runtime import load_runtime_config
-from metnos.settings.turn import load_turn_settings
+from metnos.settings.runtime import runtime_for_turn
 from projections.catalog import invocable
 
 
@@ -107,14 +108,14 @@ def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
 
 
 def plan_port(runtime: Runtime, catalogue: TurnCatalogue, checker: Callable[[Any, dict[str, Any]], None],
-              env: Mapping[str, str], *, cache: bool) -> Callable[[str], dict[str, Any]]:
+              env: Mapping[str, str], *, cache: bool, cascade: CascadeConfig | None = None) -> Callable[[str], dict[str, Any]]:
     """The cascade as the loop asks it (metnos/cascade); ``cache=False`` (``ask --no-cache``) records a miss."""
     from metnos.runtime.cascade.consult import Consultation, consultant_from_env
     from metnos.runtime.cascade.validator import plan_problems
 
     if not cache:
         return lambda _text: Consultation(reason="no cache asked (--no-cache)").to_fields()
-    consultant = consultant_from_env(runtime, lambda plan: plan_problems(plan, catalogue, checker), env)
+    consultant = consultant_from_env(runtime, lambda plan: plan_problems(plan, catalogue, checker), env, settings=cascade)
     return lambda text: consultant.consult(text).to_fields()
 
 
@@ -164,18 +165,22 @@ def run_turn(
     level: str | None = None,
     mode: str | None = None,
     overrides: Sequence[str] = (),
+    settings: Loaded | None = None,
 ) -> TurnOutcome:
     """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
-    ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn."""
+    ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn. ``settings``: those the
+    caller read for this turn (a long-running host reads them at each turn); default, the command's own."""
     check_request(text)
-    section = load_runtime_config(runtime.workspace.config_file, overrides)
+    # The settings of this workspace, as the command loaded them (or as ``env`` gives them).
+    loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
+    section = runtime_for_turn(loaded.settings.runtime, overrides, where=str(loaded.config_file))
     level = autonomy.parse_level(section.autonomy if level is None else level)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
     require_sandbox(env)
     own_router = router is None
     if router is None:
-        router = LLMRouter(load_llm_settings(runtime.workspace.config_file, env), runtime.workspace, env=env)
+        router = LLMRouter(loaded.llm(), runtime.workspace, env=env)
     sink = LogSink(runtime)
     try:
         ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level)
@@ -183,11 +188,11 @@ def run_turn(
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
         catalogue = turn_catalogue(runtime)
         checker = policy_checker(runtime, env, level)
-        ports.consult_plans = plan_port(runtime, catalogue, checker, env, cache=cache)  # type: ignore[attr-defined]
+        ports.consult_plans = plan_port(runtime, catalogue, checker, env, cache=cache, cascade=loaded.settings.cascade)  # type: ignore[attr-defined]
         loop = TurnLoop(
             ports=ports,
             catalogue=catalogue,
-            settings=load_turn_settings(env),
+            settings=loaded.turn,
             policy=guard_policy(runtime, env),
             sink=sink,
             runtime_version=metnos.__version__,

@@ -1,0 +1,27 @@
+"""``[daemon]``: the long-running process (docs/daemon.md)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from metnos.settings.declare import setting
+from metnos.settings.errors import HttpAddressError
+from metnos.settings.http_address import DEFAULT_HTTP, parse_address
+
+
+class DaemonConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    http: str = setting(DEFAULT_HTTP, "Where the daemon serves its HTTP API and the dashboard, HOST:PORT.",
+                        flag="--http", dest="http")
+    approval_timeout_s: float = setting(300.0, "How long an approval asked over HTTP waits before it is a no (seconds).",
+                                        gt=0, le=86400, allow_inf_nan=False)
+
+    @field_validator("http")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        try:
+            parse_address(v)
+        except HttpAddressError as e:
+            raise ValueError(str(e)) from None
+        return v

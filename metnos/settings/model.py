@@ -1,0 +1,75 @@
+"""Every setting of Metnos, declared once: one pydantic-settings model, a nested model a section.
+
+The sections named in :data:`TOML_SECTIONS` are config.toml's tables; the others come from the
+environment only. Each field says its default, its type, what it does, and (its marks, see
+metnos.settings.declare) the ``METNOS_*`` variable and the flag that set it. metnos.settings.loader
+reads them once per process, in one order: flag > variable > config.toml > default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from metnos.settings.cascade import CascadeConfig
+from metnos.settings.daemon import DaemonConfig
+from metnos.settings.errors import (
+    ConfigError,
+    LLMConfigError,
+    NetworkConfigError,
+    TelegramConfigError,
+)
+from metnos.settings.llm_tiers import LLMConfig
+from metnos.settings.log_store import LogStoreConfig
+from metnos.settings.model_server import ModelServerConfig
+from metnos.settings.network import NetworkConfig
+from metnos.settings.process import ProcessConfig
+from metnos.settings.runtime import RuntimeConfig
+from metnos.settings.telegram import TelegramSettings
+from metnos.settings.turn import TurnSettings
+from metnos.settings.workspace import WorkspaceConfig
+
+# config.toml's tables, in the order `metnos config check` names them.
+TOML_SECTIONS = ("llm", "model", "network", "telegram", "daemon", "turn", "runtime")
+# The error a section's wrong value raises, as each has always (an ``except`` elsewhere catches it).
+SECTION_ERRORS: dict[str, type[Exception]] = {"llm": LLMConfigError, "model": LLMConfigError, "network": NetworkConfigError,
+                                              "telegram": TelegramConfigError}
+
+
+def section_error(name: str) -> type[Exception]:
+    return SECTION_ERRORS.get(name, ConfigError)
+
+
+class Settings(BaseSettings):
+    """Every setting in force in one process."""
+
+    # The loader hands every value in, layer by layer: pydantic-settings reads no source of its own,
+    # so nothing is read twice or behind the loader's back.
+    model_config = SettingsConfigDict(extra="forbid", frozen=True)
+
+    llm: LLMConfig = Field(default_factory=LLMConfig, description="`[llm]`: the embedded model and the LLM tiers.")
+    model: ModelServerConfig = Field(default_factory=ModelServerConfig,
+                                     description="`[model]`: the embedded model's shared warm server.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="`[network]`: the hosts executors may reach.")
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings,
+                                       description="`[telegram]`: the bot, who may talk to it, send_messages' recipients.")
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="`[daemon]`: the long-running process.")
+    turn: TurnSettings = Field(default_factory=TurnSettings, description="`[turn]`: the turn's caps and tunables.")
+    runtime: RuntimeConfig = Field(default_factory=RuntimeConfig,
+                                   description="`[runtime]`: modes, autonomy, the roles beside the proposer, hybrid, the judge.")
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig, description="Where the workspace is (environment only).")
+    process: ProcessConfig = Field(default_factory=ProcessConfig, description="Switches of one process (environment only).")
+    cascade: CascadeConfig = Field(default_factory=CascadeConfig, description="The cascade's thresholds (environment only).")
+    log: LogStoreConfig = Field(default_factory=LogStoreConfig,
+                                description="Which store holds the log: eventsourcing's variables (environment only).")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   *args: Any, **kwargs: Any) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
