@@ -9,9 +9,12 @@ import threading
 import traceback
 from collections.abc import Sequence
 
+from eventsourcing.persistence import PersistenceError
+
+import metnos
 from metnos.adapters.cli import events_cmd, init_cmd
 from domain.errors import MetnosError
-from metnos.runtime.turn.interrupts import InterruptGate, Interrupted
+from metnos.services.interrupts import InterruptGate, Interrupted
 from metnos.settings.loader import LEAVES, Flag, Loaded, installed, load, runtime_flags, unknown_variables
 
 COMMANDS = [init_cmd, events_cmd]
@@ -32,8 +35,6 @@ def _optional_commands() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import metnos
-
     parser = argparse.ArgumentParser(prog="metnos", description="A local-first personal agent runtime on an append-only log.")
     parser.add_argument("--debug", action="store_true", help="on an unexpected error, show its traceback (or set METNOS_DEBUG=1)")
     parser.add_argument("--version", action="version", version=f"metnos {metnos.__version__}")
@@ -97,8 +98,6 @@ def command_flags(args: argparse.Namespace) -> list[Flag]:
 
 def unexpected(error: Exception, *, debug: bool) -> int:
     """One line naming the cause; the traceback only when asked for."""
-    from eventsourcing.persistence import PersistenceError
-
     if isinstance(error, PersistenceError):
         print(f"metnos: {error}", file=sys.stderr)
         return 2
