@@ -1,0 +1,45 @@
+"""What a step's outcome means for the turn: a failure is its problem until a later step succeeds (docs/turns.md, "A loop that recovers")."""
+
+from __future__ import annotations
+
+from metnos.runtime.turn.failures import FailureKind, step_failure_words
+from metnos.runtime.turn.rules.base import BaseRule, Step
+
+
+class Recovery(BaseRule):
+    """A step that could not run, or an action that reports it could not be done, is the turn's
+    problem; what succeeds after it is what an answer must rest on; an action that goes through
+    after a failure did what was asked."""
+    name = "recovery"
+
+    def on_observation(self, step: Step) -> None:
+        state = step.state
+        if step.kind != "executor":
+            if step.succeeded:
+                state.went_well(step.observation)
+            return
+        if not step.ran:
+            # The executor could not do its work at all (crash, timeout, sandbox):
+            # unlike an answer that reports a missing file, that is the turn's problem.
+            kind = FailureKind.STEP_REFUSED if step.result_kind == "PolicyViolation" else FailureKind.STEP_FAILED
+            state.problem, state.since_problem = (kind, step_failure_words(step.name, step.observation)), []
+        elif not step.succeeded and step.loop.acts(step.name):
+            # An action that reports it could not be done (a message to an unknown channel) is
+            # the turn's problem too: the 1.5B answered that it had told someone after such a send.
+            state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(step.name, step.observation)), []
+        elif step.succeeded:
+            state.went_well(step.observation)
+            if step.transition is not None and step.transition.category == "A":
+                # An action that went through after a failure did what was asked;
+                # its answer reports it ("saved") rather than quoting its output.
+                state.problem, state.since_problem = None, []
+
+
+class Presentation(BaseRule):
+    """A presentation step (describe, render) that closes a request that changes nothing: what it made is the answer."""
+    name = "presentation"
+
+    def on_observation(self, step: Step) -> None:
+        if (step.kind == "executor" and step.succeeded and step.transition is not None and step.transition.category == "F"
+                and step.state.plan is None and not step.loop.actions_offered(step.pool)):
+            step.state.presented = step.number
