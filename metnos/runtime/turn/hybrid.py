@@ -23,7 +23,8 @@ from typing import Any
 from domain.turn import Turn
 from metnos.canonical import canonical_hash
 from metnos.runtime.cascade.player import PlanPlayer
-from metnos.mechanisms.llm.errors import LLMError
+from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
+from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.filler import FILLER_RULE
 from metnos.runtime.turn.judge import capabilities_of
 from metnos.runtime.turn.online import ONLINE_PROMPT, PlanUnreadable, planner_messages, read_plan, recovery_messages, shift
@@ -40,6 +41,12 @@ class PlanFailed(Exception):
         super().__init__(detail)
         self.detail = detail
         self.llm_error = llm_error
+
+    def failure(self, problem: tuple[FailureKind, str] | None) -> tuple[FailureKind, str]:
+        """How the turn fails: the model could not be asked, or answered no plan; else the step that went wrong."""
+        if self.llm_error is not None:
+            return (FailureKind.PROVIDER_UNREACHABLE if isinstance(self.llm_error, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY), self.detail
+        return problem if problem is not None else (FailureKind.BAD_LLM_REPLY, self.detail)
 
 
 class OnlineDriver:

@@ -1,19 +1,12 @@
 """The loop of one turn (seeds/002 ch. 2), recording every decision as an event.
 
-A turn: the pre-filter shortlists the catalogue; the cascade may hold a plan;
-then, round by round, the model (or the plan) proposes calls, each call is a
-step that passes the rules' checks (guards, shape, step references, schema,
-sandbox policy, the vaglio and, where it asks, the user), runs, and is
-observed; until an answer is proposed that the rules accept and that holds up
-against the steps' results. Each refusal becomes an observation the model can
-correct, with a hint. A step's events (and the invocation's) are committed
-together, in one transaction.
-
-The rules are a list the loop walks (metnos/runtime/turn/rules): each is
-looked at when a call is proposed, when its arguments are resolved, after
-its observation, when an answer is proposed and when the turn concludes, and
-its verdict decides what the loop does. How a turn ends is docs/turns.md,
-"Outcomes".
+The pre-filter shortlists the catalogue and the cascade may hold a plan; then,
+round by round, the model (or the plan) proposes calls; each call is a step
+that passes the rules' checks, runs and is observed; until an answer is
+proposed that the rules let stand. The rules (metnos/runtime/turn/rules) are a
+list the loop walks at fixed points of a turn; their verdicts decide what it
+does. A step's events (and the invocation's) are committed in one transaction.
+How a turn ends is docs/turns.md, "Outcomes".
 
 The loop is deterministic given its ports: the same replies, observations,
 approvals, clock readings and ids give the same events. That is what the
@@ -22,17 +15,12 @@ replayer checks, by running this very code with ports fed from the log.
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from domain.turn import Turn
-from metnos.canonical import canonical_hash
-from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
-from metnos.mechanisms.llm.messages import LLMReply, Message, SystemMessage, ToolCall, ToolResult, UserMessage
-from metnos.mechanisms.sandbox import autonomy
+from metnos.mechanisms.llm.messages import Message, SystemMessage, ToolCall, ToolResult, UserMessage
+from metnos.runtime.turn.asking import ask_model
 from metnos.runtime.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.composing import ANSWER_LIMIT, compose_answer
 from metnos.runtime.turn.failures import FailureKind, turn_failure
@@ -40,23 +28,24 @@ from metnos.runtime.turn.following import consult_plans, follow_plan
 from metnos.runtime.turn.grounding import exact_ask
 from metnos.runtime.turn.guards import TurnGuards
 from metnos.runtime.turn.hybrid import OnlineDriver, PlanFailed
-from metnos.runtime.turn.interrupts import InterruptGate, Interrupted
+from metnos.runtime.turn.interrupts import Interrupted, InterruptGate
 from metnos.runtime.turn.judge import JUDGE_PROMPT, LLMJudge
+from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.opening import open_reads, shortlist
 from metnos.runtime.turn.ports import TurnPorts
-from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLANNER_PROMPT, answer_from_results
+from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLANNER_PROMPT
 from metnos.runtime.turn.quarantined import record_quarantined
 from metnos.runtime.turn.rules import Answer, Rule, Step, default_rules
-from metnos.runtime.turn.rules.answers import answer_from_data, answer_only
+from metnos.runtime.turn.rules.answers import answer_from_data
 from metnos.runtime.turn.rules.base import AnswerInstead, AnswerWith, End, SendBack, Settle, Unfounded, Verdict
 from metnos.runtime.turn.running import run_call
-from metnos.runtime.turn.shown import call_as_text, elapsed_ms, message_record, pipes, shown_content
+from metnos.runtime.turn.shown import pipes, shown_content
 from metnos.runtime.turn.turn_state import AnswerFromData, EndTurn, TurnOutcome, TurnRequest, TurnState
 from metnos.runtime.turn.vaglio import GuardPolicy
 from metnos.settings.runtime import RuntimeConfig
 from metnos.settings.turn import TurnSettings
 
-__all__ = ["TurnLoop", "TurnRequest", "TurnOutcome", "compose_answer", "ANSWER_LIMIT"]
+__all__ = ["ANSWER_LIMIT", "TurnLoop", "TurnOutcome", "TurnRequest", "compose_answer"]
 
 
 class Sink(Protocol):
@@ -102,7 +91,7 @@ class TurnLoop:
         self.judge = LLMJudge(self.online.config.judge, self.online.config.system_prompt("judge", JUDGE_PROMPT))
         if self.observer is not None:
             self.observer(turn.pending_events[-1])
-        pure = frozenset(n for n in self.catalogue.executors if not self.acts(n))
+        pure = frozenset(n for n in self.catalogue.executors if not acts(self.catalogue, n))
         state = TurnState(guards=TurnGuards(cap_steps=self.settings.cap_steps, cap_same_executor=self.settings.cap_same_executor,
                                             cap_same_vectorial=self.settings.cap_same_vectorial, pure=pure))
         state.tier = self.online.config.proposer_tier if request.runtime is not None else request.tier
@@ -163,12 +152,7 @@ class TurnLoop:
         except EndTurn as end:
             return self._fail(turn, state, end.kind, end.detail)
         except PlanFailed as failed:
-            if failed.llm_error is not None:
-                kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(failed.llm_error, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY
-                return self._fail(turn, state, kind, failed.detail)
-            if state.problem is not None:
-                return self._fail(turn, state, *state.problem)
-            return self._fail(turn, state, FailureKind.BAD_LLM_REPLY, failed.detail)
+            return self._fail(turn, state, *failed.failure(state.problem))
 
     # A round: the model (or the plan) proposes ------------------------------
     def _round(self, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], messages: list[Message]) -> tuple[str | None, str]:
@@ -185,7 +169,7 @@ class TurnLoop:
             if higher is not None:
                 self.record(turn, Turn.TierEscalated, round=state.round, from_tier=state.tier, to_tier=higher, reason=state.problem[1])
                 state.tier = higher
-        reply = self._ask(turn, state, request, pool, messages)
+        reply = ask_model(self, turn, state, request, pool, messages)
         if reply.is_final:
             text = reply.text.strip()
             verdict = self._walk("on_answer", Answer(self, turn, state, request, pool, messages, text, "model", reply))
@@ -225,38 +209,6 @@ class TurnLoop:
         if state.final_only:
             messages.append(UserMessage(FINAL_ONLY if state.pipeline_closed else ANSWER_NOW))
         return None, "model"
-
-    def _ask(self, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], messages: list[Message]) -> LLMReply:
-        """Ask the model for the next calls, or, once the data answers, for words only (tool_choice "none")."""
-        words_only = (state.final_only or answer_only(self, state, pool)) and not state.working_out
-        # Asked for words only, the model still sees the tools of the round before, with
-        # tool_choice "none": the prompt keeps that round's prefix, which the server's prompt
-        # cache reuses, where a prompt without tools is evaluated again from its first token.
-        tools = self.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
-        if words_only and not state.final_only and not state.asked_for_words:
-            state.asked_for_words = True
-            messages.append(UserMessage(answer_from_results(request.text)))
-        choice = "none" if words_only else "auto"
-        asked: dict[str, Any] = {"messages": [message_record(m) for m in messages], "tools": [t.name for t in tools]}
-        if words_only:
-            asked["tool_choice"] = choice
-        self.record(turn, Turn.LLMAsked, round=state.round, tier=state.tier, request_digest=canonical_hash(asked), tools=[t.name for t in tools])
-        started = time.perf_counter()
-        try:
-            with self.waiting(state, "while waiting for the model"):
-                reply = self.ports.ask_llm(state.tier, messages, tools, tool_choice=choice)
-        except LLMError as e:
-            self.record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
-            kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY
-            raise EndTurn(kind, str(e)) from None
-        self.record(turn, Turn.LLMReplied, round=state.round, reply=reply.to_record(), intent_ms=elapsed_ms(started))
-        if words_only and not state.final_only and not reply.is_final:
-            if state.answer_from:
-                # Told that the data is there, then asked for words, it calls a tool: the answer is the data.
-                raise AnswerFromData(state.answer_from)
-            # A server that ignores tool_choice "none" may still send a call: it is not what was asked.
-            reply = dataclasses.replace(reply, text=call_as_text(reply), tool_calls=(), call_form="none")
-        return reply
 
     # A step: the rules' checks, the run, the observation -----------------------
     def step(self, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], call: ToolCall, call_form: str) -> tuple[dict[str, Any], list[Any]]:
@@ -332,25 +284,3 @@ class TurnLoop:
         self.record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.message,
                     steps=state.step, status=failure.status)
         self.commit(turn)
-
-    # What the rules ask of the loop ------------------------------------------
-    def offered(self, request: TurnRequest, name: str) -> bool:
-        """Whether the turn's autonomy level lets ``name`` be offered and run (read_only: nothing with side effects)."""
-        found = self.catalogue.get(name) or self.catalogue.builtins.get(name)
-        return found is None or autonomy.offers(request.autonomy, side_effects=found.entry.side_effects)
-
-    def actions_offered(self, pool: list[str]) -> list[str]:
-        """The executors with side effects on the shortlist: the actions the request names."""
-        return sorted(name for name in pool if self.acts(name))
-
-    def acts(self, name: str) -> bool:
-        found = self.catalogue.get(name) or self.catalogue.builtins.get(name)
-        return found is not None and bool(found.entry.side_effects)
-
-    @contextmanager
-    def waiting(self, state: TurnState, what: str) -> Iterator[None]:
-        self.interrupts.checkpoint()
-        state.during = what
-        with self.interrupts.waiting():
-            yield
-        state.during = "between steps"

@@ -9,6 +9,7 @@ from domain.turn import Turn
 from metnos.mechanisms.llm.messages import AssistantMessage, Message, ToolCall, ToolResult
 from metnos.runtime.mnestome.boost import apply_boost
 from metnos.runtime.turn.intent_model import INTENT_PROMPT, extract_intent
+from metnos.runtime.turn.offering import offered
 from metnos.runtime.turn.shortlist import complete as complete_shortlist
 from metnos.runtime.turn.shown import elapsed_ms, shown_content
 from metnos.runtime.turn.sources import opening_reads
@@ -31,7 +32,7 @@ def shortlist(loop: Any, turn: Turn, request: TurnRequest) -> list[str]:
                                  offer=loop.settings.offer, pool_size=loop.settings.pool_size)
     loop.record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=elapsed_ms(started))
     loop.commit(turn)
-    return [c["name"] for c in ranking["candidates"] if loop.offered(request, c["name"])]
+    return [c["name"] for c in ranking["candidates"] if offered(loop.catalogue, request.autonomy, c["name"])]
 
 
 def _intent_tools(loop: Any, turn: Turn, request: TurnRequest) -> tuple[str, ...]:

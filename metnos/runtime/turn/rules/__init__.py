@@ -13,10 +13,7 @@ from typing import Any
 
 from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, Placeholders, RestsOnRecovery
 from metnos.runtime.turn.rules.base import Answer, BaseRule, Rule, Step, Verdict
-from metnos.runtime.turn.rules.calls import (
-    ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, SandboxPolicy,
-    StepReferences,
-)
+from metnos.runtime.turn.rules.calls import ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, SandboxPolicy, StepReferences
 from metnos.runtime.turn.rules.grounding import Grounded
 from metnos.runtime.turn.rules.recovery import Presentation, Recovery
 from metnos.runtime.turn.rules.vaglio import Vaglio
@@ -70,4 +67,4 @@ class Timed(BaseRule):
         return self._timed("on_conclusion", answer)
 
 
-__all__ = ["Rule", "BaseRule", "Step", "Answer", "Timed", "default_rules", "without"]
+__all__ = ["Answer", "BaseRule", "Rule", "Step", "Timed", "default_rules", "without"]

@@ -7,8 +7,9 @@ from metnos.mechanisms.llm.messages import UserMessage
 from metnos.runtime.turn.answers import REASONS, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind
-from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
+from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.turn.piping import placeholders_in
+from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
 from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, SendBack, Step, Verdict
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
 
@@ -48,7 +49,7 @@ class AnswerForm(BaseRule):
                 # Asked twice to answer a request that changes nothing, it asks for
                 # a tool again: the answer is what the good steps produced.
                 return AnswerWith(good, "no_answer_after_data")
-            if problem == "raw_tool_output" and good and not loop.actions_offered(answer.pool):
+            if problem == "raw_tool_output" and good and not actions_offered(loop.catalogue, answer.pool):
                 # Asked twice for words, it hands back a step's data as JSON again (the 1.5B,
                 # after slicing the lines asked for): the answer is the data the chain ended with.
                 return AnswerWith((good[-1],), "raw_output_repeated")
@@ -64,7 +65,7 @@ class ActionTaken(BaseRule):
     name = "action_taken"
 
     def on_observation(self, step: Step) -> None:
-        if step.succeeded and step.loop.acts(step.name):
+        if step.succeeded and acts(step.loop.catalogue, step.name):
             step.state.acted = True
 
     def on_answer(self, answer: Answer) -> Verdict | None:
@@ -76,7 +77,7 @@ class ActionTaken(BaseRule):
             return not_done(loop, state, answer.pool)
         state.reminded_to_act = True
         answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
-        return SendBack((answer.reply.to_message(), UserMessage(act_reminder(loop.actions_offered(answer.pool)))))
+        return SendBack((answer.reply.to_message(), UserMessage(act_reminder(actions_offered(loop.catalogue, answer.pool)))))
 
 
 class RestsOnRecovery(BaseRule):
@@ -98,7 +99,7 @@ def not_acted(loop, state: TurnState, pool: list[str]) -> bool:
     actions ran ("the largest file is x", and no message sent), and
     there was something to act on: the last good step did not find an empty list
     ("there are no .tmp files" is the answer to "delete the .tmp files")."""
-    if state.acted or not loop.actions_offered(pool):
+    if state.acted or not actions_offered(loop.catalogue, pool):
         return False
     good = state.successes()
     return not (good and state.observations[good[-1]].get("entries") == [])
@@ -109,7 +110,7 @@ def not_done(loop, state: TurnState, pool: list[str]) -> End:
     the outcome; otherwise the action the request named was never taken."""
     if state.problem is not None:
         return End(*state.problem)
-    return End(FailureKind.ACTION_NOT_TAKEN, " or ".join(loop.actions_offered(pool)))
+    return End(FailureKind.ACTION_NOT_TAKEN, " or ".join(actions_offered(loop.catalogue, pool)))
 
 
 def figures_stand(loop, state: TurnState, pool: list[str], text: str) -> bool:
@@ -118,7 +119,7 @@ def figures_stand(loop, state: TurnState, pool: list[str], text: str) -> bool:
     data the turn's good steps produced ("1284", read from the page, after a count
     piped from nowhere was refused); a number from nowhere ("8500" for files of 1000,
     2500 and 500 bytes) does not."""
-    if state.problem is None or state.problem is not state.unrun_read or loop.actions_offered(pool):
+    if state.problem is None or state.problem is not state.unrun_read or actions_offered(loop.catalogue, pool):
         return False
     good = [state.observations[s] for s in state.successes()]
     return figures_from(text, good)
@@ -135,7 +136,7 @@ def answer_only(loop, state: TurnState, pool: list[str]) -> bool:
     if state.model_steps == 0 or state.has_scratch:
         # Spilled data is read back with scratchpad_read: that tool stays.
         return False
-    if loop.actions_offered(pool):
+    if actions_offered(loop.catalogue, pool):
         return False
     if state.read_again or state.model_steps >= READ_ONLY_MODEL_STEPS:
         return True
@@ -151,7 +152,7 @@ def answer_only(loop, state: TurnState, pool: list[str]) -> bool:
 
 def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str], found: AnswerFromData) -> str:
     """The answer made from the data the steps hold; EndTurn when that data answers nothing."""
-    asked = loop.actions_offered(pool)
+    asked = actions_offered(loop.catalogue, pool)
     if asked and not state.acted:
         # The data is no answer to a request that asked for an action none of whose steps ran.
         raise EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))

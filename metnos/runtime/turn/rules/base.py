@@ -15,19 +15,44 @@ turn's state, so a rule can be taken out of the list, or timed, on its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from domain.turn import Turn
 from metnos.canonical import canonical_hash
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolCall
+from metnos.runtime.turn.catalogue import TurnCatalogue
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
+from metnos.runtime.turn.interrupts import InterruptGate
+from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.piping import Resolution
+from metnos.runtime.turn.ports import TurnPorts
 from metnos.runtime.turn.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.runtime.turn.turn_state import TurnRequest, TurnState
+from metnos.runtime.turn.vaglio import GuardPolicy
+from metnos.settings.turn import TurnSettings
 
-if TYPE_CHECKING:  # the loop hands itself to the rules; it imports them, so only its type is named here
-    from metnos.runtime.turn.loop import TurnLoop
+
+class TurnLoop(Protocol):
+    """What a rule may use of the loop (metnos/runtime/turn/loop.py), which hands itself to the rules it walks."""
+    catalogue: TurnCatalogue
+    settings: TurnSettings
+    policy: GuardPolicy
+    ports: TurnPorts
+    interrupts: InterruptGate
+    check_policy: Callable[[Any, dict[str, Any]], None] | None
+    judge: Any
+    online: Any
+    tool_names: frozenset[str]
+    shown_home: str
+
+    def record(self, turn: Turn, event_class: type, **fields: Any) -> None: ...
+
+    def commit(self, turn: Turn, *others: Any) -> None: ...
+
+    def step(self, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], call: ToolCall,
+             call_form: str) -> tuple[dict[str, Any], list[Any]]: ...
 
 
 # Verdicts ------------------------------------------------------------------
@@ -133,7 +158,7 @@ class Step:
             state.problem = (FailureKind.NEEDS_INPUTS, f"{name} needs data to work on (which file, folder or items?)")
         else:
             state.problem = (FailureKind.STEP_FAILED, words)
-            if not self.loop.acts(name):
+            if not acts(self.loop.catalogue, name):
                 # A call refused for its form that would have changed nothing: it never ran.
                 state.unrun_read = state.problem
         state.since_problem = []

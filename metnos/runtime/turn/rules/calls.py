@@ -18,6 +18,7 @@ from metnos.runtime.turn.completion import complete_arguments, complete_paths, w
 from metnos.runtime.turn.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
+from metnos.runtime.turn.offering import actions_offered, offered
 from metnos.runtime.turn.piping import FROM_STEP, Resolution, resolve_args
 from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
@@ -113,7 +114,7 @@ class AutonomyLevel(BaseRule):
     name = "autonomy"
 
     def on_call(self, step: Step) -> Verdict | None:
-        if step.loop.offered(step.request, step.name):
+        if offered(step.loop.catalogue, step.request.autonomy, step.name):
             return None
         return step.reject("autonomy", {"autonomy": step.request.autonomy}, autonomy.refusal(step.request.autonomy, step.name))
 
@@ -146,7 +147,7 @@ class PipelineShape(BaseRule):
             return None
         state, name, args = step.state, step.name, step.args
         try:
-            named = frozenset(step.loop.actions_offered(step.pool))
+            named = frozenset(actions_offered(step.loop.catalogue, step.pool))
             step.transition = next_state(compute_state(state.shape, named_actions=named), name, args,
                                          open_actions=open_actions(state.shape, named))
         except UnknownVerbError as e:

@@ -8,6 +8,7 @@ from domain.turn import Turn
 from metnos.mechanisms.llm.messages import AssistantMessage, ToolCall, UserMessage
 from metnos.runtime.turn.composing import listing, textual, worked_out
 from metnos.runtime.turn.grounding import StepData, check_answer, repair_prompt, working_out_call
+from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.rules.base import Answer, AnswerInstead, BaseRule, SendBack, Step, Unfounded, Verdict
 
 
@@ -72,5 +73,5 @@ def work_out(answer: Answer) -> str | None:
 def working_out_tools(loop: Any) -> dict[str, set[str]]:
     """Every executor without side effects, by its argument names: working an exact ask
     out changes nothing, so it is not bound to the shortlist the model was offered."""
-    pure = sorted(n for n in loop.catalogue.executors if not loop.acts(n))
+    pure = sorted(n for n in loop.catalogue.executors if not acts(loop.catalogue, n))
     return {t.name: set(t.parameters.get("properties", {})) for t in loop.catalogue.tools(pure, with_scratchpad=False)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
+from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.turn.rules.base import BaseRule, Step
 
 
@@ -23,7 +24,7 @@ class Recovery(BaseRule):
             # unlike an answer that reports a missing file, that is the turn's problem.
             kind = FailureKind.STEP_REFUSED if step.result_kind == "PolicyViolation" else FailureKind.STEP_FAILED
             state.problem, state.since_problem = (kind, step_failure_words(step.name, step.observation)), []
-        elif not step.succeeded and step.loop.acts(step.name):
+        elif not step.succeeded and acts(step.loop.catalogue, step.name):
             # An action that reports it could not be done (a message to an unknown channel) is
             # the turn's problem too: the 1.5B answered that it had told someone after such a send.
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(step.name, step.observation)), []
@@ -41,5 +42,5 @@ class Presentation(BaseRule):
 
     def on_observation(self, step: Step) -> None:
         if (step.kind == "executor" and step.succeeded and step.transition is not None and step.transition.category == "F"
-                and step.state.plan is None and not step.loop.actions_offered(step.pool)):
+                and step.state.plan is None and not actions_offered(step.loop.catalogue, step.pool)):
             step.state.presented = step.number
