@@ -17,6 +17,7 @@ from metnos.canonical import canonical_hash
 from metnos.mechanisms.executors.loader import LoadedExecutor
 from metnos.mechanisms.executors.manifest import Manifest
 from metnos.mechanisms.llm.messages import ToolSpec
+from metnos.runtime.scheduler.tools import TOOLS
 from metnos.runtime.turn.piping import LIST_REFERENCES
 from metnos.runtime.turn.prefilter import CatalogueEntry, PrefilterIndex
 from metnos.runtime.turn.scratchpad import SCRATCHPAD_READ_TOOL
@@ -183,8 +184,6 @@ class Builtin:
 
 
 def builtin_tools() -> dict[str, Builtin]:
-    from metnos.runtime.scheduler.tools import TOOLS
-
     found = {}
     for name, tool in sorted(TOOLS.items()):
         spec = ToolSpec(**tool.spec())

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from domain.turn import Turn
-from metnos.mechanisms.llm.messages import Message, SystemMessage, ToolCall, ToolResult, UserMessage
+from metnos.mechanisms.llm.messages import LLMReply, Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from metnos.runtime.turn.asking import ask_model
 from metnos.runtime.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.composing import ANSWER_LIMIT, compose_answer
@@ -190,6 +190,11 @@ class TurnLoop:
             self.online.escalate(turn, state, request, pool, critical)
             return None, "model"
         messages.append(reply.to_message())
+        self._take_steps(turn, state, request, pool, messages, reply)
+        return None, "model"
+
+    def _take_steps(self, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], messages: list[Message], reply: LLMReply) -> None:
+        """The model's calls, each a step; its observation goes back to the model."""
         for call in reply.tool_calls:
             fresh = bool(state.successes()) and not pipes(call)
             state.step += 1
@@ -208,7 +213,6 @@ class TurnLoop:
             raise AnswerFromData((state.presented,), "presentation")
         if state.final_only:
             messages.append(UserMessage(FINAL_ONLY if state.pipeline_closed else ANSWER_NOW))
-        return None, "model"
 
     # A step: the rules' checks, the run, the observation -----------------------
     def step(self, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], call: ToolCall, call_form: str) -> tuple[dict[str, Any], list[Any]]:
@@ -226,7 +230,7 @@ class TurnLoop:
         if isinstance(verdict, Settle):
             return verdict.observation, list(verdict.others)
         if verdict is not None:
-            self._act_on(turn, [], verdict)
+            self._act_on(turn, None, verdict)
         observation, others = run_call(step)
         for rule in self.rules:
             rule.on_observation(step)
@@ -240,7 +244,7 @@ class TurnLoop:
                 return verdict
         return None
 
-    def _act_on(self, turn: Turn, messages: list[Message], verdict: Verdict) -> None:
+    def _act_on(self, turn: Turn, messages: list[Message] | None, verdict: Verdict) -> None:
         """What the loop does on a verdict that is not the step's observation: it ends the turn,
         answers from data, or sends the answer back (the turn goes on)."""
         if isinstance(verdict, End):
@@ -249,8 +253,9 @@ class TurnLoop:
             raise EndTurn(verdict.kind, verdict.detail)
         if isinstance(verdict, AnswerWith):
             raise AnswerFromData(verdict.steps, verdict.reason)
-        if not isinstance(verdict, SendBack):
-            raise TypeError(f"a rule gave {verdict!r} where the loop can act only on End, AnswerWith or SendBack: fix the rule")
+        if not isinstance(verdict, SendBack) or messages is None:
+            raise TypeError(f"a rule gave {verdict!r} where the loop cannot act on it (a step takes Settle, End or AnswerWith; "
+                            "an answer End, AnswerWith or SendBack): fix the rule")
         messages.extend(verdict.messages)
         self.commit(turn)
 
