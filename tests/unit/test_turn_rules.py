@@ -17,14 +17,14 @@ from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.guards import TurnGuards
 from metnos.runtime.turn.interrupts import InterruptGate
 from metnos.runtime.turn.rules import Timed, default_rules, without
-from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, Placeholders, RestsOnRecovery
-from metnos.runtime.turn.rules.base import Answer, AnswerInstead, AnswerWith, End, SendBack, Settle, Step, Unfounded
+from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery
+from metnos.runtime.turn.rules.base import Answer, AnswerInstead, AnswerWith, End, Round, SendBack, Settle, Step, Unfounded, WordsOnly
 from metnos.runtime.turn.rules.calls import (
     ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, SandboxPolicy,
     StepReferences,
 )
 from metnos.runtime.turn.rules.grounding import Grounded
-from metnos.runtime.turn.rules.recovery import Presentation, Recovery
+from metnos.runtime.turn.rules.recovery import ClimbTier, Presentation, Recovery
 from metnos.runtime.turn.rules.vaglio import Vaglio
 from metnos.runtime.turn.shape import ShapeStep
 from metnos.runtime.turn.turn_state import TurnRequest, TurnState
@@ -106,7 +106,7 @@ def ran(step: Step, observation: dict[str, Any], *, ok: bool = True, result_kind
 
 def test_the_rules_run_in_the_order_the_spec_gives_a_step_and_an_answer() -> None:
     assert [r.name for r in default_rules()] == [
-        "guards", "repeated_failure", "readable_arguments", "autonomy", "known_executor", "pipeline_shape",
+        "climb_tier", "answer_only", "guards", "repeated_failure", "readable_arguments", "autonomy", "known_executor", "pipeline_shape",
         "step_references", "argument_schema", "sandbox_policy", "vaglio", "recovery", "presentation", "action_taken",
         "placeholders", "answer_form", "rests_on_recovery", "grounded",
     ]
@@ -324,3 +324,27 @@ def test_an_answer_that_does_not_hold_up_is_sent_back_once_then_is_unfounded() -
     assert loop.events[-1][0] == "AnswerUngrounded" and loop.events[-1][1]["unmatched"] == ["c.txt", "3"]
     again = rule.on_conclusion(an_answer(loop, bad, state, request="list ~/notes"))
     assert isinstance(again, Unfounded) and not isinstance(again, AnswerInstead)
+
+
+# Before the model is asked -----------------------------------------------------------
+
+def a_round(loop: Loop, state: TurnState, pool: list[str] | None = None) -> Round:
+    return Round(loop, SimpleNamespace(id="t"), state, TurnRequest(text="read ~/a.md"), pool if pool is not None else ["read_files"])
+
+
+def test_a_request_that_changes_nothing_is_asked_for_words_once_its_data_is_a_single_value() -> None:
+    loop, state = Loop(), TurnState()
+    assert AnswerOnly().on_ask(a_round(loop, state)) is None  # the model has taken no step of its own yet
+    ran(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state), {"ok": True, "content": "alpha"})
+    state.model_steps = 1
+    assert AnswerOnly().on_ask(a_round(loop, state)) == WordsOnly()
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files", "delete_files"])) is None  # a request that acts keeps its tools
+
+
+def test_after_a_problem_the_next_round_climbs_one_tier_once() -> None:
+    loop, state = Loop(), TurnState(tier="fast", problem=(FailureKind.STEP_FAILED, "read_files failed"))
+    loop.online = SimpleNamespace(config=SimpleNamespace(tier_above=lambda tier: {"fast": "middle", "middle": "wise"}.get(tier)))
+    assert ClimbTier().on_ask(a_round(loop, state)) is None and state.tier == "middle"
+    assert loop.events == [("TierEscalated", {"round": 0, "from_tier": "fast", "to_tier": "middle", "reason": "read_files failed"})]
+    ClimbTier().on_ask(a_round(loop, state))
+    assert state.tier == "middle" and len(loop.events) == 1

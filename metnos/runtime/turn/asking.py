@@ -17,14 +17,16 @@ from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
 from metnos.mechanisms.llm.messages import LLMReply, Message, UserMessage
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.prompt import answer_from_results
-from metnos.runtime.turn.rules.answers import answer_only
 from metnos.runtime.turn.shown import call_as_text, elapsed_ms, message_record
 from metnos.runtime.turn.turn_state import AnswerFromData, EndTurn, TurnRequest, TurnState
 
 
-def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], messages: list[Message]) -> LLMReply:
-    """Ask the model for the next calls, or, once the data answers, for words only (tool_choice "none")."""
-    words_only = (state.final_only or answer_only(loop, state, pool)) and not state.working_out
+def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], messages: list[Message], *,
+              words_only: bool) -> LLMReply:
+    """Ask the model for the next calls or, once the data answers (``words_only``: a rule said so) or the
+    pipeline is closed (``state.final_only``), for words only (tool_choice "none"); told to work an exact
+    ask out with a tool (``state.working_out``), it keeps its tools."""
+    words_only = (state.final_only or words_only) and not state.working_out
     # Asked for words only, the model still sees the tools of the round before, with
     # tool_choice "none": the prompt keeps that round's prefix, which the server's prompt
     # cache reuses, where a prompt without tools is evaluated again from its first token.

@@ -35,9 +35,9 @@ from metnos.runtime.turn.opening import open_reads, shortlist
 from metnos.runtime.turn.ports import TurnPorts
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLANNER_PROMPT
 from metnos.runtime.turn.quarantined import record_quarantined
-from metnos.runtime.turn.rules import Answer, Rule, Step, default_rules
+from metnos.runtime.turn.rules import Answer, Round, Rule, Step, default_rules
 from metnos.runtime.turn.rules.answers import answer_from_data
-from metnos.runtime.turn.rules.base import AnswerInstead, AnswerWith, End, SendBack, Settle, Unfounded, Verdict
+from metnos.runtime.turn.rules.base import AnswerInstead, AnswerWith, End, SendBack, Settle, Unfounded, Verdict, WordsOnly
 from metnos.runtime.turn.running import run_call
 from metnos.runtime.turn.shown import pipes, shown_content
 from metnos.runtime.turn.turn_state import AnswerFromData, EndTurn, TurnOutcome, TurnRequest, TurnState
@@ -162,14 +162,8 @@ class TurnLoop:
             self.online.escalate(turn, state, request, pool, f"a local step failed: {state.problem[1]}")
         if state.plan is not None:
             return follow_plan(self, turn, state, request, pool, messages), "plan"
-        if state.problem is not None and state.problem is not state.climbed_for:
-            # A step went wrong: the next round asks the tier above, once for each problem.
-            state.climbed_for = state.problem
-            higher = self.online.config.tier_above(state.tier)
-            if higher is not None:
-                self.record(turn, Turn.TierEscalated, round=state.round, from_tier=state.tier, to_tier=higher, reason=state.problem[1])
-                state.tier = higher
-        reply = ask_model(self, turn, state, request, pool, messages)
+        words_only = isinstance(self._walk("on_ask", Round(self, turn, state, request, pool)), WordsOnly)
+        reply = ask_model(self, turn, state, request, pool, messages, words_only=words_only)
         if reply.is_final:
             text = reply.text.strip()
             verdict = self._walk("on_answer", Answer(self, turn, state, request, pool, messages, text, "model", reply))
@@ -236,7 +230,7 @@ class TurnLoop:
             rule.on_observation(step)
         return observation, others
 
-    def _walk(self, point: str, subject: Step | Answer) -> Verdict | None:
+    def _walk(self, point: str, subject: Round | Step | Answer) -> Verdict | None:
         """The first verdict of the rules, in order, at this point of the turn."""
         for rule in self.rules:
             verdict = getattr(rule, point)(subject)

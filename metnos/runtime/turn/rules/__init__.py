@@ -11,16 +11,17 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, Placeholders, RestsOnRecovery
-from metnos.runtime.turn.rules.base import Answer, BaseRule, Rule, Step, Verdict
+from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery
+from metnos.runtime.turn.rules.base import Answer, BaseRule, Round, Rule, Step, Verdict
 from metnos.runtime.turn.rules.calls import ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, SandboxPolicy, StepReferences
 from metnos.runtime.turn.rules.grounding import Grounded
-from metnos.runtime.turn.rules.recovery import Presentation, Recovery
+from metnos.runtime.turn.rules.recovery import ClimbTier, Presentation, Recovery
 from metnos.runtime.turn.rules.vaglio import Vaglio
 
 
 def default_rules() -> tuple[Rule, ...]:
     return (
+        ClimbTier(), AnswerOnly(),
         Guards(), RepeatedFailure(), ReadableArguments(), AutonomyLevel(), KnownExecutor(), PipelineShape(),
         StepReferences(), ArgumentSchema(), SandboxPolicy(), Vaglio(),
         Recovery(), Presentation(), ActionTaken(),
@@ -51,6 +52,9 @@ class Timed(BaseRule):
         finally:
             self.seconds[point] += time.perf_counter() - started
 
+    def on_ask(self, round: Round) -> Verdict | None:
+        return self._timed("on_ask", round)
+
     def on_call(self, step: Step) -> Verdict | None:
         return self._timed("on_call", step)
 
@@ -67,4 +71,4 @@ class Timed(BaseRule):
         return self._timed("on_conclusion", answer)
 
 
-__all__ = ["Answer", "BaseRule", "Rule", "Step", "Timed", "default_rules", "without"]
+__all__ = ["Answer", "BaseRule", "Round", "Rule", "Step", "Timed", "default_rules", "without"]

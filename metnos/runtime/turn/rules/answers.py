@@ -10,8 +10,16 @@ from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.turn.piping import placeholders_in
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
-from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, SendBack, Step, Verdict
+from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
+
+
+class AnswerOnly(BaseRule):
+    """A request that changes nothing is answered in words once the data answers it (``answer_only``)."""
+    name = "answer_only"
+
+    def on_ask(self, round: Round) -> Verdict | None:
+        return WordsOnly() if answer_only(round.loop, round.state, round.pool) else None
 
 
 class Placeholders(BaseRule):

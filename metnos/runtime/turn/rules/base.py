@@ -2,6 +2,7 @@
 
 A rule is looked at, in the order of the loop's list, at fixed points of a turn:
 
+* ``on_ask``: the model is about to be asked for the next calls (a rule may say: for words only);
 * ``on_call``: a call was proposed (its ``StepProposed`` recorded), before anything of it runs;
 * ``on_resolved``: its arguments are resolved (``StepResolved`` recorded for an executor), before it runs;
 * ``on_observation``: it ran and its observation is recorded;
@@ -96,10 +97,28 @@ class Unfounded:
     grounding: Any
 
 
-Verdict = Settle | End | AnswerWith | SendBack | AnswerInstead | Unfounded
+@dataclass(frozen=True)
+class WordsOnly:
+    """The model is asked for the answer in words (tool_choice "none"), not for more calls."""
+
+
+Verdict = Settle | End | AnswerWith | SendBack | AnswerInstead | Unfounded | WordsOnly
 
 
 # What a rule sees ----------------------------------------------------------
+@dataclass
+class Round:
+    """A round in which the model is about to be asked."""
+    loop: TurnLoop
+    turn: Turn
+    state: TurnState
+    request: TurnRequest
+    pool: list[str]
+
+    def record(self, event_class: type, **fields: Any) -> None:
+        self.loop.record(self.turn, event_class, **fields)
+
+
 @dataclass
 class Step:
     """One proposed call as the rules see it, and what they found out about it."""
@@ -203,6 +222,8 @@ class Answer:
 class Rule(Protocol):
     name: str
 
+    def on_ask(self, round: Round) -> Verdict | None: ...
+
     def on_call(self, step: Step) -> Verdict | None: ...
 
     def on_resolved(self, step: Step) -> Verdict | None: ...
@@ -217,6 +238,9 @@ class Rule(Protocol):
 class BaseRule:
     """A rule that looks at nothing: a rule overrides the points it looks at."""
     name = "rule"
+
+    def on_ask(self, round: Round) -> Verdict | None:
+        return None
 
     def on_call(self, step: Step) -> Verdict | None:
         return None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from domain.turn import Turn
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
 from metnos.runtime.turn.offering import actions_offered, acts
-from metnos.runtime.turn.rules.base import BaseRule, Step
+from metnos.runtime.turn.rules.base import BaseRule, Round, Step, Verdict
 
 
 class Recovery(BaseRule):
@@ -34,6 +35,22 @@ class Recovery(BaseRule):
                 # An action that went through after a failure did what was asked;
                 # its answer reports it ("saved") rather than quoting its output.
                 state.problem, state.since_problem = None, []
+
+
+class ClimbTier(BaseRule):
+    """After a step went wrong, the next round asks the tier above (``[runtime]`` tiers), once for each problem."""
+    name = "climb_tier"
+
+    def on_ask(self, round: Round) -> Verdict | None:
+        state = round.state
+        if state.problem is None or state.problem is state.climbed_for:
+            return None
+        state.climbed_for = state.problem
+        higher = round.loop.online.config.tier_above(state.tier)
+        if higher is not None:
+            round.record(Turn.TierEscalated, round=state.round, from_tier=state.tier, to_tier=higher, reason=state.problem[1])
+            state.tier = higher
+        return None
 
 
 class Presentation(BaseRule):
