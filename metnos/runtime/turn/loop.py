@@ -35,9 +35,9 @@ from metnos.runtime.turn.opening import open_reads, shortlist
 from metnos.runtime.turn.ports import TurnPorts
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLANNER_PROMPT
 from metnos.runtime.turn.quarantined import record_quarantined
-from metnos.runtime.turn.rules import Answer, Round, Rule, Step, default_rules
+from metnos.runtime.turn.rules import Answer, BaseRule, Round, Rule, Step, default_rules
 from metnos.runtime.turn.rules.answers import answer_from_data
-from metnos.runtime.turn.rules.base import AnswerInstead, AnswerWith, End, SendBack, Settle, Unfounded, Verdict, WordsOnly
+from metnos.runtime.turn.rules.base import POINTS, AnswerInstead, AnswerWith, End, SendBack, Settle, Unfounded, Verdict, WordsOnly
 from metnos.runtime.turn.running import run_call
 from metnos.runtime.turn.shown import pipes, shown_content
 from metnos.runtime.turn.turn_state import AnswerFromData, EndTurn, TurnOutcome, TurnRequest, TurnState
@@ -64,6 +64,9 @@ class TurnLoop:
         self.interrupts = interrupts or InterruptGate()
         # The rules the turn applies, in order (metnos/runtime/turn/rules); a test or a bench may pass others.
         self.rules: tuple[Rule, ...] = tuple(default_rules() if rules is None else rules)
+        # Each point walks only the rules that look at it (a rule leaves BaseRule's no-op for the others).
+        self._looking = {point: tuple(getattr(r, point) for r in self.rules if getattr(type(r), point, None) is not getattr(BaseRule, point))
+                         for point in POINTS}
         # Set from each turn's [runtime] (recorded on TurnStarted, so replay judges and plans alike); off until then.
         self.judge = LLMJudge(RuntimeConfig().judge)
         self.online = OnlineDriver(self, None)
@@ -226,14 +229,14 @@ class TurnLoop:
         if verdict is not None:
             self._act_on(turn, None, verdict)
         observation, others = run_call(step)
-        for rule in self.rules:
-            rule.on_observation(step)
+        for look in self._looking["on_observation"]:
+            look(step)
         return observation, others
 
     def _walk(self, point: str, subject: Round | Step | Answer) -> Verdict | None:
         """The first verdict of the rules, in order, at this point of the turn."""
-        for rule in self.rules:
-            verdict = getattr(rule, point)(subject)
+        for look in self._looking[point]:
+            verdict = look(subject)
             if verdict is not None:
                 return verdict
         return None

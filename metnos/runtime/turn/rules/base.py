@@ -219,6 +219,9 @@ class Answer:
 
 
 # The interface -------------------------------------------------------------
+POINTS = ("on_ask", "on_call", "on_resolved", "on_observation", "on_answer", "on_conclusion")
+
+
 class Rule(Protocol):
     name: str
 
