@@ -46,7 +46,7 @@ class InstantPorts(InProcessPorts):
         return {"ok": True, "content": f"hello from step {step}", "entries": [{"path": args["paths"][0], "size": 5}]}
 
 
-def turn_loop(runtime, ports, env):
+def turn_loop(runtime, ports, env, rules=None):
     import metnos
     from metnos.runtime.turn.loop import TurnLoop
     from metnos.runtime.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
@@ -54,5 +54,5 @@ def turn_loop(runtime, ports, env):
 
     return TurnLoop(
         ports=ports, catalogue=turn_catalogue(runtime), settings=load_turn_settings(env), policy=guard_policy(runtime, env),
-        sink=LogSink(runtime), runtime_version=metnos.__version__, check_policy=policy_checker(runtime, env),
+        sink=LogSink(runtime), runtime_version=metnos.__version__, check_policy=policy_checker(runtime, env), rules=rules,
     )

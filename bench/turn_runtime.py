@@ -1,13 +1,15 @@
 """The runtime's own cost per step, without the model's time and the executor's body.
 
-    python bench/turn_runtime.py [--turns 200] [--steps 5]
+    python bench/turn_runtime.py [--turns 200] [--steps 5] [--by-rule]
 
 Each step goes through the whole loop (guards, shape FSM, piping, schema,
 sandbox policy check, vaglio, scratchpad decision, events) and commits its
 events durably to the LMDB log. The model and the executors answer at once.
 Printed against a baseline measured in the same run: one durable LMDB commit
 of the same number of events per step (what any recorded step must pay).
-The sandbox spawn (bench/sandbox_spawn.py) comes on top of this.
+The sandbox spawn (bench/sandbox_spawn.py) comes on top of this. ``--by-rule``
+also prints the time each rule of the loop (metnos/runtime/turn/rules) took a
+step, each wrapped in ``Timed``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,11 +35,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--by-rule", action="store_true", help="time each rule of the loop too")
     args = parser.parse_args()
     root = fresh_workspace("metnos-bench-turn-")
     try:
         from metnos.runtime.booted import Runtime
         from metnos.runtime.turn.loop import TurnRequest
+        from metnos.runtime.turn.rules import Timed, default_rules
 
         env = dict(os.environ)
         with Runtime.boot(birth=False) as rt:
@@ -70,10 +75,12 @@ def main() -> None:
 
             lease_module.TurnLease.take = classmethod(timed_take)
             save_per_step = []
+            by_rule: dict[str, dict[str, float]] = {}
             for _ in range(args.turns):
                 saving[0] = 0.0
                 ports = InstantPorts(rt, script(args.steps))
-                loop = turn_loop(rt, ports, env)
+                rules = [Timed(r, by_rule.setdefault(r.name, defaultdict(float))) for r in default_rules()] if args.by_rule else None
+                loop = turn_loop(rt, ports, env, rules)
                 before = rt.log.recorder.max_notification_id() or 0
                 started = time.perf_counter()
                 outcome = loop.run(TurnRequest(text="read my notes and tell me what they say"))
@@ -105,6 +112,13 @@ def main() -> None:
         print(f"ratio ours/baseline: {ours_ms / raw_ms:.1f}   beyond the baseline: {ours_ms - raw_ms:.2f} ms   target: under 5 ms a step")
         print(f"of which the durable writes (the log's save: encoding, LMDB, fsync; the turn lease's fsync): {save_ms:.2f} ms;"
               f" the rest of the runtime's own work: {own_ms:.2f} ms a step (target: under 2.2 ms)")
+        if args.by_rule:
+            # A rule's time includes any step it runs itself (pipeline_shape's remediation, grounded's working out).
+            print("time a step in each rule (mean over all turns, each point the rule looks at):")
+            for name, points in by_rule.items():
+                looks = {rule.name: type(rule).__dict__ for rule in default_rules()}[name]
+                spent = "  ".join(f"{point} {seconds * 1000 / (args.turns * args.steps):.3f} ms" for point, seconds in points.items() if point in looks)
+                print(f"  {name:<20} {sum(points.values()) * 1000 / (args.turns * args.steps):.3f} ms   {spent}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

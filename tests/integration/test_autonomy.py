@@ -218,7 +218,7 @@ def test_a_turn_recorded_when_full_answered_for_the_user_replays_to_a_question_a
     from domain.turn import Turn
     from metnos.runtime.turn.loop import TurnLoop
 
-    record = TurnLoop._record
+    record = TurnLoop.record
 
     def as_recorded_before(self, turn, event_class, **fields):  # noqa: ANN001, ANN202
         if event_class is Turn.ApprovalAsked:
@@ -229,7 +229,7 @@ def test_a_turn_recorded_when_full_answered_for_the_user_replays_to_a_question_a
 
     request, name, args = _side_effect(home, "delete")
     with monkeypatch.context() as patched:
-        patched.setattr(TurnLoop, "_record", as_recorded_before)
+        patched.setattr(TurnLoop, "record", as_recorded_before)
         code, out, _ = ask(capsys, monkeypatch, [call(name, args), text("deleted")], request, "--yes", "--autonomy", "full")
     assert code == 0 and not (home / "precious.txt").exists(), out
     events = events_of(capsys, out["turn_id"])

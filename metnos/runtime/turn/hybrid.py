@@ -23,7 +23,8 @@ from typing import Any
 from domain.turn import Turn
 from domain.canonical import canonical_hash
 from metnos.runtime.cascade.player import PlanPlayer
-from metnos.mechanisms.llm.errors import LLMError
+from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
+from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.filler import FILLER_RULE
 from metnos.runtime.turn.judge import capabilities_of
 from metnos.runtime.turn.online import ONLINE_PROMPT, PlanUnreadable, planner_messages, read_plan, recovery_messages, shift
@@ -40,6 +41,12 @@ class PlanFailed(Exception):
         super().__init__(detail)
         self.detail = detail
         self.llm_error = llm_error
+
+    def failure(self, problem: tuple[FailureKind, str] | None) -> tuple[FailureKind, str]:
+        """How the turn fails: the model could not be asked, or answered no plan; else the step that went wrong."""
+        if self.llm_error is not None:
+            return (FailureKind.PROVIDER_UNREACHABLE if isinstance(self.llm_error, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY), self.detail
+        return problem if problem is not None else (FailureKind.BAD_LLM_REPLY, self.detail)
 
 
 class OnlineDriver:
@@ -79,7 +86,7 @@ class OnlineDriver:
 
     def escalate(self, turn: Any, state: Any, request: Any, pool: list[str], reason: str) -> None:
         state.escalated = True
-        self.loop._record(turn, Turn.ModeEscalated, round=state.round, reason=reason, tier=self.tier(request))
+        self.loop.record(turn, Turn.ModeEscalated, round=state.round, reason=reason, tier=self.tier(request))
         self.propose(turn, state, request, pool)
 
     def propose(self, turn: Any, state: Any, request: Any, pool: list[str], *, failure: str | None = None) -> None:
@@ -93,26 +100,26 @@ class OnlineDriver:
         tier = self.tier(request)
         sent = sent_form(messages)
         state.round += 1
-        self.loop._record(turn, Turn.LLMAsked, round=state.round, tier=tier, request_digest=canonical_hash({"messages": sent, "tools": []}),
+        self.loop.record(turn, Turn.LLMAsked, round=state.round, tier=tier, request_digest=canonical_hash({"messages": sent, "tools": []}),
                           tools=[t.name for t in tools], role=role, sent=sent)
         started = time.perf_counter()
         try:
             reply = self.loop.ports.ask_llm(tier, messages, [])
         except LLMError as e:
-            self.loop._record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
+            self.loop.record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
             raise PlanFailed(str(e), llm_error=e) from None
-        self.loop._record(turn, Turn.LLMReplied, round=state.round, reply=reply.to_record(), intent_ms=int((time.perf_counter() - started) * 1000))
+        self.loop.record(turn, Turn.LLMReplied, round=state.round, reply=reply.to_record(), intent_ms=int((time.perf_counter() - started) * 1000))
         try:
             plan = shift(read_plan(reply.text), state.step, fillers=self.config.fillers)
         except PlanUnreadable as e:
-            self.loop._record(turn, Turn.OnlinePlanProposed, round=state.round, plan=None, problem=str(e), recovery=failure is not None)
+            self.loop.record(turn, Turn.OnlinePlanProposed, round=state.round, plan=None, problem=str(e), recovery=failure is not None)
             if failure is None and not state.recovered:
                 state.recovered = True
                 self.propose(turn, state, request, pool, failure=f"your reply was not a plan: {e}")
                 return
             raise PlanFailed(f"the online planner's reply is not a plan: {e}") from None
-        self.loop._record(turn, Turn.OnlinePlanProposed, round=state.round, plan=plan, problem=None, recovery=failure is not None)
-        self.loop._commit(turn)
+        self.loop.record(turn, Turn.OnlinePlanProposed, round=state.round, plan=plan, problem=None, recovery=failure is not None)
+        self.loop.commit(turn)
         state.plan, state.online = PlanPlayer(plan, None), True
 
     def _prompt(self) -> str:

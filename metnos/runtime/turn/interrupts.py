@@ -14,6 +14,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
@@ -80,3 +81,12 @@ class InterruptGate:
             yield
         finally:
             self._waiting = max(0, self._waiting - 1)
+
+    @contextmanager
+    def waiting_as(self, state: Any, what: str) -> Iterator[None]:
+        """A wait the turn names (``state.during``: "while waiting for approval"), for the record if a signal stops it there."""
+        self.checkpoint()
+        state.during = what
+        with self.waiting():
+            yield
+        state.during = "between steps"

@@ -16,6 +16,10 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
+from metnos.runtime.mnestome.boost import boost
+from metnos.runtime.mnestome.compose import suggest
+from metnos.runtime.scheduler.service import ScheduleService
+from metnos.runtime.step.schedule_tools import call_tool
 
 
 @dataclass
@@ -102,21 +106,14 @@ class LivePorts:
         return self.approver(step, executor, args, reason)
 
     def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
-        from metnos.runtime.scheduler.service import ScheduleService
-        from metnos.runtime.step.schedule_tools import call_tool
-
         # The scheduler's service records its own events as it acts.
         return call_tool(ScheduleService(self.runtime), name, args, approval), []
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
-        from metnos.runtime.mnestome.boost import boost
-
         _, record = boost(ranking, self.runtime.mnestome.state(), context, catalogue=self._catalogue_names())
         return record if record["boosts"] else None
 
     def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
-        from metnos.runtime.mnestome.compose import suggest
-
         try:
             return suggest(self.runtime.mnestome.state(), name, args, invoked, current_step=step, catalogue=self._catalogue_names())
         except Exception:  # noqa: BLE001 - a suggestion must never break the turn (seeds/002 ch. 11.1.1)

@@ -28,6 +28,7 @@ from typing import Any
 
 from domain.executor import QUARANTINED
 from domain.turn import Turn
+from executors import SEED_DIR
 from metnos.mechanisms.executors.loader import LoadReport
 from metnos.mechanisms.executors.manifest import Manifest, ManifestError, load_manifest
 from metnos.mechanisms.executors.signing import MANIFEST
@@ -113,8 +114,6 @@ def _manifest(name: str, version: str, origin: str, report: LoadReport) -> Manif
             return loaded.manifest
     places = [q.dir / MANIFEST for q in report.quarantined if (q.origin, q.name, q.version) == (origin, name, version)]
     if origin == "seed":
-        from executors import SEED_DIR
-
         places.append(SEED_DIR / name / MANIFEST)
     for place in places:
         try:

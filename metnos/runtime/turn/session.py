@@ -16,6 +16,10 @@ from metnos.settings.llm_tiers import tier_ladder
 from metnos.settings.cascade import CascadeConfig
 from metnos.settings.loader import Loaded, for_workspace
 from metnos.runtime.booted import Runtime
+from metnos.runtime.cascade.consult import Consultation, consultant_from_env
+from metnos.runtime.cascade.contradiction import record_drops
+from metnos.runtime.cascade.validator import plan_problems
+from metnos.runtime.synt.reactive import leave_proposals
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
 from metnos.runtime.step.catalogue import TurnCatalogue, builtin_tools
@@ -78,8 +82,6 @@ class LogSink:
 
     def _drop_contradicted(self) -> None:
         """The cascade templates this turn contradicted are dropped, in the log (metnos/runtime/cascade/contradiction.py)."""
-        from metnos.runtime.cascade.contradiction import record_drops
-
         try:
             record_drops(self.runtime)
         except MetnosError as e:
@@ -110,9 +112,6 @@ def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
 def plan_port(runtime: Runtime, catalogue: TurnCatalogue, checker: Callable[[Any, dict[str, Any]], None],
               env: Mapping[str, str], *, cache: bool, cascade: CascadeConfig | None = None) -> Callable[[str], dict[str, Any]]:
     """The cascade as the loop asks it (metnos/cascade); ``cache=False`` (``ask --no-cache``) records a miss."""
-    from metnos.runtime.cascade.consult import Consultation, consultant_from_env
-    from metnos.runtime.cascade.validator import plan_problems
-
     if not cache:
         return lambda _text: Consultation(reason="no cache asked (--no-cache)").to_fields()
     consultant = consultant_from_env(runtime, lambda plan: plan_problems(plan, catalogue, checker), env, settings=cascade)
@@ -211,6 +210,4 @@ def run_turn(
     if sink.learning_error is not None:
         outcome = dataclasses.replace(outcome, learning_error=sink.learning_error)
     # The reactive cascade: a gap compose could not close is left as a generation proposal.
-    from metnos.runtime.synt.reactive import leave_proposals
-
     return leave_proposals(runtime, outcome, text)

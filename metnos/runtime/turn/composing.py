@@ -1,0 +1,62 @@
+"""Answers Metnos makes itself from what the steps produced, when the model's words are not to be had."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from metnos.runtime.turn.shown import home_relative
+
+ANSWER_LIMIT = 8000
+
+# Verbs whose steps work data out (a slice, a sort, a count), rather than fetch or pass it on.
+WORKING_OUT_VERBS = frozenset({"extract", "sort", "compute", "group", "classify", "compare"})
+
+
+def compose_answer(observations: list[dict[str, Any]]) -> str:
+    """An answer made of what earlier steps produced: their content, or their
+    entries' content, as text (bounded)."""
+    parts: list[str] = []
+    for obs in observations:
+        content = obs.get("content")
+        if isinstance(content, (str, int, float)) and not isinstance(content, bool):
+            parts.append(str(content))
+            continue
+        entries = obs.get("entries")
+        if isinstance(entries, list):
+            for e in entries:
+                # An entry as a line a person reads: its content or text, else its path or name.
+                value = next((e[k] for k in ("content", "text", "path", "name") if e.get(k) is not None), None) if isinstance(e, dict) else None
+                parts.append(str(value) if value is not None else orjson.dumps(e).decode())
+            continue
+        parts.append(orjson.dumps({k: v for k, v in obs.items() if k not in ("ok", "metadata")}).decode())
+    text = "\n".join(p.strip("\n") for p in parts).strip()
+    return text if len(text) <= ANSWER_LIMIT else text[:ANSWER_LIMIT] + "\n[… cut]"
+
+
+def worked_out(executor: str) -> bool:
+    """Whether the executor's steps work data out (its verb: extract, sort, compute...)."""
+    return executor.split("_", 1)[0] in WORKING_OUT_VERBS
+
+
+def textual(observation: Any) -> bool:
+    """The step gave text (a file's content), not a list of records."""
+    if not isinstance(observation, dict):
+        return False
+    entries = observation.get("entries")
+    return isinstance(observation.get("content"), str) or (
+        isinstance(entries, list) and any(isinstance(e, dict) and isinstance(e.get("content"), str) for e in entries))
+
+
+def listing(observation: dict[str, Any], home: str) -> str:
+    """A worked-out result as an answer: its text, or one line an entry (its text,
+    content or path, paths in the home written ``~/...``)."""
+    content = observation.get("content")
+    if isinstance(content, str) and content.strip():
+        return content.strip("\n")
+    lines = []
+    for entry in observation.get("entries") or []:
+        value = next((entry[k] for k in ("text", "content", "path", "name") if isinstance(entry, dict) and entry.get(k) is not None), entry)
+        lines.append(home_relative(value, home.rstrip("/")) if isinstance(value, str) else orjson.dumps(value).decode())
+    return "\n".join(str(line) for line in lines) if lines else compose_answer([observation])

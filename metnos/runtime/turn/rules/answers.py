@@ -1,0 +1,176 @@
+"""The checks on a proposed answer (docs/turns.md, "Outcomes"): ``answered`` only with text that reads as an answer."""
+
+from __future__ import annotations
+
+from domain.turn import Turn
+from metnos.mechanisms.llm.messages import UserMessage
+from metnos.runtime.turn.answers import REASONS, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
+from metnos.runtime.turn.composing import compose_answer, worked_out
+from metnos.runtime.turn.failures import FailureKind
+from metnos.runtime.turn.offering import actions_offered, acts
+from metnos.runtime.step.piping import placeholders_in
+from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
+from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
+from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
+
+
+class AnswerOnly(BaseRule):
+    """A request that changes nothing is answered in words once the data answers it (``answer_only``)."""
+    name = "answer_only"
+
+    def on_ask(self, round: Round) -> Verdict | None:
+        return WordsOnly() if answer_only(round.loop, round.state, round.pool) else None
+
+
+class Placeholders(BaseRule):
+    """An answer that still holds ``{{stepN.field}}`` is sent back once."""
+    name = "placeholders"
+
+    def on_answer(self, answer: Answer) -> Verdict | None:
+        state = answer.state
+        if answer.source != "model" or not placeholders_in(answer.text) or state.corrections >= 1:
+            return None
+        state.corrections += 1
+        return SendBack((answer.reply.to_message(), UserMessage(PLACEHOLDER_CORRECTION)))
+
+
+class AnswerForm(BaseRule):
+    """An empty reply, a tool name, raw tool output, a call written as text or a stub is sent back
+    once with the reason (metnos/runtime/turn/answers.py); a second one is answered from the data
+    when the turn holds some that answers, and otherwise fails the turn."""
+    name = "answer_form"
+
+    def on_answer(self, answer: Answer) -> Verdict | None:
+        if answer.source != "model":
+            return None
+        state, loop, text = answer.state, answer.loop, answer.text
+        # What the loop told the model, and what it tells any model at the end of a pipeline.
+        told = [m.text for m in answer.messages[2:] if isinstance(m, UserMessage)] + [FINAL_ONLY, ANSWER_NOW]
+        problem = answer_problem(text, loop.tool_names, [o for o in state.observations.values() if isinstance(o, dict)], told)
+        if problem is None:
+            return None
+        if state.answer_corrections >= 1:
+            if state.answer_from:
+                return AnswerWith(state.answer_from)
+            good = state.successes()
+            if problem == "tool_call_as_text" and good and answer_only(answer.loop, state, answer.pool):
+                # Asked twice to answer a request that changes nothing, it asks for
+                # a tool again: the answer is what the good steps produced.
+                return AnswerWith(good, "no_answer_after_data")
+            if problem == "raw_tool_output" and good and not actions_offered(loop.catalogue, answer.pool):
+                # Asked twice for words, it hands back a step's data as JSON again (the 1.5B,
+                # after slicing the lines asked for): the answer is the data the chain ended with.
+                return AnswerWith((good[-1],), "raw_output_repeated")
+            return End(FailureKind.UNUSABLE_ANSWER, REASONS[problem])
+        state.answer_corrections += 1
+        answer.record(Turn.AnswerRejected, round=state.round, reason=problem, text=text[:2000])
+        return SendBack((answer.reply.to_message(), UserMessage(answer_correction(REASONS[problem]))))
+
+
+class ActionTaken(BaseRule):
+    """A request that names an action is answered in words only once one of its actions ran:
+    the model is reminded once; after that, or after a step went wrong, the turn ends."""
+    name = "action_taken"
+
+    def on_observation(self, step: Step) -> None:
+        if step.succeeded and acts(step.loop.catalogue, step.name):
+            step.state.acted = True
+
+    def on_answer(self, answer: Answer) -> Verdict | None:
+        state, loop = answer.state, answer.loop
+        if not not_acted(loop, state, answer.pool):
+            return None
+        # A plan (online, or the cascade's) that answers a request for an action without doing it ends here.
+        if answer.source != "model" or state.problem is not None or state.reminded_to_act or state.final_only:
+            return not_done(loop, state, answer.pool)
+        state.reminded_to_act = True
+        answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
+        return SendBack((answer.reply.to_message(), UserMessage(act_reminder(actions_offered(loop.catalogue, answer.pool)))))
+
+
+class RestsOnRecovery(BaseRule):
+    """After a step went wrong, an answer must use what succeeded since (or, in a request that
+    changes nothing, give only figures the good steps produced); otherwise the problem is the outcome."""
+    name = "rests_on_recovery"
+
+    def on_answer(self, answer: Answer) -> Verdict | None:
+        state = answer.state
+        if answer.source != "model" or state.problem is None or grounded_in(answer.text, state.since_problem):
+            return None
+        if figures_stand(answer.loop, state, answer.pool, answer.text):
+            return None
+        return End(*state.problem)
+
+
+def not_acted(loop, state: TurnState, pool: list[str]) -> bool:
+    """A request that names an action is answered in words while none of its
+    actions ran ("the largest file is x", and no message sent), and
+    there was something to act on: the last good step did not find an empty list
+    ("there are no .tmp files" is the answer to "delete the .tmp files")."""
+    if state.acted or not actions_offered(loop.catalogue, pool):
+        return False
+    good = state.successes()
+    return not (good and state.observations[good[-1]].get("entries") == [])
+
+
+def not_done(loop, state: TurnState, pool: list[str]) -> End:
+    """How a turn that did not act ends: a step that failed, a fence or the user's no is
+    the outcome; otherwise the action the request named was never taken."""
+    if state.problem is not None:
+        return End(*state.problem)
+    return End(FailureKind.ACTION_NOT_TAKEN, " or ".join(actions_offered(loop.catalogue, pool)))
+
+
+def figures_stand(loop, state: TurnState, pool: list[str], text: str) -> bool:
+    """After a call that was refused for its form and would have changed nothing, in a
+    request that changes nothing, an answer stands when every number in it is in the
+    data the turn's good steps produced ("1284", read from the page, after a count
+    piped from nowhere was refused); a number from nowhere ("8500" for files of 1000,
+    2500 and 500 bytes) does not."""
+    if state.problem is None or state.problem is not state.unrun_read or actions_offered(loop.catalogue, pool):
+        return False
+    good = [state.observations[s] for s in state.successes()]
+    return figures_from(text, good)
+
+
+def answer_only(loop, state: TurnState, pool: list[str]) -> bool:
+    """A request that changes nothing (no executor with side effects made the
+    shortlist) is answered once the model, holding data, takes a step that does
+    not work on it (a small model offered tools calls one more read, and another,
+    instead of answering), after three steps of its own, or once the last good
+    step gave a single value rather than a list. While each step works on the
+    list before it (read, then filter, then count), the chain goes on. A request
+    that acts keeps its tools until its action closes the pipeline."""
+    if state.model_steps == 0 or state.has_scratch:
+        # Spilled data is read back with scratchpad_read: that tool stays.
+        return False
+    if actions_offered(loop.catalogue, pool):
+        return False
+    if state.read_again or state.model_steps >= READ_ONLY_MODEL_STEPS:
+        return True
+    if state.exact is not None and any(worked_out(state.executor_of(n)) for n in state.successes()):
+        # The exact ask is worked out: slicing the slice again gives nothing new (the 1.5B sliced three times).
+        return True
+    # A chain goes on from a list (filter it, sort it, count it); a single value (the
+    # time, a sum, a description) is what the answer says. Offered tools after one,
+    # the 0.5B asked for the time again.
+    good = state.successes()
+    return bool(good) and not isinstance(state.observations[good[-1]].get("entries"), list)
+
+
+def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str], found: AnswerFromData) -> str:
+    """The answer made from the data the steps hold; EndTurn when that data answers nothing."""
+    asked = actions_offered(loop.catalogue, pool)
+    if asked and not state.acted:
+        # The data is no answer to a request that asked for an action none of whose steps ran.
+        raise EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
+    used = list(found.steps)
+    if found.reason != "presentation" and asks_for_a_figure(request.text):
+        # The data handed back would read as answered; only a figure worked out from it answers.
+        used = [s for s in used if is_a_figure(state.observations.get(s, {}))]
+        if not used:
+            steps = ", ".join(str(s) for s in found.steps)
+            raise EndTurn(FailureKind.UNUSABLE_ANSWER, f"the figure asked for was never worked out from the data of step {steps}")
+    answer = compose_answer([state.observations.get(s, {}) for s in used])
+    loop.record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
+    return answer

@@ -1,0 +1,297 @@
+"""The checks on a proposed call, in the order seeds/002 gives them (docs/architecture.md, "A step").
+
+Each refusal becomes an observation the model can correct, with a hint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from domain.turn import Turn
+from domain.canonical import canonical_hash
+from metnos.mechanisms.failures import InvocationError
+from metnos.mechanisms.llm.messages import ToolCall
+from metnos.mechanisms.sandbox import autonomy
+from metnos.mechanisms.sandbox.policy import path_arguments
+from metnos.runtime.turn.completion import complete_arguments, complete_paths, without_blank_optionals
+from metnos.runtime.step.errors import TurnError
+from metnos.runtime.turn.failures import FailureKind, unknown_executor
+from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
+from metnos.runtime.turn.offering import actions_offered, offered
+from metnos.runtime.step.piping import FROM_STEP, Resolution, resolve_args
+from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
+from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
+from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED, ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
+from metnos.runtime.step.validation import validate_args
+
+
+class Guards(BaseRule):
+    """The caps (steps, the same executor) and the duplicate read (seeds/002 ch. 10): the call is intercepted."""
+    name = "guards"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        state, name, args = step.state, step.name, step.args
+        decision = state.guards.check(name, args, vectorial=bool(step.te and step.te.entry.vectorial))
+        if decision.allowed:
+            return None
+        observation = decision.observation()
+        repeated = False
+        if decision.outcome == DUPLICATE_READ:
+            key = (name, targets_of(name, args) or frozenset({canonical_hash(args)}))
+            repeated = key in state.intercepted
+            state.intercepted.add(key)
+            # A well-formed call for data the turn holds: as good as that data
+            # for an answer after a problem.
+            for earlier in decision.previous_steps:
+                if isinstance(state.observations.get(earlier), dict):
+                    state.went_well(state.observations[earlier])
+            # If no usable answer comes after this, the answer is that data.
+            state.answer_from = tuple(decision.previous_steps)
+        record = decision.to_json()
+        if repeated:
+            # Told once that the data is there, asked again: the model is
+            # looping. The turn ends with the data it already has.
+            record = {**record, "outcome": "duplicate_read_repeated", "ends_turn": True}
+        step.record(Turn.StepIntercepted, step=step.number, decision=record, observation=observation)
+        state.guards = state.guards.record(step.number, name, args, executed=False, succeeded=False)
+        if repeated:
+            # The model is looping on data it has: it is asked once more, for words
+            # only (tool_choice "none"), to answer from that data.
+            state.final_only = True
+            return Settle(observation)
+        if decision.ends_turn:
+            kind = FailureKind.CAP_STEPS if decision.outcome == "cap_steps" else FailureKind.CAP_SAME_EXECUTOR
+            return End(kind, str(step.loop.settings.cap_steps) if kind is FailureKind.CAP_STEPS else name, commit=True)
+        return Settle(observation)
+
+
+class RepeatedFailure(BaseRule):
+    """The very call that failed is proposed again: it is not run. The first
+    time the model is told so; the second, it is asked to answer with what
+    it has (a small model otherwise repeats it to the step cap)."""
+    name = "repeated_failure"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        state, key = step.state, step.key
+        if key not in state.failed_calls:
+            return None
+        earlier = state.failed_calls[key]
+        again = key in state.repeated_failures
+        state.repeated_failures.add(key)
+        observation = {"ok": False, "error_class": "repeated_failure", "previous_steps": [earlier],
+                       "error": f"this exact call already failed at step {earlier} (see its error there)",
+                       "hint": f"change the arguments of {step.name} as that error says, call another tool, "
+                               "or tell the user plainly what could not be done"}
+        decision = {"outcome": "repeated_failure", "message": observation["error"], "previous_steps": [earlier],
+                    "ends_turn": False, "answer_now": again}
+        step.record(Turn.StepIntercepted, step=step.number, decision=decision, observation=observation)
+        state.guards = state.guards.record(step.number, step.name, step.args, executed=False, succeeded=False)
+        if again:
+            state.final_only = True
+        return Settle(observation)
+
+    def on_observation(self, step: Step) -> None:
+        if step.kind == "executor" and not step.succeeded:
+            step.state.failed_calls.setdefault(step.key, step.number)
+
+
+class ReadableArguments(BaseRule):
+    """Arguments that are not one JSON object are sent back once (a second unusable call ends the turn)."""
+    name = "readable_arguments"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        error = step.call.arguments_error
+        if error is None:
+            return None
+        observation = {"ok": False, "error_class": "invalid_arguments", "error": error,
+                       "hint": f"call {step.name} again with its arguments written as one JSON object"}
+        return step.reject("arguments", {"message": error}, observation)
+
+
+class AutonomyLevel(BaseRule):
+    """The turn's autonomy level runs nothing it does not offer (read_only: nothing with side effects)."""
+    name = "autonomy"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if offered(step.loop.catalogue, step.request.autonomy, step.name):
+            return None
+        return step.reject("autonomy", {"autonomy": step.request.autonomy}, autonomy.refusal(step.request.autonomy, step.name))
+
+
+class KnownExecutor(BaseRule):
+    """The executor exists and is active; the mnestome may offer a chain of existing ones (seeds/002 ch. 11.1.1)."""
+    name = "known_executor"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        # The pool is what the model was shown first; any active executor of the
+        # catalogue may still be called by name.
+        if step.kind != "executor" or step.te is not None:
+            return None
+        catalogue, state = step.loop.catalogue, step.state
+        observation = unknown_executor(step.name, sorted(catalogue.executors))
+        observation["hint"] = "call one of the available executors, by its exact name"
+        synt = step.loop.ports.mnest_suggest(step.name, step.args, dict(state.executed), step.number)
+        if synt is not None:
+            observation["synt"] = synt
+        return step.reject("unknown_executor", {"executor": step.name}, observation)
+
+
+class PipelineShape(BaseRule):
+    """The pipeline shape ``E+ (F|A)?`` (metnos/runtime/step/shape.py), with the remediation registry
+    (seeds/002 ch. 4-ter): a call that lacks its data source runs the source first, then is retried."""
+    name = "pipeline_shape"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if step.kind != "executor":
+            return None
+        state, name, args = step.state, step.name, step.args
+        try:
+            named = frozenset(actions_offered(step.loop.catalogue, step.pool))
+            step.transition = next_state(compute_state(state.shape, named_actions=named), name, args,
+                                         open_actions=open_actions(state.shape, named))
+        except UnknownVerbError as e:
+            return step.reject("shape", {"error_class": "unknown_verb", "message": str(e)},
+                               {"ok": False, "error_class": "unknown_verb", "error": str(e)})
+        error_class = step.transition.error_class
+        if error_class is None:
+            return None
+        action = plan_remediation(RemediationContext(
+            error_class=error_class, executor=name, args=args, request_text=step.request.text,
+            catalogue=frozenset(step.loop.catalogue.executors),
+        ))
+        observation = {"ok": False, "error_class": error_class, "error": action.message,
+                       "remediation": action.to_json(), "hint": shape_hint(error_class, name)}
+        verdict = step.reject("shape", step.transition.to_json(), observation, action.to_json())
+        if action.kind == "force_final_answer":
+            state.final_only = state.pipeline_closed = True
+        elif action.kind == "dialog":
+            return End(FailureKind.NEEDS_INPUTS, f"{name} needs a target (which files, which items?)", commit=True)
+        elif action.kind == "prereq_then_retry" and not state.remediating:
+            return remediate(step, action)
+        return verdict
+
+    def on_observation(self, step: Step) -> None:
+        if step.kind == "executor":
+            step.state.shape.append(ShapeStep(step.name, step.arguments, succeeded=step.succeeded))
+
+
+def remediate(step: Step, action: RemediationAction) -> Verdict:
+    """Run the prerequisite as a step of its own, then retry the refused call
+    once with the prerequisite's list (seeds/002 ch. 4-ter). Both are steps
+    like any other: checked, judged, recorded."""
+    assert action.prereq_tool is not None
+    loop, state, call = step.loop, step.state, step.call
+    state.remediating = True
+    try:
+        loop.commit(step.turn)
+        state.step += 1
+        prereq = ToolCall(id=f"{call.id}~prereq", name=action.prereq_tool, arguments=dict(action.prereq_args))
+        prereq_observation, others = loop.step(step.turn, state, step.request, step.pool, prereq, "remediation")
+        loop.commit(step.turn, *others)
+        prereq_step = state.step
+        if prereq_observation.get("ok") is False:
+            return Settle({"ok": False, "error_class": NEEDS_DATA_SOURCE,
+                           "error": f"{call.name} had no data; {action.prereq_tool} was run to provide it (step {prereq_step}) and failed",
+                           "prerequisite": {"step": prereq_step, "observation": prereq_observation},
+                           "hint": shape_hint(NEEDS_DATA_SOURCE, call.name)})
+        state.step += 1
+        retry_args = {k: v for k, v in call.arguments.items() if k not in ("entries", FROM_STEP)}
+        retry_args[FROM_STEP] = prereq_step
+        retry = ToolCall(id=f"{call.id}~retry", name=call.name, arguments=retry_args)
+        observation, others = loop.step(step.turn, state, step.request, step.pool, retry, "remediation")
+        if observation.get("ok") is not False and state.problem is not None and state.problem[0] is FailureKind.NEEDS_INPUTS:
+            state.problem, state.since_problem = None, []
+        remediated = {"prerequisite": {"executor": action.prereq_tool, "step": prereq_step}, "retried_as_step": state.step}
+        return Settle({**observation, "remediated": remediated}, tuple(others))
+    finally:
+        state.remediating = False
+
+
+def shape_hint(error_class: str, name: str) -> str:
+    if error_class == NEEDS_DATA_SOURCE:
+        return (f"{name} works on a list from an earlier step: first call a source (read_files for a named file, "
+                "find_files for a folder, get_urls for a page), then call it again with from_step set to that step")
+    if error_class == PIPELINE_ALREADY_CLOSED:
+        return "the work is done: answer the user in plain text"
+    return "a request with a target (which files, which items) is needed"
+
+
+class StepReferences(BaseRule):
+    """``from_step`` and ``{{stepN.field}}`` resolved against earlier steps that succeeded (seeds/002 ch. 7)."""
+    name = "step_references"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if step.kind != "executor":
+            return None
+        try:
+            step.resolution = resolve_args(step.args, step.state.observations, current_step=step.number, rows=step.name.endswith("_entries"))
+        except TurnError as e:
+            return step.reject("piping", {"code": e.code, "message": e.message},
+                               {"ok": False, "error_class": e.code, "error": e.message, "hint": piping_hint(step)})
+        return None
+
+
+def piping_hint(step: Step) -> str:
+    """What a step may refer to, with the numbers it may use: the 1.5B gave
+    "from_step": 0 for the list of the step before, and, told only the rule,
+    read the files again and sent the same 0."""
+    state = step.state
+    lists = [f"{s} ({state.executed[s][0]})" for s in state.successes()
+             if s in state.executed and isinstance(state.observations[s].get("entries"), list)]
+    hint = "refer only to earlier steps that succeeded: from_step N for a list, {{stepN.field}} as a whole value"
+    return hint + (f"; the steps with a list: {', '.join(lists)}" if lists else "")
+
+
+class ArgumentSchema(BaseRule):
+    """The arguments against the executor's schema, after what the request says is filled in
+    (metnos/runtime/turn/completion.py) and blank optionals are dropped."""
+    name = "argument_schema"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if step.kind != "executor":
+            return None
+        te, text = step.te, step.request.text
+        resolution = step.resolution if step.resolution is not None else _unresolved(step.args)
+        completed_args, completed = complete_arguments(resolution.args, te.tool.parameters.get("properties", {}),
+                                                       resolution.args.get("entries"), text)
+        completed_args, paths_completed = complete_paths(completed_args, path_arguments(completed_args, te.loaded.input_schema), text)
+        completed.update(paths_completed)
+        if completed:
+            resolution = dataclasses.replace(resolution, args=completed_args)
+        problems = validate_args(te.loaded.input_schema, resolution.args)
+        if problems:
+            trimmed, dropped = without_blank_optionals(resolution.args, te.loaded.input_schema, problems)
+            if dropped and not validate_args(te.loaded.input_schema, trimmed):
+                resolution, problems = dataclasses.replace(resolution, args=trimmed), []
+                completed["dropped"] = dropped
+        step.resolution, step.completed = resolution, completed
+        if not problems:
+            return None
+        required = te.tool.parameters.get("required", [])
+        hint = f"call {step.name} again with arguments that fit its schema" + (f" (required: {', '.join(required)})" if required else "")
+        return step.reject("schema", {"errors": problems},
+                           {"ok": False, "error_class": "schema_violation", "errors": problems, "hint": hint})
+
+
+class SandboxPolicy(BaseRule):
+    """Every path and host argument against the grants the executor's manifest declares."""
+    name = "sandbox_policy"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        check = step.loop.check_policy
+        if step.kind != "executor" or check is None:
+            return None
+        try:
+            check(step.te.loaded, step.arguments)
+        except InvocationError as e:
+            details = e.details()
+            return step.reject("policy", details, {
+                "ok": False, "error_class": "policy_violation", "error": details,
+                "hint": f"{step.name} may only touch what its manifest declares: use a path or host inside that scope (a path in "
+                        "the user's home is written ~/..., as the request writes it), or tell the user it is out of reach"})
+        return None
+
+
+def _unresolved(args: dict[str, Any]) -> Resolution:
+    return Resolution(args=dict(args), pipings=())

@@ -1,0 +1,77 @@
+"""An answer holds up against the turn's results (metnos/runtime/turn/grounding.py), and an exact ask is worked out by a step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.turn import Turn
+from metnos.mechanisms.llm.messages import AssistantMessage, ToolCall, UserMessage
+from metnos.runtime.turn.composing import listing, textual, worked_out
+from metnos.runtime.turn.grounding import StepData, check_answer, repair_prompt, working_out_call
+from metnos.runtime.turn.offering import acts
+from metnos.runtime.turn.rules.base import Answer, AnswerInstead, BaseRule, SendBack, Step, Unfounded, Verdict
+
+
+class Grounded(BaseRule):
+    """``answered`` only for an answer that holds up against the turn's results: one that does
+    not is sent back to the model once (told, for an exact ask, which tool works it out); then
+    Metnos works the exact ask out with a step of its own; otherwise the answer is unfounded."""
+    name = "grounded"
+
+    def on_observation(self, step: Step) -> None:
+        # Told to work an exact ask out with a tool, the model keeps its tools until a step does.
+        if step.kind == "executor" and worked_out(step.name):
+            step.state.working_out = False
+
+    def on_conclusion(self, answer: Answer) -> Verdict | None:
+        state, loop = answer.state, answer.loop
+        steps = [StepData(state.executor_of(n), worked_out(state.executor_of(n)), state.observations[n]) for n in state.successes()]
+        grounding = check_answer(answer.text, request=answer.request.text, steps=steps, home=loop.shown_home)
+        if grounding.holds:
+            return None
+        answer.record(Turn.AnswerUngrounded, round=state.round, text=answer.text[:2000],
+                      unmatched=list(grounding.unmatched), exactness=grounding.exactness)
+        if answer.repairable and not state.grounding_repaired:
+            state.grounding_repaired = True
+            hint = None
+            ask = state.exact
+            if grounding.exactness and ask is not None and steps:
+                state.working_out = True
+                last = state.successes()[-1]
+                hint = working_out_call(ask, working_out_tools(loop), last, textual=textual(state.observations[last]))
+            return SendBack((AssistantMessage(text=answer.text), UserMessage(repair_prompt(grounding, hint))))
+        if grounding.exactness and not state.worked_out_by_runtime:
+            worked = work_out(answer)
+            if worked is not None:
+                return AnswerInstead(worked)
+        return Unfounded(grounding)
+
+
+def work_out(answer: Answer) -> str | None:
+    """The exact ask the answers missed, worked out by a step Metnos proposes itself
+    (the call the tool's own arguments give, on the last good step's data), and the
+    answer composed from its result; None when no offered tool does it or it failed."""
+    state, loop = answer.state, answer.loop
+    state.worked_out_by_runtime = True
+    ask = state.exact
+    good = state.successes()
+    if ask is None or not good:
+        return None
+    proposed = working_out_call(ask, working_out_tools(loop), good[-1], textual=textual(state.observations[good[-1]]))
+    if proposed is None:
+        return None
+    state.step += 1
+    call = ToolCall(id="working-out", name=proposed["name"], arguments=proposed["arguments"])
+    observation, others = loop.step(answer.turn, state, answer.request, answer.pool, call, "working_out")
+    loop.commit(answer.turn, *others)
+    if observation.get("ok") is False:
+        return None
+    answer.record(Turn.AnswerComposed, from_steps=[state.step], reason="exact_ask")
+    return listing(observation, loop.shown_home)
+
+
+def working_out_tools(loop: Any) -> dict[str, set[str]]:
+    """Every executor without side effects, by its argument names: working an exact ask
+    out changes nothing, so it is not bound to the shortlist the model was offered."""
+    pure = sorted(n for n in loop.catalogue.executors if not acts(loop.catalogue, n))
+    return {t.name: set(t.parameters.get("properties", {})) for t in loop.catalogue.tools(pure, with_scratchpad=False)}

@@ -1,0 +1,63 @@
+"""What a step's outcome means for the turn: a failure is its problem until a later step succeeds (docs/turns.md, "A loop that recovers")."""
+
+from __future__ import annotations
+
+from domain.turn import Turn
+from metnos.runtime.turn.failures import FailureKind, step_failure_words
+from metnos.runtime.turn.offering import actions_offered, acts
+from metnos.runtime.turn.rules.base import BaseRule, Round, Step, Verdict
+
+
+class Recovery(BaseRule):
+    """A step that could not run, or an action that reports it could not be done, is the turn's
+    problem; what succeeds after it is what an answer must rest on; an action that goes through
+    after a failure did what was asked."""
+    name = "recovery"
+
+    def on_observation(self, step: Step) -> None:
+        state = step.state
+        if step.kind != "executor":
+            if step.succeeded:
+                state.went_well(step.observation)
+            return
+        if not step.ran:
+            # The executor could not do its work at all (crash, timeout, sandbox):
+            # unlike an answer that reports a missing file, that is the turn's problem.
+            kind = FailureKind.STEP_REFUSED if step.result_kind == "PolicyViolation" else FailureKind.STEP_FAILED
+            state.problem, state.since_problem = (kind, step_failure_words(step.name, step.observation)), []
+        elif not step.succeeded and acts(step.loop.catalogue, step.name):
+            # An action that reports it could not be done (a message to an unknown channel) is
+            # the turn's problem too: the 1.5B answered that it had told someone after such a send.
+            state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(step.name, step.observation)), []
+        elif step.succeeded:
+            state.went_well(step.observation)
+            if step.transition is not None and step.transition.category == "A":
+                # An action that went through after a failure did what was asked;
+                # its answer reports it ("saved") rather than quoting its output.
+                state.problem, state.since_problem = None, []
+
+
+class ClimbTier(BaseRule):
+    """After a step went wrong, the next round asks the tier above (``[runtime]`` tiers), once for each problem."""
+    name = "climb_tier"
+
+    def on_ask(self, round: Round) -> Verdict | None:
+        state = round.state
+        if state.problem is None or state.problem is state.climbed_for:
+            return None
+        state.climbed_for = state.problem
+        higher = round.loop.online.config.tier_above(state.tier)
+        if higher is not None:
+            round.record(Turn.TierEscalated, round=state.round, from_tier=state.tier, to_tier=higher, reason=state.problem[1])
+            state.tier = higher
+        return None
+
+
+class Presentation(BaseRule):
+    """A presentation step (describe, render) that closes a request that changes nothing: what it made is the answer."""
+    name = "presentation"
+
+    def on_observation(self, step: Step) -> None:
+        if (step.kind == "executor" and step.succeeded and step.transition is not None and step.transition.category == "F"
+                and step.state.plan is None and not actions_offered(step.loop.catalogue, step.pool)):
+            step.state.presented = step.number

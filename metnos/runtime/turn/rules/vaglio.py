@@ -1,0 +1,76 @@
+"""The vaglio and, where it asks, the user (seeds/002 ch. 9): the last word on a call before it runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from domain.turn import Turn
+from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
+from metnos.runtime.turn.shown import elapsed_ms
+from metnos.runtime.step.vaglio import ALLOW, ASK, DENY, vaglio
+
+_SEVERITY = {ALLOW: 0, ASK: 1, DENY: 2}
+
+
+class Vaglio(BaseRule):
+    """Guard (forbidden paths, core laws) and judge; the LLM judge where ``[runtime.judge]`` asks for it;
+    the user for a call that asks. No autonomy level answers for the user (seeds/000: the asymmetry
+    holds "even within Full")."""
+    name = "vaglio"
+
+    def on_resolved(self, step: Step) -> Verdict | None:
+        if step.kind == "builtin":
+            builtin = step.loop.catalogue.builtins[step.name]
+            return _gate(step, side_effects=builtin.entry.side_effects, idempotent=builtin.entry.idempotent,
+                         targets=builtin.targets(step.args))
+        if step.kind == "scratchpad":
+            return _gate(step, side_effects=False, idempotent=True)
+        loop, te, args = step.loop, step.te, step.arguments
+        started = time.perf_counter()
+        verdict = vaglio(step.name, args, intent_text=step.request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
+                         side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=step.request.autonomy)
+        step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started))
+        if verdict.decision != DENY and loop.judge.applies(step.name, te.loaded, side_effects=te.entry.side_effects):
+            verdict = loop.judge.review(step.record, loop.ports.ask_llm, round=step.state.round, step=step.number,
+                                        request_text=step.request.text, name=step.name, args=args, verdict=verdict)
+        return _decided(step, verdict, args)
+
+
+def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tuple[str, dict[str, Any]]] | None = None) -> Verdict | None:
+    """The vaglio for a call that is not an executor's (a builtin, the scratchpad). A builtin
+    that sets up executor calls for later (a schedule) is judged with each of them, as a call
+    that repeats: one with side effects asks."""
+    loop, request, name = step.loop, step.request, step.name
+    started = time.perf_counter()
+    verdict = vaglio(name, step.args, intent_text=request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
+                     side_effects=side_effects, idempotent=idempotent, autonomy=request.autonomy)
+    for target, target_args in targets or ():
+        te = loop.catalogue.get(target)
+        if te is None:
+            continue  # the builtin refuses an unknown executor itself
+        judged = vaglio(target, target_args, intent_text=request.text, policy=loop.policy,
+                        threshold=loop.settings.judge_threshold, side_effects=te.entry.side_effects,
+                        idempotent=not te.entry.side_effects, autonomy=request.autonomy)
+        if _SEVERITY[judged.decision] > _SEVERITY[verdict.decision]:
+            verdict = dataclasses.replace(judged, executor=name, reason=f"{name} would run {target} again and again: {judged.reason}")
+    step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started))
+    return _decided(step, verdict, step.args)
+
+
+def _decided(step: Step, verdict: Any, args: dict[str, Any]) -> Verdict | None:
+    """A denial or the user's no is the step's observation; the user's yes is its approval."""
+    name = step.name
+    if verdict.decision == DENY:
+        return step.refuse({"ok": False, "error_class": "vaglio_denied", "error": verdict.reason}, args)
+    if verdict.decision == ASK:
+        step.record(Turn.ApprovalAsked, step=step.number, executor=name, reason=verdict.reason)
+        with step.loop.interrupts.waiting_as(step.state, "while waiting for approval"):
+            approved, by = step.loop.ports.approve(step.number, name, args, verdict.reason)
+        step.record(Turn.ApprovalAnswered, step=step.number, approved=bool(approved), by=by)
+        if not approved:
+            return step.refuse({"ok": False, "error_class": "declined", "error": f"the user did not approve {name}; do not retry it"}, args)
+        step.approval = {"by": by, "turn_id": str(step.turn.id), "step": step.number}
+    return None
+

@@ -1,0 +1,148 @@
+"""What one turn carries from step to step: the request, the outcome, and the state the rules read and write.
+
+The state is the turn's memory between steps; the loop and its rules
+(metnos/runtime/turn/rules) are the only writers. How a turn ends early is one of
+two exceptions the loop catches: ``EndTurn`` (a failure of a given kind) and
+``AnswerFromData`` (the answer is data the steps already hold).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from metnos.mechanisms.sandbox import autonomy
+from metnos.runtime.turn.failures import FailureKind
+from metnos.runtime.turn.guards import TurnGuards
+from metnos.runtime.step.scratchpad import InMemoryScratchpadStore
+from metnos.runtime.step.shape import ShapeStep
+
+# Steps of its own a request that changes nothing may take before it is asked for
+# the answer: a read, then up to two steps on its data (filter, then count).
+READ_ONLY_MODEL_STEPS = 3
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    text: str
+    actor: str = "user"
+    channel: str = "cli"
+    mode: str = "local"
+    tier: str = "wise"
+    autonomy: str = autonomy.DEFAULT
+    # [runtime] of config.toml as this turn runs it (RuntimeConfig.to_json()): the mode, hybrid rules, the LLM judge.
+    runtime: dict[str, Any] | None = None
+    # The home written "~" in the observations the model is shown: None for the policy's; a replay
+    # passes the recorded one ("" for a turn recorded before, when they were shown whole).
+    home: str | None = None
+
+
+@dataclass
+class TurnOutcome:
+    turn_id: str
+    status: str  # answered | failed | refused | needs_input | unverified | interrupted
+    answer: str | None = None
+    failure: dict[str, Any] | None = None
+    steps: int = 0
+    # Why the mnestome did not learn from this turn, if it did not (the turn is
+    # recorded all the same; seeds/002 ch. 11.1: reported, never fatal).
+    learning_error: str | None = None
+    # Which models answered, in order: {"tier", "role", "model"} (filled from the log by the session).
+    models: list[dict[str, str]] = field(default_factory=list)
+    # Quarantined executors the request would have been offered, each with why and the command
+    # that shows it (metnos/runtime/turn/quarantined.py; filled from the log by the session).
+    quarantined: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def message(self) -> str:
+        return self.answer if self.answer is not None else (self.failure or {}).get("message", "")
+
+
+@dataclass
+class TurnState:
+    step: int = 0
+    round: int = 0
+    corrections: int = 0
+    answer_corrections: int = 0
+    # Calls in a row whose arguments could not be used (not JSON, off schema).
+    argument_errors: int = 0
+    # The last step that went wrong, and what succeeded since (an answer must use it).
+    problem: tuple[FailureKind, str] | None = None
+    since_problem: list[dict[str, Any]] = field(default_factory=list)
+    # (executor, targets) of reads already intercepted once as duplicates.
+    intercepted: set[tuple[str, frozenset[str]]] = field(default_factory=set)
+    # (executor, hash of the proposed arguments) of calls that failed or were refused -> their step.
+    failed_calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Failed calls already proposed once more and intercepted.
+    repeated_failures: set[tuple[str, str]] = field(default_factory=set)
+    remediating: bool = False
+    final_only: bool = False
+    pipeline_closed: bool = False
+    # Steps the model proposed (opening reads are the turn's own).
+    model_steps: int = 0
+    # The model, holding data, took a step that did not work on it (a read of its own).
+    read_again: bool = False
+    # A step with side effects succeeded.
+    acted: bool = False
+    # The model, in a request that acts, answered before any action ran and was reminded of it.
+    reminded_to_act: bool = False
+    # The problem, when it is a call refused for its form that would have changed nothing.
+    unrun_read: tuple[FailureKind, str] | None = None
+    # The request was restated with the results, asking for the answer in words (once a turn).
+    asked_for_words: bool = False
+    # Steps whose data answers the request, once the model asked for it twice more.
+    answer_from: tuple[int, ...] = ()
+    # A presentation step (describe, render) that closed a request that changes nothing.
+    presented: int | None = None
+    guards: TurnGuards = field(default_factory=TurnGuards)
+    observations: dict[int, Any] = field(default_factory=dict)
+    executed: dict[int, tuple[str, str]] = field(default_factory=dict)
+    shape: list[ShapeStep] = field(default_factory=list)
+    scratch: InMemoryScratchpadStore = field(default_factory=InMemoryScratchpadStore)
+    has_scratch: bool = False
+    # What the turn is doing, for the record if a signal stops it there.
+    during: str = "between steps"
+    # The plan the cascade gave (metnos/cascade), followed until it is done or goes wrong.
+    plan: Any = None
+    # Online planning (metnos/runtime/turn/hybrid.py): the plan is an online one; its recovery call was spent; a hybrid turn escalated.
+    online: bool = False
+    recovered: bool = False
+    escalated: bool = False
+    # The answer was sent back once because it did not hold up against the results (metnos.runtime.turn.grounding).
+    grounding_repaired: bool = False
+    # ...and it was told to work out an exact ask with a tool: the tools stay offered until a step does.
+    working_out: bool = False
+    # The exact ask of the request (metnos.runtime.turn.grounding), if it makes one.
+    exact: Any = None
+    # Metnos proposed the step that works an exact ask out itself (once a turn).
+    worked_out_by_runtime: bool = False
+    # The tier the proposer asks now, and the failure it last climbed for.
+    tier: str = "wise"
+    climbed_for: Any = None
+
+    def successes(self) -> tuple[int, ...]:
+        """The steps whose observation is data (not an error report), in order."""
+        return tuple(sorted(step for step, obs in self.observations.items() if isinstance(obs, dict) and obs.get("ok") is not False))
+
+    def executor_of(self, step: int) -> str:
+        return self.executed.get(step, ("", ""))[0]
+
+    def went_well(self, observation: dict[str, Any]) -> None:
+        """A step gave data: the run of unusable arguments is over, and an answer after a problem may rest on it."""
+        self.argument_errors = 0
+        if self.problem is not None:
+            self.since_problem.append(observation)
+
+
+class EndTurn(Exception):
+    def __init__(self, kind: FailureKind, detail: str) -> None:
+        self.kind = kind
+        self.detail = detail
+
+
+class AnswerFromData(Exception):
+    """The model asked again for data it already has: answer with that data."""
+
+    def __init__(self, steps: tuple[int, ...], reason: str = "duplicate_read_repeated") -> None:
+        self.steps = steps
+        self.reason = reason

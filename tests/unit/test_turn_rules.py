@@ -1,0 +1,350 @@
+"""Each rule of the turn loop on its own (metnos/runtime/turn/rules): the point it looks at, the verdict it gives,
+what it records and what it leaves in the turn's state. The loop around them is a small stand-in that keeps the
+events; tests/integration/test_turn_rules.py runs the real loop with a rule taken out."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from metnos.mechanisms.failures import PolicyViolation
+from metnos.mechanisms.llm.messages import LLMReply, ToolCall, UserMessage
+from metnos.runtime.turn.answers import REASONS
+from metnos.runtime.turn.failures import FailureKind
+from metnos.runtime.turn.guards import TurnGuards
+from metnos.runtime.turn.interrupts import InterruptGate
+from metnos.runtime.turn.rules import Timed, default_rules, without
+from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery
+from metnos.runtime.turn.rules.base import Answer, AnswerInstead, AnswerWith, End, Round, SendBack, Settle, Step, Unfounded, WordsOnly
+from metnos.runtime.turn.rules.calls import (
+    ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, SandboxPolicy,
+    StepReferences,
+)
+from metnos.runtime.turn.rules.grounding import Grounded
+from metnos.runtime.turn.rules.recovery import ClimbTier, Presentation, Recovery
+from metnos.runtime.turn.rules.vaglio import Vaglio
+from metnos.runtime.step.shape import ShapeStep
+from metnos.runtime.turn.turn_state import TurnRequest, TurnState
+from metnos.runtime.step.vaglio import GuardPolicy
+
+HOME = "/home/u"
+PATHS = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"],
+         "additionalProperties": False}
+
+
+def executor(*, side_effects: bool = False, schema: dict[str, Any] | None = None) -> Any:
+    schema = schema or PATHS
+    return SimpleNamespace(entry=SimpleNamespace(side_effects=side_effects, idempotent=not side_effects, vectorial=False),
+                           tool=SimpleNamespace(name="", parameters=schema), loaded=SimpleNamespace(input_schema=schema))
+
+
+class Catalogue:
+    def __init__(self, executors: dict[str, Any]) -> None:
+        self.executors, self.builtins = executors, {}
+
+    def get(self, name: str) -> Any:
+        return self.executors.get(name)
+
+    def tools(self, names: list[str], *, with_scratchpad: bool = False) -> list[Any]:
+        return [SimpleNamespace(name=n, parameters=self.executors[n].tool.parameters) for n in names]
+
+
+class Loop:
+    """What a rule asks of the loop: the catalogue, the ports, the recording."""
+
+    def __init__(self, executors: dict[str, Any] | None = None, *, approve: bool = True, check_policy: Any = None) -> None:
+        self.catalogue = Catalogue(executors if executors is not None else {"read_files": executor(), "delete_files": executor(side_effects=True)})
+        self.settings = SimpleNamespace(cap_steps=8, judge_threshold=0.5)
+        self.policy = GuardPolicy.core(HOME)
+        self.ports = SimpleNamespace(approve=lambda *a: (approve, "test"), mnest_suggest=lambda *a: None)
+        self.judge = SimpleNamespace(applies=lambda *a, **k: False)
+        self.interrupts = InterruptGate()
+        self.tool_names = frozenset(self.catalogue.executors)
+        self.shown_home = HOME
+        self.check_policy = check_policy
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def record(self, turn: Any, event_class: type, **fields: Any) -> None:
+        self.events.append((event_class.__name__, fields))
+
+    def commit(self, turn: Any, *others: Any) -> None:
+        self.events.append(("commit", {}))
+
+    def kinds(self) -> list[str]:
+        return [k for k, _ in self.events]
+
+
+def a_step(loop: Loop, name: str, args: dict[str, Any], state: TurnState | None = None, *, pool: list[str] | None = None,
+           autonomy: str = "supervised", arguments_error: str | None = None, text: str = "read ~/a.md") -> Step:
+    state = state or TurnState()
+    state.step += 1
+    call = ToolCall(f"c{state.step}", name, args, arguments_error=arguments_error)
+    return Step(loop, SimpleNamespace(id="t"), state, TurnRequest(text=text, autonomy=autonomy), pool or list(loop.catalogue.executors),
+                call, state.step, name, dict(args), loop.catalogue.get(name), "executor")
+
+
+def an_answer(loop: Loop, text: str, state: TurnState, *, source: str = "model", pool: list[str] | None = None,
+              request: str = "read ~/a.md", repairable: bool = True) -> Answer:
+    reply = LLMReply(text=text, tool_calls=(), call_form="none", raw={})
+    messages = [UserMessage("system"), UserMessage(request)]
+    return Answer(loop, SimpleNamespace(id="t"), state, TurnRequest(text=request), pool if pool is not None else ["read_files"],
+                  messages, text, source, reply, repairable)
+
+
+def ran(step: Step, observation: dict[str, Any], *, ok: bool = True, result_kind: str = "ok") -> Step:
+    """The step as the loop leaves it once its executor ran."""
+    step.ran, step.succeeded, step.observation, step.result_kind = ok, ok and observation.get("ok") is not False, observation, result_kind
+    step.state.observations[step.number] = observation
+    step.state.executed[step.number] = (step.name, "1.0.0")
+    return step
+
+
+# The list -------------------------------------------------------------------------
+
+def test_the_rules_run_in_the_order_the_spec_gives_a_step_and_an_answer() -> None:
+    assert [r.name for r in default_rules()] == [
+        "climb_tier", "answer_only", "guards", "repeated_failure", "readable_arguments", "autonomy", "known_executor", "pipeline_shape",
+        "step_references", "argument_schema", "sandbox_policy", "vaglio", "recovery", "presentation", "action_taken",
+        "placeholders", "answer_form", "rests_on_recovery", "grounded",
+    ]
+
+
+def test_a_rule_is_taken_out_by_its_name_and_a_name_no_rule_has_is_refused() -> None:
+    assert "guards" not in [r.name for r in without("guards")] and len(without("guards")) == len(default_rules()) - 1
+    with pytest.raises(ValueError, match="no rule is named gaurds"):
+        without("gaurds")
+
+
+def test_a_timed_rule_gives_the_same_verdict_and_adds_up_its_time() -> None:
+    loop = Loop()
+    seconds: dict[str, float] = defaultdict(float)
+    timed = Timed(ReadableArguments(), seconds)
+    verdict = timed.on_call(a_step(loop, "read_files", {}, arguments_error="not JSON"))
+    assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "invalid_arguments"
+    assert timed.name == "readable_arguments" and seconds["on_call"] > 0 and timed.on_answer(an_answer(loop, "x", TurnState())) is None
+
+
+# The checks on a call --------------------------------------------------------------
+
+def test_guards_intercept_a_duplicate_read_then_ask_for_words_when_it_comes_again() -> None:
+    loop, state = Loop(), TurnState(guards=TurnGuards())
+    first = a_step(loop, "read_files", {"paths": ["~/a.md"]}, state)
+    assert Guards().on_call(first) is None
+    ran(first, {"ok": True, "content": "alpha"})
+    state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
+    again = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state))
+    assert isinstance(again, Settle) and state.answer_from == (1,) and not state.final_only
+    third = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state))
+    assert isinstance(third, Settle) and state.final_only
+    assert [f["decision"]["outcome"] for k, f in loop.events if k == "StepIntercepted"] == ["duplicate_read", "duplicate_read_repeated"]
+
+
+def test_guards_end_the_turn_at_the_step_cap() -> None:
+    loop, state = Loop(), TurnState(guards=TurnGuards(cap_steps=1))
+    state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
+    state.step = 1
+    verdict = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/b.md"]}, state))
+    assert verdict == End(FailureKind.CAP_STEPS, "8", commit=True)
+
+
+def test_a_call_that_failed_is_not_run_again_and_the_second_time_words_are_asked_for() -> None:
+    loop, state, rule = Loop(), TurnState(), RepeatedFailure()
+    failed = ran(a_step(loop, "read_files", {"paths": ["~/gone.md"]}, state), {"ok": False, "error": "no such file"})
+    rule.on_observation(failed)
+    assert state.failed_calls == {failed.key: 1}
+    again = rule.on_call(a_step(loop, "read_files", {"paths": ["~/gone.md"]}, state))
+    assert isinstance(again, Settle) and again.observation["previous_steps"] == [1] and not state.final_only
+    assert isinstance(rule.on_call(a_step(loop, "read_files", {"paths": ["~/gone.md"]}, state)), Settle) and state.final_only
+    assert rule.on_call(a_step(loop, "read_files", {"paths": ["~/other.md"]}, state)) is None
+
+
+def test_unreadable_arguments_get_one_correction_round() -> None:
+    loop, state, rule = Loop(), TurnState(), ReadableArguments()
+    first = rule.on_call(a_step(loop, "read_files", {}, state, arguments_error="Expecting ',' delimiter"))
+    assert isinstance(first, Settle) and "one JSON object" in first.observation["hint"]
+    assert state.problem == (FailureKind.STEP_FAILED, state.problem[1]) and loop.kinds() == ["StepRejected"]
+    second = rule.on_call(a_step(loop, "read_files", {}, state, arguments_error="Expecting value"))
+    assert isinstance(second, End) and second.kind is FailureKind.INVALID_ARGUMENTS and second.commit
+
+
+def test_read_only_autonomy_refuses_an_action_and_lets_a_read_through() -> None:
+    loop, state = Loop(), TurnState()
+    refused = AutonomyLevel().on_call(a_step(loop, "delete_files", {"paths": ["~/a.md"]}, state, autonomy="read_only"))
+    assert isinstance(refused, Settle) and state.problem[0] is FailureKind.STEP_REFUSED
+    assert loop.events[0][1]["kind"] == "autonomy"
+    assert AutonomyLevel().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, autonomy="read_only")) is None
+
+
+def test_an_executor_the_catalogue_lacks_is_refused_with_the_names_it_has() -> None:
+    loop = Loop()
+    verdict = KnownExecutor().on_call(a_step(loop, "read_filez", {"paths": ["~/a.md"]}))
+    assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "unknown_executor"
+    assert "read_files" in str(verdict.observation) and loop.events[0][1]["kind"] == "unknown_executor"
+    assert KnownExecutor().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]})) is None
+
+
+def test_a_second_action_after_the_pipeline_closed_is_refused_and_words_are_asked_for() -> None:
+    loop, state = Loop({"move_files": executor(side_effects=True), "delete_files": executor(side_effects=True)}), TurnState()
+    state.shape.append(ShapeStep("move_files", {"moves": [{"src": "~/a", "dst": "~/b"}]}, succeeded=True))
+    verdict = PipelineShape().on_call(a_step(loop, "delete_files", {"paths": ["~/c"]}, state, pool=["move_files"]))
+    assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "pipeline_already_closed"
+    assert state.final_only and state.pipeline_closed and loop.events[0][1]["kind"] == "shape"
+
+
+def test_a_verb_outside_the_vocabulary_is_refused_as_the_shape_and_a_good_step_joins_the_shape() -> None:
+    loop, state, rule = Loop({"frobnicate_files": executor(), "read_files": executor()}), TurnState(), PipelineShape()
+    verdict = rule.on_call(a_step(loop, "frobnicate_files", {"paths": ["~/a"]}, state))
+    assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "unknown_verb"
+    good = a_step(loop, "read_files", {"paths": ["~/a"]}, state)
+    assert rule.on_call(good) is None and good.transition.category == "E"
+    rule.on_observation(ran(good, {"ok": True, "content": "a"}))
+    assert state.shape == [ShapeStep("read_files", {"paths": ["~/a"]}, succeeded=True)]
+
+
+def test_a_reference_to_a_step_that_is_not_there_is_refused_with_the_steps_that_hold_a_list() -> None:
+    loop, state, rule = Loop(), TurnState(), StepReferences()
+    ran(a_step(loop, "read_files", {"paths": ["~/a"]}, state), {"ok": True, "entries": [{"path": "/home/u/a"}]})
+    verdict = rule.on_call(a_step(loop, "read_files", {"from_step": 0}, state))
+    assert isinstance(verdict, Settle) and "the steps with a list: 1 (read_files)" in verdict.observation["hint"]
+    piped = a_step(loop, "read_files", {"from_step": 1}, state)
+    assert rule.on_call(piped) is None and piped.resolution.args == {"entries": [{"path": "/home/u/a"}]}
+
+
+def test_arguments_off_the_schema_are_refused_naming_what_is_required() -> None:
+    loop, state = Loop(), TurnState()
+    verdict = ArgumentSchema().on_call(a_step(loop, "read_files", {"path": 5}, state, text="tell me"))
+    assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "schema_violation"
+    assert verdict.observation["hint"].endswith("(required: paths)") and state.argument_errors == 1
+    good = a_step(loop, "read_files", {"paths": ["~/a.md"]}, state)
+    assert ArgumentSchema().on_call(good) is None and good.arguments == {"paths": ["~/a.md"]}
+
+
+def test_a_path_outside_the_grants_is_refused_by_the_sandbox_policy() -> None:
+    def check(loaded: Any, args: dict[str, Any]) -> None:
+        if any(not p.startswith("~/notes") for p in args["paths"]):
+            raise PolicyViolation("/paths/0", "outside-grant", "not under ~/notes", args["paths"][0])
+
+    loop, state = Loop(check_policy=check), TurnState()
+    verdict = SandboxPolicy().on_call(a_step(loop, "read_files", {"paths": ["~/.bashrc"]}, state))
+    assert isinstance(verdict, Settle) and verdict.observation["error"]["rule"] == "outside-grant"
+    assert state.problem[0] is FailureKind.STEP_REFUSED
+    assert SandboxPolicy().on_call(a_step(loop, "read_files", {"paths": ["~/notes/a.md"]}, state)) is None
+
+
+def test_the_vaglio_asks_the_user_for_an_action_and_a_no_is_the_steps_observation() -> None:
+    loop, state = Loop(approve=False), TurnState()
+    verdict = Vaglio().on_resolved(a_step(loop, "delete_files", {"paths": ["~/a.md"]}, state, text="delete ~/a.md"))
+    assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "declined"
+    assert loop.kinds() == ["StepJudged", "ApprovalAsked", "ApprovalAnswered", "ObservationRecorded"]
+    forbidden = Vaglio().on_resolved(a_step(Loop(), "read_files", {"paths": ["/home/u/.ssh/id_ed25519"]}, TurnState()))
+    assert isinstance(forbidden, Settle) and forbidden.observation["error_class"] == "vaglio_denied"
+    assert Vaglio().on_resolved(a_step(Loop(), "read_files", {"paths": ["~/a.md"]}, TurnState())) is None
+
+
+# What an observation means -----------------------------------------------------------
+
+def test_a_step_that_could_not_run_is_the_problem_until_an_action_goes_through() -> None:
+    loop, state, rule = Loop({"read_files": executor(), "write_files": executor(side_effects=True)}), TurnState(), Recovery()
+    rule.on_observation(ran(a_step(loop, "read_files", {"paths": ["~/a"]}, state), {"ok": False, "error": "timeout"}, ok=False))
+    assert state.problem[0] is FailureKind.STEP_FAILED
+    good = ran(a_step(loop, "read_files", {"paths": ["~/b"]}, state), {"ok": True, "content": "b"})
+    rule.on_observation(good)
+    assert state.problem is not None and state.since_problem == [{"ok": True, "content": "b"}]
+    write = a_step(loop, "write_files", {"path": "~/c", "content": "b"}, state)
+    write.transition = SimpleNamespace(category="A")
+    rule.on_observation(ran(write, {"ok": True, "written": "~/c"}))
+    assert state.problem is None and state.since_problem == []
+
+
+def test_a_presentation_in_a_request_that_changes_nothing_is_the_answer() -> None:
+    loop, state = Loop({"describe_entries": executor()}), TurnState()
+    shown = a_step(loop, "describe_entries", {"from_step": 1}, state)
+    shown.transition = SimpleNamespace(category="F")
+    Presentation().on_observation(ran(shown, {"ok": True, "content": "a table"}))
+    assert state.presented == 1
+    acting = Loop({"describe_entries": executor(), "delete_files": executor(side_effects=True)})
+    other = TurnState()
+    shown = a_step(acting, "describe_entries", {"from_step": 1}, other)
+    shown.transition = SimpleNamespace(category="F")
+    Presentation().on_observation(ran(shown, {"ok": True, "content": "a table"}))
+    assert other.presented is None
+
+
+# The checks on an answer -----------------------------------------------------------
+
+def test_an_answer_with_a_step_placeholder_is_sent_back_once() -> None:
+    loop, state = Loop(), TurnState()
+    verdict = Placeholders().on_answer(an_answer(loop, "It says {{step1.content}}", state))
+    assert isinstance(verdict, SendBack) and "{{" in verdict.messages[1].text and state.corrections == 1
+    assert Placeholders().on_answer(an_answer(loop, "It says {{step1.content}}", state)) is None
+    assert Placeholders().on_answer(an_answer(loop, "{{x}}", TurnState(), source="plan")) is None
+
+
+def test_a_tool_name_for_an_answer_is_sent_back_once_then_fails_the_turn() -> None:
+    loop, state = Loop(), TurnState()
+    verdict = AnswerForm().on_answer(an_answer(loop, "read_files", state))
+    assert isinstance(verdict, SendBack) and loop.events == [("AnswerRejected", {"round": 0, "reason": "tool_name", "text": "read_files"})]
+    assert AnswerForm().on_answer(an_answer(loop, "read_files", state)) == End(FailureKind.UNUSABLE_ANSWER, REASONS["tool_name"])
+    state.answer_from = (1,)
+    assert AnswerForm().on_answer(an_answer(loop, "read_files", state)) == AnswerWith((1,))
+    assert AnswerForm().on_answer(an_answer(loop, "The file says alpha.", TurnState())) is None
+
+
+def test_an_answer_before_the_action_ran_is_reminded_once_and_a_plans_is_refused_at_once() -> None:
+    loop, pool = Loop(), ["read_files", "delete_files"]
+    state = TurnState()
+    reminded = ActionTaken().on_answer(an_answer(loop, "Deleted.", state, pool=pool))
+    assert isinstance(reminded, SendBack) and state.reminded_to_act and loop.events[0][1]["reason"] == "action_not_taken"
+    assert ActionTaken().on_answer(an_answer(loop, "Deleted.", state, pool=pool)) == End(FailureKind.ACTION_NOT_TAKEN, "delete_files")
+    assert ActionTaken().on_answer(an_answer(loop, "Deleted.", TurnState(), pool=pool, source="plan")) == End(FailureKind.ACTION_NOT_TAKEN, "delete_files")
+    acted = TurnState()
+    ActionTaken().on_observation(ran(a_step(loop, "delete_files", {"paths": ["~/a"]}, acted), {"ok": True}))
+    assert acted.acted and ActionTaken().on_answer(an_answer(loop, "Deleted.", acted, pool=pool)) is None
+
+
+def test_after_a_problem_an_answer_must_rest_on_what_succeeded_since() -> None:
+    loop, state = Loop(), TurnState(problem=(FailureKind.STEP_FAILED, "read_files failed"))
+    assert RestsOnRecovery().on_answer(an_answer(loop, "It says omega.", state)) == End(FailureKind.STEP_FAILED, "read_files failed")
+    state.since_problem = [{"ok": True, "content": "omega and more"}]
+    assert RestsOnRecovery().on_answer(an_answer(loop, "It says omega.", state)) is None
+
+
+def test_an_answer_that_does_not_hold_up_is_sent_back_once_then_is_unfounded() -> None:
+    loop, state = Loop(), TurnState()
+    ran(a_step(loop, "read_files", {"paths": ["~/notes"]}, state),
+        {"ok": True, "entries": [{"path": "/home/u/notes/a.txt", "size": 120}, {"path": "/home/u/notes/b.md", "size": 3000}]})
+    rule = Grounded()
+    assert rule.on_conclusion(an_answer(loop, "There are 2 files: a.txt and b.md.", state, request="list ~/notes")) is None
+    bad = "There are 3 files: a.txt, c.txt and b.md."
+    sent = rule.on_conclusion(an_answer(loop, bad, state, request="list ~/notes"))
+    assert isinstance(sent, SendBack) and state.grounding_repaired
+    assert loop.events[-1][0] == "AnswerUngrounded" and loop.events[-1][1]["unmatched"] == ["c.txt", "3"]
+    again = rule.on_conclusion(an_answer(loop, bad, state, request="list ~/notes"))
+    assert isinstance(again, Unfounded) and not isinstance(again, AnswerInstead)
+
+
+# Before the model is asked -----------------------------------------------------------
+
+def a_round(loop: Loop, state: TurnState, pool: list[str] | None = None) -> Round:
+    return Round(loop, SimpleNamespace(id="t"), state, TurnRequest(text="read ~/a.md"), pool if pool is not None else ["read_files"])
+
+
+def test_a_request_that_changes_nothing_is_asked_for_words_once_its_data_is_a_single_value() -> None:
+    loop, state = Loop(), TurnState()
+    assert AnswerOnly().on_ask(a_round(loop, state)) is None  # the model has taken no step of its own yet
+    ran(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state), {"ok": True, "content": "alpha"})
+    state.model_steps = 1
+    assert AnswerOnly().on_ask(a_round(loop, state)) == WordsOnly()
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files", "delete_files"])) is None  # a request that acts keeps its tools
+
+
+def test_after_a_problem_the_next_round_climbs_one_tier_once() -> None:
+    loop, state = Loop(), TurnState(tier="fast", problem=(FailureKind.STEP_FAILED, "read_files failed"))
+    loop.online = SimpleNamespace(config=SimpleNamespace(tier_above=lambda tier: {"fast": "middle", "middle": "wise"}.get(tier)))
+    assert ClimbTier().on_ask(a_round(loop, state)) is None and state.tier == "middle"
+    assert loop.events == [("TierEscalated", {"round": 0, "from_tier": "fast", "to_tier": "middle", "reason": "read_files failed"})]
+    ClimbTier().on_ask(a_round(loop, state))
+    assert state.tier == "middle" and len(loop.events) == 1
