@@ -409,7 +409,7 @@ def rewording_recall(threshold: float) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from metnos.runtime.cascade.consult import DEFAULT_COSINE
+    from metnos.settings.cascade import DEFAULT_COSINE
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, help="a GGUF file (default: the installed embedded model)")

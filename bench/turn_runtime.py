@@ -62,7 +62,7 @@ def main() -> None:
 
             rt.log.save = timed_save
             # The turn's lease is made durable (a directory fsync) once a turn: I/O too, timed with the save.
-            from metnos.runtime.turn import lease as lease_module
+            from metnos.runtime import lease as lease_module
 
             real_take = lease_module.TurnLease.take.__func__
 

@@ -16,7 +16,7 @@ from metnos.mechanisms.llm.messages import LLMReply, ToolCall
 from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.runtime.turn.rules import Timed, default_rules, without
 from metnos.runtime.turn.session import LogSink, guard_policy, policy_checker, turn_catalogue
-from metnos.settings.turn import load_turn_settings
+from metnos.settings.loader import load_turn_settings
 from tests.support.cascade_turns import ScriptedModel, initialised_runtime
 
 
