@@ -84,6 +84,9 @@ class TierConfig(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     # None: the server's default. On or off, said in the provider's own words (metnos.mechanisms.llm.provider).
     reasoning: bool | None = None
+    # Planner calls held to a grammar of the offered tools where the server takes one
+    # (llama.cpp: the embedded model, or a server whose /props says so); off: never sent.
+    constrained: bool = True
 
     @field_validator("url")
     @classmethod

@@ -53,6 +53,7 @@ from metnos.runtime.mnestome.boost import apply_boost
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
 from metnos.runtime.turn.answers import asks_for_a_figure, is_a_figure, REASONS, answer_problem, figures_from, grounded_in
+from metnos.runtime.turn.call_schema import planner_constraint
 from metnos.runtime.turn.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.completion import complete_arguments, complete_paths, without_blank_optionals
 from metnos.runtime.turn.errors import TurnError
@@ -504,7 +505,9 @@ class TurnLoop:
         started = time.perf_counter()
         try:
             with self._waiting(state, "while waiting for the model"):
-                reply = self.ports.ask_llm(state.tier, messages, tools, tool_choice=choice)
+                # The round's reply held to the calls it accepts, or to words (call_schema.py).
+                reply = self.ports.ask_llm(state.tier, messages, tools, tool_choice=choice,
+                                           constraint=planner_constraint(tools, state.observations, words_only=words_only))
         except LLMError as e:
             self._record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
             kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY

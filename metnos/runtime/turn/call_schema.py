@@ -1,0 +1,111 @@
+"""The calls a planner round accepts, as one JSON Schema (issue 32, item 1).
+
+Built each round from the tools offered that round and the steps run so far,
+it admits exactly a ``{"name": ..., "arguments": {...}}`` object that calls one
+offered tool with arguments of its schema, where:
+
+* ``from_step``/``with_step`` name an earlier step that succeeded with a list
+  (piping.py resolves only those); before any such step the argument is not
+  offered at all, as in the first round (catalogue.tool_parameters);
+* any other argument may instead be a whole ``{{stepN.field}}`` reference to an
+  earlier step that succeeded (piping.py's "sole value" rule);
+* a path argument (named as the sandbox policy names paths) is written in a
+  form the policy accepts: ``~``, ``~/...`` or absolute, and no glob;
+* no argument the tool does not offer.
+
+What the schema cannot say (whether a referenced field exists, whether a path is
+inside a grant) the loop still checks after the call, as before.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metnos.mechanisms.llm.constraint import CallConstraint
+from metnos.mechanisms.llm.messages import ToolSpec
+from metnos.mechanisms.sandbox.policy import is_path_argument
+from metnos.runtime.turn.piping import LIST_REFERENCES, PipingError, list_field_of
+
+# The forms check_path accepts ("~", "~/...", "/..."), without the glob characters a
+# path never holds but a small model writes ("~/notes/*.md").
+PATH_PATTERN = r"^(~|~/[^*?]*|/[^*?]*)$"
+_STEP_ARGUMENTS = frozenset(ref for ref, _ in LIST_REFERENCES)
+
+
+def planner_constraint(tools: Sequence[ToolSpec], observations: Mapping[int, Any], *, words_only: bool) -> CallConstraint:
+    """The grammar of one planner round: a call (unless only words are asked) or an answer."""
+    if words_only or not tools:
+        return CallConstraint(None)
+    steps = succeeded_steps(observations)
+    return CallConstraint(call_schema(tools, steps=steps, list_steps=[s for s in steps if _has_list(observations[s], s)]))
+
+
+def succeeded_steps(observations: Mapping[int, Any]) -> list[int]:
+    return sorted(s for s, obs in observations.items() if isinstance(obs, Mapping) and obs.get("ok") is not False)
+
+
+def call_schema(tools: Sequence[ToolSpec], *, steps: Sequence[int] = (), list_steps: Sequence[int] = ()) -> dict[str, Any]:
+    """One branch for each tool, in the order offered."""
+    return {"anyOf": [_call_of(tool, list(steps), list(list_steps)) for tool in tools]}
+
+
+def step_reference_pattern(steps: Sequence[int]) -> str:
+    numbers = "|".join(str(s) for s in steps)
+    return r"^\{\{step(" + numbers + r")\.[A-Za-z0-9_.\[\]-]+\}\}$"
+
+
+def _call_of(tool: ToolSpec, steps: list[int], list_steps: list[int]) -> dict[str, Any]:
+    arguments = copy.deepcopy(tool.parameters) or {"type": "object", "properties": {}}
+    properties = arguments.get("properties")
+    if isinstance(properties, dict):
+        required = list(arguments.get("required", []))
+        for name in list(properties):
+            if name in _STEP_ARGUMENTS:
+                if list_steps:
+                    properties[name] = {"type": "integer", "enum": list_steps}
+                else:
+                    del properties[name]
+                    required = [r for r in required if r != name]
+            else:
+                properties[name] = _value(name, properties[name], steps)
+        arguments["required"] = required
+        if not required:
+            del arguments["required"]
+    if arguments.get("type") == "object":
+        arguments["additionalProperties"] = False
+    return {"type": "object", "properties": {"name": {"const": tool.name}, "arguments": arguments},
+            "required": ["name", "arguments"], "additionalProperties": False}
+
+
+def _value(key: str, schema: Any, steps: list[int]) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    schema = dict(schema)
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        # An array's elements take their meaning from the array's key, as in the policy.
+        schema["items"] = _value(key, schema["items"], steps)
+    elif schema.get("type") == "object" and isinstance(schema.get("properties"), dict):
+        schema["properties"] = {k: _value(k, v, steps) for k, v in schema["properties"].items()}
+        schema["additionalProperties"] = False
+    elif schema.get("type") == "string" and "enum" not in schema and is_path_argument(key, schema):
+        schema["pattern"] = PATH_PATTERN
+    if not steps or _admits_any_string(schema):
+        return schema
+    return {"anyOf": [schema, {"type": "string", "pattern": step_reference_pattern(steps)}]}
+
+
+def _admits_any_string(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "string" and not ({"enum", "const", "pattern"} & set(schema))
+
+
+def _has_list(observation: Any, step: int) -> bool:
+    try:
+        list_field_of(observation, step)
+    except PipingError:
+        return False
+    return True
+
+
+__all__ = ["PATH_PATTERN", "call_schema", "planner_constraint", "step_reference_pattern", "succeeded_steps"]
