@@ -96,6 +96,10 @@ def metnos_env(home: Path) -> dict[str, str]:
     return env
 
 
+# Whether Metnos's planner calls are held to the round's grammar (--unconstrained: off, for the comparison).
+CONSTRAINED_CALLS = True
+
+
 def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "local", online_url: str | None = None,
                     pages_url: str | None = None) -> None:
     """The shared server as the user's config.toml names it, with the bench's time limit per request
@@ -106,7 +110,7 @@ def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "
     config = home / ".config" / "metnos" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     text = (f'[llm.tiers.fast]\nprovider = "openai"\nurl = "{llm_url}"\nmodel = "bench"\n'
-            f"timeout_s = {timeout_s:.0f}\nmax_tokens = 512\n")
+            f"timeout_s = {timeout_s:.0f}\nmax_tokens = 512\n" + ("" if CONSTRAINED_CALLS else "constrained = false\n"))
     if mode != "local":
         text += (f'\n[llm.tiers.frontier]\nprovider = "openai"\nurl = "{online_url or llm_url}"\nmodel = "bench-online"\n'
                  f'timeout_s = {timeout_s:.0f}\nmax_tokens = 1024\n\n[runtime]\nmode = "{mode}"\nonline_tier = "frontier"\n')
@@ -314,9 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a task may take before it fails (default 300)")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (default: its choice)")
     ap.add_argument("--shuffle", type=int, metavar="SEED", help="run the tasks in a random order (a run cut short is still a fair sample)")
+    ap.add_argument("--unconstrained", action="store_true", help="Metnos's planner calls without the round's grammar (for the comparison)")
     ap.add_argument("--list", action="store_true", help="list the tasks and exit")
     ap.add_argument("--markdown", type=Path, metavar="JSON", help="print a saved report's summary as a Markdown table and exit")
     args = ap.parse_args(argv)
+    global CONSTRAINED_CALLS
+    CONSTRAINED_CALLS = not args.unconstrained
     if args.markdown:
         print(markdown(json.loads(args.markdown.read_text())))
         return 0
