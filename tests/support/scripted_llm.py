@@ -119,14 +119,17 @@ class _State:
     script: list[ScriptItem]
     dialect: Dialect
     model: str
+    # Answer GET /props as llama.cpp's server does (a build_info), so a provider takes it for one.
+    llama_cpp: bool = False
     requests: list[Recorded] = field(default_factory=list)
     served: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class ScriptedLLM:
-    def __init__(self, script: Sequence[ScriptItem] = (), *, dialect: Dialect = "any", model: str = "scripted-model") -> None:
-        self._state = _State(list(script), dialect, model)
+    def __init__(self, script: Sequence[ScriptItem] = (), *, dialect: Dialect = "any", model: str = "scripted-model",
+                 llama_cpp: bool = False) -> None:
+        self._state = _State(list(script), dialect, model, llama_cpp)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -181,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path in ("/health", "/v1/health"):
             self._send(200, {"status": "ok"})
+        elif self.path == "/props" and self.state.llama_cpp:
+            self._send(200, {"build_info": "scripted", "default_generation_settings": {}})
         elif self.path in ("/v1/models", "/models"):
             self._send(200, {"object": "list", "data": [{"id": self.state.model, "object": "model"}]})
         else:
