@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
             from metnos.settings.llm_tiers import load_llm_settings
 
             router = LLMRouter(load_llm_settings(rt.workspace.config_file), rt.workspace)
-            ask_llm = lambda tier, messages, tools, tool_choice="auto": router.for_tier(tier).complete(  # noqa: E731
-                list(messages), list(tools), temperature=0, tool_choice=tool_choice)
+            ask_llm = lambda tier, messages, tools, tool_choice="auto", constraint=None: router.for_tier(tier).complete(  # noqa: E731
+                list(messages), list(tools), temperature=0, tool_choice=tool_choice, constraint=constraint)
         try:
             replayer = Replayer(rt, ask_llm=ask_llm, re_execute=_re_executor(rt) if args.re_execute else None)
             ids = list(replayer.turn_ids()) if args.all else [find_turn(rt.turns.catch_up(rt.log), args.turn_id)]
