@@ -21,7 +21,7 @@ from domain.invocation import Invocation
 from domain.turn import Turn
 from metnos.mechanisms.invocation.outcome import failure_observation
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
-from metnos.mechanisms.llm.constraint import CallConstraint
+from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.runtime.turn.ports import ExecutorResult
 
@@ -85,7 +85,7 @@ class RecordedPorts:
         return self._turn_id
 
     def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto",
-                constraint: CallConstraint | None = None) -> LLMReply:
+                constraint: Constraint | None = None) -> LLMReply:
         # The grammar is not asked again: the recorded reply, with its record of the grammar, is the answer.
         if not self._replies:
             msg = "the replayed turn asked the model more often than the recorded one"

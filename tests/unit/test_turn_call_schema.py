@@ -133,3 +133,26 @@ def test_a_reply_recorded_before_constraints_keeps_its_record() -> None:
     assert LLMReply.from_record(old).to_record() == old
     new = {**old, "constraint": CallConstraint(None).record(sent=False, why_not="refused")}
     assert LLMReply.from_record(new).to_record() == new
+
+
+def test_the_online_plan_is_held_to_its_form_over_the_offered_tools() -> None:
+    from metnos.runtime.turn.call_schema import plan_constraint
+    from metnos.runtime.turn.online import read_plan
+
+    constraint = plan_constraint(TOOLS, recovery=False)
+    assert constraint is not None
+    good = {"steps": [{"executor": "read_files", "args": {"paths": ["~/a.md"]}},
+                      {"executor": "send_message", "args": {"to": "elena", "text": "{{step1.content}}"}}],
+            "answer": "Sent: {{step1.content}}"}
+    assert admits(constraint.schema, good)
+    assert read_plan(__import__("json").dumps(good))["steps"][1]["executor"] == "send_message"
+    assert admits(constraint.schema, {"steps": [{"executor": "count_entries", "args": {"from_step": 2}}], "answer": "{{step1.count}}"})
+    assert not admits(constraint.schema, {"steps": [{"executor": "delete_files", "args": {"paths": ["~/a"]}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": [{"executor": "read_files", "args": {"paths": "~/a"}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": [{"executor": "send_message", "args": {"to": "elena"}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": [{"executor": "count_entries", "args": {"from_step": 0}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": []})
+    assert constraint.grammar().startswith("%llguidance {}\nstart: reply_json\n")
+    assert constraint.read_reply('{"steps": [], "answer": "x"}', call_id="c", cut_off=False) is None
+    # A recovery plan names steps already run in forms of its own: not held.
+    assert plan_constraint(TOOLS, recovery=True) is None

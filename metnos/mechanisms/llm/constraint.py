@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 import jsonschema
 
@@ -99,3 +99,30 @@ class CallConstraint:
         if error is not None:
             return ToolCall(id=call_id, name=name, arguments={}, arguments_error=f"the call does not fit the offered tools: {error.message}")
         return ToolCall(id=call_id, name=name, arguments=dict(data["arguments"]))
+
+
+@dataclass(frozen=True)
+class JsonConstraint:
+    """A reply that is one JSON value of ``schema`` and nothing else (the online mode's plan)."""
+
+    schema: dict[str, Any]
+
+    def grammar(self) -> str:
+        return "%llguidance {}\nstart: reply_json\nreply_json: %json " + json.dumps(self.schema, ensure_ascii=False) + "\n"
+
+    @property
+    def digest(self) -> str:
+        return canonical_hash({"form": GRAMMAR_FORM, "grammar": self.grammar()})
+
+    def record(self, *, sent: bool, why_not: str | None = None) -> dict[str, Any]:
+        found: dict[str, Any] = {"form": GRAMMAR_FORM, "digest": self.digest, "sent": sent}
+        if why_not is not None:
+            found["why_not"] = why_not
+        return found
+
+    def read_reply(self, text: str, *, call_id: str, cut_off: bool) -> ToolCall | None:
+        """Never a call: the text is the reply, read by whoever asked for it."""
+        return None
+
+
+Constraint = Union[CallConstraint, JsonConstraint]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import httpx
 
 from metnos.mechanisms.llm._common import HTTPProvider, derived_call_id, int_or_none
-from metnos.mechanisms.llm.constraint import CallConstraint
+from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.errors import LLMConfigError, MalformedReply, ProviderHTTPError
 from metnos.mechanisms.llm.messages import (
     AssistantMessage,
@@ -54,7 +54,7 @@ class OpenAICompatProvider(HTTPProvider):
         self._probed = grammar != "probe"
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None,
-                 max_tokens: int | None = None, tool_choice: str = "auto", constraint: CallConstraint | None = None) -> LLMReply:
+                 max_tokens: int | None = None, tool_choice: str = "auto", constraint: Constraint | None = None) -> LLMReply:
         """With a ``constraint``, the reply is held to its grammar where the server takes one;
         where it does not (not llama.cpp, or it answers 400), the request goes as it would have
         without, and the reply's ``constraint`` record says which it was."""
@@ -189,7 +189,7 @@ def parse_openai_reply(raw: dict[str, Any], tools: Sequence[ToolSpec] = (), *, u
     )
 
 
-def parse_constrained_reply(raw: dict[str, Any], constraint: CallConstraint, *, url: str = "") -> LLMReply:
+def parse_constrained_reply(raw: dict[str, Any], constraint: Constraint, *, url: str = "") -> LLMReply:
     """Read a reply written under ``constraint``'s grammar: its text is a fenced call or the answer."""
     reply = parse_openai_reply(raw, (), url=url)
     if reply.tool_calls:

@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from metnos.mechanisms.llm.anthropic import AnthropicProvider
-from metnos.mechanisms.llm.constraint import CallConstraint
+from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.errors import EmbeddedUnavailable
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
@@ -29,7 +29,7 @@ class Provider(Protocol):
         temperature: float | None = None,
         max_tokens: int | None = None,
         tool_choice: str = "auto",
-        constraint: CallConstraint | None = None,
+        constraint: Constraint | None = None,
     ) -> LLMReply:
         """One request, one reply. ``None`` means the tier's own setting (temperature 0 by default).
 

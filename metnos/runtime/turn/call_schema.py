@@ -13,6 +13,9 @@ offered tool with arguments of its schema, where:
   form the policy accepts: ``~``, ``~/...`` or absolute, and no glob;
 * no argument the tool does not offer.
 
+The online mode's one-call plan gets the same arguments over its own step
+numbers (``plan_constraint``).
+
 What the schema cannot say (whether a referenced field exists, whether a path is
 inside a grant) the loop still checks after the call, as before.
 """
@@ -23,7 +26,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from metnos.mechanisms.llm.constraint import CallConstraint
+from metnos.mechanisms.llm.constraint import CallConstraint, JsonConstraint
 from metnos.mechanisms.llm.messages import ToolSpec
 from metnos.mechanisms.sandbox.policy import is_path_argument
 from metnos.runtime.turn.piping import LIST_REFERENCES, PipingError, list_field_of
@@ -57,43 +60,71 @@ def step_reference_pattern(steps: Sequence[int]) -> str:
 
 
 def _call_of(tool: ToolSpec, steps: list[int], list_steps: list[int]) -> dict[str, Any]:
+    reference = step_reference_pattern(steps) if steps else None
+    list_reference = {"type": "integer", "enum": list_steps} if list_steps else None
+    return {"type": "object", "properties": {"name": {"const": tool.name}, "arguments": _arguments(tool, reference, list_reference)},
+            "required": ["name", "arguments"], "additionalProperties": False}
+
+
+def _arguments(tool: ToolSpec, reference: str | None, list_reference: dict[str, Any] | None) -> dict[str, Any]:
+    """The tool's arguments; ``reference``: the pattern of a whole-value step reference (None: none allowed);
+    ``list_reference``: the schema of from_step/with_step (None: not offered)."""
     arguments = copy.deepcopy(tool.parameters) or {"type": "object", "properties": {}}
     properties = arguments.get("properties")
     if isinstance(properties, dict):
         required = list(arguments.get("required", []))
         for name in list(properties):
             if name in _STEP_ARGUMENTS:
-                if list_steps:
-                    properties[name] = {"type": "integer", "enum": list_steps}
+                if list_reference is not None:
+                    properties[name] = dict(list_reference)
                 else:
                     del properties[name]
                     required = [r for r in required if r != name]
             else:
-                properties[name] = _value(name, properties[name], steps)
+                properties[name] = _value(name, properties[name], reference)
         arguments["required"] = required
         if not required:
             del arguments["required"]
     if arguments.get("type") == "object":
         arguments["additionalProperties"] = False
-    return {"type": "object", "properties": {"name": {"const": tool.name}, "arguments": arguments},
-            "required": ["name", "arguments"], "additionalProperties": False}
+    return arguments
 
 
-def _value(key: str, schema: Any, steps: list[int]) -> Any:
+# In a plan, steps are the plan's own, numbered from 1 (online.py): any number may be named.
+_PLAN_REFERENCE = r"^\{\{step[1-9][0-9]*\.[A-Za-z0-9_.\[\]-]+\}\}$"
+
+
+def plan_constraint(tools: Sequence[ToolSpec], *, recovery: bool) -> JsonConstraint | None:
+    """The online planner's one reply: ``{"steps": [{"executor", "args"}], "answer"}`` over the offered tools.
+
+    None for a recovery plan: it refers to steps already run in forms of its own
+    (``from_earlier``, ``{{earlierN...}}``) that are not written here.
+    """
+    if recovery or not tools:
+        return None
+    step = {"anyOf": [{"type": "object",
+                       "properties": {"executor": {"const": t.name},
+                                      "args": _arguments(t, _PLAN_REFERENCE, {"type": "integer", "minimum": 1})},
+                       "required": ["executor", "args"], "additionalProperties": False} for t in tools]}
+    return JsonConstraint({"type": "object", "properties": {"steps": {"type": "array", "items": step}, "answer": {"type": "string"}},
+                           "required": ["steps", "answer"], "additionalProperties": False})
+
+
+def _value(key: str, schema: Any, reference: str | None) -> Any:
     if not isinstance(schema, dict):
         return schema
     schema = dict(schema)
     if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
         # An array's elements take their meaning from the array's key, as in the policy.
-        schema["items"] = _value(key, schema["items"], steps)
+        schema["items"] = _value(key, schema["items"], reference)
     elif schema.get("type") == "object" and isinstance(schema.get("properties"), dict):
-        schema["properties"] = {k: _value(k, v, steps) for k, v in schema["properties"].items()}
+        schema["properties"] = {k: _value(k, v, reference) for k, v in schema["properties"].items()}
         schema["additionalProperties"] = False
     elif schema.get("type") == "string" and "enum" not in schema and is_path_argument(key, schema):
         schema["pattern"] = PATH_PATTERN
-    if not steps or _admits_any_string(schema):
+    if reference is None or _admits_any_string(schema):
         return schema
-    return {"anyOf": [schema, {"type": "string", "pattern": step_reference_pattern(steps)}]}
+    return {"anyOf": [schema, {"type": "string", "pattern": reference}]}
 
 
 def _admits_any_string(schema: dict[str, Any]) -> bool:
@@ -106,6 +137,3 @@ def _has_list(observation: Any, step: int) -> bool:
     except PipingError:
         return False
     return True
-
-
-__all__ = ["PATH_PATTERN", "call_schema", "planner_constraint", "step_reference_pattern", "succeeded_steps"]

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from metnos.mechanisms.llm.constraint import CallConstraint
+from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 
 
@@ -41,7 +41,7 @@ class TurnPorts(Protocol):
     def new_id(self) -> UUID: ...
 
     def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto",
-                constraint: CallConstraint | None = None) -> LLMReply: ...
+                constraint: Constraint | None = None) -> LLMReply: ...
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult: ...
 
@@ -77,7 +77,7 @@ class LivePorts:
         return self._ids()
 
     def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto",
-                constraint: CallConstraint | None = None) -> LLMReply:
+                constraint: Constraint | None = None) -> LLMReply:
         # The tier's own temperature, token budget and reasoning setting (config.toml [llm.tiers.*]).
         if constraint is None:
             return self.router.for_tier(tier).complete(list(messages), list(tools), tool_choice=tool_choice)
