@@ -156,3 +156,46 @@ def test_the_online_plan_is_held_to_its_form_over_the_offered_tools() -> None:
     assert constraint.read_reply('{"steps": [], "answer": "x"}', call_id="c", cut_off=False) is None
     # A recovery plan names steps already run in forms of its own: not held.
     assert plan_constraint(TOOLS, recovery=True) is None
+
+
+# Which of the loop's checks on an answer (answers.py, the placeholder correction) the
+# answer grammar leaves nothing to catch, and which it does not.
+NAMES = ["read_files", "count_entries"]
+SEEN = [{"ok": True, "entries": [{"path": "~/a.md"}]}]
+
+
+@pytest.mark.parametrize("text, caught_by", [
+    ("", "empty"),
+    ("  \n", "empty"),
+    ('{"ok": true, "content": "alpha"}', "raw_tool_output"),
+    ('[{"path": "~/a.md"}]', "raw_tool_output"),
+    ('```json\n{"name": "read_files", "arguments": {"paths": ["~/a"]}}\n```', "tool_call_as_text"),
+    ('{"name": "read_files", "arguments": {"paths": ["~/a"]}}', "tool_call_as_text"),
+    ('<tool_call>{"name": "read_files", "arguments": {}}</tool_call>', "tool_call_as_text"),
+    ("The total is {{step1.total}}.", "placeholder"),
+])
+def test_the_answer_grammar_refuses_what_these_checks_catch(text: str, caught_by: str) -> None:
+    import re
+
+    from metnos.mechanisms.llm.constraint import ANSWER_PATTERN
+    from metnos.runtime.turn.answers import answer_problem
+    from metnos.runtime.turn.piping import placeholders_in
+
+    found = "placeholder" if placeholders_in(text) else answer_problem(text, NAMES, SEEN)
+    assert found == caught_by
+    assert re.fullmatch(ANSWER_PATTERN, text) is None
+
+
+@pytest.mark.parametrize("text, caught_by", [
+    ("read_files", "tool_name"),
+    ("read_files(paths=['~/a.md'])", "tool_call_as_text"),
+    ("Here is what I found:", "stub"),
+])
+def test_the_answer_grammar_still_admits_what_these_checks_catch(text: str, caught_by: str) -> None:
+    import re
+
+    from metnos.mechanisms.llm.constraint import ANSWER_PATTERN
+    from metnos.runtime.turn.answers import answer_problem
+
+    assert answer_problem(text, NAMES, SEEN) == caught_by
+    assert re.fullmatch(ANSWER_PATTERN, text) is not None

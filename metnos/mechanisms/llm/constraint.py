@@ -42,7 +42,8 @@ _FENCE_OPEN = "```json\n"
 _FENCE_CLOSE = "\n```"
 # An answer opens with none of what starts a call (fence, brace, bracket, tag) nor
 # with blank space, and never writes a {{...}} placeholder.
-_ANSWER_TERMINAL = r"/[^`{\[<\s]([^{]|\{[^{])*\{?/"
+ANSWER_PATTERN = r"[^`{\[<\s]([^{]|\{[^{])*\{?"
+_ANSWER_TERMINAL = f"/{ANSWER_PATTERN}/"
 
 
 @dataclass(frozen=True)
