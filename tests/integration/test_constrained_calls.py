@@ -184,3 +184,16 @@ def test_a_turn_on_a_server_that_refuses_the_grammar_falls_back_and_says_so(home
     assert all(r["constraint"]["sent"] is False and "HTTP 400" in r["constraint"]["why_not"] for r in replies)
     code, result = replay(capsys, out["turn_id"])
     assert code == 0 and result["diverged"] == 0, result
+
+
+def test_a_grammar_built_otherwise_now_diverges_at_the_reply(home: Path, capsys, monkeypatch) -> None:
+    from metnos.runtime.turn import call_schema
+
+    with ScriptedLLM([text_call("read_files", {"paths": ["~/notes.md"]}), text("alpha, beta, gamma")], llama_cpp=True) as llm:
+        out = ask(capsys, monkeypatch, llm, "read ~/notes.md")
+    assert replay(capsys, out["turn_id"])[0] == 0
+    monkeypatch.setattr(call_schema, "PATH_PATTERN", r"^~/[^*?]*$")  # the round's paths held otherwise
+    code, result = replay(capsys, out["turn_id"])
+    assert code == 1, result
+    d = result["results"][0]["divergence"]
+    assert d["expected"]["type"] == "LLMReplied", d
