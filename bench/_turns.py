@@ -39,7 +39,7 @@ class InstantPorts(InProcessPorts):
         super().__init__(runtime)
         self.replies = list(replies)
 
-    def ask_llm(self, tier, messages, tools, *, tool_choice="auto"):
+    def ask_llm(self, tier, messages, tools, *, tool_choice="auto", constraint=None):
         return self.replies.pop(0)
 
     def observe(self, name, args, step):

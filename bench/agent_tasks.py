@@ -61,6 +61,11 @@ class TaskRun:
     status: str
     answer: str
     model_calls: int = 0
+    # Metnos only: its calls refused for their form (unreadable, unknown tool, off schema, bad piping),
+    # its answers sent back as no answer, and its model rounds asked under a grammar the server took.
+    malformed_calls: int = 0
+    answers_rejected: int = 0
+    constrained_rounds: int = 0
 
 
 # The local web server the fetching tasks talk to.
@@ -96,6 +101,10 @@ def metnos_env(home: Path) -> dict[str, str]:
     return env
 
 
+# Whether Metnos's planner calls are held to the round's grammar (--unconstrained: off, for the comparison).
+CONSTRAINED_CALLS = True
+
+
 def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "local", online_url: str | None = None,
                     pages_url: str | None = None) -> None:
     """The shared server as the user's config.toml names it, with the bench's time limit per request
@@ -106,7 +115,7 @@ def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "
     config = home / ".config" / "metnos" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     text = (f'[llm.tiers.fast]\nprovider = "openai"\nurl = "{llm_url}"\nmodel = "bench"\n'
-            f"timeout_s = {timeout_s:.0f}\nmax_tokens = 512\n")
+            f"timeout_s = {timeout_s:.0f}\nmax_tokens = 512\n" + ("" if CONSTRAINED_CALLS else "constrained = false\n"))
     if mode != "local":
         text += (f'\n[llm.tiers.frontier]\nprovider = "openai"\nurl = "{online_url or llm_url}"\nmodel = "bench-online"\n'
                  f'timeout_s = {timeout_s:.0f}\nmax_tokens = 1024\n\n[runtime]\nmode = "{mode}"\nonline_tier = "frontier"\n')
@@ -125,8 +134,12 @@ def _events(env: dict[str, str], topic: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip().startswith("{")]
 
 
+# The StepRejected kinds of a call refused for its form, before anything about what it would do.
+MALFORMED_KINDS = frozenset({"arguments", "unknown_executor", "schema", "piping"})
+
+
 def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode: str = "local",
-               online_url: str | None = None, pages_url: str | None = None) -> tuple[LoopResult, str, Outcome, float]:
+               online_url: str | None = None, pages_url: str | None = None) -> tuple[LoopResult, str, Outcome, float, dict[str, int]]:
     env = metnos_env(home)
     init = _metnos(["init"], env, 300)
     if init.returncode != 0:
@@ -148,7 +161,12 @@ def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode
     schedules = [e["state"] for e in _events(env, "Schedule.ScheduleCreated") if e["state"].get("owner") != "builtin"]
     outbox_dir = home / ".local" / "share" / "metnos" / "outbox"
     outbox = [json.loads(p.read_text()) for p in sorted(outbox_dir.glob("*.json"))] if outbox_dir.is_dir() else []
-    return LoopResult(answer, steps, tokens, len(replies), error), status, Outcome(answer, home, outbox, schedules), seconds
+    forms = {
+        "malformed_calls": sum(e["state"].get("kind") in MALFORMED_KINDS for e in _events(env, "Turn.StepRejected")),
+        "answers_rejected": len(_events(env, "Turn.AnswerRejected")),
+        "constrained_rounds": sum(bool(((e["state"].get("reply") or {}).get("constraint") or {}).get("sent")) for e in replies),
+    }
+    return LoopResult(answer, steps, tokens, len(replies), error), status, Outcome(answer, home, outbox, schedules), seconds, forms
 
 
 def run_in_process(system: str, home: Path, request: str, llm_url: str, timeout_s: float) -> tuple[LoopResult, str, Outcome, float]:
@@ -168,13 +186,14 @@ def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: f
         build_home(task, home)
         request = task.request(pages_url)
         if system in MODE_OF:
-            result, status, outcome, seconds = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
-                                                          online_url=online_url, pages_url=pages_url)
+            result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
+                                                                 online_url=online_url, pages_url=pages_url)
         else:
             result, status, outcome, seconds = run_in_process(system, home, request, llm_url, timeout_s)
+            forms = {}
         passed, why = task.check(outcome)
         return TaskRun(task.id, system, passed, why, round(seconds, 2), result.steps, result.prompt_tokens, status, outcome.answer[:400],
-                       result.llm_calls)
+                       result.llm_calls, **forms)
     except Exception as e:  # noqa: BLE001 - a crash of the harness for one task is that task's failure, said
         return TaskRun(task.id, system, False, f"bench error: {type(e).__name__}: {e}", 0.0, 0, 0, "bench-error", "")
     finally:
@@ -210,6 +229,9 @@ def summarize(runs: list[TaskRun]) -> dict[str, Any]:
         "total_prompt_tokens": sum(r.prompt_tokens for r in runs),
         "median_model_calls": statistics.median([r.model_calls for r in runs]) if runs else 0,
         "total_model_calls": sum(r.model_calls for r in runs),
+        "malformed_calls": sum(r.malformed_calls for r in runs),
+        "answers_rejected": sum(r.answers_rejected for r in runs),
+        "constrained_rounds": sum(r.constrained_rounds for r in runs),
     }
 
 
@@ -231,7 +253,9 @@ def print_table(summary: dict[str, dict[str, Any]], runs: list[TaskRun], tasks: 
             ("median s/task", lambda m: f"{m['median_s']:.1f}"), ("p90 s/task", lambda m: f"{m['p90_s']:.1f}"),
             ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tok", lambda m: f"{m['median_prompt_tokens']:.0f}"),
             ("total prompt tok", lambda m: f"{m['total_prompt_tokens']}"),
-            ("median model calls", lambda m: f"{m.get('median_model_calls', '-')}")]
+            ("median model calls", lambda m: f"{m.get('median_model_calls', '-')}"),
+            ("malformed calls", lambda m: f"{m.get('malformed_calls', '-')}"), ("answers rejected", lambda m: f"{m.get('answers_rejected', '-')}"),
+            ("constrained rounds", lambda m: f"{m.get('constrained_rounds', '-')}")]
     print(f"{'':<26}" + "".join(f"{s:>14}" for s in systems))
     for label, fmt in rows:
         print(f"{label:<26}" + "".join(f"{fmt(summary[s]):>14}" for s in systems))
@@ -249,7 +273,10 @@ def markdown(report: dict[str, Any]) -> str:
             ("median s/task", lambda m: f"{m['median_s']:.1f}"), ("p90 s/task", lambda m: f"{m['p90_s']:.1f}"),
             ("median steps", lambda m: f"{m['median_steps']}"), ("median prompt tokens", lambda m: f"{m['median_prompt_tokens']:.0f}"),
             ("median model calls", lambda m: f"{m.get('median_model_calls', '-')}"),
-            ("model calls in all", lambda m: f"{m.get('total_model_calls', '-')}")]
+            ("model calls in all", lambda m: f"{m.get('total_model_calls', '-')}"),
+            ("calls refused for their form", lambda m: f"{m.get('malformed_calls', '-')}"),
+            ("answers sent back", lambda m: f"{m.get('answers_rejected', '-')}"),
+            ("rounds under a grammar", lambda m: f"{m.get('constrained_rounds', '-')}")]
     lines = ["| " + report["model_file"] + " | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
     for label, fmt in rows:
         lines.append(f"| {label} | " + " | ".join(fmt(report["summary"][s]) for s in systems) + " |")
@@ -314,9 +341,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a task may take before it fails (default 300)")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (default: its choice)")
     ap.add_argument("--shuffle", type=int, metavar="SEED", help="run the tasks in a random order (a run cut short is still a fair sample)")
+    ap.add_argument("--unconstrained", action="store_true", help="Metnos's planner calls without the round's grammar (for the comparison)")
     ap.add_argument("--list", action="store_true", help="list the tasks and exit")
     ap.add_argument("--markdown", type=Path, metavar="JSON", help="print a saved report's summary as a Markdown table and exit")
     args = ap.parse_args(argv)
+    global CONSTRAINED_CALLS
+    CONSTRAINED_CALLS = not args.unconstrained
     if args.markdown:
         print(markdown(json.loads(args.markdown.read_text())))
         return 0

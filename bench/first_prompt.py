@@ -54,7 +54,7 @@ class CapturePorts(InProcessPorts):
         super().__init__(runtime)
         self.captured = None
 
-    def ask_llm(self, tier, messages, tools, *, tool_choice="auto"):
+    def ask_llm(self, tier, messages, tools, *, tool_choice="auto", constraint=None):
         self.captured = (list(messages), list(tools))
         return LLMReply(text="done", tool_calls=(), call_form="none", raw={})
 

@@ -9,6 +9,7 @@ replay; the comparison then reports where the paths parted.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -21,6 +22,7 @@ from domain.invocation import Invocation
 from domain.turn import Turn
 from metnos.mechanisms.invocation.outcome import failure_observation
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
+from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.runtime.turn.ports import ExecutorResult
 
@@ -83,7 +85,8 @@ class RecordedPorts:
             raise ReplayExhausted(msg)
         return self._turn_id
 
-    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto") -> LLMReply:
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto",
+                constraint: Constraint | None = None) -> LLMReply:
         if not self._replies:
             msg = "the replayed turn asked the model more often than the recorded one"
             raise ReplayExhausted(msg)
@@ -92,7 +95,14 @@ class RecordedPorts:
             if event.error_type in (ProviderUnreachable.kind, "provider_timeout"):
                 raise ReplayedUnreachable(event.error_type, event.message)
             raise ReplayedLLMError(event.error_type, event.message)
-        return LLMReply.from_record(event.reply)
+        reply = LLMReply.from_record(event.reply)
+        recorded = reply.constraint
+        if recorded is not None and recorded.get("digest") != (constraint.digest if constraint is not None else None):
+            # The recorded reply answers, but the grammar this code builds for the round is not the one the
+            # turn was asked under: the reply's record says so, and replay diverges there. A reply recorded
+            # before grammars has no record and replays as it was.
+            reply = dataclasses.replace(reply, constraint={**recorded, "digest": constraint.digest if constraint is not None else None})
+        return reply
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         if not self._invoked:

@@ -59,8 +59,9 @@ def replay(turn_ref: str | None, *, every: bool = False, live_llm: bool = False,
         ask_llm = None
         if live_llm:
             router = wiring.llm_router(rt.workspace)
-            ask_llm = lambda tier, messages, tools, tool_choice="auto": router.for_tier(tier).complete(  # noqa: E731
-                list(messages), list(tools), temperature=0, tool_choice=tool_choice)
+            # Asked again under the grammar the turn was asked under, where there was one.
+            ask_llm = lambda tier, messages, tools, tool_choice="auto", constraint=None: router.for_tier(tier).complete(  # noqa: E731
+                list(messages), list(tools), temperature=0, tool_choice=tool_choice, constraint=constraint)
         try:
             replayer = Replayer(rt, ask_llm=ask_llm, re_execute=_re_executor(rt) if re_execute else None)
             ids = list(replayer.turn_ids()) if every else [find_turn(rt.turns.catch_up(rt.log), turn_ref or "")]

@@ -95,6 +95,9 @@ class TierConfig(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict, description="merged into each request body")
     # None: the server's default. On or off, said in the provider's own words (metnos.mechanisms.llm.provider).
     reasoning: bool | None = Field(default=None, description="thinking on or off; unset: the server's default")
+    # Planner calls held to a grammar of the offered tools where the server takes one
+    # (llama.cpp: the embedded model, or a server whose /props says so); off: never sent.
+    constrained: bool = Field(default=True, description="hold planner calls to a grammar of the offered tools where the server takes one")
 
     @field_validator("url")
     @classmethod

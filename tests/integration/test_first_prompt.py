@@ -40,7 +40,7 @@ class Capture(InProcessPorts):
         self.t = start
         self.first = None
 
-    def ask_llm(self, tier, messages, tools, *, tool_choice="auto"):  # noqa: ANN001, ANN201
+    def ask_llm(self, tier, messages, tools, *, tool_choice="auto", constraint=None):  # noqa: ANN001, ANN201
         self.first = self.first or (list(messages), list(tools))
         return LLMReply(text="done", tool_calls=(), call_form="none", raw={})
 

@@ -56,7 +56,7 @@ class GeneratedPorts(InProcessPorts):
         self.observations = list(observations)
         self.approvals = list(approvals)
 
-    def ask_llm(self, tier, messages, tools, *, tool_choice="auto"):
+    def ask_llm(self, tier, messages, tools, *, tool_choice="auto", constraint=None):
         if not self.replies:
             return LLMReply(text="done", tool_calls=(), call_form="none", raw={})
         reply = self.replies.pop(0)

@@ -43,7 +43,7 @@ class ScriptedPorts(InProcessPorts):
         self.executed: list[str] = []
         self.lock_held_during_step: bool | None = None
 
-    def ask_llm(self, tier, messages, tools, *, tool_choice="auto"):  # noqa: ANN001, ANN201
+    def ask_llm(self, tier, messages, tools, *, tool_choice="auto", constraint=None):  # noqa: ANN001, ANN201
         self.asked += 1
         return self.replies.pop(0)
 

@@ -72,7 +72,7 @@ class ScriptedModel(InProcessPorts):
         self.replies = list(replies)
         self.asked = 0
 
-    def ask_llm(self, tier, messages, tools, *, tool_choice="auto"):  # noqa: ANN001, ANN201
+    def ask_llm(self, tier, messages, tools, *, tool_choice="auto", constraint=None):  # noqa: ANN001, ANN201
         self.asked += 1
         if self.replies:
             return self.replies.pop(0)

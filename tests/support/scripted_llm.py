@@ -16,11 +16,20 @@ Steps: ``text(s)``, ``call(name, args)``, ``call_raw(name, "{not json")``, ``cal
 the connection without an answer); ``slow(step, seconds)`` delays any of them.
 A step may also be a function of the request (``Recorded``) returning a step.
 When the script runs out, the server answers HTTP 500 "script exhausted".
+
+``llama_cpp=True`` (or $SCRIPTED_LLM_AS_LLAMA_CPP=1 for every scripted server of a run)
+makes it answer /props as llama.cpp does, so the provider sends the round's grammar; a
+request that carries one gets its scripted reply the way llama.cpp would give it under
+the grammar (a call as fenced text), and a scripted reply that the grammar would not
+admit is answered HTTP 500 naming why: run a test file so, and the tests that fail are
+the ones whose replies, and the loop's checks on them, cannot happen under the grammar.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +40,8 @@ from typing import Any, Literal, Union
 import pytest
 
 from tests.support.http_reply import send_json_bytes
+
+AS_LLAMA_CPP_ENV = "SCRIPTED_LLM_AS_LLAMA_CPP"
 
 Dialect = Literal["openai", "anthropic", "any"]
 _PATHS = {"/v1/chat/completions": "openai", "/chat/completions": "openai", "/v1/messages": "anthropic"}
@@ -119,14 +130,19 @@ class _State:
     script: list[ScriptItem]
     dialect: Dialect
     model: str
+    # Answer GET /props as llama.cpp's server does (a build_info), so a provider takes it for one.
+    llama_cpp: bool = False
     requests: list[Recorded] = field(default_factory=list)
     served: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class ScriptedLLM:
-    def __init__(self, script: Sequence[ScriptItem] = (), *, dialect: Dialect = "any", model: str = "scripted-model") -> None:
-        self._state = _State(list(script), dialect, model)
+    def __init__(self, script: Sequence[ScriptItem] = (), *, dialect: Dialect = "any", model: str = "scripted-model",
+                 llama_cpp: bool | None = None) -> None:
+        if llama_cpp is None:
+            llama_cpp = os.environ.get(AS_LLAMA_CPP_ENV) == "1"
+        self._state = _State(list(script), dialect, model, llama_cpp)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -181,6 +197,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path in ("/health", "/v1/health"):
             self._send(200, {"status": "ok"})
+        elif self.path == "/props" and self.state.llama_cpp:
+            self._send(200, {"build_info": "scripted", "default_generation_settings": {}})
         elif self.path in ("/v1/models", "/models"):
             self._send(200, {"object": "list", "data": [{"id": self.state.model, "object": "model"}]})
         else:
@@ -220,6 +238,12 @@ class _Handler(BaseHTTPRequestHandler):
         if step.kind == "http_error":
             self._send_bytes(step.status, step.body.encode())
             return
+        grammar = body.get("grammar") if isinstance(body, dict) and dialect == "openai" else None
+        if isinstance(grammar, str):
+            step, broken = under_grammar(step, grammar)
+            if broken is not None:
+                self._send(500, {"error": {"message": f"scripted LLM: the scripted reply breaks the grammar: {broken}"}})
+                return
         reply = _openai_reply if dialect == "openai" else _anthropic_reply
         self._send(200, reply(step, index, self.state.model))
 
@@ -273,3 +297,48 @@ def scripted_llm() -> Iterator[Callable[..., ScriptedLLM]]:
     yield make
     for llm in started:
         llm.stop()
+
+
+_JSON_RULE = re.compile(r"^(?:call_json|reply_json): %json (?P<schema>.+)$", re.MULTILINE)
+_ANSWER_RULE = re.compile(r"^ANSWER: /(?P<pattern>.*)/$", re.MULTILINE)
+
+
+def under_grammar(step: Step, grammar: str) -> tuple[Step, str | None]:
+    """The step as llama.cpp would send it under ``grammar`` (Metnos's: metnos/mechanisms/llm/constraint.py),
+    or why the grammar would not let the model write it."""
+    import jsonschema
+
+    found = _JSON_RULE.search(grammar)
+    schema = json.loads(found.group("schema")) if found else None
+    answer = _ANSWER_RULE.search(grammar)
+    if step.kind != "reply":
+        return step, None
+    if step.calls:
+        if len(step.calls) > 1:
+            return step, "more than one call"
+        c = step.calls[0]
+        if c.raw_arguments is not None:
+            return step, f"arguments that are not JSON: {c.raw_arguments[:60]}"
+        if schema is None or not found or found.group(0).startswith("reply_json"):
+            return step, f"a call to {c.name} where only words are admitted"
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors({"name": c.name, "arguments": c.arguments}))
+        if error is not None:
+            return step, f"a call the round does not admit ({c.name}: {error.message})"
+        return replace(step, calls=(), text="```json\n" + json.dumps({"name": c.name, "arguments": c.arguments}) + "\n```"), None
+    if found and found.group(0).startswith("reply_json"):
+        try:
+            data = json.loads(step.text)
+        except ValueError:
+            return step, "a reply that is not the JSON asked for"
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+        return step, None if error is None else f"a reply off the schema ({error.message})"
+    if step.text.startswith("```json\n") and schema is not None:
+        try:
+            data = json.loads(step.text.strip()[len("```json"):-3])
+        except ValueError:
+            return step, "a fenced call that is not JSON"
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+        return step, None if error is None else f"a call the round does not admit ({error.message})"
+    if answer is not None and re.fullmatch(answer.group("pattern"), step.text) is None:
+        return step, f"words the answer grammar does not admit: {step.text[:60]!r}"
+    return step, None

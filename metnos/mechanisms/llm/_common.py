@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -76,7 +77,15 @@ class HTTPProvider:
         raise NotImplementedError
 
     def complete(self, messages: Sequence[Any], tools: Sequence[Any] = (), *, temperature: float | None = None, max_tokens: int | None = None,
-                 tool_choice: str = "auto") -> Any:
+                 tool_choice: str = "auto", constraint: Any = None) -> Any:
+        """``constraint`` (a CallConstraint) is a grammar this wire format cannot send: the reply says so."""
+        reply = self._complete_plain(messages, tools, temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice)
+        if constraint is None:
+            return reply
+        return dataclasses.replace(reply, constraint=constraint.record(sent=False, why_not=f"the {self.dialect} API takes no grammar"))
+
+    def _complete_plain(self, messages: Sequence[Any], tools: Sequence[Any] = (), *, temperature: float | None = None,
+                        max_tokens: int | None = None, tool_choice: str = "auto") -> Any:
         if tool_choice not in ("auto", "none"):
             raise ValueError(f"tool_choice must be 'auto' or 'none', not {tool_choice!r}")
         body = self.build_request(messages, tools, temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice)

@@ -105,6 +105,10 @@ class LLMReply:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     stop_reason: str | None = None
+    # The grammar the call was asked under and whether it reached the server
+    # (metnos.mechanisms.llm.constraint); None when none was asked, as in every
+    # reply recorded before constrained calls, which therefore replay unchanged.
+    constraint: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.call_form not in CALL_FORMS:
@@ -126,7 +130,7 @@ class LLMReply:
 
     def to_record(self) -> dict[str, Any]:
         """A plain dict (JSON-ready) to store in an event."""
-        return {
+        record = {
             "text": self.text,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
             "call_form": self.call_form,
@@ -135,6 +139,9 @@ class LLMReply:
             "model": self.model,
             "stop_reason": self.stop_reason,
         }
+        if self.constraint is not None:
+            record["constraint"] = self.constraint
+        return record
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> LLMReply:
@@ -147,4 +154,5 @@ class LLMReply:
             usage=Usage(usage.get("input_tokens"), usage.get("output_tokens")),
             model=str(data.get("model", "")),
             stop_reason=data.get("stop_reason"),
+            constraint=dict(data["constraint"]) if isinstance(data.get("constraint"), dict) else None,
         )

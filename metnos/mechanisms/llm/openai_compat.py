@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
+import httpx
 
 from metnos.mechanisms.llm._common import HTTPProvider, derived_call_id, int_or_none
-from metnos.mechanisms.llm.errors import LLMConfigError, MalformedReply
+from metnos.mechanisms.llm.constraint import Constraint
+from metnos.mechanisms.llm.errors import LLMConfigError, MalformedReply, ProviderHTTPError
 from metnos.mechanisms.llm.messages import (
     AssistantMessage,
     LLMReply,
@@ -21,6 +24,13 @@ from metnos.mechanisms.llm.messages import (
     UserMessage,
 )
 from metnos.mechanisms.llm.textcalls import parse_text_call
+from metnos.mechanisms.llm.transport import post_json, public_url
+
+# Whether to send a round's grammar: "on" for a server known to take it (the embedded
+# llama.cpp), "probe" to ask the server whether it is llama.cpp first (its /props), "off".
+GrammarUse = Literal["on", "probe", "off"]
+# The statuses with which a server refuses a request field it does not take.
+_REFUSED = (400, 422)
 
 
 def chat_completions_url(base: str) -> str:
@@ -35,6 +45,59 @@ class OpenAICompatProvider(HTTPProvider):
 
     default_api_key_env = None
     endpoint_for = staticmethod(chat_completions_url)
+
+    def __init__(self, *, grammar: GrammarUse = "off", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.grammar = grammar
+        # Why this server gets no grammar, once known (it is asked once, and a refusal holds for the provider's life).
+        self._no_grammar: str | None = "constrained calls are off for this tier" if grammar == "off" else None
+        self._probed = grammar != "probe"
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None,
+                 max_tokens: int | None = None, tool_choice: str = "auto", constraint: Constraint | None = None) -> LLMReply:
+        """With a ``constraint``, the reply is held to its grammar where the server takes one;
+        where it does not (not llama.cpp, or it answers 400), the request goes as it would have
+        without, and the reply's ``constraint`` record says which it was."""
+        if constraint is None:
+            return self._complete_plain(messages, tools, temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice)
+        why_not = self._why_no_grammar()
+        if why_not is None:
+            body = self.build_request(messages, tools, temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice)
+            body["grammar"] = constraint.grammar()
+            if tools:
+                # llama.cpp takes a grammar beside tools only with tool_choice "none"; the tools
+                # still make the prompt, and the call comes back as text, for read_reply.
+                body["tool_choice"] = "none"
+            try:
+                raw = post_json(self._client, self.endpoint, body, headers=self._headers(), timeout_s=self.timeout_s)
+            except ProviderHTTPError as e:
+                if e.status not in _REFUSED:
+                    raise
+                self._no_grammar = why_not = f"the server refused the grammar (HTTP {e.status}: {e.body_excerpt[:200]})"
+            else:
+                reply = parse_constrained_reply(raw, constraint, url=public_url(self.endpoint))
+                return dataclasses.replace(reply, constraint=constraint.record(sent=True))
+        reply = self._complete_plain(messages, tools, temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice)
+        return dataclasses.replace(reply, constraint=constraint.record(sent=False, why_not=why_not))
+
+    def _why_no_grammar(self) -> str | None:
+        if not self._probed:
+            self._probed = True
+            self._no_grammar = self._probe()
+        return self._no_grammar
+
+    def _probe(self) -> str | None:
+        """None when the server says it is llama.cpp (whose /props carries a build_info)."""
+        base = self.endpoint.removesuffix("/chat/completions").removesuffix("/v1")
+        try:
+            response = self._client.get(f"{base}/props", headers=self._headers(), timeout=5.0)
+            props = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            props = None
+        if isinstance(props, dict) and "build_info" in props:
+            return None
+        # No address in it: the record is compared on replay, where the same server may sit elsewhere.
+        return "the server does not say it is llama.cpp (no build_info at /props)"
 
     def build_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), *, temperature: float | None = None, max_tokens: int | None = None,
                       tool_choice: str = "auto") -> dict[str, Any]:
@@ -124,6 +187,15 @@ def parse_openai_reply(raw: dict[str, Any], tools: Sequence[ToolSpec] = (), *, u
         model=str(raw.get("model") or ""),
         stop_reason=choices[0].get("finish_reason"),
     )
+
+
+def parse_constrained_reply(raw: dict[str, Any], constraint: Constraint, *, url: str = "") -> LLMReply:
+    """Read a reply written under ``constraint``'s grammar: its text is a fenced call or the answer."""
+    reply = parse_openai_reply(raw, (), url=url)
+    if reply.tool_calls:
+        return reply
+    call = constraint.read_reply(reply.text, call_id=derived_call_id(raw, 0), cut_off=reply.stop_reason == "length")
+    return reply if call is None else dataclasses.replace(reply, tool_calls=(call,), call_form="text-json")
 
 
 def _content_text(content: Any, url: str) -> str:

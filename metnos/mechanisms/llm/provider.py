@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from metnos.mechanisms.llm.anthropic import AnthropicProvider
+from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.errors import EmbeddedUnavailable
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
@@ -28,12 +29,16 @@ class Provider(Protocol):
         temperature: float | None = None,
         max_tokens: int | None = None,
         tool_choice: str = "auto",
+        constraint: Constraint | None = None,
     ) -> LLMReply:
         """One request, one reply. ``None`` means the tier's own setting (temperature 0 by default).
 
         ``tool_choice="none"`` shows the tools but asks for an answer in words: the prompt
         keeps the prefix of the round before (the server's prompt cache reuses it), and a
         call the model writes anyway comes back as text, not as a call.
+
+        ``constraint`` holds the reply to a grammar of the calls the round accepts, where the
+        server takes one; the reply's ``constraint`` record says whether it did.
 
         Raises an ``LLMError`` (never an httpx or JSON error) when it cannot answer.
         """
@@ -82,9 +87,11 @@ def make_provider(
     if config.provider == "anthropic":
         return AnthropicProvider(url=config.effective_url or "", api_key_env=config.effective_api_key_env, **common)
     if config.provider == "openai":
-        return OpenAICompatProvider(url=config.url or "", api_key_env=config.api_key_env, **common)
+        return OpenAICompatProvider(url=config.url or "", api_key_env=config.api_key_env,
+                                    grammar="probe" if config.constrained else "off", **common)
     if config.provider == "embedded":
         if not embedded_url:
             raise EmbeddedUnavailable("the embedded model is not running (start it with `metnos model serve`)")
-        return OpenAICompatProvider(url=embedded_url, api_key_env=None, **common)
+        # The embedded server is llama.cpp built with llguidance: no need to ask.
+        return OpenAICompatProvider(url=embedded_url, api_key_env=None, grammar="on" if config.constrained else "off", **common)
     raise AssertionError(f"unhandled provider {config.provider!r}")  # the config model admits no other

@@ -210,6 +210,11 @@ def _classify(key: str | None, schema: dict) -> tuple[str | None, bool]:
     return None, False
 
 
+def is_path_argument(key: str | None, schema: dict) -> bool:
+    """Whether the check below takes an argument of this name and schema for a path."""
+    return _classify(key, schema)[0] == "path"
+
+
 def _walk(value: Any, schema: dict, root: Any, key: str | None, pointer: str, out: list) -> None:
     schema = _deref(schema, root)
     # Data the executor computes on (entries of a list operator) is marked

@@ -18,6 +18,7 @@ from metnos.mechanisms.llm.messages import LLMReply, Message, UserMessage
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.prompt import answer_from_results
 from metnos.runtime.turn.shown import call_as_text, elapsed_ms, message_record
+from metnos.runtime.turn.call_schema import planner_constraint
 from metnos.runtime.turn.turn_state import AnswerFromData, EndTurn, TurnRequest, TurnState
 
 
@@ -42,7 +43,9 @@ def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, poo
     started = time.perf_counter()
     try:
         with loop.interrupts.waiting_as(state, "while waiting for the model"):
-            reply = loop.ports.ask_llm(state.tier, messages, tools, tool_choice=choice)
+            # The round's reply held to the calls it accepts, or to words (call_schema.py).
+            reply = loop.ports.ask_llm(state.tier, messages, tools, tool_choice=choice,
+                                       constraint=planner_constraint(tools, state.observations, words_only=words_only))
     except LLMError as e:
         loop.record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
         kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY

@@ -24,6 +24,7 @@ from domain.turn import Turn
 from domain.canonical import canonical_hash
 from metnos.runtime.cascade.player import PlanPlayer
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
+from metnos.runtime.turn.call_schema import plan_constraint
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.filler import FILLER_RULE
 from metnos.runtime.turn.judge import capabilities_of
@@ -104,7 +105,8 @@ class OnlineDriver:
                           tools=[t.name for t in tools], role=role, sent=sent)
         started = time.perf_counter()
         try:
-            reply = self.loop.ports.ask_llm(tier, messages, [])
+            # The plan held to its form over the offered tools, where the server takes a grammar (call_schema.py).
+            reply = self.loop.ports.ask_llm(tier, messages, [], constraint=plan_constraint(tools, recovery=failure is not None))
         except LLMError as e:
             self.loop.record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
             raise PlanFailed(str(e), llm_error=e) from None

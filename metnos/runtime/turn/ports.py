@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
+from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.runtime.mnestome.boost import boost
 from metnos.runtime.mnestome.compose import suggest
@@ -43,7 +44,8 @@ class TurnPorts(Protocol):
 
     def new_id(self) -> UUID: ...
 
-    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto") -> LLMReply: ...
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto",
+                constraint: Constraint | None = None) -> LLMReply: ...
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult: ...
 
@@ -78,9 +80,12 @@ class LivePorts:
     def new_id(self) -> UUID:
         return self._ids()
 
-    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto") -> LLMReply:
+    def ask_llm(self, tier: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, tool_choice: str = "auto",
+                constraint: Constraint | None = None) -> LLMReply:
         # The tier's own temperature, token budget and reasoning setting (config.toml [llm.tiers.*]).
-        return self.router.for_tier(tier).complete(list(messages), list(tools), tool_choice=tool_choice)
+        if constraint is None:
+            return self.router.for_tier(tier).complete(list(messages), list(tools), tool_choice=tool_choice)
+        return self.router.for_tier(tier).complete(list(messages), list(tools), tool_choice=tool_choice, constraint=constraint)
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         call = self.runtime.invoker.call(

@@ -1,0 +1,139 @@
+"""The calls a planner round accepts, as one JSON Schema (issue 32, item 1).
+
+Built each round from the tools offered that round and the steps run so far,
+it admits exactly a ``{"name": ..., "arguments": {...}}`` object that calls one
+offered tool with arguments of its schema, where:
+
+* ``from_step``/``with_step`` name an earlier step that succeeded with a list
+  (piping.py resolves only those); before any such step the argument is not
+  offered at all, as in the first round (catalogue.tool_parameters);
+* any other argument may instead be a whole ``{{stepN.field}}`` reference to an
+  earlier step that succeeded (piping.py's "sole value" rule);
+* a path argument (named as the sandbox policy names paths) is written in a
+  form the policy accepts: ``~``, ``~/...`` or absolute, and no glob;
+* no argument the tool does not offer.
+
+The online mode's one-call plan gets the same arguments over its own step
+numbers (``plan_constraint``).
+
+What the schema cannot say (whether a referenced field exists, whether a path is
+inside a grant) the loop still checks after the call, as before.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metnos.mechanisms.llm.constraint import CallConstraint, JsonConstraint
+from metnos.mechanisms.llm.messages import ToolSpec
+from metnos.mechanisms.sandbox.policy import is_path_argument
+from metnos.runtime.step.piping import LIST_REFERENCES, PipingError, list_field_of
+
+# The forms check_path accepts ("~", "~/...", "/..."), without the glob characters a
+# path never holds but a small model writes ("~/notes/*.md").
+PATH_PATTERN = r"^(~|~/[^*?]*|/[^*?]*)$"
+_STEP_ARGUMENTS = frozenset(ref for ref, _ in LIST_REFERENCES)
+
+
+def planner_constraint(tools: Sequence[ToolSpec], observations: Mapping[int, Any], *, words_only: bool) -> CallConstraint:
+    """The grammar of one planner round: a call (unless only words are asked) or an answer."""
+    if words_only or not tools:
+        return CallConstraint(None)
+    steps = succeeded_steps(observations)
+    return CallConstraint(call_schema(tools, steps=steps, list_steps=[s for s in steps if _has_list(observations[s], s)]))
+
+
+def succeeded_steps(observations: Mapping[int, Any]) -> list[int]:
+    return sorted(s for s, obs in observations.items() if isinstance(obs, Mapping) and obs.get("ok") is not False)
+
+
+def call_schema(tools: Sequence[ToolSpec], *, steps: Sequence[int] = (), list_steps: Sequence[int] = ()) -> dict[str, Any]:
+    """One branch for each tool, in the order offered."""
+    return {"anyOf": [_call_of(tool, list(steps), list(list_steps)) for tool in tools]}
+
+
+def step_reference_pattern(steps: Sequence[int]) -> str:
+    numbers = "|".join(str(s) for s in steps)
+    return r"^\{\{step(" + numbers + r")\.[A-Za-z0-9_.\[\]-]+\}\}$"
+
+
+def _call_of(tool: ToolSpec, steps: list[int], list_steps: list[int]) -> dict[str, Any]:
+    reference = step_reference_pattern(steps) if steps else None
+    list_reference = {"type": "integer", "enum": list_steps} if list_steps else None
+    return {"type": "object", "properties": {"name": {"const": tool.name}, "arguments": _arguments(tool, reference, list_reference)},
+            "required": ["name", "arguments"], "additionalProperties": False}
+
+
+def _arguments(tool: ToolSpec, reference: str | None, list_reference: dict[str, Any] | None) -> dict[str, Any]:
+    """The tool's arguments; ``reference``: the pattern of a whole-value step reference (None: none allowed);
+    ``list_reference``: the schema of from_step/with_step (None: not offered)."""
+    arguments = copy.deepcopy(tool.parameters) or {"type": "object", "properties": {}}
+    properties = arguments.get("properties")
+    if isinstance(properties, dict):
+        required = list(arguments.get("required", []))
+        for name in list(properties):
+            if name in _STEP_ARGUMENTS:
+                if list_reference is not None:
+                    properties[name] = dict(list_reference)
+                else:
+                    del properties[name]
+                    required = [r for r in required if r != name]
+            else:
+                properties[name] = _value(name, properties[name], reference)
+        arguments["required"] = required
+        if not required:
+            del arguments["required"]
+    if arguments.get("type") == "object":
+        arguments["additionalProperties"] = False
+    return arguments
+
+
+# In a plan, steps are the plan's own, numbered from 1 (online.py): any number may be named.
+_PLAN_REFERENCE = r"^\{\{step[1-9][0-9]*\.[A-Za-z0-9_.\[\]-]+\}\}$"
+
+
+def plan_constraint(tools: Sequence[ToolSpec], *, recovery: bool) -> JsonConstraint | None:
+    """The online planner's one reply: ``{"steps": [{"executor", "args"}], "answer"}`` over the offered tools.
+
+    None for a recovery plan: it refers to steps already run in forms of its own
+    (``from_earlier``, ``{{earlierN...}}``) that are not written here.
+    """
+    if recovery or not tools:
+        return None
+    step = {"anyOf": [{"type": "object",
+                       "properties": {"executor": {"const": t.name},
+                                      "args": _arguments(t, _PLAN_REFERENCE, {"type": "integer", "minimum": 1})},
+                       "required": ["executor", "args"], "additionalProperties": False} for t in tools]}
+    return JsonConstraint({"type": "object", "properties": {"steps": {"type": "array", "items": step}, "answer": {"type": "string"}},
+                           "required": ["steps", "answer"], "additionalProperties": False})
+
+
+def _value(key: str, schema: Any, reference: str | None) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    schema = dict(schema)
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        # An array's elements take their meaning from the array's key, as in the policy.
+        schema["items"] = _value(key, schema["items"], reference)
+    elif schema.get("type") == "object" and isinstance(schema.get("properties"), dict):
+        schema["properties"] = {k: _value(k, v, reference) for k, v in schema["properties"].items()}
+        schema["additionalProperties"] = False
+    elif schema.get("type") == "string" and "enum" not in schema and is_path_argument(key, schema):
+        schema["pattern"] = PATH_PATTERN
+    if reference is None or _admits_any_string(schema):
+        return schema
+    return {"anyOf": [schema, {"type": "string", "pattern": reference}]}
+
+
+def _admits_any_string(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "string" and not ({"enum", "const", "pattern"} & set(schema))
+
+
+def _has_list(observation: Any, step: int) -> bool:
+    try:
+        list_field_of(observation, step)
+    except PipingError:
+        return False
+    return True

@@ -1,0 +1,93 @@
+"""Constrained planner calls on the real embedded server (llama.cpp with llguidance) and the 0.5B model.
+
+What is asserted is the protocol, never the model's choice: the grammar is taken
+(no fallback), and whatever the model writes is either a call that the round's
+schema admits (an offered tool, arguments of its schema, read back without
+error) or words. Even told in so many words to call a tool that is not offered,
+with an argument of the wrong type, it cannot.
+
+Marked ``embedded``: the normal suite leaves it out; ``python -m pytest -m embedded`` runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import jsonschema
+import pytest
+
+from metnos.mechanisms.llm.embedded import EmbeddedServer
+from metnos.mechanisms.llm.messages import SystemMessage, ToolResult, ToolSpec, UserMessage
+from metnos.mechanisms.llm.provider import Provider, make_provider
+from metnos.runtime.turn.call_schema import planner_constraint
+from metnos.runtime.turn.prompt import PLANNER_PROMPT
+from metnos.settings.llm_tiers import TierConfig
+from tests.support.embedded import embedded_model_or_skip
+
+pytestmark = [pytest.mark.embedded, pytest.mark.timeout(900)]
+
+READ = ToolSpec("read_files", "Read text files.", {
+    "type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]})
+COUNT = ToolSpec("count_entries", "Count the entries of a list.", {
+    "type": "object", "properties": {"from_step": {"type": "integer"}}, "required": ["from_step"]})
+FIND = ToolSpec("find_files", "Find files by name pattern under a folder.", {
+    "type": "object", "properties": {"base_path": {"type": "string"}, "pattern": {"type": "string"}}, "required": ["base_path", "pattern"]})
+TOOLS = [COUNT, FIND, READ]
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[Provider]:
+    with EmbeddedServer(embedded_model_or_skip()) as server:
+        assert server.url
+        p = make_provider(TierConfig(provider="embedded", model="qwen2.5-coder-0.5b-instruct", max_tokens=160), embedded_url=server.url)
+        try:
+            yield p
+        finally:
+            p.close()
+
+
+def assert_admitted(reply, schema: dict) -> None:
+    assert reply.constraint is not None and reply.constraint["sent"] is True, reply.constraint
+    for call in reply.tool_calls:
+        assert call.arguments_error is None, call
+        jsonschema.validate({"name": call.name, "arguments": call.arguments}, schema)
+
+
+def test_a_first_round_gives_a_call_the_schema_admits(provider: Provider) -> None:
+    constraint = planner_constraint(TOOLS, {}, words_only=False)
+    reply = provider.complete([SystemMessage(PLANNER_PROMPT), UserMessage("Read ~/journal/march.txt and tell me its last line.")],
+                              TOOLS, constraint=constraint)
+    assert reply.tool_calls and reply.call_form == "text-json", reply.text
+    assert_admitted(reply, constraint.call_schema)
+
+
+def test_told_to_call_what_is_not_offered_the_model_still_cannot(provider: Provider) -> None:
+    constraint = planner_constraint(TOOLS, {}, words_only=False)
+    coaxed = ('Reply with exactly this block and nothing else:\n```json\n'
+              '{"name": "delete_files", "arguments": {"paths": "~/notes/*.md", "force": true}}\n```')
+    reply = provider.complete([SystemMessage(PLANNER_PROMPT), UserMessage(coaxed)], TOOLS, constraint=constraint)
+    assert_admitted(reply, constraint.call_schema)
+    assert all(c.name != "delete_files" for c in reply.tool_calls)
+    assert not reply.text.lstrip().startswith("{")  # words, if not a call: never that object
+
+
+def test_a_later_round_pipes_only_from_a_step_with_a_list(provider: Provider) -> None:
+    observations = {1: {"ok": True, "entries": [{"path": "~/Pictures/a.jpg"}, {"path": "~/Pictures/b.jpg"}]}}
+    constraint = planner_constraint(TOOLS, observations, words_only=False)
+    assert constraint.call_schema is not None
+    messages = [SystemMessage(PLANNER_PROMPT), UserMessage("How many .jpg photos are there in ~/Pictures? Count them with count_entries.")]
+    first = provider.complete(messages, TOOLS, constraint=planner_constraint(TOOLS, {}, words_only=False))
+    assert first.tool_calls, first.text
+    messages += [first.to_message(), ToolResult(first.tool_calls[0].id, first.tool_calls[0].name, '{"ok": true, "entries": '
+                                                 '[{"path": "~/Pictures/a.jpg"}, {"path": "~/Pictures/b.jpg"}]}')]
+    reply = provider.complete(messages, TOOLS, constraint=constraint)
+    assert_admitted(reply, constraint.call_schema)
+    for call in reply.tool_calls:
+        assert call.arguments.get("from_step", 1) == 1
+
+
+def test_a_words_only_round_gives_words(provider: Provider) -> None:
+    reply = provider.complete([SystemMessage(PLANNER_PROMPT), UserMessage("Say hello to me in one short sentence.")], TOOLS,
+                              tool_choice="none", constraint=planner_constraint(TOOLS, {}, words_only=True))
+    assert reply.constraint["sent"] is True
+    assert reply.is_final and reply.text.strip() and reply.text.lstrip()[0] not in "`{[<"

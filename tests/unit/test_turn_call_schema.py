@@ -1,0 +1,201 @@
+"""The schema of a planner round's calls (metnos/runtime/turn/call_schema.py) and the grammar made of it."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from metnos.mechanisms.llm.constraint import CallConstraint
+from metnos.mechanisms.llm.messages import LLMReply, ToolSpec
+from metnos.runtime.turn.call_schema import call_schema, planner_constraint
+
+READ = ToolSpec("read_files", "Read text files.", {
+    "type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}, "max_bytes": {"type": "integer"}},
+    "required": ["paths"]})
+COUNT = ToolSpec("count_entries", "Count a list.", {
+    "type": "object", "properties": {"from_step": {"type": "integer"}}, "required": ["from_step"]})
+SEND = ToolSpec("send_message", "Send a message.", {
+    "type": "object", "properties": {"to": {"type": "string"}, "text": {"type": "string"}, "urgent": {"type": "boolean"}},
+    "required": ["to", "text"]})
+TOOLS = [READ, COUNT, SEND]
+
+# Step 1 listed files (a list to pipe), step 2 read one (a single value), step 3 failed.
+OBSERVATIONS = {1: {"ok": True, "entries": [{"path": "~/a.md"}]}, 2: {"ok": True, "content": "hello"}, 3: {"ok": False, "error": "nope"}}
+
+
+def admits(schema: dict, call: dict) -> bool:
+    return jsonschema.Draft202012Validator(schema).is_valid(call)
+
+
+@pytest.fixture
+def first_round() -> dict:
+    return call_schema(TOOLS)
+
+
+@pytest.fixture
+def later_round() -> dict:
+    return planner_constraint(TOOLS, OBSERVATIONS, words_only=False).call_schema
+
+
+def test_it_admits_a_valid_call(first_round: dict) -> None:
+    assert admits(first_round, {"name": "read_files", "arguments": {"paths": ["~/notes.md"], "max_bytes": 100}})
+    assert admits(first_round, {"name": "send_message", "arguments": {"to": "elena", "text": "late"}})
+
+
+def test_it_refuses_a_tool_that_was_not_offered(first_round: dict) -> None:
+    assert not admits(first_round, {"name": "delete_files", "arguments": {"paths": ["~/notes.md"]}})
+
+
+def test_it_refuses_one_tools_arguments_under_another_tools_name(first_round: dict) -> None:
+    assert not admits(first_round, {"name": "send_message", "arguments": {"paths": ["~/notes.md"]}})
+
+
+def test_it_refuses_an_argument_of_the_wrong_type(first_round: dict) -> None:
+    assert not admits(first_round, {"name": "read_files", "arguments": {"paths": "~/notes.md"}})
+    assert not admits(first_round, {"name": "send_message", "arguments": {"to": "elena", "text": "late", "urgent": "yes"}})
+
+
+def test_it_refuses_a_missing_required_argument(first_round: dict) -> None:
+    assert not admits(first_round, {"name": "send_message", "arguments": {"to": "elena"}})
+    assert not admits(first_round, {"name": "read_files", "arguments": {}})
+
+
+def test_it_refuses_an_argument_the_tool_does_not_offer(first_round: dict) -> None:
+    assert not admits(first_round, {"name": "read_files", "arguments": {"paths": ["~/a"], "recursive": True}})
+
+
+def test_it_refuses_anything_but_a_name_and_arguments(first_round: dict) -> None:
+    assert not admits(first_round, {"name": "read_files", "arguments": {"paths": ["~/a"]}, "thought": "x"})
+    assert not admits(first_round, {"arguments": {"paths": ["~/a"]}})
+
+
+def test_paths_take_the_forms_the_policy_accepts(first_round: dict) -> None:
+    for good in ("~", "~/notes.md", "/home/u/notes.md", "~/My Documents/a [1].txt"):
+        assert admits(first_round, {"name": "read_files", "arguments": {"paths": [good]}}), good
+    for bad in ("notes.md", "./notes.md", "~/notes/*.md", "/tmp/a?.txt", "~user/x"):
+        assert not admits(first_round, {"name": "read_files", "arguments": {"paths": [bad]}}), bad
+
+
+def test_before_any_list_from_step_is_not_offered(first_round: dict) -> None:
+    assert admits(first_round, {"name": "count_entries", "arguments": {}})
+    assert not admits(first_round, {"name": "count_entries", "arguments": {"from_step": 1}})
+
+
+def test_from_step_names_only_an_earlier_step_that_made_a_list(later_round: dict) -> None:
+    assert admits(later_round, {"name": "count_entries", "arguments": {"from_step": 1}})
+    for step in (2, 3, 4, 0):  # a single value, a failure, a step not run, no step
+        assert not admits(later_round, {"name": "count_entries", "arguments": {"from_step": step}}), step
+    assert not admits(later_round, {"name": "count_entries", "arguments": {}})
+
+
+def test_a_whole_value_may_name_a_field_of_an_earlier_good_step(later_round: dict) -> None:
+    assert admits(later_round, {"name": "send_message", "arguments": {"to": "elena", "text": "{{step2.content}}"}})
+    assert admits(later_round, {"name": "read_files", "arguments": {"paths": ["{{step1.entries.0.path}}"], "max_bytes": "{{step2.size}}"}})
+    assert not admits(later_round, {"name": "read_files", "arguments": {"paths": ["~/a"], "max_bytes": "{{step3.size}}"}})
+    assert not admits(later_round, {"name": "read_files", "arguments": {"paths": ["{{step4.path}}"]}})
+    # Before any step ran there is nothing to refer to.
+    assert not admits(call_schema(TOOLS), {"name": "read_files", "arguments": {"paths": ["~/a"], "max_bytes": "{{step1.size}}"}})
+
+
+def test_a_words_only_round_has_no_call() -> None:
+    assert planner_constraint(TOOLS, OBSERVATIONS, words_only=True).call_schema is None
+    assert planner_constraint([], {}, words_only=False).call_schema is None
+
+
+def test_the_grammar_embeds_the_schema_and_the_answer() -> None:
+    constraint = planner_constraint(TOOLS, OBSERVATIONS, words_only=False)
+    grammar = constraint.grammar()
+    assert grammar.startswith("%llguidance {}\n") and "start: call | answer" in grammar
+    assert '"const": "count_entries"' in grammar and '"enum": [1]' in grammar
+    # The name comes before the arguments, as the model should write them.
+    assert grammar.index('"name"') < grammar.index('"arguments"')
+    words = CallConstraint(None).grammar()
+    assert "start: answer" in words and "call" not in words
+    assert constraint.digest != CallConstraint(None).digest
+    assert constraint.digest == planner_constraint(TOOLS, dict(OBSERVATIONS), words_only=False).digest
+
+
+def test_a_fenced_call_is_read_back_and_checked() -> None:
+    constraint = CallConstraint(call_schema(TOOLS))
+    found = constraint.read_reply('```json\n{"name": "read_files", "arguments": {"paths": ["~/a"]}}\n```', call_id="c1", cut_off=False)
+    assert found is not None and found.name == "read_files" and found.arguments == {"paths": ["~/a"]} and found.arguments_error is None
+    assert constraint.read_reply("The file says hello.", call_id="c1", cut_off=False) is None
+    cut = constraint.read_reply('```json\n{"name": "read_files", "arguments": {"paths": ["~/a', call_id="c1", cut_off=True)
+    assert cut is not None and cut.arguments == {} and "cut off" in (cut.arguments_error or "")
+    off = constraint.read_reply('```json\n{"name": "rm", "arguments": {}}\n```', call_id="c1", cut_off=False)
+    assert off is not None and off.name == "rm" and "does not fit" in (off.arguments_error or "")
+    assert CallConstraint(None).read_reply('```json\n{"name": "read_files", "arguments": {}}\n```', call_id="c", cut_off=False) is None
+
+
+def test_a_reply_recorded_before_constraints_keeps_its_record() -> None:
+    old = {"text": "hi", "tool_calls": [], "call_form": "none", "raw": {}, "usage": {"input_tokens": 1, "output_tokens": 1},
+           "model": "m", "stop_reason": "stop"}
+    assert LLMReply.from_record(old).to_record() == old
+    new = {**old, "constraint": CallConstraint(None).record(sent=False, why_not="refused")}
+    assert LLMReply.from_record(new).to_record() == new
+
+
+def test_the_online_plan_is_held_to_its_form_over_the_offered_tools() -> None:
+    from metnos.runtime.turn.call_schema import plan_constraint
+    from metnos.runtime.turn.online import read_plan
+
+    constraint = plan_constraint(TOOLS, recovery=False)
+    assert constraint is not None
+    good = {"steps": [{"executor": "read_files", "args": {"paths": ["~/a.md"]}},
+                      {"executor": "send_message", "args": {"to": "elena", "text": "{{step1.content}}"}}],
+            "answer": "Sent: {{step1.content}}"}
+    assert admits(constraint.schema, good)
+    assert read_plan(__import__("json").dumps(good))["steps"][1]["executor"] == "send_message"
+    assert admits(constraint.schema, {"steps": [{"executor": "count_entries", "args": {"from_step": 2}}], "answer": "{{step1.count}}"})
+    assert not admits(constraint.schema, {"steps": [{"executor": "delete_files", "args": {"paths": ["~/a"]}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": [{"executor": "read_files", "args": {"paths": "~/a"}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": [{"executor": "send_message", "args": {"to": "elena"}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": [{"executor": "count_entries", "args": {"from_step": 0}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": []})
+    assert constraint.grammar().startswith("%llguidance {}\nstart: reply_json\n")
+    assert constraint.read_reply('{"steps": [], "answer": "x"}', call_id="c", cut_off=False) is None
+    # A recovery plan names steps already run in forms of its own: not held.
+    assert plan_constraint(TOOLS, recovery=True) is None
+
+
+# Which of the loop's checks on an answer (answers.py, the placeholder correction) the
+# answer grammar leaves nothing to catch, and which it does not.
+NAMES = ["read_files", "count_entries"]
+SEEN = [{"ok": True, "entries": [{"path": "~/a.md"}]}]
+
+
+@pytest.mark.parametrize("text, caught_by", [
+    ("", "empty"),
+    ("  \n", "empty"),
+    ('{"ok": true, "content": "alpha"}', "raw_tool_output"),
+    ('[{"path": "~/a.md"}]', "raw_tool_output"),
+    ('```json\n{"name": "read_files", "arguments": {"paths": ["~/a"]}}\n```', "tool_call_as_text"),
+    ('{"name": "read_files", "arguments": {"paths": ["~/a"]}}', "tool_call_as_text"),
+    ('<tool_call>{"name": "read_files", "arguments": {}}</tool_call>', "tool_call_as_text"),
+    ("The total is {{step1.total}}.", "placeholder"),
+])
+def test_the_answer_grammar_refuses_what_these_checks_catch(text: str, caught_by: str) -> None:
+    import re
+
+    from metnos.mechanisms.llm.constraint import ANSWER_PATTERN
+    from metnos.runtime.turn.answers import answer_problem
+    from metnos.runtime.step.piping import placeholders_in
+
+    found = "placeholder" if placeholders_in(text) else answer_problem(text, NAMES, SEEN)
+    assert found == caught_by
+    assert re.fullmatch(ANSWER_PATTERN, text) is None
+
+
+@pytest.mark.parametrize("text, caught_by", [
+    ("read_files", "tool_name"),
+    ("read_files(paths=['~/a.md'])", "tool_call_as_text"),
+    ("Here is what I found:", "stub"),
+])
+def test_the_answer_grammar_still_admits_what_these_checks_catch(text: str, caught_by: str) -> None:
+    import re
+
+    from metnos.mechanisms.llm.constraint import ANSWER_PATTERN
+    from metnos.runtime.turn.answers import answer_problem
+
+    assert answer_problem(text, NAMES, SEEN) == caught_by
+    assert re.fullmatch(ANSWER_PATTERN, text) is not None
