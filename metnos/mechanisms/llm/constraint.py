@@ -46,8 +46,25 @@ ANSWER_PATTERN = r"[^`{\[<\s]([^{]|\{[^{])*\{?"
 _ANSWER_TERMINAL = f"/{ANSWER_PATTERN}/"
 
 
+class _Recorded:
+    """What both forms put on a reply's record: which grammar, and whether the server took it."""
+
+    def grammar(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def digest(self) -> str:
+        return canonical_hash({"form": GRAMMAR_FORM, "grammar": self.grammar()})
+
+    def record(self, *, sent: bool, why_not: str | None = None) -> dict[str, Any]:
+        found: dict[str, Any] = {"form": GRAMMAR_FORM, "digest": self.digest, "sent": sent}
+        if why_not is not None:
+            found["why_not"] = why_not
+        return found
+
+
 @dataclass(frozen=True)
-class CallConstraint:
+class CallConstraint(_Recorded):
     """What one planner round may reply. ``call_schema`` None: words only (no call)."""
 
     call_schema: dict[str, Any] | None
@@ -63,17 +80,6 @@ class CallConstraint:
                       "call_json: %json " + json.dumps(self.call_schema, ensure_ascii=False)]
         lines += ["answer: ANSWER", f"ANSWER: {_ANSWER_TERMINAL}"]
         return "\n".join(lines) + "\n"
-
-    @property
-    def digest(self) -> str:
-        return canonical_hash({"form": GRAMMAR_FORM, "grammar": self.grammar()})
-
-    def record(self, *, sent: bool, why_not: str | None = None) -> dict[str, Any]:
-        """What goes on the reply's record: which grammar, and whether the server took it."""
-        found: dict[str, Any] = {"form": GRAMMAR_FORM, "digest": self.digest, "sent": sent}
-        if why_not is not None:
-            found["why_not"] = why_not
-        return found
 
     def read_reply(self, text: str, *, call_id: str, cut_off: bool) -> ToolCall | None:
         """The call in a reply written under the grammar, or None for an answer.
@@ -103,23 +109,13 @@ class CallConstraint:
 
 
 @dataclass(frozen=True)
-class JsonConstraint:
+class JsonConstraint(_Recorded):
     """A reply that is one JSON value of ``schema`` and nothing else (the online mode's plan)."""
 
     schema: dict[str, Any]
 
     def grammar(self) -> str:
         return "%llguidance {}\nstart: reply_json\nreply_json: %json " + json.dumps(self.schema, ensure_ascii=False) + "\n"
-
-    @property
-    def digest(self) -> str:
-        return canonical_hash({"form": GRAMMAR_FORM, "grammar": self.grammar()})
-
-    def record(self, *, sent: bool, why_not: str | None = None) -> dict[str, Any]:
-        found: dict[str, Any] = {"form": GRAMMAR_FORM, "digest": self.digest, "sent": sent}
-        if why_not is not None:
-            found["why_not"] = why_not
-        return found
 
     def read_reply(self, text: str, *, call_id: str, cut_off: bool) -> ToolCall | None:
         """Never a call: the text is the reply, read by whoever asked for it."""
