@@ -199,3 +199,26 @@ def test_the_answer_grammar_still_admits_what_these_checks_catch(text: str, caug
 
     assert answer_problem(text, NAMES, SEEN) == caught_by
     assert re.fullmatch(ANSWER_PATTERN, text) is not None
+
+
+def test_a_tool_of_exclusive_forms_admits_one_form_never_both() -> None:
+    from metnos.runtime.step.catalogue import builtin_tools
+    schedule = builtin_tools()["schedule_recurring"].tool
+    schema = call_schema([schedule])
+    one = {"name": "schedule_recurring", "arguments": {"executor": "send_messages", "args": {}, "cron": "0 8 * * *"}}
+    chain = {"name": "schedule_recurring", "arguments": {"chain": [{"executor": "get_now"}], "cron": "0 8 * * *"}}
+    both = {"name": "schedule_recurring", "arguments": {"executor": "send_messages", "chain": [{"executor": "get_now"}],
+                                                          "cron": "0 8 * * *"}}
+    neither = {"name": "schedule_recurring", "arguments": {"cron": "0 8 * * *"}}
+    assert admits(schema, one) and admits(schema, chain)
+    assert not admits(schema, both) and not admits(schema, neither)
+    assert len(schema["anyOf"]) == 2 and all("oneOf" not in b["properties"]["arguments"] for b in schema["anyOf"])
+    grammar = CallConstraint(schema).grammar()
+    assert grammar.count('"const":"schedule_recurring"') == 2 or grammar.count('"const": "schedule_recurring"') == 2
+
+
+def test_the_scheduling_tool_names_its_exclusive_forms_when_given_both() -> None:
+    from metnos.runtime.step.schedule_tools import call_tool
+    refused = call_tool(None, "schedule_recurring", {"executor": "a", "chain": [{"executor": "b"}], "cron": "0 8 * * *"})
+    assert refused["ok"] is False and refused["error"]["kind"] == "BadArguments"
+    assert refused["error"]["message"] == "give exactly one of executor or chain"

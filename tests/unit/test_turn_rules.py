@@ -161,6 +161,17 @@ def test_a_call_that_failed_is_not_run_again_and_the_second_time_words_are_asked
     assert rule.on_call(a_step(loop, "read_files", {"paths": ["~/other.md"]}, state)) is None
 
 
+def test_the_very_builtin_call_that_failed_is_not_run_again() -> None:
+    # A scheduling call refused for its arguments, proposed again word for word (the 1.5B did
+    # it ten times under a grammar): it is intercepted like an executor's.
+    loop, state, rule = Loop(), TurnState(), RepeatedFailure()
+    args = {"executor": "send_messages", "chain": [{"executor": "extract_lines"}], "cron": "0 8 * * *"}
+    step = a_step(loop, "schedule_recurring", args, state)
+    step.kind = "builtin"
+    rule.on_observation(ran(step, {"ok": False, "error": {"kind": "BadArguments"}}))
+    assert isinstance(rule.on_call(a_step(loop, "schedule_recurring", args, state)), Settle)
+
+
 def test_unreadable_arguments_get_one_correction_round() -> None:
     loop, state, rule = Loop(), TurnState(), ReadableArguments()
     first = rule.on_call(a_step(loop, "read_files", {}, state, arguments_error="Expecting ',' delimiter"))

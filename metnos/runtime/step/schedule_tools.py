@@ -53,6 +53,10 @@ _STEP = {"type": "object", "required": ["executor"], "additionalProperties": Fal
 _SCHEDULE = {
     "type": "object",
     "required": ["cron"],
+    # Exactly one target: an executor (with its args) or a chain. Said in the schema so the
+    # round's grammar offers the two forms apart (metnos/runtime/turn/call_schema.py).
+    "oneOf": [{"required": ["executor"], "not": {"required": ["chain"]}},
+              {"required": ["chain"], "not": {"required": ["executor"]}}],
     "additionalProperties": False,
     "properties": {
         "executor": {"type": "string", "minLength": 1, "description": "the executor to run at each firing"},
@@ -158,6 +162,9 @@ def call_tool(service: Any, name: str, args: Any, approval: dict[str, Any] | Non
         return _error("UnknownTool", f"no recurring-task tool named {name!r}")
     errors = sorted(jsonschema.Draft7Validator(tool.parameters).iter_errors(args), key=lambda e: list(e.path))
     if errors:
+        if errors[0].validator == "oneOf" and not errors[0].path:
+            forms = " or ".join("+".join(a.get("required", [])) for a in errors[0].validator_value)
+            return _error("BadArguments", f"give exactly one of {forms}")
         where = "/".join(str(p) for p in errors[0].path) or "(args)"
         return _error("SchemaViolation", f"{where}: {errors[0].message}")
     try:

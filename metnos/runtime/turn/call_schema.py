@@ -50,8 +50,27 @@ def succeeded_steps(observations: Mapping[int, Any]) -> list[int]:
 
 
 def call_schema(tools: Sequence[ToolSpec], *, steps: Sequence[int] = (), list_steps: Sequence[int] = ()) -> dict[str, Any]:
-    """One branch for each tool, in the order offered."""
-    return {"anyOf": [_call_of(tool, list(steps), list(list_steps)) for tool in tools]}
+    """One branch for each tool, in the order offered (one for each form, for a tool of several)."""
+    return {"anyOf": [_call_of(form, list(steps), list(list_steps)) for tool in tools for form in exclusive_forms(tool)]}
+
+
+def exclusive_forms(tool: ToolSpec) -> list[ToolSpec]:
+    """A tool whose arguments take exactly one of several keys (``oneOf`` of ``required`` lists,
+    as schedule_recurring's executor or chain), as one tool for each: each form requires its
+    keys and offers none of the others', so the grammar cannot admit two at once."""
+    parameters = tool.parameters or {}
+    alternatives = parameters.get("oneOf")
+    if not isinstance(alternatives, list) or not all(isinstance(a, dict) and set(a) <= {"required", "not"} for a in alternatives):
+        return [tool]
+    keys = [list(a.get("required", [])) for a in alternatives]
+    forms = []
+    for own in keys:
+        others = {k for other in keys for k in other if k not in own}
+        form = {k: v for k, v in parameters.items() if k != "oneOf"}
+        form["properties"] = {k: v for k, v in parameters.get("properties", {}).items() if k not in others}
+        form["required"] = list(dict.fromkeys([*parameters.get("required", []), *own]))
+        forms.append(ToolSpec(name=tool.name, description=tool.description, parameters=form))
+    return forms
 
 
 def step_reference_pattern(steps: Sequence[int]) -> str:
@@ -105,7 +124,8 @@ def plan_constraint(tools: Sequence[ToolSpec], *, recovery: bool) -> JsonConstra
     step = {"anyOf": [{"type": "object",
                        "properties": {"executor": {"const": t.name},
                                       "args": _arguments(t, _PLAN_REFERENCE, {"type": "integer", "minimum": 1})},
-                       "required": ["executor", "args"], "additionalProperties": False} for t in tools]}
+                       "required": ["executor", "args"], "additionalProperties": False}
+                      for tool in tools for t in exclusive_forms(tool)]}
     return JsonConstraint({"type": "object", "properties": {"steps": {"type": "array", "items": step}, "answer": {"type": "string"}},
                            "required": ["steps", "answer"], "additionalProperties": False})
 

@@ -92,7 +92,7 @@ class RepeatedFailure(BaseRule):
         return Settle(observation)
 
     def on_observation(self, step: Step) -> None:
-        if step.kind == "executor" and not step.succeeded:
+        if step.kind in ("executor", "builtin") and not step.succeeded:
             step.state.failed_calls.setdefault(step.key, step.number)
 
 
