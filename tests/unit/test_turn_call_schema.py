@@ -222,3 +222,14 @@ def test_the_scheduling_tool_names_its_exclusive_forms_when_given_both() -> None
     refused = call_tool(None, "schedule_recurring", {"executor": "a", "chain": [{"executor": "b"}], "cron": "0 8 * * *"})
     assert refused["ok"] is False and refused["error"]["kind"] == "BadArguments"
     assert refused["error"]["message"] == "give exactly one of executor or chain"
+
+
+def test_free_text_holds_no_placeholder_but_a_whole_reference_to_a_good_step(later_round: dict) -> None:
+    # What the 0.5B wrote under the grammar before: piping refuses it after the call.
+    send = {"name": "send_message", "arguments": {"to": "anna", "text": "{{from_step.content}}"}}
+    inside = {"name": "send_message", "arguments": {"to": "anna", "text": "total: {{step2.content}}"}}
+    whole = {"name": "send_message", "arguments": {"to": "anna", "text": "{{step2.content}}"}}
+    braces = {"name": "send_message", "arguments": {"to": "anna", "text": "a set {1, 2} and a { alone"}}
+    assert not admits(later_round, send) and not admits(later_round, inside)
+    assert admits(later_round, whole) and admits(later_round, braces)
+    assert not admits(call_schema(TOOLS), whole)

@@ -11,6 +11,10 @@ offered tool with arguments of its schema, where:
   earlier step that succeeded (piping.py's "sole value" rule);
 * a path argument (named as the sandbox policy names paths) is written in a
   form the policy accepts: ``~``, ``~/...`` or absolute, and no glob;
+* any other text holds no ``{{`` at all: piping refuses a reference inside a
+  longer text and a ``{{name.field}}`` that names no step, and the 0.5B wrote
+  ``{{from_step.content}}`` (a text that truly needs ``{{`` cannot be written
+  under the grammar; the unconstrained path still takes it);
 * no argument the tool does not offer.
 
 The online mode's one-call plan gets the same arguments over its own step
@@ -34,6 +38,8 @@ from metnos.runtime.step.piping import LIST_REFERENCES, PipingError, list_field_
 # The forms check_path accepts ("~", "~/...", "/..."), without the glob characters a
 # path never holds but a small model writes ("~/notes/*.md").
 PATH_PATTERN = r"^(~|~/[^*?]*|/[^*?]*)$"
+# Any text without a "{{" (a "{" is followed by something else, or ends it).
+NO_PLACEHOLDER_PATTERN = r"^([^{]|\{[^{])*\{?$"
 _STEP_ARGUMENTS = frozenset(ref for ref, _ in LIST_REFERENCES)
 
 
@@ -142,7 +148,9 @@ def _value(key: str, schema: Any, reference: str | None) -> Any:
         schema["additionalProperties"] = False
     elif schema.get("type") == "string" and "enum" not in schema and is_path_argument(key, schema):
         schema["pattern"] = PATH_PATTERN
-    if reference is None or _admits_any_string(schema):
+    elif _admits_any_string(schema):
+        schema["pattern"] = NO_PLACEHOLDER_PATTERN
+    if reference is None:
         return schema
     return {"anyOf": [schema, {"type": "string", "pattern": reference}]}
 
