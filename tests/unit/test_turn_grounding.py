@@ -114,3 +114,21 @@ def test_the_highest_read_off_an_ascending_sort_is_the_wrong_end() -> None:
         "field": "amount", "order": "asc", "count_in": 3, "count_out": 1, "missing_field": 0}})
     assert not check_answer("rice", request=request, steps=[cut]).holds
     assert check_answer("rice", request="which item has the lowest amount?", steps=[cut]).holds
+
+
+def test_the_one_largest_is_a_top_ask_only_a_sort_answers() -> None:
+    # The 1.5B named the first file it listed as "the largest", and the last line of a CSV as "the highest".
+    assert exact_ask("Which markdown file in ~/notes was modified most recently?") == ExactAsk("items", "top", 1)
+    assert exact_ask("Find the largest file in ~/Downloads and delete it.") == ExactAsk("items", "top", 1)
+    assert exact_ask("what is the oldest and the newest file") is None
+    files = [{"name": "a.zip", "size": 5000}, {"name": "movie.mkv", "size": 90000}]
+    listed = StepData("find_files", False, {"ok": True, "entries": files})
+    request = "Which is the largest file in ~/Downloads?"
+    assert "no step sorted" in check_answer("The largest is a.zip.", request=request, steps=[listed]).exactness
+    sliced = StepData("extract_lines", True, {"ok": True, "entries": [{"line": 7, "text": "rice,2.35"}]})
+    assert "no step sorted" in check_answer("rice", request="Which item has the highest amount?", steps=[sliced]).exactness
+    ranked = StepData("sort_entries", True, {"ok": True, "entries": files[::-1], "metadata": {
+        "field": "size", "order": "desc", "count_in": 2, "count_out": 2}})
+    assert check_answer("The largest is movie.mkv.", request=request, steps=[listed, ranked]).holds
+    assert "names none of the sort's top: 'movie.mkv'" in check_answer(
+        "The largest is a.zip.", request=request, steps=[listed, ranked]).exactness

@@ -270,6 +270,21 @@ def test_a_step_that_could_not_run_is_the_problem_until_an_action_goes_through()
     assert state.problem is None and state.since_problem == []
 
 
+def test_a_step_on_earlier_data_that_fails_is_the_problem_a_failed_read_is_not() -> None:
+    # "none of the 7 entries has the field 'content'" tells how the filter was called; the 1.5B
+    # answered a count with it. A read that finds no file reports a fact the answer may give.
+    loop, state, rule = Loop({"read_files": executor(), "filter_entries": executor()}), TurnState(), Recovery()
+    rule.on_observation(ran(a_step(loop, "read_files", {"paths": ["~/gone"]}, state), {"ok": False, "error": "NotFound"}))
+    assert state.problem is None
+    ran(a_step(loop, "read_files", {"paths": ["~/log"]}, state), {"ok": True, "entries": [{"line": "x"}]})
+    filtering = a_step(loop, "filter_entries", {"from_step": 2, "field": "content"}, state)
+    filtering.resolution = SimpleNamespace(pipings=("step 2 entries",))
+    rule.on_observation(ran(filtering, {"ok": False, "error": {"class": "NoSuchField"}}))
+    assert state.problem is not None and state.problem[0] is FailureKind.STEP_FAILED
+    verdict = RestsOnRecovery().on_answer(an_answer(loop, "The filter could not be applied.", state))
+    assert isinstance(verdict, End) and verdict.kind is FailureKind.STEP_FAILED
+
+
 def test_a_presentation_in_a_request_that_changes_nothing_is_the_answer() -> None:
     loop, state = Loop({"describe_entries": executor()}), TurnState()
     shown = a_step(loop, "describe_entries", {"from_step": 1}, state)

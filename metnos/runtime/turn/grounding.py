@@ -160,6 +160,10 @@ def exact_ask(request: str) -> ExactAsk | None:
             return ExactAsk("items", "top", count)
     if _END_OF_FILE.search(request):
         return ExactAsk("lines", "last", None)
+    if superlative_order(request) is not None:
+        # "the largest file", "which item has the highest amount": the top one, worked out by a sort
+        # (the 1.5B named the first file it listed, and the last line of a CSV, as "the largest").
+        return ExactAsk("items", "top", 1)
     return None
 
 
@@ -329,10 +333,23 @@ def _claims_unmatched(answer: str, known: _Known) -> list[str]:
     return unmatched
 
 
-def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_computed: _Known) -> str:
+def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_computed: _Known, *, wanted: str | None = None) -> str:
     """Why the answer does not meet ``ask``, or "" when it does."""
     asked = ask.words()
-    if not any(s.computed for s in steps):
+    if ask.end == "top":
+        # Only a sort ranks: a slice of the data's order ("the last line") is not its top.
+        sorts = [s for s in steps if s.executor.startswith("sort_") and isinstance(s.observation.get("entries"), list)]
+        if not sorts:
+            return f"the request asks for {asked}, and no step sorted the data to find it (only a sort ranks)"
+        last, count = sorts[-1].observation, ask.count or 1
+        meta = last.get("metadata") if isinstance(last.get("metadata"), Mapping) else {}
+        # A whole list sorted the other way round has its top at the end.
+        reverse = wanted is not None and meta.get("order") not in (None, wanted) and meta.get("count_out") == meta.get("count_in")
+        top = last["entries"][-count:] if reverse else last["entries"][:count]
+        names = [leaf for e in top for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z /]+", leaf)]
+        if names and not any(n.casefold() in answer.casefold() for n in names):
+            return f"the request asks for {asked}, and the answer names none of the sort's top: {names[0]!r}"
+    elif not any(s.computed for s in steps):
         return f"the request asks for {asked}, and no step worked them out (only a step that slices or sorts the data can)"
     given = _items(answer) or [line.strip() for line in answer.splitlines() if line.strip()]
     if ask.count is not None and len(given) > 1 and len(given) != ask.count:
@@ -344,7 +361,7 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
 
 
 # A superlative the request asks for, and the order of a sort that gives it first.
-_MOST = re.compile(r"\b(?:highest|largest|biggest|newest|latest|most recent|most expensive|priciest|heaviest|longest|"
+_MOST = re.compile(r"\b(?:highest|largest|biggest|newest|latest|most recent(?:ly)?|most expensive|priciest|heaviest|longest|"
                    r"maximum|più (?:alt|grand|recent|car|lung|pesant)\w*)\b", re.IGNORECASE)
 _LEAST = re.compile(r"\b(?:lowest|smallest|oldest|earliest|cheapest|lightest|shortest|minimum|"
                     r"più (?:bass|piccol|vecch|legger|cort)\w*|meno car\w*)\b", re.IGNORECASE)
@@ -387,13 +404,13 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     known = _Known(texts, [float(n) for n in counts], home)
     unmatched = _claims_unmatched(answer, known)
     ask = exact_ask(request)
-    exactness = ""
-    if ask is not None:
+    # The wrong end of a sort is the more telling reason, so it is looked for first.
+    exactness = _against_superlative(request, answer, steps)
+    if ask is not None and not exactness:
         computed = [s.observation for s in steps if s.computed]
         known_computed = _Known([leaf for obs in computed for leaf in _leaves(obs)],
                                 [float(n) for obs in computed for n in _lengths(obs)], home)
-        exactness = _exactness(ask, answer, steps, known_computed)
-    exactness = exactness or _against_superlative(request, answer, steps)
+        exactness = _exactness(ask, answer, steps, known_computed, wanted=superlative_order(request))
     return Grounding(tuple(unmatched), exactness)
 
 

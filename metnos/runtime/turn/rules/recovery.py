@@ -25,9 +25,12 @@ class Recovery(BaseRule):
             # unlike an answer that reports a missing file, that is the turn's problem.
             kind = FailureKind.STEP_REFUSED if step.result_kind == "PolicyViolation" else FailureKind.STEP_FAILED
             state.problem, state.since_problem = (kind, step_failure_words(step.name, step.observation)), []
-        elif not step.succeeded and acts(step.loop.catalogue, step.name):
+        elif not step.succeeded and (acts(step.loop.catalogue, step.name) or piped(step)):
             # An action that reports it could not be done (a message to an unknown channel) is
             # the turn's problem too: the 1.5B answered that it had told someone after such a send.
+            # So is a step on an earlier step's data that failed: the data was there, so what it
+            # reports is how it was called (no such field), not a fact about the world to answer
+            # with (the 1.5B answered a count with "the filter could not be applied").
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(step.name, step.observation)), []
         elif step.succeeded:
             state.went_well(step.observation)
@@ -61,3 +64,8 @@ class Presentation(BaseRule):
         if (step.kind == "executor" and step.succeeded and step.transition is not None and step.transition.category == "F"
                 and step.state.plan is None and not actions_offered(step.loop.catalogue, step.pool)):
             step.state.presented = step.number
+
+
+def piped(step: Step) -> bool:
+    """The step worked on data an earlier step made (``from_step``, ``{{stepN.field}}``)."""
+    return step.resolution is not None and bool(step.resolution.pipings)
