@@ -269,7 +269,7 @@ def _write(reply: httpx.Response, staged: Path, mode: str, have: int, total: int
     next_report = (have // step + 1) * step
     with staged.open(mode) as out:
         try:
-            for chunk in reply.iter_raw(1 << 20):
+            for chunk in reply.iter_raw():  # as the bytes come: a dropped connection loses none of them
                 if len(head) < len(MAGIC):
                     head += chunk[: len(MAGIC) - len(head)]
                     if len(head) == len(MAGIC) and head != MAGIC:
