@@ -115,6 +115,26 @@ def test_a_file_that_is_not_gguf_is_refused(tmp_path: Path, hub: ModelHub) -> No
     assert not (models / "fake.gguf").exists() and staged(models) == []
 
 
+def test_a_file_that_is_not_gguf_is_refused_at_its_first_bytes_not_resumed(tmp_path: Path, hub: ModelHub) -> None:
+    hub.add(REPO, "page.gguf", b"<html>" + b"x" * 20_000)
+    hub.cut_after, hub.cuts = 5000, 1
+    with pytest.raises(ModelInstallError, match="is not a GGUF file"):
+        install(tmp_path / "models", hub, file="page.gguf")
+    assert len(hub.seen) == 1  # refused on its first bytes: no request for the rest
+
+
+def test_staged_bytes_that_are_not_gguf_are_refused_when_resumed(tmp_path: Path, hub: ModelHub, model: bytes) -> None:
+    models = tmp_path / "models"
+    (models / STAGING_DIRNAME).mkdir(parents=True)
+    partial = models / STAGING_DIRNAME / HFFile.checked(REPO, FILE).staged_name()
+    partial.write_bytes(b"JUNK" + model[4:100])  # what a damaged earlier run left
+    with pytest.raises(ModelInstallError, match="is not a GGUF file"):
+        install(models, hub)
+    assert hub.seen[-1].headers["range"] == "bytes=100-"
+    assert not (models / FILE).exists() and staged(models) == []
+    assert install(models, hub).read_bytes() == model  # the next run starts afresh
+
+
 def test_a_missing_file_names_the_repository_and_the_file(tmp_path: Path, hub: ModelHub) -> None:
     with pytest.raises(ModelInstallError) as caught:
         install(tmp_path / "models", hub, file="absent-q8_0.gguf")

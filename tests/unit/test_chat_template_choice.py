@@ -45,6 +45,9 @@ def test_a_file_that_is_not_gguf_or_is_cut_short_is_named(tmp_path: Path) -> Non
     cut.write_bytes(whole[:120])
     with pytest.raises(NotGGUF, match="cut short"):
         chat_template_of(cut)
+    cut.write_bytes(whole[:-5])  # the template itself cut: not read as a shorter template
+    with pytest.raises(NotGGUF, match="cut short"):
+        chat_template_of(cut)
 
 
 def test_a_model_that_is_not_one_of_metnos_sizes_is_served_with_its_own_template(tmp_path: Path) -> None:

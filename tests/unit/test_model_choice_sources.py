@@ -102,6 +102,8 @@ def test_a_file_name_is_looked_for_in_the_models_folder_first(tmp_path: Path, mo
     monkeypatch.chdir(tmp_path)
     (tmp_path / "here.gguf").write_bytes(b"GGUF")
     assert resolve_model(models, "mine.Q4_K_M.gguf") == models / "mine.Q4_K_M.gguf"
+    (tmp_path / "mine.Q4_K_M.gguf").write_bytes(b"GGUF")  # the same name where we stand: the folder's wins
+    assert resolve_model(models, "mine.Q4_K_M.gguf") == models / "mine.Q4_K_M.gguf"
     assert resolve_model(models, "here.gguf") == Path("here.gguf")  # not in the folder, but where we stand
     absent = resolve_model(models, "absent.gguf")
     assert absent == models / "absent.gguf"
