@@ -278,7 +278,7 @@ def _write(reply: httpx.Response, staged: Path, mode: str, have: int, total: int
                 have += len(chunk)
                 if have >= next_report:
                     share = f" ({100 * have // total}%)" if total else ""
-                    progress(f"  {have / _MB:.0f} MB{share}")
+                    progress(f"  {have / _MB:.1f} MB{share}")
                     next_report = (have // step + 1) * step
         except httpx.TransportError as e:
             out.flush()
