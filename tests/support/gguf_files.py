@@ -46,3 +46,60 @@ def write_gguf(path: Path, *, chat_template: str | None = None, padding: int = 0
     metadata["general.file_type"] = 15
     path.write_bytes(gguf_bytes(metadata, padding=padding))
     return path
+
+
+# A model llama.cpp really loads: a llama of one block, embeddings of 16, a vocabulary of the 256
+# bytes and three specials, every weight zero (some 50 KB). It answers nonsense, fast; what a test
+# asks of it is what the server does around the model (the template it renders, /props).
+
+def _f32(value: float) -> bytes:
+    return struct.pack("<If", 6, value)
+
+
+def _tensor_table(tensors: list[tuple[str, list[int]]]) -> tuple[bytes, bytes]:
+    """GGUF's tensor infos (name, dims, type F32, offset) and the zeroed data, each tensor aligned to 32 bytes."""
+    infos, data = b"", b""
+    for name, dims in tensors:
+        size = 4
+        for d in dims:
+            size *= d
+        infos += _string(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        infos += struct.pack("<IQ", 0, len(data))
+        data += b"\0" * (size + (-size) % 32)
+    return infos, data
+
+
+def write_tiny_llama(path: Path, *, chat_template: str | None) -> Path:
+    embd, ff = 16, 32
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
+    entries = [
+        _string("general.architecture") + _value("llama"),
+        _string("general.name") + _value("tiny test llama"),
+        _string("llama.context_length") + _value(256),
+        _string("llama.embedding_length") + _value(embd),
+        _string("llama.block_count") + _value(1),
+        _string("llama.feed_forward_length") + _value(ff),
+        _string("llama.attention.head_count") + _value(2),
+        _string("llama.attention.head_count_kv") + _value(2),
+        _string("llama.attention.layer_norm_rms_epsilon") + _f32(1e-5),
+        _string("llama.rope.dimension_count") + _value(embd // 2),
+        _string("tokenizer.ggml.model") + _value("llama"),
+        _string("tokenizer.ggml.tokens") + _value(tokens),
+        _string("tokenizer.ggml.scores") + struct.pack("<IIQ", _ARRAY, 6, len(tokens)) + b"\0\0\0\0" * len(tokens),
+        # unknown, control, control, then 256 byte tokens
+        _string("tokenizer.ggml.token_type") + struct.pack("<IIQ", _ARRAY, 5, len(tokens))
+        + b"".join(struct.pack("<i", t) for t in [2, 3, 3] + [6] * 256),
+        _string("tokenizer.ggml.bos_token_id") + _value(1),
+        _string("tokenizer.ggml.eos_token_id") + _value(2),
+    ]
+    if chat_template is not None:
+        entries.append(_string("tokenizer.chat_template") + _value(chat_template))
+    block = [("attn_norm", [embd]), ("attn_q", [embd, embd]), ("attn_k", [embd, embd]), ("attn_v", [embd, embd]),
+             ("attn_output", [embd, embd]), ("ffn_norm", [embd]), ("ffn_gate", [embd, ff]), ("ffn_up", [embd, ff]),
+             ("ffn_down", [ff, embd])]
+    tensors = [("token_embd.weight", [embd, len(tokens)]), ("output_norm.weight", [embd]), ("output.weight", [embd, len(tokens)])]
+    tensors += [(f"blk.0.{name}.weight", dims) for name, dims in block]
+    infos, data = _tensor_table(tensors)
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(entries)) + b"".join(entries) + infos
+    path.write_bytes(head + b"\0" * ((-len(head)) % 32) + data)
+    return path
