@@ -8,6 +8,7 @@ the xllamacpp extra, like every test of the embedded server.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import httpx
@@ -15,9 +16,20 @@ import pytest
 
 from metnos.mechanisms.llm.embedded import BUILTIN_TEMPLATE, EmbeddedServer, chat_template_path, xllamacpp_available
 from metnos.mechanisms.llm.model_files import MODELS
+from tests.support.embedded import REQUIRE_ENV
 from tests.support.gguf_files import write_tiny_llama
 
-pytestmark = pytest.mark.skipif(not xllamacpp_available(), reason="needs the xllamacpp extra: pip install -e '.[embedded]'")
+
+
+@pytest.fixture(autouse=True)
+def xllamacpp_or_skip() -> None:
+    """Skipped without the extra; a failure instead where the embedded step requires it (as tests/support/embedded.py)."""
+    if not xllamacpp_available():
+        problem = "needs the xllamacpp extra: pip install -e '.[embedded]'"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(f"{REQUIRE_ENV} is set but this test {problem}")
+        pytest.skip(problem)
+
 
 OWN = "{% for m in messages %}[tiny:{{ m.role }}] {{ m.content }}\n{% endfor %}"
 HELLO = {"messages": [{"role": "user", "content": "hello there"}]}
