@@ -135,6 +135,18 @@ def test_staged_bytes_that_are_not_gguf_are_refused_when_resumed(tmp_path: Path,
     assert install(models, hub).read_bytes() == model  # the next run starts afresh
 
 
+def test_a_file_named_like_a_metnos_size_must_be_that_model(tmp_path: Path, hub: ModelHub, model: bytes) -> None:
+    from metnos.mechanisms.llm.model_files import MODELS
+
+    spec = MODELS["0.5b"]
+    hub.add(REPO, spec.filename, model)
+    with pytest.raises(ModelInstallError, match=f"expected {spec.sha256}"):
+        install(tmp_path / "models", hub, file=spec.filename)  # its digest is pinned without --sha256
+    with pytest.raises(ModelInstallError, match="the name of Metnos's 0.5b model, .*--size 0.5b"):
+        install(tmp_path / "models", hub, file=spec.filename, sha256=hashlib.sha256(model).hexdigest())
+    assert not (tmp_path / "models" / spec.filename).exists()
+
+
 def test_a_missing_file_names_the_repository_and_the_file(tmp_path: Path, hub: ModelHub) -> None:
     with pytest.raises(ModelInstallError) as caught:
         install(tmp_path / "models", hub, file="absent-q8_0.gguf")
