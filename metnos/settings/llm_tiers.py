@@ -26,8 +26,10 @@ Aliasing, when a tier is not configured:
 The embedded model (every tier with provider "embedded", the default) is the
 0.5B unless chosen otherwise: ``model`` in ``[llm]``, or ``model_path`` in one
 tier, is a size (``"0.5b"``, ``"1.5b"``, as ``metnos model install --size``
-installs them) or the path of any GGUF file; ``METNOS_MODEL`` (which
-``metnos ask --model`` sets) overrides both.
+installs them), the path of any GGUF file, the name of one in the models
+folder (as ``metnos model install --hf`` leaves it) or an Ollama model
+(``"ollama:qwen2.5-coder:1.5b"``); ``METNOS_MODEL`` (which ``metnos ask --model``
+sets) overrides both.
 
     [llm]
     model = "1.5b"                 # or "~/models/my-model.Q4_K_M.gguf"
@@ -91,7 +93,8 @@ class TierConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0, le=2, description="sampling temperature (0-2)")
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                                     description="the NAME of the variable holding the key, never the key")
-    model_path: str | None = Field(default=None, description="embedded: a size (0.5b, 1.5b) or the path of a GGUF file")
+    model_path: str | None = Field(default=None, description="embedded: a size (0.5b, 1.5b), a GGUF file (a path, or a name in the "
+                                                                 "models folder) or ollama:NAME[:TAG]")
     extra: dict[str, Any] = Field(default_factory=dict, description="merged into each request body")
     # None: the server's default. On or off, said in the provider's own words (metnos.mechanisms.llm.provider).
     reasoning: bool | None = Field(default=None, description="thinking on or off; unset: the server's default")
@@ -132,8 +135,9 @@ class LLMConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str | None = setting(None, "The embedded model: a size (`0.5b`, `1.5b`, as `metnos model install --size` "
-                                      "installs them) or the path of any GGUF file; wins over a tier's `model_path` "
-                                      "when set by the variable or the flag.",
+                                      "installs them), the path of any GGUF file, the name of one in the models folder "
+                                      "(`metnos model install --hf` puts it there) or an Ollama model (`ollama:NAME[:TAG]`); "
+                                      "wins over a tier's `model_path` when set by the variable or the flag.",
                                 env=ENV_EMBEDDED_MODEL, flag="--model", dest="model")
     tiers: dict[Literal["fast", "middle", "wise", "frontier"], TierConfig] = setting(
         description="`[llm.tiers.fast|middle|wise|frontier]`: provider, url, model, timeout_s, max_tokens, temperature, "

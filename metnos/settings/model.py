@@ -55,7 +55,8 @@ class Settings(BaseSettings):
 
     llm: LLMConfig = Field(default_factory=LLMConfig, description="`[llm]`: the embedded model and the LLM tiers.")
     model: ModelServerConfig = Field(default_factory=ModelServerConfig,
-                                     description="`[model]`: the embedded model's shared warm server.")
+                                     description="`[model]`: the embedded model's shared warm server; where "
+                                                 "`model install --hf` and `--model ollama:NAME` find models.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="`[network]`: the hosts executors may reach.")
     telegram: TelegramSettings = Field(default_factory=TelegramSettings,
                                        description="`[telegram]`: the bot, who may talk to it, send_messages' recipients.")

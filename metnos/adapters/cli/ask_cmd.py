@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="runtime_set",
                    help="a [runtime] key of config.toml for this turn, its value as config.toml writes it: intent=model, "
                         "judge.enabled=true, fillers=false, summarise_spills=true (repeatable)")
-    p.add_argument("--model", help="the embedded model for this turn: a size (0.5b, 1.5b) or the path of any GGUF file")
+    p.add_argument("--model", help="the embedded model for this turn: a size (0.5b, 1.5b), a GGUF file (a path, or a "
+                                        "name in the models folder) or an Ollama model (ollama:NAME[:TAG])")
     p.set_defaults(run=run)
 
 

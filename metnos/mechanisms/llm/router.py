@@ -19,23 +19,28 @@ from metnos.mechanisms.llm import shared_server
 from metnos.mechanisms.llm.embedded import EmbeddedServer
 from metnos.mechanisms.llm.errors import ModelNotInstalled
 from metnos.mechanisms.llm.model_files import install_hint, resolve_model
+from metnos.mechanisms.llm.ollama_store import PREFIX as OLLAMA_PREFIX
 from metnos.mechanisms.llm.provider import Provider, make_provider
 from metnos.settings.llm_tiers import LLMSettings, ResolvedTier
 from metnos.settings.loader import for_workspace
 from metnos.settings.workspace import Workspace
 
 
-def embedded_model_file(tier: ResolvedTier, workspace: Workspace) -> Path:
+def embedded_model_file(tier: ResolvedTier, workspace: Workspace, env: Mapping[str, str] | None = None) -> Path:
     """The GGUF file an embedded tier serves."""
-    return resolve_model(workspace.models_dir, tier.config.model_path)
+    choice = tier.config.model_path
+    ollama_models = None
+    if choice and choice.strip().startswith(OLLAMA_PREFIX):
+        ollama_models = Path(for_workspace(workspace, env).settings.model.ollama_models).expanduser()
+    return resolve_model(workspace.models_dir, choice, ollama_models=ollama_models)
 
 
-def embedded_model_files(settings: LLMSettings, workspace: Workspace) -> list[Path]:
+def embedded_model_files(settings: LLMSettings, workspace: Workspace, env: Mapping[str, str] | None = None) -> list[Path]:
     """The model files the embedded tiers serve, each once, in tier order."""
     found: dict[Path, None] = {}
     for tier in settings.tiers.values():
         if tier.config.provider == "embedded":
-            found.setdefault(embedded_model_file(tier, workspace), None)
+            found.setdefault(embedded_model_file(tier, workspace, env), None)
     return list(found)
 
 
@@ -91,7 +96,7 @@ class LLMRouter:
         self.close()
 
     def _embedded_url(self, tier: ResolvedTier) -> str:
-        path = embedded_model_file(tier, self.workspace)
+        path = embedded_model_file(tier, self.workspace, self._env)
         if path not in self._embedded:
             runtime_dir = self.workspace.runtime_dir
             url = shared_server.find_running(runtime_dir, path)

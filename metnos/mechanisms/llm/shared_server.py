@@ -35,7 +35,7 @@ from pathlib import Path
 import blake3
 import httpx
 
-from metnos.mechanisms.llm.embedded import EmbeddedServer, chat_template_path
+from metnos.mechanisms.llm.embedded import BUILTIN_TEMPLATE, EmbeddedServer, chat_template_for, chat_template_path
 from metnos.mechanisms.llm.idle_watch import remove_if_names
 # [model] idle_s is a setting (metnos.settings.model_server); the server only keeps to it.
 from metnos.settings.model_server import DEFAULT_IDLE_S, ENV_IDLE  # noqa: F401 - named here by callers
@@ -63,9 +63,13 @@ def model_fingerprint(path: Path) -> str:
     return h.hexdigest()[:32]
 
 
-def template_fingerprint() -> str:
-    """blake3 of the chat template a server loads: a server with another template renders other prompts."""
-    return blake3.blake3(chat_template_path().read_bytes()).hexdigest()[:32]
+def template_fingerprint(model: Path | None = None) -> str:
+    """blake3 of the chat template a server of ``model`` loads (Metnos's own when no model is named):
+    a server with another template renders other prompts."""
+    template = chat_template_path() if model is None else chat_template_for(model)
+    if template == BUILTIN_TEMPLATE:
+        return blake3.blake3(b"the GGUF's own template").hexdigest()[:32]  # which GGUF: model_hash says
+    return blake3.blake3(Path(template).read_bytes()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def announce(runtime_dir: Path, *, url: str, pid: int, model: Path, owner: str,
     path = state_path(runtime_dir)
     port = int(url.rsplit(":", 1)[-1].split("/")[0]) if ":" in url else 0
     record = {"url": url, "pid": pid, "port": port, "model": str(model), "model_hash": model_fingerprint(model),
-              "template_hash": template_fingerprint(), "owner": owner, "owner_pid": owner_pid or pid, "idle_s": idle_s}
+              "template_hash": template_fingerprint(model), "owner": owner, "owner_pid": owner_pid or pid, "idle_s": idle_s}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
@@ -141,7 +145,7 @@ def find_running(runtime_dir: Path, model: Path | None = None) -> str | None:
     if model is not None:
         try:
             same = (Path(found.model).resolve() == model.resolve() and found.model_hash == model_fingerprint(model)
-                    and found.template_hash == template_fingerprint())
+                    and found.template_hash == template_fingerprint(model))
         except OSError:
             same = False
         if not same:
