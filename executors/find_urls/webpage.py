@@ -64,10 +64,11 @@ def _refused(host, detail=""):
 
 
 def fetch(url, *, max_bytes, timeout_s, deadline, accept="text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"):
-    """The page at ``url``: its first ``max_bytes`` bytes, read before ``deadline`` (time.monotonic).
-    Raises FetchError, whose class names the cause."""
+    """The page at ``url``: its first ``max_bytes`` bytes, read within ``timeout_s`` and before
+    ``deadline`` (the whole call's, time.monotonic). Raises FetchError, whose class names the cause."""
     check_url(url)
     host = urlsplit(url).hostname
+    deadline = min(deadline, time.monotonic() + timeout_s)
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise FetchError("Timeout", f"not fetched: the time budget was spent before {url}")
@@ -88,7 +89,7 @@ def fetch(url, *, max_bytes, timeout_s, deadline, accept="text/html,application/
                         truncated = True
                         break
                     if time.monotonic() > deadline:
-                        raise FetchError("Timeout", f"{url} was still arriving after {timeout_s:g} s "
+                        raise FetchError("Timeout", f"{url} was still arriving after {wait:g} s "
                                                     f"({size} bytes so far): a slow or endless sender, given up")
                 body = b"".join(chunks)[:max_bytes]
                 return Page(url, str(resp.url), resp.status_code, dict(resp.headers), body, truncated)
