@@ -224,7 +224,29 @@ PAGES: dict[str, tuple[str, bytes]] = {
     "/news.html": ("text/html", b"<html><head><title>Town news</title></head><body><h1>The harbour bridge reopens on Monday</h1>"
                    b"<p>Works finished early.</p></body></html>"),
     "/status.txt": ("text/plain", b"backup: ok\nlast run: 2026-03-05 02:00\nfiles: 1284\n"),
+    # The web executors' pages: an article among menus and ads, a page of links.
+    "/library.html": ("text/html", b'<html lang="en"><head><title>City news</title></head><body>'
+                      b'<nav><a href="/">Home</a> <a href="/sport.html">Sport</a></nav>'
+                      b'<div class="advertisement">BUY NOW: two pizzas for the price of one</div>'
+                      b"<article><h1>The city library reopens</h1><p>After two years of works the city library "
+                      b"reopens on Monday. The new reading room is open every day from nine in the morning until "
+                      b"seven in the evening, and the archive of the local papers can be visited on Saturdays.</p>"
+                      b"</article><footer>Copyright 2026 City news</footer></body></html>"),
+    "/links.html": ("text/html", b"<html><head><title>Kitchen corner</title></head><body><h1>Kitchen corner</h1><ul>"
+                    b'<li><a href="/recipes/pancakes.html">Pancake recipe</a></li>'
+                    b'<li><a href="/shop/pans.html">Pans on sale</a></li>'
+                    b'<li><a href="/recipes/risotto.html">Risotto recipe</a></li>'
+                    b'<li><a href="/about.html">About us</a></li></ul></body></html>'),
 }
+
+
+def search_reply(query: str) -> bytes:
+    """The bench's stand-in for a SearXNG instance (``/search?q=...&format=json``), as find_urls reads it."""
+    return json.dumps({"query": query, "results": [
+        {"url": "https://library.example.org/hours", "title": "City library: opening hours",
+         "content": "Open every day from 9 to 19.", "engine": "bench"},
+        {"url": "https://news.example.org/library", "title": "The library reopens", "content": "News.", "engine": "bench"},
+    ]}).encode()
 
 
 def _blob(n: int) -> str:
@@ -345,6 +367,13 @@ TASKS: list[Task] = [
          sent("paolo", "10:45"), {"notes/appointments.md": APPOINTMENTS}, tools=2),
     Task("meeting_weekly", "Every Friday at 17:00 send me the first line of ~/notes/meeting.md.",
          scheduled(weekly_on("5", "17"), "meeting.md"), {"notes/meeting.md": MEETING}),
+    # The web: a page's readable text, its links, a search (find_urls, read_urls_html).
+    Task("web_article_hours", "Read the article at {url}/library.html and tell me until what time the reading room is open.",
+         says_any("seven in the evening", "7 in the evening", "7 pm", "7pm", "7 p.m.", "19:00", "7:00")),
+    Task("web_recipe_links", "Which links on {url}/links.html are recipes? Give me their addresses.",
+         says("recipes/pancakes.html", "recipes/risotto.html")),
+    Task("web_search_library", "Search the web for the opening hours of the city library and give me the address of the first result.",
+         says("library.example.org/hours")),
     Task("largest_pdf_to_marco", "Find the largest PDF in ~/Documents and send its name to marco.",
          sent("marco", "atlas.pdf"),
          {"Documents/atlas.pdf": _blob(70000), "Documents/small.pdf": _blob(700), "Documents/big.txt": _blob(90000)}, tools=4),

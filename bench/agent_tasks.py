@@ -35,11 +35,12 @@ from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.agent_suite import PAGES, SLICE, TASKS, Outcome, Task, build_home  # noqa: E402
+from bench.agent_suite import PAGES, SLICE, TASKS, Outcome, Task, build_home, search_reply  # noqa: E402
 from bench.plain_loop import LoopResult, run_plain_loop  # noqa: E402
 from bench.plain_tools import make_tools, plain_outbox, plain_schedules  # noqa: E402
 from bench.smol_loop import run_smolagents, smolagents_available  # noqa: E402
@@ -72,7 +73,11 @@ class TaskRun:
 
 class _Pages(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        page = PAGES.get(self.path)
+        if self.path.startswith("/search?"):
+            query = parse_qs(urlsplit(self.path).query).get("q", [""])[0]
+            page: tuple[str, bytes] | None = ("application/json", search_reply(query))
+        else:
+            page = PAGES.get(self.path)
         if page is None:
             self.send_error(404)
             return
@@ -121,6 +126,8 @@ def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "
                  f'timeout_s = {timeout_s:.0f}\nmax_tokens = 1024\n\n[runtime]\nmode = "{mode}"\nonline_tier = "frontier"\n')
     if pages_url:
         text += f'\n[network]\nallow = ["{pages_url.split("://", 1)[1].rstrip("/")}"]\n'
+        # The same server stands in for a SearXNG instance (find_urls' web search).
+        text += f'\n[web]\nsearch_url = "{pages_url.rstrip("/")}"\n'
     config.write_text(text, encoding="utf-8")
 
 

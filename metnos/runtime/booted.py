@@ -94,8 +94,8 @@ class Runtime:
         METNOS_BIRTH_REUSE=0."""
         workspace = workspace or Workspace.from_config(env_section("workspace"))
         if config is None:
-            # send_messages' recipients and bot come from config.toml ([telegram]).
-            config = for_workspace(workspace).settings.telegram.executor_config()
+            # send_messages' recipients and bot ([telegram]), find_urls' search endpoint ([web]).
+            config = for_workspace(workspace).settings.executor_config()
         if not workspace.keys_dir.exists():
             msg = f"no Metnos workspace at {workspace.data_dir}; run `metnos init` first"
             raise NotInitialised(msg)

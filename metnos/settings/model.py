@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,15 +28,16 @@ from metnos.settings.errors import (
 from metnos.settings.llm_tiers import LLMConfig
 from metnos.settings.log_store import LogStoreConfig
 from metnos.settings.model_server import ModelServerConfig
-from metnos.settings.network import NetworkConfig
+from metnos.settings.network import NetworkConfig, matches
 from metnos.settings.process import ProcessConfig
 from metnos.settings.runtime import RuntimeConfig
 from metnos.settings.telegram import TelegramSettings
 from metnos.settings.turn import TurnSettings
+from metnos.settings.web import SEARCH_URL_SETTING, WebSettings
 from metnos.settings.workspace import WorkspaceConfig
 
 # config.toml's tables, in the order `metnos config check` names them.
-TOML_SECTIONS = ("llm", "model", "network", "telegram", "daemon", "turn", "runtime")
+TOML_SECTIONS = ("llm", "model", "network", "telegram", "daemon", "turn", "runtime", "web")
 # The error a section's wrong value raises, as each has always (an ``except`` elsewhere catches it).
 SECTION_ERRORS: dict[str, type[Exception]] = {"llm": LLMConfigError, "model": LLMConfigError, "network": NetworkConfigError,
                                               "telegram": TelegramConfigError}
@@ -64,11 +65,28 @@ class Settings(BaseSettings):
     turn: TurnSettings = Field(default_factory=TurnSettings, description="`[turn]`: the turn's caps and tunables.")
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig,
                                    description="`[runtime]`: modes, autonomy, the roles beside the proposer, hybrid, the judge.")
+    web: WebSettings = Field(default_factory=WebSettings, description="`[web]`: the search endpoint find_urls uses.")
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig, description="Where the workspace is (environment only).")
     process: ProcessConfig = Field(default_factory=ProcessConfig, description="Switches of one process (environment only).")
     cascade: CascadeConfig = Field(default_factory=CascadeConfig, description="The cascade's thresholds (environment only).")
     log: LogStoreConfig = Field(default_factory=LogStoreConfig,
                                 description="Which store holds the log: eventsourcing's variables (environment only).")
+
+    @model_validator(mode="after")
+    def _search_host_allowed(self) -> Settings:
+        # The egress proxy would refuse every search to a host off the list: say so when the settings are read.
+        authority = self.web.search_authority()
+        if authority is not None and not any(matches(*authority, pattern) for pattern in self.network.allow):
+            host, port = authority
+            pattern = host if port in (80, 443) else f"{host}:{port}"
+            msg = (f"{SEARCH_URL_SETTING}: its host {host} (port {port}) is not on [network] allow; add "
+                   f"\"{pattern}\" to [network] allow in config.toml, or unset {SEARCH_URL_SETTING}")
+            raise NetworkConfigError(msg)
+        return self
+
+    def executor_config(self) -> dict[str, Any]:
+        """What executors read from ctx.config: send_messages' recipients and bot, find_urls' search endpoint."""
+        return {**self.telegram.executor_config(), **self.web.executor_config()}
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -1,4 +1,4 @@
-"""The seed mnests today's 14 seed executors give, written out by hand.
+"""The seed mnests today's 16 seed executors give, written out by hand.
 
 Written out rather than computed, so that a change in a seed's schema or
 name that changes the pairs shows up as a failing test and gets a look.
@@ -16,6 +16,8 @@ from typing import Any
 # filter_entries, filter_lists, move_files, read_files, sort_entries; of
 # these delete_files, move_files and read_files read each entry's path,
 # which get_urls' entries (web pages) do not have.
+# The web: find_urls and read_urls_html give entries with a url; read_urls_html
+# takes them (its entries' 'url'), from any producer whose entries may carry one.
 
 EXPECTED_SEED_PAIRS: frozenset[tuple[str, str]] = frozenset({
     ("extract_lines", "compute_entries"), ("extract_lines", "delete_files"), ("extract_lines", "describe_entries"),
@@ -40,6 +42,13 @@ EXPECTED_SEED_PAIRS: frozenset[tuple[str, str]] = frozenset({
     ("sort_entries", "compute_entries"), ("sort_entries", "delete_files"), ("sort_entries", "describe_entries"),
     ("sort_entries", "filter_entries"), ("sort_entries", "filter_lists"), ("sort_entries", "move_files"),
     ("sort_entries", "read_files"),
+    ("find_urls", "compute_entries"), ("find_urls", "describe_entries"), ("find_urls", "extract_lines"),
+    ("find_urls", "filter_entries"), ("find_urls", "filter_lists"), ("find_urls", "read_urls_html"),
+    ("find_urls", "sort_entries"),
+    ("read_urls_html", "compute_entries"), ("read_urls_html", "describe_entries"), ("read_urls_html", "extract_lines"),
+    ("read_urls_html", "filter_entries"), ("read_urls_html", "filter_lists"), ("read_urls_html", "sort_entries"),
+    ("filter_entries", "read_urls_html"), ("filter_lists", "read_urls_html"), ("get_urls", "read_urls_html"),
+    ("sort_entries", "read_urls_html"),
 })
 SEED_VERSION = "1.0.0"
 

@@ -41,7 +41,7 @@ def names(pairs: list[SeedPair]) -> set[tuple[str, str]]:
 def test_the_shipped_seeds_give_exactly_the_expected_pairs() -> None:
     pairs = seed_pairs(shipped_contracts())
     assert names(pairs) == EXPECTED_SEED_PAIRS
-    assert len(pairs) == len(EXPECTED_SEED_PAIRS) == 55
+    assert len(pairs) == len(EXPECTED_SEED_PAIRS) == 72
     assert all(p.src_version == p.dst_version == SEED_VERSION for p in pairs)
     assert pairs == sorted(pairs)
 
@@ -54,7 +54,10 @@ def test_the_shipped_pairs_make_sense() -> None:
     # Actions and presentations close the pipeline: never a source.
     assert not {src for src, _ in pairs} & {"delete_files", "move_files", "write_files", "send_messages", "describe_entries"}
     # Web pages have no path: nothing to read, move or delete.
-    assert not {dst for src, dst in pairs if src == "get_urls"} & {"read_files", "move_files", "delete_files"}
+    for web in ("get_urls", "find_urls", "read_urls_html"):
+        assert not {dst for src, dst in pairs if src == web} & {"read_files", "move_files", "delete_files"}
+    # A file has no url: find_files' entries never feed read_urls_html; find_urls' do.
+    assert ("find_files", "read_urls_html") not in pairs and ("find_urls", "read_urls_html") in pairs
     # No list in or out: get_now, write_files and send_messages take no part.
     assert not {n for pair in pairs for n in pair} & {"get_now", "write_files", "send_messages"}
     assert all(src != dst for src, dst in pairs)

@@ -17,39 +17,17 @@ that enforces this resolves it on the host side, never inside the sandbox.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
-# The instance's list is a setting ([network] allow, metnos.settings.network); matching it is the sandbox's.
+# The instance's list is a setting ([network] allow, metnos.settings.network), and so is matching a host to it:
+# the settings check [web] search_url against it too.
 from metnos.settings.errors import NetworkConfigError
-from metnos.settings.network import HOST_PATTERN, NETWORK_ALLOW
+from metnos.settings.network import HOST_PATTERN, NETWORK_ALLOW, matches
 
 __all__ = ["HOST_PATTERN", "NETWORK_ALLOW", "NetworkConfigError", "admits", "allowed", "declared", "matches", "valid_pattern"]
 
 
 def valid_pattern(text: str) -> bool:
     return text == NETWORK_ALLOW or bool(HOST_PATTERN.match(text))
-
-
-def matches(host: str, port: int | None, pattern: str) -> bool:
-    """Whether ``host`` (on ``port``; None: not said) fits one pattern."""
-    if "://" in pattern:
-        pattern = urlsplit(pattern).netloc
-    if pattern.startswith("["):  # an IPv6 literal, "[::1]" or "[::1]:8080"
-        p_host, _, rest = pattern[1:].partition("]")
-        p_port = rest[1:] if rest.startswith(":") else ""
-    else:
-        p_host, _, p_port = pattern.rpartition(":") if pattern.count(":") == 1 else (pattern, "", "")
-    p_host = p_host.rstrip(".")
-    # "host:*" is any port of host; a bare "*" is any host on the web ports.
-    if p_port and p_port != "*" and (port is None or str(port) != p_port):
-        return False
-    if not p_port and port is not None and port not in (80, 443):
-        return False
-    if p_host == "*":
-        return True
-    if p_host.startswith("*."):
-        return host.endswith(p_host[1:]) and host != p_host[2:]
-    return host == p_host
 
 
 def declared(host: str, port: int | None, manifest: Sequence[str]) -> bool:
