@@ -17,6 +17,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from metnos.settings.calendar import DavSources
 from metnos.settings.cascade import CascadeConfig
 from metnos.settings.daemon import DaemonConfig
 from metnos.settings.errors import (
@@ -36,7 +37,7 @@ from metnos.settings.turn import TurnSettings
 from metnos.settings.workspace import WorkspaceConfig
 
 # config.toml's tables, in the order `metnos config check` names them.
-TOML_SECTIONS = ("llm", "model", "network", "telegram", "daemon", "turn", "runtime")
+TOML_SECTIONS = ("llm", "model", "network", "telegram", "calendar", "contacts", "daemon", "turn", "runtime")
 # The error a section's wrong value raises, as each has always (an ``except`` elsewhere catches it).
 SECTION_ERRORS: dict[str, type[Exception]] = {"llm": LLMConfigError, "model": LLMConfigError, "network": NetworkConfigError,
                                               "telegram": TelegramConfigError}
@@ -59,6 +60,10 @@ class Settings(BaseSettings):
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="`[network]`: the hosts executors may reach.")
     telegram: TelegramSettings = Field(default_factory=TelegramSettings,
                                        description="`[telegram]`: the bot, who may talk to it, send_messages' recipients.")
+    calendar: DavSources = Field(default_factory=DavSources,
+                                 description="`[calendar]`: the CalDAV calendars and .ics files of read_events, set_events, delete_events.")
+    contacts: DavSources = Field(default_factory=DavSources,
+                                 description="`[contacts]`: the CardDAV address books and .vcf files of read_contacts.")
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="`[daemon]`: the long-running process.")
     turn: TurnSettings = Field(default_factory=TurnSettings, description="`[turn]`: the turn's caps and tunables.")
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig,
