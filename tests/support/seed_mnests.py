@@ -40,6 +40,11 @@ EXPECTED_SEED_PAIRS: frozenset[tuple[str, str]] = frozenset({
     ("sort_entries", "compute_entries"), ("sort_entries", "delete_files"), ("sort_entries", "describe_entries"),
     ("sort_entries", "filter_entries"), ("sort_entries", "filter_lists"), ("sort_entries", "move_files"),
     ("sort_entries", "read_files"),
+    # Events and contacts are lists with no path: filtered, sorted, counted, described; never read or moved.
+    ("read_events", "compute_entries"), ("read_events", "describe_entries"), ("read_events", "extract_lines"),
+    ("read_events", "filter_entries"), ("read_events", "filter_lists"), ("read_events", "sort_entries"),
+    ("read_contacts", "compute_entries"), ("read_contacts", "describe_entries"), ("read_contacts", "extract_lines"),
+    ("read_contacts", "filter_entries"), ("read_contacts", "filter_lists"), ("read_contacts", "sort_entries"),
 })
 SEED_VERSION = "1.0.0"
 
