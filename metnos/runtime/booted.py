@@ -23,6 +23,7 @@ from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.keys import KeyFileError, key_fingerprint, load_verify_key
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, load_executors
 from metnos.mechanisms.invocation.service import Call, Invoker
+from metnos.runtime.dav_secrets import dav_secrets
 from metnos.runtime.lifecycle import record_boot
 from metnos.runtime.mnestome.bootstrap import plant_seed_mnests
 from metnos.runtime.skills.vault import skill_credentials
@@ -75,6 +76,7 @@ class Runtime:
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
             is_blocked=self._blocked_reason, config=config, credentials=skill_credentials(workspace),
+            seed_secrets=dav_secrets(workspace, lambda: for_workspace(workspace).settings),
         )
 
     @classmethod
@@ -94,7 +96,8 @@ class Runtime:
         METNOS_BIRTH_REUSE=0."""
         workspace = workspace or Workspace.from_config(env_section("workspace"))
         if config is None:
-            # send_messages' recipients and bot ([telegram]), find_urls' search endpoint ([web]).
+            # send_messages' recipients and bot ([telegram]), find_urls' search endpoint ([web]),
+            # the calendars and address books ([calendar], [contacts]).
             config = for_workspace(workspace).settings.executor_config()
         if not workspace.keys_dir.exists():
             msg = f"no Metnos workspace at {workspace.data_dir}; run `metnos init` first"

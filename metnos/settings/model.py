@@ -17,6 +17,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from metnos.settings.calendar import DavSources
 from metnos.settings.cascade import CascadeConfig
 from metnos.settings.daemon import DaemonConfig
 from metnos.settings.errors import (
@@ -37,7 +38,7 @@ from metnos.settings.web import SEARCH_URL_SETTING, WebSettings
 from metnos.settings.workspace import WorkspaceConfig
 
 # config.toml's tables, in the order `metnos config check` names them.
-TOML_SECTIONS = ("llm", "model", "network", "telegram", "daemon", "turn", "runtime", "web")
+TOML_SECTIONS = ("llm", "model", "network", "telegram", "calendar", "contacts", "daemon", "turn", "runtime", "web")
 # The error a section's wrong value raises, as each has always (an ``except`` elsewhere catches it).
 SECTION_ERRORS: dict[str, type[Exception]] = {"llm": LLMConfigError, "model": LLMConfigError, "network": NetworkConfigError,
                                               "telegram": TelegramConfigError}
@@ -61,6 +62,10 @@ class Settings(BaseSettings):
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="`[network]`: the hosts executors may reach.")
     telegram: TelegramSettings = Field(default_factory=TelegramSettings,
                                        description="`[telegram]`: the bot, who may talk to it, send_messages' recipients.")
+    calendar: DavSources = Field(default_factory=DavSources,
+                                 description="`[calendar]`: the CalDAV calendars and .ics files of read_events, set_events, delete_events.")
+    contacts: DavSources = Field(default_factory=DavSources,
+                                 description="`[contacts]`: the CardDAV address books and .vcf files of read_contacts.")
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="`[daemon]`: the long-running process.")
     turn: TurnSettings = Field(default_factory=TurnSettings, description="`[turn]`: the turn's caps and tunables.")
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig,
@@ -85,8 +90,10 @@ class Settings(BaseSettings):
         return self
 
     def executor_config(self) -> dict[str, Any]:
-        """What executors read from ctx.config: send_messages' recipients and bot, find_urls' search endpoint."""
-        return {**self.telegram.executor_config(), **self.web.executor_config()}
+        """What executors read from ctx.config: send_messages' recipients and bot, find_urls' search endpoint,
+        the calendars and address books."""
+        return {**self.telegram.executor_config(), **self.web.executor_config(),
+                "calendar": self.calendar.executor_config(), "contacts": self.contacts.executor_config()}
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

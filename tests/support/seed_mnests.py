@@ -49,6 +49,11 @@ EXPECTED_SEED_PAIRS: frozenset[tuple[str, str]] = frozenset({
     ("read_urls_html", "filter_entries"), ("read_urls_html", "filter_lists"), ("read_urls_html", "sort_entries"),
     ("filter_entries", "read_urls_html"), ("filter_lists", "read_urls_html"), ("get_urls", "read_urls_html"),
     ("sort_entries", "read_urls_html"),
+    # Events and contacts are lists with no path: filtered, sorted, counted, described; never read or moved.
+    ("read_events", "compute_entries"), ("read_events", "describe_entries"), ("read_events", "extract_lines"),
+    ("read_events", "filter_entries"), ("read_events", "filter_lists"), ("read_events", "sort_entries"),
+    ("read_contacts", "compute_entries"), ("read_contacts", "describe_entries"), ("read_contacts", "extract_lines"),
+    ("read_contacts", "filter_entries"), ("read_contacts", "filter_lists"), ("read_contacts", "sort_entries"),
 })
 SEED_VERSION = "1.0.0"
 

@@ -41,7 +41,7 @@ def names(pairs: list[SeedPair]) -> set[tuple[str, str]]:
 def test_the_shipped_seeds_give_exactly_the_expected_pairs() -> None:
     pairs = seed_pairs(shipped_contracts())
     assert names(pairs) == EXPECTED_SEED_PAIRS
-    assert len(pairs) == len(EXPECTED_SEED_PAIRS) == 72
+    assert len(pairs) == len(EXPECTED_SEED_PAIRS) == 84
     assert all(p.src_version == p.dst_version == SEED_VERSION for p in pairs)
     assert pairs == sorted(pairs)
 

@@ -19,7 +19,9 @@ sandbox, where the executor cannot import Metnos). Keys:
                  "chat_ids", "timeout_s"}, "messages": {"default_channel"}}``.
                  Secrets never travel in ctx: ``token_env`` names an
                  environment variable the manifest lists under
-                 ``capabilities.env``.
+                 ``capabilities.env``; the calendars' and address books'
+                 passwords arrive in ``METNOS_DAV_SECRETS``, filled from the
+                 vault per call.
 ``executor``     ``{"name", "version"}`` of the executor being run.
 
 Path hints in manifests use the sandbox's vocabulary: absolute paths, ``~``,
@@ -44,6 +46,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "timeout_s": 5,
     },
     "messages": {"default_channel": "outbox"},
+    "calendar": {"sources": {}, "default": ""},
+    "contacts": {"sources": {}, "default": ""},
 }
 
 

@@ -1,0 +1,38 @@
+ICS = """BEGIN:VCALENDAR\r
+VERSION:2.0\r
+PRODID:-//Metnos//birth//EN\r
+BEGIN:VEVENT\r
+UID:dentist\r
+DTSTAMP:20300101T000000Z\r
+DTSTART:20300502T070000Z\r
+DTEND:20300502T080000Z\r
+SUMMARY:Dentist\r
+END:VEVENT\r
+BEGIN:VEVENT\r
+UID:standup\r
+DTSTAMP:20300101T000000Z\r
+DTSTART:20300429T070000Z\r
+DTEND:20300429T071500Z\r
+RRULE:FREQ=DAILY;COUNT=5\r
+SUMMARY:Standup\r
+END:VEVENT\r
+END:VCALENDAR\r
+"""
+
+
+def birth_delete_by_uid(run, tmp):
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "uids": ["standup"]})
+    assert out["ok"], out
+    assert out["entries"][0]["deleted"] is True and "RRULE:FREQ=DAILY;COUNT=5" in out["entries"][0]["previous"]
+    text = (tmp / "cal.ics").read_text()
+    assert "UID:standup" not in text and "UID:dentist" in text
+
+
+def birth_unknown_uid_changes_nothing(run, tmp):
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "uids": ["nope"]})
+    assert out["ok"] is False and out["entries"][0]["error"]["class"] == "NotFound", out
+    assert (tmp / "cal.ics").read_bytes() == ICS.encode()
+    out = run({"calendar": "work", "uids": ["x"]})
+    assert out["error"]["class"] == "UnknownCalendar", out

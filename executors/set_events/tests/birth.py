@@ -1,0 +1,49 @@
+ICS = """BEGIN:VCALENDAR\r
+VERSION:2.0\r
+PRODID:-//Metnos//birth//EN\r
+BEGIN:VEVENT\r
+UID:dentist\r
+DTSTAMP:20300101T000000Z\r
+DTSTART:20300502T070000Z\r
+DTEND:20300502T080000Z\r
+SUMMARY:Dentist\r
+END:VEVENT\r
+END:VCALENDAR\r
+"""
+
+
+def birth_move_keeps_the_length(run, tmp):
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"uid": "dentist", "start": "2030-05-03T10:00"}]})
+    assert out["ok"], out
+    entry = out["entries"][0]
+    assert entry["action"] == "changed" and "DTSTART:20300502T070000Z" in entry["previous"]
+    assert (entry["event"]["start"], entry["event"]["end"]) == ("2030-05-03T10:00+00:00", "2030-05-03T11:00+00:00"), entry
+    text = (tmp / "cal.ics").read_text()
+    assert "DTSTART:20300503T100000Z" in text and "SEQUENCE:1" in text and "20300502T070000Z" not in text, text
+
+
+def birth_create_in_a_new_file_and_an_existing_one(run, tmp):
+    out = run({"file": "~/new.ics", "events": [{"summary": "Lunch with Elena", "start": "2030-05-07T13:00",
+                                                 "location": "Bar Roma"}]})
+    assert out["ok"], out
+    uid = out["entries"][0]["uid"]
+    assert out["entries"][0]["action"] == "created" and uid.endswith("@metnos")
+    text = (tmp / "new.ics").read_text()
+    assert "SUMMARY:Lunch with Elena" in text and "DTEND:20300507T140000Z" in text and uid in text
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"summary": "Trip", "start": "2030-06-01", "end": "2030-06-03", "all_day": True}]})
+    assert out["entries"][0]["event"]["all_day"] is True and out["entries"][0]["event"]["end"] == "2030-06-03"
+    assert "UID:dentist" in (tmp / "cal.ics").read_text()
+
+
+def birth_refusals(run, tmp):
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"uid": "nope", "start": "2030-05-03T10:00"}, {"start": "2030-05-03T10:00"},
+                                                {"uid": "dentist", "start": "2030-05-03T10:00", "end": "2030-05-03T09:00"}]})
+    assert [e["error"]["class"] for e in out["entries"]] == ["NotFound", "InvalidArgument", "InvalidArgument"], out
+    assert (tmp / "cal.ics").read_bytes() == ICS.encode()
+    # A configured file must come as file, so its before-image is kept for undo.
+    out = run({"calendar": "home", "events": [{"summary": "x", "start": "2030-05-03T10:00"}]},
+              config={"calendar": {"sources": {"home": {"path": "~/cal.ics"}}, "default": "home"}})
+    assert out["error"]["class"] == "InvalidArgument" and "give it as file" in out["error"]["message"], out
