@@ -5,16 +5,16 @@
 default = "home"                       # the source a request that names none uses
 
 [calendar.sources.home]                # a CalDAV calendar
-url = "https://dav.example.org/anna/home/"
-username = "anna"
+url = "https://dav.example.org/chiara/home/"
+username = "chiara"
 secret = "home-dav"                    # the NAME of the password in the vault: `metnos calendar password home`
 
 [calendar.sources.holidays]            # a local .ics file
 path = "~/calendars/holidays.ics"
 
 [contacts.sources.people]              # a CardDAV address book, or path = "~/contacts.vcf"
-url = "https://dav.example.org/anna/contacts/"
-username = "anna"
+url = "https://dav.example.org/chiara/contacts/"
+username = "chiara"
 secret = "home-dav"
 ```
 

@@ -24,13 +24,13 @@ def birth_move_keeps_the_length(run, tmp):
 
 
 def birth_create_in_a_new_file_and_an_existing_one(run, tmp):
-    out = run({"file": "~/new.ics", "events": [{"summary": "Lunch with Elena", "start": "2030-05-07T13:00",
+    out = run({"file": "~/new.ics", "events": [{"summary": "Lunch with Sofia", "start": "2030-05-07T13:00",
                                                  "location": "Bar Roma"}]})
     assert out["ok"], out
     uid = out["entries"][0]["uid"]
     assert out["entries"][0]["action"] == "created" and uid.endswith("@metnos")
     text = (tmp / "new.ics").read_text()
-    assert "SUMMARY:Lunch with Elena" in text and "DTEND:20300507T140000Z" in text and uid in text
+    assert "SUMMARY:Lunch with Sofia" in text and "DTEND:20300507T140000Z" in text and uid in text
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "events": [{"summary": "Trip", "start": "2030-06-01", "end": "2030-06-03", "all_day": True}]})
     assert out["entries"][0]["event"]["all_day"] is True and out["entries"][0]["event"]["end"] == "2030-06-03"
