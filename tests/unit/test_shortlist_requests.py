@@ -5,8 +5,10 @@ Italian, typos, verbs the manifests do not list), measured on the seed
 catalogue with the code a turn runs. The floors are the figures measured
 when the rules were last changed (docs/benchmarks.md): a change that loses
 recall, or offers side effects to more read-only requests, fails here.
-Issue 30 asks for 99% recall; the rules reach 83%, and the misses are named
-in docs/benchmarks.md.
+Issue 30 asks for 99% recall; the rules reached 83% with the whole catalogue of
+13 seeds offered; with 20 seeds (mail, calendar, contacts and the web added) the
+catalogue no longer fits the pool, every request gets the shortlist, and the
+shortlist's 65% is the figure (docs/benchmarks.md names the misses).
 """
 
 from __future__ import annotations
@@ -38,8 +40,7 @@ def test_the_set_is_what_the_issue_asks_for() -> None:
 
 
 @pytest.mark.parametrize(("variant", "recall", "per_executor"), [
-    ("whole catalogue when it fits", 0.83, 0.90),
-    ("shortlist", 0.64, 0.78),
+    ("shortlist", 0.65, 0.78),
 ])
 def test_recall_does_not_fall(report: dict, variant: str, recall: float, per_executor: float) -> None:
     figures = report[variant]["all"]
@@ -53,7 +54,11 @@ def test_side_effects_are_offered_to_few_read_only_requests(report: dict, varian
     assert figures["side_effects_offered"] <= SIDE_EFFECTS_OFFERED_AT_MOST, figures["offered"]
 
 
-def test_the_whole_catalogue_finds_more_than_the_shortlist(report: dict) -> None:
+def test_the_whole_catalogue_is_offered_only_when_it_fits_the_pool(report: dict) -> None:
     whole, short = report["whole catalogue when it fits"]["all"], report["shortlist"]["all"]
-    assert whole["recall"] > short["recall"]
+    if len(catalogue()) > DEFAULT_POOL_SIZE:
+        # It does not fit: every request gets the shortlist.
+        assert whole == short
+    else:
+        assert whole["recall"] > short["recall"]
     assert whole["side_effects_offered"] <= short["side_effects_offered"]
