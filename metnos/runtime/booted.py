@@ -25,7 +25,7 @@ from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, load_
 from metnos.mechanisms.invocation.service import Call, Invoker
 from metnos.runtime.lifecycle import record_boot
 from metnos.runtime.mnestome.bootstrap import plant_seed_mnests
-from metnos.runtime.skills.vault import skill_credentials
+from metnos.runtime.skills.vault import mail_secrets, skill_credentials
 from metnos.runtime.orphans import OrphanReport, close_orphaned_turns
 from metnos.settings.loader import env_section, for_workspace
 from metnos.settings.workspace import Workspace
@@ -75,6 +75,7 @@ class Runtime:
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
             is_blocked=self._blocked_reason, config=config, credentials=skill_credentials(workspace),
+            seed_secrets=mail_secrets(workspace, lambda: for_workspace(workspace).settings.mail.secret_names()),
         )
 
     @classmethod
@@ -94,8 +95,9 @@ class Runtime:
         METNOS_BIRTH_REUSE=0."""
         workspace = workspace or Workspace.from_config(env_section("workspace"))
         if config is None:
-            # send_messages' recipients and bot come from config.toml ([telegram]).
-            config = for_workspace(workspace).settings.telegram.executor_config()
+            # send_messages' recipients and bot come from config.toml ([telegram]), the mail accounts from [mail].
+            settings = for_workspace(workspace).settings
+            config = {**settings.telegram.executor_config(), **settings.mail.executor_config()}
         if not workspace.keys_dir.exists():
             msg = f"no Metnos workspace at {workspace.data_dir}; run `metnos init` first"
             raise NotInitialised(msg)

@@ -27,6 +27,7 @@ from metnos.settings.errors import (
 )
 from metnos.settings.llm_tiers import LLMConfig
 from metnos.settings.log_store import LogStoreConfig
+from metnos.settings.mail import MailConfig
 from metnos.settings.model_server import ModelServerConfig
 from metnos.settings.network import NetworkConfig
 from metnos.settings.process import ProcessConfig
@@ -36,7 +37,7 @@ from metnos.settings.turn import TurnSettings
 from metnos.settings.workspace import WorkspaceConfig
 
 # config.toml's tables, in the order `metnos config check` names them.
-TOML_SECTIONS = ("llm", "model", "network", "telegram", "daemon", "turn", "runtime")
+TOML_SECTIONS = ("llm", "model", "network", "telegram", "mail", "daemon", "turn", "runtime")
 # The error a section's wrong value raises, as each has always (an ``except`` elsewhere catches it).
 SECTION_ERRORS: dict[str, type[Exception]] = {"llm": LLMConfigError, "model": LLMConfigError, "network": NetworkConfigError,
                                               "telegram": TelegramConfigError}
@@ -59,6 +60,8 @@ class Settings(BaseSettings):
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="`[network]`: the hosts executors may reach.")
     telegram: TelegramSettings = Field(default_factory=TelegramSettings,
                                        description="`[telegram]`: the bot, who may talk to it, send_messages' recipients.")
+    mail: MailConfig = Field(default_factory=MailConfig,
+                             description="`[mail]`: the accounts read_messages reads and send_messages sends from.")
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="`[daemon]`: the long-running process.")
     turn: TurnSettings = Field(default_factory=TurnSettings, description="`[turn]`: the turn's caps and tunables.")
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig,

@@ -16,6 +16,7 @@ from pydantic_core import PydanticUndefined
 
 from metnos.settings.declare import PRECEDENCE, Leaf, fields_of, leaves
 from metnos.settings.llm_tiers import TierConfig
+from metnos.settings.mail import MailAccount
 from metnos.settings.model import TOML_SECTIONS, Settings
 
 HEADER = """\
@@ -86,7 +87,7 @@ def _default(info: FieldInfo) -> str:
 
 def _type(info: FieldInfo) -> str:
     text = str(info.annotation).replace("typing.", "").replace("<class '", "").replace("'>", "")
-    return text.replace("metnos.settings.llm_tiers.", "").replace("|", "\\|")
+    return text.replace("metnos.settings.llm_tiers.", "").replace("metnos.settings.mail.", "").replace("|", "\\|")
 
 
 def _row(leaf: Leaf, section: str) -> str:
@@ -112,6 +113,15 @@ def _tiers() -> list[str]:
     return out
 
 
+def _mail_accounts() -> list[str]:
+    """``[mail.accounts.NAME]``'s own keys, from MailAccount."""
+    out = ["\n### `[mail.accounts.NAME]`, one table a mailbox\n",
+           "| key | type | default | what it does |", "|---|---|---|---|"]
+    for key, info in MailAccount.model_fields.items():
+        out.append(f"| `{key}` | {_type(info)} | {_default(info)} | {_cell(info.description)} |")
+    return out
+
+
 def reference() -> str:
     """docs/config.md as the model declares it."""
     out = [HEADER.format(precedence=" > ".join(PRECEDENCE))]
@@ -125,6 +135,8 @@ def reference() -> str:
         out.extend(_row(leaf, section) for leaf in everything if leaf.path[0] == section)
         if section == "llm":
             out.extend(_tiers())
+        if section == "mail":
+            out.extend(_mail_accounts())
     return "\n".join(out) + "\n"
 
 

@@ -16,10 +16,12 @@ sandbox, where the executor cannot import Metnos). Keys:
                  (``$WORKSPACE/outbox``).
 ``config``       executor-facing settings, ``DEFAULT_CONFIG`` merged with the
                  user's, e.g. ``{"telegram": {"base_url", "token_env",
-                 "chat_ids", "timeout_s"}, "messages": {"default_channel"}}``.
+                 "chat_ids", "timeout_s"}, "messages": {"default_channel"},
+                 "mail": {"accounts", "default_account", "recipients"}}``.
                  Secrets never travel in ctx: ``token_env`` names an
                  environment variable the manifest lists under
-                 ``capabilities.env``.
+                 ``capabilities.env``; the mail passwords arrive in
+                 ``METNOS_MAIL_SECRETS``, filled from the vault per call.
 ``executor``     ``{"name", "version"}`` of the executor being run.
 
 Path hints in manifests use the sandbox's vocabulary: absolute paths, ``~``,
@@ -44,6 +46,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "timeout_s": 5,
     },
     "messages": {"default_channel": "outbox"},
+    "mail": {"accounts": {}, "default_account": "", "recipients": {}},
 }
 
 

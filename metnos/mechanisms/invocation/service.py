@@ -97,11 +97,15 @@ class Invoker:
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
         credentials: Callable[[LoadedExecutor], dict[str, str]] | None = None,
+        seed_secrets: Callable[[LoadedExecutor], dict[str, str]] | None = None,
     ) -> None:
         """``credentials`` gives an imported executor the secrets its manifest
-        names (metnos.runtime.skills.vault), for that call's environment alone."""
+        names (metnos.runtime.skills.vault), for that call's environment alone;
+        ``seed_secrets`` does the same for the seeds that hold accounts (mail),
+        whose secrets the runtime keeps in that vault too."""
         self.workspace = workspace
         self.credentials = credentials
+        self.seed_secrets = seed_secrets
         self.report = report
         self.verify_key = verify_key
         self.clock = clock
@@ -207,7 +211,11 @@ class Invoker:
     def _call_env(self, target: LoadedExecutor) -> dict[str, str] | None:
         """The environment of one call: an imported executor's credentials come from the vault, not the shell."""
         if target.origin != "skill":
-            return self.env
+            extra = self.seed_secrets(target) if self.seed_secrets is not None and target.origin == "seed" else {}
+            if not extra:
+                return self.env
+            # The shell's own value of such a variable never reaches the call: only the vault's.
+            return {**(os.environ if self.env is None else self.env), **extra}
         base = {k: v for k, v in (os.environ if self.env is None else self.env).items() if k not in target.profile.env}
         if self.credentials is None or not target.profile.env:
             return base

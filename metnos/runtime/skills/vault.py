@@ -1,4 +1,4 @@
-"""The vault of the credentials imported skills need, encrypted with pynacl.
+"""The vault of the credentials imported skills need, and of the mail accounts' passwords, encrypted with pynacl.
 
 ``<config>/vault/`` (mode 0700) holds ``vault.key`` (32 random bytes) and
 ``vault.bin`` (a SecretBox over the JSON of ``{executor: {NAME: value}}``),
@@ -22,6 +22,7 @@ from nacl.secret import SecretBox
 from nacl.utils import random
 
 from domain.errors import MetnosError
+from metnos.settings.mail import SECRETS_ENV
 from metnos.settings.workspace import Workspace
 
 Ask = Callable[[str, str], str | None]
@@ -113,3 +114,24 @@ def skill_credentials(workspace: Workspace, ask: Ask | None = None) -> Callable[
         return out
 
     return credentials
+
+
+# The mail accounts' passwords live in the same vault, under this name (never an executor's).
+MAIL = "mail"
+
+
+def mail_secrets(workspace: Workspace, secret_names: Callable[[], dict[str, str]]) -> Callable[[object], dict[str, str]]:
+    """The Invoker's port for the seeds that read or send mail: their manifests name
+    ``METNOS_MAIL_SECRETS``; this fills it, for that call's environment alone, with a JSON map of
+    account to password for the accounts whose password the vault holds (``secret_names()``:
+    account -> the password's name in the vault, read from config.toml). An account without one is
+    left out: the executor then says which account, and `metnos mail password ACCOUNT` as the fix."""
+    vault = Vault(workspace)
+
+    def secrets(executor: object) -> dict[str, str]:
+        if SECRETS_ENV not in executor.profile.env:  # type: ignore[attr-defined]
+            return {}
+        held = {account: vault.get(MAIL, name) for account, name in secret_names().items()}
+        return {SECRETS_ENV: json.dumps({a: v for a, v in held.items() if v}, sort_keys=True)}
+
+    return secrets
