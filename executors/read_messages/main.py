@@ -236,6 +236,7 @@ def _body_and_attachments(msg, max_body):
         elif ctype == "text/html" and html is None:
             html = text
     body = plain if plain is not None else (html_text(html) if html is not None else "")
+    body = body.replace("\r\n", "\n")
     raw = body.encode("utf-8")
     truncated = len(raw) > max_body
     if truncated:
