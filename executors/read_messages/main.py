@@ -17,6 +17,7 @@ import json
 import os
 import socket
 import ssl
+from datetime import date
 from email.utils import getaddresses, parsedate_to_datetime
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
@@ -196,8 +197,6 @@ def _criteria(args):
 
 
 def _date(text):
-    from datetime import date
-
     try:
         return date.fromisoformat(text[:10])
     except ValueError:

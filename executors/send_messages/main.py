@@ -23,6 +23,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from datetime import datetime
 
 # The proxies from the environment: in the sandbox, the egress proxy is the only way out.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler())
@@ -221,8 +222,6 @@ def _to_mail(msg, ctx, account_name=None):
 
 
 def _parse_now(text):
-    from datetime import datetime
-
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 

@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_password(args: argparse.Namespace) -> int:
+    # Deferred: the vault loads pynacl, which `metnos --help` does not need.
     from metnos.services.mail import store_password
 
     if sys.stdin.isatty():
