@@ -11,12 +11,12 @@ smtp_host = "smtp.example.org"    # send_messages' "mail" channel (SMTP)
 smtp_port = 587
 tls = "implicit"                  # IMAP: implicit TLS (993) or "starttls" (143)
 smtp_tls = "starttls"             # SMTP: "starttls" (587) or "implicit" (465)
-username = "anna@example.org"
-from_address = "Anna <anna@example.org>"
+username = "carla@example.org"
+from_address = "Carla <carla@example.org>"
 secret = "home-mail"              # the NAME of the password in the vault: `metnos mail password home`
 
 [mail.recipients]                 # send_messages: a name people say -> an address
-elena = "elena@example.org"
+bruno = "bruno@example.org"
 ```
 
 The password is never in config.toml (a ``password`` key is refused), nor in

@@ -5,7 +5,7 @@ import socket
 
 def _account(port, **extra):
     return {"mail": {"accounts": {"school": {"host": "127.0.0.1", "port": port, "tls": "implicit",
-                                             "username": "anna", **extra}}}}
+                                             "username": "carla", **extra}}}}
 
 
 def _closed_port():

@@ -35,9 +35,9 @@ def birth_configured_default_channel(run, tmp):
 
 def birth_mail_says_which_account_recipient_or_password_is_missing(run, tmp):
     os.environ.pop("METNOS_MAIL_SECRETS", None)
-    accounts = {"home": {"username": "anna@example.org", "smtp_host": "127.0.0.1", "smtp_port": 1}}
-    out = run({"channel": "mail", "messages": [{"to_user": "elena", "body": "hi"},
-                                               {"to_user": "elena@example.org", "body": "hi"}]},
+    accounts = {"home": {"username": "carla@example.org", "smtp_host": "127.0.0.1", "smtp_port": 1}}
+    out = run({"channel": "mail", "messages": [{"to_user": "bruno", "body": "hi"},
+                                               {"to_user": "bruno@example.org", "body": "hi"}]},
               config={"mail": {"accounts": accounts, "recipients": {}}})
     first, second = (e["error"] for e in out["entries"])
     assert first["class"] == "UnknownRecipient" and "[mail.recipients]" in first["message"], first
