@@ -266,7 +266,7 @@ def _read(client, args, criteria):
         # Read-only selection: nothing this executor does can change the mailbox.
         client.select_folder(folder, readonly=True)
     except exceptions.IMAPClientError:
-        raise Refused("FolderNotFound", f"no folder {folder!r}: list them with list_folders") from None
+        raise Refused("FolderNotFound", f"no folder {folder!r}: ask with folders = true for their names") from None
     uids = sorted(client.search(criteria), reverse=True)
     shown = uids[: args.get("max_messages", 20)]
     sizes = client.fetch(shown, ["RFC822.SIZE", "FLAGS"]) if shown else {}
@@ -291,7 +291,7 @@ def run(args, ctx):
         return {"ok": False, "error": {"class": exc.cls, "message": str(exc)}}
     try:
         out = {"ok": True, "account": name}
-        if args.get("list_folders"):
+        if args.get("folders"):
             out["folders"] = sorted(f[2] for f in client.list_folders())
         else:
             messages, matched = _read(client, args, criteria)

@@ -164,7 +164,7 @@ def test_html_is_reduced_to_text_and_folders_are_listed(mail: Mail) -> None:
     out, _ = read({"subject": "Saldi"})
     [saldi] = out["messages"]
     assert saldi["body"] == "Saldi\nTutto al 50%", repr(saldi["body"])
-    out, _ = read({"list_folders": True})
+    out, _ = read({"folders": True})
     assert "INBOX" in out["folders"], out
     out, _ = read({"max_messages": 2, "max_body_bytes": 10})
     assert out["metadata"] == {"count": 2, "matched": 5, "more": True}
