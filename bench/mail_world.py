@@ -43,21 +43,21 @@ class MailWorld:
         return [self.imap.pattern, self.smtp.pattern]
 
     def config(self) -> str:
-        """config.toml's [mail] tables: one account reads, one sends (each server has its own certificate)."""
-        (self.root / "imap-ca.pem").write_bytes(self.imap.cert.cert_pem)
-        (self.root / "smtp-ca.pem").write_bytes(self.smtp.cert.cert_pem)
-        return (f'\n[mail]\ndefault_account = "school"\n\n[mail.accounts.school]\nusername = "{self.imap.user}"\n'
-                f'imap_host = "127.0.0.1"\nimap_port = {self.imap.port}\nca_file = "{self.root / "imap-ca.pem"}"\n\n'
-                f'[mail.accounts.outgoing]\nusername = "{self.smtp.user}"\nsmtp_host = "127.0.0.1"\nsmtp_port = {self.smtp.port}\n'
-                f'from_address = "Anna <anna@home.example>"\nca_file = "{self.root / "smtp-ca.pem"}"\n\n'
+        """config.toml's [mail] tables: one account that reads and sends, as a user sets one up; its CA
+        file holds both servers' throwaway certificates."""
+        ca = self.root / "ca.pem"
+        ca.write_bytes(self.imap.cert.cert_pem + self.smtp.cert.cert_pem)
+        return (f'\n[mail]\ndefault_account = "home"\n\n[mail.accounts.home]\nusername = "{self.imap.user}"\n'
+                f'imap_host = "127.0.0.1"\nimap_port = {self.imap.port}\nsmtp_host = "127.0.0.1"\nsmtp_port = {self.smtp.port}\n'
+                f'from_address = "Anna <anna@home.example>"\nca_file = "{ca}"\n\n'
                 f'[mail.recipients]\nelena = "{ELENA}"\n')
 
     def store_passwords(self, env: dict[str, str]) -> None:
-        for account, password in (("school", self.imap.password), ("outgoing", self.smtp.password)):
-            done = subprocess.run([sys.executable, "-m", "metnos", "mail", "password", account], env=env, cwd=env["HOME"],
-                                  input=password + "\n", capture_output=True, text=True, timeout=60)
-            if done.returncode != 0:
-                raise RuntimeError(f"metnos mail password {account} failed: {done.stderr.strip()[-300:]}")
+        """One account, one password: the servers are given the same one."""
+        done = subprocess.run([sys.executable, "-m", "metnos", "mail", "password", "home"], env=env, cwd=env["HOME"],
+                              input=self.imap.password + "\n", capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"metnos mail password home failed: {done.stderr.strip()[-300:]}")
 
     def sent(self) -> list[dict[str, Any]]:
         return list(self.smtp.received)
@@ -68,7 +68,7 @@ def mail_world() -> Iterator[MailWorld]:
     if not DOVECOT:
         raise RuntimeError("dovecot is not installed (apt-get install dovecot-imapd): the mail tasks need it")
     root = Path(tempfile.mkdtemp(prefix="agentbench-mail-"))
-    with dovecot(root / "dovecot") as imap, smtp_server() as smtp:
+    with dovecot(root / "dovecot") as imap, smtp_server(user=imap.user, password=imap.password) as smtp:
         imap.deliver(_mail(SCHOOL, "Uscita didattica di venerdì", "Venerdì la classe va al museo egizio: "
                            "portare il pranzo al sacco e 5 euro.", 1), stamp=1)
         imap.deliver(_mail("offerte@shop.example", "Saldi", "Tutto al 50%.", 2), stamp=2)

@@ -266,7 +266,9 @@ def _read(client, args, criteria):
         # Read-only selection: nothing this executor does can change the mailbox.
         client.select_folder(folder, readonly=True)
     except exceptions.IMAPClientError:
-        raise Refused("FolderNotFound", f"no folder {folder!r}: ask with folders = true for their names") from None
+        names = sorted(f[2] for f in client.list_folders())
+        raise Refused("FolderNotFound", f"no folder {folder!r}; the folders are {', '.join(names)} "
+                                        "(leave folder out for INBOX)") from None
     uids = sorted(client.search(criteria), reverse=True)
     shown = uids[: args.get("max_messages", 20)]
     sizes = client.fetch(shown, ["RFC822.SIZE", "FLAGS"]) if shown else {}

@@ -159,7 +159,9 @@ def _mail_account(ctx, wanted):
 
 
 def _address(to_user, ctx):
-    mapped = ((ctx["config"].get("mail") or {}).get("recipients") or {}).get(to_user)
+    recipients = (ctx["config"].get("mail") or {}).get("recipients") or {}
+    # A name as people write it: "Elena" is [mail.recipients] elena.
+    mapped = recipients.get(to_user) or {k.lower(): v for k, v in recipients.items()}.get(to_user.strip().lower())
     if mapped:
         return mapped
     if re.fullmatch(r"[^@\s<>,]+@[^@\s<>,]+\.[^@\s<>,]+", to_user):
