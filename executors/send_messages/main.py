@@ -160,7 +160,7 @@ def _mail_account(ctx, wanted):
 
 def _address(to_user, ctx):
     recipients = (ctx["config"].get("mail") or {}).get("recipients") or {}
-    # A name as people write it: "Elena" is [mail.recipients] elena.
+    # A name as people write it: "Bruno" is [mail.recipients] bruno.
     mapped = recipients.get(to_user) or {k.lower(): v for k, v in recipients.items()}.get(to_user.strip().lower())
     if mapped:
         return mapped

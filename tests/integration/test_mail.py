@@ -166,6 +166,8 @@ def test_html_is_reduced_to_text_and_folders_are_listed(mail: Mail) -> None:
     assert saldi["body"] == "Saldi\nTutto al 50%", repr(saldi["body"])
     out, _ = read({"folders": True})
     assert "INBOX" in out["folders"], out
+    out, _ = read({"folder": "~/Documents/Mail"})
+    assert out["error"]["class"] == "FolderNotFound" and "the folders are INBOX" in out["error"]["message"], out
     out, _ = read({"max_messages": 2, "max_body_bytes": 10})
     assert out["metadata"] == {"count": 2, "matched": 5, "more": True}
     assert all(len(m["body"].encode()) <= 10 for m in out["messages"])
