@@ -4,6 +4,7 @@ inbox, an account for each in config.toml and their passwords in the vault."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,9 +69,12 @@ def mail_world() -> Iterator[MailWorld]:
     if not DOVECOT:
         raise RuntimeError("dovecot is not installed (apt-get install dovecot-imapd): the mail tasks need it")
     root = Path(tempfile.mkdtemp(prefix="agentbench-mail-"))
-    with dovecot(root / "dovecot") as imap, smtp_server(user=imap.user, password=imap.password) as smtp:
-        imap.deliver(_mail(SCHOOL, "Uscita didattica di venerdì", "Venerdì la classe va al museo egizio: "
-                           "portare il pranzo al sacco e 5 euro.", 1), stamp=1)
-        imap.deliver(_mail("offerte@shop.example", "Saldi", "Tutto al 50%.", 2), stamp=2)
-        imap.deliver(_mail(SCHOOL, "Menu della mensa", "Menu di aprile, già letto.", 3), seen=True, stamp=3)
-        yield MailWorld(imap, smtp, root)
+    try:
+        with dovecot(root / "dovecot") as imap, smtp_server(user=imap.user, password=imap.password) as smtp:
+            imap.deliver(_mail(SCHOOL, "Uscita didattica di venerdì", "Venerdì la classe va al museo egizio: "
+                               "portare il pranzo al sacco e 5 euro.", 1), stamp=1)
+            imap.deliver(_mail("offerte@shop.example", "Saldi", "Tutto al 50%.", 2), stamp=2)
+            imap.deliver(_mail(SCHOOL, "Menu della mensa", "Menu di aprile, già letto.", 3), seen=True, stamp=3)
+            yield MailWorld(imap, smtp, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
