@@ -14,6 +14,8 @@ with_bench=no
 packages=(bubblewrap libseccomp2)
 # chromium and its driver: the dashboard is tested in a real headless browser.
 [ "$with_tests" = yes ] && packages+=(postgresql graphviz chromium chromium-driver)
+# dovecot: the real IMAP server read_messages is tested against.
+[ "$with_tests" = yes ] && packages+=(dovecot-imapd)
 
 missing=()
 for p in "${packages[@]}"; do

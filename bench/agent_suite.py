@@ -26,6 +26,8 @@ class Outcome:
     home: Path
     outbox: list[dict[str, Any]]
     schedules: list[dict[str, Any]]
+    # What reached the mail world's SMTP server (bench/mail_world.py), for the tasks that have one.
+    mail_sent: list[dict[str, Any]] = field(default_factory=list)
 
 
 Check = Callable[[Outcome], tuple[bool, str]]
@@ -39,6 +41,7 @@ class Task:
     files: dict[str, str | bytes] = field(default_factory=dict)
     ages_days: dict[str, float] = field(default_factory=dict)  # path -> how many days ago it was modified
     tools: int = 1  # how many tool calls a sensible plan needs
+    world: str = ""  # "mail": the task runs against real mail servers (bench/mail_world.py)
 
     def request(self, url: str) -> str:
         return self.text.replace("{url}", url)
@@ -140,6 +143,17 @@ def sent(to: str, *needles: str) -> Check:
     return check
 
 
+def mailed(address: str, *needles: str) -> Check:
+    """A mail that reached the mail world's SMTP server for ``address``, its text holding every needle."""
+    def check(o: Outcome) -> tuple[bool, str]:
+        for m in o.mail_sent:
+            if address.lower() in [t.lower() for t in m.get("to", [])] and all(n.lower() in m.get("data", "").lower() for n in needles):
+                return True, "ok"
+        return False, f"no mail to {address} with {list(needles)} ({len(o.mail_sent)} mails arrived)"
+
+    return check
+
+
 def scheduled(cron_ok: Callable[[list[str]], bool], *needles: str) -> Check:
     def check(o: Outcome) -> tuple[bool, str]:
         for s in o.schedules:
@@ -216,6 +230,8 @@ PACKAGE = json.dumps({"name": "garden-planner", "version": "3.4.1", "license": "
 RECIPE = "# Pancakes\n\nIngredients:\n- 250 g flour\n- 4 eggs\n- 500 ml milk\n- a pinch of salt\n"
 APPOINTMENTS = "Dentist: Thursday at 10:45\nHaircut: Saturday at 9:00\n"
 MEETING = "Quarterly review moved to room B12.\nBring the budget sheet.\n"
+
+PARTY = "# Giulia's birthday party\n\nSaturday at 16:00.\nAddress: Via Garibaldi 21, Torino\n"
 
 PAGES: dict[str, tuple[str, bytes]] = {
     "/menu.html": ("text/html", b"<html><head><title>Trattoria Sole</title></head><body><h1>Menu</h1>"
@@ -377,6 +393,12 @@ TASKS: list[Task] = [
     Task("largest_pdf_to_marco", "Find the largest PDF in ~/Documents and send its name to marco.",
          sent("marco", "atlas.pdf"),
          {"Documents/atlas.pdf": _blob(70000), "Documents/small.pdf": _blob(700), "Documents/big.txt": _blob(90000)}, tools=4),
+    # Mail, against dovecot and aiosmtpd on 127.0.0.1 (bench/mail_world.py: the school's mail, Elena's address).
+    Task("mail_school_today", "Anything from the school today in my mail?",
+         says_any("museo", "museum", "egizio", "egyptian"), world="mail"),
+    Task("mail_unread_count", "How many unread emails do I have?", says_number(2, 0), world="mail"),
+    Task("mail_address_to_elena", "Send Elena the address in ~/notes/party.md by mail.",
+         mailed("elena.rossi@friends.example", "Garibaldi 21"), {"notes/party.md": PARTY}, tools=2, world="mail"),
 ]
 
 # A handful that touch each kind of check, for CI.

@@ -111,7 +111,7 @@ CONSTRAINED_CALLS = True
 
 
 def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "local", online_url: str | None = None,
-                    pages_url: str | None = None) -> None:
+                    pages_url: str | None = None, world: Any = None) -> None:
     """The shared server as the user's config.toml names it, with the bench's time limit per request
     (the plain loops have no limit per request either, only the task's). In online and hybrid
     mode the frontier tier is ``online_url`` (the second model) and plans; local tiers stay on ``llm_url``.
@@ -124,10 +124,16 @@ def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "
     if mode != "local":
         text += (f'\n[llm.tiers.frontier]\nprovider = "openai"\nurl = "{online_url or llm_url}"\nmodel = "bench-online"\n'
                  f'timeout_s = {timeout_s:.0f}\nmax_tokens = 1024\n\n[runtime]\nmode = "{mode}"\nonline_tier = "frontier"\n')
+    allow = [pages_url.split("://", 1)[1].rstrip("/")] if pages_url else []
+    # A task's mail world: its servers on the allow-list and its accounts, as the user would have set them.
+    allow += world.allow() if world is not None else []
+    if allow:
+        text += f"\n[network]\nallow = {json.dumps(allow)}\n"
     if pages_url:
-        text += f'\n[network]\nallow = ["{pages_url.split("://", 1)[1].rstrip("/")}"]\n'
         # The same server stands in for a SearXNG instance (find_urls' web search).
         text += f'\n[web]\nsearch_url = "{pages_url.rstrip("/")}"\n'
+    if world is not None:
+        text += world.config()
     config.write_text(text, encoding="utf-8")
 
 
@@ -146,12 +152,15 @@ MALFORMED_KINDS = frozenset({"arguments", "unknown_executor", "schema", "piping"
 
 
 def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode: str = "local",
-               online_url: str | None = None, pages_url: str | None = None) -> tuple[LoopResult, str, Outcome, float, dict[str, int]]:
+               online_url: str | None = None, pages_url: str | None = None,
+               world: Any = None) -> tuple[LoopResult, str, Outcome, float, dict[str, int]]:
     env = metnos_env(home)
     init = _metnos(["init"], env, 300)
     if init.returncode != 0:
         raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
-    point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url, pages_url=pages_url)
+    point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url, pages_url=pages_url, world=world)
+    if world is not None:
+        world.store_passwords(env)
     t0 = time.monotonic()
     try:
         proc = _metnos(["ask", "--json", "--yes", request], env, timeout_s)
@@ -173,7 +182,8 @@ def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode
         "answers_rejected": len(_events(env, "Turn.AnswerRejected")),
         "constrained_rounds": sum(bool(((e["state"].get("reply") or {}).get("constraint") or {}).get("sent")) for e in replies),
     }
-    return LoopResult(answer, steps, tokens, len(replies), error), status, Outcome(answer, home, outbox, schedules), seconds, forms
+    mail_sent = world.sent() if world is not None else []
+    return LoopResult(answer, steps, tokens, len(replies), error), status, Outcome(answer, home, outbox, schedules, mail_sent), seconds, forms
 
 
 def run_in_process(system: str, home: Path, request: str, llm_url: str, timeout_s: float) -> tuple[LoopResult, str, Outcome, float]:
@@ -192,7 +202,14 @@ def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: f
     try:
         build_home(task, home)
         request = task.request(pages_url)
-        if system in MODE_OF:
+        if system in MODE_OF and task.world == "mail":
+            # Deferred: only the mail tasks start dovecot and aiosmtpd.
+            from bench.mail_world import mail_world
+
+            with mail_world() as world:
+                result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
+                                                                     online_url=online_url, pages_url=pages_url, world=world)
+        elif system in MODE_OF:
             result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
                                                                  online_url=online_url, pages_url=pages_url)
         else:

@@ -23,12 +23,14 @@ from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.keys import KeyFileError, key_fingerprint, load_verify_key
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, load_executors
 from metnos.mechanisms.invocation.service import Call, Invoker
-from metnos.runtime.dav_secrets import dav_secrets
 from metnos.runtime.lifecycle import record_boot
 from metnos.runtime.mnestome.bootstrap import plant_seed_mnests
-from metnos.runtime.skills.vault import skill_credentials
+from metnos.runtime.skills.vault import MAIL, account_secrets, skill_credentials
 from metnos.runtime.orphans import OrphanReport, close_orphaned_turns
+from metnos.settings.calendar import SECRETS_ENV as DAV_SECRETS, VAULT_DRAWER as DAV_DRAWER, secret_names as dav_secret_names
 from metnos.settings.loader import env_section, for_workspace
+from metnos.settings.mail import SECRETS_ENV as MAIL_SECRETS
+from metnos.settings.model import Settings
 from metnos.settings.workspace import Workspace
 from projections.views import open_stores, open_views
 from metnos.runtime.lifecycle import Lifecycle
@@ -76,7 +78,7 @@ class Runtime:
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
             is_blocked=self._blocked_reason, config=config, credentials=skill_credentials(workspace),
-            seed_secrets=dav_secrets(workspace, lambda: for_workspace(workspace).settings),
+            seed_secrets=account_secrets(workspace, lambda: seed_accounts(for_workspace(workspace).settings)),
         )
 
     @classmethod
@@ -97,7 +99,7 @@ class Runtime:
         workspace = workspace or Workspace.from_config(env_section("workspace"))
         if config is None:
             # send_messages' recipients and bot ([telegram]), find_urls' search endpoint ([web]),
-            # the calendars and address books ([calendar], [contacts]).
+            # the calendars and address books ([calendar], [contacts]), the mail accounts ([mail]).
             config = for_workspace(workspace).settings.executor_config()
         if not workspace.keys_dir.exists():
             msg = f"no Metnos workspace at {workspace.data_dir}; run `metnos init` first"
@@ -182,3 +184,10 @@ class Runtime:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def seed_accounts(settings: Settings) -> dict[str, tuple[str, dict[str, str]]]:
+    """What the seeds that hold accounts get from the vault: the mail accounts' passwords and the
+    calendars' and address books' (the Invoker's ``seed_secrets``, metnos.runtime.skills.vault)."""
+    return {MAIL_SECRETS: (MAIL, settings.mail.secret_names()),
+            DAV_SECRETS: (DAV_DRAWER, dav_secret_names(settings.calendar, settings.contacts))}

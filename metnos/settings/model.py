@@ -28,6 +28,7 @@ from metnos.settings.errors import (
 )
 from metnos.settings.llm_tiers import LLMConfig
 from metnos.settings.log_store import LogStoreConfig
+from metnos.settings.mail import MailConfig
 from metnos.settings.model_server import ModelServerConfig
 from metnos.settings.network import NetworkConfig, matches
 from metnos.settings.process import ProcessConfig
@@ -38,7 +39,7 @@ from metnos.settings.web import SEARCH_URL_SETTING, WebSettings
 from metnos.settings.workspace import WorkspaceConfig
 
 # config.toml's tables, in the order `metnos config check` names them.
-TOML_SECTIONS = ("llm", "model", "network", "telegram", "calendar", "contacts", "daemon", "turn", "runtime", "web")
+TOML_SECTIONS = ("llm", "model", "network", "telegram", "mail", "calendar", "contacts", "daemon", "turn", "runtime", "web")
 # The error a section's wrong value raises, as each has always (an ``except`` elsewhere catches it).
 SECTION_ERRORS: dict[str, type[Exception]] = {"llm": LLMConfigError, "model": LLMConfigError, "network": NetworkConfigError,
                                               "telegram": TelegramConfigError}
@@ -62,6 +63,8 @@ class Settings(BaseSettings):
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="`[network]`: the hosts executors may reach.")
     telegram: TelegramSettings = Field(default_factory=TelegramSettings,
                                        description="`[telegram]`: the bot, who may talk to it, send_messages' recipients.")
+    mail: MailConfig = Field(default_factory=MailConfig,
+                             description="`[mail]`: the accounts read_messages reads and send_messages sends from.")
     calendar: DavSources = Field(default_factory=DavSources,
                                  description="`[calendar]`: the CalDAV calendars and .ics files of read_events, set_events, delete_events.")
     contacts: DavSources = Field(default_factory=DavSources,

@@ -17,6 +17,7 @@ from pydantic_core import PydanticUndefined
 from metnos.settings.calendar import DavSource
 from metnos.settings.declare import PRECEDENCE, Leaf, fields_of, leaves
 from metnos.settings.llm_tiers import TierConfig
+from metnos.settings.mail import MailAccount
 from metnos.settings.model import TOML_SECTIONS, Settings
 
 HEADER = """\
@@ -87,7 +88,8 @@ def _default(info: FieldInfo) -> str:
 
 def _type(info: FieldInfo) -> str:
     text = str(info.annotation).replace("typing.", "").replace("<class '", "").replace("'>", "")
-    return text.replace("metnos.settings.llm_tiers.", "").replace("metnos.settings.calendar.", "").replace("|", "\\|")
+    return (text.replace("metnos.settings.llm_tiers.", "").replace("metnos.settings.calendar.", "")
+            .replace("metnos.settings.mail.", "").replace("|", "\\|"))
 
 
 def _row(leaf: Leaf, section: str) -> str:
@@ -113,11 +115,17 @@ def _tiers() -> list[str]:
     return out
 
 
-def _dav_sources(section: str) -> list[str]:
-    """``[calendar.sources.NAME]`` and ``[contacts.sources.NAME]``'s own keys, from DavSource."""
-    out = [f"\n### `[{section}.sources.NAME]`, one table a source\n",
-           "| key | type | default | what it does |", "|---|---|---|---|"]
-    for key, info in DavSource.model_fields.items():
+# The sections whose NAME tables have keys of their own: (the table's path, its one-line title, its model).
+NAMED_TABLES = {"mail": ("mail.accounts.NAME", "one table a mailbox", MailAccount),
+                "calendar": ("calendar.sources.NAME", "one table a source", DavSource),
+                "contacts": ("contacts.sources.NAME", "one table a source", DavSource)}
+
+
+def _named_table(section: str) -> list[str]:
+    """A ``[SECTION.….NAME]`` table's own keys, from its model."""
+    path, title, model = NAMED_TABLES[section]
+    out = [f"\n### `[{path}]`, {title}\n", "| key | type | default | what it does |", "|---|---|---|---|"]
+    for key, info in model.model_fields.items():
         out.append(f"| `{key}` | {_type(info)} | {_default(info)} | {_cell(info.description)} |")
     return out
 
@@ -135,8 +143,8 @@ def reference() -> str:
         out.extend(_row(leaf, section) for leaf in everything if leaf.path[0] == section)
         if section == "llm":
             out.extend(_tiers())
-        if section in ("calendar", "contacts"):
-            out.extend(_dav_sources(section))
+        if section in NAMED_TABLES:
+            out.extend(_named_table(section))
     return "\n".join(out) + "\n"
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +47,38 @@ def workspace(tmp_path: Path, initialised_workspace: Callable[[str], Path], expe
     (home.data / "log").mkdir(mode=0o700)
     shutil.copyfile(RECORDED / "log" / "data.mdb", home.data / "log" / "data.mdb")
     (home.metnos_home / "config" / "config.toml").write_text(expected["config_toml"])
+    seeds_as_recorded(home, expected["recorded_with"]["commit"], tmp_path / "recorded-seeds")
     return home
+
+
+def seeds_as_recorded(home: Home, commit: str, scratch: Path) -> None:
+    """The seed executors as the recording had them: one added since is removed, one changed since is
+    put back from the commit the log was recorded with, signed by this workspace's key. A catalogue that
+    grew or changed is a cause replay rightly names as a divergence; this test is about code that moved."""
+    from metnos.mechanisms.executors.install import install_executor
+    from metnos.mechanisms.executors.keys import load_signing_key
+    from metnos.settings.workspace import Workspace
+
+    repo = Path(__file__).resolve().parents[2]
+    if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode:
+        pytest.skip(f"the commit the fixture was recorded with ({commit}) is not in this checkout's history")
+    recorded = subprocess.run(["git", "-C", str(repo), "ls-tree", "-d", "--name-only", f"{commit}:executors"],
+                              capture_output=True, text=True, check=True).stdout.split()
+    changed = subprocess.run(["git", "-C", str(repo), "diff", "--name-only", commit, "--", "executors"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    workspace = Workspace.from_env(home.env())
+    seeds = workspace.executors_origin_dir("seed")
+    for folder in sorted(p for p in seeds.iterdir() if p.is_dir()):
+        if folder.name not in recorded:
+            shutil.rmtree(folder)
+        elif any(c.startswith(f"executors/{folder.name}/") for c in changed):
+            source = scratch / folder.name
+            source.mkdir(parents=True)
+            archive = subprocess.run(["git", "-C", str(repo), "archive", commit, f"executors/{folder.name}"],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "--strip-components=2", "-C", str(source)], input=archive, check=True)
+            shutil.rmtree(folder)
+            install_executor(source, seeds, load_signing_key(workspace))
 
 
 def run(home: Home, *argv: str) -> str:

@@ -31,3 +31,27 @@ def birth_configured_default_channel(run, tmp):
               config={"messages": {"default_channel": "telegram"}, "telegram": {"chat_ids": {}}})
     assert out["entries"][0]["channel"] == "telegram"
     assert out["entries"][0]["error"]["class"] == "UnknownRecipient"
+
+
+def birth_mail_says_which_account_recipient_or_password_is_missing(run, tmp):
+    os.environ.pop("METNOS_MAIL_SECRETS", None)
+    accounts = {"home": {"username": "carla@example.org", "smtp_host": "127.0.0.1", "smtp_port": 1}}
+    out = run({"channel": "mail", "messages": [{"to_user": "bruno", "body": "hi"},
+                                               {"to_user": "bruno@example.org", "body": "hi"}]},
+              config={"mail": {"accounts": accounts, "recipients": {}}})
+    first, second = (e["error"] for e in out["entries"])
+    assert first["class"] == "UnknownRecipient" and "[mail.recipients]" in first["message"], first
+    assert second["class"] == "Unauthorized" and "metnos mail password home" in second["message"], second
+    out = run({"channel": "mail", "account": "work", "messages": [{"to_user": "a@b.org", "body": "hi"}]},
+              config={"mail": {"accounts": accounts}})
+    assert out["entries"][0]["error"]["class"] == "UnknownAccount" and "home" in out["entries"][0]["error"]["message"]
+    assert os.listdir(tmp / "outbox") == []
+
+
+def birth_mail_names_match_as_people_write_them(run, tmp):
+    os.environ.pop("METNOS_MAIL_SECRETS", None)
+    accounts = {"home": {"username": "carla@example.org", "smtp_host": "127.0.0.1", "smtp_port": 1}}
+    out = run({"channel": "mail", "messages": [{"to_user": "Bruno", "body": "hi"}]},
+              config={"mail": {"accounts": accounts, "recipients": {"bruno": "bruno@example.org"}}})
+    # Found as bruno: what stops it is the missing password, not the recipient.
+    assert out["entries"][0]["error"]["class"] == "Unauthorized", out

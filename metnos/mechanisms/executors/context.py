@@ -16,12 +16,13 @@ sandbox, where the executor cannot import Metnos). Keys:
                  (``$WORKSPACE/outbox``).
 ``config``       executor-facing settings, ``DEFAULT_CONFIG`` merged with the
                  user's, e.g. ``{"telegram": {"base_url", "token_env",
-                 "chat_ids", "timeout_s"}, "messages": {"default_channel"}}``.
+                 "chat_ids", "timeout_s"}, "messages": {"default_channel"},
+                 "mail": {"accounts", "default_account", "recipients"}}``.
                  Secrets never travel in ctx: ``token_env`` names an
                  environment variable the manifest lists under
-                 ``capabilities.env``; the calendars' and address books'
-                 passwords arrive in ``METNOS_DAV_SECRETS``, filled from the
-                 vault per call.
+                 ``capabilities.env``; the mail passwords arrive in
+                 ``METNOS_MAIL_SECRETS``, the calendars' and address books'
+                 in ``METNOS_DAV_SECRETS``, filled from the vault per call.
 ``executor``     ``{"name", "version"}`` of the executor being run.
 
 Path hints in manifests use the sandbox's vocabulary: absolute paths, ``~``,
@@ -48,6 +49,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "messages": {"default_channel": "outbox"},
     "calendar": {"sources": {}, "default": ""},
     "contacts": {"sources": {}, "default": ""},
+    "mail": {"accounts": {}, "default_account": "", "recipients": {}},
 }
 
 

@@ -101,7 +101,7 @@ class Invoker:
     ) -> None:
         """``credentials`` gives an imported executor the secrets its manifest
         names (metnos.runtime.skills.vault), for that call's environment alone;
-        ``seed_secrets`` does the same for the seeds that hold accounts (calendars,
+        ``seed_secrets`` does the same for the seeds that hold accounts (mail, calendars,
         address books), whose secrets the runtime keeps in that vault too."""
         self.workspace = workspace
         self.credentials = credentials

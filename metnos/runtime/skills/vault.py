@@ -1,4 +1,4 @@
-"""The vault of the credentials imported skills need, encrypted with pynacl.
+"""The vault of the credentials imported skills need, and of the mail accounts' passwords, encrypted with pynacl.
 
 ``<config>/vault/`` (mode 0700) holds ``vault.key`` (32 random bytes) and
 ``vault.bin`` (a SecretBox over the JSON of ``{executor: {NAME: value}}``),
@@ -113,3 +113,29 @@ def skill_credentials(workspace: Workspace, ask: Ask | None = None) -> Callable[
         return out
 
     return credentials
+
+
+# The mail accounts' passwords live in the same vault, under this name (never an executor's).
+MAIL = "mail"
+
+
+def account_secrets(workspace: Workspace, drawers: Callable[[], dict[str, tuple[str, dict[str, str]]]]) -> Callable[[object], dict[str, str]]:
+    """The Invoker's ``seed_secrets`` port for the seeds that hold accounts (mail, calendars,
+    address books): ``drawers()`` maps each environment variable such a seed's manifest names
+    (``METNOS_MAIL_SECRETS``, ``METNOS_DAV_SECRETS``) to the vault drawer its passwords live in
+    and the map account -> password name, read from config.toml at each call. The variable is
+    filled, for that call's environment alone, with a JSON map of account to password for the
+    accounts whose password the vault holds; an account without one is left out, and the
+    executor then names it and the command that stores it."""
+    vault = Vault(workspace)
+
+    def secrets(executor: object) -> dict[str, str]:
+        wanted = executor.profile.env  # type: ignore[attr-defined]
+        out = {}
+        for env_name, (drawer, names) in drawers().items():
+            if env_name in wanted:
+                held = {account: vault.get(drawer, name) for account, name in names.items()}
+                out[env_name] = json.dumps({a: v for a, v in held.items() if v}, sort_keys=True)
+        return out
+
+    return secrets
