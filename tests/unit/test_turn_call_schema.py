@@ -90,7 +90,10 @@ def test_from_step_names_only_an_earlier_step_that_made_a_list(later_round: dict
 
 def test_a_whole_value_may_name_a_field_of_an_earlier_good_step(later_round: dict) -> None:
     assert admits(later_round, {"name": "send_message", "arguments": {"to": "elena", "text": "{{step2.content}}"}})
-    assert admits(later_round, {"name": "read_files", "arguments": {"paths": ["{{step1.entries.0.path}}"], "max_bytes": "{{step2.size}}"}})
+    assert admits(later_round, {"name": "read_files", "arguments": {"paths": ["{{step1.entries.0.path}}"], "max_bytes": "{{step2.content}}"}})
+    # Only a field the step holds: step 2 gave a content and no size; step 1's entries have no text.
+    assert not admits(later_round, {"name": "read_files", "arguments": {"paths": ["~/a"], "max_bytes": "{{step2.size}}"}})
+    assert not admits(later_round, {"name": "send_message", "arguments": {"to": "elena", "text": "{{step1.text}}"}})
     assert not admits(later_round, {"name": "read_files", "arguments": {"paths": ["~/a"], "max_bytes": "{{step3.size}}"}})
     assert not admits(later_round, {"name": "read_files", "arguments": {"paths": ["{{step4.path}}"]}})
     # Before any step ran there is nothing to refer to.
@@ -233,3 +236,26 @@ def test_free_text_holds_no_placeholder_but_a_whole_reference_to_a_good_step(lat
     assert not admits(later_round, send) and not admits(later_round, inside)
     assert admits(later_round, whole) and admits(later_round, braces)
     assert not admits(call_schema(TOOLS), whole)
+
+
+
+def test_bounds_the_prompt_leaves_out_hold_in_the_grammar() -> None:
+    lines = ToolSpec("extract_lines", "Lines by position.", {"type": "object", "properties": {"first": {"type": "integer"}}},
+                     grammar_parameters={"type": "object", "properties": {"first": {"type": "integer", "minimum": 1}}})
+    schema = call_schema([lines])
+    assert admits(schema, {"name": "extract_lines", "arguments": {"first": 1}})
+    assert not admits(schema, {"name": "extract_lines", "arguments": {"first": 0}})
+
+
+def test_a_scheduled_call_is_held_to_the_schema_of_an_offered_executor() -> None:
+    from metnos.runtime.step.catalogue import builtin_tools
+    schedule = builtin_tools()["schedule_recurring"].tool
+    schema = call_schema([schedule, SEND])
+    good = {"name": "schedule_recurring", "arguments": {"executor": "send_message", "cron": "0 8 * * *",
+                                                        "args": {"to": "me", "text": "take the vitamins"}}}
+    assert admits(schema, good)
+    # The cron inside the args (what the 1.5B wrote), an executor not offered, or args of another tool: refused.
+    assert not admits(schema, {"name": "schedule_recurring", "arguments": {
+        "executor": "send_message", "args": {"to": "me", "text": "x", "cron": "0 8 * * *"}, "cron": "0 8 * * *"}})
+    assert not admits(schema, {**good, "arguments": {**good["arguments"], "executor": "me@example.org"}})
+    assert not admits(schema, {**good, "arguments": {**good["arguments"], "args": {"paths": ["~/a"]}}})

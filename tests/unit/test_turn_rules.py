@@ -374,3 +374,18 @@ def test_after_a_problem_the_next_round_climbs_one_tier_once() -> None:
     assert loop.events == [("TierEscalated", {"round": 0, "from_tier": "fast", "to_tier": "middle", "reason": "read_files failed"})]
     ClimbTier().on_ask(a_round(loop, state))
     assert state.tier == "middle" and len(loop.events) == 1
+
+
+def test_an_answer_in_the_words_of_the_request_is_not_an_echo_of_the_instructions() -> None:
+    # The 1.5B's right answer was sent back as "instructions echoed": it said the request's words,
+    # which the loop's own "answer now" message quotes.
+    from metnos.runtime.turn.prompt import answer_from_results
+    loop, state = Loop(), TurnState()
+    request = "What is the headline on http://127.0.0.1:45017/news.html?"
+    answer = an_answer(loop, 'The headline on http://127.0.0.1:45017/news.html is "The bridge reopens".', state, request=request)
+    answer.messages.extend([UserMessage("step 1 returned ..."), UserMessage(answer_from_results(request))])
+    assert AnswerForm().on_answer(answer) is None
+    echo = an_answer(loop, "Using these results, answer my request in plain text with the actual values from them.", state,
+                     request=request)
+    echo.messages.extend([UserMessage("step 1 returned ..."), UserMessage(answer_from_results(request))])
+    assert isinstance(AnswerForm().on_answer(echo), SendBack)

@@ -22,6 +22,13 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    # What a round's grammar holds a call to, when it says more than the prompt's ``parameters``
+    # (the bounds of numbers and lengths the prompt leaves out to save tokens); never sent.
+    grammar_parameters: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def constrained_parameters(self) -> dict[str, Any]:
+        return self.grammar_parameters if self.grammar_parameters is not None else self.parameters
 
 
 @dataclass(frozen=True)

@@ -126,23 +126,27 @@ def tool_parameters(input_schema: dict[str, Any], *, step_refs: bool = True) -> 
 # still enforced: arguments are validated against the full signed schema, and
 # a violation comes back to the model with the reason.
 _SHAPE_KEYS = ("type", "enum", "const", "properties", "items", "required", "anyOf", "oneOf")
+# What a round's grammar holds besides the shape: the bounds the 1.5B broke ("first": 0 for a
+# minimum of 1), which cost prompt tokens and are cheap for the grammar.
+_BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems")
 
 
-def compact_schema(node: Any) -> Any:
-    """The shape of a JSON Schema: types, fields, required fields and enums, nothing else."""
+def compact_schema(node: Any, *, bounds: bool = False) -> Any:
+    """The shape of a JSON Schema: types, fields, required fields and enums, nothing else
+    (with ``bounds``, also the bounds of numbers, strings and arrays)."""
     if isinstance(node, list):
-        return [compact_schema(v) for v in node]
+        return [compact_schema(v, bounds=bounds) for v in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
-    for key in _SHAPE_KEYS:
+    for key in _SHAPE_KEYS + (_BOUND_KEYS if bounds else ()):
         if key not in node:
             continue
         value = node[key]
         if key == "properties" and isinstance(value, dict):
-            out[key] = {name: compact_schema(sub) for name, sub in value.items()}
+            out[key] = {name: compact_schema(sub, bounds=bounds) for name, sub in value.items()}
         elif key in ("items", "anyOf", "oneOf"):
-            out[key] = compact_schema(value)
+            out[key] = compact_schema(value, bounds=bounds)
         else:
             out[key] = value
     return out
@@ -166,8 +170,9 @@ def _tool(le: LoadedExecutor, *, step_refs: bool = True) -> ToolSpec:
     # the long one; the model gets the few tokens it needs to choose.
     m = le.manifest
     description = m.executor.summary or m.description.get("en", "")
-    return ToolSpec(name=le.name, description=description,
-                    parameters=compact_schema(tool_parameters(le.input_schema, step_refs=step_refs)))
+    offered = tool_parameters(le.input_schema, step_refs=step_refs)
+    return ToolSpec(name=le.name, description=description, parameters=compact_schema(offered),
+                    grammar_parameters=compact_schema(offered, bounds=True))
 
 
 # Words that make the pre-filter offer the recurring-task builtins.
@@ -202,7 +207,8 @@ def builtin_tools() -> dict[str, Builtin]:
     found = {}
     for name, tool in sorted(TOOLS.items()):
         spec = ToolSpec(**tool.spec())
-        spec = ToolSpec(name=spec.name, description=spec.description, parameters=compact_schema(spec.parameters))
+        spec = ToolSpec(name=spec.name, description=spec.description, parameters=compact_schema(spec.parameters),
+                        grammar_parameters=compact_schema(spec.parameters, bounds=True))
         found[name] = Builtin(CatalogueEntry(name=name, summary=tool.description, descriptions=(("en", tool.description),),
                                              affinity=BUILTIN_AFFINITY.get(name, ()), side_effects=tool.side_effects,
                                              idempotent=tool.idempotent), spec, tool.targets)

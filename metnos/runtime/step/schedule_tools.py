@@ -125,6 +125,10 @@ def _toggle(service: Any, args: dict[str, Any], approval: dict[str, Any] | None 
     return {"ok": True, **_brief(s)}
 
 
+# The builtins that set up a call to run later: the keys of the executor's name and of its arguments
+# (a round's grammar holds those arguments to that executor's schema: metnos/runtime/turn/call_schema.py).
+SCHEDULED_CALLS: dict[str, tuple[str, str]] = {"schedule_recurring": ("executor", "args")}
+
 TOOLS: dict[str, BuiltinTool] = {t.name: t for t in (
     # What a schedule will do is judged through its targets: the loop asks
     # the user when one of them has side effects (it will repeat them).

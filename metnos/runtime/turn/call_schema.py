@@ -7,8 +7,9 @@ offered tool with arguments of its schema, where:
 * ``from_step``/``with_step`` name an earlier step that succeeded with a list
   (piping.py resolves only those); before any such step the argument is not
   offered at all, as in the first round (catalogue.tool_parameters);
-* any other argument may instead be a whole ``{{stepN.field}}`` reference to an
-  earlier step that succeeded (piping.py's "sole value" rule);
+* any other argument may instead be a whole ``{{stepN.field}}`` reference to a
+  field an earlier step that succeeded really holds (piping.py's "sole value"
+  rule; the 1.5B wrote ``{{step2.text}}`` for a step whose text was in its entries);
 * a path argument (named as the sandbox policy names paths) is written in a
   form the policy accepts: ``~``, ``~/...`` or absolute, and no glob;
 * any other text holds no ``{{`` at all: piping refuses a reference inside a
@@ -27,6 +28,7 @@ inside a grant) the loop still checks after the call, as before.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +36,8 @@ from metnos.mechanisms.llm.constraint import CallConstraint, JsonConstraint
 from metnos.mechanisms.llm.messages import ToolSpec
 from metnos.mechanisms.sandbox.policy import is_path_argument
 from metnos.runtime.step.piping import LIST_REFERENCES, PipingError, list_field_of
+from metnos.runtime.step.schedule_tools import SCHEDULED_CALLS
+from metnos.runtime.step.catalogue import SCRATCHPAD_READ as SCRATCHPAD
 
 # The forms check_path accepts ("~", "~/...", "/..."), without the glob characters a
 # path never holds but a small model writes ("~/notes/*.md").
@@ -48,23 +52,51 @@ def planner_constraint(tools: Sequence[ToolSpec], observations: Mapping[int, Any
     if words_only or not tools:
         return CallConstraint(None)
     steps = succeeded_steps(observations)
-    return CallConstraint(call_schema(tools, steps=steps, list_steps=[s for s in steps if _has_list(observations[s], s)]))
+    return CallConstraint(call_schema(tools, steps=steps, list_steps=[s for s in steps if _has_list(observations[s], s)],
+                                      references=[r for s in steps for r in field_references(s, observations[s])]))
+
+
+# How many entries of a list a reference may index: the first few are what a whole-value reference picks.
+INDEXED_ENTRIES = 5
+
+
+def field_references(step: int, observation: Mapping[str, Any]) -> list[str]:
+    """The ``{{stepN.field}}`` references piping resolves on this observation: its fields, and the
+    fields of its first entries (``entries.0.path``)."""
+    found = []
+    for key, value in observation.items():
+        if key in ("ok", "metadata") or not re.fullmatch(r"[A-Za-z0-9_-]+", key):
+            continue
+        found.append(f"{{{{step{step}.{key}}}}}")
+        if isinstance(value, list):
+            for index, entry in enumerate(value[:INDEXED_ENTRIES]):
+                if isinstance(entry, Mapping):
+                    found += [f"{{{{step{step}.{key}.{index}.{field}}}}}" for field in entry
+                              if re.fullmatch(r"[A-Za-z0-9_-]+", str(field))]
+    return found
 
 
 def succeeded_steps(observations: Mapping[int, Any]) -> list[int]:
     return sorted(s for s, obs in observations.items() if isinstance(obs, Mapping) and obs.get("ok") is not False)
 
 
-def call_schema(tools: Sequence[ToolSpec], *, steps: Sequence[int] = (), list_steps: Sequence[int] = ()) -> dict[str, Any]:
-    """One branch for each tool, in the order offered (one for each form, for a tool of several)."""
-    return {"anyOf": [_call_of(form, list(steps), list(list_steps)) for tool in tools for form in exclusive_forms(tool)]}
+def call_schema(tools: Sequence[ToolSpec], *, steps: Sequence[int] = (), list_steps: Sequence[int] = (),
+                references: Sequence[str] | None = None) -> dict[str, Any]:
+    """One branch for each tool, in the order offered (one for each form, for a tool of several).
+    ``references``: the whole-value references a text may be (None: any field of ``steps``)."""
+    if references is not None:
+        reference = {"enum": list(dict.fromkeys(references))} if references else None
+    else:
+        reference = {"type": "string", "pattern": step_reference_pattern(steps)} if steps else None
+    list_reference = {"type": "integer", "enum": list(list_steps)} if list_steps else None
+    return {"anyOf": [_call_of(form, reference, list_reference, tools) for tool in tools for form in exclusive_forms(tool)]}
 
 
 def exclusive_forms(tool: ToolSpec) -> list[ToolSpec]:
     """A tool whose arguments take exactly one of several keys (``oneOf`` of ``required`` lists,
     as schedule_recurring's executor or chain), as one tool for each: each form requires its
     keys and offers none of the others', so the grammar cannot admit two at once."""
-    parameters = tool.parameters or {}
+    parameters = tool.constrained_parameters or {}
     alternatives = parameters.get("oneOf")
     if not isinstance(alternatives, list) or not all(isinstance(a, dict) and set(a) <= {"required", "not"} for a in alternatives):
         return [tool]
@@ -84,17 +116,40 @@ def step_reference_pattern(steps: Sequence[int]) -> str:
     return r"^\{\{step(" + numbers + r")\.[A-Za-z0-9_.\[\]-]+\}\}$"
 
 
-def _call_of(tool: ToolSpec, steps: list[int], list_steps: list[int]) -> dict[str, Any]:
-    reference = step_reference_pattern(steps) if steps else None
-    list_reference = {"type": "integer", "enum": list_steps} if list_steps else None
-    return {"type": "object", "properties": {"name": {"const": tool.name}, "arguments": _arguments(tool, reference, list_reference)},
+def _call_of(tool: ToolSpec, reference: dict[str, Any] | None, list_reference: dict[str, Any] | None,
+             offered: Sequence[ToolSpec]) -> dict[str, Any]:
+    arguments = _arguments(tool, reference, list_reference)
+    scheduled = SCHEDULED_CALLS.get(tool.name)
+    if scheduled is not None:
+        arguments = _scheduling(arguments, scheduled, offered)
+    return {"type": "object", "properties": {"name": {"const": tool.name}, "arguments": arguments},
             "required": ["name", "arguments"], "additionalProperties": False}
 
 
-def _arguments(tool: ToolSpec, reference: str | None, list_reference: dict[str, Any] | None) -> dict[str, Any]:
-    """The tool's arguments; ``reference``: the pattern of a whole-value step reference (None: none allowed);
+def _scheduling(arguments: dict[str, Any], keys: tuple[str, str], offered: Sequence[ToolSpec]) -> dict[str, Any]:
+    """A builtin that sets up a call to run later (``executor`` with its ``args``): one branch for each
+    offered executor, its args held to that executor's schema (the 1.5B put the cron inside the args)."""
+    name_key, args_key = keys
+    properties = arguments.get("properties", {})
+    if name_key not in properties:
+        return arguments
+    targets = [t for t in offered if t.name not in SCHEDULED_CALLS and t.name != SCRATCHPAD]
+    if not targets:
+        return arguments
+    branches = []
+    for target in targets:
+        branch = copy.deepcopy(arguments)
+        branch["properties"][name_key] = {"const": target.name}
+        branch["properties"][args_key] = _arguments(target, None, None)
+        branch["required"] = list(dict.fromkeys([*branch.get("required", []), name_key, args_key]))
+        branches.append(branch)
+    return {"anyOf": branches}
+
+
+def _arguments(tool: ToolSpec, reference: dict[str, Any] | None, list_reference: dict[str, Any] | None) -> dict[str, Any]:
+    """The tool's arguments; ``reference``: the schema of a whole-value step reference (None: none allowed);
     ``list_reference``: the schema of from_step/with_step (None: not offered)."""
-    arguments = copy.deepcopy(tool.parameters) or {"type": "object", "properties": {}}
+    arguments = copy.deepcopy(tool.constrained_parameters) or {"type": "object", "properties": {}}
     properties = arguments.get("properties")
     if isinstance(properties, dict):
         required = list(arguments.get("required", []))
@@ -129,14 +184,15 @@ def plan_constraint(tools: Sequence[ToolSpec], *, recovery: bool) -> JsonConstra
         return None
     step = {"anyOf": [{"type": "object",
                        "properties": {"executor": {"const": t.name},
-                                      "args": _arguments(t, _PLAN_REFERENCE, {"type": "integer", "minimum": 1})},
+                                      "args": _arguments(t, {"type": "string", "pattern": _PLAN_REFERENCE},
+                                                         {"type": "integer", "minimum": 1})},
                        "required": ["executor", "args"], "additionalProperties": False}
                       for tool in tools for t in exclusive_forms(tool)]}
     return JsonConstraint({"type": "object", "properties": {"steps": {"type": "array", "items": step}, "answer": {"type": "string"}},
                            "required": ["steps", "answer"], "additionalProperties": False})
 
 
-def _value(key: str, schema: Any, reference: str | None) -> Any:
+def _value(key: str, schema: Any, reference: dict[str, Any] | None) -> Any:
     if not isinstance(schema, dict):
         return schema
     schema = dict(schema)
@@ -152,7 +208,7 @@ def _value(key: str, schema: Any, reference: str | None) -> Any:
         schema["pattern"] = NO_PLACEHOLDER_PATTERN
     if reference is None:
         return schema
-    return {"anyOf": [schema, {"type": "string", "pattern": reference}]}
+    return {"anyOf": [schema, reference]}
 
 
 def _admits_any_string(schema: dict[str, Any]) -> bool:

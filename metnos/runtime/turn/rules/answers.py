@@ -45,7 +45,10 @@ class AnswerForm(BaseRule):
             return None
         state, loop, text = answer.state, answer.loop, answer.text
         # What the loop told the model, and what it tells any model at the end of a pipeline.
-        told = [m.text for m in answer.messages[2:] if isinstance(m, UserMessage)] + [FINAL_ONLY, ANSWER_NOW]
+        # The user's own words, quoted in what the loop said, are the answer's words too ("the headline
+        # on <url> is ..."), never an echo of the loop's instructions.
+        told = [m.text.replace(answer.request.text, " ") for m in answer.messages[2:] if isinstance(m, UserMessage)]
+        told += [FINAL_ONLY, ANSWER_NOW]
         problem = answer_problem(text, loop.tool_names, [o for o in state.observations.values() if isinstance(o, dict)], told)
         if problem is None:
             return None
