@@ -259,3 +259,12 @@ def test_a_scheduled_call_is_held_to_the_schema_of_an_offered_executor() -> None
         "executor": "send_message", "args": {"to": "me", "text": "x", "cron": "0 8 * * *"}, "cron": "0 8 * * *"}})
     assert not admits(schema, {**good, "arguments": {**good["arguments"], "executor": "me@example.org"}})
     assert not admits(schema, {**good, "arguments": {**good["arguments"], "args": {"paths": ["~/a"]}}})
+
+
+def test_a_scheduling_tool_offered_alone_names_an_executor_of_the_catalogue() -> None:
+    from metnos.runtime.step.catalogue import builtin_tools
+    schedule = builtin_tools()["schedule_recurring"].tool
+    alone = call_schema([schedule], schedulable=[SEND])
+    assert admits(alone, {"name": "schedule_recurring", "arguments": {"executor": "send_message", "cron": "0 9 * * 1",
+                                                                       "args": {"to": "me", "text": "water the plants"}}})
+    assert not admits(alone, {"name": "schedule_recurring", "arguments": {"executor": "telegram", "cron": "0 9 * * 1", "args": {}}})

@@ -132,3 +132,14 @@ def test_the_one_largest_is_a_top_ask_only_a_sort_answers() -> None:
     assert check_answer("The largest is movie.mkv.", request=request, steps=[listed, ranked]).holds
     assert "names none of the sort's top: 'movie.mkv'" in check_answer(
         "The largest is a.zip.", request=request, steps=[listed, ranked]).exactness
+
+
+def test_what_an_exact_answer_quotes_is_what_the_working_out_returned() -> None:
+    read = StepData("read_files", False, {"ok": True, "content": "# Todo\n- renew the library card\n- buy stamps"})
+    heading = StepData("extract_lines", True, {"ok": True, "entries": [{"line": 1, "text": "# Todo"}], "content": "# Todo"})
+    request = "Read ~/lists/things-to-do.md and send its first item to sofia."
+    wrong = check_answer('The first item of the list is "renew the library card". It has been sent.', request=request,
+                         steps=[read, heading])
+    assert "'renew the library card' is not among what the step that worked them out returned" in wrong.exactness
+    item = StepData("extract_lines", True, {"ok": True, "entries": [{"line": 2, "text": "renew the library card"}]})
+    assert check_answer('The first item is "renew the library card".', request=request, steps=[read, item]).holds

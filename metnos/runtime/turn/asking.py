@@ -18,6 +18,7 @@ from metnos.mechanisms.llm.messages import LLMReply, Message, UserMessage
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.prompt import answer_from_results
 from metnos.runtime.turn.shown import call_as_text, elapsed_ms, message_record
+from metnos.runtime.step.schedule_tools import SCHEDULED_CALLS
 from metnos.runtime.turn.call_schema import planner_constraint
 from metnos.runtime.turn.turn_state import AnswerFromData, EndTurn, TurnRequest, TurnState
 
@@ -45,7 +46,8 @@ def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, poo
         with loop.interrupts.waiting_as(state, "while waiting for the model"):
             # The round's reply held to the calls it accepts, or to words (call_schema.py).
             reply = loop.ports.ask_llm(state.tier, messages, tools, tool_choice=choice,
-                                       constraint=planner_constraint(tools, state.observations, words_only=words_only))
+                                       constraint=planner_constraint(tools, state.observations, words_only=words_only,
+                                                                     schedulable=schedulable(loop, tools)))
     except LLMError as e:
         loop.record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
         kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY
@@ -58,3 +60,10 @@ def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, poo
         # A server that ignores tool_choice "none" may still send a call: it is not what was asked.
         reply = dataclasses.replace(reply, text=call_as_text(reply), tool_calls=(), call_form="none")
     return reply
+
+
+def schedulable(loop: Any, tools: list[Any]) -> list[Any]:
+    """The executors a scheduling call may name when the round offers it alone: the catalogue's."""
+    if not any(t.name in SCHEDULED_CALLS for t in tools):
+        return []
+    return loop.catalogue.tools(sorted(loop.catalogue.executors), with_scratchpad=False, step_refs=False)

@@ -47,13 +47,17 @@ NO_PLACEHOLDER_PATTERN = r"^([^{]|\{[^{])*\{?$"
 _STEP_ARGUMENTS = frozenset(ref for ref, _ in LIST_REFERENCES)
 
 
-def planner_constraint(tools: Sequence[ToolSpec], observations: Mapping[int, Any], *, words_only: bool) -> CallConstraint:
-    """The grammar of one planner round: a call (unless only words are asked) or an answer."""
+def planner_constraint(tools: Sequence[ToolSpec], observations: Mapping[int, Any], *, words_only: bool,
+                       schedulable: Sequence[ToolSpec] = ()) -> CallConstraint:
+    """The grammar of one planner round: a call (unless only words are asked) or an answer.
+    ``schedulable``: the executors a call set up to run later may name when the round offers
+    none ("remind me every Monday" offers the scheduling tool alone)."""
     if words_only or not tools:
         return CallConstraint(None)
     steps = succeeded_steps(observations)
     return CallConstraint(call_schema(tools, steps=steps, list_steps=[s for s in steps if _has_list(observations[s], s)],
-                                      references=[r for s in steps for r in field_references(s, observations[s])]))
+                                      references=[r for s in steps for r in field_references(s, observations[s])],
+                                      schedulable=schedulable))
 
 
 # How many entries of a list a reference may index: the first few are what a whole-value reference picks.
@@ -81,7 +85,7 @@ def succeeded_steps(observations: Mapping[int, Any]) -> list[int]:
 
 
 def call_schema(tools: Sequence[ToolSpec], *, steps: Sequence[int] = (), list_steps: Sequence[int] = (),
-                references: Sequence[str] | None = None) -> dict[str, Any]:
+                references: Sequence[str] | None = None, schedulable: Sequence[ToolSpec] = ()) -> dict[str, Any]:
     """One branch for each tool, in the order offered (one for each form, for a tool of several).
     ``references``: the whole-value references a text may be (None: any field of ``steps``)."""
     if references is not None:
@@ -89,7 +93,8 @@ def call_schema(tools: Sequence[ToolSpec], *, steps: Sequence[int] = (), list_st
     else:
         reference = {"type": "string", "pattern": step_reference_pattern(steps)} if steps else None
     list_reference = {"type": "integer", "enum": list(list_steps)} if list_steps else None
-    return {"anyOf": [_call_of(form, reference, list_reference, tools) for tool in tools for form in exclusive_forms(tool)]}
+    targets = [t for t in tools if t.name not in SCHEDULED_CALLS and t.name != SCRATCHPAD] or list(schedulable)
+    return {"anyOf": [_call_of(form, reference, list_reference, targets) for tool in tools for form in exclusive_forms(tool)]}
 
 
 def exclusive_forms(tool: ToolSpec) -> list[ToolSpec]:
@@ -128,12 +133,12 @@ def _call_of(tool: ToolSpec, reference: dict[str, Any] | None, list_reference: d
 
 def _scheduling(arguments: dict[str, Any], keys: tuple[str, str], offered: Sequence[ToolSpec]) -> dict[str, Any]:
     """A builtin that sets up a call to run later (``executor`` with its ``args``): one branch for each
-    offered executor, its args held to that executor's schema (the 1.5B put the cron inside the args)."""
+    executor it may name, its args held to that executor's schema (the 1.5B put the cron inside the args)."""
     name_key, args_key = keys
     properties = arguments.get("properties", {})
     if name_key not in properties:
         return arguments
-    targets = [t for t in offered if t.name not in SCHEDULED_CALLS and t.name != SCRATCHPAD]
+    targets = list(offered)
     if not targets:
         return arguments
     branches = []

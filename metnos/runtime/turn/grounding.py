@@ -354,7 +354,10 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
     given = _items(answer) or [line.strip() for line in answer.splitlines() if line.strip()]
     if ask.count is not None and len(given) > 1 and len(given) != ask.count:
         return f"the request asks for {asked}, and the answer gives {len(given)}"
-    outside = [g for g in given if len(given) > 1 and not _item_found(g, known_computed)]
+    # What it quotes as the answer is what the working out returned (the 1.5B sent a list's heading
+    # and answered with its first item, quoted from the plain read).
+    outside = [q for q in _quotes(answer) if not _item_found(q, known_computed)]
+    outside += [g for g in given if len(given) > 1 and not _item_found(g, known_computed)]
     if outside:
         return f"the request asks for {asked}, and {outside[0]!r} is not among what the step that worked them out returned"
     return ""
