@@ -8,21 +8,22 @@ from pathlib import Path
 import pytest
 
 from metnos.mechanisms.llm.embedded import xllamacpp_available
-from metnos.mechanisms.llm.model_files import model_path
+from metnos.mechanisms.llm.model_files import ENV_MODEL_CHOICE, resolve_model
 from metnos.settings.workspace import Workspace
 
 REQUIRE_ENV = "METNOS_REQUIRE_EMBEDDED"
 
 
 def embedded_model_or_skip() -> Path:
-    """$METNOS_EMBEDDED_MODEL, else the model in the current workspace.
+    """$METNOS_EMBEDDED_MODEL, else the model in the current workspace ($METNOS_MODEL's choice, else the default).
 
     Skips with the reason when the model or the xllamacpp extra is missing;
     with $METNOS_REQUIRE_EMBEDDED set (the CI step) that is a failure instead,
     so a broken install cannot pass as a run of skipped tests.
     """
     problem = None
-    path = Path(os.environ.get("METNOS_EMBEDDED_MODEL") or model_path(Workspace.from_env().models_dir))
+    path = Path(os.environ.get("METNOS_EMBEDDED_MODEL")
+                or resolve_model(Workspace.from_env().models_dir, os.environ.get(ENV_MODEL_CHOICE)))
     if not xllamacpp_available():
         problem = "the embedded tests need the xllamacpp extra: pip install -e '.[embedded]'"
     elif not path.is_file():

