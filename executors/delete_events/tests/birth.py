@@ -20,7 +20,17 @@ END:VCALENDAR\r
 """
 
 
+# A time without a zone is the user's (ctx.now's offset): these births fix ctx.now at UTC, so they
+# hold on a machine in any zone (the runner's clock carries the machine's offset).
+UTC_NOW = "2030-04-28T12:00:00+00:00"
+
+
+def _in_utc(run):
+    return lambda args, **overrides: run(args, **{"now": UTC_NOW, **overrides})
+
+
 def birth_delete_by_uid(run, tmp):
+    run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "uids": ["standup"]})
     assert out["ok"], out
@@ -30,6 +40,7 @@ def birth_delete_by_uid(run, tmp):
 
 
 def birth_unknown_uid_changes_nothing(run, tmp):
+    run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "uids": ["nope"]})
     assert out["ok"] is False and out["entries"][0]["error"]["class"] == "NotFound", out

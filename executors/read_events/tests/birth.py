@@ -29,7 +29,17 @@ END:VCALENDAR\r
 """
 
 
+# A time without a zone is the user's (ctx.now's offset): these births fix ctx.now at UTC, so they
+# hold on a machine in any zone (the runner's clock carries the machine's offset).
+UTC_NOW = "2030-04-28T12:00:00+00:00"
+
+
+def _in_utc(run):
+    return lambda args, **overrides: run(args, **{"now": UTC_NOW, **overrides})
+
+
 def birth_a_range_with_recurrences_expanded(run, tmp):
+    run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "start": "2030-05-01", "end": "2030-05-02"})
     assert out["ok"], out
@@ -43,6 +53,7 @@ def birth_a_range_with_recurrences_expanded(run, tmp):
 
 
 def birth_all_day_text_filter_and_free_busy(run, tmp):
+    run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "start": "2030-05-10", "end": "2030-05-10"})
     assert [(e["uid"], e["all_day"], e["start"]) for e in out["entries"]] == [("holiday", True, "2030-05-10")], out
@@ -58,6 +69,7 @@ def birth_all_day_text_filter_and_free_busy(run, tmp):
 
 
 def birth_errors_name_the_cause(run, tmp):
+    run = _in_utc(run)
     out = run({"file": "~/missing.ics"})
     assert out["error"]["class"] == "NotFound", out
     (tmp / "bad.ics").write_text("not a calendar")

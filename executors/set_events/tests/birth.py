@@ -12,7 +12,17 @@ END:VCALENDAR\r
 """
 
 
+# A time without a zone is the user's (ctx.now's offset): these births fix ctx.now at UTC, so they
+# hold on a machine in any zone (the runner's clock carries the machine's offset).
+UTC_NOW = "2030-04-28T12:00:00+00:00"
+
+
+def _in_utc(run):
+    return lambda args, **overrides: run(args, **{"now": UTC_NOW, **overrides})
+
+
 def birth_move_keeps_the_length(run, tmp):
+    run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "events": [{"uid": "dentist", "start": "2030-05-03T10:00"}]})
     assert out["ok"], out
@@ -24,6 +34,7 @@ def birth_move_keeps_the_length(run, tmp):
 
 
 def birth_create_in_a_new_file_and_an_existing_one(run, tmp):
+    run = _in_utc(run)
     out = run({"file": "~/new.ics", "events": [{"summary": "Lunch with Sofia", "start": "2030-05-07T13:00",
                                                  "location": "Bar Roma"}]})
     assert out["ok"], out
@@ -38,6 +49,7 @@ def birth_create_in_a_new_file_and_an_existing_one(run, tmp):
 
 
 def birth_refusals(run, tmp):
+    run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "events": [{"uid": "nope", "start": "2030-05-03T10:00"}, {"start": "2030-05-03T10:00"},
                                                 {"uid": "dentist", "start": "2030-05-03T10:00", "end": "2030-05-03T09:00"}]})
