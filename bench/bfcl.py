@@ -67,6 +67,7 @@ sys.path.insert(0, str(REPO))
 
 from metnos.mechanisms.llm.constraint import CallConstraint  # noqa: E402
 from metnos.mechanisms.llm.messages import Message, SystemMessage, ToolCall, ToolSpec, UserMessage  # noqa: E402
+from metnos.mechanisms.llm.textcalls import parse_text_call  # noqa: E402
 from metnos.runtime.turn.call_schema import planner_constraint  # noqa: E402
 from metnos.runtime.turn.prompt import PLANNER_PROMPT  # noqa: E402
 
@@ -278,6 +279,8 @@ class CaseRun:
     calls: int
     constrained: bool | None = None
     text: str = ""
+    # Plain only, not scored: the reply wrote a valid call to an offered tool as text, which the server did not parse.
+    call_in_text: bool | None = None
 
 
 def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_call: bool) -> tuple[Output, bool]:
@@ -330,7 +333,11 @@ def run_case(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, 
     why = why or ""
     if output.error and not passed:
         why = why if why.startswith("not decoded") else f"{why}; {output.error}"
-    return CaseRun(category, case["id"], system, passed, why, round(seconds, 2), len(output.calls or []), constrained, output.text[:300])
+    call_in_text = None
+    if system == "plain" and output.calls is None and output.text:
+        call_in_text = parse_text_call(output.text, specs, call_id="text") is not None
+    return CaseRun(category, case["id"], system, passed, why, round(seconds, 2), len(output.calls or []), constrained, output.text[:300],
+                   call_in_text)
 
 
 # Summary and output.
@@ -347,6 +354,8 @@ def summarize(runs: Sequence[CaseRun]) -> dict[str, dict[str, Any]]:
                                "median_s": round(sorted(r.seconds for r in mine)[len(mine) // 2], 2)}
                 if system == "metnos":
                     row[system]["constrained"] = sum(bool(r.constrained) for r in mine)
+                else:
+                    row[system]["call_in_text"] = sum(bool(r.call_in_text) for r in mine)
         if "metnos" in row and "plain" in row:
             row["ratio"] = round(row["metnos"]["accuracy"] / row["plain"]["accuracy"], 2) if row["plain"]["accuracy"] else None
         if row:
