@@ -179,6 +179,12 @@ def sample(cases: Sequence[dict[str, Any]], n: int | None, seed: int, category: 
     return [c for i, c in enumerate(ordered) if i in chosen]
 
 
+def interleave(lists: Sequence[Sequence[Any]]) -> list[Any]:
+    """One of each list in turn: a run cut short has measured every category on nearly as many cases."""
+    longest = max((len(items) for items in lists), default=0)
+    return [items[i] for i in range(longest) for items in lists if i < len(items)]
+
+
 def offered_tools(bfcl: Bfcl, functions: list[dict[str, Any]]) -> tuple[list[ToolSpec], list[dict[str, Any]]]:
     """A case's functions as Metnos offers tools (``ToolSpec``) and as OpenAI ``tools``, from one conversion."""
     openai_tools = bfcl.convert_to_tool(functions)
@@ -417,11 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"bfcl: unknown {unknown} (categories: {', '.join(CATEGORIES)}; systems: {', '.join(SYSTEMS)})")
     bfcl = load_bfcl()
-    work: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+    by_category: list[list[tuple[str, dict[str, Any], dict[str, Any] | None]]] = []
     for category in categories:
         name = CATEGORIES[category]
         answers = {} if category == "irrelevance" else {a["id"]: a for a in bfcl.load_answers(name)}
-        work += [(category, case, answers.get(case["id"])) for case in sample(bfcl.load_cases(name), args.per_category, args.seed, category)]
+        by_category.append([(category, case, answers.get(case["id"])) for case in sample(bfcl.load_cases(name), args.per_category, args.seed, category)])
+    work = interleave(by_category)
 
     from bench.agent_tasks import default_model
     from metnos.mechanisms.llm.embedded import BUILTIN_TEMPLATE, EmbeddedServer

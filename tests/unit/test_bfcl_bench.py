@@ -13,6 +13,7 @@ from bench.bfcl import (
     CATEGORIES,
     Output,
     SeveralCalls,
+    interleave,
     metnos_output,
     plain_output,
     sample,
@@ -36,6 +37,11 @@ def test_the_sample_is_the_same_for_the_same_seed_and_another_for_another():
 def test_all_cases_when_the_sample_is_not_smaller():
     assert [c["id"] for c in sample(CASES, None, 1, "simple")] == sorted(c["id"] for c in CASES)
     assert len(sample(CASES, 400, 1, "simple")) == 40
+
+
+def test_the_categories_take_turns():
+    assert interleave([["s1", "s2", "s3"], ["m1"], ["p1", "p2"]]) == ["s1", "m1", "p1", "s2", "p2", "s3"]
+    assert interleave([]) == []
 
 
 def _tool() -> ToolSpec:
