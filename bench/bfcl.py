@@ -391,7 +391,15 @@ def markdown(report: dict[str, Any]) -> str:
     meta = (f"{report['model_file']}, bfcl-eval {report['bfcl_eval']}, seed {report['seed']}, "
             f"{report['per_category'] or 'all'} a category, {report['calls']} call(s) a reply under Metnos's grammar, "
             f"started {report['started']}")
-    return "\n".join([meta, "", *table_lines(report), "", f"Published rows: {PUBLISHED_SOURCE}."])
+    rows = report["summary"].values()
+    taken = sum(r["metnos"].get("constrained", 0) for r in rows if "metnos" in r)
+    asked = sum(r["metnos"]["n"] for r in rows if "metnos" in r)
+    in_text = sum(r["plain"].get("call_in_text", 0) for r in rows if "plain" in r)
+    plain = sum(r["plain"]["n"] for r in rows if "plain" in r)
+    notes = [f"Metnos's rounds under the grammar: {taken}/{asked}.",
+             f"Plain replies with no tool_calls that wrote a valid call to an offered tool as text (not scored): {in_text}/{plain}.",
+             f"Published rows: {PUBLISHED_SOURCE}."]
+    return "\n".join([meta, "", *table_lines(report), "", *notes])
 
 
 def write_report(path: Path, meta: dict[str, Any], runs: Sequence[CaseRun], *, complete: bool) -> None:
