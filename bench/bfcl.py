@@ -66,7 +66,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from metnos.mechanisms.llm.constraint import CallConstraint  # noqa: E402
-from metnos.mechanisms.llm.messages import Message, SystemMessage, ToolCall, ToolSpec, UserMessage  # noqa: E402
+from metnos.mechanisms.llm.messages import (  # noqa: E402
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolSpec,
+    UserMessage,
+)
 from metnos.mechanisms.llm.textcalls import parse_text_call  # noqa: E402
 from metnos.runtime.turn.call_schema import planner_constraint  # noqa: E402
 from metnos.runtime.turn.prompt import PLANNER_PROMPT  # noqa: E402
