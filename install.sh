@@ -2,7 +2,7 @@
 # Install Metnos and what it needs on a Debian machine.
 #   ./install.sh           the runtime, with the embedded local model's server
 #   ./install.sh --test    also what the test suite needs (PostgreSQL, test extras)
-#   ./install.sh --bench   also smolagents, the agent benchmark's third column
+#   ./install.sh --bench   also smolagents, the agent benchmark's third column, and bfcl-eval (bench/bfcl.py)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -34,6 +34,12 @@ extras="embedded"
 [ "$with_tests" = yes ] && extras="test,embedded"
 [ "$with_bench" = yes ] && extras="embedded,bench"
 "$python" -m pip install -q --disable-pip-version-check -e ".[${extras}]"
+# BFCL's cases and checker (bench/bfcl.py and its unit test) without bfcl-eval's own dependencies
+# (a numpy pin, torch, vllm...), which only its model handlers use; its utils need filelock.
+if [ "$with_bench" = yes ] || [ "$with_tests" = yes ]; then
+  "$python" -m pip install -q --disable-pip-version-check --no-deps "bfcl-eval>=2026.3.23,<2026.4"
+  "$python" -m pip install -q --disable-pip-version-check "filelock>=3.12,<5"
+fi
 
 # Installed is not the same as able to start: Metnos refuses to run executors
 # where bwrap cannot (DESIGN decision 4), so say so now, with the fix.

@@ -1,0 +1,163 @@
+"""bench/bfcl.py's pure parts: the sample, the tools as Metnos offers them, the widened grammar, and the glue to BFCL's checker.
+
+No model: the replies are written here, and scored by bfcl-eval's own checker
+on bfcl-eval's own cases (the parts that need bfcl-eval skip, saying so, where
+it is not installed: ./install.sh --test and --bench install it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.bfcl import (
+    CATEGORIES,
+    Output,
+    SeveralCalls,
+    interleave,
+    metnos_output,
+    plain_output,
+    sample,
+    several_calls,
+)
+from metnos.mechanisms.llm.messages import ToolCall, ToolSpec
+from metnos.runtime.turn.call_schema import planner_constraint
+
+CASES = [{"id": f"simple_python_{i}"} for i in range(40)]
+
+
+def test_the_sample_is_the_same_for_the_same_seed_and_another_for_another():
+    first = [c["id"] for c in sample(CASES, 5, 32, "simple")]
+    assert first == [c["id"] for c in sample(list(reversed(CASES)), 5, 32, "simple")]
+    assert len(set(first)) == 5
+    assert first != [c["id"] for c in sample(CASES, 5, 33, "simple")]
+    # Each category draws on its own: adding a category to a run leaves the others' sample as it was.
+    assert first != [c["id"] for c in sample(CASES, 5, 32, "multiple")]
+
+
+def test_all_cases_when_the_sample_is_not_smaller():
+    assert [c["id"] for c in sample(CASES, None, 1, "simple")] == sorted(c["id"] for c in CASES)
+    assert len(sample(CASES, 400, 1, "simple")) == 40
+
+
+def test_the_categories_take_turns():
+    assert interleave([["s1", "s2", "s3"], ["m1"], ["p1", "p2"]]) == ["s1", "m1", "p1", "s2", "p2", "s3"]
+    assert interleave([]) == []
+
+
+def _tool() -> ToolSpec:
+    return ToolSpec(name="math_hypot", description="hypotenuse", parameters={
+        "type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x", "y"]})
+
+
+def test_the_widened_grammar_admits_several_calls_and_keeps_the_answer():
+    constraint = several_calls(planner_constraint([_tool()], {}, words_only=False))
+    grammar = constraint.grammar()
+    assert 'start: calls | answer\ncalls: call ("\\n" call)*' in grammar
+    assert "answer: ANSWER" in grammar
+    # Asked for words only, there is nothing to widen.
+    assert SeveralCalls(None).grammar() == planner_constraint([_tool()], {}, words_only=True).grammar()
+
+
+def test_several_calls_are_read_each_by_the_runtime_validation():
+    constraint = several_calls(planner_constraint([_tool()], {}, words_only=False))
+    text = ('```json\n{"name": "math_hypot", "arguments": {"x": 3, "y": 4}}\n```\n'
+            '```json\n{"name": "math_hypot", "arguments": {"x": "three", "y": 4}}\n```')
+    first, second = constraint.read_calls(text, call_id="c", cut_off=False)
+    assert (first.name, first.arguments, first.arguments_error) == ("math_hypot", {"x": 3, "y": 4}, None)
+    assert "is not of type 'integer'" in (second.arguments_error or "")
+    assert constraint.read_calls("The answer is 5.", call_id="c", cut_off=False) == ()
+
+
+def test_a_call_metnos_refuses_is_not_decoded_and_no_call_is_none():
+    good = ToolCall(id="a", name="math_hypot", arguments={"x": 3, "y": 4})
+    refused = ToolCall(id="b", name="math_hypot", arguments={}, arguments_error="off schema")
+    assert metnos_output([good], "").calls == [{"math_hypot": {"x": 3, "y": 4}}]
+    assert metnos_output([good, refused], "").calls is None
+    assert "off schema" in (metnos_output([good, refused], "").error or "")
+    assert metnos_output([], "words").calls is None
+
+
+def test_plain_calls_come_from_tool_calls_only():
+    def raw(message):
+        return {"choices": [{"message": message}]}
+
+    call = {"type": "function", "function": {"name": "math_hypot", "arguments": '{"x": 3, "y": 4}'}}
+    assert plain_output(raw({"content": None, "tool_calls": [call, call]})).calls == [{"math_hypot": {"x": 3, "y": 4}}] * 2
+    written = '```json\n{"name": "math_hypot", "arguments": {"x": 3, "y": 4}}\n```'
+    assert plain_output(raw({"content": written})).calls is None
+    broken = {"type": "function", "function": {"name": "math_hypot", "arguments": '{"x": 3,'}}
+    assert "not decodable" in (plain_output(raw({"tool_calls": [broken]})).error or "")
+
+
+# With bfcl-eval: its cases, its conversion and its checker.
+
+@pytest.fixture(scope="module")
+def bfcl():
+    pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (./install.sh --test installs it)")
+    from bench.bfcl import load_bfcl
+
+    return load_bfcl()
+
+
+def _case(bfcl, category: str, case_id: str):
+    name = CATEGORIES[category]
+    case = next(c for c in bfcl.load_cases(name) if c["id"] == case_id)
+    answer = None if category == "irrelevance" else next(a for a in bfcl.load_answers(name) if a["id"] == case_id)
+    return case, answer
+
+
+def test_a_bfcl_function_becomes_a_tool_metnos_offers_and_its_grammar_holds_to(bfcl):
+    from bench.bfcl import offered_tools
+
+    case, _ = _case(bfcl, "simple", "simple_python_2")  # math.hypot(x: integer, y: integer, z?: integer), type "dict"
+    (spec,), (openai_tool,) = offered_tools(bfcl, case["function"])
+    assert spec.name == "math_hypot" == openai_tool["function"]["name"]
+    assert spec.parameters["type"] == "object" and spec.parameters["required"] == ["x", "y"]
+    assert case["function"][0]["parameters"]["type"] == "dict", "the case itself is left as BFCL wrote it"
+    constraint = planner_constraint([spec], {}, words_only=False)
+    ok = constraint.read_reply('```json\n{"name": "math_hypot", "arguments": {"x": 4, "y": 5}}\n```', call_id="c", cut_off=False)
+    assert ok is not None and ok.arguments_error is None
+    off = constraint.read_reply('```json\n{"name": "math_hypot", "arguments": {"x": 4, "w": 5}}\n```', call_id="c", cut_off=False)
+    assert off is not None and off.arguments_error
+
+
+def test_floats_become_numbers(bfcl):
+    from bench.bfcl import offered_tools
+
+    floats = [c for c in bfcl.load_cases("simple_python") if any(p.get("type") == "float" for p in c["function"][0]["parameters"]["properties"].values())]
+    (spec,), _ = offered_tools(bfcl, floats[0]["function"])
+    types = {p["type"] for p in spec.parameters["properties"].values()}
+    assert "float" not in types and "number" in types
+
+
+def test_bfcl_checker_scores_a_simple_case(bfcl):
+    from bench.bfcl import score
+
+    case, answer = _case(bfcl, "simple", "simple_python_1")  # math.factorial(number=5)
+    assert score(bfcl, "simple", case, answer, Output([{"math_factorial": {"number": 5}}])) == (True, "")
+    passed, why = score(bfcl, "simple", case, answer, Output([{"math_factorial": {"number": 6}}]))
+    assert not passed and "Expected one of [5]" in why
+    assert not score(bfcl, "simple", case, answer, Output(None, "no call"))[0]
+    # A call named as BFCL names it (a dot) is not what an OpenAI-style tool is called.
+    assert not score(bfcl, "simple", case, answer, Output([{"math.factorial": {"number": 5}}]))[0]
+
+
+def test_bfcl_checker_scores_parallel_calls_in_any_order_and_counts_them(bfcl):
+    from bench.bfcl import score
+
+    case, answer = _case(bfcl, "parallel", "parallel_0")
+    calls = [{name.replace(".", "_"): {k: v[0] for k, v in args.items() if v and v[0] != ""}} for call in answer["ground_truth"]
+             for name, args in call.items()]
+    assert len(calls) > 1
+    assert score(bfcl, "parallel", case, answer, Output(list(reversed(calls))))[0]
+    assert not score(bfcl, "parallel", case, answer, Output(calls[:1]))[0]
+
+
+def test_irrelevance_is_right_only_without_a_call(bfcl):
+    from bench.bfcl import score
+
+    case, _ = _case(bfcl, "irrelevance", "irrelevance_0")
+    name = case["function"][0]["name"].replace(".", "_")
+    assert score(bfcl, "irrelevance", case, None, Output(None, "no call", "I cannot do that with these tools."))[0]
+    assert score(bfcl, "irrelevance", case, None, Output([{}]))[0], "BFCL reads [{}] as no call"
+    assert not score(bfcl, "irrelevance", case, None, Output([{name: {}}]))[0]
