@@ -94,8 +94,8 @@ class Settings(BaseSettings):
 
     def executor_config(self) -> dict[str, Any]:
         """What executors read from ctx.config: send_messages' recipients and bot, find_urls' search endpoint,
-        the calendars and address books."""
-        return {**self.telegram.executor_config(), **self.web.executor_config(),
+        the mail accounts, the calendars and address books."""
+        return {**self.telegram.executor_config(), **self.web.executor_config(), **self.mail.executor_config(),
                 "calendar": self.calendar.executor_config(), "contacts": self.contacts.executor_config()}
 
     @classmethod

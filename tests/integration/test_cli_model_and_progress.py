@@ -37,11 +37,12 @@ def test_off_a_terminal_each_phase_is_one_line_on_stderr(home: Path, capsys, mon
 def test_ask_with_a_model_not_installed_names_the_install_command(home: Path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("METNOS_LLM_URL", raising=False)
     capsys.readouterr()
-    code = main(["ask", "what time is it", "--model", "1.5b"])
+    code = main(["ask", "what time is it", "--model", "0.5b"])
     out, err = capsys.readouterr()
     said = out + err
     assert code == 2
-    assert "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" in said and "metnos model install --size 1.5b" in said
+    # The size that is not the default (the 1.5B is) is named with its flag.
+    assert "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" in said and "metnos model install --size 0.5b" in said
     assert "Traceback" not in said
 
 
