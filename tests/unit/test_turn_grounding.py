@@ -143,3 +143,11 @@ def test_what_an_exact_answer_quotes_is_what_the_working_out_returned() -> None:
     assert "'renew the library card' is not among what the step that worked them out returned" in wrong.exactness
     item = StepData("extract_lines", True, {"ok": True, "entries": [{"line": 2, "text": "renew the library card"}]})
     assert check_answer('The first item is "renew the library card".', request=request, steps=[read, item]).holds
+
+
+def test_a_list_of_one_has_its_top_without_a_sort() -> None:
+    alone = StepData("find_files", False, {"ok": True, "entries": [{"name": "atlas.pdf", "size": 400}]})
+    request = "Find the largest PDF in ~/Documents and send its name to luca."
+    assert check_answer("Sent atlas.pdf to luca.", request=request, steps=[alone]).holds
+    two = StepData("find_files", False, {"ok": True, "entries": [{"name": "atlas.pdf"}, {"name": "tax.pdf"}]})
+    assert "no step sorted" in check_answer("Sent atlas.pdf to luca.", request=request, steps=[two]).exactness

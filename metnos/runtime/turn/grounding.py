@@ -339,6 +339,12 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
     if ask.end == "top":
         # Only a sort ranks: a slice of the data's order ("the last line") is not its top.
         sorts = [s for s in steps if s.executor.startswith("sort_") and isinstance(s.observation.get("entries"), list)]
+        # Nothing to rank when every list a plain step gave (files, not a text's lines) holds no more
+        # than was asked for: the one PDF of a folder is its largest.
+        lists = [s.observation["entries"] for s in steps if not s.computed and isinstance(s.observation.get("entries"), list)]
+        texts = any(isinstance(e, Mapping) and isinstance(e.get("content"), str) for found in lists for e in found)
+        if not sorts and lists and not texts and all(len(found) <= (ask.count or 1) for found in lists):
+            return ""
         if not sorts:
             return f"the request asks for {asked}, and no step sorted the data to find it (only a sort ranks)"
         last, count = sorts[-1].observation, ask.count or 1
