@@ -79,7 +79,9 @@ def test_the_same_failing_call_is_not_run_again(home: Path, capsys, monkeypatch)
     bad = call("compute_entries", {"op": "sum", "from_step": 1})
     script = [bad, bad, bad, text("I could not add them up.")]
     code, out, llm = ask(monkeypatch, capsys, script, "What is the total of ~/r.csv?")
-    assert out["status"] == "answered", out
+    # A step on the read's data that failed is the turn's problem: "I could not add them up" is not an
+    # answer to the total, and the turn says what failed (docs/turns.md, "A loop that recovers").
+    assert out["status"] == "failed" and "compute_entries failed: op 'sum' needs a field" in out["failure"]["detail"], out
     # The failure names the fields the model could have used.
     failure = orjson.loads(llm.requests[1].messages[-1]["content"])
     assert failure["ok"] is False and "'item', 'amount'" in failure["error"]["message"], failure
