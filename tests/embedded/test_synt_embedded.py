@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.llm.model_files import MODEL_FILENAME
+from metnos.mechanisms.llm.model_files import ENV_MODEL_CHOICE, resolve_model
 from metnos.mechanisms.llm.shared_server import stop_announced
 from metnos.settings.workspace import Workspace
 from tests.support.embedded import embedded_model_or_skip
@@ -42,7 +42,8 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
         assert main(["init"]) == 0
         ws = Workspace.from_env()
         ws.models_dir.mkdir(parents=True, exist_ok=True)
-        (ws.models_dir / MODEL_FILENAME).symlink_to(model)
+        # Under the name the model choice ($METNOS_MODEL, else the default size) resolves to.
+        resolve_model(ws.models_dir, os.environ.get(ENV_MODEL_CHOICE)).symlink_to(model)
         try:
             yield ws
         finally:
