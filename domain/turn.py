@@ -270,13 +270,15 @@ class Turn(MetnosAggregate):
     class AnswerUngrounded(DomainEvent):
         """The answer did not hold up against the turn's results: ``unmatched``
         are its parts found in no step's result nor in the request, ``exactness``
-        why it does not meet an exact ask ("" when it does). The model is told
-        once; a second such answer ends the turn unverified."""
+        why it does not meet an exact ask ("" when it does), ``denied`` the files
+        it says are missing or unreadable although a step read them. The model
+        is told once; a second such answer ends the turn unverified."""
 
         round: int
         text: str
         unmatched: list
         exactness: str
+        denied: list | None = None
 
     class AnswerComposed(DomainEvent):
         """Metnos, not the model, wrote the answer: from what ``from_steps`` produced

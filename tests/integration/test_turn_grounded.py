@@ -125,3 +125,21 @@ def test_an_answer_from_the_results_is_answered_first_time(home: Path, capsys, m
         code, out = ask(capsys, "list the files in ~/docs")
         assert (code, out["status"]) == (0, "answered"), out
         assert len(llm.requests) == 2
+
+
+def test_an_answer_that_denies_the_file_the_turn_read_is_never_answered(home: Path, capsys, monkeypatch) -> None:
+    """Told its read was already done, the 1.5B answered that the file it read does not exist."""
+    (home / "notes.md").write_text("buy milk\ncall Anna\n")
+    denial = "The file notes.md does not exist."
+    reread = call("read_files", {"paths": ["~/notes.md"]})
+    with ScriptedLLM([reread, reread, text(denial), text(denial)], dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, "read ~/notes.md and tell me what it says")
+        assert (code, out["status"]) == (5, "unverified"), out
+    events = topics(capsys, out["turn_id"])
+    ungrounded = [e["state"] for e in events if e["topic"].endswith("AnswerUngrounded")]
+    assert ungrounded and all(u["denied"] == ["notes.md"] for u in ungrounded)
+    assert not any(e["topic"].endswith("TurnAnswered") for e in events)
+    capsys.readouterr()
+    assert main(["replay", "--all"]) == 0

@@ -151,3 +151,25 @@ def test_a_list_of_one_has_its_top_without_a_sort() -> None:
     assert check_answer("Sent atlas.pdf to luca.", request=request, steps=[alone]).holds
     two = StepData("find_files", False, {"ok": True, "entries": [{"name": "atlas.pdf"}, {"name": "tax.pdf"}]})
     assert "no step sorted" in check_answer("Sent atlas.pdf to luca.", request=request, steps=[two]).exactness
+
+
+def test_an_answer_that_denies_a_file_a_step_read_does_not_hold() -> None:
+    read = StepData("read_files", False, {"ok": True, "entries": [
+        {"path": "/home/u/notes.md", "content": "buy milk\ncall Anna\n", "size": 19, "lines": 2}]})
+    for denial in ("The file notes.md does not exist.", "I could not find ~/notes.md.", "Il file notes.md non esiste.",
+                   "Sorry, notes.md is empty."):
+        grounding = check_answer(denial, request="read ~/notes.md and tell me what it says", steps=[read], home="/home/u")
+        assert grounding.denied == ("notes.md",), denial
+        assert not grounding.holds
+        assert "cannot be found or read, yet a step read it" in grounding.summary()
+    assert check_answer("notes.md says: buy milk, call Anna.", request="read ~/notes.md", steps=[read], home="/home/u").holds
+
+
+def test_saying_a_missing_file_is_missing_holds() -> None:
+    missing = StepData("read_files", False, {"ok": False, "entries": [
+        {"path": "/home/u/notes.md", "error": {"class": "NotFound", "message": "~/notes.md does not exist"}}]})
+    grounding = check_answer("The file ~/notes.md does not exist.", request="read ~/notes.md", steps=[missing], home="/home/u")
+    assert grounding.denied == ()
+    other = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/u/a.md", "content": "x"}]})
+    assert check_answer("b.md does not exist, a.md says x.", request="read ~/a.md and ~/b.md", steps=[other],
+                        home="/home/u").denied == ()

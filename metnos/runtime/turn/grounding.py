@@ -75,10 +75,12 @@ class Grounding:
     unmatched: tuple[str, ...] = ()
     # Why an exact ask was not met (empty when it was, or when there was none).
     exactness: str = ""
+    # What the answer says is missing or unreadable although a step read it.
+    denied: tuple[str, ...] = ()
 
     @property
     def holds(self) -> bool:
-        return not self.unmatched and not self.exactness
+        return not self.unmatched and not self.exactness and not self.denied
 
     def problems(self) -> list[str]:
         named = [f"{part!r}" for part in self.unmatched[:MAX_NAMED]]
@@ -87,13 +89,19 @@ class Grounding:
         out = [f"not found in any step's result: {', '.join(named)}"] if named else []
         if self.exactness:
             out.append(self.exactness)
+        if self.denied:
+            out.append("the answer says " + ", ".join(repr(d) for d in self.denied[:MAX_NAMED])
+                       + " cannot be found or read, yet a step read it")
         return out
 
     def summary(self) -> str:
         return "; ".join(self.problems())
 
     def to_json(self) -> dict[str, Any]:
-        return {"unmatched": list(self.unmatched), "exactness": self.exactness}
+        out: dict[str, Any] = {"unmatched": list(self.unmatched), "exactness": self.exactness}
+        if self.denied:
+            out["denied"] = list(self.denied)
+        return out
 
 
 @dataclass(frozen=True)
@@ -405,6 +413,42 @@ def _against_superlative(request: str, answer: str, steps: Sequence[StepData]) -
     return ""
 
 
+# A sentence that says something is not there or could not be read (en, it).
+_DENIAL = re.compile(r"\b(?:(?:does|did|do)\s*(?:not|n't)\s+exist|not exist|no such file|(?:is|are|was|were|be)\s+not\s+found"
+                     r"|not be found|(?:could\s*not|couldn't|cannot|can't|can not|unable to|failed to)\s+(?:find|locate|read|open|access)"
+                     r"|(?:is|was)\s+empty|non esiste|non (?:è|sono) stat[oiae] trovat|non (?:ho|sono riuscit[oa] a)\s+"
+                     r"(?:trovat|trovare|lett|leggere|apert|aprire)|è vuot[oa])", re.IGNORECASE)
+# Clauses end at a stop or a comma followed by a space ("notes.md" is not two), or at a "but".
+_CLAUSE_END = re.compile(r"(?<=[.!?,;:])\s+|\n|\s(?:but|while|whereas|ma|mentre)\s", re.IGNORECASE)
+
+
+def _read_paths(value: Any) -> Iterable[str]:
+    """The paths a step read whole: an entry with a path and content, no error."""
+    if isinstance(value, Mapping):
+        if isinstance(value.get("path"), str) and "error" not in value and value.get("content"):
+            yield value["path"]
+        for v in value.values():
+            yield from _read_paths(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _read_paths(v)
+
+
+def _denied(answer: str, steps: Sequence[StepData]) -> list[str]:
+    """The files the answer says are missing, empty or unreadable although a step read them
+    (the 1.5B, told its read was already done, answered that the file it read "does not exist")."""
+    read = {path.rstrip("/").rsplit("/", 1)[-1].casefold() for s in steps for path in _read_paths(s.observation)}
+    denied: list[str] = []
+    for clause in _CLAUSE_END.split(_FENCE.sub("\n", answer)):
+        if not _DENIAL.search(clause):
+            continue
+        for path in _PATHLIKE.findall(clause):
+            name = path.rstrip(".,;:!?)").rsplit("/", 1)[-1]
+            if name.casefold() in read and name not in denied:
+                denied.append(name)
+    return denied
+
+
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "") -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``."""
     observations = [s.observation for s in steps]
@@ -420,7 +464,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
         known_computed = _Known([leaf for obs in computed for leaf in _leaves(obs)],
                                 [float(n) for obs in computed for n in _lengths(obs)], home)
         exactness = _exactness(ask, answer, steps, known_computed, wanted=superlative_order(request))
-    return Grounding(tuple(unmatched), exactness)
+    return Grounding(tuple(unmatched), exactness, tuple(_denied(answer, steps)))
 
 
 def working_out_call(ask: ExactAsk, offered: Mapping[str, Collection[str]], data_step: int, *,

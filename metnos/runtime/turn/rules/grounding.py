@@ -30,7 +30,8 @@ class Grounded(BaseRule):
         if grounding.holds:
             return None
         answer.record(Turn.AnswerUngrounded, round=state.round, text=answer.text[:2000],
-                      unmatched=list(grounding.unmatched), exactness=grounding.exactness)
+                      unmatched=list(grounding.unmatched), exactness=grounding.exactness,
+                      **({"denied": list(grounding.denied)} if grounding.denied else {}))
         if answer.repairable and not state.grounding_repaired:
             state.grounding_repaired = True
             hint = None
