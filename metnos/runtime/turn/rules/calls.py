@@ -18,12 +18,17 @@ from metnos.runtime.turn.completion import complete_arguments, complete_paths, w
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
+from metnos.runtime.turn.kinds import outside_kind
 from metnos.runtime.turn.offering import actions_offered, offered
 from metnos.runtime.step.piping import FROM_STEP, Resolution, resolve_args
 from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
 from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED, ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
 from metnos.runtime.step.validation import validate_args
+
+
+# The verbs whose action takes existing files as its object.
+TAKES_FILES = frozenset({"move", "delete"})
 
 
 class Guards(BaseRule):
@@ -272,6 +277,24 @@ class ArgumentSchema(BaseRule):
         hint = f"call {step.name} again with arguments that fit its schema" + (f" (required: {', '.join(required)})" if required else "")
         return step.reject("schema", {"errors": problems},
                            {"ok": False, "error_class": "schema_violation", "errors": problems, "hint": hint})
+
+
+class RequestedKind(BaseRule):
+    """A move or a delete takes only files of the kind the request names (metnos/runtime/turn/kinds.py)."""
+    name = "requested_kind"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if step.kind != "executor" or step.name.split("_", 1)[0] not in TAKES_FILES:
+            return None
+        kinds, outside = outside_kind(step.request.text, step.arguments)
+        if not outside:
+            return None
+        named = ", ".join(sorted(kinds))
+        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+        error = f"the request names files of kind {named}; {len(outside)} of the files given are not: {shown}"
+        return step.reject("kind", {"kinds": sorted(kinds), "outside": outside[:20]}, {
+            "ok": False, "error_class": "outside_request", "error": error,
+            "hint": f"call {step.name} again with only the files of kind {named} (leave the others where they are)"})
 
 
 class SandboxPolicy(BaseRule):
