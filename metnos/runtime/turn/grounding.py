@@ -449,6 +449,35 @@ def _denied(answer: str, steps: Sequence[StepData]) -> list[str]:
     return denied
 
 
+# "how many events have type login", "how many lines contain ERROR": a count of the ones that meet a
+# condition (not "how many emails do I have": the gap holds no auxiliary nor a subject).
+# (not "how many files the backup has" either: a determiner starts another subject, and the verb takes an object).
+_GAP_WORD = (r"(?!(?:do|does|did|are|is|were|was|there|i|you|we|they|the|a|an|my|your|his|her|its|our|their|this|that|these|"
+             r"those|il|lo|la|gli|le|un|una|mio|mia|miei|mie|tuo|tua|suo|sua)\b)[^\s?!]+\s+")
+_COUNTED_SUBSET = re.compile(rf"\bhow many\s+(?:{_GAP_WORD}){{1,4}}(?:have|has|contain|contains|containing|with|that|which|whose|"
+                             r"where|match|matching|mention|mentions|mentioning|include|includes|of type)\s+[^\s?.!]"
+                             rf"|\bquant[ie]\s+(?:{_GAP_WORD}){{1,4}}(?:hanno|ha|contengono|contiene|con|che|di tipo)\s+[^\s?.!]",
+                             re.IGNORECASE)
+
+
+def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why a count of the lines or records of a text that meet a condition is not worked out, or "":
+    such a count comes from a step that filters or counts, never from the model reading the text
+    (the 1.5B answered "5", the number of lines of a log, for how many of them were logins)."""
+    if not _COUNTED_SUBSET.search(request) or not _ANSWER_NUMBER.search(_PATHLIKE.sub(" ", answer)):
+        return ""
+    if any(s.computed or s.executor.startswith("filter_") for s in steps) or not any(_textual(s.observation) for s in steps):
+        return ""
+    return ("the request asks how many of them meet a condition, and no step filtered or counted them "
+            "(a filter or compute step over the text's lines or records works the count out)")
+
+
+def _textual(observation: Mapping[str, Any]) -> bool:
+    entries = observation.get("entries")
+    return isinstance(observation.get("content"), str) or (
+        isinstance(entries, list) and any(isinstance(e, Mapping) and isinstance(e.get("content"), str) for e in entries))
+
+
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "") -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``."""
     observations = [s.observation for s in steps]
@@ -458,7 +487,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     unmatched = _claims_unmatched(answer, known)
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
-    exactness = _against_superlative(request, answer, steps)
+    exactness = _against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
     if ask is not None and not exactness:
         computed = [s.observation for s in steps if s.computed]
         known_computed = _Known([leaf for obs in computed for leaf in _leaves(obs)],
