@@ -423,3 +423,26 @@ def test_a_move_takes_only_the_kind_of_file_the_request_names(home: Path, capsys
     told = tool_messages(llm.requests[1])[-1]
     assert told["error_class"] == "outside_request" and "keep.md" in told["error"], told
     assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_delete_of_the_largest_takes_the_top_of_a_sort(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B listed ~/Downloads and deleted a.zip, "the largest", leaving the larger movie.mkv:
+    a delete of the largest without a sort, or of a file outside the sort's top, never runs."""
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "a.zip").write_bytes(b"a" * 50)
+    (home / "Downloads" / "movie.mkv").write_bytes(b"m" * 500)
+    (home / "Downloads" / "b.txt").write_bytes(b"b" * 5)
+    script = [call("find_files", {"base_path": "~/Downloads"}),
+              call("delete_files", {"paths": ["~/Downloads/a.zip"]}),
+              call("sort_entries", {"from_step": 1, "field": "size", "order": "desc"}),
+              call("delete_files", {"paths": ["~/Downloads/b.txt"]}),
+              call("delete_files", {"paths": ["~/Downloads/movie.mkv"]}),
+              text("Deleted movie.mkv, the largest file in ~/Downloads.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Find the largest file in ~/Downloads and delete it.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert (home / "Downloads" / "a.zip").exists() and (home / "Downloads" / "b.txt").exists()
+    assert not (home / "Downloads" / "movie.mkv").exists()
+    refused = of(events(capsys, out["turn_id"]), "StepRejected")
+    assert [r["kind"] for r in refused] == ["top", "top"], refused
+    assert "no step sorted" in refused[0]["error"]["message"] and "is not among it" in refused[1]["error"]["message"]
+    assert replays_clean(capsys, out["turn_id"])

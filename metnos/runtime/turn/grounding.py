@@ -355,11 +355,7 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
             return ""
         if not sorts:
             return f"the request asks for {asked}, and no step sorted the data to find it (only a sort ranks)"
-        last, count = sorts[-1].observation, ask.count or 1
-        meta = last.get("metadata") if isinstance(last.get("metadata"), Mapping) else {}
-        # A whole list sorted the other way round has its top at the end.
-        reverse = wanted is not None and meta.get("order") not in (None, wanted) and meta.get("count_out") == meta.get("count_in")
-        top = last["entries"][-count:] if reverse else last["entries"][:count]
+        top = sorted_top(sorts[-1].observation, ask.count or 1, wanted)
         names = [leaf for e in top for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z /]+", leaf)]
         if names and not any(n.casefold() in answer.casefold() for n in names):
             return f"the request asks for {asked}, and the answer names none of the sort's top: {names[0]!r}"
@@ -375,6 +371,15 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
     if outside:
         return f"the request asks for {asked}, and {outside[0]!r} is not among what the step that worked them out returned"
     return ""
+
+
+def sorted_top(observation: Mapping[str, Any], count: int, wanted: str | None) -> list[Any]:
+    """The first ``count`` entries of a sort's result the ``wanted`` way round ("desc", "asc", None: as sorted)."""
+    meta = observation.get("metadata") if isinstance(observation.get("metadata"), Mapping) else {}
+    # A whole list sorted the other way round has its top at the end.
+    reverse = wanted is not None and meta.get("order") not in (None, wanted) and meta.get("count_out") == meta.get("count_in")
+    entries = observation["entries"]
+    return entries[-count:] if reverse else entries[:count]
 
 
 # A superlative the request asks for, and the order of a sort that gives it first.
