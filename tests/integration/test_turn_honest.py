@@ -446,3 +446,16 @@ def test_a_delete_of_the_largest_takes_the_top_of_a_sort(home: Path, capsys, mon
     assert [r["kind"] for r in refused] == ["top", "top"], refused
     assert "no step sorted" in refused[0]["error"]["message"] and "is not among it" in refused[1]["error"]["message"]
     assert replays_clean(capsys, out["turn_id"])
+
+
+def test_an_answer_that_says_it_could_not_be_done_is_not_answered(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B read the CSV, answered "The total ... could not be done", and the turn said answered."""
+    (home / "receipts").mkdir()
+    (home / "receipts" / "groceries.csv").write_text("item,amount\nbread,2.50\nmilk,1.20\n")
+    script = [call("read_files", {"paths": ["~/receipts/groceries.csv"]}),
+              text("The total of the amount column could not be done because the data is already at an earlier step.")]
+    code, out, llm = run(monkeypatch, capsys, script, "What is the total of the amount column in ~/receipts/groceries.csv?")
+    assert (code, out["status"], out["failure"]["kind"]) == (1, "failed", "said_not_done"), out
+    assert out["failure"]["message"].startswith("Not done, as the language model itself said: The total of the amount column could not")
+    assert not of(events(capsys, out["turn_id"]), "TurnAnswered")
+    assert replays_clean(capsys, out["turn_id"])
