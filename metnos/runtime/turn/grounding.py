@@ -91,7 +91,7 @@ class Grounding:
             out.append(self.exactness)
         if self.denied:
             out.append("the answer says " + ", ".join(repr(d) for d in self.denied[:MAX_NAMED])
-                       + " cannot be found or read, yet a step read it")
+                       + " cannot be found or read, yet a step found or read it")
         return out
 
     def summary(self) -> str:
@@ -418,38 +418,46 @@ def _against_superlative(request: str, answer: str, steps: Sequence[StepData]) -
     return ""
 
 
-# A sentence that says something is not there or could not be read (en, it).
-_DENIAL = re.compile(r"\b(?:(?:does|did|do)\s*(?:not|n't)\s+exist|not exist|no such file|(?:is|are|was|were|be)\s+not\s+found"
-                     r"|not be found|(?:could\s*not|couldn't|cannot|can't|can not|unable to|failed to)\s+(?:find|locate|read|open|access)"
-                     r"|(?:is|was)\s+empty|non esiste|non (?:è|sono) stat[oiae] trovat|non (?:ho|sono riuscit[oa] a)\s+"
-                     r"(?:trovat|trovare|lett|leggere|apert|aprire)|è vuot[oa])", re.IGNORECASE)
+# A clause that says a file is not there (en, it), or that it could not be read or is empty.
+_MISSING = re.compile(r"\b(?:(?:does|did|do)\s*(?:not|n't)\s+exist|not exist|no such file|(?:is|are|was|were|be)\s+not\s+found"
+                      r"|not be found|(?:could\s*not|couldn't|cannot|can't|can not|unable to|failed to)\s+(?:find|locate)"
+                      r"|non esiste|non (?:è|sono) stat[oiae] trovat|non (?:ho|sono riuscit[oa] a)\s+(?:trovat|trovare))", re.IGNORECASE)
+_UNREADABLE = re.compile(r"\b(?:(?:could\s*not|couldn't|cannot|can't|can not|unable to|failed to)\s+(?:read|open|access)"
+                         r"|(?:is|was)\s+empty|non (?:ho|sono riuscit[oa] a)\s+(?:lett|leggere|apert|aprire)|è vuot[oa])",
+                         re.IGNORECASE)
 # Clauses end at a stop or a comma followed by a space ("notes.md" is not two), or at a "but".
 _CLAUSE_END = re.compile(r"(?<=[.!?,;:])\s+|\n|\s(?:but|while|whereas|ma|mentre)\s", re.IGNORECASE)
 
 
-def _read_paths(value: Any) -> Iterable[str]:
-    """The paths a step read whole: an entry with a path and content, no error."""
+def _found_paths(value: Any, *, read: bool) -> Iterable[str]:
+    """The paths a step found (an entry with a path and no error) or, ``read``, read whole (with content)."""
     if isinstance(value, Mapping):
-        if isinstance(value.get("path"), str) and "error" not in value and value.get("content"):
+        if isinstance(value.get("path"), str) and "error" not in value and (not read or value.get("content")):
             yield value["path"]
         for v in value.values():
-            yield from _read_paths(v)
+            yield from _found_paths(v, read=read)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from _read_paths(v)
+            yield from _found_paths(v, read=read)
+
+
+def _names(steps: Sequence[StepData], *, read: bool) -> set[str]:
+    return {path.rstrip("/").rsplit("/", 1)[-1].casefold() for s in steps for path in _found_paths(s.observation, read=read)}
 
 
 def _denied(answer: str, steps: Sequence[StepData]) -> list[str]:
-    """The files the answer says are missing, empty or unreadable although a step read them
-    (the 1.5B, told its read was already done, answered that the file it read "does not exist")."""
-    read = {path.rstrip("/").rsplit("/", 1)[-1].casefold() for s in steps for path in _read_paths(s.observation)}
+    """The files the answer says are missing although a step found them, or unreadable or empty
+    although a step read them (the 1.5B, told its read was already done, answered that the file
+    it read "does not exist"; the 0.5B that a file a search had found "was not found")."""
+    found, read = _names(steps, read=False), _names(steps, read=True)
     denied: list[str] = []
     for clause in _CLAUSE_END.split(_FENCE.sub("\n", answer)):
-        if not _DENIAL.search(clause):
+        against = (found if _MISSING.search(clause) else set()) | (read if _UNREADABLE.search(clause) else set())
+        if not against:
             continue
         for path in _PATHLIKE.findall(clause):
             name = path.rstrip(".,;:!?)").rsplit("/", 1)[-1]
-            if name.casefold() in read and name not in denied:
+            if name.casefold() in against and name not in denied:
                 denied.append(name)
     return denied
 
