@@ -9,6 +9,8 @@ from pathlib import Path
 import orjson
 
 from domain.errors import MetnosError
+from metnos.settings.commands import FREE_WARNING
+from metnos.settings.loader import in_force
 from metnos.settings.sandbox import OFF_WARNING, sandbox_off
 
 
@@ -132,6 +134,8 @@ def run_run(args: argparse.Namespace) -> int:
         raise MetnosError("the arguments must be a JSON object, e.g. '{\"paths\": [\"~/notes.md\"]}'")
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
+    if in_force().settings.commands.shell == "free":
+        print(f"metnos: {FREE_WARNING}", file=sys.stderr)
     call = _executors().run(args.name, call_args, caller={"kind": "cli", "command": "executors run"}, version=args.version)
     result = call.observation()
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
