@@ -27,8 +27,8 @@ def birth_arguments_are_never_read_by_a_shell(run, tmp):
 
 
 def birth_output_is_bounded_and_said(run, tmp):
-    (tmp / "big.txt").write_text("line\n" * 50000)
-    out = run({"program": "grep", "args": ["line", "~/big.txt"], "max_output_bytes": 1000})
+    (tmp / "many_lines.txt").write_text("line\n" * 50000)
+    out = run({"program": "grep", "args": ["line", "~/many_lines.txt"], "max_output_bytes": 1000})
     assert len(out["stdout"].encode()) == 1000 and out["truncated"]["stdout"] is True, out["truncated"]
     assert out["bytes"]["stdout"] == 250000 and "cut at 1000" in out["note"]
 
