@@ -128,10 +128,18 @@ def run(args, ctx):
         return _fail("CannotStart", f"the sandbox does not let {program} be executed: it is not in {_ALLOW}")
     except OSError as e:
         return _fail("CannotStart", f"{program} could not start: {e.strerror}")
+    deadline = started + limit_s
+    timed_out = flooded = True
     try:
-        kept, seen, timed_out, flooded = _collect(proc, cap, started + limit_s)
+        kept, seen, timed_out, flooded = _collect(proc, cap, deadline)
+        if not (timed_out or flooded):
+            # Both streams ended: the program is exiting; wait for it, within what is left of the time.
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
     finally:
-        if proc.poll() is None:
+        if timed_out or flooded:
             _stop(proc)
         proc.wait()
         proc.stdout.close()
