@@ -181,10 +181,10 @@ def _repo(home: Path) -> Path:
     repo = home / "projects" / "garden"
     repo.mkdir(parents=True)
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1"}
-    for argv in (["init", "-q"], ["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q",
-                                  "--allow-empty", "-m", "start"]):
-        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
     (repo / "beds.txt").write_text("tomatoes\n")
+    for argv in (["init", "-q"], ["add", "beds.txt"],
+                 ["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "start"]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
     return repo
 
 
@@ -194,6 +194,15 @@ def test_argument_injection_cannot_start_another_program(home: Path) -> None:
     out = output({"program": "git", "args": ["-c", "alias.x=!touch pwned", "x"], "cwd": str(repo)})
     assert out["ok"] is False and not (repo / "pwned").exists(), out
     assert "Permission denied" in out["stderr"] or "cannot run" in out["stderr"], out
+    # Settings that make git start a program of their own: a hook-like monitor, an external diff, an ssh command.
+    (repo / "beds.txt").write_text("peppers\n")
+    for args in (["-c", "core.fsmonitor=touch pwned", "status"],
+                 ["-c", "diff.external=touch", "diff", "--ext-diff"],
+                 ["-c", "core.sshCommand=touch pwned", "ls-remote", "ssh://example.org/x"],
+                 ["-c", "protocol.ext.allow=always", "ls-remote", "ext::touch pwned"]):
+        out = output({"program": "git", "args": args, "cwd": str(repo)})
+        assert not (repo / "pwned").exists() and not (repo / "diff").exists(), (args, out)
+        assert "Permission denied" in out["stderr"] or "cannot run" in out["stderr"] or out["ok"] is False, (args, out)
     # find -exec, with find listed and sh present on the system, but not listed.
     configure(allow=["find"])
     out = output({"program": "find", "args": [str(repo), "-maxdepth", "0", "-exec", "sh", "-c", "touch pwned", ";"],
