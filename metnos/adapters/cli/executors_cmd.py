@@ -94,6 +94,8 @@ def run_show(args: argparse.Namespace) -> int:
             print(f"  side effects: {d['side_effects']}, idempotent: {d['idempotent']}")
             print(f"  fs read: {', '.join(prof['fs_read']) or '-'}   fs write: {', '.join(prof['fs_write']) or '-'}")
             print(f"  network: {', '.join(prof['network_hosts']) or 'none'}   caps: {prof['max_duration_s']} s, {prof['max_memory_mb']} MB, {prof['max_output_bytes']} B out")
+            if prof["binaries"]:
+                print(f"  programs: {', '.join(prof['binaries'])}")
             print(f"  profile lock: {d['profile_lock']}")
     return 0
 
