@@ -49,6 +49,7 @@ def test_a_listed_program_passes_and_others_are_refused_naming_the_setting(sx):
     v = violation(sx, {"program": "rm", "args": ["-rf", "~"]})
     assert (v.argument, v.rule) == ("/program", "unlisted-program") and "[commands] allow" in v.detail
     assert violation(sx, {"program": "/usr/bin/du"}).rule == "program-path"
+    assert violation(sx, {"program": "du -sh ~/Music"}).rule == "program-with-arguments"
     assert violation(sx, {"program": ""}).rule == "bad-program"
 
 

@@ -219,6 +219,10 @@ def check_program(value: str, *, argument: str, scope: Scope) -> str:
         raise PolicyViolation(argument, "shell-forbidden",
                               f"{SHELL_SETTING} is \"forbidden\" in config.toml: no program may run; set it to "
                               f"\"listed\" and name the programs in {ALLOW_SETTING}", value)
+    if any(c.isspace() for c in value):
+        raise PolicyViolation(argument, "program-with-arguments",
+                              "give the program's bare name (like \"du\") and its arguments as a list in args "
+                              "(like [\"-sh\", \"~/Music\"]): no shell splits them", value)
     if "/" in value:
         raise PolicyViolation(argument, "program-path",
                               f"name the program, not a path: {ALLOW_SETTING} lists bare names found in /usr/bin or /bin",
