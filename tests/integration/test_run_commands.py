@@ -21,6 +21,7 @@ import pytest
 from metnos.adapters.cli import main
 from metnos.runtime.booted import Runtime
 from metnos.settings.commands import FREE_WARNING
+from metnos.settings.errors import ConfigError
 from metnos.settings.workspace import Workspace
 from tests.integration.test_side_effect_gate import events_of, kind
 from tests.support.scripted_llm import ScriptedLLM, call, text
@@ -161,8 +162,8 @@ def listener() -> Iterator[_Listener]:
 
 
 def test_a_listed_program_cannot_reach_the_network(home: Path, listener: _Listener) -> None:
-    # Even a program that can open sockets, listed on purpose: no network namespace of the host, no socket.
-    configure(allow=["python3"])
+    # Even a program that opens sockets, under "free": no network namespace of the host, no socket.
+    configure(shell="free")
     probe = ("import socket,sys\n"
              "try:\n"
              f"    socket.create_connection(('127.0.0.1', {listener.port}), timeout=2)\n"
@@ -203,11 +204,12 @@ def test_argument_injection_cannot_start_another_program(home: Path) -> None:
         out = output({"program": "git", "args": args, "cwd": str(repo)})
         assert not (repo / "pwned").exists() and not (repo / "diff").exists(), (args, out)
         assert "Permission denied" in out["stderr"] or "cannot run" in out["stderr"] or out["ok"] is False, (args, out)
-    # find -exec, with find listed and sh present on the system, but not listed.
+    # find -exec could start the dynamic loader, which runs any program: find cannot be listed at all,
+    # and a config.toml that lists it is refused whole, before anything runs.
     configure(allow=["find"])
-    out = output({"program": "find", "args": [str(repo), "-maxdepth", "0", "-exec", "sh", "-c", "touch pwned", ";"],
-                  "cwd": str(repo)})
-    assert not (repo / "pwned").exists() and "Permission denied" in out["stderr"], out
+    with pytest.raises(ConfigError, match=r"\['find'\] start the programs their arguments name"):
+        run_commands({"program": "find", "args": [str(repo), "-exec", "sh", "-c", "touch pwned", ";"], "cwd": str(repo)})
+    assert not (repo / "pwned").exists()
 
 
 def test_an_output_path_outside_the_call_folder_is_read_only(home: Path) -> None:

@@ -79,6 +79,13 @@ def test_allow_holds_bare_names_only(names):
         CommandsConfig(allow=names)
 
 
+@pytest.mark.parametrize("launcher", ["find", "xargs", "env", "sh", "python3", "busybox"])
+def test_a_program_that_starts_programs_cannot_be_listed(launcher):
+    with pytest.raises(ValueError, match="cannot be listed"):
+        CommandsConfig(allow=["du", launcher])
+    assert launcher in CommandsConfig(shell="free", allow=["du", launcher]).allow
+
+
 def test_landlock_executes_only_the_listed_programs_and_their_loader(sx):
     plan = plan_for(Path(__file__).parent, PROFILE, workspace=sx.workspace, env=sx.env)
     executable = {path for path, rights in plan.landlock_rules if rights & landlock.FS_EXECUTE}
