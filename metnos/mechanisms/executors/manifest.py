@@ -28,7 +28,7 @@ VERB_CATEGORY: dict[str, Literal["E", "F", "A"]] = {
     ),
     **dict.fromkeys(["describe", "render"], "F"),
     **dict.fromkeys(
-        ["move", "delete", "send", "share", "write", "set", "create", "change", "order", "compress"],
+        ["move", "delete", "send", "share", "write", "set", "create", "change", "order", "compress", "run"],
         "A",
     ),
 }
@@ -181,6 +181,9 @@ class Capabilities(_Strict):
     env: tuple[str, ...] = ()
     # Import the runtime's installed packages; stdlib-only executors say no.
     site_packages: bool = Field(default=False, alias="python:site-packages")
+    # fs:write is a ceiling: a call binds writable only the paths its arguments marked as written
+    # name (within it), nothing when it names none, so undo's before-image covers all it may change.
+    fs_write_arguments: bool = Field(default=False, alias="fs:write:arguments")
 
     @field_validator("fs_read", "fs_write")
     @classmethod
@@ -254,6 +257,8 @@ class Manifest(_Strict):
         # manifest that says otherwise would dodge the reinforced check.
         if self.capabilities.fs_write and not self.contract.side_effects:
             raise ValueError("capabilities grant fs:write but contract.side_effects is false")
+        if self.capabilities.fs_write_arguments and not self.capabilities.fs_write:
+            raise ValueError("fs:write:arguments narrows fs:write, which grants nothing")
         if self.verb_category == "A" and not self.contract.side_effects:
             raise ValueError(f"verb {self.verb!r} changes the world: contract.side_effects must be true")
         return self

@@ -33,6 +33,7 @@ from metnos.mechanisms.invocation.outcome import InvocationOutcome, failure_obse
 from metnos.mechanisms.invocation.runner import UNAVAILABLE, invoke
 from metnos.mechanisms.sandbox import autonomy as autonomy_levels
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
+from metnos.mechanisms.sandbox.policy import writes_narrowed_to_arguments
 from metnos.settings.workspace import Workspace
 import orjson
 
@@ -177,6 +178,9 @@ class Invoker:
             refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox, autonomy)
             return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
         profile = autonomy_levels.sandbox_profile(autonomy, target.profile)
+        if target.manifest.capabilities.fs_write_arguments:
+            # What the call may change is then exactly what undo keeps a before-image of.
+            profile = writes_narrowed_to_arguments(profile, args, target.input_schema, workspace=self.workspace, env=self.env)
         invocation_id = self.new_id()
         at = self.clock()
         invocation = Invocation.request(
