@@ -113,14 +113,15 @@ def executor_name(server: str, tool: str, *, is_read_only: bool, taken: Collecti
     verb = first if first in VERB_CATEGORY else VERB_SYNONYMS.get(first, "")
     fits = verb in VERB_CATEGORY and (VERB_CATEGORY[verb] in ("E", "F")) == is_read_only
     if fits:
-        rest = words[1:]
+        # A synonym's own word stays in the object: git_diff is compare_git_diff, not compare_git.
+        rest = words[1:] if verb == first else words
     else:
         verb, rest = ("get" if is_read_only else "change"), words
     if not set(srv) <= set(rest):
         rest = [*srv, *rest]
     name = "_".join([verb, *rest])
     if name in taken:
-        name = "_".join([verb, *srv, *[w for w in words if w != first or not fits]])
+        name = "_".join([verb, *srv, *(words[1:] if fits and verb == first else words)])
     n = 2
     base = name
     while name in taken:
