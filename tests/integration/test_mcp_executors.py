@@ -148,7 +148,8 @@ def test_fetch_without_a_network_grant_is_refused_before_the_server_starts(home:
     assert main(["mcp", "approve", "fetch"]) == 0
     code, out = _run(capsys, "get_fetch", {"url": url, "raw": True})
     assert code == 1 and out["error"]["kind"] == "PolicyViolation", out
-    assert out["error"]["rule"] == "undeclared-host"
+    # The executor holds no network grant at all: the host is refused before anything is spawned.
+    assert out["error"]["rule"] == "no-network"
     assert seen == []
 
 

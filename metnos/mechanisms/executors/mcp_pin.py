@@ -59,10 +59,12 @@ class Pin:
     # Folders the server needs to read that the sandbox does not show by default
     # (a virtual environment of its own, a script outside the runtime's trees).
     reads: tuple[str, ...] = field(default=())
+    # The arguments that name a pinned file (a script given to an interpreter).
+    scripts: tuple[str, ...] = field(default=())
 
     def to_record(self) -> dict[str, Any]:
         return {"digest": self.digest, "files": dict(sorted(self.files.items())), "distribution": self.distribution,
-                "reads": list(self.reads)}
+                "reads": list(self.reads), "scripts": list(self.scripts)}
 
 
 def resolve_executable(command: str) -> Path:
@@ -146,14 +148,26 @@ def _digest(files: dict[str, str]) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def pin_command(argv: list[str]) -> tuple[list[str], Pin]:
-    """The command with its executable resolved, and what it is pinned to."""
+def pin_command(argv: list[str], *, scripts: list[str] | None = None) -> tuple[list[str], Pin]:
+    """The command with its executable resolved, and what it is pinned to.
+
+    ``scripts``: the arguments pinned as files when the pin was made; a check
+    hashes those again (a file an argument names that appeared since is data,
+    not code the user approved: a flag file, an output)."""
     if not argv:
         raise PinError("no command: write `metnos mcp add NAME -- COMMAND ARGS...`")
     exe = resolve_executable(argv[0])
     files = [exe]
     reads: set[str] = set()
     for arg in argv[1:]:
+        if scripts is not None:
+            if arg in scripts:
+                script = Path(os.path.realpath(Path(arg).expanduser()))
+                if not script.is_file():
+                    raise PinError(f"{arg}: the pinned script is gone")
+                files.append(script)
+                reads.add(str(script))
+            continue
         if not arg.startswith("-") and ("/" in arg or arg.endswith(".py")) and Path(arg).expanduser().is_file():
             script = Path(os.path.realpath(Path(arg).expanduser()))
             files.append(script)
@@ -169,7 +183,8 @@ def pin_command(argv: list[str]) -> tuple[list[str], Pin]:
     name = f"{dist.metadata['Name']} {dist.version}" if dist is not None else None
     hashed = {str(f): _sha256(f) for f in files}
     resolved = [str(exe), *argv[1:]]
-    return resolved, Pin(_digest(hashed), hashed, name, tuple(sorted(reads)))
+    pinned_args = tuple(a for a in argv[1:] if str(Path(os.path.realpath(Path(a).expanduser()))) in reads)
+    return resolved, Pin(_digest(hashed), hashed, name, tuple(sorted(reads)), pinned_args)
 
 
 def _inside_runtime(path: Path) -> bool:
@@ -200,7 +215,7 @@ def pin_problem(folder: Path) -> str | None:
         return None
     pinned = (spec.get("pin") or {}).get("digest")
     try:
-        _, now = pin_command(list(spec.get("command") or []))
+        _, now = pin_command(list(spec.get("command") or []), scripts=list(spec["pin"].get("scripts") or []))
     except (PinError, OSError) as e:
         return f"the server {spec.get('server')!r} cannot be hashed again: {e}"
     if now.digest != pinned:
