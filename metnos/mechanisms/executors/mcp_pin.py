@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import sysconfig
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -188,8 +189,6 @@ def pin_command(argv: list[str], *, scripts: list[str] | None = None) -> tuple[l
 
 
 def _inside_runtime(path: Path) -> bool:
-    import sys
-
     roots = [Path(os.path.realpath(p)) for p in {sys.prefix, sys.base_prefix}] + [Path("/usr"), Path("/bin"), Path("/lib")]
     return any(path.is_relative_to(r) for r in roots)
 

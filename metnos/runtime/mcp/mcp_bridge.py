@@ -19,6 +19,11 @@ import json
 import os
 import sys
 
+import anyio
+from mcp import ClientSession, types
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Text kept of one result: the executor's output cap is the hard limit.
 KEEP_CHARS = 200000
@@ -43,18 +48,12 @@ def _tool_record(tool):
 
 
 async def _with_session(s, work):
-    from mcp import ClientSession
-
     if s["transport"] == "stdio":
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
         env = {k: os.environ[k] for k in _PROXY_VARS if k in os.environ}
         env.update(s.get("env") or {})
         params = StdioServerParameters(command=s["command"][0], args=list(s["command"][1:]), env=env, cwd="/tmp")
         transport = stdio_client(params, errlog=sys.stderr)
     else:
-        from mcp.client.streamable_http import streamable_http_client
-
         transport = streamable_http_client(s["url"])
     async with transport as streams:
         async with ClientSession(streams[0], streams[1]) as session:
@@ -68,8 +67,6 @@ async def _all_tools(session):
         if cursor is None:
             page = await session.list_tools()
         else:
-            from mcp import types
-
             page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
         tools += [_tool_record(t) for t in page.tools]
         cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
@@ -78,8 +75,6 @@ async def _all_tools(session):
 
 
 def _run(coro_fn):
-    import anyio
-
     return anyio.run(coro_fn)
 
 
