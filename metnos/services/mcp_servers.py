@@ -11,12 +11,12 @@ from metnos.services import wiring
 
 
 def add(name: str, *, command: list[str] | None, url: str | None, read: list[str], write: list[str],
-        network: list[str], confirm: Callable[[AddPlan], bool]) -> list[tuple[str, str]] | None:
+        network: list[str], confirm: Callable[[AddPlan], bool], env: dict[str, str] | None = None) -> list[tuple[str, str]] | None:
     """Pin the server, list its tools in the sandbox, and on ``confirm(plan)`` install one executor per tool,
     each quarantined until approved. (executor, version) installed, or None when not confirmed."""
     grants = Grants(tuple(read), tuple(write), tuple(network))
     with wiring.boot(birth=False) as rt:
-        plan = plan_add(rt, name, command=command, url=url, grants=grants)
+        plan = plan_add(rt, name, command=command, url=url, grants=grants, env=env)
         if not confirm(plan):
             return None
         return [(p.parent.name, p.name) for p in install_plan(rt, plan)]

@@ -22,6 +22,7 @@ import pytest
 from metnos.adapters.cli import main
 from metnos.settings.workspace import Workspace
 from tests.support.mcp_hostile import write_hostile_server
+from tests.support.mcp_http_server import mcp_http_server
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
 _SERVERS = ("mcp-server-time", "mcp-server-fetch", "mcp-server-git")
@@ -316,3 +317,60 @@ def test_remove_archives_the_tools_and_deletes_their_folders(home: Path, capsys)
     assert main(["executors", "list", "--json"]) == 0
     listed = capsys.readouterr().out
     assert "archived" in listed and "get_current_time" in listed
+
+
+def test_a_server_over_http_is_reached_through_the_egress_allow_list(home: Path, capsys) -> None:
+    with mcp_http_server() as url:
+        host = url.split("/")[2]
+        capsys.readouterr()
+        assert main(["mcp", "add", "tides", "--yes", "--url", url]) == 2
+        assert "NetworkDenied" in capsys.readouterr().err
+        assert "tides" not in _list(capsys)
+
+        _allow(host)
+        said = _add(capsys, "tides", "--yes", "--url", url)
+        assert "get_tide -> get_tides_tide 1.0.0 (read-only)" in said
+        manifest = (Workspace.from_env().executors_origin_dir("mcp") / "get_tides_tide" / "1.0.0" / "manifest.toml").read_text()
+        assert f'"network" = ["{host}"]' in manifest
+        assert main(["mcp", "approve", "tides"]) == 0
+        code, out = _run(capsys, "get_tides_tide", {"harbour": "Genova"})
+    assert code == 0 and out["text"] == "High tide at Genova: 16:10", out
+    completed = [i for i in _invocations(capsys) if i.get("network")]
+    assert completed[-1]["network"][0]["host"] == "127.0.0.1" and completed[-1]["network"][0]["allowed"] is True
+
+
+def _git_status(folder: Path) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=folder, capture_output=True, text=True, check=True).stdout
+
+
+def test_a_tool_with_side_effects_is_asked_recorded_and_undone(home: Path, capsys, monkeypatch, repo: Path) -> None:
+    # The sandbox has no account for its user: git's author comes from the environment given at add time.
+    said = _add(capsys, "git", "--yes", "--grant-write", "~/harbour-repo", "--env", "GIT_AUTHOR_NAME=Tess",
+                "--env", "GIT_AUTHOR_EMAIL=tess@example.org", "--env", "GIT_COMMITTER_NAME=Tess",
+                "--env", "GIT_COMMITTER_EMAIL=tess@example.org", "--", "mcp-server-git")
+    assert "environment: GIT_AUTHOR_EMAIL=tess@example.org" in said
+    assert "git_add -> create_git_add 1.0.0 (side effects, idempotent: not asked)" in said
+    assert main(["mcp", "approve", "git"]) == 0
+    subprocess.run(["git", "add", "untracked.txt"], cwd=repo, check=True)
+    assert _git_status(repo) == "A  untracked.txt\n"
+    script = [call("change_git_commit", {"repo_path": "~/harbour-repo", "message": "Add the new file"}), text("Committed.")]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = _ask(capsys, "commit what is staged in the git repository ~/harbour-repo", "--yes")
+    assert code == 0, out
+    assert _git_status(repo) == "" and _last_commit(repo) == "Add the new file"
+    events = _turn_events(capsys, out["turn_id"])
+    asked = [e["state"] for e in events if e["topic"].endswith("ApprovalAsked")]
+    assert [a["executor"] for a in asked] == ["change_git_commit"]
+    approvals = [e["state"] for e in events if e["topic"].endswith("ApprovalAnswered")]
+    assert approvals == [{"step": asked[0]["step"], "approved": True, "by": "flag:--yes"}]
+    capsys.readouterr()
+    assert main(["replay", out["turn_id"], "--json"]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    assert main(["undo", "--json"]) == 0, capsys.readouterr()
+    assert _git_status(repo) == "A  untracked.txt\n" and _last_commit(repo) == "Record the tide table"
+
+
+def _last_commit(folder: Path) -> str:
+    return subprocess.run(["git", "log", "-1", "--format=%s"], cwd=folder, capture_output=True, text=True, check=True).stdout.strip()

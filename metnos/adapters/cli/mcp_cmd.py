@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="a file or folder the server may change (its tools with side effects keep a before-image for undo)")
     add.add_argument("--network", action="append", default=[], metavar="HOST",
                      help="a host the server may reach, through the egress proxy and [network] allow (none by default)")
+    add.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                     help="a setting the stdio server reads from its environment (signed into its folders: never a secret)")
     add.add_argument("--yes", action="store_true", help="confirm the tools and grants without asking")
     # Everything after the name: its options, then `--` and the command, which may have options of its own.
     add.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command that starts the server over stdio")
@@ -85,11 +87,21 @@ def _confirm(args: argparse.Namespace, plan: Any) -> bool:
     else:
         out.write("  pinned by its URL and its tools' definitions (no code here to hash)\n")
     grants = server.grants.to_record()
-    granted = ", ".join(f"{k}: {', '.join(v)}" for k, v in grants.items() if v) or "none (no files, no network)"
+    granted = ", ".join(f"{k}: {', '.join(v)}" for k, v in grants.items() if v) or (
+        "none (no files, no network)" if server.transport == "stdio" else "none (no files; no host but the server's own)")
     out.write(f"  grants: {granted}\n")
+    if server.env:
+        out.write(f"  environment: {', '.join(f'{k}={v}' for k, v in sorted(server.env.items()))}\n")
     for t in plan.tools:
-        effects = "read-only" if not t.side_effects else ("side effects, asked at every call" if t.annotated
-                                                          else "no annotations: treated as side-effecting, asked at every call")
+        if not t.side_effects:
+            effects = "read-only"
+        elif not t.annotated:
+            effects = "no annotations: treated as side-effecting, asked at every call"
+        elif t.idempotent:
+            # The vaglio asks for what cannot be repeated safely; a repeatable change is kept for undo instead.
+            effects = "side effects, idempotent: not asked"
+        else:
+            effects = "side effects, asked at every call"
         out.write(f"  {t.tool['name']} -> {t.executor} {t.version} ({effects})\n")
         description = " ".join((t.tool.get("description") or "").split())
         if description:
@@ -119,7 +131,7 @@ def _split_add(args: argparse.Namespace) -> tuple[argparse.Namespace, list[str]]
     again = args.add_parser.parse_args([*before, args.name])
     for key in ("url", "yes"):
         setattr(args, key, getattr(args, key) or getattr(again, key))
-    for key in ("grant_read", "grant_write", "network"):
+    for key in ("grant_read", "grant_write", "network", "env"):
         setattr(args, key, [*getattr(args, key), *getattr(again, key)])
     if again.command:
         raise MetnosError(f"unexpected {' '.join(again.command)!r} before `--`: the server's command goes after `--`")
@@ -132,7 +144,13 @@ def run_add(args: argparse.Namespace) -> int:
         raise MetnosError("give either `-- COMMAND ARGS...` or `--url URL`, not both")
     if not args.url and not command:
         raise MetnosError("no server: write `metnos mcp add NAME -- COMMAND ARGS...` or `metnos mcp add NAME --url URL`")
-    installed = _servers().add(args.name, command=command or None, url=args.url,
+    env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise MetnosError(f"--env {item!r}: write NAME=VALUE, e.g. GIT_AUTHOR_NAME=Anna")
+        env[key] = value
+    installed = _servers().add(args.name, command=command or None, url=args.url, env=env,
                                read=[_path(p) for p in args.grant_read], write=[_path(p) for p in args.grant_write],
                                network=list(args.network), confirm=lambda plan: _confirm(args, plan))
     if installed is None:

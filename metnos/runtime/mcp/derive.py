@@ -72,6 +72,8 @@ class Server:
     url: str | None = None
     pin: dict[str, Any] = field(default_factory=dict)
     grants: Grants = Grants()
+    # Settings a stdio server reads from its environment (`--env NAME=VALUE`): signed into its folders, so never a secret.
+    env: dict[str, str] = field(default_factory=dict)
 
     def host_patterns(self) -> tuple[str, ...]:
         """What the sandbox must let the bridge reach: the grants, and an HTTP server's own host."""
@@ -282,7 +284,8 @@ def birth_the_folder_names_its_server_and_tool(run, tmp):
 
 def server_record(server: Server, tool: Mapping[str, Any], digest: str) -> dict[str, Any]:
     return {"server": server.name, "transport": server.transport, "command": list(server.command), "url": server.url,
-            "tool": tool["name"], "tool_digest": digest, "pin": server.pin, "grants": server.grants.to_record()}
+            "tool": tool["name"], "tool_digest": digest, "pin": server.pin, "grants": server.grants.to_record(),
+            "env": dict(sorted(server.env.items()))}
 
 
 def executor_files(name: str, version: str, server: Server, tool: Mapping[str, Any], created_at: str) -> dict[str, bytes]:

@@ -16,6 +16,7 @@ every version in the log and deletes the folders.
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from metnos.mechanisms.executors.mcp_pin import PinError, pin_command, pin_probl
 from metnos.mechanisms.executors.signing import SigningError, verify_executor
 from metnos.mechanisms.invocation.runner import invoke
 from metnos.mechanisms.sandbox.profile import SandboxProfile
-from metnos.runtime.mcp.derive import CAPS, DeriveError, Grants, Server, check_server_name, executor_files, executor_name, lister_files, read_only
+from metnos.runtime.mcp.derive import CAPS, DeriveError, Grants, Server, check_server_name, executor_files, executor_name, idempotent, lister_files, read_only
 from metnos.runtime.taken_names import taken_names
 
 ORIGIN = "mcp"
@@ -56,6 +57,10 @@ class ToolPlan:
     @property
     def side_effects(self) -> bool:
         return not read_only(self.tool)
+
+    @property
+    def idempotent(self) -> bool:
+        return idempotent(self.tool)
 
     @property
     def annotated(self) -> bool:
@@ -141,7 +146,7 @@ def list_tools(runtime: Any, server: Server, *, staging: Path) -> dict[str, Any]
 
 
 def plan_add(runtime: Any, name: str, *, command: list[str] | None = None, url: str | None = None,
-             grants: Grants = Grants()) -> AddPlan:
+             grants: Grants = Grants(), env: dict[str, str] | None = None) -> AddPlan:
     """Pin, list and derive; nothing is installed yet."""
     try:
         check_server_name(name)
@@ -154,11 +159,16 @@ def plan_add(runtime: Any, name: str, *, command: list[str] | None = None, url: 
             resolved, pin = pin_command(list(command))
         except PinError as e:
             raise McpRefused(str(e)) from None
-        server = Server(name, "stdio", command=tuple(resolved), pin=pin.to_record(), grants=grants)
+        bad = [k for k in env or {} if not re.match(r"^[A-Z_][A-Z0-9_]*$", k)]
+        if bad:
+            raise McpRefused(f"--env {bad[0]}: a variable name is UPPER_SNAKE, e.g. GIT_AUTHOR_NAME")
+        server = Server(name, "stdio", command=tuple(resolved), pin=pin.to_record(), grants=grants, env=dict(env or {}))
     else:
         assert url is not None
         if not url.startswith(("http://", "https://")):
             raise McpRefused(f"--url {url!r}: an MCP server over HTTP needs an http:// or https:// URL")
+        if env:
+            raise McpRefused("--env sets a stdio server's environment; a server over HTTP has its own")
         server = Server(name, "http", url=url, pin={"url": url}, grants=grants)
     listing = list_tools(runtime, server, staging=runtime.workspace.runtime_dir / "mcp" / name)
     tools = listing["tools"]
@@ -256,7 +266,8 @@ def _hold(runtime: Any, plan: AddPlan, installed: list[Path]) -> None:
         e.register_version(version=version, digest=digest,
                            summary=f"tool {t.tool['name']!r} of {_describe_server(plan.server)}"[:300], at=at)
         e.record_signature(version=version, digest=digest, key_id=runtime.key_id, at=at)
-        asked = "side effects: every call asks" if t.side_effects else "read-only"
+        asked = ("read-only" if not t.side_effects else "side effects, idempotent" if t.idempotent
+                 else "side effects: every call asks")
         e.quarantine(version=version, check=APPROVAL, file=None, at=at,
                      reason=f"added from {_describe_server(plan.server)}; tool {t.tool['name']!r} ({asked}); "
                             f"waiting for `metnos mcp approve {plan.server.name}`")
