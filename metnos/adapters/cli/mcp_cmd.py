@@ -148,7 +148,7 @@ def run_add(args: argparse.Namespace) -> int:
     for item in args.env:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise MetnosError(f"--env {item!r}: write NAME=VALUE, e.g. GIT_AUTHOR_NAME=Anna")
+            raise MetnosError(f"--env {item!r}: write NAME=VALUE, e.g. GIT_AUTHOR_NAME=Ada")
         env[key] = value
     installed = _servers().add(args.name, command=command or None, url=args.url, env=env,
                                read=[_path(p) for p in args.grant_read], write=[_path(p) for p in args.grant_write],
