@@ -15,9 +15,10 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 
 @dataclass
@@ -193,6 +194,25 @@ def says_size(size_bytes: int, rel_tol: float = 0.15) -> Check:
             if abs(amount - size_bytes) <= rel_tol * size_bytes:
                 return True, "ok"
         return False, f"answer gives no size near {size_bytes} bytes"
+
+    return check
+
+
+def says_time_in(zone: str, slack_minutes: int = 10) -> Check:
+    """The answer gives the wall-clock time of ``zone`` (H:MM, 24-hour or with am/pm) within the slack of now."""
+    def check(o: Outcome) -> tuple[bool, str]:
+        now = datetime.now(ZoneInfo(zone))
+        said = []
+        for h, m, half in re.findall(r"\b(\d{1,2})[:.](\d{2})\s*([ap]\.?m\.?)?", o.answer.lower()):
+            hour = int(h) % 12 + (12 if half.startswith("p") else 0) if half else int(h)
+            if hour > 23 or int(m) > 59:
+                continue
+            said.append(f"{hour:02d}:{m}")
+            for day in (-1, 0, 1):
+                t = now.replace(hour=hour, minute=int(m), second=0, microsecond=0) + timedelta(days=day)
+                if abs((t - now).total_seconds()) <= slack_minutes * 60:
+                    return True, ""
+        return False, f"no time within {slack_minutes} min of {now:%H:%M} in {zone} (said {said or 'none'})"
 
     return check
 
@@ -443,6 +463,10 @@ TASKS: list[Task] = [
     Task("mail_unread_count", "How many unread emails do I have?", says_number(2, 0), world="mail"),
     Task("mail_address_to_elena", "Send Elena the address in ~/notes/party.md by mail.",
          mailed("elena.rossi@friends.example", "Garibaldi 21"), {"notes/party.md": PARTY}, tools=2, world="mail"),
+    # MCP tools: real servers from PyPI added to the home with `metnos mcp add` (bench/mcp_world.py).
+    Task("mcp_time_tokyo", "What time is it in Tokyo right now?", says_time_in("Asia/Tokyo"), world="mcp:time"),
+    Task("mcp_git_last_commit", "What is the message of the last commit in the git repository ~/projects/lighthouse?",
+         says("lamp timer"), world="mcp:git"),
 ]
 
 # A handful that touch each kind of check, for CI.

@@ -160,7 +160,7 @@ def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode
         raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
     point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url, pages_url=pages_url, world=world)
     if world is not None:
-        world.store_passwords(env)
+        world.prepare(env)
     t0 = time.monotonic()
     try:
         proc = _metnos(["ask", "--json", "--yes", request], env, timeout_s)
@@ -207,6 +207,13 @@ def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: f
             from bench.mail_world import mail_world
 
             with mail_world() as world:
+                result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
+                                                                     online_url=online_url, pages_url=pages_url, world=world)
+        elif system in MODE_OF and task.world.startswith("mcp:"):
+            # Deferred: only the MCP tasks add servers to the home.
+            from bench.mcp_world import mcp_world
+
+            with mcp_world(task.world, home) as world:
                 result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
                                                                      online_url=online_url, pages_url=pages_url, world=world)
         elif system in MODE_OF:

@@ -33,7 +33,7 @@ VERB_CATEGORY: dict[str, Literal["E", "F", "A"]] = {
     ),
 }
 
-ORIGINS = ("seed", "synt", "skill")
+ORIGINS = ("seed", "synt", "skill", "mcp")
 
 _NAME_RE = re.compile(r"^([a-z]+)_[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 # Semver 2.0.0, without leading zeros in the numeric parts.
@@ -42,7 +42,7 @@ _SEMVER_RE = re.compile(
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
-_CREATED_BY_RE = re.compile(r"^(seed|synt:[A-Za-z0-9_.-]+|skill:\S+)$")
+_CREATED_BY_RE = re.compile(r"^(seed|synt:[A-Za-z0-9_.-]+|skill:\S+|mcp:[a-z][a-z0-9_-]*)$")
 _ERROR_CLASS_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 # One lower-case word, or several separated by single spaces: the multi-word
 # tags of seeds/002 ch. 5 ("tell someone"), matched only whole.
@@ -115,7 +115,7 @@ class Identity(_Strict):
     @classmethod
     def _origin_tag(cls, v: str) -> str:
         if not _CREATED_BY_RE.match(v):
-            raise ValueError(f"created_by {v!r} must be 'seed', 'synt:<run_id>' or 'skill:<source>'")
+            raise ValueError(f"created_by {v!r} must be 'seed', 'synt:<run_id>', 'skill:<source>' or 'mcp:<server>'")
         return v
 
     @field_validator("affinity")
