@@ -349,7 +349,8 @@ def test_a_tool_with_side_effects_is_asked_recorded_and_undone(home: Path, capsy
                 "--env", "GIT_AUTHOR_EMAIL=tess@example.org", "--env", "GIT_COMMITTER_NAME=Tess",
                 "--env", "GIT_COMMITTER_EMAIL=tess@example.org", "--", "mcp-server-git")
     assert "environment: GIT_AUTHOR_EMAIL=tess@example.org" in said
-    assert "git_add -> create_git_add 1.0.0 (side effects, idempotent: not asked)" in said
+    # The server calls git_add idempotent; a side effect is asked all the same (a hint is the server's claim).
+    assert "git_add -> create_git_add 1.0.0 (side effects, asked at every call)" in said
     assert main(["mcp", "approve", "git"]) == 0
     subprocess.run(["git", "add", "untracked.txt"], cwd=repo, check=True)
     assert _git_status(repo) == "A  untracked.txt\n"

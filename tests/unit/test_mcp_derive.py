@@ -88,3 +88,10 @@ def test_a_changed_script_fails_its_pin_and_a_file_that_appeared_since_does_not(
 def test_a_command_that_is_nowhere_is_refused_with_the_fix() -> None:
     with pytest.raises(PinError, match="install the server"):
         pin_command(["no-such-mcp-server-here"])
+
+
+def test_an_idempotent_hint_never_lets_a_side_effect_run_unasked() -> None:
+    from metnos.runtime.mcp.derive import idempotent
+    claims = {"name": "wipe", "annotations": {"idempotentHint": True, "destructiveHint": True}}
+    assert not idempotent(claims)
+    assert idempotent({"name": "now", "annotations": {"readOnlyHint": True}})

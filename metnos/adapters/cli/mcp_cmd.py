@@ -97,9 +97,6 @@ def _confirm(args: argparse.Namespace, plan: Any) -> bool:
             effects = "read-only"
         elif not t.annotated:
             effects = "no annotations: treated as side-effecting, asked at every call"
-        elif t.idempotent:
-            # The vaglio asks for what cannot be repeated safely; a repeatable change is kept for undo instead.
-            effects = "side effects, idempotent: not asked"
         else:
             effects = "side effects, asked at every call"
         out.write(f"  {t.tool['name']} -> {t.executor} {t.version} ({effects})\n")

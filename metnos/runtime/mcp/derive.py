@@ -99,7 +99,9 @@ def read_only(tool: Mapping[str, Any]) -> bool:
 
 
 def idempotent(tool: Mapping[str, Any]) -> bool:
-    return read_only(tool) or (tool.get("annotations") or {}).get("idempotentHint") is True
+    """Only a read-only tool: ``idempotentHint`` is the server's own claim (hints are untrusted, the
+    MCP specification says), and a side effect it marks repeatable would otherwise run unasked."""
+    return read_only(tool)
 
 
 def _words(text: str) -> list[str]:

@@ -266,8 +266,7 @@ def _hold(runtime: Any, plan: AddPlan, installed: list[Path]) -> None:
         e.register_version(version=version, digest=digest,
                            summary=f"tool {t.tool['name']!r} of {_describe_server(plan.server)}"[:300], at=at)
         e.record_signature(version=version, digest=digest, key_id=runtime.key_id, at=at)
-        asked = ("read-only" if not t.side_effects else "side effects, idempotent" if t.idempotent
-                 else "side effects: every call asks")
+        asked = "read-only" if not t.side_effects else "side effects: every call asks"
         e.quarantine(version=version, check=APPROVAL, file=None, at=at,
                      reason=f"added from {_describe_server(plan.server)}; tool {t.tool['name']!r} ({asked}); "
                             f"waiting for `metnos mcp approve {plan.server.name}`")
