@@ -171,6 +171,11 @@ class EventLog(Application[UUID]):
         With ``topics``, other events are skipped before they are decoded.
         """
         wanted = frozenset(topics)
+        scan = getattr(self.recorder, "scan_events", None)
+        if scan is not None and getattr(self.mapper, "stores_plain_json", False):
+            for batch in scan(self.mapper, start, wanted or None):
+                yield from batch
+            return
         batches = getattr(self.recorder, "scan_batches", None)
         decode_rows = getattr(self.mapper, "decode_rows", None)
         if batches is not None and decode_rows is not None:
@@ -252,7 +257,7 @@ class EventLog(Application[UUID]):
 
 _PAGE = 1000
 # The recorder's methods that read what was recorded (``feed`` commits for its own).
-_READS = ("select_events", "select_notifications", "max_notification_id", "scan", "scan_batches")
+_READS = ("select_events", "select_notifications", "max_notification_id", "scan", "scan_batches", "scan_events")
 
 
 def _recording(event: Any, stored: Any, notification_id: int) -> Recording[Any]:

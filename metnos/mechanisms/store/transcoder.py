@@ -116,6 +116,10 @@ class OrjsonTranscoder(JSONTranscoder):
         )
         raise TranscodingNotRegisteredError(msg)
 
+    def wrap(self, obj: Any) -> Any:
+        """``obj`` with every value that is not native JSON tagged; ``obj`` itself when none is."""
+        return self._wrap(obj)
+
     def unwrap(self, loaded: Any) -> Any:
         """Loaded JSON back to the types it was written from."""
         return self._unwrap(loaded)

@@ -6,8 +6,9 @@ that passes the rules' checks, runs and is observed; until an answer is
 proposed that the rules let stand. The rules (metnos/runtime/turn/rules) are a
 list the loop walks at fixed points of a turn; their verdicts decide what it
 does. A turn's events (and its invocations') are committed in one transaction when
-it closes, or earlier where a person waits (an approval) or an executor changed the
-world; never one a step (docs/architecture.md, "The log's write path").
+it closes; besides, its opening is committed before the model is first asked, and what
+it holds where a person waits (an approval) or after an executor changed the world;
+never one transaction a step (docs/architecture.md, "The log's write path").
 How a turn ends is docs/turns.md, "Outcomes".
 
 The loop is deterministic given its ports: the same replies, observations,
