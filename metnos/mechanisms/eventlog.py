@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -129,7 +130,7 @@ class EventLog(Application[UUID]):
         if repository.cache and not repository.fastforward:
             for aggregate_id, aggregate in aggregates.items():
                 repository.cache.put(aggregate_id, aggregate)
-        recordings = [_recording(e, s, n) for e, s, n in zip(events, stored, ids or (), strict=False)]
+        recordings = _Recordings(events, stored, ids or ())
         processing: ProcessingEvent[Any] = ProcessingEvent(kwargs.get("tracking"))
         processing.events, processing.aggregates = events, aggregates
         self._take_snapshots(processing)
@@ -173,9 +174,11 @@ class EventLog(Application[UUID]):
         wanted = frozenset(topics)
         scan = getattr(self.recorder, "scan_events", None)
         if scan is not None and getattr(self.mapper, "stores_plain_json", False):
-            for batch in scan(self.mapper, start, wanted or None):
-                yield from batch
-            return
+            # Chained in C: a generator here would cost a resume an event.
+            return chain.from_iterable(scan(self.mapper, start, wanted or None))
+        return self._decoded_events(start, wanted)
+
+    def _decoded_events(self, start: int, wanted: frozenset[str]) -> Iterator[tuple[int, Any]]:
         batches = getattr(self.recorder, "scan_batches", None)
         decode_rows = getattr(self.mapper, "decode_rows", None)
         if batches is not None and decode_rows is not None:
@@ -184,7 +187,7 @@ class EventLog(Application[UUID]):
                     yield row[0], event
             return
         to_domain = self.mapper.to_domain_event
-        for n in self.notifications(start, topics=topics):
+        for n in self.notifications(start, topics=tuple(wanted)):
             yield n.id, to_domain(n)
 
     def record_batches(
@@ -260,13 +263,22 @@ _PAGE = 1000
 _READS = ("select_events", "select_notifications", "max_notification_id", "scan", "scan_batches", "scan_events")
 
 
-def _recording(event: Any, stored: Any, notification_id: int) -> Recording[Any]:
-    # Built without the frozen dataclasses' __init__: a turn's save makes a few dozen.
-    notification = object.__new__(Notification)
-    object.__setattr__(notification, "__dict__", {**stored.__dict__, "id": notification_id})
-    recording = object.__new__(Recording)
-    object.__setattr__(recording, "__dict__", {"domain_event": event, "notification": notification})
-    return recording
+class _Recordings(Sequence[Recording[Any]]):
+    """What ``save`` returns, as eventsourcing's: each recording made when it is read (nothing reads them on the hot path)."""
+
+    def __init__(self, events: list[Any], stored: list[Any], ids: Sequence[int]) -> None:
+        self._events, self._stored, self._ids = events, stored, ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        stored = self._stored[index]
+        notification = Notification(originator_id=stored.originator_id, originator_version=stored.originator_version,
+                                    topic=stored.topic, state=stored.state, id=self._ids[index])
+        return Recording(domain_event=self._events[index], notification=notification)
 
 
 def _unwritten(events: list[Any], aggregates: dict[Any, Any]) -> str:

@@ -3,8 +3,8 @@
 The layered path (``scan_rows`` -> ``FastMapper.decode_rows``) builds a tuple
 an event and runs two loops. ``scan_events`` does the same in one loop for the
 common case (a state stored as plain JSON, see
-``metnos.mechanisms.store.mapper.PLAIN_MARK``, of a class with no upcasting)
-and hands every other record to ``decode_rows``, so the two paths cannot
+``metnos.mechanisms.store.mapper.PLAIN_MARK``, of a class with no upcasting, of
+an aggregate with a UUID) and hands every other record to ``decode_rows``, so the two paths cannot
 disagree on anything but speed; tests/contract/test_event_scan.py reads both
 from the same logs and compares what they give.
 
@@ -97,60 +97,66 @@ def _events_batch(
     id that is not a UUID). The header is read as ``scan_rows`` reads it.
 
     Runs of plain states are decoded a run at a time (``_decode_run``), the others one by one
-    through the layered path, in their place.
+    through the layered path, in their place. A record whose header lengths, originator id, topic
+    and kind of state are those of the record before it (a turn's steps, one after another) is
+    recognised by comparing bytes in place, and only its version and state are read.
     """
     unpack_head = _HEAD.unpack_from
+    unpack_version = _VERSION.unpack_from
     head = _HEAD.size
     events: list[tuple[int, Any]] = []
     run = _Run(first)
-    last_kind = last_raw_oid = b""
+    states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
+    lengths = same = b"\xff"  # the header's format and lengths, and what follows its version, of the record before
     kind: Any = None
     originator_id: Any = None
+    last_raw_oid = b""
+    end = 0
     read = 0
     for value in islice(cursor.iternext(keys=False, values=True), limit):
         read += 1
-        try:
-            fmt, oid_len, topic_len, version = unpack_head(value)
-        except struct.error:
-            return None, read
-        if fmt != RECORD_FORMAT:
-            return None, read
-        end_oid = head + oid_len
-        end = end_oid + topic_len
-        kind_key = value[end_oid : end + 2]
-        if kind_key != last_kind:
-            if len(value) < end + 2:
+        if not (value.startswith(lengths) and value.startswith(same, head)):
+            try:
+                fmt, oid_len, topic_len, _ = unpack_head(value)
+            except struct.error:
                 return None, read
+            end_oid = head + oid_len
+            end = end_oid + topic_len
+            if fmt != RECORD_FORMAT or len(value) < end + 2:
+                return None, read
+            kind_key = value[end_oid : end + 2]
             kind = kinds.get(kind_key)
             if kind is None:
                 kind = kinds[kind_key] = kind_of(cursor.key(), value, end)
-            last_kind = kind_key
-        raw_oid = value[head:end_oid]
-        if raw_oid != last_raw_oid:
-            if raw_oid[:1] != _UUID_TAG:
-                return None, read
-            try:
-                originator_id = _decode_originator_id(raw_oid)
-            except ValueError:
-                return None, read
-            last_raw_oid = raw_oid
+            raw_oid = value[head:end_oid]
+            if raw_oid != last_raw_oid:
+                if raw_oid[:1] != _UUID_TAG:
+                    return None, read
+                try:
+                    originator_id = _decode_originator_id(raw_oid)
+                except ValueError:
+                    return None, read
+                last_raw_oid = raw_oid
+            lengths, same = value[:5], value[head : end + 2]
         if kind is _SKIP:
-            if run.states:
+            if states:
                 _decode_run(run, events, slow)
             run = _Run(first + read)
+            states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
             continue
         if kind[0] is not None:
-            run.states.append(value[end + 1 :])
-            run.versions.append(version)
-            run.kinds.append(kind)
-            run.ids.append(originator_id)
+            states.append(value[end + 1 :])
+            versions.append(unpack_version(value, 5)[0])
+            kinds_of_run.append(kind)
+            ids.append(originator_id)
             continue
-        if run.states:
+        if states:
             _decode_run(run, events, slow)
         nid = first + read - 1
-        events.append((nid, slow(nid, originator_id, version, kind[1], value[end:])))
+        events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
         run = _Run(first + read)
-    if run.states:
+        states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
+    if states:
         _decode_run(run, events, slow)
     return events, read
 
@@ -169,13 +175,11 @@ class _Run:
 
 
 def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow) -> None:
-    """The run's events, appended to ``events``: one ``orjson.loads`` for all their states, and
-    every other step a ``map`` over the run, so that no Python line runs once an event."""
+    """The run's events, appended to ``events``: every step a ``map`` over the run, so that no
+    Python line runs once an event."""
     ids = range(run.first, run.first + len(run.states))
     try:
-        states = _loads(b"[" + b",".join(run.states) + b"]")
-        if len(states) != len(ids):
-            raise ValueError("a state is not one JSON value")  # noqa: TRY301 - each is read alone below
+        states = list(map(_loads, run.states))
         stamps = list(map(_fromiso, map(dict.pop, states, repeat(STAMP))))
     except Exception:  # noqa: BLE001 - one at a time, the layered path decodes them or says what is wrong
         for nid, version, state, kind, originator_id in zip(ids, run.versions, run.states, run.kinds, run.ids, strict=True):
@@ -194,6 +198,7 @@ _fromiso = datetime.fromisoformat
 _new = object.__new__
 _set_attr = object.__setattr__
 _SKIP: Any = object()
+_VERSION = struct.Struct(">q")
 _CLASS = itemgetter(0)
 
 

@@ -45,7 +45,8 @@ class FastMapper(Mapper):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._classes: dict[str, tuple[type, int, dict[type, Any]]] = {}
-        self._topics: dict[type, str] = {}
+        # event class -> (its topic, its class version)
+        self._topics: dict[type, tuple[str, int]] = {}
         self._loaders: dict[frozenset[str], Any] = {}
         # With Metnos's own transcoder and compressor and no cipher, decoding
         # skips their method calls: a rebuild decodes millions of events.
@@ -151,14 +152,14 @@ class FastMapper(Mapper):
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         cls = type(domain_event)
-        topic = self._topics.get(cls)
-        if topic is None:
-            topic = self._topics[cls] = get_topic(cls)
-        state = dict(domain_event.__dict__)
+        found = self._topics.get(cls)
+        if found is None:
+            found = self._topics[cls] = (get_topic(cls), getattr(cls, "class_version", 1))
+        topic, class_version = found
+        state = domain_event.__dict__.copy()
         originator_id = state.pop("originator_id")
         originator_version = state.pop("originator_version")
         timestamp = state.get("timestamp")
-        class_version = getattr(cls, "class_version", 1)
         if class_version > 1:
             state["class_version"] = class_version
         if type(timestamp) is datetime and self._own_codecs:

@@ -90,22 +90,24 @@ def encode_batch(events: Sequence[StoredEvent], ids: Sequence[int]) -> tuple[lis
     records: list[tuple[bytes, bytes]] = []
     pack_id = _U64.pack
     pack_head = _HEAD.pack
-    topics: dict[str, bytes] = {}
-    last_oid: Any = None
-    prefix = raw_oid = b""
+    # (originator id, topic) -> the record's lengths and the bytes after its header, for the run in hand.
+    last: tuple[Any, str] | None = None
+    prefix = tail = b""
+    oid_len = topic_len = 0
     for event, notification_id in zip(events, ids, strict=True):
-        oid = event.originator_id
-        if oid is not last_oid:
+        state = event.__dict__
+        oid, topic = state["originator_id"], state["topic"]
+        if last is None or oid is not last[0] or topic != last[1]:
             raw_oid = _encode_originator_id(oid)
+            raw_topic = topic.encode("utf-8")
             prefix = _OID_LEN.pack(len(raw_oid)) + raw_oid
-            last_oid = oid
-        topic = topics.get(event.topic)
-        if topic is None:
-            topic = topics[event.topic] = event.topic.encode("utf-8")
-        version = event.originator_version
+            tail = raw_oid + raw_topic
+            oid_len, topic_len = len(raw_oid), len(raw_topic)
+            last = (oid, topic)
+        version = state["originator_version"]
         key = pack_id(notification_id)
         index.append((prefix + pack_id(version + _VERSION_OFFSET), key))
-        records.append((key, pack_head(RECORD_FORMAT, len(raw_oid), len(topic), version) + raw_oid + topic + event.state))
+        records.append((key, b"".join((pack_head(RECORD_FORMAT, oid_len, topic_len, version), tail, state["state"]))))
     return index, records
 
 
