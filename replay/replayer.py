@@ -108,6 +108,12 @@ class CollectingSink:
         for aggregate in aggregates:
             aggregate.collect_events()
 
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
 
 class Replayer:
     def __init__(
