@@ -211,6 +211,29 @@ class Turn(MetnosAggregate):
         approved: bool
         by: str
 
+    class DialogAsked(DomainEvent):
+        """The turn asked the user a question on the channel and waits for the answer (the atomic
+        dialog of seeds/002: get_inputs for a missing target, request_location_from_user).
+        ``executor`` and ``argument`` name the call and the argument the answer fills ("" when the
+        answer goes to the model as the step's observation)."""
+
+        step: int
+        channel: str
+        tool: str
+        question: str
+        executor: str
+        argument: str
+
+    class DialogAnswered(DomainEvent):
+        """What came back: the answer (``answered``), or nothing (``by`` says why: a timeout, no
+        terminal, the daemon stopping). The answer is the user's own words, recorded as given."""
+
+        step: int
+        channel: str
+        answered: bool
+        answer: str | None
+        by: str
+
     class ApprovalWaived(DomainEvent):
         """The vaglio asked, and the turn's autonomy level answered instead of
         the user (``full``, a side effect undo could reverse). No longer
