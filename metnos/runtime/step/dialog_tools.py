@@ -28,7 +28,7 @@ LOCATION_QUESTION = "Where are you? (a town or an address; coordinates as lat, l
 # What brings each dialog tool into a round's shortlist (the pre-filter's affinity tags).
 DIALOG_AFFINITY: dict[str, tuple[str, ...]] = {
     GET_INPUTS: ("ask", "question", "input", "chiedi", "chiedimi", "domanda"),
-    REQUEST_LOCATION: ("location", "where", "near", "nearest", "nearby", "around", "here", "local", "weather",
+    REQUEST_LOCATION: ("location", "near", "nearest", "nearby", "around", "local", "weather",
                        "posizione", "dove", "vicino", "vicina", "qui", "meteo"),
 }
 
