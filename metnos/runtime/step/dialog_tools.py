@@ -8,7 +8,7 @@ the remediation registry names for a call that lacks its target
 planner may call it itself when the request leaves out what it needs;
 ``request_location_from_user`` is the same dialog asking where the user is,
 for a location-relative request when get_location has none (seeds/002 ch.
-11.2.2). The turn loop runs them (metnos/runtime/turn/dialog.py): they are
+11.2.2). The turn loop runs them (metnos/runtime/turn/rules/dialog.py): they are
 offered beside the recurring-task builtins but never reach the scheduler's
 service.
 """
@@ -27,7 +27,7 @@ LOCATION_QUESTION = "Where are you? (a town or an address; coordinates as lat, l
 
 # What brings each dialog tool into a round's shortlist (the pre-filter's affinity tags).
 DIALOG_AFFINITY: dict[str, tuple[str, ...]] = {
-    GET_INPUTS: ("ask", "question", "input", "chiedi", "chiedimi", "domanda"),
+    GET_INPUTS: ("question", "input", "chiedimi", "domanda"),
     REQUEST_LOCATION: ("location", "near", "nearest", "nearby", "around", "local", "weather",
                        "posizione", "dove", "vicino", "vicina", "qui", "meteo"),
 }
@@ -59,8 +59,8 @@ _QUESTION = {"type": "string", "minLength": 3, "maxLength": 300}
 
 DIALOG_TOOLS: dict[str, BuiltinTool] = {t.name: t for t in (
     BuiltinTool(GET_INPUTS,
-                "Ask the user a question and wait for the answer (what the request leaves out: which file, which person). "
-                "Say the verb and the object: 'Which files should I delete?'. Never guess a target instead.",
+                "Ask the user one question and wait for the reply, for something the request leaves out; the question "
+                "says the verb and the object. Never guess instead.",
                 {"type": "object", "required": ["question"], "additionalProperties": False,
                  "properties": {"question": {**_QUESTION, "description": "the question, with the verb and the object"}}},
                 _answered_by_the_loop, side_effects=False, idempotent=True),

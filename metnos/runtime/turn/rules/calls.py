@@ -14,7 +14,7 @@ from metnos.mechanisms.failures import InvocationError
 from metnos.mechanisms.llm.messages import ToolCall
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
-from metnos.runtime.turn.dialog import ask_for_target, can_ask
+from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
 from metnos.runtime.turn.completion import complete_arguments, complete_paths, without_blank_optionals
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
