@@ -49,9 +49,10 @@ def decision_fields(event_name: str, state: dict[str, Any]) -> dict[str, Any]:
     context = CONTEXT_FIELDS.get(event_name, frozenset())
     fields = {k: v for k, v in state.items() if k not in context and not is_measurement(k)}
     if event_name == "PrefilterRanked" and isinstance(fields.get("ranking"), dict):
-        # Which executors were offered is the decision; their versions are the
-        # catalogue's business, compared where an executor actually runs.
-        ranking = dict(fields["ranking"])
+        # Which executors were offered is the decision; their versions and how many
+        # entries the catalogue held (a builtin added since) are the catalogue's
+        # business, compared where an executor actually runs.
+        ranking = {k: v for k, v in fields["ranking"].items() if k != "catalogue_size"}
         ranking["candidates"] = [{k: v for k, v in c.items() if k != "version"} for c in ranking.get("candidates", [])]
         fields["ranking"] = ranking
     return fields
