@@ -59,14 +59,15 @@ _QUESTION = {"type": "string", "minLength": 3, "maxLength": 300}
 
 DIALOG_TOOLS: dict[str, BuiltinTool] = {t.name: t for t in (
     BuiltinTool(GET_INPUTS,
-                "Ask the user one question and wait for the reply, for something the request leaves out; the question "
-                "says the verb and the object. Never guess instead.",
+                # Its words are few and rare in requests: a description word ranks a tool into a shortlist.
+                "Ask the user a question for something the request leaves out, saying the verb and the object; "
+                "never guess instead.",
                 {"type": "object", "required": ["question"], "additionalProperties": False,
                  "properties": {"question": {**_QUESTION, "description": "the question, with the verb and the object"}}},
                 _answered_by_the_loop, side_effects=False, idempotent=True),
     BuiltinTool(REQUEST_LOCATION,
-                "Ask the user where they are, when get_location has no location and the request depends on it "
-                "('the nearest pharmacy', 'the weather here').",
+                "Ask the user where they are, when no location is configured and the request depends on it "
+                "(the nearest pharmacy, the weather here).",
                 {"type": "object", "additionalProperties": False,
                  "properties": {"question": {**_QUESTION, "description": "the question; default: where are you?"}}},
                 _answered_by_the_loop, side_effects=False, idempotent=True),
