@@ -211,6 +211,12 @@ def test_a_turns_question_is_answered_in_its_card_and_the_turn_goes_on(daemon: R
     browser.switch_to.window(asking)
     wait(browser, seen.text_to_be_present_in_element((By.ID, "ask-result"), "answered: I deleted it."))
     assert not target.exists()
+    # The turn's page says what was asked and what the user answered (the newest turn is first).
+    browser.get(daemon.url + "/")
+    browser.find_element(By.CSS_SELECTOR, "tr.status-answered a").click()
+    wait(browser, seen.presence_of_element_located((By.CSS_SELECTOR, "table.events")))
+    step = text_of(browser, "step-1")
+    assert "asked" in step and "Which files should I delete?" in step and f"“{target}” (http:user)" in step, step
 
 
 def test_schedules_pause_and_resume(daemon: RunningDaemon, browser: Any) -> None:

@@ -111,6 +111,8 @@ def step_printer(event: Any) -> None:
         out.write(f"· quarantined, not offered: {', '.join(e['name'] for e in event.executors)}\n")
     elif isinstance(event, Turn.StepProposed):
         out.write(f"· step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:200]}\n")
+    elif isinstance(event, Turn.DialogAnswered):
+        out.write(f"  answered: {event.answer}\n" if event.answered else f"  no answer ({event.by})\n")
     elif isinstance(event, (Turn.StepRejected, Turn.StepIntercepted)):
         out.write(f"  refused: {orjson.dumps(event.observation).decode()[:200]}\n")
     elif isinstance(event, Turn.ObservationRecorded):
