@@ -400,4 +400,4 @@ def test_the_seed_manifests_with_phrases_still_sign_and_load(home: Path, capsys)
     capsys.readouterr()
     assert main(["executors", "list", "--json"]) == 0
     rows = orjson.loads(capsys.readouterr().out)
-    assert sum(1 for r in rows if r["state"] == "active") == 21, rows
+    assert sum(1 for r in rows if r["state"] == "active") == 22, rows
