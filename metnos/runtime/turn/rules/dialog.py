@@ -29,7 +29,7 @@ from typing import Any
 
 from domain.turn import Turn
 from metnos.runtime.step.dialog_tools import DIALOG_TOOLS, GET_INPUTS, LOCATION_QUESTION, REQUEST_LOCATION, USER_ANSWER, Question
-from metnos.runtime.step.shape import NEEDS_ACTION_TARGET, next_state
+from metnos.runtime.step.shape import next_state
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
 
@@ -114,8 +114,10 @@ def as_value(answer: str, form: str) -> Any:
 def ask_for_target(step: Step, action: Any, observation: dict[str, Any]) -> Verdict | None:
     """``needs_action_target``: ask for the target; None, the call goes on with it."""
     target = target_argument(step.te.loaded.input_schema)
-    question = Question(step=step.number, tool=GET_INPUTS, question=str(action.prereq_args.get("question") or f"What should {step.name} act on?"),
-                        channel=step.request.channel, executor=step.name, argument=target[0] if target else "")
+    # The registry words it with the verb and the object of the call ("Which files should I delete?").
+    words = str(action.prereq_args.get("question") or f"What should {step.name} act on?")
+    question = Question(step=step.number, tool=GET_INPUTS, question=words, channel=step.request.channel, executor=step.name,
+                        argument=target[0] if target else "")
     reply = ask(step, question)
     if not reply.answered:
         step.reject("shape", step.transition.to_json(), observation, action.to_json())
@@ -170,4 +172,4 @@ class Dialog(BaseRule):
         return run_dialog_tool(step)
 
 
-__all__ = ["Dialog", "NEEDS_ACTION_TARGET", "Reply", "ask", "ask_for_target", "can_ask", "run_dialog_tool", "target_argument"]
+__all__ = ["Dialog", "Reply", "ask", "ask_for_target", "can_ask", "run_dialog_tool", "target_argument"]
