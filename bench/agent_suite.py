@@ -42,6 +42,7 @@ class Task:
     ages_days: dict[str, float] = field(default_factory=dict)  # path -> how many days ago it was modified
     tools: int = 1  # how many tool calls a sensible plan needs
     world: str = ""  # "mail": the task runs against real mail servers (bench/mail_world.py)
+    settings: str = ""  # config.toml lines the task's user has set (its [location]), for Metnos
 
     def request(self, url: str) -> str:
         return self.text.replace("{url}", url)
@@ -288,6 +289,8 @@ TASKS: list[Task] = [
          says("groceries.md", "ideas.md", "travel.md"),
          {"notes/groceries.md": "milk\n", "notes/ideas.md": "a shed\n", "notes/travel.md": "Lisbon\n", "notes/old.txt": "x\n"}),
     Task("today_date", "What is today's date?", says_today()),
+    Task("my_location", "Which town am I in, going by my settings?", says("lucca"),
+         settings='[location]\nname = "Lucca, Italy"\nlat = 43.8429\nlon = 10.5027\n'),
     Task("error_lines", "How many lines in ~/logs/server.log contain ERROR?", says_number(3, 0), {"logs/server.log": APP_LOG}),
     Task("page_special", "What is the special of the day on {url}/menu.html?", says("mushroom risotto")),
     Task("api_temperature", "Fetch {url}/weather.json and tell me the temperature.", says_number(17, 0)),
