@@ -163,7 +163,7 @@ def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode
         raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
     point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url, pages_url=pages_url, world=world, settings=settings)
     if world is not None:
-        world.store_passwords(env)
+        world.prepare(env)
     t0 = time.monotonic()
     try:
         proc = _metnos(["ask", "--json", "--yes", request], env, timeout_s)
@@ -213,6 +213,13 @@ def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: f
                 result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
                                                                      online_url=online_url, pages_url=pages_url, world=world,
                                                                      settings=task.settings)
+        elif system in MODE_OF and task.world.startswith("mcp:"):
+            # Deferred: only the MCP tasks add servers to the home.
+            from bench.mcp_world import mcp_world
+
+            with mcp_world(task.world, home) as world:
+                result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
+                                                                     online_url=online_url, pages_url=pages_url, world=world)
         elif system in MODE_OF:
             result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
                                                                  online_url=online_url, pages_url=pages_url, settings=task.settings)

@@ -13,6 +13,8 @@ import orjson
 from domain.turn import Turn
 from metnos.adapters.cli.waiting import WaitingForModel
 from metnos.services import telling
+from metnos.settings.commands import FREE_WARNING
+from metnos.settings.loader import in_force
 from metnos.settings.sandbox import OFF_WARNING, sandbox_off
 
 # How `metnos ask` exits, by the turn's status (README, "Exit codes"). 2 is
@@ -138,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     turns.check_request(args.text)
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
+    if in_force().settings.commands.shell == "free":
+        print(f"metnos: {FREE_WARNING}", file=sys.stderr)
     asked = turns.asked(
         args.text, approver=approver_for(args), asker=asker_for(args), model=getattr(args, "model", None),
         overrides=getattr(args, "runtime_set", None) or (), progress=progress_line,

@@ -69,7 +69,7 @@ CONSUMER_VERBS = frozenset({"filter", "sort", "group", "classify", "compute", "c
 E_VERBS = SOURCE_VERBS | CONSUMER_VERBS
 F_VERBS = frozenset({"describe", "render"})
 A_VERBS = frozenset({"move", "delete", "send", "share", "write", "set", "create", "change",
-                     "order", "compress"})
+                     "order", "compress", "run"})
 SYSTEM_NAMES = frozenset({"final_answer", "undo_last_turn", "request_new_executor", "admin",
                           "request_disambiguation_from_user", "scratchpad_read", "get_inputs",
                           "request_location_from_user"})

@@ -105,6 +105,8 @@ class LivePorts:
             name, args, caller={"kind": "user", "actor": actor, "channel": channel, "step": step}, turn_id=turn_id,
             autonomy=self.autonomy,
         )
+        # A check that failed at call time quarantines the version now, not at the next boot.
+        self.runtime.record_quarantine(call)
         inv = call.invocation
         aggregates = [inv] if inv is not None else []
         outcome = call.outcome

@@ -9,9 +9,8 @@ from __future__ import annotations
 PLANNER_PROMPT = """You are Metnos's planner: you do the user's request by calling tools, one step at a time, and see each result.
 - Arguments must match the tool. Paths may start with ~ (the user's home).
 - To pass the list made by step N, give "from_step": N; never copy a list. For one value of step N, write "{{stepN.field}}" as the whole argument, e.g. "content": "{{step1.content}}".
-- Once you have what was asked, answer in plain text with the actual values from the results, never {{...}}.
+- When you have what was asked, stop calling tools and answer in plain text with the actual values from the results, never {{...}}.
 - If a result says the data is already at an earlier step, answer from it.
-- If no tool fits, call none and say so.
 """
 
 PLACEHOLDER_CORRECTION = (
