@@ -47,6 +47,7 @@ class Task:
     world: str = ""  # "mail": the task runs against real mail servers (bench/mail_world.py)
     # What the home needs beyond files, made once they are written (a git repository's history).
     prepare: Callable[[Path], None] | None = None
+    settings: str = ""  # config.toml lines the task's user has set (its [location]), for Metnos
 
     def request(self, url: str) -> str:
         return self.text.replace("{url}", url)
@@ -347,6 +348,8 @@ TASKS: list[Task] = [
          says("groceries.md", "ideas.md", "travel.md"),
          {"notes/groceries.md": "milk\n", "notes/ideas.md": "a shed\n", "notes/travel.md": "Lisbon\n", "notes/old.txt": "x\n"}),
     Task("today_date", "What is today's date?", says_today()),
+    Task("my_location", "Which town am I in, going by my settings?", says("lucca"),
+         settings='[location]\nname = "Lucca, Italy"\nlat = 43.8429\nlon = 10.5027\n'),
     Task("error_lines", "How many lines in ~/logs/server.log contain ERROR?", says_number(3, 0), {"logs/server.log": APP_LOG}),
     Task("page_special", "What is the special of the day on {url}/menu.html?", says("mushroom risotto")),
     Task("api_temperature", "Fetch {url}/weather.json and tell me the temperature.", says_number(17, 0)),

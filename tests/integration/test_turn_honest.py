@@ -400,7 +400,7 @@ def test_the_seed_manifests_with_phrases_still_sign_and_load(home: Path, capsys)
     capsys.readouterr()
     assert main(["executors", "list", "--json"]) == 0
     rows = orjson.loads(capsys.readouterr().out)
-    assert sum(1 for r in rows if r["state"] == "active") == 22, rows
+    assert sum(1 for r in rows if r["state"] == "active") == 23, rows
 
 
 def test_a_move_takes_only_the_kind_of_file_the_request_names(home: Path, capsys, monkeypatch) -> None:

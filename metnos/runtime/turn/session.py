@@ -30,7 +30,7 @@ from metnos.runtime.lease import TurnLease
 from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
 from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.runtime.step.policies import guard_policy, policy_checker
-from metnos.runtime.turn.ports import Approver, LivePorts
+from metnos.runtime.turn.ports import Approver, Asker, LivePorts
 from metnos.settings.runtime import runtime_for_turn
 from projections.catalog import invocable
 
@@ -199,8 +199,10 @@ def run_turn(
     mode: str | None = None,
     overrides: Sequence[str] = (),
     settings: Loaded | None = None,
+    asker: Asker | None = None,
 ) -> TurnOutcome:
-    """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
+    """``asker`` asks the user a question on the channel (the atomic dialog); None: nobody can be asked.
+    ``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
     ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn. ``settings``: those the
     caller read for this turn (a long-running host reads them at each turn); default, the command's own."""
     check_request(text)
@@ -216,7 +218,8 @@ def run_turn(
         router = LLMRouter(loaded.llm(), runtime.workspace, env=env)
     sink = LogSink(runtime)
     try:
-        ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level)
+        ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level,
+                           asker=asker)
         if wrap_llm is not None:
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
         catalogue = turn_catalogue(runtime)

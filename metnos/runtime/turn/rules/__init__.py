@@ -14,6 +14,7 @@ from typing import Any
 from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery, SaysNotDone
 from metnos.runtime.turn.rules.base import Answer, BaseRule, Round, Rule, Step, Verdict
 from metnos.runtime.turn.rules.calls import ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, RequestedKind, RequestedTop, SandboxPolicy, StepReferences
+from metnos.runtime.turn.rules.dialog import Dialog
 from metnos.runtime.turn.rules.grounding import Grounded
 from metnos.runtime.turn.rules.recovery import ClimbTier, Presentation, Recovery
 from metnos.runtime.turn.rules.vaglio import Vaglio
@@ -23,7 +24,7 @@ def default_rules() -> tuple[Rule, ...]:
     return (
         ClimbTier(), AnswerOnly(),
         Guards(), RepeatedFailure(), ReadableArguments(), AutonomyLevel(), KnownExecutor(), PipelineShape(),
-        StepReferences(), ArgumentSchema(), RequestedKind(), RequestedTop(), SandboxPolicy(), Vaglio(),
+        StepReferences(), ArgumentSchema(), RequestedKind(), RequestedTop(), SandboxPolicy(), Vaglio(), Dialog(),
         Recovery(), Presentation(), ActionTaken(),
         Placeholders(), AnswerForm(), RestsOnRecovery(), SaysNotDone(), Grounded(),
     )

@@ -14,6 +14,7 @@ from metnos.mechanisms.failures import InvocationError
 from metnos.mechanisms.llm.messages import ToolCall
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
+from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
 from metnos.runtime.turn.completion import complete_arguments, complete_paths, without_blank_optionals
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
@@ -168,6 +169,9 @@ class PipelineShape(BaseRule):
         ))
         observation = {"ok": False, "error_class": error_class, "error": action.message,
                        "remediation": action.to_json(), "hint": shape_hint(error_class, name)}
+        if action.kind == "dialog" and can_ask(step):
+            # The target is asked of the user (get_inputs), never made up; answered, the call goes on.
+            return ask_for_target(step, action, observation)
         verdict = step.reject("shape", step.transition.to_json(), observation, action.to_json())
         if action.kind == "force_final_answer":
             state.final_only = state.pipeline_closed = True
@@ -271,7 +275,8 @@ class ArgumentSchema(BaseRule):
             if dropped and not validate_args(te.loaded.input_schema, trimmed):
                 resolution, problems = dataclasses.replace(resolution, args=trimmed), []
                 completed["dropped"] = dropped
-        step.resolution, step.completed = resolution, completed
+        # What an earlier rule completed (a target the user gave) stays said.
+        step.resolution, step.completed = resolution, {**step.completed, **completed}
         if not problems:
             return None
         required = te.tool.parameters.get("required", [])
