@@ -72,6 +72,13 @@ class Survey:
                 lost.setdefault(d.aggregate, []).append(d.version)
         return lost
 
+    def kind_of(self, aggregate: str) -> str | None:
+        """The aggregate's class (``Turn``) as its intact events' topics name it; None when none is left."""
+        for event in self.intact.values():
+            if str(event.originator_id) == aggregate:
+                return event.topic.rsplit(":", 1)[-1].split(".", 1)[0]
+        return None
+
     def unattributed(self) -> list[Damage]:
         """Lost positions the index cannot name an aggregate for."""
         return [d for d in self.damage if d.aggregate is None]
