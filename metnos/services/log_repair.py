@@ -21,13 +21,16 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
+import orjson
+from eventsourcing.persistence import PersistenceError, StoredEvent
 
 from domain.errors import MetnosError
 from domain.turn import OPEN, Turn
 from metnos.mechanisms.clock import system_clock
 from metnos.mechanisms.eventlog import DEFAULT_PERSISTENCE_MODULE, EventLog
+from metnos.mechanisms.store.environment import DATA_FILE
 from metnos.mechanisms.store.survey import Survey, survey
+from metnos.mechanisms.store.views import ViewStore
 from metnos.runtime.booted import Runtime
 from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
@@ -67,9 +70,42 @@ def log_dir(workspace: Workspace) -> Path:
     return Path(settings.get("LMDB_PATH") or workspace.log_dir)
 
 
-def check(workspace: Workspace) -> Survey:
+@dataclass
+class Checked:
+    """A survey, and the kind of each aggregate it found damaged (``Turn``; None: unknown)."""
+
+    survey: Survey
+    kinds: dict[str, str | None]
+
+    @property
+    def turns(self) -> list[str]:
+        return sorted(a for a, kind in self.kinds.items() if kind == "Turn")
+
+
+def check(workspace: Workspace) -> Checked:
     with _decoder(workspace) as decode:
-        return survey(log_dir(workspace), decode)
+        found = survey(log_dir(workspace), decode)
+    # A turn whose every event was lost is still a turn the views have folded.
+    folded = _folded_turns(workspace) if found.touched() else set()
+    kinds = {a: found.kind_of(a) or ("Turn" if a in folded else None) for a in found.touched()}
+    return Checked(found, kinds)
+
+
+def _folded_turns(workspace: Workspace) -> set[str]:
+    """The turn ids the turns view holds; none when it cannot be read (it is derived data, and may be damaged too)."""
+    if not (workspace.views_dir / DATA_FILE).is_file():
+        return set()
+    try:
+        store = ViewStore.open(workspace.views_dir, "turns")
+    except PersistenceError:
+        return set()
+    try:
+        raw = store.get_state("turns")
+        return set(orjson.loads(raw).get("turns", {})) if raw else set()
+    except (PersistenceError, orjson.JSONDecodeError, AttributeError):
+        return set()
+    finally:
+        store.close()
 
 
 def salvage(workspace: Workspace, new_dir: Path, *, clock: Callable[[], Any] = system_clock) -> Salvaged:

@@ -25,17 +25,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     from metnos.services import log_repair
 
-    found = log_repair.check(args.settings.workspace)
+    checked = log_repair.check(args.settings.workspace)
+    found, kinds, turns = checked.survey, checked.kinds, checked.turns
     touched = found.touched()
-    kinds = {aggregate: found.kind_of(aggregate) for aggregate in touched}
-    # An aggregate with no event left may have been a turn: it is named with the turns, as unknown.
-    turns = sorted(a for a, kind in kinds.items() if kind in ("Turn", None))
     if args.json:
         print(orjson.dumps({
             "log": str(found.path), "intact": len(found.intact), "damaged": found.damaged,
-            "damage": [{"position": d.position, "reason": d.reason, "aggregate": d.aggregate, "version": d.version}
+            "damage": [{"position": d.position, "reason": d.reason, "aggregate": d.aggregate, "version": d.version, "recovered": d.recovered}
                        for d in found.damage],
-            "recovered_from_pages": sorted(found.recovered), "notes": found.notes, "turns": turns,
+            "intact_positions": sorted(found.intact), "recovered_from_pages": sorted(found.recovered), "notes": found.notes, "turns": turns,
             "touched": {a: {"kind": kinds[a], "versions": sorted(v)} for a, v in touched.items()},
             "unattributed": len(found.unattributed()),
         }).decode())
@@ -43,7 +41,9 @@ def run_check(args: argparse.Namespace) -> int:
     if not found.damaged:
         print(f"log at {found.path}: {len(found.intact)} events, every one intact")
         return 0
-    print(f"log at {found.path} is damaged: {len(found.intact)} events intact, {len(found.damage)} cannot be read")
+    lost = [d for d in found.damage if not d.recovered]
+    print(f"log at {found.path} is damaged: {len(found.intact)} events intact, {len(lost)} lost, "
+          f"{len(found.damage)} positions the log cannot read")
     for note in found.notes:
         print(f"  {note}")
     for line in _damage_lines(found.damage):
@@ -51,8 +51,8 @@ def run_check(args: argparse.Namespace) -> int:
     for aggregate in sorted(touched):
         print(f"  {kinds[aggregate] or 'an aggregate with no event left'} {aggregate}: lost its events {_ranges(touched[aggregate])}")
     if found.recovered:
-        print(f"  {len(found.recovered)} records the log's tree cannot reach were found whole on its pages "
-              f"(events {_ranges(sorted(found.recovered))}); salvage keeps them")
+        print(f"  of those, {len(found.recovered)} were found whole on the file's pages "
+              f"(events {_ranges(sorted(found.recovered))}): salvage keeps them")
     if turns:
         print(f"turns touched ({len(turns)}): {', '.join(turns)}")
     if found.unattributed():

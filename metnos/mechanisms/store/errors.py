@@ -35,7 +35,7 @@ def _where(table: str, key: bytes) -> str:
     if table.endswith(".notifications"):
         position = int.from_bytes(key, "big") if len(key) == 8 else _PLAUSIBLE_POSITION
         # Bytes over a page make keys of nonsense: a position is named only when it can be one.
-        return f"at position {position}" if 0 < position < _PLAUSIBLE_POSITION else "(its key is unreadable too)"
+        return f"at position {position} (key {key.hex()})" if 0 < position < _PLAUSIBLE_POSITION else "(its key is unreadable too)"
     return f"at key {key.hex()}"
 
 

@@ -7,14 +7,13 @@ next position is sought again from the top of the tree in a fresh transaction, s
 LMDB can still reach is read, and every position it cannot is named. The index table (aggregate
 and version -> position) says which aggregate and version a lost position held.
 
-The log is never written: it is opened read-only without its lock file; a file cut short is read
-from a copy padded to the length its header gives (mapping it as it is would end in SIGBUS).
+The log is never written: it is opened read-only without its lock file. A file cut short is not
+opened by LMDB at all (mapping it would end in SIGBUS, and a tree that leads past the cut makes
+LMDB abort): its records are read from its pages alone.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +40,8 @@ class Damage:
     reason: str
     aggregate: str | None = None
     version: int | None = None
+    # A whole copy of the record was found on the file's pages: it is intact after all.
+    recovered: bool = False
 
 
 @dataclass
@@ -68,7 +69,7 @@ class Survey:
         """Aggregate id -> the versions of it that were lost, as far as the index tells."""
         lost: dict[str, list[int]] = {}
         for d in self.damage:
-            if d.aggregate is not None and d.version is not None:
+            if d.aggregate is not None and d.version is not None and not d.recovered:
                 lost.setdefault(d.aggregate, []).append(d.version)
         return lost
 
@@ -81,7 +82,7 @@ class Survey:
 
     def unattributed(self) -> list[Damage]:
         """Lost positions the index cannot name an aggregate for."""
-        return [d for d in self.damage if d.aggregate is None]
+        return [d for d in self.damage if d.aggregate is None and not d.recovered]
 
 
 def survey(log_dir: Path, decode: Callable[[StoredEvent], Any] | None = None) -> Survey:
@@ -95,26 +96,32 @@ def survey(log_dir: Path, decode: Callable[[StoredEvent], Any] | None = None) ->
     if not data_file.is_file():
         raise LogDamaged(f"there is no log at {log_dir} (no {DATA_FILE}); name the folder that holds the log's {DATA_FILE}")
     found = Survey(path=log_dir)
-    with _readable(log_dir, found) as env:
-        try:
-            index_db = env.open_db(EVENTS_TABLE.encode(), create=False)
-            notifications_db = env.open_db(NOTIFICATIONS_TABLE.encode(), create=False)
-            with env.begin() as txn:
-                entries = txn.stat(notifications_db)["entries"]
-        except lmdb.Error as e:
-            found.notes.append(f"the log's table of tables cannot be read ({e}): its records were sought page by page")
-            entries, index_db, notifications_db = 0, None, None
-        if index_db is not None:
-            found.index = _read_index(env, index_db, found)
-        bound = max([entries, *found.index])
-        unread: dict[int, str] = {}
-        if notifications_db is not None:
-            for position, outcome in _read_positions(env, notifications_db, bound):
-                reason = outcome if isinstance(outcome, str) else _undecodable(outcome, decode)
-                if reason is None:
-                    found.intact[position] = outcome  # type: ignore[assignment]
-                else:
-                    unread[position] = reason
+    unread: dict[int, str] = {}
+    bound = 0
+    if _cut_short(data_file, found):
+        # Pages past the cut are gone, and LMDB asserts (aborting the process) on a tree that leads
+        # to them: the records are read from the pages alone.
+        found.notes.append("the records were sought page by page")
+    else:
+        with _opened(log_dir) as env:
+            try:
+                index_db = env.open_db(EVENTS_TABLE.encode(), create=False)
+                notifications_db = env.open_db(NOTIFICATIONS_TABLE.encode(), create=False)
+                with env.begin() as txn:
+                    bound = txn.stat(notifications_db)["entries"]
+            except lmdb.Error as e:
+                found.notes.append(f"the log's table of tables cannot be read ({e}): its records were sought page by page")
+                index_db = notifications_db = None
+            if index_db is not None:
+                found.index = _read_index(env, index_db, found)
+            bound = max([bound, *found.index])
+            if notifications_db is not None:
+                for position, outcome in _read_positions(env, notifications_db, bound):
+                    reason = outcome if isinstance(outcome, str) else _undecodable(outcome, decode)
+                    if reason is None:
+                        found.intact[position] = outcome  # type: ignore[assignment]
+                    else:
+                        unread[position] = reason
     if found.notes or unread or len(found.intact) < bound:
         _seek_on_pages(data_file, found, decode, unread)
     known = set(found.intact) | set(unread)
@@ -124,6 +131,9 @@ def survey(log_dir: Path, decode: Callable[[StoredEvent], Any] | None = None) ->
         if position not in known and position not in found.index:
             unread[position] = "missing (no record and no index entry)"
     found.damage = [_damage(found, position, reason) for position, reason in sorted(unread.items())]
+    # Positions the tree does not hold at all (past a cut, or its pages unreachable) but found whole on the pages.
+    found.damage += [_damage(found, p, "not reachable in the log's tree") for p in found.recovered if p not in unread]
+    found.damage.sort(key=lambda d: d.position)
     return found
 
 
@@ -145,14 +155,11 @@ def _seek_on_pages(data_file: Path, found: Survey, decode: Callable[[StoredEvent
             parsed = _index_entry(key, value)
             if parsed is not None:
                 found.index.setdefault(parsed[0], parsed[1])
-    # A record found whole was reachable after all; what the tree failed on is told by ``recovered``.
-    for position in found.recovered:
-        unread.pop(position, None)
 
 
 def _damage(found: Survey, position: int, reason: str) -> Damage:
     aggregate, version = found.index.get(position, (None, None))
-    return Damage(position=position, reason=reason, aggregate=aggregate, version=version)
+    return Damage(position=position, reason=reason, aggregate=aggregate, version=version, recovered=position in found.recovered)
 
 
 def _undecodable(event: StoredEvent, decode: Callable[[StoredEvent], Any] | None) -> str | None:
@@ -165,29 +172,25 @@ def _undecodable(event: StoredEvent, decode: Callable[[StoredEvent], Any] | None
     return None
 
 
-@contextmanager
-def _readable(log_dir: Path, found: Survey) -> Iterator[lmdb.Environment]:
-    """The log opened read-only, or a padded copy of it when its file was cut short."""
-    data_file = log_dir / DATA_FILE
+def _cut_short(data_file: Path, found: Survey) -> bool:
     size = data_file.stat().st_size
     wanted = required_size(data_file)
     if wanted is None:
         msg = f"{data_file} has no valid LMDB header: no record can be found in it. Restore it from a backup"
         raise LogDamaged(msg)
-    with tempfile.TemporaryDirectory(prefix="metnos-survey-") as scratch:
-        where = log_dir
-        if size < wanted:
-            found.notes.append(f"{data_file} was cut short: {size} bytes of the {wanted} its header gives; "
-                               "the records past the cut are lost")
-            where = Path(scratch)
-            shutil.copyfile(data_file, where / DATA_FILE)
-            with open(where / DATA_FILE, "r+b") as f:
-                f.truncate(wanted)  # the missing tail reads as zeros, which LMDB refuses as pages
-        env = lmdb.open(str(where), readonly=True, lock=False, max_dbs=128, subdir=True)
-        try:
-            yield env
-        finally:
-            env.close()
+    if size >= wanted:
+        return False
+    found.notes.append(f"{data_file} was cut short: {size} bytes of the {wanted} its header gives; the records past the cut are lost")
+    return True
+
+
+@contextmanager
+def _opened(log_dir: Path) -> Iterator[lmdb.Environment]:
+    env = lmdb.open(str(log_dir), readonly=True, lock=False, max_dbs=128, subdir=True)
+    try:
+        yield env
+    finally:
+        env.close()
 
 
 def _read_index(env: lmdb.Environment, db: Any, found: Survey) -> dict[int, tuple[str, int]]:
