@@ -83,6 +83,10 @@ def preflight(args: argparse.Namespace) -> Loaded:
     for note in unknown_variables(loaded.environment):
         print(f"metnos: {note}", file=sys.stderr)
     loaded.workspace.check_owner()
+    if not getattr(args, "reports_the_sandbox", False):
+        # As `ask` does: a METNOS_SANDBOX that is neither on nor off is refused, with its fix, by every
+        # command but the one that reports on the sandbox (it says the same, and why nothing can run).
+        loaded.settings.process.sandbox_off  # noqa: B018 - raises SandboxSettingError
     return loaded
 
 

@@ -14,12 +14,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     check = inner.add_parser("check", help="read every record; name each one that cannot be read and the turns it touches "
                                            "(exit 1 when any is damaged)")
     check.add_argument("--json", action="store_true")
-    check.set_defaults(run=run_check, reads_a_damaged_log=True)
+    check.set_defaults(run=run_check)
     salvage = inner.add_parser("salvage", help="write every intact event into a new data folder and fold its projections "
                                                "(the old log is only read)")
     salvage.add_argument("new_dir", metavar="NEW_DIR", type=Path, help="a new (or empty) folder for the salvaged data")
     salvage.add_argument("--json", action="store_true")
-    salvage.set_defaults(run=run_salvage, reads_a_damaged_log=True)
+    salvage.set_defaults(run=run_salvage)
 
 
 def run_check(args: argparse.Namespace) -> int:

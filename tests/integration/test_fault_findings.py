@@ -1,0 +1,42 @@
+"""What the fault batteries still found, each fixed and held here (issue 34 item 5): real `metnos` processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_process import Home, initialised
+
+# Every command a user can start without a model or a network, each with what it needs to get past argparse.
+COMMANDS = (("turns", "list"), ("events",), ("rebuild",), ("replay", "--all"), ("undo", "--dry-run"), ("config", "show"),
+            ("executors", "list"), ("log", "check"), ("plans", "list"), ("schedule", "list"))
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    return initialised(tmp_path_factory.mktemp("findings"))
+
+
+def test_an_unknown_sandbox_setting_is_refused_by_every_command_with_its_fix(home: Home) -> None:
+    for command in COMMANDS:
+        done = home.run(*command, METNOS_SANDBOX="maybe")
+        assert done.returncode == 2, (command, done.returncode, done.stdout[-300:], done.stderr[-300:])
+        assert "METNOS_SANDBOX='maybe' is not a setting it knows" in done.stderr, (command, done.stderr)
+        assert "set METNOS_SANDBOX to on" in done.stderr and "Traceback" not in done.stderr
+    # The command that reports on the sandbox says the same as its report, and that nothing can run.
+    status = home.run("sandbox", "status", METNOS_SANDBOX="maybe")
+    assert status.returncode == 1 and "UNAVAILABLE" in status.stdout and "METNOS_SANDBOX='maybe'" in status.stdout
+    assert home.run("turns", "list", METNOS_SANDBOX="off").returncode == 0
+
+
+def test_events_with_a_topic_no_event_type_has_says_so_and_fails(home: Home) -> None:
+    done = home.run("events", "--topic", "TurnStartd")
+    assert done.returncode == 2, (done.returncode, done.stdout)
+    assert "no event type has 'TurnStartd' in its topic" in done.stderr and "did you mean TurnStarted" in done.stderr
+    assert done.stdout == ""
+    known = home.run("events", "--topic", "ExecutorRegistered")
+    assert known.returncode == 0 and "ExecutorRegistered" in known.stdout, known.stderr
+    # A real type that the log has no event of yet is an empty listing, not an error.
+    none_yet = home.run("events", "--topic", "TurnUndone")
+    assert none_yet.returncode == 0 and none_yet.stdout.count("\n") == 1, none_yet.stdout
