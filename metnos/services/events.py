@@ -33,7 +33,7 @@ class UnknownTopic(MetnosError):
 
 def event_topics() -> list[str]:
     """The topic of every kind of event Metnos records (each domain module's event classes)."""
-    import domain
+    import domain  # the package, to walk its modules: each is imported only when a topic is checked
 
     for module in pkgutil.walk_packages(domain.__path__, "domain."):
         importlib.import_module(module.name)

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from metnos.services import log_repair
+    from metnos.services import log_repair  # deferred: it loads the runtime, which `metnos --help` does not need
 
     checked = log_repair.check(args.settings.workspace)
     found, kinds, turns = checked.survey, checked.kinds, checked.turns
@@ -62,7 +62,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_salvage(args: argparse.Namespace) -> int:
-    from metnos.services import log_repair
+    from metnos.services import log_repair  # deferred: it loads the runtime, which `metnos --help` does not need
 
     workspace = args.settings.workspace
     done = log_repair.salvage(workspace, args.new_dir)
