@@ -87,3 +87,18 @@ def test_a_deleted_reply_is_one_missing_event_and_no_note(copy, capsys) -> None:
     cause = only_cause(result, shown)
     assert cause["message"] == (f"event {version} of the turn is missing from the log, between {before} (event {version - 1}) "
                                 f"and {after} (event {version + 1})")
+
+
+def test_re_execute_in_text_names_the_changed_file_and_shows_the_difference(copy, capsys) -> None:
+    root, turn_id = copy
+    (root / "user" / "notes.md").write_text("alpha\nbeta\ngamma\ndelta\n")
+    code, result, shown = replay(capsys, turn_id, "--re-execute")
+    assert code == 1
+    [drift] = result["drift"]
+    path = drift["now"]["entries"][0]["path"]
+    then = drift["recorded"]["entries"][0]["path"]  # the workspace was copied: the same file, under another home
+    assert f"turn {turn_id} step 1: read_files now observes something else than recorded (compared by value)" in shown
+    lines = shown.splitlines()
+    assert f"  file {path} (then {then}) changed since the turn:" in lines
+    assert "    --- recorded" in lines and "    +++ now" in lines and "    +delta" in lines
+    assert "    -delta" not in lines and "     gamma" in lines
