@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.support.cli_process import Home, initialised
@@ -40,3 +41,15 @@ def test_events_with_a_topic_no_event_type_has_says_so_and_fails(home: Home) -> 
     # A real type that the log has no event of yet is an empty listing, not an error.
     none_yet = home.run("events", "--topic", "TurnUndone")
     assert none_yet.returncode == 0 and none_yet.stdout.count("\n") == 1, none_yet.stdout
+
+
+def test_read_files_refuses_an_unknown_encoding_and_says_which_to_give(home: Home) -> None:
+    (home.user / "a.txt").write_text("hello")
+    done = home.run("executors", "run", "read_files", '{"paths": ["~/a.txt"], "encoding": "klingon"}')
+    out = orjson.loads(done.stdout)
+    assert out["ok"] is False and out["error"]["class"] == "UnknownEncoding" and "entries" not in out, out
+    said = done.stdout + done.stderr
+    assert "UnknownEncoding" in said and "'klingon' is not a text encoding" in said and "utf-8" in said, said
+    assert "hello" not in said
+    fine = home.run("executors", "run", "read_files", '{"paths": ["~/a.txt"], "encoding": "latin-1"}')
+    assert fine.returncode == 0 and "hello" in fine.stdout, fine.stdout + fine.stderr
