@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import orjson
 import pytest
@@ -53,3 +53,18 @@ def test_read_files_refuses_an_unknown_encoding_and_says_which_to_give(home: Hom
     assert "hello" not in said
     fine = home.run("executors", "run", "read_files", '{"paths": ["~/a.txt"], "encoding": "latin-1"}')
     assert fine.returncode == 0 and "hello" in fine.stdout, fine.stdout + fine.stderr
+
+
+def test_a_part_of_the_workspace_made_by_another_user_names_the_owner_and_how_to_give_it_back(home: Home) -> None:
+    log_file = home.data / "log" / "data.mdb"
+    os.chown(log_file, 65534, 65534)  # as a `sudo metnos ...` of another user would leave it
+    try:
+        for command in (("turns", "list"), ("events",), ("log", "check")):
+            done = home.run(*command)
+            assert done.returncode == 2, (command, done.stderr)
+            assert f"{log_file}, in your workspace, belongs to" in done.stderr and "(uid 65534), not to you" in done.stderr
+            assert "sudo chown -R " in done.stderr and f" {log_file}`, then run the command again" in done.stderr
+            assert "Traceback" not in done.stderr
+    finally:
+        os.chown(log_file, os.geteuid(), os.getegid())
+    assert home.run("turns", "list").returncode == 0
