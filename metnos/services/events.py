@@ -13,6 +13,7 @@ from eventsourcing.domain import DomainEvent
 
 from domain.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
+from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE
 from metnos.services.queries import event_state
 from metnos.settings.loader import in_force
 
@@ -70,7 +71,7 @@ def _filtered(log: EventLog, aggregate: str | None, topic: str | None, since: da
             try:
                 event = log.mapper.to_domain_event(n)
             except Exception as e:  # noqa: BLE001 - a bad record is reported, not fatal to the listing
-                msg = f"event {n.id} ({n.topic}) cannot be decoded: {e}"
+                msg = f"event {n.id} ({n.topic}) cannot be decoded: {e}; {LOG_DAMAGE_ADVICE}"
                 raise MetnosError(msg) from None
             state = event_state(event)
             ts = getattr(event, "timestamp", None)

@@ -199,6 +199,26 @@ def test_one_overwritten_record_is_named_and_its_earlier_copy_on_the_pages_bring
     assert report["turns_cut"] == {} and turns[len(turns) // 2] in report["turns_whole"]
 
 
+def test_a_record_whose_contents_no_longer_decode_is_named_by_every_read(origin: Home, tmp_path: Path) -> None:
+    from metnos.mechanisms.store.records import _HEAD
+
+    home = copy_of(origin, tmp_path)
+    owner = positions(home)
+    target = sorted(owner)[len(owner) // 2]
+    env = lmdb.open(str(home.data / "log"), max_dbs=128)
+    with env.begin(write=True) as txn:
+        table = env.open_db(b"metnos_events.notifications", txn=txn)
+        value = txn.get(target.to_bytes(8, "big"), db=table)
+        _, oid_len, topic_len, _ = _HEAD.unpack_from(value)
+        state_at = _HEAD.size + oid_len + topic_len  # the header stays whole: only the event's own bytes are garbled
+        txn.put(target.to_bytes(8, "big"), value[:state_at] + b"\x01{not json" + value[state_at + 11 :], db=table)
+    env.close()
+    found = check(home)
+    [damage] = [d for d in found["damage"] if d["position"] == target]
+    assert "its contents cannot be decoded" in damage["reason"] and damage["aggregate"] == owner[target]
+    assert_reads_name_check_and_salvage(home)
+
+
 def test_an_intact_log_checks_clean_and_salvage_refuses_a_folder_in_use(origin: Home, tmp_path: Path) -> None:
     home = copy_of(origin, tmp_path)
     done = home.run("log", "check")

@@ -9,11 +9,12 @@ import threading
 import traceback
 from collections.abc import Sequence
 
-from eventsourcing.persistence import PersistenceError
+from eventsourcing.persistence import MapperDeserialisationError, PersistenceError
 
 import metnos
 from metnos.adapters.cli import events_cmd, init_cmd
 from domain.errors import MetnosError
+from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE
 from metnos.services.interrupts import InterruptGate, Interrupted
 from metnos.settings.loader import LEAVES, Flag, Loaded, installed, load, runtime_flags, unknown_variables
 
@@ -104,6 +105,10 @@ def unexpected(error: Exception, *, debug: bool) -> int:
     """One line naming the cause; the traceback only when asked for."""
     if isinstance(error, PersistenceError):
         print(f"metnos: {error}", file=sys.stderr)
+        return 2
+    if isinstance(error, MapperDeserialisationError):
+        # Bytes of a record that no longer decode: the log was damaged where its pages still read.
+        print(f"metnos: a record of the log cannot be decoded ({error}); {LOG_DAMAGE_ADVICE}", file=sys.stderr)
         return 2
     if isinstance(error, OSError) and error.filename is not None:
         print(f"metnos: {error.strerror or error}: {error.filename}", file=sys.stderr)

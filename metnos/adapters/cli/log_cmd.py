@@ -75,7 +75,8 @@ def run_salvage(args: argparse.Namespace) -> int:
         return 0
     found = done.survey
     print(f"salvaged {done.events} events of {found.path} into {done.data_dir / 'log'}")
-    print(f"  {len(found.damage)} could not be read; {done.dropped} intact ones came after an aggregate's lost event and were left out")
+    print(f"  {len(found.damage)} positions could not be read through the log ({len(found.recovered)} of them were found whole "
+          f"on its pages and kept); {done.dropped} intact events came after an aggregate's lost one and were left out")
     print(f"  turns kept whole: {len(done.turns_whole)}; turns cut and closed as damaged: {len(done.turns_cut)}")
     for turn_id in sorted(done.turns_cut):
         print(f"    {turn_id}")
