@@ -22,7 +22,7 @@ from typing import Any
 from uuid import UUID
 
 import orjson
-from eventsourcing.persistence import PersistenceError, StoredEvent
+from eventsourcing.persistence import StoredEvent
 
 from domain.errors import MetnosError
 from domain.turn import OPEN, Turn
@@ -97,12 +97,12 @@ def _folded_turns(workspace: Workspace) -> set[str]:
         return set()
     try:
         store = ViewStore.open(workspace.views_dir, "turns")
-    except PersistenceError:
+    except Exception:  # noqa: BLE001 - as below: a views store that cannot be opened names no turn
         return set()
     try:
         raw = store.get_state("turns")
         return set(orjson.loads(raw).get("turns", {})) if raw else set()
-    except (PersistenceError, orjson.JSONDecodeError, AttributeError):
+    except Exception:  # noqa: BLE001 - the views may be damaged too: the turns are then those the log itself names
         return set()
     finally:
         store.close()
@@ -111,6 +111,12 @@ def _folded_turns(workspace: Workspace) -> set[str]:
 def salvage(workspace: Workspace, new_dir: Path, *, clock: Callable[[], Any] = system_clock) -> Salvaged:
     """Every intact event of the workspace's log into ``new_dir``, a new data folder."""
     old = log_dir(workspace)
+    pointed = sorted(k for k in env_section("log").as_environment() if k in ("LMDB_PATH", "METNOS_LMDB_PATH"))
+    if pointed:
+        # The new data folder's projections are folded by a runtime that reads the log where LMDB_PATH says: the old one.
+        msg = (f"{pointed[0]} points the log away from the data folder, and the salvaged one would be folded from it; "
+               f"copy {old} to {workspace.log_dir}, unset {pointed[0]}, and run `metnos log salvage` again")
+        raise SalvageRefused(msg)
     new_dir = new_dir.expanduser().absolute()
     if new_dir.exists() and (not new_dir.is_dir() or any(new_dir.iterdir())):
         raise SalvageRefused(f"{new_dir} already exists and is not empty; name a new folder for the salvaged data")
