@@ -13,9 +13,13 @@ from eventsourcing.domain import DomainEvent
 
 from domain.errors import MetnosError
 from metnos.mechanisms.eventlog import EventLog
+# What a user who meets a damaged log is told to do; re-exported for the CLI's last line of defence.
 from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE
 from metnos.services.queries import event_state
 from metnos.settings.loader import in_force
+
+
+__all__ = ["LOG_DAMAGE_ADVICE", "UnknownTopic", "check_topic", "event_topics", "events"]
 
 
 def events(*, aggregate: str | None = None, topic: str | None = None, since: datetime | None = None,

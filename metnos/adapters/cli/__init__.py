@@ -14,7 +14,7 @@ from eventsourcing.persistence import MapperDeserialisationError, PersistenceErr
 import metnos
 from metnos.adapters.cli import events_cmd, init_cmd
 from domain.errors import MetnosError
-from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE
+from metnos.services.events import LOG_DAMAGE_ADVICE
 from metnos.services.interrupts import InterruptGate, Interrupted
 from metnos.settings.loader import LEAVES, Flag, Loaded, installed, load, runtime_flags, unknown_variables
 
