@@ -219,6 +219,42 @@ def test_a_record_whose_contents_no_longer_decode_is_named_by_every_read(origin:
     assert_reads_name_check_and_salvage(home)
 
 
+def test_a_turn_whose_answer_is_garbled_in_every_copy_is_cut_and_closed_as_damaged(origin: Home, tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+    from uuid import uuid4
+
+    from domain.turn import Turn
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.settings.workspace import Workspace
+
+    home = copy_of(origin, tmp_path)
+    marker = "an answer found once in the file " + uuid4().hex
+    log = EventLog(Workspace(data_dir=home.data, config_dir=home.metnos_home / "config"))
+    try:
+        turn = Turn.start(id=uuid4(), at=datetime.now(UTC), text="the turn to cut", actor="test", channel="test", mode="live",
+                          settings={}, runtime_version="test")
+        turn.record(Turn.TurnAnswered, at=datetime.now(UTC), text=marker, steps=0)
+        log.save(turn)
+    finally:
+        log.close()
+    cut = str(turn.id)
+    before = events_by_aggregate(home)
+    owner = positions(home)
+    data = home.data / "log" / "data.mdb"
+    raw = data.read_bytes()
+    assert raw.count(marker.encode()) >= 1
+    # Written over in place, in every copy the file holds (older pages too): no whole copy is left to find.
+    data.write_bytes(raw.replace(marker.encode(), b'"}' + b"\xff" * (len(marker) - 2)))
+    found = check(home)
+    [damage] = [d for d in found["damage"] if not d["recovered"]]
+    assert damage["aggregate"] == cut and damage["version"] == 2 and "cannot be decoded" in damage["reason"]
+    assert found["turns"] == [cut]
+    report = salvage_and_compare(home, before, {damage["position"]}, owner)
+    assert list(report["turns_cut"]) == [cut]
+    shown = home.run("turns", "show", cut)
+    assert shown.returncode == 0 and "abandoned" in shown.stdout and "damaged: the log was damaged" in shown.stdout, shown.stdout
+
+
 def test_an_intact_log_checks_clean_and_salvage_refuses_a_folder_in_use(origin: Home, tmp_path: Path) -> None:
     home = copy_of(origin, tmp_path)
     done = home.run("log", "check")
