@@ -42,7 +42,7 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import Environment, resolve_topic, strtobool
 
 from metnos.mechanisms.store import environment as environments
-from metnos.mechanisms.store.errors import BadLogSetting, LogFromNewerVersion
+from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE, BadLogSetting, LogFromNewerVersion
 from metnos.mechanisms.store.mapper import FastMapper
 from metnos.mechanisms.store.records import (
     decode_event,
@@ -348,7 +348,7 @@ class LMDBFactory(InfrastructureFactory[LMDBTrackingRecorder]):
         map_size = self._int_setting(self.LMDB_MAP_SIZE, environments.DEFAULT_MAP_SIZE)
         sync = self._bool_setting(self.LMDB_SYNC, default=True)
         self.poll_interval = self._float_setting(self.LMDB_POLL_INTERVAL, 0.1)
-        self.shared = environments.acquire(Path(path), map_size=map_size, sync=sync)
+        self.shared = environments.acquire(Path(path), map_size=map_size, sync=sync, damage_advice=LOG_DAMAGE_ADVICE)
         self._closed = False
         try:
             _check_log_format(self.shared)
