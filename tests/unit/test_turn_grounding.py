@@ -182,9 +182,11 @@ EVENTS = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/
 def test_a_count_of_the_lines_that_meet_a_condition_is_worked_out_by_a_step() -> None:
     ask = "Read ~/logs/events.jsonl and tell me how many events have type login."
     guessed = check_answer("5", request=ask, steps=[EVENTS], home="/home/u")
-    assert "no step filtered or counted them" in guessed.exactness and not guessed.holds
-    counted = StepData("filter_entries", False, {"ok": True, "entries": [{"type": "login"}] * 3})
-    assert check_answer("3 events have type login.", request=ask, steps=[EVENTS, counted], home="/home/u").holds
+    assert "no step kept only the ones that meet it" in guessed.exactness and not guessed.holds
+    everything = StepData("compute_entries", True, {"ok": True, "content": 5, "metadata": {"op": "count", "count_used": 5}})
+    assert not check_answer("5", request=ask, steps=[EVENTS, everything], home="/home/u").holds
+    kept = StepData("filter_entries", False, {"ok": True, "entries": [{"type": "login"}] * 3})
+    assert check_answer("3 events have type login.", request=ask, steps=[EVENTS, kept], home="/home/u").holds
     # A number the text states is no count of a subset ("how many eggs"), and a count of what one asks for in full is none either.
     recipe = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/u/r.md", "content": "4 eggs, 1 cup milk"}]})
     assert check_answer("4 eggs.", request="How many eggs does the recipe in ~/r.md need?", steps=[recipe], home="/home/u").holds

@@ -475,14 +475,15 @@ _COUNTED_SUBSET = re.compile(rf"\bhow many\s+(?:{_GAP_WORD}){{1,4}}(?:have|has|c
 
 def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]) -> str:
     """Why a count of the lines or records of a text that meet a condition is not worked out, or "":
-    such a count comes from a step that filters or counts, never from the model reading the text
-    (the 1.5B answered "5", the number of lines of a log, for how many of them were logins)."""
+    such a count rests on a step that keeps the ones that meet it (a filter, or a program such as
+    grep), never on the model reading the text nor on a count of every record (the 1.5B answered 5,
+    the lines of a log, and then the count of all its records, for how many of them were logins)."""
     if not _COUNTED_SUBSET.search(request) or not _ANSWER_NUMBER.search(_PATHLIKE.sub(" ", answer)):
         return ""
-    if any(s.computed or s.executor.startswith("filter_") for s in steps) or not any(_textual(s.observation) for s in steps):
+    if any(s.executor.split("_", 1)[0] in ("filter", "run") for s in steps) or not any(_textual(s.observation) for s in steps):
         return ""
-    return ("the request asks how many of them meet a condition, and no step filtered or counted them "
-            "(a filter or compute step over the text's lines or records works the count out)")
+    return ("the request asks how many of them meet a condition, and no step kept only the ones that meet it "
+            "(filter the text's records or lines first, with a filter step on the read, then count what it keeps)")
 
 
 def _textual(observation: Mapping[str, Any]) -> bool:
