@@ -404,24 +404,30 @@ def test_the_seed_manifests_with_phrases_still_sign_and_load(home: Path, capsys)
 
 
 def test_a_move_takes_only_the_kind_of_file_the_request_names(home: Path, capsys, monkeypatch) -> None:
-    """Asked to move a folder's .txt files, the 1.5B moved its .md file too and answered that
-    it had moved the .txt files: the move of the .md is refused before it runs, with why."""
+    """Asked to move a folder's .txt files, the 1.5B moved its .md file too and answered that it had
+    moved the .txt files; later it gave the files and their folder. What is not of the kind is taken
+    out of the call, and a call with nothing of the kind left is refused before it runs."""
     (home / "notes" / "archive").mkdir(parents=True)
     (home / "notes" / "old").mkdir()
     for name in ("a.txt", "b.txt", "keep.md"):
         (home / "notes" / "archive" / name).write_text(name)
-    everything = call("move_files", {"paths": ["~/notes/archive/a.txt", "~/notes/archive/b.txt", "~/notes/archive/keep.md"],
-                                     "dest_dir": "~/notes/old"})
-    only_txt = call("move_files", {"paths": ["~/notes/archive/a.txt", "~/notes/archive/b.txt"], "dest_dir": "~/notes/old"})
-    code, out, llm = run(monkeypatch, capsys, [everything, only_txt, text("Moved a.txt and b.txt into ~/notes/old.")],
+    only_md = call("move_files", {"paths": ["~/notes/archive/keep.md"], "dest_dir": "~/notes/old"})
+    with_folder = call("move_files", {"moves": [{"src": "~/notes/archive/a.txt", "dst": "~/notes/old/a.txt"},
+                                                {"src": "~/notes/archive/b.txt", "dst": "~/notes/old/b.txt"}],
+                                      "paths": ["~/notes/archive", "~/notes/archive/keep.md"], "dest_dir": "~/notes/old"})
+    code, out, llm = run(monkeypatch, capsys, [only_md, with_folder, text("Moved a.txt and b.txt into ~/notes/old.")],
                          "Move every .txt file in ~/notes/archive into ~/notes/old.", "--yes")
     assert (code, out["status"]) == (0, "answered"), out
     assert (home / "notes" / "archive" / "keep.md").exists()
     assert sorted(p.name for p in (home / "notes" / "old").iterdir()) == ["a.txt", "b.txt"]
-    refused = of(events(capsys, out["turn_id"]), "StepRejected")
+    evs = events(capsys, out["turn_id"])
+    refused = of(evs, "StepRejected")
     assert [r["kind"] for r in refused] == ["kind"] and refused[0]["error"]["outside"] == ["~/notes/archive/keep.md"]
     told = tool_messages(llm.requests[1])[-1]
     assert told["error_class"] == "outside_request" and "keep.md" in told["error"], told
+    narrowed = of(evs, "StepResolved")[-1]
+    assert narrowed["completed"]["outside_kind"] == ["~/notes/archive", "~/notes/archive/keep.md"]
+    assert "paths" not in narrowed["args"] and len(narrowed["args"]["moves"]) == 2
     assert replays_clean(capsys, out["turn_id"])
 
 

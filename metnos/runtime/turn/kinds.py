@@ -86,6 +86,20 @@ def outside_kind(request: str, args: Mapping[str, Any]) -> tuple[frozenset[str],
     return kinds, [p for p in sources(args) if extension(p) not in kinds]
 
 
+def without_sources(args: Mapping[str, Any], dropped: Iterable[str]) -> dict[str, Any]:
+    """``args`` with the ``dropped`` sources taken out of its ``paths``, ``entries`` and ``moves``
+    (a list left empty goes too); everything else as it was."""
+    gone = set(dropped)
+    out = dict(args)
+    if isinstance(args.get("paths"), list):
+        out["paths"] = [p for p in args["paths"] if p not in gone]
+    if isinstance(args.get("entries"), list):
+        out["entries"] = [e for e in args["entries"] if not (isinstance(e, Mapping) and e.get("path") in gone)]
+    if isinstance(args.get("moves"), list):
+        out["moves"] = [m for m in args["moves"] if not (isinstance(m, Mapping) and m.get("src") in gone)]
+    return {k: v for k, v in out.items() if not (k in ("paths", "entries", "moves") and v == [])}
+
+
 def _strings(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value

@@ -20,7 +20,7 @@ from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
 from metnos.runtime.turn.grounding import sorted_top, superlative_order
-from metnos.runtime.turn.kinds import outside_kind, sources
+from metnos.runtime.turn.kinds import outside_kind, sources, without_sources
 from metnos.runtime.turn.offering import actions_offered, offered
 from metnos.runtime.step.piping import FROM_STEP, Resolution, resolve_args
 from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
@@ -286,7 +286,10 @@ class ArgumentSchema(BaseRule):
 
 
 class RequestedKind(BaseRule):
-    """A move or a delete takes only files of the kind the request names (metnos/runtime/turn/kinds.py)."""
+    """A move or a delete takes only files of the kind the request names (metnos/runtime/turn/kinds.py):
+    the others are taken out of the call (its ``completed`` says which); a call left with none of the
+    kind is refused before it runs. The 1.5B gave the files and their folder, which would have moved
+    the folder's other files, and sent the same call again when it was refused whole."""
     name = "requested_kind"
 
     def on_call(self, step: Step) -> Verdict | None:
@@ -295,12 +298,18 @@ class RequestedKind(BaseRule):
         kinds, outside = outside_kind(step.request.text, step.arguments)
         if not outside:
             return None
+        narrowed = without_sources(step.arguments, outside)
+        if sources(narrowed) and not validate_args(step.te.loaded.input_schema, narrowed):
+            step.resolution = dataclasses.replace(step.resolution or _unresolved(step.args), args=narrowed)
+            step.completed = {**step.completed, "outside_kind": outside[:20]}
+            return None
         named = ", ".join(sorted(kinds))
         shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
         error = f"the request names files of kind {named}; {len(outside)} of the files given are not: {shown}"
         return step.reject("kind", {"kinds": sorted(kinds), "outside": outside[:20]}, {
             "ok": False, "error_class": "outside_request", "error": error,
-            "hint": f"call {step.name} again with only the files of kind {named} (leave the others where they are)"})
+            "hint": f"call {step.name} again with the files of kind {named} themselves, not their folder "
+                    "(find them first with a pattern if they are not listed yet)"})
 
 
 class RequestedTop(BaseRule):
