@@ -465,3 +465,26 @@ def test_an_answer_that_says_it_could_not_be_done_is_not_answered(home: Path, ca
     assert out["failure"]["message"].startswith("Not done, as the language model itself said: The total of the amount column could not")
     assert not of(events(capsys, out["turn_id"]), "TurnAnswered")
     assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_request_for_every_friday_is_scheduled_not_done_now(home: Path, capsys, monkeypatch) -> None:
+    """Asked to send a note's first line every Friday at 17:00, the 1.5B sent it once, now, and
+    answered that it had: the send is refused before it runs, the schedule is what answers."""
+    (home / "notes").mkdir()
+    (home / "notes" / "meeting.md").write_text("Review moved to room B12.\nBring the budget.\n")
+    send_now = call("send_messages", {"messages": [{"to_user": "me", "body": "Review moved to room B12."}]})
+    schedule = call("schedule_recurring", {"executor": "read_files", "args": {"paths": ["~/notes/meeting.md"]}, "cron": "0 17 * * 5"})
+    code, out, llm = run(monkeypatch, capsys, [send_now, schedule, text("Scheduled for every Friday at 17:00.")],
+                         "Every Friday at 17:00 send me the first line of ~/notes/meeting.md.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert not (home / "outbox").exists() or not any((home / "outbox").rglob("*.json"))
+    evs = events(capsys, out["turn_id"])
+    refused = of(evs, "StepRejected")
+    assert [r["kind"] for r in refused] == ["recurrence"] and "every friday" in refused[0]["error"]["when"].casefold()
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_an_answer_with_no_schedule_for_a_recurring_request_is_not_done(home: Path, capsys, monkeypatch) -> None:
+    script = [text("Done: I will remind you every Monday."), text("Done: I will remind you every Monday.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Every Monday at 9:00 remind me to water the plants.", "--yes")
+    assert (code, out["failure"]["kind"]) == (1, "action_not_taken") and "schedule_recurring" in out["failure"]["message"], out

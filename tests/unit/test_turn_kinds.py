@@ -37,3 +37,24 @@ def test_sources_outside_the_kind_are_named_and_destinations_are_not() -> None:
         == ["/h/notes/archive/pic.png"]
     assert outside_kind(ask, {"moves": [{"src": "~/a.txt", "dst": "~/old/a.md"}]})[1] == []
     assert outside_kind("Delete ~/Downloads/old_installer.iso.", {"paths": ["~/Downloads/old_installer.iso"]})[1] == []
+
+
+@pytest.mark.parametrize("request_text, when", [
+    ("Every Friday at 17:00 send me the first line of ~/notes/meeting.md.", "Every Friday"),
+    ("every day at 8 remind me of the vitamins", "every day"),
+    ("ogni lunedì alle 9 mandami il promemoria", "ogni lunedì"),
+    ("send me the weekly report now", None),
+    ("remind me daily to stretch", "daily"),
+    ("move every .txt file into ~/old", None),
+    ("delete each file in ~/tmp", None),
+])
+def test_a_request_for_a_recurring_task_is_read_from_its_words(request_text: str, when: str | None) -> None:
+    from metnos.runtime.turn.recurrence import asks_for_recurrence
+    assert asks_for_recurrence(request_text) == when
+
+
+def test_a_request_that_also_asks_for_now_is_read_as_such() -> None:
+    from metnos.runtime.turn.recurrence import asks_for_now
+    assert asks_for_now("delete precious.txt, and every hour from now on")
+    assert not asks_for_now("Every Friday at 17:00 send me the first line of ~/notes/meeting.md.")
+    assert not asks_for_now("ogni ora controlla la posta")

@@ -127,7 +127,9 @@ def _toggle(service: Any, args: dict[str, Any], approval: dict[str, Any] | None 
 
 # The builtins that set up a call to run later: the keys of the executor's name and of its arguments
 # (a round's grammar holds those arguments to that executor's schema: metnos/runtime/turn/call_schema.py).
-SCHEDULED_CALLS: dict[str, tuple[str, str]] = {"schedule_recurring": ("executor", "args")}
+# The tool that makes a recurring schedule.
+SCHEDULE_TOOL = "schedule_recurring"
+SCHEDULED_CALLS: dict[str, tuple[str, str]] = {SCHEDULE_TOOL: ("executor", "args")}
 
 TOOLS: dict[str, BuiltinTool] = {t.name: t for t in (
     # What a schedule will do is judged through its targets: the loop asks

@@ -86,6 +86,9 @@ class TurnState:
     acted: bool = False
     # The model, in a request that acts, answered before any action ran and was reminded of it.
     reminded_to_act: bool = False
+    # A schedule the request asks for was made; the model was told once that none was.
+    scheduled: bool = False
+    reminded_to_schedule: bool = False
     # The problem, when it is a call refused for its form that would have changed nothing.
     unrun_read: tuple[FailureKind, str] | None = None
     # The request was restated with the results, asking for the answer in words (once a turn).

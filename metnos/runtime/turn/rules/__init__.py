@@ -11,7 +11,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery, SaysNotDone
+from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery, SaysNotDone, ScheduleMade
 from metnos.runtime.turn.rules.base import Answer, BaseRule, Round, Rule, Step, Verdict
 from metnos.runtime.turn.rules.calls import ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, RequestedKind, RequestedTop, SandboxPolicy, StepReferences
 from metnos.runtime.turn.rules.dialog import Dialog
@@ -24,7 +24,7 @@ def default_rules() -> tuple[Rule, ...]:
     return (
         ClimbTier(), AnswerOnly(),
         Guards(), RepeatedFailure(), ReadableArguments(), AutonomyLevel(), KnownExecutor(), PipelineShape(),
-        StepReferences(), ArgumentSchema(), RequestedKind(), RequestedTop(), SandboxPolicy(), Vaglio(), Dialog(),
+        StepReferences(), ArgumentSchema(), RequestedKind(), RequestedTop(), ScheduleMade(), SandboxPolicy(), Vaglio(), Dialog(),
         Recovery(), Presentation(), ActionTaken(),
         Placeholders(), AnswerForm(), RestsOnRecovery(), SaysNotDone(), Grounded(),
     )

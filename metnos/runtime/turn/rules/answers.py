@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import UserMessage
+from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.answers import REASONS, admitted_failure, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
+from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.offering import actions_offered, acts
@@ -89,6 +91,49 @@ class ActionTaken(BaseRule):
         state.reminded_to_act = True
         answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
         return SendBack((answer.reply.to_message(), UserMessage(act_reminder(actions_offered(loop.catalogue, answer.pool)))))
+
+
+class ScheduleMade(BaseRule):
+    """A request for something to happen again and again ("every Friday at 17:00") is done by a
+    schedule: an action with side effects proposed before one is made is refused (the 1.5B sent the
+    message once, now, and answered that it had), and an answer without one gets one reminder, then
+    the turn ends not done."""
+    name = "schedule_made"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        state = step.state
+        when = _recurring(step.request.text, step.pool)
+        if when is None or state.scheduled or step.name == SCHEDULE_TOOL or not acts(step.loop.catalogue, step.name):
+            return None
+        if asks_for_now(step.request.text):
+            return None  # "delete it, and every hour from now on": once now, then the schedule.
+        error = f"the request asks for this {when}: nothing is scheduled yet, and doing it now is not what was asked"
+        return step.reject("recurrence", {"when": when, "message": error}, {
+            "ok": False, "error_class": "outside_request", "error": error,
+            "hint": f"call {SCHEDULE_TOOL} with the executor and its arguments, to run {when}"})
+
+    def on_observation(self, step: Step) -> None:
+        if step.name == SCHEDULE_TOOL and step.succeeded:
+            step.state.scheduled = True
+
+    def on_answer(self, answer: Answer) -> Verdict | None:
+        state = answer.state
+        when = _recurring(answer.request.text, answer.pool)
+        if when is None or state.scheduled:
+            return None
+        if state.problem is not None:
+            # A schedule refused, declined or failed: that is the outcome.
+            return End(*state.problem)
+        if answer.source != "model" or state.reminded_to_schedule or state.final_only:
+            return End(FailureKind.ACTION_NOT_TAKEN, SCHEDULE_TOOL)
+        state.reminded_to_schedule = True
+        answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
+        return SendBack((answer.reply.to_message(), UserMessage(act_reminder([SCHEDULE_TOOL]))))
+
+
+def _recurring(request: str, pool: list[str]) -> str | None:
+    """The recurrence the request asks for, when the turn can schedule it."""
+    return asks_for_recurrence(request) if SCHEDULE_TOOL in pool else None
 
 
 class SaysNotDone(BaseRule):

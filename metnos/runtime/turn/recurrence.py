@@ -1,0 +1,32 @@
+"""Whether a request asks for something to happen again and again ("every Friday at 17:00").
+
+Such a request is done by a schedule, not by doing the thing now: the 1.5B, asked to send the
+first line of a note every Friday, sent it once and answered that it had. Read from the form
+of the request alone (en, it).
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = (r"day|morning|evening|night|afternoon|week|weekday|weekend|month|year|hour|minute|"
+          r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d+\s+(?:minutes?|hours?|days?|weeks?|months?)")
+_IT_UNITS = (r"giorno|mattina|sera|notte|pomeriggio|settimana|mese|anno|ora|lunedì|martedì|mercoledì|giovedì|venerdì|"
+             r"sabato|domenica|\d+\s+(?:minuti|ore|giorni|settimane|mesi)")
+_RECURRING = re.compile(rf"\b(?:every|each)\s+(?:other\s+)?(?:{_UNITS})s?\b|(?<!\bthe )(?<!\bmy )(?<!\ba )(?<!\byour )\b(?:daily|weekly|monthly|hourly|nightly)\b(?!\s+(?:report|summary|digest|plan|meeting|news|update)s?\b)"
+                        rf"|\bogni\s+(?:{_IT_UNITS})\b|\btutt[ie]\s+(?:i|le)\s+(?:giorni|mattine|sere|settimane)\b",
+                        re.IGNORECASE)
+
+
+def asks_for_recurrence(request: str) -> str | None:
+    """The words by which the request asks for a recurring task, or None."""
+    m = _RECURRING.search(request)
+    return m.group(0) if m else None
+
+
+_NOW = re.compile(r"\b(?:now|right away|immediately|at once|today|subito|adesso|oggi|anche ora)\b", re.IGNORECASE)
+
+
+def asks_for_now(request: str) -> bool:
+    """The request also asks for the thing at once ("delete it, and every hour from now on")."""
+    return _NOW.search(request) is not None
