@@ -11,22 +11,28 @@ from datetime import date, datetime, timedelta, timezone
 
 import icalendar
 
-from calendars import Refused, failure, finish, master, new_uid, occurrence, open_source, parse_when, stamp
+from calendars import Refused, failure, find_event, finish, master, new_uid, occurrence, open_source, read_when, stamp
 
 _FIELDS = {"summary": "SUMMARY", "location": "LOCATION", "description": "DESCRIPTION"}
 
 
 def _moment(text, ctx, all_day, zone):
     if all_day:
-        try:
-            return date.fromisoformat(text[:10])
-        except ValueError:
-            raise Refused("InvalidArgument", f"{text!r} is not a date (YYYY-MM-DD)") from None
-    when = parse_when(text, ctx)
-    if zone is not None and len(text) > 10 and datetime.fromisoformat(text).tzinfo is None:
-        return when.replace(tzinfo=zone)
+        return read_when(text, ctx).moment.date()
+    when = read_when(text, ctx)
+    if zone is not None and when.kind == "time" and _wall_clock(text):
+        return when.moment.replace(tzinfo=zone)
+    when = when.moment
     # A fixed offset has no VTIMEZONE to name it: kept in UTC, which every client reads.
     return when.astimezone(timezone.utc)
+
+
+def _wall_clock(text):
+    """Whether a time was given without a zone (a wall-clock time, as every time said in words is)."""
+    try:
+        return datetime.fromisoformat(text).tzinfo is None
+    except ValueError:
+        return True
 
 
 def _put(component, key, value):
@@ -79,7 +85,7 @@ def _new_calendar():
 
 
 def _set_one(source, spec, ctx):
-    uid = spec.get("uid")
+    uid = spec.get("uid") or (find_event(source, spec["find"], spec.get("on"), ctx) if spec.get("find") else "")
     if uid:
         previous, holder = source.find(uid)
         if previous is None:

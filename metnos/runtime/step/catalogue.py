@@ -9,7 +9,7 @@ it names the step whose list to use and never types the list out itself.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,12 +165,50 @@ def catalogue_entry(m: Manifest) -> CatalogueEntry:
     )
 
 
-def _tool(le: LoadedExecutor, *, step_refs: bool = True) -> ToolSpec:
+# An argument whose values are names the user configured: "x-choices": "calendar.sources" says they
+# are the keys of that table of the executors' config (ctx.config). A small model asked for a free
+# string invents one ("your_calendar_name"); offered the names, it picks one or leaves the argument out.
+CHOICES_KEY = "x-choices"
+
+
+def configured_names(config: Mapping[str, Any], where: str) -> list[str]:
+    """The keys of the table ``where`` ("calendar.sources") of the executors' config, sorted; none if absent."""
+    node: Any = config
+    for part in where.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return sorted(str(k) for k in node) if isinstance(node, Mapping) else []
+
+
+def with_choices(schema: Any, config: Mapping[str, Any]) -> Any:
+    """The schema with each ``x-choices`` argument offered as the enum of the configured names, or, with
+    none configured, not offered (the executor's other ways in, such as a file, stay)."""
+    if isinstance(schema, list):
+        return [with_choices(v, config) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            props = {}
+            for name, sub in value.items():
+                if isinstance(sub, dict) and isinstance(sub.get(CHOICES_KEY), str):
+                    names = configured_names(config, sub[CHOICES_KEY])
+                    if not names:
+                        continue
+                    sub = {**sub, "enum": names}
+                props[name] = with_choices(sub, config)
+            out[key] = props
+        else:
+            out[key] = with_choices(value, config)
+    return out
+
+
+def _tool(le: LoadedExecutor, *, step_refs: bool = True, config: Mapping[str, Any] | None = None) -> ToolSpec:
     # The one-line summary, not the long description: the pre-filter reads
     # the long one; the model gets the few tokens it needs to choose.
     m = le.manifest
     description = m.executor.summary or m.description.get("en", "")
-    offered = tool_parameters(le.input_schema, step_refs=step_refs)
+    offered = with_choices(tool_parameters(le.input_schema, step_refs=step_refs), config or {})
     return ToolSpec(name=le.name, description=description, parameters=compact_schema(offered),
                     grammar_parameters=compact_schema(offered, bounds=True))
 
@@ -217,10 +255,12 @@ def builtin_tools() -> dict[str, Builtin]:
 
 class TurnCatalogue:
     def __init__(self, executors: list[LoadedExecutor], builtins: dict[str, Builtin] | None = None,
-                 quarantined: Sequence[QuarantinedExecutor] = ()) -> None:
+                 quarantined: Sequence[QuarantinedExecutor] = (), config: Mapping[str, Any] | None = None) -> None:
+        """``config``: the executors' config (ctx.config), whose configured names the tools offer (CHOICES_KEY)."""
         self.builtins = builtins or {}
         ordered = sorted(executors, key=lambda e: e.name)
-        self.executors = {le.name: TurnExecutor(le, catalogue_entry(le.manifest), _tool(le), _tool(le, step_refs=False)) for le in ordered}
+        self.executors = {le.name: TurnExecutor(le, catalogue_entry(le.manifest), _tool(le, config=config),
+                                                _tool(le, step_refs=False, config=config)) for le in ordered}
         entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
         self.index = PrefilterIndex(sorted(entries, key=lambda e: e.name)) if ordered else None
         identities = [{"name": te.name, "version": te.loaded.version, "digest": te.loaded.digest} for te in self.executors.values()]
