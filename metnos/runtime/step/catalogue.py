@@ -132,13 +132,15 @@ _BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "mi
 
 
 def compact_schema(node: Any, *, bounds: bool = False) -> Any:
-    """The shape of a JSON Schema: types, fields, required fields and enums, nothing else
-    (with ``bounds``, also the bounds of numbers, strings and arrays)."""
+    """The shape of a JSON Schema: types, fields, required fields, enums and an argument's hint (HINT_KEY),
+    nothing else (with ``bounds``, also the bounds of numbers, strings and arrays)."""
     if isinstance(node, list):
         return [compact_schema(v, bounds=bounds) for v in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
+    if isinstance(node.get(HINT_KEY), str):
+        out["description"] = node[HINT_KEY]
     for key in _SHAPE_KEYS + (_BOUND_KEYS if bounds else ()):
         if key not in node:
             continue
@@ -165,10 +167,17 @@ def catalogue_entry(m: Manifest) -> CatalogueEntry:
     )
 
 
-# An argument whose values are names the user configured: "x-choices": "calendar.sources" says they
-# are the keys of that table of the executors' config (ctx.config). A small model asked for a free
-# string invents one ("your_calendar_name"); offered the names, it picks one or leaves the argument out.
+# What a schema tells the model of an argument beyond its shape, opt-in per argument:
+# - "x-choices": "calendar.sources": its values are the keys of that table of the executors' config
+#   (ctx.config). Asked for a free string, a small model invents one ("your_calendar_name"); offered
+#   the names as an enum, it picks one or leaves the argument out. None configured: not offered.
+# - "x-hint": a few words on its form that its name cannot say ("as the user says it: \"tomorrow\"");
+#   compact_schema offers it as the argument's description (and drops every other prose).
+# - "x-offered": false: a tuning argument the model is not offered (the 1.5B set max_events to 1 and
+#   lost the events after the first); other callers may still pass it, the executor's default holds.
 CHOICES_KEY = "x-choices"
+HINT_KEY = "x-hint"
+OFFERED_KEY = "x-offered"
 
 
 def configured_names(config: Mapping[str, Any], where: str) -> list[str]:
@@ -179,27 +188,32 @@ def configured_names(config: Mapping[str, Any], where: str) -> list[str]:
     return sorted(str(k) for k in node) if isinstance(node, Mapping) else []
 
 
-def with_choices(schema: Any, config: Mapping[str, Any]) -> Any:
-    """The schema with each ``x-choices`` argument offered as the enum of the configured names, or, with
-    none configured, not offered (the executor's other ways in, such as a file, stay)."""
+def offered_arguments(schema: Any, config: Mapping[str, Any]) -> Any:
+    """The schema's arguments as the model is offered them: CHOICES_KEY and OFFERED_KEY applied (the
+    hints stay, for compact_schema to show)."""
     if isinstance(schema, list):
-        return [with_choices(v, config) for v in schema]
+        return [offered_arguments(v, config) for v in schema]
     if not isinstance(schema, dict):
         return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "properties" and isinstance(value, dict):
-            props = {}
-            for name, sub in value.items():
-                if isinstance(sub, dict) and isinstance(sub.get(CHOICES_KEY), str):
-                    names = configured_names(config, sub[CHOICES_KEY])
-                    if not names:
-                        continue
-                    sub = {**sub, "enum": names}
-                props[name] = with_choices(sub, config)
-            out[key] = props
-        else:
-            out[key] = with_choices(value, config)
+    out = {key: offered_arguments(value, config) for key, value in schema.items() if key != "properties"}
+    if isinstance(schema.get("properties"), dict):
+        props = {}
+        for name, sub in schema["properties"].items():
+            if isinstance(sub, dict) and sub.get(OFFERED_KEY) is False:
+                continue
+            if isinstance(sub, dict) and isinstance(sub.get(CHOICES_KEY), str):
+                names = configured_names(config, sub[CHOICES_KEY])
+                if not names:
+                    continue
+                sub = {**sub, "enum": names}
+            props[name] = offered_arguments(sub, config)
+        out["properties"] = props
+        if isinstance(schema.get("required"), list):
+            out["required"] = [r for r in schema["required"] if r in props]
+            if not out["required"]:
+                out.pop("required")
+    elif "properties" in schema:
+        out["properties"] = schema["properties"]
     return out
 
 
@@ -208,7 +222,7 @@ def _tool(le: LoadedExecutor, *, step_refs: bool = True, config: Mapping[str, An
     # the long one; the model gets the few tokens it needs to choose.
     m = le.manifest
     description = m.executor.summary or m.description.get("en", "")
-    offered = with_choices(tool_parameters(le.input_schema, step_refs=step_refs), config or {})
+    offered = offered_arguments(tool_parameters(le.input_schema, step_refs=step_refs), config or {})
     return ToolSpec(name=le.name, description=description, parameters=compact_schema(offered),
                     grammar_parameters=compact_schema(offered, bounds=True))
 
