@@ -13,6 +13,11 @@ from calendars import Refused, failure, local_zone, open_source, parse_when, rea
 def _range(args, ctx):
     now = datetime.fromisoformat(ctx["now"])
     today = now.astimezone(local_zone(ctx)).replace(hour=0, minute=0, second=0, microsecond=0)
+    if args.get("when"):
+        # One day, or a part of one, as said: the whole of it (from a time said, the rest of that day).
+        when = read_when(args["when"], ctx)
+        day_end = datetime.combine(when.moment.date() + timedelta(days=1), datetime.min.time(), tzinfo=when.moment.tzinfo)
+        return when.moment, (day_end if when.kind == "time" else when.until)
     when = read_when(args["start"], ctx) if args.get("start") else None
     start = when.moment if when else today
     if args.get("end"):

@@ -52,6 +52,7 @@ def local_zone(ctx):
     return now.tzinfo or timezone.utc
 
 
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 # The parts of a day a person names ("thursday afternoon"), as [from, to) hours.
 DAY_PARTS = {"morning": (6, 12), "mattina": (6, 12), "mattino": (6, 12), "afternoon": (12, 18), "pomeriggio": (12, 18),
              "evening": (18, 24), "sera": (18, 24), "night": (18, 24), "tonight": (18, 24), "stasera": (18, 24)}
@@ -157,8 +158,11 @@ def occurrence(component, ctx, source, recurring=None):
     if end is None:
         length = component.decoded("DURATION") if component.get("DURATION") is not None else None
         end = start + (length if length is not None else (timedelta(days=1) if not isinstance(start, datetime) else timedelta(0)))
+    # The weekday beside the date: a small model cannot tell which date is "Thursday".
+    local_start = start.astimezone(local_zone(ctx)) if isinstance(start, datetime) and start.tzinfo else start
     entry = {"uid": _text(component, "UID"), "summary": _text(component, "SUMMARY"),
-             "start": show(start, ctx), "end": show(end, ctx), "all_day": not isinstance(start, datetime),
+             "start": show(start, ctx), "end": show(end, ctx), "weekday": WEEKDAYS[local_start.weekday()],
+             "all_day": not isinstance(start, datetime),
              "location": _text(component, "LOCATION"), "description": _text(component, "DESCRIPTION"),
              "recurring": bool(recurring) or component.get("RRULE") is not None or component.get("RDATE") is not None,
              "calendar": source.name}

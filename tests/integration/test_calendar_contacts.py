@@ -272,6 +272,11 @@ def test_a_day_said_in_words_is_read_against_today(home: Path, week_server: Radi
     assert [e["uid"] for e in out["entries"]] == ["review"] and out["is_free"] is False
     code, out, _ = run(capsys, "read_events", {"start": "thursday 9:00", "end": "thursday 10:00", "free_busy": True})
     assert [e["uid"] for e in out["entries"]] == ["bank"], out
+    # when: one day as said, the whole of it; each entry says its weekday beside its date.
+    code, out, _ = run(capsys, "read_events", {"when": "thursday"})
+    assert [(e["uid"], e["weekday"]) for e in out["entries"]] == [("bank", "Thursday"), ("review", "Thursday")], out
+    code, out, _ = run(capsys, "read_events", {"when": "thursday 12:00"})
+    assert [e["uid"] for e in out["entries"]] == ["review"], out
     code, out, _ = run(capsys, "read_events", {"start": "the day after the flood"})
     assert out["error"]["class"] == "InvalidArgument" and "thursday 14:00" in out["error"]["message"], out
 
