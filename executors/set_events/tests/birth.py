@@ -59,3 +59,15 @@ def birth_refusals(run, tmp):
     out = run({"calendar": "home", "events": [{"summary": "x", "start": "2030-05-03T10:00"}]},
               config={"calendar": {"sources": {"home": {"path": "~/cal.ics"}}, "default": "home"}})
     assert out["error"]["class"] == "InvalidArgument" and "give it as file" in out["error"]["message"], out
+
+
+def birth_found_by_its_words_and_moved_to_a_day_said(run, tmp):
+    # ctx.now is Sunday 2030-04-28: "friday at 10" is 2030-05-03 10:00.
+    run = _in_utc(run)
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"find": "the dentist", "start": "friday at 10"}]})
+    assert out["ok"], out
+    assert (out["entries"][0]["uid"], out["entries"][0]["event"]["start"], out["entries"][0]["event"]["end"]) == \
+        ("dentist", "2030-05-03T10:00+00:00", "2030-05-03T11:00+00:00"), out
+    out = run({"file": "~/cal.ics", "events": [{"find": "haircut", "start": "friday at 11"}]})
+    assert out["error"]["class"] == "NotFound" and "read_events" in out["error"]["message"], out
