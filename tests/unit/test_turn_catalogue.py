@@ -111,3 +111,12 @@ def test_an_argument_left_out_is_no_longer_required() -> None:
               "properties": {"account": {"type": "string", "x-choices": "mail.accounts"}, "to": {"type": "string"}}}
     assert offered_arguments(schema, {})["required"] == ["to"]
     assert offered_arguments(schema, {"mail": {"accounts": {"home": {}}}})["required"] == ["account", "to"]
+
+
+def test_a_file_is_offered_instead_of_a_source_only_when_none_is_configured() -> None:
+    configured = offered_arguments(tool_parameters(contract("set_events")), {"calendar": {"sources": {"home": {}}}})
+    assert "calendar" in configured["properties"] and "file" not in configured["properties"]
+    bare = offered_arguments(tool_parameters(contract("set_events")), {})
+    assert "calendar" not in bare["properties"] and "file" in bare["properties"]
+    people = offered_arguments(tool_parameters(contract("read_contacts")), {"contacts": {"sources": {"people": {}}}})
+    assert "file" not in people["properties"]

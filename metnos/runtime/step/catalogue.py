@@ -175,9 +175,13 @@ def catalogue_entry(m: Manifest) -> CatalogueEntry:
 #   compact_schema offers it as the argument's description (and drops every other prose).
 # - "x-offered": false: a tuning argument the model is not offered (the 1.5B set max_events to 1 and
 #   lost the events after the first); other callers may still pass it, the executor's default holds.
+# - "x-alternative-to": "calendar": offered only when that argument is not, i.e. nothing is configured
+#   for it (a local .ics file instead of a configured calendar: offered both, the 1.5B gave a
+#   configured calendar and an invented file).
 CHOICES_KEY = "x-choices"
 HINT_KEY = "x-hint"
 OFFERED_KEY = "x-offered"
+ALTERNATIVE_KEY = "x-alternative-to"
 
 
 def configured_names(config: Mapping[str, Any], where: str) -> list[str]:
@@ -189,8 +193,8 @@ def configured_names(config: Mapping[str, Any], where: str) -> list[str]:
 
 
 def offered_arguments(schema: Any, config: Mapping[str, Any]) -> Any:
-    """The schema's arguments as the model is offered them: CHOICES_KEY and OFFERED_KEY applied (the
-    hints stay, for compact_schema to show)."""
+    """The schema's arguments as the model is offered them: CHOICES_KEY, OFFERED_KEY and ALTERNATIVE_KEY
+    applied (the hints stay, for compact_schema to show)."""
     if isinstance(schema, list):
         return [offered_arguments(v, config) for v in schema]
     if not isinstance(schema, dict):
@@ -207,6 +211,8 @@ def offered_arguments(schema: Any, config: Mapping[str, Any]) -> Any:
                     continue
                 sub = {**sub, "enum": names}
             props[name] = offered_arguments(sub, config)
+        props = {name: sub for name, sub in props.items()
+                 if not (isinstance(sub, dict) and isinstance(sub.get(ALTERNATIVE_KEY), str) and sub[ALTERNATIVE_KEY] in props)}
         out["properties"] = props
         if isinstance(schema.get("required"), list):
             out["required"] = [r for r in schema["required"] if r in props]
