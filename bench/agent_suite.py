@@ -470,9 +470,9 @@ TASKS: list[Task] = [
 # today, Thursday afternoon taken by a project review, two team meetings, the dentist on Tuesday).
 CALENDAR_TASKS: list[Task] = [
     Task("cal_thursday_free", "Am I free on Thursday afternoon?",
-         all_of(says_any("review", "14:00", "2 pm", "2pm", "2:00 pm", "14.00"),
-                says_none("yes, you are free", "yes, you're free", "you are free on thursday afternoon",
-                          "you're free on thursday afternoon")), tools=2, world="calendar"),
+         # Busy: said so, or the review (or its hour) named; never a yes.
+         all_of(says_any("not free", "busy", "review", "14:00", "2 pm", "2pm", "2:00 pm", "14.00"),
+                says_none("yes", "you are free", "you're free", "i am free", "i'm free")), tools=2, world="calendar"),
     Task("cal_move_dentist", "Move my dentist appointment to Friday at 10.",
          all_of(event_kept("dentist"), one_event_at("dentist", "friday", 10, within_days=13)), tools=3, world="calendar"),
     Task("cal_elena_phone", "What's Elena's phone number?", says_digits("+39 333 1234567"), world="calendar"),

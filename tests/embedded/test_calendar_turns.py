@@ -79,12 +79,22 @@ def ask(session: Session, capsys: pytest.CaptureFixture[str], text: str) -> dict
     return out
 
 
+def events_of(capsys: pytest.CaptureFixture[str], turn_id: str) -> list[tuple[str, dict]]:
+    capsys.readouterr()
+    assert main(["events", "--json", "--aggregate", turn_id]) == 0
+    rows = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return [(r["topic"].rsplit(".", 1)[-1], r["state"]) for r in rows]
+
+
 def test_am_i_free_on_thursday_afternoon(session: Session, capsys: pytest.CaptureFixture[str]) -> None:
     out = ask(session, capsys, "Am I free on Thursday afternoon?")
     answer = out["answer"].lower()
-    # Busy: the review from 14:00, which only the calendar says.
-    assert any(word in answer for word in ("review", "14:00", "2 pm", "2:00 pm", "2pm")), out["answer"]
-    assert not any(word in answer for word in ("yes, you are free", "you are free on thursday afternoon")), out["answer"]
+    # Busy (the review from 14:00): said so, or the review named; never a yes.
+    assert any(word in answer for word in ("not free", "busy", "review", "14:00", "2 pm", "2:00 pm", "2pm")), out["answer"]
+    assert not any(word in answer for word in ("yes", "you are free", "you're free", "i am free", "i'm free")), out["answer"]
+    # The turn read Thursday afternoon's events: the answer rests on the calendar, not on a guess.
+    read = [s for k, s in events_of(capsys, out["turn_id"]) if k == "ObservationRecorded" and s["ok"]]
+    assert any(e.get("uid") == "thursday-review" for s in read for e in s["observation"].get("entries", [])), read
 
 
 def test_move_my_dentist_appointment_to_friday_at_10(session: Session, capsys: pytest.CaptureFixture[str]) -> None:
