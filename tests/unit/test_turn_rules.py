@@ -137,6 +137,11 @@ def test_guards_intercept_a_duplicate_read_then_ask_for_words_when_it_comes_agai
     state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
     again = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state))
     assert isinstance(again, Settle) and state.answer_from == (1,) and not state.final_only
+    # Asked again for data it holds: a request that changes nothing is asked for words next;
+    # one that acts keeps its tools.
+    state.model_steps = 2
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files"])) == WordsOnly()
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files", "delete_files"])) is None
     third = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state))
     assert isinstance(third, Settle) and state.final_only
     assert [f["decision"]["outcome"] for k, f in loop.events if k == "StepIntercepted"] == ["duplicate_read", "duplicate_read_repeated"]
