@@ -137,11 +137,6 @@ def test_guards_intercept_a_duplicate_read_then_ask_for_words_when_it_comes_agai
     state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
     again = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state))
     assert isinstance(again, Settle) and state.answer_from == (1,) and not state.final_only
-    # Asked again for data it holds: a request that changes nothing is asked for words next;
-    # one that acts keeps its tools.
-    state.model_steps = 2
-    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files"])) == WordsOnly()
-    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files", "delete_files"])) is None
     third = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state))
     assert isinstance(third, Settle) and state.final_only
     assert [f["decision"]["outcome"] for k, f in loop.events if k == "StepIntercepted"] == ["duplicate_read", "duplicate_read_repeated"]
@@ -406,3 +401,19 @@ def test_a_list_no_offered_tool_takes_is_answered_from_at_once() -> None:
     assert AnswerOnly().on_ask(a_round(loop, state, ["read_events"])) == WordsOnly()
     # Offered a tool that takes the list: the chain may go on.
     assert AnswerOnly().on_ask(a_round(loop, state, ["read_events", "sort_entries"])) is None
+
+
+def test_a_list_asked_for_again_asks_for_words_next_while_a_request_that_acts_keeps_its_tools() -> None:
+    takes = {"type": "object", "properties": {"from_step": {"type": "integer"}}}
+    loop = Loop({"read_events": executor(), "sort_entries": executor(schema=takes), "delete_files": executor(side_effects=True)})
+    state = TurnState(guards=TurnGuards())
+    ran(a_step(loop, "read_events", {"paths": ["~/a.ics"]}, state), {"ok": True, "entries": [{"summary": "Yoga"}]})
+    state.guards = state.guards.record(1, "read_events", {"paths": ["~/a.ics"]}, executed=True, succeeded=True)
+    state.model_steps = 1
+    # A tool that takes the list is offered: the chain may go on...
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_events", "sort_entries"])) is None
+    # ...until the same list is asked for again.
+    assert isinstance(Guards().on_call(a_step(loop, "read_events", {"paths": ["~/a.ics"]}, state)), Settle)
+    state.model_steps = 2
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_events", "sort_entries"])) == WordsOnly()
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_events", "sort_entries", "delete_files"])) is None
