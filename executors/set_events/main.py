@@ -11,20 +11,30 @@ from datetime import date, datetime, timedelta, timezone
 
 import icalendar
 
-from calendars import Refused, failure, find_event, finish, master, new_uid, occurrence, open_source, read_when, stamp
+from calendars import Refused, failure, find_event, finish, local_zone, master, new_uid, occurrence, open_source, read_when, stamp
 
 _FIELDS = {"summary": "SUMMARY", "location": "LOCATION", "description": "DESCRIPTION"}
 
 
 def _moment(text, ctx, all_day, zone):
-    if all_day:
-        return read_when(text, ctx).moment.date()
     when = read_when(text, ctx)
+    _not_written_in_the_past(text, when, ctx)
+    if all_day:
+        return when.moment.date()
     if zone is not None and when.kind == "time" and _wall_clock(text):
         return when.moment.replace(tzinfo=zone)
     when = when.moment
     # A fixed offset has no VTIMEZONE to name it: kept in UTC, which every client reads.
     return when.astimezone(timezone.utc)
+
+
+def _not_written_in_the_past(text, when, ctx):
+    """A date written out (not said: "yesterday" may be meant) before today is refused, with today's
+    date: a small model that does not know the date writes one from its training (2023-06-06)."""
+    today = datetime.fromisoformat(ctx["now"]).astimezone(local_zone(ctx)).date()
+    if not when.spoken and when.moment.astimezone(local_zone(ctx)).date() < today:
+        raise Refused("InvalidArgument", f"{text!r} is before today ({today:%A} {today.isoformat()}): give the day as the "
+                                         "user said it (\"monday 9:30\", \"tomorrow 18:00\") or a date from today on")
 
 
 def _wall_clock(text):

@@ -71,3 +71,14 @@ def birth_found_by_its_words_and_moved_to_a_day_said(run, tmp):
         ("dentist", "2030-05-03T10:00+00:00", "2030-05-03T11:00+00:00"), out
     out = run({"file": "~/cal.ics", "events": [{"find": "haircut", "start": "friday at 11"}]})
     assert out["error"]["class"] == "NotFound" and "read_events" in out["error"]["message"], out
+
+
+def birth_a_date_written_in_the_past_is_refused_with_today(run, tmp):
+    # ctx.now is Sunday 2030-04-28: a model that does not know it writes a date of its training.
+    run = _in_utc(run)
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"summary": "Lunch", "start": "2023-06-06T13:00"}]})
+    assert out["error"]["class"] == "InvalidArgument" and "Sunday 2030-04-28" in out["error"]["message"], out
+    # Said in words, a past day is what was meant.
+    out = run({"file": "~/cal.ics", "events": [{"summary": "Lunch", "start": "yesterday 13:00"}]})
+    assert out["ok"] and out["entries"][0]["event"]["start"] == "2030-04-27T13:00+00:00", out
