@@ -97,7 +97,7 @@ def test_configured_names_are_offered_as_the_only_choices() -> None:
 
 def test_a_hint_is_the_only_prose_shown_and_a_tuning_argument_is_not_offered() -> None:
     shown = compact_schema(offered_arguments(tool_parameters(contract("read_events")), {}))
-    assert "as the user says it" in shown["properties"]["start"]["description"]
+    assert "in the words the user said" in shown["properties"]["start"]["description"]
     assert "description" not in shown["properties"]["free_busy"]
     assert "max_events" not in shown["properties"]
     # Offered or not, the signed schema still takes it from other callers.
