@@ -52,6 +52,11 @@ def _put(component, key, value):
 
 
 def _apply(component, spec, ctx, creating):
+    if "when" in spec:
+        # when is start by the name a person uses ("when is it?"); given both, they must agree.
+        if "start" in spec and spec["start"] != spec["when"]:
+            raise Refused("InvalidArgument", "give the start once: when or start, not both")
+        spec = {**spec, "start": spec["when"]}
     old_start = component.decoded("DTSTART") if "DTSTART" in component else None
     old_end = component.decoded("DTEND") if "DTEND" in component else None
     all_day = spec.get("all_day", isinstance(old_start, date) and not isinstance(old_start, datetime))

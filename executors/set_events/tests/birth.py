@@ -82,3 +82,12 @@ def birth_a_date_written_in_the_past_is_refused_with_today(run, tmp):
     # Said in words, a past day is what was meant.
     out = run({"file": "~/cal.ics", "events": [{"summary": "Lunch", "start": "yesterday 13:00"}]})
     assert out["ok"] and out["entries"][0]["event"]["start"] == "2030-04-27T13:00+00:00", out
+
+
+def birth_when_is_the_start_said(run, tmp):
+    # ctx.now is Sunday 2030-04-28: "tuesday 13:00" is 2030-04-30 13:00.
+    run = _in_utc(run)
+    out = run({"file": "~/new.ics", "events": [{"summary": "Lunch", "when": "tuesday 13:00"}]})
+    assert out["ok"] and out["entries"][0]["event"]["start"] == "2030-04-30T13:00+00:00", out
+    out = run({"file": "~/new.ics", "events": [{"summary": "Lunch", "when": "tuesday 13:00", "start": "2030-05-01T13:00"}]})
+    assert out["error"]["class"] == "InvalidArgument" and "not both" in out["error"]["message"], out
