@@ -162,3 +162,13 @@ def test_a_file_executor_gives_way_when_the_request_names_no_file_and_another_ta
     assert "delete_files" in seed_names("Delete the .tmp files in ~/Downloads.")
     # No other taker: nothing is withheld for this.
     assert "move_files" in seed_names("Move my drafts somewhere else.")
+
+
+def test_an_everyday_verb_alone_does_not_speak_of_schedules() -> None:
+    from bench.shortlist_recall import catalogue
+
+    index = PrefilterIndex(catalogue())
+    pool = [c["name"] for c in shortlist(index, "Cancel the haircut on Monday.", pool_size=12)["candidates"]]
+    assert "cancel_recurring" not in pool and "delete_events" in pool, pool
+    pool = [c["name"] for c in shortlist(index, "Cancel the reminder about the plants.", pool_size=12)["candidates"]]
+    assert "cancel_recurring" in pool, pool

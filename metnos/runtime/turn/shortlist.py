@@ -21,7 +21,7 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   appointment" asks set_events, not move_files, and "add lunch to my calendar"
   set_events, not write_files.
 * A recurring-task builtin stays only when the request speaks of schedules
-  (one of its affinity phrases, or its name): their descriptions share
+  (one of its affinity phrases other than an everyday verb such as "cancel", or its name): their descriptions share
   everyday verbs ("list", "show", "run") with requests about files, and a
   small model given ``list_recurring`` for "list the files in ~/x" calls it.
 
@@ -56,6 +56,12 @@ from metnos.runtime.step.text import content_tokens
 
 # The words by which an executor's tags say it acts on files, and by which a request speaks of them.
 FILE_WORDS = frozenset({"file", "files", "folder", "folders", "directory", "cartella", "cartelle"})
+
+
+# The recurring-task builtins' tags that are everyday verbs: alone, they do not speak of schedules
+# ("cancel the team meeting on Wednesday" is the calendar's, not cancel_recurring's).
+EVERYDAY_VERBS = frozenset({"cancel", "stop", "run", "now", "show", "pause", "resume", "toggle", "history",
+                            "annulla", "sospendi", "riprendi", "storia"})
 
 
 def acts_on_files(entry: Any) -> bool:
@@ -111,7 +117,8 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     other_taker = any(name in index.action_tags and not acts_on_files(known[name]) for name in asked if name in known)
 
     def withheld_because(c: Mapping[str, Any]) -> str | None:
-        if c["name"] in BUILTIN_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered:
+        if (c["name"] in BUILTIN_AFFINITY and not set(c.get("affinity_hits") or ()) - EVERYDAY_VERBS
+                and c["name"] not in lowered):
             return "a recurring-task tool the request does not ask for"
         if c["name"] in index.action_tags and c["name"] not in lowered and c["name"] not in asked:
             return "side effects the request does not ask for"
