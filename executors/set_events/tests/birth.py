@@ -91,3 +91,13 @@ def birth_when_is_the_start_said(run, tmp):
     assert out["ok"] and out["entries"][0]["event"]["start"] == "2030-04-30T13:00+00:00", out
     out = run({"file": "~/new.ics", "events": [{"summary": "Lunch", "when": "tuesday 13:00", "start": "2030-05-01T13:00"}]})
     assert out["error"]["class"] == "InvalidArgument" and "not both" in out["error"]["message"], out
+
+
+def birth_a_find_that_only_repeats_the_new_title_creates(run, tmp):
+    run = _in_utc(run)
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"find": "lunch with Sara", "summary": "Lunch with Sara", "when": "tuesday 13:00"}]})
+    assert out["ok"] and out["entries"][0]["action"] == "created", out
+    # A find that matches nothing and is not the new title is refused: no event is made up.
+    out = run({"file": "~/cal.ics", "events": [{"find": "dentist appointment", "summary": "Dentist", "when": "friday 10:00"}]})
+    assert out["error"]["class"] == "NotFound", out
