@@ -219,6 +219,16 @@ def event_gone(uid: str) -> Check:
     return check
 
 
+def titled(uid: str, summary: str) -> Check:
+    """The event is still called what it was: moved, not renamed."""
+    def check(o: Outcome) -> tuple[bool, str]:
+        found = [e.summary for e in o.calendar_events if e.uid == uid]
+        ok = found == [summary]
+        return ok, "ok" if ok else f"the event {uid!r} is now titled {found}, not {summary!r}"
+
+    return check
+
+
 def one_event_at(word: str, weekday: str, hour: int, minute: int = 0, *, within_days: int = 8) -> Check:
     """Exactly one event whose summary holds ``word``, starting on the next ``weekday`` (or the one after,
     within ``within_days`` of today, today included) at hour:minute, the user's time."""
@@ -474,7 +484,8 @@ CALENDAR_TASKS: list[Task] = [
          all_of(says_any("not free", "busy", "review", "14:00", "2 pm", "2pm", "2:00 pm", "14.00"),
                 says_none("yes", "you are free", "you're free", "i am free", "i'm free")), tools=2, world="calendar"),
     Task("cal_move_dentist", "Move my dentist appointment to Friday at 10.",
-         all_of(event_kept("dentist"), one_event_at("dentist", "friday", 10, within_days=13)), tools=3, world="calendar"),
+         all_of(event_kept("dentist"), one_event_at("dentist", "friday", 10, within_days=13),
+                titled("dentist", "Dentist appointment")), tools=3, world="calendar"),
     Task("cal_elena_phone", "What's Elena's phone number?", says_digits("+39 333 1234567"), world="calendar"),
     Task("cal_tomorrow", "What do I have tomorrow?", all_of(says_any("plumber", "sink"), says("yoga"), says_none("haircut")),
          tools=2, world="calendar"),

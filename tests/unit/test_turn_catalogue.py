@@ -120,3 +120,10 @@ def test_a_file_is_offered_instead_of_a_source_only_when_none_is_configured() ->
     assert "calendar" not in bare["properties"] and "file" in bare["properties"]
     people = offered_arguments(tool_parameters(contract("read_contacts")), {"contacts": {"sources": {"people": {}}}})
     assert "file" not in people["properties"]
+
+
+def test_an_argument_the_model_must_give_is_required_of_it_alone() -> None:
+    offered = offered_arguments(tool_parameters(contract("delete_events")), {"calendar": {"sources": {"home": {}}}})
+    assert offered["required"] == ["find"] and "uids" not in offered["properties"]
+    # The signed schema still takes uids alone, from a plan or a piped step.
+    assert "required" not in tool_parameters(contract("delete_events"))

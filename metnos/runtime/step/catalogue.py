@@ -178,10 +178,14 @@ def catalogue_entry(m: Manifest) -> CatalogueEntry:
 # - "x-alternative-to": "calendar": offered only when that argument is not, i.e. nothing is configured
 #   for it (a local .ics file instead of a configured calendar: offered both, the 1.5B gave a
 #   configured calendar and an invented file).
+# - "x-offer-required": true: required of the model though the schema, which other callers also
+#   answer to, has another way (delete_events: find, or uids from a plan; offered find alone, the
+#   1.5B gave only its day).
 CHOICES_KEY = "x-choices"
 HINT_KEY = "x-hint"
 OFFERED_KEY = "x-offered"
 ALTERNATIVE_KEY = "x-alternative-to"
+OFFER_REQUIRED_KEY = "x-offer-required"
 
 
 def configured_names(config: Mapping[str, Any], where: str) -> list[str]:
@@ -193,8 +197,8 @@ def configured_names(config: Mapping[str, Any], where: str) -> list[str]:
 
 
 def offered_arguments(schema: Any, config: Mapping[str, Any]) -> Any:
-    """The schema's arguments as the model is offered them: CHOICES_KEY, OFFERED_KEY and ALTERNATIVE_KEY
-    applied (the hints stay, for compact_schema to show)."""
+    """The schema's arguments as the model is offered them: CHOICES_KEY, OFFERED_KEY, ALTERNATIVE_KEY and
+    OFFER_REQUIRED_KEY applied (the hints stay, for compact_schema to show)."""
     if isinstance(schema, list):
         return [offered_arguments(v, config) for v in schema]
     if not isinstance(schema, dict):
@@ -214,10 +218,13 @@ def offered_arguments(schema: Any, config: Mapping[str, Any]) -> Any:
         props = {name: sub for name, sub in props.items()
                  if not (isinstance(sub, dict) and isinstance(sub.get(ALTERNATIVE_KEY), str) and sub[ALTERNATIVE_KEY] in props)}
         out["properties"] = props
-        if isinstance(schema.get("required"), list):
-            out["required"] = [r for r in schema["required"] if r in props]
-            if not out["required"]:
-                out.pop("required")
+        required = [r for r in schema.get("required", []) if r in props] if isinstance(schema.get("required"), list) else []
+        required += [name for name, sub in props.items()
+                     if isinstance(sub, dict) and sub.get(OFFER_REQUIRED_KEY) is True and name not in required]
+        if required:
+            out["required"] = required
+        else:
+            out.pop("required", None)
     elif "properties" in schema:
         out["properties"] = schema["properties"]
     return out
