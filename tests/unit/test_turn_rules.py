@@ -402,18 +402,3 @@ def test_a_list_no_offered_tool_takes_is_answered_from_at_once() -> None:
     # Offered a tool that takes the list: the chain may go on.
     assert AnswerOnly().on_ask(a_round(loop, state, ["read_events", "sort_entries"])) is None
 
-
-def test_a_list_asked_for_again_asks_for_words_next_while_a_request_that_acts_keeps_its_tools() -> None:
-    takes = {"type": "object", "properties": {"from_step": {"type": "integer"}}}
-    loop = Loop({"read_files": executor(), "sort_entries": executor(schema=takes), "delete_files": executor(side_effects=True)})
-    state = TurnState(guards=TurnGuards())
-    ran(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state), {"ok": True, "entries": [{"summary": "Yoga"}]})
-    state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
-    state.model_steps = 1
-    # A tool that takes the list is offered: the chain may go on...
-    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files", "sort_entries"])) is None
-    # ...until the same list is asked for again.
-    assert isinstance(Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state)), Settle)
-    state.model_steps = 2
-    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files", "sort_entries"])) == WordsOnly()
-    assert AnswerOnly().on_ask(a_round(loop, state, ["read_files", "sort_entries", "delete_files"])) is None

@@ -48,9 +48,6 @@ class Guards(BaseRule):
                     state.went_well(state.observations[earlier])
             # If no usable answer comes after this, the answer is that data.
             state.answer_from = tuple(decision.previous_steps)
-            # The same data asked for again is data to answer from: a request that changes nothing
-            # is asked for words next (the 1.5B read "tomorrow" three times, then spoke of the refusal).
-            state.read_again = True
         record = decision.to_json()
         if repeated:
             # Told once that the data is there, asked again: the model is
