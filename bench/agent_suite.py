@@ -9,13 +9,16 @@ suite lives only here, under bench/: nothing of it may appear in the runtime.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 
 @dataclass
@@ -46,6 +49,9 @@ class Task:
     # "mail": the task runs against real mail servers (bench/mail_world.py); "calendar": against a real
     # CalDAV and CardDAV server holding a week of events and an address book (bench/calendar_world.py).
     world: str = ""
+    # What the home needs beyond files, made once they are written (a git repository's history).
+    prepare: Callable[[Path], None] | None = None
+    settings: str = ""  # config.toml lines the task's user has set (its [location]), for Metnos
 
     def request(self, url: str) -> str:
         return self.text.replace("{url}", url)
@@ -62,9 +68,9 @@ def build_home(task: Task, home: Path) -> None:
             p.write_text(content, encoding="utf-8")
     for rel, days in task.ages_days.items():
         t = now - days * 86400
-        import os
-
         os.utime(home / rel, (t, t))
+    if task.prepare is not None:
+        task.prepare(home)
 
 
 # Checks: small combinators, each saying why it failed.
@@ -179,6 +185,24 @@ def daily_at(hour: str) -> Callable[[list[str]], bool]:
     return lambda f: f[1] == hour and f[2] == "*" and f[3] == "*" and f[4] == "*"
 
 
+_SIZE = re.compile(r"(\d+(?:[.,]\d+)?)\s*(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb|g)\b", re.IGNORECASE)
+_UNIT = {"b": 1, "byte": 1, "bytes": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1024 ** 2, "mb": 1000 ** 2,
+         "mib": 1024 ** 2, "g": 1024 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3}
+
+
+def says_size(size_bytes: int, rel_tol: float = 0.15) -> Check:
+    """An amount of storage with its unit ("1.5M", "1,5 MB", "1468 KiB", "1500000 bytes") within ``rel_tol``
+    of ``size_bytes``: du counts blocks and rounds, and people write MB for MiB."""
+    def check(o: Outcome) -> tuple[bool, str]:
+        for number, unit in _SIZE.findall(o.answer or ""):
+            amount = float(number.replace(",", ".")) * _UNIT[unit.lower()]
+            if abs(amount - size_bytes) <= rel_tol * size_bytes:
+                return True, "ok"
+        return False, f"answer gives no size near {size_bytes} bytes"
+
+    return check
+
+
 def says_digits(number: str) -> Check:
     """The answer gives the phone number, however it spaces or groups its digits."""
     wanted = re.sub(r"\D", "", number)
@@ -186,6 +210,25 @@ def says_digits(number: str) -> Check:
     def check(o: Outcome) -> tuple[bool, str]:
         ok = wanted in re.sub(r"\D", "", o.answer or "")
         return ok, "ok" if ok else f"answer lacks the number {number}"
+
+    return check
+
+
+def says_time_in(zone: str, slack_minutes: int = 10) -> Check:
+    """The answer gives the wall-clock time of ``zone`` (H:MM, 24-hour or with am/pm) within the slack of now."""
+    def check(o: Outcome) -> tuple[bool, str]:
+        now = datetime.now(ZoneInfo(zone))
+        said = []
+        for h, m, half in re.findall(r"\b(\d{1,2})[:.](\d{2})\s*([ap]\.?m\.?)?", o.answer.lower()):
+            hour = int(h) % 12 + (12 if half.startswith("p") else 0) if half else int(h)
+            if hour > 23 or int(m) > 59:
+                continue
+            said.append(f"{hour:02d}:{m}")
+            for day in (-1, 0, 1):
+                t = now.replace(hour=hour, minute=int(m), second=0, microsecond=0) + timedelta(days=day)
+                if abs((t - now).total_seconds()) <= slack_minutes * 60:
+                    return True, ""
+        return False, f"no time within {slack_minutes} min of {now:%H:%M} in {zone} (said {said or 'none'})"
 
     return check
 
@@ -279,6 +322,23 @@ def says_today() -> Check:
 
 # The fixtures: a few homes' worth of everyday files.
 
+GARDEN_COMMITTED = {"beds.txt": "tomatoes\nbasil\n", "watering.md": "# Watering\n\nEvery other evening.\n"}
+GARDEN_NOW = {"beds.txt": "peppers\nbasil\n", "compost.md": "# Compost\n\nTurn it on Sundays.\n"}
+
+
+def garden_repository(home: Path) -> None:
+    """~/projects/garden as a git repository: one commit, then a file changed and one added since."""
+    repo = home / "projects" / "garden"
+    repo.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C.UTF-8"}
+    for rel, text in GARDEN_COMMITTED.items():
+        (repo / rel).write_text(text, encoding="utf-8")
+    for argv in (["init", "-q", "-b", "main"], ["add", "."],
+                 ["-c", "user.name=Gardener", "-c", "user.email=gardener@example.org", "commit", "-q", "-m", "Plan the beds"]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True, capture_output=True)
+    for rel, text in GARDEN_NOW.items():
+        (repo / rel).write_text(text, encoding="utf-8")
+
 DIARY = (
     "2026-03-01 Walked to the lighthouse.\n2026-03-02 Baked rye bread.\n2026-03-03 Fixed the bicycle chain.\n"
     "2026-03-04 Read about volcanoes.\n2026-03-05 Planted basil on the balcony.\n2026-03-06 Met Giulia for coffee.\n"
@@ -363,6 +423,8 @@ TASKS: list[Task] = [
          says("groceries.md", "ideas.md", "travel.md"),
          {"notes/groceries.md": "milk\n", "notes/ideas.md": "a shed\n", "notes/travel.md": "Lisbon\n", "notes/old.txt": "x\n"}),
     Task("today_date", "What is today's date?", says_today()),
+    Task("my_location", "Which town am I in, going by my settings?", says("lucca"),
+         settings='[location]\nname = "Lucca, Italy"\nlat = 43.8429\nlon = 10.5027\n'),
     Task("error_lines", "How many lines in ~/logs/server.log contain ERROR?", says_number(3, 0), {"logs/server.log": APP_LOG}),
     Task("page_special", "What is the special of the day on {url}/menu.html?", says("mushroom risotto")),
     Task("api_temperature", "Fetch {url}/weather.json and tell me the temperature.", says_number(17, 0)),
@@ -468,12 +530,21 @@ TASKS: list[Task] = [
     Task("largest_pdf_to_marco", "Find the largest PDF in ~/Documents and send its name to marco.",
          sent("marco", "atlas.pdf"),
          {"Documents/atlas.pdf": _blob(70000), "Documents/small.pdf": _blob(700), "Documents/big.txt": _blob(90000)}, tools=4),
+    # Commands ([commands] allow, its default list): du and git, as a person would have them used.
+    Task("music_disk_space", "How much disk space is my ~/Music folder taking up?", says_size(1_500_000),
+         {"Music/album/01.flac": _blob(600_000), "Music/album/02.flac": _blob(700_000), "Music/single.mp3": _blob(200_000)}),
+    Task("garden_repo_changes", "What has changed in my ~/projects/garden git repository since the last commit?",
+         says("beds.txt", "compost.md"), prepare=garden_repository),
     # Mail, against dovecot and aiosmtpd on 127.0.0.1 (bench/mail_world.py: the school's mail, Elena's address).
     Task("mail_school_today", "Anything from the school today in my mail?",
          says_any("museo", "museum", "egizio", "egyptian"), world="mail"),
     Task("mail_unread_count", "How many unread emails do I have?", says_number(2, 0), world="mail"),
     Task("mail_address_to_elena", "Send Elena the address in ~/notes/party.md by mail.",
          mailed("elena.rossi@friends.example", "Garibaldi 21"), {"notes/party.md": PARTY}, tools=2, world="mail"),
+    # MCP tools: real servers from PyPI added to the home with `metnos mcp add` (bench/mcp_world.py).
+    Task("mcp_time_tokyo", "What time is it in Tokyo right now?", says_time_in("Asia/Tokyo"), world="mcp:time"),
+    Task("mcp_git_last_commit", "What is the message of the last commit in the git repository ~/projects/lighthouse?",
+         says("lamp timer"), world="mcp:git"),
 ]
 
 # Calendar and contacts, against Radicale on 127.0.0.1 (bench/calendar_world.py: a week of events around

@@ -111,7 +111,7 @@ CONSTRAINED_CALLS = True
 
 
 def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "local", online_url: str | None = None,
-                    pages_url: str | None = None, world: Any = None) -> None:
+                    pages_url: str | None = None, world: Any = None, settings: str = "") -> None:
     """The shared server as the user's config.toml names it, with the bench's time limit per request
     (the plain loops have no limit per request either, only the task's). In online and hybrid
     mode the frontier tier is ``online_url`` (the second model) and plans; local tiers stay on ``llm_url``.
@@ -134,6 +134,9 @@ def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "
         text += f'\n[web]\nsearch_url = "{pages_url.rstrip("/")}"\n'
     if world is not None:
         text += world.config()
+    if settings:
+        # What the task's user has set (get_location's [location]).
+        text += "\n" + settings
     config.write_text(text, encoding="utf-8")
 
 
@@ -153,14 +156,14 @@ MALFORMED_KINDS = frozenset({"arguments", "unknown_executor", "schema", "piping"
 
 def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode: str = "local",
                online_url: str | None = None, pages_url: str | None = None,
-               world: Any = None) -> tuple[LoopResult, str, Outcome, float, dict[str, int]]:
+               world: Any = None, settings: str = "") -> tuple[LoopResult, str, Outcome, float, dict[str, int]]:
     env = metnos_env(home)
     init = _metnos(["init"], env, 300)
     if init.returncode != 0:
         raise RuntimeError(f"metnos init failed: {init.stderr.strip()[-300:]}")
-    point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url, pages_url=pages_url, world=world)
+    point_metnos_at(home, llm_url, timeout_s, mode=mode, online_url=online_url, pages_url=pages_url, world=world, settings=settings)
     if world is not None:
-        world.store_passwords(env)
+        world.prepare(env)
     t0 = time.monotonic()
     try:
         proc = _metnos(["ask", "--json", "--yes", request], env, timeout_s)
@@ -183,7 +186,7 @@ def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode
         "constrained_rounds": sum(bool(((e["state"].get("reply") or {}).get("constraint") or {}).get("sent")) for e in replies),
     }
     # What the task's world holds after the turn (mail that arrived, the calendar's events), for its check.
-    seen = world.outcome() if world is not None else {}
+    seen = (world.outcome() if hasattr(world, "outcome") else {"mail_sent": world.sent()}) if world is not None else {}
     return LoopResult(answer, steps, tokens, len(replies), error), status, Outcome(answer, home, outbox, schedules, **seen), seconds, forms
 
 
@@ -216,13 +219,21 @@ def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: f
     try:
         build_home(task, home)
         request = task.request(pages_url)
-        if system in MODE_OF and task.world:
+        if system in MODE_OF and task.world and not task.world.startswith("mcp:"):
             with world_of(task.world)() as world:
+                result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
+                                                                     online_url=online_url, pages_url=pages_url, world=world,
+                                                                     settings=task.settings)
+        elif system in MODE_OF and task.world.startswith("mcp:"):
+            # Deferred: only the MCP tasks add servers to the home.
+            from bench.mcp_world import mcp_world
+
+            with mcp_world(task.world, home) as world:
                 result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
                                                                      online_url=online_url, pages_url=pages_url, world=world)
         elif system in MODE_OF:
             result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
-                                                                 online_url=online_url, pages_url=pages_url)
+                                                                 online_url=online_url, pages_url=pages_url, settings=task.settings)
         else:
             result, status, outcome, seconds = run_in_process(system, home, request, llm_url, timeout_s)
             forms = {}

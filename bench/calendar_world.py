@@ -137,6 +137,10 @@ class CalendarWorld:
         if done.returncode != 0:
             raise RuntimeError(f"metnos calendar password home failed: {done.stderr.strip()[-300:]}")
 
+    def prepare(self, env: dict[str, str]) -> None:
+        """What the home needs once config.toml is written: the password in the vault."""
+        self.store_passwords(env)
+
     def events(self) -> list[Event]:
         out = []
         for obj in self.server.calendar().events():

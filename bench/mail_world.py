@@ -60,6 +60,9 @@ class MailWorld:
         if done.returncode != 0:
             raise RuntimeError(f"metnos mail password home failed: {done.stderr.strip()[-300:]}")
 
+    def prepare(self, env: dict[str, str]) -> None:
+        self.store_passwords(env)
+
     def sent(self) -> list[dict[str, Any]]:
         return list(self.smtp.received)
 

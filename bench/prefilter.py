@@ -26,7 +26,7 @@ from metnos.runtime.step.text import content_tokens  # noqa: E402
 
 VERBS = ["read", "find", "list", "get", "filter", "sort", "group", "classify", "compute",
          "compare", "extract", "describe", "render", "move", "delete", "send", "share",
-         "write", "set", "create", "change", "order", "compress"]
+         "write", "set", "create", "change", "order", "compress", "run"]
 OBJECTS = ["files", "messages", "urls", "events", "persons", "notes", "images", "entries",
            "lists", "credentials", "issues", "calendars", "contacts", "photos", "feeds",
            "tasks", "alarms", "songs", "videos", "maps", "pages", "documents", "accounts"]

@@ -281,6 +281,7 @@ AGENT_NEEDS: dict[str, tuple[tuple[str, ...], bool]] = {
     "diary_last_lines": ((R_,), False), "todo_first_item": ((R_,), False),
     "csv_total": ((R_, "compute_entries"), False), "largest_document": (("find_files", "sort_entries"), False),
     "count_photos": (("find_files",), False), "list_notes": (("find_files",), False), "today_date": (("get_now",), False),
+    "my_location": (("get_location",), False),
     "error_lines": ((R_, "filter_entries"), False), "page_special": (("get_urls",), False),
     "api_temperature": (("get_urls",), False), "package_version": ((R_,), False), "recipe_eggs": ((R_,), False),
     "find_invoices": (("find_files",), False), "contact_email": ((R_,), False), "backup_status": (("get_urls",), False),

@@ -3,8 +3,9 @@
     python bench/turn_runtime.py [--turns 200] [--steps 5] [--by-rule]
 
 Each step goes through the whole loop (guards, shape FSM, piping, schema,
-sandbox policy check, vaglio, scratchpad decision, events) and commits its
-events durably to the LMDB log. The model and the executors answer at once.
+sandbox policy check, vaglio, scratchpad decision, events); the turn's events
+are committed durably to the LMDB log, at its opening and at its close
+(docs/architecture.md, "The log's write path"). The model and the executors answer at once.
 Printed against a baseline measured in the same run: one durable LMDB commit
 of the same number of events per step (what any recorded step must pay).
 The sandbox spawn (bench/sandbox_spawn.py) comes on top of this. ``--by-rule``
@@ -47,20 +48,21 @@ def main() -> None:
         with Runtime.boot(birth=False) as rt:
             per_step = []
             events_per_step = []
-            # The durable writes (the log's save: encoding, LMDB puts and the
+            # The durable writes (the log's writes: encoding, LMDB puts and the
             # fsync of the commit), timed apart: on a loaded machine the fsync
-            # alone swings by 10x.
+            # alone swings by 10x. A turn's saves are held in its unit of work
+            # and written at its commits, so the write is timed, not the save.
             saving = [0.0]
-            real_save = rt.log.save
+            real_write = rt.log._write
 
-            def timed_save(*aggregates):
+            def timed_write(*args, **kwargs):
                 started = time.perf_counter()
                 try:
-                    return real_save(*aggregates)
+                    return real_write(*args, **kwargs)
                 finally:
                     saving[0] += time.perf_counter() - started
 
-            rt.log.save = timed_save
+            rt.log._write = timed_write
             # The turn's lease is made durable (a directory fsync) once a turn: I/O too, timed with the save.
             from metnos.runtime import lease as lease_module
 
@@ -110,7 +112,7 @@ def main() -> None:
         print(f"runtime cost per step (median over {args.turns} turns x {args.steps} steps): {ours_ms:.2f} ms")
         print(f"baseline: one durable LMDB commit of {n_events} events:                 {raw_ms:.2f} ms")
         print(f"ratio ours/baseline: {ours_ms / raw_ms:.1f}   beyond the baseline: {ours_ms - raw_ms:.2f} ms   target: under 5 ms a step")
-        print(f"of which the durable writes (the log's save: encoding, LMDB, fsync; the turn lease's fsync): {save_ms:.2f} ms;"
+        print(f"of which the durable writes (the log's writes: encoding, LMDB, fsync; the turn lease's fsync): {save_ms:.2f} ms;"
               f" the rest of the runtime's own work: {own_ms:.2f} ms a step (target: under 2.2 ms)")
         if args.by_rule:
             # A rule's time includes any step it runs itself (pipeline_shape's remediation, grounded's working out).

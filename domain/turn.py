@@ -49,9 +49,10 @@ def decision_fields(event_name: str, state: dict[str, Any]) -> dict[str, Any]:
     context = CONTEXT_FIELDS.get(event_name, frozenset())
     fields = {k: v for k, v in state.items() if k not in context and not is_measurement(k)}
     if event_name == "PrefilterRanked" and isinstance(fields.get("ranking"), dict):
-        # Which executors were offered is the decision; their versions are the
-        # catalogue's business, compared where an executor actually runs.
-        ranking = dict(fields["ranking"])
+        # Which executors were offered is the decision; their versions and how many
+        # entries the catalogue held (a builtin added since) are the catalogue's
+        # business, compared where an executor actually runs.
+        ranking = {k: v for k, v in fields["ranking"].items() if k != "catalogue_size"}
         ranking["candidates"] = [{k: v for k, v in c.items() if k != "version"} for c in ranking.get("candidates", [])]
         fields["ranking"] = ranking
     return fields
@@ -209,6 +210,29 @@ class Turn(MetnosAggregate):
     class ApprovalAnswered(DomainEvent):
         step: int
         approved: bool
+        by: str
+
+    class DialogAsked(DomainEvent):
+        """The turn asked the user a question on the channel and waits for the answer (the atomic
+        dialog of seeds/002: get_inputs for a missing target, request_location_from_user).
+        ``executor`` and ``argument`` name the call and the argument the answer fills ("" when the
+        answer goes to the model as the step's observation)."""
+
+        step: int
+        channel: str
+        tool: str
+        question: str
+        executor: str
+        argument: str
+
+    class DialogAnswered(DomainEvent):
+        """What came back: the answer (``answered``), or nothing (``by`` says why: a timeout, no
+        terminal, the daemon stopping). The answer is the user's own words, recorded as given."""
+
+        step: int
+        channel: str
+        answered: bool
+        answer: str | None
         by: str
 
     class ApprovalWaived(DomainEvent):

@@ -18,6 +18,8 @@ import orjson
 
 from domain.base import event_state
 from domain.turn import decision_fields
+from metnos.mechanisms.llm.anthropic import parse_anthropic_reply
+from metnos.mechanisms.llm.openai_compat import parse_openai_reply
 
 # Events that the loop derives straight from the model's last reply.
 _FROM_REPLY = frozenset({"StepProposed", "TurnAnswered", "StepRejected", "TurnFailed"})
@@ -28,28 +30,87 @@ def _name(event: Any) -> str:
 
 
 def log_damage(recorded: list[Any]) -> list[dict[str, Any]]:
-    """Gaps and disorder in the turn's own event numbers and times: the log itself was changed."""
-    causes: list[dict[str, Any]] = []
-    for before, after in zip(recorded, recorded[1:]):
-        v0, v1 = before.originator_version, after.originator_version
-        if v1 > v0 + 1:
-            missing = ", ".join(str(v) for v in range(v0 + 1, v1))
+    """Gaps and disorder in the turn's own event numbers and times: the log itself was changed.
+
+    One cause a change: a run of missing events is one gap, two events stored in each other's
+    place one swap, and an event moved elsewhere one move (the events left in order are the
+    longest run of rising numbers; the others are the ones that moved).
+    """
+    versions = [e.originator_version for e in recorded]
+    by_version = {e.originator_version: e for e in recorded}
+    causes = _gaps(by_version) + _disorder(recorded, versions)
+    if not causes:
+        for before, after in zip(recorded, recorded[1:]):
+            if after.timestamp < before.timestamp:
+                v0, v1 = before.originator_version, after.originator_version
+                causes.append({
+                    "kind": "out-of-order",
+                    "message": (f"events out of order in the log: {_name(after)} (event {v1}, {after.timestamp.isoformat()}) "
+                                f"is dated before {_name(before)} (event {v0}, {before.timestamp.isoformat()})"),
+                })
+    return causes
+
+
+def _gaps(by_version: dict[int, Any]) -> list[dict[str, Any]]:
+    causes = []
+    present = sorted(by_version)
+    for low, high in zip(present, present[1:]):
+        if high > low + 1:
+            missing = ", ".join(str(v) for v in range(low + 1, high))
             causes.append({
                 "kind": "missing-event",
-                "message": f"event {missing} of the turn is missing from the log, between {_name(before)} (event {v0}) and {_name(after)} (event {v1})",
-            })
-        elif v1 <= v0:
-            causes.append({
-                "kind": "out-of-order",
-                "message": f"events out of order in the log: {_name(after)} (event {v1}) is stored after {_name(before)} (event {v0})",
-            })
-        elif after.timestamp < before.timestamp:
-            causes.append({
-                "kind": "out-of-order",
-                "message": (f"events out of order in the log: {_name(after)} (event {v1}, {after.timestamp.isoformat()}) "
-                            f"is dated before {_name(before)} (event {v0}, {before.timestamp.isoformat()})"),
+                "message": (f"event {missing} of the turn is missing from the log, between {_name(by_version[low])} (event {low}) "
+                            f"and {_name(by_version[high])} (event {high})"),
             })
     return causes
+
+
+def _disorder(recorded: list[Any], versions: list[int]) -> list[dict[str, Any]]:
+    in_order = sorted(range(len(versions)), key=lambda i: versions[i])
+    displaced = [i for i, j in enumerate(in_order) if i != j]
+    causes = []
+    swapped: set[int] = set()
+    for i in displaced:
+        j = in_order[i]
+        if i in swapped or in_order[j] != i or i > j:
+            continue
+        swapped |= {i, j}
+        low, high = (recorded[i], recorded[j]) if versions[i] < versions[j] else (recorded[j], recorded[i])
+        causes.append({
+            "kind": "out-of-order",
+            "message": (f"events out of order in the log: {_name(low)} (event {low.originator_version}) is stored after "
+                        f"{_name(high)} (event {high.originator_version})"
+                        + (", in each other's place" if abs(i - j) > 1 else "")),
+        })
+    kept = _rising(versions)
+    for i in range(len(versions)):
+        if i in swapped or i in kept:
+            continue
+        later = next((recorded[k] for k in range(i - 1, -1, -1) if versions[k] > versions[i]), None)
+        where = (f"is stored after {_name(later)} (event {later.originator_version})" if later is not None
+                 else f"is stored before {_name(recorded[i + 1])} (event {versions[i + 1]})")
+        causes.append({"kind": "out-of-order",
+                       "message": f"events out of order in the log: {_name(recorded[i])} (event {versions[i]}) {where}"})
+    return causes
+
+
+def _rising(values: list[int]) -> set[int]:
+    """The indices of a longest strictly rising run (not necessarily contiguous) of ``values``."""
+    best: list[list[int]] = []  # best[k]: indices of a rising run of length k + 1 ending lowest
+    for i, v in enumerate(values):
+        lo, hi = 0, len(best)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if values[best[mid][-1]] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        run = (best[lo - 1] if lo else []) + [i]
+        if lo == len(best):
+            best.append(run)
+        else:
+            best[lo] = run
+    return set(best[-1]) if best else set()
 
 
 def _state(event: Any) -> dict[str, Any]:
@@ -116,6 +177,41 @@ def reply_causes(recorded: list[Any], produced: list[Any], position: int) -> lis
     }]
 
 
+def edited_reply_in_agreement(recorded: list[Any]) -> tuple[int, dict[str, Any]] | None:
+    """A reply edited in the log together with what the turn did after it (a consistent edit of
+    several events replays the same path): the first reply whose text or calls are not what the
+    server's own reply, recorded with it, says. Returns (its index, the cause), or None.
+
+    Only replies read as the server sent them are checked (``native`` calls or none); calls
+    written in the text are read with the tools offered, which the record does not hold whole.
+    """
+    for i, event in enumerate(recorded):
+        if _name(event) != "LLMReplied":
+            continue
+        reply = event.reply
+        raw = reply.get("raw")
+        if not isinstance(raw, dict) or reply.get("call_form") not in ("native", "none"):
+            continue
+        try:
+            sent = parse_openai_reply(raw) if "choices" in raw else parse_anthropic_reply(raw) if raw.get("type") == "message" else None
+        except Exception:  # noqa: BLE001 - a raw reply that no longer parses is for the divergence to show, not this check
+            continue
+        if sent is None or sent.call_form not in ("native", "none"):
+            continue
+        said = {"text": sent.text, "tool_calls": [c.to_dict() for c in sent.tool_calls]}
+        logged = {"text": reply.get("text", ""), "tool_calls": [dict(c) for c in reply.get("tool_calls", [])]}
+        if orjson.dumps(said, option=orjson.OPT_SORT_KEYS) == orjson.dumps(logged, option=orjson.OPT_SORT_KEYS):
+            continue
+        return i, {
+            "kind": "edited-reply",
+            "message": (f"the model reply recorded at position {i + 1} (round {event.round}) is not what the model sent (the "
+                        "server's reply is recorded with it): it was edited in the log after the turn, and the events after it "
+                        "with it, so the replay follows the edit"),
+            "diff": diff(said, logged, was="the reply the model sent", is_="the reply in the log now"),
+        }
+    return None
+
+
 def context_causes(changed: dict[str, Any], env_names: dict[str, str]) -> list[dict[str, Any]]:
     causes = []
     for name, values in (changed.get("settings") or {}).items():
@@ -158,5 +254,11 @@ def waived_approval_causes(recorded: list[Any], position: int) -> list[dict[str,
 
 
 def explain(recorded: list[Any], produced: list[Any], position: int, changed: dict[str, Any], env_names: dict[str, str]) -> list[dict[str, Any]]:
-    return (log_damage(recorded) + reply_causes(recorded, produced, position) + waived_approval_causes(recorded, position)
-            + context_causes(changed, env_names))
+    damage = log_damage(recorded)
+    # Where the turn's own events are missing or out of order, the replies the replay met in their
+    # places are that damage's doing, not an edit of a reply: one cause, said once.
+    replies = [] if damage else reply_causes(recorded, produced, position)
+    return damage + replies + waived_approval_causes(recorded, position) + context_causes(changed, env_names)
+
+
+LOG_DAMAGE = frozenset({"missing-event", "out-of-order"})

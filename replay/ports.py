@@ -24,6 +24,7 @@ from metnos.mechanisms.invocation.outcome import failure_observation
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
 from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
+from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.turn.ports import ExecutorResult
 
 
@@ -60,6 +61,9 @@ class RecordedPorts:
         self._replies = deque(e for e in recorded if isinstance(e, (Turn.LLMReplied, Turn.LLMFailed)))
         self._invoked = deque(e for e in recorded if isinstance(e, Turn.StepInvoked))
         self._approvals = deque(e for e in recorded if isinstance(e, Turn.ApprovalAnswered))
+        self._dialogs = deque(e for e in recorded if isinstance(e, Turn.DialogAnswered))
+        # A turn that asked the user had someone to ask; one recorded without a dialog had nobody (or needed none).
+        self._could_ask = any(isinstance(e, Turn.DialogAsked) for e in recorded)
         self._builtins = {e.step: e for e in recorded if isinstance(e, Turn.BuiltinCalled)}
         self._rejections = {e.step: e for e in recorded if isinstance(e, Turn.StepRejected)}
         ranked = next((e for e in recorded if isinstance(e, Turn.PrefilterRanked)), None)
@@ -144,6 +148,18 @@ class RecordedPorts:
         event = self._approvals.popleft()
         return event.approved, event.by
 
+    def can_ask(self) -> bool:
+        return self._could_ask
+
+    def ask_user(self, question: Question) -> tuple[str | None, str]:
+        if not self._dialogs:
+            msg = f"step {question.step} asks the user {question.question!r}; the recorded turn asked nothing more"
+            raise ReplayExhausted(msg)
+        event = self._dialogs.popleft()
+        if event.step != question.step:
+            msg = f"step {question.step} asks the user {question.question!r}; the recorded turn asked at step {event.step}"
+            raise ReplayExhausted(msg)
+        return event.answer, event.by
 
     def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         recorded = self._builtins.get(step)

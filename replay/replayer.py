@@ -32,7 +32,7 @@ from metnos.runtime.step.policies import guard_policy, policy_checker
 from metnos.runtime.turn.session import turn_catalogue
 from metnos.settings.loader import for_workspace
 from metnos.settings.turn import ENV_OF_SETTING
-from replay.causes import explain
+from replay.causes import LOG_DAMAGE, edited_reply_in_agreement, explain
 from replay.ports import RecordedPorts, ReplayExhausted, output_resolver
 import blake3
 from metnos.mechanisms.executors.signing import SIGNED_FILES
@@ -108,6 +108,12 @@ class CollectingSink:
         for aggregate in aggregates:
             aggregate.collect_events()
 
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
 
 class Replayer:
     def __init__(
@@ -181,9 +187,15 @@ class Replayer:
         except ReplayExhausted as e:
             note = str(e)
         divergence = compare(turn_id, recorded, sink.events, note=note, up_to_recorded=bool(stopped))
-        if divergence is not None:
+        if divergence is None:
+            divergence = _edited_in_agreement(turn_id, recorded)
+        else:
             divergence.changed.update(self._context_changes(recorded, sink.events))
             divergence.causes = explain(recorded, sink.events, divergence.position, divergence.changed, ENV_OF_SETTING)
+            if any(c["kind"] in LOG_DAMAGE for c in divergence.causes):
+                # The replay ran out of recorded replies, or met them out of turn, because the log was changed:
+                # the causes say so, and a note about the replay's asking would only mislead.
+                divergence.note = ""
         return ReplayResult(turn_id, len(recorded), divergence, drift, stopped)
 
     def _re_executing(self, ports: RecordedPorts, drift: list[dict[str, Any]]) -> Callable[..., Any]:
@@ -288,6 +300,18 @@ def _stopped_early(recorded: list[Any]) -> str:
     if isinstance(last, Turn.TurnAbandoned):
         return f"abandoned at step {last.step}"
     return "still open" if status_of(recorded) == OPEN else ""
+
+
+def _edited_in_agreement(turn_id: str, recorded: list[Any]) -> Divergence | None:
+    """The same path, but over a reply edited in the log with the events after it: a divergence from
+    what the model sent, at that reply."""
+    found = edited_reply_in_agreement(recorded)
+    if found is None:
+        return None
+    i, cause = found
+    reply = recorded[i]
+    sent = {"type": event_name(reply), "state": {"round": reply.round, "reply": "as the model sent it: see the diff below"}}
+    return Divergence(turn_id, i + 1, None, _describe(reply), sent, {}, causes=[cause])
 
 
 def compare(turn_id: str, recorded: list[Any], produced: list[Any], *, note: str = "", up_to_recorded: bool = False) -> Divergence | None:

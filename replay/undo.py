@@ -21,6 +21,7 @@ folder, never in the user's folders. A turn undone once is never undone again.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ from domain.turn import OPEN, Turn, status_of
 from domain.undo import UndoJournal, journal_id
 from metnos.mechanisms.blobs import BlobError, BlobStore
 from domain.errors import MetnosError
-from metnos.mechanisms.filestate import describe, digests, leftover_of, put_back, same, take
+from metnos.mechanisms.filestate import describe, describe_modes, digests, leftover_of, only_mode_differs, put_back, same, take
 
 
 class NothingToUndo(MetnosError):
@@ -59,6 +60,8 @@ class Action:
     after: dict[str, Any] | None  # None: the turn's result was too large to check
     created_from: str | None = None
     checked: bool = True
+    # The folder holding the path and its time before the step ({"path", "mtime"}); None in logs from before it was kept.
+    parent: dict[str, Any] | None = None
 
     @property
     def verb(self) -> str:
@@ -77,7 +80,7 @@ class Action:
     def to_record(self) -> dict[str, Any]:
         return {
             "step": self.step, "executor": self.executor, "path": self.path, "before": self.before,
-            "after": self.after, "created_from": self.created_from, "checked": self.checked,
+            "after": self.after, "created_from": self.created_from, "checked": self.checked, "parent": self.parent,
         }
 
     @classmethod
@@ -92,9 +95,12 @@ class Conflict:
     path: str
     left: str
     now: str
+    # Bytes, targets and entries as the turn left them: only a mode changed since.
+    only_mode: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"step": self.step, "executor": self.executor, "path": self.path, "turn_left": self.left, "now": self.now}
+        return {"step": self.step, "executor": self.executor, "path": self.path, "turn_left": self.left, "now": self.now,
+                "only_mode": self.only_mode}
 
 
 @dataclass
@@ -269,7 +275,7 @@ class Undoer:
             left = after.get(record["path"], {})
             action = Action(
                 invoked.step, invoked.executor, record["path"], record["node"], left.get("node"),
-                created_from=record.get("created_from"),
+                created_from=record.get("created_from"), parent=record.get("parent"),
             )
             if same(action.after, action.before):
                 continue  # this step did not change it
@@ -286,6 +292,11 @@ class Undoer:
             return
         if same(now, action.before):
             plan.settled.append(action.path)
+            return
+        if only_mode_differs(now, action.after):
+            whose = "its mode" if now.get("mode") != action.after.get("mode") else "the mode of something inside it"  # type: ignore[union-attr]
+            plan.conflicts.append(Conflict(action.step, action.executor, action.path, describe_modes(action.after),  # type: ignore[arg-type]
+                                           f"{describe_modes(now)}: only {whose} changed", only_mode=True))
             return
         left = describe(action.after) if action.after is not None else "more than Metnos checks"
         plan.conflicts.append(Conflict(action.step, action.executor, action.path, left, describe(now)))
@@ -327,6 +338,7 @@ class Undoer:
             journal.path_restored(index=index, path=action.path, displaced=displaced, at=self.runtime.clock())
             self.log.save(journal)
         shutil.rmtree(staging, ignore_errors=True)
+        _put_folder_times_back(plan.actions)
         restored = self._restored(plan, journal)
         forced = journal.forced or bool(force and plan.conflicts)
         turn = self.log.repository.get(UUID(plan.turn_id))
@@ -368,3 +380,18 @@ class Undoer:
                 entry["displaced"] = displaced
             entries.append(entry)
         return entries
+
+
+def _put_folder_times_back(actions: list[Action]) -> None:
+    """Each folder whose entries the undo changed gets the time it had before the turn's first step
+    in it (adding or removing an entry moves a folder's time; the turn's before-images kept it)."""
+    times: dict[str, tuple[int, int]] = {}
+    for action in actions:
+        if action.parent is not None:
+            step_and_time = (action.step, action.parent["mtime"])
+            times[action.parent["path"]] = min(times.get(action.parent["path"], step_and_time), step_and_time)
+    for folder, (_, mtime) in times.items():
+        try:
+            os.utime(folder, ns=(os.lstat(folder).st_atime_ns, mtime), follow_symlinks=False)
+        except OSError:
+            pass  # the folder is gone, or not ours to touch: its entries are back, which is what undo promises

@@ -54,7 +54,10 @@ def run(args, ctx):
     try:
         "".encode(encoding)
     except LookupError:
-        encoding = "utf-8"
+        # Read as another encoding than asked, a file's text would be wrong without a word said.
+        return {"ok": False, "error": {"class": "UnknownEncoding", "message": (
+            f"{encoding!r} is not a text encoding this system knows; nothing was read. Give one such as "
+            "utf-8, latin-1, cp1252 or utf-16, or leave encoding out to read utf-8")}}
     entries = [_read_one(p, ctx, max_bytes, encoding) for p in targets]
     failed = [e for e in entries if "error" in e]
     out = {"ok": not failed, "entries": entries,

@@ -8,15 +8,18 @@ who outgrow one machine: see docs/log.md).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import Application
-from eventsourcing.persistence import InfrastructureFactoryError
+from eventsourcing.application import Application, ProcessingEvent
+from eventsourcing.persistence import InfrastructureFactoryError, Notification, Recording
 
 from domain.errors import MetnosError
 from metnos.mechanisms.store.event_record import Record, record_of
@@ -25,6 +28,7 @@ from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.environment import DATA_FILE
 from metnos.mechanisms.store.errors import LogDamaged, LogUnavailable
 from metnos.mechanisms.store.views import UPSTREAM, ViewStore
+from metnos.mechanisms.unit_of_work import UnitOfWork
 
 DEFAULT_PERSISTENCE_MODULE = "metnos.mechanisms.store.lmdb"
 # The names the store had before the code moved into layers, as a user's environment may still say them.
@@ -55,18 +59,100 @@ class EventLog(Application[UUID]):
             module = settings.get("PERSISTENCE_MODULE", "")
             msg = f"PERSISTENCE_MODULE={module!r} is not a usable persistence module; use one of: {', '.join(KNOWN_MODULES)}"
             raise LogConfigError(msg) from e
+        # thread id -> the unit of work open in it (unit_of_work)
+        self._units: dict[int, UnitOfWork] = {}
+        self._units_lock = threading.Lock()
+        # Every read of the recorder's (the repository's, a projection's, a scan) sees what this process saved.
+        for name in _READS:
+            read = getattr(self.recorder, name, None)
+            if read is not None:
+                setattr(self.recorder, name, self._reads_after_commit(read))
 
     def save(self, *objs: Any, **kwargs: Any) -> Any:
-        """Save as eventsourcing does; a write that fails says which events it did not write."""
-        pending = [
-            (type(obj).__name__, str(obj.id), [type(e).__name__ for e in getattr(obj, "pending_events", ())])
-            for obj in objs if obj is not None and hasattr(obj, "pending_events")
-        ]
+        """Save as eventsourcing does; a write that fails says which events it did not write.
+
+        Inside a unit of work of this thread (``unit_of_work``) the events are
+        held and written with the unit's others, in one transaction.
+        """
+        unit = self._units.get(threading.get_ident()) if self._units else None
+        if unit is not None and not kwargs:
+            unit.add(objs)
+            return []
+        events: list[Any] = []
+        aggregates: dict[Any, Any] = {}
+        for obj in objs:
+            if obj is None:
+                continue
+            # Duck-typed: eventsourcing's runtime Protocol checks cost more than the rest of a small save.
+            collect = getattr(obj, "collect_events", None)
+            if collect is None:
+                events.append(obj)
+            else:
+                events.extend(collect())
+                aggregates[obj.id] = obj
+        return self._write(events, aggregates, **kwargs)
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[UnitOfWork]:
+        """Hold what this thread saves until ``commit`` (or the end of the block) writes it in one transaction.
+
+        A read of the log in this process commits every open unit first, so
+        that it sees what was saved. A unit opened inside another of the same
+        thread is that one. The block's end commits what is held, also when it
+        ends with an error: what happened before it is a fact to keep.
+        """
+        ident = threading.get_ident()
+        unit = self._units.get(ident)
+        if unit is not None:
+            yield unit
+            return
+        unit = UnitOfWork(self._write)
+        with self._units_lock:
+            self._units[ident] = unit
         try:
-            return super().save(*objs, **kwargs)
+            yield unit
+        finally:
+            try:
+                unit.commit()
+            finally:
+                with self._units_lock:
+                    del self._units[ident]
+
+    def _write(self, events: list[Any], aggregates: dict[Any, Any], **kwargs: Any) -> list[Any]:
+        """``events`` in one insert of the recorder (one transaction), as eventsourcing's save records them."""
+        mapper = self.mapper
+        stored = [mapper.to_stored_event(e) for e in events]
+        try:
+            ids = self.recorder.insert_events(stored, **kwargs)
         except LogUnavailable as e:
-            lost = "; ".join(f"{kind} {ident[:8]}: {', '.join(names)}" for kind, ident, names in pending if names)
-            raise LogUnavailable(f"{e}. Not written: {lost or 'nothing pending'}. Everything recorded before is in the log") from e
+            raise LogUnavailable(f"{e}. Not written: {_unwritten(events, aggregates)}. Everything recorded before is in the log") from e
+        repository = self.repository
+        if repository.cache and not repository.fastforward:
+            for aggregate_id, aggregate in aggregates.items():
+                repository.cache.put(aggregate_id, aggregate)
+        recordings = _Recordings(events, stored, ids or ())
+        processing: ProcessingEvent[Any] = ProcessingEvent(kwargs.get("tracking"))
+        processing.events, processing.aggregates = events, aggregates
+        self._take_snapshots(processing)
+        self._notify(recordings)
+        self.notify(events)
+        return recordings
+
+    def _reads_after_commit(self, read: Callable[..., Any]) -> Callable[..., Any]:
+        """``read`` of the recorder, run once every open unit of work has been committed."""
+
+        def commit_then_read(*args: Any, **kwargs: Any) -> Any:
+            if self._units:
+                self._commit_open_units()
+            return read(*args, **kwargs)
+
+        return commit_then_read
+
+    def _commit_open_units(self) -> None:
+        with self._units_lock:
+            units = list(self._units.values())
+        for unit in units:
+            unit.commit()
 
     def notifications(self, start: int = 1, *, topics: tuple[str, ...] = (), batch: int = 1000) -> Iterator[Any]:
         """Every stored notification from ``start`` on, in order."""
@@ -86,6 +172,13 @@ class EventLog(Application[UUID]):
         With ``topics``, other events are skipped before they are decoded.
         """
         wanted = frozenset(topics)
+        scan = getattr(self.recorder, "scan_events", None)
+        if scan is not None and getattr(self.mapper, "stores_plain_json", False):
+            # Chained in C: a generator here would cost a resume an event.
+            return chain.from_iterable(scan(self.mapper, start, wanted or None))
+        return self._decoded_events(start, wanted)
+
+    def _decoded_events(self, start: int, wanted: frozenset[str]) -> Iterator[tuple[int, Any]]:
         batches = getattr(self.recorder, "scan_batches", None)
         decode_rows = getattr(self.mapper, "decode_rows", None)
         if batches is not None and decode_rows is not None:
@@ -94,7 +187,7 @@ class EventLog(Application[UUID]):
                     yield row[0], event
             return
         to_domain = self.mapper.to_domain_event
-        for n in self.notifications(start, topics=topics):
+        for n in self.notifications(start, topics=tuple(wanted)):
             yield n.id, to_domain(n)
 
     def record_batches(
@@ -142,6 +235,8 @@ class EventLog(Application[UUID]):
         ``progress(id)`` now and then. On an LMDB log with Metnos's codecs this
         is one loop from the stored bytes to the feeds: the rebuild's.
         """
+        if self._units:
+            self._commit_open_units()
         feeder = getattr(self.recorder, "feed_records", None)
         if feeder is not None and hasattr(self.mapper, "plain_loader"):
             loaders = self.mapper.record_loaders(fields) if fields else None
@@ -164,6 +259,39 @@ class EventLog(Application[UUID]):
 
 
 _PAGE = 1000
+# The recorder's methods that read what was recorded (``feed`` commits for its own).
+_READS = ("select_events", "select_notifications", "max_notification_id", "scan", "scan_batches", "scan_events")
+
+
+class _Recordings(Sequence[Recording[Any]]):
+    """What ``save`` returns, as eventsourcing's: each recording made when it is read (nothing reads them on the hot path)."""
+
+    def __init__(self, events: list[Any], stored: list[Any], ids: Sequence[int]) -> None:
+        self._events, self._stored, self._ids = events, stored, ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        stored = self._stored[index]
+        notification = Notification(originator_id=stored.originator_id, originator_version=stored.originator_version,
+                                    topic=stored.topic, state=stored.state, id=self._ids[index])
+        return Recording(domain_event=self._events[index], notification=notification)
+
+
+def _unwritten(events: list[Any], aggregates: dict[Any, Any]) -> str:
+    """``Turn 1a2b3c4d: StepProposed, StepResolved; ...``: the events a failed write did not write, by aggregate."""
+    names: dict[Any, list[str]] = {}
+    for e in events:
+        names.setdefault(e.originator_id, []).append(type(e).__name__)
+    parts = []
+    for ident, kinds in names.items():
+        aggregate = aggregates.get(ident)
+        kind = type(aggregate).__name__ if aggregate is not None else "events of"
+        parts.append(f"{kind} {str(ident)[:8]}: {', '.join(kinds)}")
+    return "; ".join(parts) or "nothing pending"
 
 
 def _refuse_an_empty_log_with_history(workspace: Workspace, log_path: Path) -> None:

@@ -142,12 +142,23 @@ def same(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     return _timeless(a) == _timeless(b)
 
 
-def _timeless(node: dict[str, Any] | None) -> Any:
+def only_mode_differs(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """The same bytes, targets and entries, but not the same modes (here or inside a folder)."""
+    return not same(a, b) and _timeless(a, keep_modes=False) == _timeless(b, keep_modes=False)
+
+
+def describe_modes(node: dict[str, Any]) -> str:
+    """``describe`` with the node's mode, for a change that is only a mode's."""
+    mode = node.get("mode")
+    return describe(node) + (f" with mode {mode:04o}" if isinstance(mode, int) else "")
+
+
+def _timeless(node: dict[str, Any] | None, *, keep_modes: bool = True) -> Any:
     if node is None:
         return None
-    out = {k: v for k, v in node.items() if k != "mtime"}
+    out = {k: v for k, v in node.items() if k != "mtime" and (keep_modes or k != "mode")}
     if node.get("type") == "dir":
-        out["entries"] = {name: _timeless(child) for name, child in node["entries"].items()}
+        out["entries"] = {name: _timeless(child, keep_modes=keep_modes) for name, child in node["entries"].items()}
     return out
 
 

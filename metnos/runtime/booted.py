@@ -165,13 +165,16 @@ class Runtime:
         self.refresh()
         return call
 
+    def record_quarantine(self, call: Call) -> None:
+        """A version a call found changed (its files, its MCP server, its tool) is quarantined in the log."""
+        self._record_quarantine(call)
+
     def _record_quarantine(self, call: Call) -> None:
-        refusal = call.refusal
-        if refusal is None or refusal.quarantine is None or call.executor is None:
+        if call.quarantined is None or call.executor is None:
             return
 
         lifecycle = Lifecycle(self.log, self.clock, self.key_id)
-        lifecycle.record_quarantined(refusal.quarantine)
+        lifecycle.record_quarantined(call.quarantined)
         lifecycle.save()
 
     def close(self) -> None:

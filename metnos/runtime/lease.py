@@ -64,16 +64,22 @@ class TurnLease:
         """The lock if nobody holds it (None if its writer still does, or if there is no file and ``create`` is false)."""
         path = lock_path(workspace, turn_id)
         flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        while True:
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            if _still_named(path, fd):
+                return cls(path, fd)
+            # A sweeper removed the file between our open and our lock: that lock guards nothing.
             os.close(fd)
-            return None
-        return cls(path, fd)
+            if not create:
+                return None
 
     def release(self) -> None:
         """Remove the file while still holding it, so nobody takes a lock on a file about to vanish."""
@@ -88,3 +94,13 @@ class TurnLease:
     @property
     def held(self) -> bool:
         return self._fd is not None
+
+
+def _still_named(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)

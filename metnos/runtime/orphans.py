@@ -52,7 +52,7 @@ def close_orphaned_turns(runtime: Any, turns_state: dict[str, Any]) -> OrphanRep
             report.problems.append(f"turn {turn_id} is still open: {e}")
         finally:
             lease.release()
-    _sweep(workspace, turns_state, open_turns)
+    _sweep(workspace, open_turns)
     return report
 
 
@@ -70,14 +70,16 @@ def _abandon(runtime: Any, turn_id: str) -> bool:
     return True
 
 
-def _sweep(workspace: Any, turns_state: dict[str, Any], open_turns: set[str]) -> None:
-    """Lock files left by writers killed after their turn closed: nothing holds them, nothing needs them."""
+def _sweep(workspace: Any, open_turns: set[str]) -> None:
+    """Lock files left by writers killed after their turn closed, or before its first commit
+    (the log never heard of that turn): nothing holds them, nothing needs them."""
     folder = lock_dir(workspace)
     if not folder.is_dir():
         return
     for path in folder.glob("*.lock"):
         turn_id = path.stem
-        if turn_id in turns_state["turns"] and turn_id not in open_turns:
+        if turn_id not in open_turns:
+            # A live writer holds its lock, so claiming fails and its file stays.
             lease = TurnLease.claim(workspace, turn_id, create=False)
             if lease is not None:
                 lease.release()

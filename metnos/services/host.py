@@ -28,6 +28,7 @@ from domain.errors import MetnosError
 from metnos.runtime.booted import Runtime
 from metnos.services import turns, wiring
 from metnos.services.approvals import ApprovalBroker
+from metnos.services.dialogs import DialogBroker
 from metnos.settings.loader import load
 
 
@@ -50,7 +51,7 @@ class RuntimeHost:
             yield self.runtime
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
-            observer: Callable[[Any], None] | None = None) -> Any:
+            observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None) -> Any:
         with self.writing() as rt:
             if self._router is None:
                 # One router for every turn: a warm model stays warm between messages.
@@ -59,7 +60,7 @@ class RuntimeHost:
             # edit takes effect without a restart, as it always has (docs/channels.md).
             settings = load(self._given_env, config_file=rt.workspace.config_file)
             return turns.run(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
-                             observer=observer, settings=settings)
+                             observer=observer, settings=settings, asker=asker)
 
     def close(self) -> None:
         if self._router is not None:
@@ -72,6 +73,8 @@ class DaemonHost(RuntimeHost):
                  write_wait_s: float = 600.0) -> None:
         super().__init__(runtime, env=env)
         self.approvals = ApprovalBroker(timeout_s=approval_timeout_s)
+        # A question waits as long as an approval does.
+        self.dialogs = DialogBroker(timeout_s=approval_timeout_s)
         self._write_wait_s = write_wait_s
 
     @contextmanager
@@ -85,9 +88,10 @@ class DaemonHost(RuntimeHost):
             self._write.release()
 
     def drain(self, wait_s: float = 30.0) -> bool:
-        """At stop: refuse what waits for an approval, then wait for the write in progress
-        (a turn) to end, so that the runtime is not closed under it. False: it did not end in time."""
+        """At stop: refuse what waits for an approval, leave a waiting question unanswered, then wait for the
+        write in progress (a turn) to end, so that the runtime is not closed under it. False: it did not end in time."""
         self.approvals.refuse_all("daemon-stopping")
+        self.dialogs.stop_all("daemon-stopping")
         if self._write.acquire(timeout=wait_s):
             self._write.release()
             return True
@@ -105,7 +109,7 @@ class DaemonHost(RuntimeHost):
             yield self.runtime
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
-            observer: Callable[[Any], None] | None = None) -> Any:
+            observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None) -> Any:
         """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer."""
         turns.check_request(text)
-        return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer)
+        return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker)

@@ -118,7 +118,7 @@ def mnestome_graph(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def turn_steps(runtime: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A turn's events gathered by step: what was proposed, the policy's and the vaglio's verdicts,
-    the approval, how the executor ran (and in which sandbox) and what it observed."""
+    the question asked of the user and its answer, the approval, how the executor ran (and in which sandbox) and what it observed."""
     steps: dict[int, dict[str, Any]] = {}
     for e in events:
         state = e["state"]
@@ -137,6 +137,10 @@ def turn_steps(runtime: Any, events: list[dict[str, Any]]) -> list[dict[str, Any
             step["vaglio"] = state["verdict"]
         elif kind == "ApprovalAnswered":
             step["approval"] = {"approved": state["approved"], "by": state["by"]}
+        elif kind == "DialogAsked":
+            step["dialog"] = {"question": state["question"], "answer": None, "by": ""}
+        elif kind == "DialogAnswered" and "dialog" in step:
+            step["dialog"].update(answer=state["answer"], by=state["by"])
         elif kind == "StepInvoked":
             step["invoked"] = {"ok": state["ok"], "kind": state["kind"], "version": state["version"], "exec_ms": state["exec_ms"],
                                "invocation_id": state["invocation_id"], "sandbox": _sandbox_of(runtime, state["invocation_id"])}

@@ -16,11 +16,11 @@ from metnos.services import wiring
 from metnos.services.queries import find_turn
 from replay.rebuild import rebuild as refold
 from replay.replayer import Replayer
-from replay.report import format_divergence
+from replay.report import format_divergence, format_drift
 from replay.undo import NothingToUndo, Undoer
 
-# Re-exported for the adapters: what an undo may answer, and a divergence in words.
-__all__ = ["NothingToUndo", "Replayed", "Undoer", "format_divergence", "rebuild", "replay", "replay_one", "undo", "undo_plan", "user_home"]
+# Re-exported for the adapters: what an undo may answer, and a divergence and a drift in words.
+__all__ = ["NothingToUndo", "Replayed", "Undoer", "format_divergence", "format_drift", "rebuild", "replay", "replay_one", "undo", "undo_plan", "user_home"]
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """Running a turn, and reading the turns that ran.
 
-A turn runs with three ports its caller implements for its medium
+A turn runs with the ports its caller implements for its medium
 (metnos/runtime/turn/ports.py): the approver (a terminal prompt, an HTTP
-question, Telegram buttons), the progress sink (``observer`` for the turn's
+question, Telegram buttons), the asker for a dialog (a terminal prompt, a
+pending dialog over HTTP, the next Telegram message), the progress sink (``observer`` for the turn's
 events, ``wrap_llm`` around each model call) and the channel's name. What
 the turn records is the same whichever way in asked; only ``channel`` and
 ``actor`` say who.
@@ -17,24 +18,25 @@ from typing import Any
 from metnos.runtime.booted import Runtime
 from metnos.runtime.cascade.book import PlanBook
 from metnos.runtime.turn.interrupts import InterruptGate
-from metnos.runtime.turn.ports import Approver
+from metnos.runtime.step.dialog_tools import Question
+from metnos.runtime.turn.ports import Approver, Asker
 from metnos.runtime.turn.session import EmptyRequest, TurnOutcome, check_request, run_turn
 from metnos.services import wiring
 from metnos.settings.loader import Loaded, for_environment, in_force
 
 # Re-exported for the adapters: the port they implement, the outcome they format.
-__all__ = ["Approver", "EmptyRequest", "TurnOutcome", "asked", "check_request", "run"]
+__all__ = ["Approver", "Asker", "EmptyRequest", "Question", "TurnOutcome", "asked", "check_request", "run"]
 
 
 def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Mapping[str, str] | None, channel: str,
         actor: str = "user", observer: Callable[[Any], None] | None = None, wrap_llm: Callable[[Any], Any] | None = None,
         interrupts: InterruptGate | None = None, cache: bool = True, level: str | None = None, mode: str | None = None,
-        overrides: Sequence[str] = (), settings: Loaded | None = None) -> TurnOutcome:
+        overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None) -> TurnOutcome:
     """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns).
     ``settings``: those read for this turn; None, the command's own (or those ``env`` gives)."""
     return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, channel=channel, observer=observer,
                     wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                    settings=settings)
+                    settings=settings, asker=asker)
 
 
 @dataclass
@@ -48,7 +50,7 @@ class Asked:
 def asked(text: str, *, approver: Approver, model: str | None = None, overrides: Sequence[str] = (),
           progress: Callable[[str], None] | None = None, observer: Callable[[Any], None] | None = None,
           waiting: Callable[[Callable[[str], tuple[str, float]]], Callable[[Any], Any]] | None = None, interrupts: InterruptGate | None = None, cache: bool = True,
-          level: str | None = None, mode: str | None = None, offer_plan: bool = False) -> Asked:
+          level: str | None = None, mode: str | None = None, offer_plan: bool = False, asker: Asker | None = None) -> Asked:
     """``metnos ask``: boot, wire the router, run one turn on the ``cli`` channel, close.
 
     ``waiting``: given the tiers' limits (wiring.model_limits), the wrapper around each model call that
@@ -66,6 +68,6 @@ def asked(text: str, *, approver: Approver, model: str | None = None, overrides:
         wrap_llm = waiting(wiring.model_limits(workspace, settings)) if waiting is not None else None
         outcome = run(runtime, text, approver=approver, router=router, env=env, channel="cli", observer=observer,
                       wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                      settings=loaded if model is None else None)
+                      settings=loaded if model is None else None, asker=asker)
         offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and outcome.status == "answered" else None
     return Asked(outcome, offer)

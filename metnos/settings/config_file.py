@@ -76,6 +76,8 @@ def in_force_sections(loaded: Loaded) -> dict[str, Any]:
         "turn": {key: {"value": value, "from": turn_from.get(loaded.source(f"turn.{key}"), "environment")}
                  for key, value in s.turn.to_json().items()},
         "runtime": s.runtime.to_json(),
+        # Which programs run_commands may start: worth seeing at a glance, "free" above all.
+        "commands": s.commands.model_dump(mode="json"),
     }
 
 

@@ -14,7 +14,8 @@ class DaemonConfig(BaseModel):
 
     http: str = setting(DEFAULT_HTTP, "Where the daemon serves its HTTP API and the dashboard, HOST:PORT.",
                         flag="--http", dest="http")
-    approval_timeout_s: float = setting(300.0, "How long an approval asked over HTTP waits before it is a no (seconds).",
+    approval_timeout_s: float = setting(300.0, "How long an approval asked over HTTP waits before it is a no, and a turn's "
+                                        "question before the turn ends needs_input (seconds).",
                                         gt=0, le=86400, allow_inf_nan=False)
 
     @field_validator("http")

@@ -19,6 +19,7 @@ from pydantic_settings import (
 
 from metnos.settings.calendar import DavSources
 from metnos.settings.cascade import CascadeConfig
+from metnos.settings.commands import CommandsConfig
 from metnos.settings.daemon import DaemonConfig
 from metnos.settings.errors import (
     ConfigError,
@@ -27,6 +28,7 @@ from metnos.settings.errors import (
     TelegramConfigError,
 )
 from metnos.settings.llm_tiers import LLMConfig
+from metnos.settings.location import LocationSettings
 from metnos.settings.log_store import LogStoreConfig
 from metnos.settings.mail import MailConfig
 from metnos.settings.model_server import ModelServerConfig
@@ -39,7 +41,8 @@ from metnos.settings.web import SEARCH_URL_SETTING, WebSettings
 from metnos.settings.workspace import WorkspaceConfig
 
 # config.toml's tables, in the order `metnos config check` names them.
-TOML_SECTIONS = ("llm", "model", "network", "telegram", "mail", "calendar", "contacts", "daemon", "turn", "runtime", "web")
+TOML_SECTIONS = ("llm", "model", "network", "telegram", "mail", "calendar", "contacts", "daemon", "turn", "runtime", "web", "commands",
+                "location")
 # The error a section's wrong value raises, as each has always (an ``except`` elsewhere catches it).
 SECTION_ERRORS: dict[str, type[Exception]] = {"llm": LLMConfigError, "model": LLMConfigError, "network": NetworkConfigError,
                                               "telegram": TelegramConfigError}
@@ -74,6 +77,9 @@ class Settings(BaseSettings):
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig,
                                    description="`[runtime]`: modes, autonomy, the roles beside the proposer, hybrid, the judge.")
     web: WebSettings = Field(default_factory=WebSettings, description="`[web]`: the search endpoint find_urls uses.")
+    commands: CommandsConfig = Field(default_factory=CommandsConfig,
+                                     description="`[commands]`: which programs run_commands may start (the shell axis).")
+    location: LocationSettings = Field(default_factory=LocationSettings, description="`[location]`: where the user is, as get_location returns it.")
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig, description="Where the workspace is (environment only).")
     process: ProcessConfig = Field(default_factory=ProcessConfig, description="Switches of one process (environment only).")
     cascade: CascadeConfig = Field(default_factory=CascadeConfig, description="The cascade's thresholds (environment only).")
@@ -94,9 +100,11 @@ class Settings(BaseSettings):
 
     def executor_config(self) -> dict[str, Any]:
         """What executors read from ctx.config: send_messages' recipients and bot, find_urls' search endpoint,
-        the mail accounts, the calendars and address books."""
+        the mail accounts, the calendars and address books, run_commands' programs, get_location's place."""
         return {**self.telegram.executor_config(), **self.web.executor_config(), **self.mail.executor_config(),
-                "calendar": self.calendar.executor_config(), "contacts": self.contacts.executor_config()}
+                **self.commands.executor_config(),
+                "calendar": self.calendar.executor_config(), "contacts": self.contacts.executor_config(),
+                **self.location.executor_config()}
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -36,6 +36,14 @@ class WorkspaceNotYours(MetnosError):
     """The workspace belongs to another user."""
 
 
+def _known(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
+
+
 def _user(uid: int) -> str:
     try:
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
@@ -127,6 +135,24 @@ class Workspace:
             if owner != me:
                 msg = (f"the workspace at {path} belongs to {_user(owner)}, not to you ({_user(me)}); "
                        f"run Metnos as {_user(owner)}, or set METNOS_HOME to a workspace of your own")
+                raise WorkspaceNotYours(msg)
+        self._check_parts_owner()
+
+    def _check_parts_owner(self) -> None:
+        """A part of one's own workspace made by another user (a command run once with sudo): the
+        stores in it could not be opened, or the files written there used by their owner."""
+        me = os.geteuid()
+        log, views = self.log_dir, self.views_dir
+        for path in (log, log / "data.mdb", log / "lock.mdb", views, views / "data.mdb", views / "lock.mdb",
+                     self.blobs_dir, self.keys_dir):
+            try:
+                owner = path.stat().st_uid
+            except OSError:
+                continue  # not there (yet), or not to be looked into: opening it says why
+            if owner != me:
+                name = pwd.getpwuid(me).pw_name if _known(me) else str(me)
+                msg = (f"{path}, in your workspace, belongs to {_user(owner)}, not to you ({_user(me)}): a command run as "
+                       f"that user made it. Give it back with `sudo chown -R {name} {path}`, then run the command again")
                 raise WorkspaceNotYours(msg)
 
     def forbidden_paths(self) -> list[Path]:

@@ -23,7 +23,7 @@ def config_file() -> Path:
 
 def test_check_and_every_command_name_the_wrong_key(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["config", "check"]) == 0
-    assert "valid (7 sections" in capsys.readouterr().out
+    assert "valid (8 sections" in capsys.readouterr().out
     config_file().write_text("[turn]\ncap_step = 3\n")
     for argv in (["config", "check"], ["config", "show"], ["turns", "list"], ["ask", "what time is it?", "--no"]):
         assert main(argv) == 2, argv

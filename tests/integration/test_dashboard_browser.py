@@ -185,6 +185,40 @@ def test_an_unverified_answer_is_marked_never_answered(daemon: RunningDaemon, br
     shot(browser, "unverified-turn")
 
 
+def test_a_turns_question_is_answered_in_its_card_and_the_turn_goes_on(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    """Issue 33 item 4: a delete without a target asks; the card's text box answers; the delete still asks approval."""
+    sign_in(browser, daemon)
+    target = Path(daemon.env["HOME"]) / "old-in-the-browser.txt"
+    target.write_text("old\n")
+    daemon_llm.add(call("delete_files", {}), text("I deleted it."))
+    browser.get(daemon.url + "/")
+    browser.find_element(By.ID, "ask-text").send_keys("delete the file I do not need any more")
+    browser.find_element(By.ID, "ask-button").click()
+    asking = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    browser.get(daemon.url + "/approvals")
+    box = wait(browser, seen.element_to_be_clickable((By.CSS_SELECTOR, "section.dialog form.reply input[name=answer]")))
+    card = browser.find_element(By.CSS_SELECTOR, "section.dialog").text
+    assert "Which files should I delete?" in card and "delete_files" in card
+    shot(browser, "question")
+    box.send_keys(str(target))
+    browser.find_element(By.CSS_SELECTOR, "section.dialog form.reply button").click()
+    wait(browser, seen.text_to_be_present_in_element((By.CSS_SELECTOR, "section.dialog.answered"), "answered"))
+    assert target.exists()  # the answer names the target; the approval is still to come
+    wait(browser, seen.element_to_be_clickable((By.CSS_SELECTOR, "button.approve"))).click()
+    wait(browser, seen.text_to_be_present_in_element((By.CSS_SELECTOR, "section.approval.answered"), "approved"))
+    browser.close()
+    browser.switch_to.window(asking)
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "ask-result"), "answered: I deleted it."))
+    assert not target.exists()
+    # The turn's page says what was asked and what the user answered (the newest turn is first).
+    browser.get(daemon.url + "/")
+    browser.find_element(By.CSS_SELECTOR, "tr.status-answered a").click()
+    wait(browser, seen.presence_of_element_located((By.CSS_SELECTOR, "table.events")))
+    step = text_of(browser, "step-1")
+    assert "asked" in step and "Which files should I delete?" in step and f"“{target}” (http:user)" in step, step
+
+
 def test_schedules_pause_and_resume(daemon: RunningDaemon, browser: Any) -> None:
     sign_in(browser, daemon)
     browser.get(daemon.url + "/schedules")

@@ -197,7 +197,8 @@ def test_a_telegram_reply_says_it(tampered: Path, monkeypatch: pytest.MonkeyPatc
         finally:
             channel.stop()
             runtime.close()
-    assert reply.startswith("I could not read that file.")
+    # The model said it could not: the turn is not done, in its own words.
+    assert reply.startswith("metnos: Not done, as the language model itself said: I could not read that file.")
     told = reply.split("\n\n")[-1]
     assert told.startswith("metnos: read_files 1.0.0 would have been offered for this request, but it is quarantined: main.py: digest failed")
     assert f"`{SHOW}`" in told

@@ -16,7 +16,7 @@ from metnos.settings.workspace import Workspace
 
 REQUIRED = {"get_now", "find_files", "read_files", "write_files", "move_files", "delete_files", "get_urls",
             "filter_entries", "filter_lists", "compute_entries", "sort_entries", "describe_entries",
-            "send_messages", "find_urls", "read_urls_html"}
+            "send_messages", "find_urls", "read_urls_html", "run_commands", "get_location"}
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ def _seed(name: str) -> Path:
 
 def test_init_in_a_fresh_home_signs_every_file_of_the_21_seeds(home, capsys):
     rows = _rows(capsys)
-    assert len(rows) == 21 and all(r["state"] == "active" for r in rows)
+    assert len(rows) == 23 and all(r["state"] == "active" for r in rows)
     doc = json.loads((_seed("read_files") / SIGNATURE).read_text())
     assert doc["format"] == 2 and "tests/birth.py" in doc["files"]
 
@@ -100,13 +100,13 @@ def old_workspace(metnos_home, tmp_path, monkeypatch):
 def test_old_signatures_are_refused_with_the_fix_and_init_resigns_the_seeds(old_workspace, capsys, boot_before_init):
     if boot_before_init:
         rows = _rows(capsys)
-        assert len(rows) == 21 and all(r["state"] == "quarantined" for r in rows)
+        assert len(rows) == 23 and all(r["state"] == "quarantined" for r in rows)
         assert all("format 1" in r["reason"] and "metnos init" in r["reason"] for r in rows)
     capsys.readouterr()
     assert main(["init"]) == 0
-    assert "21 active, 0 quarantined" in capsys.readouterr().out
+    assert "23 active, 0 quarantined" in capsys.readouterr().out
     rows = _rows(capsys)
-    assert len(rows) == 21 and all(r["state"] == "active" for r in rows), [r for r in rows if r["state"] != "active"]
+    assert len(rows) == 23 and all(r["state"] == "active" for r in rows), [r for r in rows if r["state"] != "active"]
     doc = json.loads((_seed("read_files") / SIGNATURE).read_text())
     assert doc["format"] == 2
     assert next(r for r in rows if r["name"] == "read_files")["digest"] != legacy_digest(_seed("read_files"))

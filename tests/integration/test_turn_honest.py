@@ -400,4 +400,62 @@ def test_the_seed_manifests_with_phrases_still_sign_and_load(home: Path, capsys)
     capsys.readouterr()
     assert main(["executors", "list", "--json"]) == 0
     rows = orjson.loads(capsys.readouterr().out)
-    assert sum(1 for r in rows if r["state"] == "active") == 21, rows
+    assert sum(1 for r in rows if r["state"] == "active") == 23, rows
+
+
+def test_a_move_takes_only_the_kind_of_file_the_request_names(home: Path, capsys, monkeypatch) -> None:
+    """Asked to move a folder's .txt files, the 1.5B moved its .md file too and answered that
+    it had moved the .txt files: the move of the .md is refused before it runs, with why."""
+    (home / "notes" / "archive").mkdir(parents=True)
+    (home / "notes" / "old").mkdir()
+    for name in ("a.txt", "b.txt", "keep.md"):
+        (home / "notes" / "archive" / name).write_text(name)
+    everything = call("move_files", {"paths": ["~/notes/archive/a.txt", "~/notes/archive/b.txt", "~/notes/archive/keep.md"],
+                                     "dest_dir": "~/notes/old"})
+    only_txt = call("move_files", {"paths": ["~/notes/archive/a.txt", "~/notes/archive/b.txt"], "dest_dir": "~/notes/old"})
+    code, out, llm = run(monkeypatch, capsys, [everything, only_txt, text("Moved a.txt and b.txt into ~/notes/old.")],
+                         "Move every .txt file in ~/notes/archive into ~/notes/old.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert (home / "notes" / "archive" / "keep.md").exists()
+    assert sorted(p.name for p in (home / "notes" / "old").iterdir()) == ["a.txt", "b.txt"]
+    refused = of(events(capsys, out["turn_id"]), "StepRejected")
+    assert [r["kind"] for r in refused] == ["kind"] and refused[0]["error"]["outside"] == ["~/notes/archive/keep.md"]
+    told = tool_messages(llm.requests[1])[-1]
+    assert told["error_class"] == "outside_request" and "keep.md" in told["error"], told
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_delete_of_the_largest_takes_the_top_of_a_sort(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B listed ~/Downloads and deleted a.zip, "the largest", leaving the larger movie.mkv:
+    a delete of the largest without a sort, or of a file outside the sort's top, never runs."""
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "a.zip").write_bytes(b"a" * 50)
+    (home / "Downloads" / "movie.mkv").write_bytes(b"m" * 500)
+    (home / "Downloads" / "b.txt").write_bytes(b"b" * 5)
+    script = [call("find_files", {"base_path": "~/Downloads"}),
+              call("delete_files", {"paths": ["~/Downloads/a.zip"]}),
+              call("sort_entries", {"from_step": 1, "field": "size", "order": "desc"}),
+              call("delete_files", {"paths": ["~/Downloads/b.txt"]}),
+              call("delete_files", {"paths": ["~/Downloads/movie.mkv"]}),
+              text("Deleted movie.mkv, the largest file in ~/Downloads.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Find the largest file in ~/Downloads and delete it.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert (home / "Downloads" / "a.zip").exists() and (home / "Downloads" / "b.txt").exists()
+    assert not (home / "Downloads" / "movie.mkv").exists()
+    refused = of(events(capsys, out["turn_id"]), "StepRejected")
+    assert [r["kind"] for r in refused] == ["top", "top"], refused
+    assert "no step sorted" in refused[0]["error"]["message"] and "is not among it" in refused[1]["error"]["message"]
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_an_answer_that_says_it_could_not_be_done_is_not_answered(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B read the CSV, answered "The total ... could not be done", and the turn said answered."""
+    (home / "receipts").mkdir()
+    (home / "receipts" / "groceries.csv").write_text("item,amount\nbread,2.50\nmilk,1.20\n")
+    script = [call("read_files", {"paths": ["~/receipts/groceries.csv"]}),
+              text("The total of the amount column could not be done because the data is already at an earlier step.")]
+    code, out, llm = run(monkeypatch, capsys, script, "What is the total of the amount column in ~/receipts/groceries.csv?")
+    assert (code, out["status"], out["failure"]["kind"]) == (1, "failed", "said_not_done"), out
+    assert out["failure"]["message"].startswith("Not done, as the language model itself said: The total of the amount column could not")
+    assert not of(events(capsys, out["turn_id"]), "TurnAnswered")
+    assert replays_clean(capsys, out["turn_id"])

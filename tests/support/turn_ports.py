@@ -52,6 +52,12 @@ class InProcessPorts:
     def call_builtin(self, name, args, *, step, approval=None):  # noqa: ANN001, ANN201
         return {"ok": True, "schedules": [], "builtin": name}, []
 
+    def can_ask(self) -> bool:
+        return False
+
+    def ask_user(self, question):  # noqa: ANN001, ANN201
+        return None, "no-asker"
+
     def mnest_boost(self, ranking, context):  # noqa: ANN001, ANN201
         return None
 

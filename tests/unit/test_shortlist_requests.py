@@ -32,7 +32,8 @@ def test_the_set_is_what_the_issue_asks_for() -> None:
     rows = written_requests()
     assert len(rows) >= 300
     assert {r.lang for r in rows} == {"en", "it"}
-    seeds = {e.name for e in catalogue() if not e.name.endswith("_recurring")}
+    # get_inputs is the dialog the runtime opens for a call without a target, not a tool a request's words call for.
+    seeds = {e.name for e in catalogue() if not e.name.endswith("_recurring") and e.name != "get_inputs"}
     assert {name for r in rows for name in r.needs} == seeds
     assert {r.split for r in rows} == {"dev", "held_out"}
     # Split by task: no task has wordings on both sides.

@@ -145,7 +145,7 @@ def test_every_seed_signs(tmp_path, key):
     from metnos.mechanisms.executors.install import seed_sources
 
     seeds = seed_sources()
-    assert len(seeds) == 21
+    assert len(seeds) == 23
     for src in seeds:
         d = tmp_path / src.name
         shutil.copytree(src, d, ignore=shutil.ignore_patterns("__pycache__"))

@@ -76,3 +76,17 @@ def test_an_answer_that_says_the_loops_own_instruction_back_is_named() -> None:
     # Words it shares with an instruction inside a real answer, and the same text when nothing told it so.
     assert answer_problem("I moved 2 photos into ~/Pictures/2024; the pipeline is complete.", TOOLS, OBS, told) is None
     assert answer_problem(echoed, TOOLS, OBS) != INSTRUCTIONS_ECHOED
+
+
+def test_an_answer_that_says_it_could_not_be_done_is_an_admitted_failure() -> None:
+    from metnos.runtime.turn.answers import admitted_failure
+    data = [{"ok": True, "entries": [{"path": "/h/notes/friday.md", "content": "I cannot come on Friday.\nBring the cake."}]}]
+    said = admitted_failure("The total of the amount column could not be done because the data is already at an earlier step.", data)
+    assert said is not None and said.startswith("The total of the amount column could not be done")
+    assert admitted_failure("I was unable to read the page.", data) == "I was unable to read the page"
+    assert admitted_failure("Non è stato possibile leggere il file.", data) is not None
+    # Words quoted from a result say nothing about the turn; an answer says nothing of the kind.
+    assert admitted_failure("The note says: I cannot come on Friday.", data) is None
+    assert admitted_failure('The note says "I cannot come on Friday" and asks for the cake.', data) is None
+    assert admitted_failure("I cannot come on Friday.", data) is None
+    assert admitted_failure("The total is 39.70.", data) is None

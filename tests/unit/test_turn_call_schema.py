@@ -268,3 +268,17 @@ def test_a_scheduling_tool_offered_alone_names_an_executor_of_the_catalogue() ->
     assert admits(alone, {"name": "schedule_recurring", "arguments": {"executor": "send_message", "cron": "0 9 * * 1",
                                                                        "args": {"to": "me", "text": "water the plants"}}})
     assert not admits(alone, {"name": "schedule_recurring", "arguments": {"executor": "telegram", "cron": "0 9 * * 1", "args": {}}})
+
+
+def test_the_dialog_tools_are_offered_with_their_own_arguments() -> None:
+    """get_inputs takes its question (required, no step reference inside); request_location_from_user may take none."""
+    from metnos.runtime.step.catalogue import builtin_tools
+
+    tools = builtin_tools()
+    schema = planner_constraint([tools["get_inputs"].tool, tools["request_location_from_user"].tool, READ], OBSERVATIONS,
+                                words_only=False).call_schema
+    assert admits(schema, {"name": "get_inputs", "arguments": {"question": "Which files should I delete?"}})
+    assert admits(schema, {"name": "request_location_from_user", "arguments": {}})
+    assert not admits(schema, {"name": "get_inputs", "arguments": {}})
+    assert not admits(schema, {"name": "get_inputs", "arguments": {"question": "Which of {{step9.entries}}?"}})
+    assert not admits(schema, {"name": "request_location_from_user", "arguments": {"where": "here"}})

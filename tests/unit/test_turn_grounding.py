@@ -161,7 +161,7 @@ def test_an_answer_that_denies_a_file_a_step_read_does_not_hold() -> None:
         grounding = check_answer(denial, request="read ~/notes.md and tell me what it says", steps=[read], home="/home/u")
         assert grounding.denied == ("notes.md",), denial
         assert not grounding.holds
-        assert "cannot be found or read, yet a step read it" in grounding.summary()
+        assert "cannot be found or read, yet a step found or read it" in grounding.summary()
     assert check_answer("notes.md says: buy milk, call Anna.", request="read ~/notes.md", steps=[read], home="/home/u").holds
 
 
@@ -173,3 +173,32 @@ def test_saying_a_missing_file_is_missing_holds() -> None:
     other = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/u/a.md", "content": "x"}]})
     assert check_answer("b.md does not exist, a.md says x.", request="read ~/a.md and ~/b.md", steps=[other],
                         home="/home/u").denied == ()
+
+
+EVENTS = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/u/logs/events.jsonl", "lines": 5, "content":
+    '{"type": "login"}\n{"type": "logout"}\n{"type": "login"}\n{"type": "error"}\n{"type": "login"}\n'}]})
+
+
+def test_a_count_of_the_lines_that_meet_a_condition_is_worked_out_by_a_step() -> None:
+    ask = "Read ~/logs/events.jsonl and tell me how many events have type login."
+    guessed = check_answer("5", request=ask, steps=[EVENTS], home="/home/u")
+    assert "no step kept only the ones that meet it" in guessed.exactness and not guessed.holds
+    everything = StepData("compute_entries", True, {"ok": True, "content": 5, "metadata": {"op": "count", "count_used": 5}})
+    assert not check_answer("5", request=ask, steps=[EVENTS, everything], home="/home/u").holds
+    kept = StepData("filter_entries", False, {"ok": True, "entries": [{"type": "login"}] * 3})
+    assert check_answer("3 events have type login.", request=ask, steps=[EVENTS, kept], home="/home/u").holds
+    # A number the text states is no count of a subset ("how many eggs"), and a count of what one asks for in full is none either.
+    recipe = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/u/r.md", "content": "4 eggs, 1 cup milk"}]})
+    assert check_answer("4 eggs.", request="How many eggs does the recipe in ~/r.md need?", steps=[recipe], home="/home/u").holds
+    assert check_answer("5", request="how many lines does ~/logs/events.jsonl have?", steps=[EVENTS], home="/home/u").exactness == ""
+
+
+def test_an_answer_that_says_a_file_a_search_found_is_not_there_does_not_hold() -> None:
+    found = StepData("find_files", False, {"ok": True, "entries": [
+        {"path": "/home/u/Documents/scans/passport.pdf", "name": "passport.pdf", "size": 900}]})
+    ask = "Is there a file called passport.pdf somewhere under ~/Documents? Tell me its folder."
+    missing = check_answer('The file "passport.pdf" was not found in the specified folder under ~/Documents.', request=ask,
+                           steps=[found], home="/home/u")
+    assert missing.denied == ("passport.pdf",)
+    # A search says the file is there, not what it holds: "could not read it" is not contradicted by it.
+    assert check_answer("I could not read passport.pdf.", request=ask, steps=[found], home="/home/u").denied == ()

@@ -73,6 +73,9 @@ class Loop:
     def commit(self, turn: Any, *others: Any) -> None:
         self.events.append(("commit", {}))
 
+    def commit_now(self, turn: Any) -> None:
+        self.events.append(("commit_now", {}))
+
     def kinds(self) -> list[str]:
         return [k for k, _ in self.events]
 
@@ -107,8 +110,8 @@ def ran(step: Step, observation: dict[str, Any], *, ok: bool = True, result_kind
 def test_the_rules_run_in_the_order_the_spec_gives_a_step_and_an_answer() -> None:
     assert [r.name for r in default_rules()] == [
         "climb_tier", "answer_only", "guards", "repeated_failure", "readable_arguments", "autonomy", "known_executor", "pipeline_shape",
-        "step_references", "argument_schema", "sandbox_policy", "vaglio", "recovery", "presentation", "action_taken",
-        "placeholders", "answer_form", "rests_on_recovery", "grounded",
+        "step_references", "argument_schema", "requested_kind", "requested_top", "sandbox_policy", "vaglio", "dialog", "recovery", "presentation", "action_taken",
+        "placeholders", "answer_form", "rests_on_recovery", "says_not_done", "grounded",
     ]
 
 
@@ -249,7 +252,8 @@ def test_the_vaglio_asks_the_user_for_an_action_and_a_no_is_the_steps_observatio
     loop, state = Loop(approve=False), TurnState()
     verdict = Vaglio().on_resolved(a_step(loop, "delete_files", {"paths": ["~/a.md"]}, state, text="delete ~/a.md"))
     assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "declined"
-    assert loop.kinds() == ["StepJudged", "ApprovalAsked", "ApprovalAnswered", "ObservationRecorded"]
+    # What the turn did so far is committed before the user is asked (they may take minutes).
+    assert loop.kinds() == ["StepJudged", "ApprovalAsked", "commit_now", "ApprovalAnswered", "ObservationRecorded"]
     forbidden = Vaglio().on_resolved(a_step(Loop(), "read_files", {"paths": ["/home/u/.ssh/id_ed25519"]}, TurnState()))
     assert isinstance(forbidden, Settle) and forbidden.observation["error_class"] == "vaglio_denied"
     assert Vaglio().on_resolved(a_step(Loop(), "read_files", {"paths": ["~/a.md"]}, TurnState())) is None

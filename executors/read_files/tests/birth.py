@@ -31,3 +31,11 @@ def birth_partial_failure(run, tmp):
 
 def birth_no_input(run, tmp):
     assert run({})["error"]["class"] == "NoInput"
+
+
+def birth_an_unknown_encoding_is_refused(run, tmp):
+    (tmp / "a.txt").write_text("hello")
+    out = run({"paths": ["~/a.txt"], "encoding": "klingon"})
+    assert out["ok"] is False and out["error"]["class"] == "UnknownEncoding", out
+    assert "'klingon' is not a text encoding" in out["error"]["message"] and "utf-8" in out["error"]["message"]
+    assert "entries" not in out

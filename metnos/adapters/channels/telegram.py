@@ -15,6 +15,10 @@ tests put a fake Bot API server on 127.0.0.1 in front of it).
   inline buttons; a press (a callback query from the same chat) answers it,
   and no press within ``approval_timeout_s`` is a no. Either way the buttons
   are removed and the answer is said.
+* Where the turn asks the user a question (the atomic dialog: a missing
+  target, where the user is), the question is a message in the chat and the
+  chat's next message is the answer, not a new turn; no message within
+  ``approval_timeout_s`` leaves it unanswered and the turn ends needs_input.
 
 Turns run one at a time on a worker thread; the bot's event loop runs on a
 thread of its own, so a turn waiting for an approval never stops the bot from
@@ -77,6 +81,14 @@ class _Pending:
     stopped: bool = False
 
 
+@dataclass
+class _Question:
+    """A turn's question open in a chat: the chat's next message answers it."""
+    answered: threading.Event = field(default_factory=threading.Event)
+    answer: str | None = None
+    stopped: bool = False
+
+
 class TelegramChannel:
     """The channel on a host: the daemon's, or a :class:`~metnos.services.host.RuntimeHost`."""
 
@@ -90,6 +102,8 @@ class TelegramChannel:
         self._token = settings.token(self.env)
         self._log = log or (lambda line: print(f"metnos: telegram: {line}", file=sys.stderr, flush=True))
         self._pending: dict[str, _Pending] = {}
+        # chat id -> the question a turn asked there and waits on.
+        self._questions: dict[int, _Question] = {}
         self._pending_lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metnos-telegram-turn")
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -138,6 +152,9 @@ class TelegramChannel:
             for pending in self._pending.values():
                 pending.stopped = True
                 pending.answered.set()
+            for question in self._questions.values():
+                question.stopped = True
+                question.answered.set()
         self._worker.shutdown(wait=True)
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
@@ -191,6 +208,15 @@ class TelegramChannel:
         if message.text.strip() == "/start":
             await message.reply_text("Metnos is listening. Ask in plain words; actions that change the world ask you first.")
             return
+        with self._pending_lock:
+            question = self._questions.get(chat.id)
+            answers = question is not None and not question.answered.is_set()
+            if answers:
+                # The turn waiting in this chat asked a question: this message is its answer, not a new request.
+                question.answer = message.text
+                question.answered.set()
+        if answers:
+            return
         self._worker.submit(self._run_turn, chat.id, sender, message.text)
 
     def _record_ignored(self, chat_id: int, sender: str, text: str) -> None:
@@ -204,7 +230,8 @@ class TelegramChannel:
     def _run_turn(self, chat_id: int, sender: str, text: str) -> None:
         try:
             # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
-            outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL, actor=f"telegram:{sender}")
+            outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL, actor=f"telegram:{sender}",
+                                    asker=self._asker(chat_id))
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
             reply = reply_text(outcome)
         except MetnosError as e:
@@ -250,6 +277,33 @@ class TelegramChannel:
             self._send(chat_id, f"No answer in {self.settings.approval_timeout_s:.0f} s: {executor} taken as not approved.")
             return False, "telegram:timeout"
         return pending.approved, "telegram:button"
+
+    # Questions ---------------------------------------------------------------------
+    def _asker(self, chat_id: int) -> Callable[[Any], tuple[str | None, str]]:
+        def ask(question: Any) -> tuple[str | None, str]:
+            return self._question(chat_id, question.question)
+
+        return ask
+
+    def _question(self, chat_id: int, text: str) -> tuple[str | None, str]:
+        question = _Question()
+        with self._pending_lock:
+            self._questions[chat_id] = question
+        try:
+            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(f"{text}\n(reply with your answer)")))
+            if sent is None:
+                return None, "telegram:unreachable"
+            answered = question.answered.wait(self.settings.approval_timeout_s)
+        finally:
+            with self._pending_lock:
+                if self._questions.get(chat_id) is question:
+                    del self._questions[chat_id]
+        if question.stopped:
+            return None, "telegram:stopped"
+        if not answered:
+            self._send(chat_id, f"No answer in {self.settings.approval_timeout_s:.0f} s: the request stops here; ask again naming it.")
+            return None, "telegram:timeout"
+        return question.answer, "telegram:reply"
 
     async def _on_button(self, update: Any, context: Any) -> None:
         query = update.callback_query

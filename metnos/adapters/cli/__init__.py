@@ -9,11 +9,12 @@ import threading
 import traceback
 from collections.abc import Sequence
 
-from eventsourcing.persistence import PersistenceError
+from eventsourcing.persistence import MapperDeserialisationError, PersistenceError
 
 import metnos
 from metnos.adapters.cli import events_cmd, init_cmd
 from domain.errors import MetnosError
+from metnos.services.events import LOG_DAMAGE_ADVICE
 from metnos.services.interrupts import InterruptGate, Interrupted
 from metnos.settings.loader import LEAVES, Flag, Loaded, installed, load, runtime_flags, unknown_variables
 
@@ -23,7 +24,7 @@ COMMANDS = [init_cmd, events_cmd]
 def _optional_commands() -> list:
     """Sub-commands whose modules land with their own capability."""
     found = []
-    for name in ("executors_cmd", "sandbox_cmd", "model_cmd", "ask_cmd", "turns_cmd", "replay_cmd", "rebuild_cmd", "undo_cmd", "mnestome_cmd", "plans_cmd", "schedule_cmd", "daemon_cmd", "config_cmd", "mcp_cmd", "synt_cmd", "skills_cmd", "calendar_cmd", "mail_cmd"):
+    for name in ("executors_cmd", "sandbox_cmd", "model_cmd", "ask_cmd", "turns_cmd", "replay_cmd", "rebuild_cmd", "undo_cmd", "mnestome_cmd", "plans_cmd", "schedule_cmd", "daemon_cmd", "config_cmd", "mcp_cmd", "synt_cmd", "skills_cmd", "calendar_cmd", "mail_cmd", "log_cmd"):
         try:
             module = __import__(f"metnos.adapters.cli.{name}", fromlist=["register"])
         except ModuleNotFoundError as e:
@@ -83,6 +84,10 @@ def preflight(args: argparse.Namespace) -> Loaded:
     for note in unknown_variables(loaded.environment):
         print(f"metnos: {note}", file=sys.stderr)
     loaded.workspace.check_owner()
+    if not getattr(args, "reports_the_sandbox", False):
+        # As `ask` does: a METNOS_SANDBOX that is neither on nor off is refused, with its fix, by every
+        # command but the one that reports on the sandbox (it says the same, and why nothing can run).
+        loaded.settings.process.sandbox_off  # noqa: B018 - raises SandboxSettingError
     return loaded
 
 
@@ -100,6 +105,10 @@ def unexpected(error: Exception, *, debug: bool) -> int:
     """One line naming the cause; the traceback only when asked for."""
     if isinstance(error, PersistenceError):
         print(f"metnos: {error}", file=sys.stderr)
+        return 2
+    if isinstance(error, MapperDeserialisationError):
+        # Bytes of a record that no longer decode: the log was damaged where its pages still read.
+        print(f"metnos: a record of the log cannot be decoded ({error}); {LOG_DAMAGE_ADVICE}", file=sys.stderr)
         return 2
     if isinstance(error, OSError) and error.filename is not None:
         print(f"metnos: {error.strerror or error}: {error.filename}", file=sys.stderr)

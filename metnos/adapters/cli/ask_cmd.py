@@ -13,6 +13,8 @@ import orjson
 from domain.turn import Turn
 from metnos.adapters.cli.waiting import WaitingForModel
 from metnos.services import telling
+from metnos.settings.commands import FREE_WARNING
+from metnos.settings.loader import in_force
 from metnos.settings.sandbox import OFF_WARNING, sandbox_off
 
 # How `metnos ask` exits, by the turn's status (README, "Exit codes"). 2 is
@@ -69,6 +71,27 @@ def approver_for(args: argparse.Namespace) -> Callable[[int, str, dict[str, Any]
     return approve
 
 
+def asker_for(args: argparse.Namespace) -> Callable[[Any], tuple[str | None, str]]:
+    """A turn's question (a missing target, where the user is) asked at the terminal; with none, no answer:
+    the turn ends needs_input, saying how to give it."""
+
+    def ask(question: Any) -> tuple[str | None, str]:
+        stdin = sys.stdin
+        if stdin is None or stdin.closed or not stdin.isatty():
+            print(f"metnos: step {question.step} asks “{question.question}” and there is no terminal to answer on"
+                  " (standard input is closed or not a terminal)", file=sys.stderr)
+            return None, "no-terminal"
+        print(f"\nstep {question.step}: {question.question}", file=sys.stderr)
+        try:
+            reply = input("  answer: ")
+        except EOFError:
+            print(f"\nmetnos: standard input closed at the question of step {question.step}; no answer", file=sys.stderr)
+            return None, "user:closed-input"
+        return reply, "user:prompt"
+
+    return ask
+
+
 def progress_line(text: str) -> None:
     """One line on stderr for a phase of the turn (the model starting, a step)."""
     sys.stderr.write(f"metnos: {text}\n")
@@ -90,6 +113,8 @@ def step_printer(event: Any) -> None:
         out.write(f"· quarantined, not offered: {', '.join(e['name'] for e in event.executors)}\n")
     elif isinstance(event, Turn.StepProposed):
         out.write(f"· step {event.step}: {event.executor} {orjson.dumps(event.args).decode()[:200]}\n")
+    elif isinstance(event, Turn.DialogAnswered):
+        out.write(f"  answered: {event.answer}\n" if event.answered else f"  no answer ({event.by})\n")
     elif isinstance(event, (Turn.StepRejected, Turn.StepIntercepted)):
         out.write(f"  refused: {orjson.dumps(event.observation).decode()[:200]}\n")
     elif isinstance(event, Turn.ObservationRecorded):
@@ -115,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
     turns.check_request(args.text)
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
+    if in_force().settings.commands.shell == "free":
+        print(f"metnos: {FREE_WARNING}", file=sys.stderr)
     asked = turns.asked(
-        args.text, approver=approver_for(args), model=getattr(args, "model", None),
+        args.text, approver=approver_for(args), asker=asker_for(args), model=getattr(args, "model", None),
         overrides=getattr(args, "runtime_set", None) or (), progress=progress_line,
         observer=step_printer if args.steps else phase_printer, waiting=lambda limits: WaitingForModel(limits).wrap,
         interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),

@@ -9,6 +9,8 @@ from pathlib import Path
 import orjson
 
 from domain.errors import MetnosError
+from metnos.settings.commands import FREE_WARNING
+from metnos.settings.loader import in_force
 from metnos.settings.sandbox import OFF_WARNING, sandbox_off
 
 
@@ -92,6 +94,8 @@ def run_show(args: argparse.Namespace) -> int:
             print(f"  side effects: {d['side_effects']}, idempotent: {d['idempotent']}")
             print(f"  fs read: {', '.join(prof['fs_read']) or '-'}   fs write: {', '.join(prof['fs_write']) or '-'}")
             print(f"  network: {', '.join(prof['network_hosts']) or 'none'}   caps: {prof['max_duration_s']} s, {prof['max_memory_mb']} MB, {prof['max_output_bytes']} B out")
+            if prof["binaries"]:
+                print(f"  programs: {', '.join(prof['binaries'])}")
             print(f"  profile lock: {d['profile_lock']}")
     return 0
 
@@ -132,6 +136,8 @@ def run_run(args: argparse.Namespace) -> int:
         raise MetnosError("the arguments must be a JSON object, e.g. '{\"paths\": [\"~/notes.md\"]}'")
     if sandbox_off():
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
+    if in_force().settings.commands.shell == "free":
+        print(f"metnos: {FREE_WARNING}", file=sys.stderr)
     call = _executors().run(args.name, call_args, caller={"kind": "cli", "command": "executors run"}, version=args.version)
     result = call.observation()
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")

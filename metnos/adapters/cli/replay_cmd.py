@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Deferred: replaying loads the runtime and the replayer, which `metnos --help` does not need.
-    from metnos.services.replay import format_divergence, replay
+    from metnos.services.replay import format_divergence, format_drift, replay
 
     if not args.all and not args.turn_id:
         raise MetnosError("name a turn (see `metnos turns list`) or pass --all")
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
             print(format_divergence(r))
         for r in drifted:
             for d in r.drift:
-                print(f"turn {r.turn_id} step {d['step']}: {d['executor']} now observes something else than recorded (compared by {d['compared']})")
+                print(format_drift(r.turn_id, d))
         if not diverged:
             what = f"{len(results)} turns" if args.all else f"turn {results[0].turn_id}"
             print(f"{what}: same path ({sum(r.events for r in results)} events, {elapsed:.2f} s)")

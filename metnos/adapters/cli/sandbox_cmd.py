@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     inner = p.add_subparsers(dest="sandbox_command", required=True, metavar="SUBCOMMAND")
     s = inner.add_parser("status", help="print which sandbox layers are active")
     s.add_argument("--json", action="store_true")
-    s.set_defaults(run=run_status)
+    s.set_defaults(run=run_status, reports_the_sandbox=True)
 
 
 def run_status(args: argparse.Namespace) -> int:

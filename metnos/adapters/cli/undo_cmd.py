@@ -88,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if result.status == "refused" or (args.dry_run and result.status == "would-refuse"):
         if not args.json:
-            print("metnos: refused: files changed since the turn; nothing was changed (--force restores anyway)", file=sys.stderr)
+            if all(c.only_mode for c in plan.conflicts):
+                print(f"metnos: refused: only the mode of {len(plan.conflicts)} path(s) changed since the turn, their contents are "
+                      "as it left them; nothing was changed (--force restores anyway, modes included)", file=sys.stderr)
+            else:
+                print("metnos: refused: files changed since the turn; nothing was changed (--force restores anyway)", file=sys.stderr)
         return 1
     return 0

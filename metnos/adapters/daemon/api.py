@@ -20,6 +20,7 @@ from starlette.routing import Route
 from domain.errors import MetnosError
 from metnos.services import mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
 from metnos.services.approvals import ApprovalUnknown
+from metnos.services.dialogs import DialogUnknown
 from metnos.services.host import DaemonBusy, DaemonHost
 from metnos.services.queries import ExecutorNotFound, TurnNotFound, log_page
 from metnos.services.schedules import SchedulerError
@@ -69,7 +70,8 @@ def routes(host: DaemonHost) -> list[Route]:
             approver = host.approvals.approver("http")
         else:
             raise BadRequest('"approve" is one of "ask" (wait for an answer at /api/approvals), "yes", "no"')
-        return json_response(outcome_json(host.ask(text, approver=approver, channel="http")))
+        # A question the turn asks (a missing target, where the user is) waits at /api/dialogs.
+        return json_response(outcome_json(host.ask(text, approver=approver, channel="http", asker=host.dialogs.asker("http"))))
 
     def turns(request: Request, body: dict[str, Any]) -> Response:
         limit = _int(request.query_params.get("limit", "50"), "limit")
@@ -116,6 +118,15 @@ def routes(host: DaemonHost) -> list[Route]:
             raise BadRequest('answer with {"approve": true} or {"approve": false}')
         return json_response(host.approvals.answer(request.path_params["approval_id"], approved=approved, by="user"))
 
+    def dialogs(request: Request, body: dict[str, Any]) -> Response:
+        return json_response(host.dialogs.pending())
+
+    def reply(request: Request, body: dict[str, Any]) -> Response:
+        answer = body.get("answer")
+        if not isinstance(answer, str):
+            raise BadRequest('answer with {"answer": "..."}: the words the question asks for')
+        return json_response(host.dialogs.answer(request.path_params["dialog_id"], answer, by="user"))
+
     def schedules(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
             return json_response(schedule_service.rows(rt))
@@ -159,6 +170,8 @@ def routes(host: DaemonHost) -> list[Route]:
         Route("/api/undo", _handled(undo), methods=["POST"]),
         Route("/api/approvals", _handled(approvals)),
         Route("/api/approvals/{approval_id}", _handled(answer), methods=["POST"]),
+        Route("/api/dialogs", _handled(dialogs)),
+        Route("/api/dialogs/{dialog_id}", _handled(reply), methods=["POST"]),
         Route("/api/schedules", _handled(schedules)),
         Route("/api/schedules/{schedule_id}/{command}", _handled(schedule_command), methods=["POST"]),
         Route("/api/executors", _handled(executors)),
@@ -176,7 +189,7 @@ def _int(text: str, name: str) -> int:
 
 
 def error_status(e: MetnosError) -> int:
-    if isinstance(e, (TurnNotFound, ExecutorNotFound, ApprovalUnknown)):
+    if isinstance(e, (TurnNotFound, ExecutorNotFound, ApprovalUnknown, DialogUnknown)):
         return 404
     if isinstance(e, DaemonBusy):
         return 409

@@ -44,7 +44,8 @@ def turn(host: DaemonHost) -> Any:
 
 def approvals(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
-        return {"pending": host.approvals.pending()}
+        # A turn's question (the atomic dialog) waits here too, with a box for the answer.
+        return {"pending": host.approvals.pending(), "questions": host.dialogs.pending()}
 
     return gather
 

@@ -17,7 +17,8 @@ sandbox, where the executor cannot import Metnos). Keys:
 ``config``       executor-facing settings, ``DEFAULT_CONFIG`` merged with the
                  user's, e.g. ``{"telegram": {"base_url", "token_env",
                  "chat_ids", "timeout_s"}, "messages": {"default_channel"},
-                 "mail": {"accounts", "default_account", "recipients"}}``.
+                 "mail": {"accounts", "default_account", "recipients"},
+                 "commands": {"shell", "allow", "max_output_bytes", "timeout_s"}}``.
                  Secrets never travel in ctx: ``token_env`` names an
                  environment variable the manifest lists under
                  ``capabilities.env``; the mail passwords arrive in
@@ -37,6 +38,7 @@ from typing import Any, TypedDict
 
 from metnos.mechanisms.sandbox.hints import expand_hints, home_of
 from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.settings.commands import CommandsConfig
 from metnos.settings.workspace import Workspace
 
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -50,6 +52,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "calendar": {"sources": {}, "default": ""},
     "contacts": {"sources": {}, "default": ""},
     "mail": {"accounts": {}, "default_account": "", "recipients": {}},
+    # run_commands' programs: the defaults of [commands] until the user's settings are merged in.
+    **CommandsConfig().executor_config(),
 }
 
 

@@ -5,7 +5,7 @@ Layout under ``Workspace.executors_dir``::
     <origin>/<name>/<version>/{manifest.toml, main.py, schema.json, ...}
     <origin>/<name>/CURRENT        # the default version, e.g. "1.0.0"
 
-with origin one of seed, synt, skill. Every version is verified on its own
+with origin one of seed, synt, skill, mcp. Every version is verified on its own
 (signature, digests, profile lock, manifest, schemas, then birth tests) and
 either loaded or quarantined with the exact file and check that failed. A
 synthesised or imported executor that takes a seed's name is refused
@@ -30,6 +30,7 @@ from nacl.signing import VerifyKey
 from metnos.mechanisms.executors.birth import Spawn, run_birth_tests, tests_digest
 from metnos.mechanisms.executors.context import build_ctx
 from metnos.mechanisms.executors.manifest import ORIGINS, Manifest
+from metnos.mechanisms.executors.mcp_pin import MCP_ORIGIN, MCP_PIN_CHECK, SERVER_FILE, pin_problem
 from metnos.mechanisms.executors.schemas import ContractSchemas, SchemaCheckCache
 from metnos.mechanisms.executors.signing import BIRTH, MANIFEST, verify_executor
 from metnos.mechanisms.sandbox.profile import SandboxProfile
@@ -214,6 +215,12 @@ def _verify_one(report: LoadReport, origin: str, name: str, vdir: Path, verify_k
     if problem:
         report.quarantined.append(Quarantined(origin, name, vdir.name, vdir, MANIFEST, "identity", problem))
         return None
+    if origin == MCP_ORIGIN:
+        # The signature covers the folder, not the server it starts: that is pinned apart.
+        changed = pin_problem(vdir)
+        if changed:
+            report.quarantined.append(Quarantined(origin, name, vdir.name, vdir, SERVER_FILE, MCP_PIN_CHECK, changed))
+            return None
     return LoadedExecutor(
         name=name, version=vdir.name, origin=origin, dir=vdir, manifest=v.manifest,
         input_schema=v.schemas.input, output_schema=v.schemas.output,

@@ -28,12 +28,12 @@ VERB_CATEGORY: dict[str, Literal["E", "F", "A"]] = {
     ),
     **dict.fromkeys(["describe", "render"], "F"),
     **dict.fromkeys(
-        ["move", "delete", "send", "share", "write", "set", "create", "change", "order", "compress"],
+        ["move", "delete", "send", "share", "write", "set", "create", "change", "order", "compress", "run"],
         "A",
     ),
 }
 
-ORIGINS = ("seed", "synt", "skill")
+ORIGINS = ("seed", "synt", "skill", "mcp")
 
 _NAME_RE = re.compile(r"^([a-z]+)_[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 # Semver 2.0.0, without leading zeros in the numeric parts.
@@ -42,7 +42,7 @@ _SEMVER_RE = re.compile(
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
-_CREATED_BY_RE = re.compile(r"^(seed|synt:[A-Za-z0-9_.-]+|skill:\S+)$")
+_CREATED_BY_RE = re.compile(r"^(seed|synt:[A-Za-z0-9_.-]+|skill:\S+|mcp:[a-z][a-z0-9_-]*)$")
 _ERROR_CLASS_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 # One lower-case word, or several separated by single spaces: the multi-word
 # tags of seeds/002 ch. 5 ("tell someone"), matched only whole.
@@ -115,7 +115,7 @@ class Identity(_Strict):
     @classmethod
     def _origin_tag(cls, v: str) -> str:
         if not _CREATED_BY_RE.match(v):
-            raise ValueError(f"created_by {v!r} must be 'seed', 'synt:<run_id>' or 'skill:<source>'")
+            raise ValueError(f"created_by {v!r} must be 'seed', 'synt:<run_id>', 'skill:<source>' or 'mcp:<server>'")
         return v
 
     @field_validator("affinity")
@@ -181,6 +181,9 @@ class Capabilities(_Strict):
     env: tuple[str, ...] = ()
     # Import the runtime's installed packages; stdlib-only executors say no.
     site_packages: bool = Field(default=False, alias="python:site-packages")
+    # fs:write is a ceiling: a call binds writable only the paths its arguments marked as written
+    # name (within it), nothing when it names none, so undo's before-image covers all it may change.
+    fs_write_arguments: bool = Field(default=False, alias="fs:write:arguments")
 
     @field_validator("fs_read", "fs_write")
     @classmethod
@@ -254,6 +257,8 @@ class Manifest(_Strict):
         # manifest that says otherwise would dodge the reinforced check.
         if self.capabilities.fs_write and not self.contract.side_effects:
             raise ValueError("capabilities grant fs:write but contract.side_effects is false")
+        if self.capabilities.fs_write_arguments and not self.capabilities.fs_write:
+            raise ValueError("fs:write:arguments narrows fs:write, which grants nothing")
         if self.verb_category == "A" and not self.contract.side_effects:
             raise ValueError(f"verb {self.verb!r} changes the world: contract.side_effects must be true")
         return self

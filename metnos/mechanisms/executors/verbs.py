@@ -16,6 +16,7 @@ VERB_SYNONYMS = {
     "show": "render", "print": "render", "format": "render", "summarize": "describe", "summarise": "describe",
     "explain": "describe", "parse": "extract", "scrape": "extract", "zip": "compress", "archive": "compress",
     "categorize": "classify", "categorise": "classify", "tag": "classify", "diff": "compare",
+    "exec": "run", "execute": "run",
 }
 
 

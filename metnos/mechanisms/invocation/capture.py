@@ -73,6 +73,12 @@ class FileCapture:
                 created = first_missing(path)
                 if created is not None:
                     record["created_from"] = str(created)
+                # The folder whose entries the change touches: its time moves with them, and undo puts it back.
+                folder = (created or path).parent
+                try:
+                    record["parent"] = {"path": str(folder), "mtime": os.lstat(folder).st_mtime_ns}
+                except OSError:
+                    pass
             records.append(record)
         return records
 

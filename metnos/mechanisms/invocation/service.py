@@ -27,12 +27,14 @@ from domain.errors import MetnosError
 from metnos.mechanisms.executors.context import build_ctx
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.mechanisms.executors.signing import verify_executor
+from metnos.mechanisms.executors.mcp_pin import MCP_ORIGIN, MCP_PIN_CHECK, MCP_SCHEMA_CHECK, SCHEMA_CHANGED_CLASSES, SERVER_FILE, pin_problem
 from metnos.mechanisms.invocation.capture import FileCapture
 from metnos.mechanisms.failures import FailureKind, SandboxUnavailable
 from metnos.mechanisms.invocation.outcome import InvocationOutcome, failure_observation
 from metnos.mechanisms.invocation.runner import UNAVAILABLE, invoke
 from metnos.mechanisms.sandbox import autonomy as autonomy_levels
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
+from metnos.mechanisms.sandbox.policy import writes_narrowed_to_arguments
 from metnos.settings.workspace import Workspace
 import orjson
 
@@ -69,6 +71,12 @@ class Call:
     refusal: Refusal | None = None
     executor: LoadedExecutor | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # A check that failed at call time: the version to quarantine (a refusal's, or one found after the run).
+    quarantined: Quarantined | None = None
+
+    def __post_init__(self) -> None:
+        if self.quarantined is None and self.refusal is not None:
+            self.quarantined = self.refusal.quarantine
 
     @property
     def ok(self) -> bool:
@@ -82,6 +90,16 @@ class Call:
         if self.outcome.ok and self.outcome.output is not None:
             return self.outcome.output
         return failure_observation(self.outcome.kind, self.outcome.error, self.outcome.stderr_tail)
+
+
+def _mcp_tool_changed(target: LoadedExecutor, outcome: InvocationOutcome) -> Quarantined | None:
+    if target.origin != MCP_ORIGIN or not outcome.ok or not isinstance(outcome.output, dict):
+        return None
+    error = outcome.output.get("error") or {}
+    if error.get("class") not in SCHEMA_CHANGED_CLASSES:
+        return None
+    return Quarantined(target.origin, target.name, target.version, target.dir, SERVER_FILE, MCP_SCHEMA_CHECK,
+                       str(error.get("message") or error["class"]))
 
 
 class Invoker:
@@ -166,6 +184,13 @@ class Invoker:
             refusal = Refusal(QUARANTINED, f"{name} {target.version} failed its check at call time: {q.reason}", q)
             refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox, autonomy)
             return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
+        if target.origin == MCP_ORIGIN:
+            changed = pin_problem(target.dir)
+            if changed:
+                q = Quarantined(target.origin, target.name, target.version, target.dir, SERVER_FILE, MCP_PIN_CHECK, changed)
+                refusal = Refusal(QUARANTINED, f"{name} {target.version} failed its check at call time: {q.reason}", q)
+                refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox, autonomy)
+                return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
         try:
             env = self._call_env(target)
         except MetnosError as e:
@@ -177,6 +202,9 @@ class Invoker:
             refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox, autonomy)
             return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
         profile = autonomy_levels.sandbox_profile(autonomy, target.profile)
+        if target.manifest.capabilities.fs_write_arguments:
+            # What the call may change is then exactly what undo keeps a before-image of.
+            profile = writes_narrowed_to_arguments(profile, args, target.input_schema, workspace=self.workspace, env=self.env)
         invocation_id = self.new_id()
         at = self.clock()
         invocation = Invocation.request(
@@ -206,6 +234,11 @@ class Invoker:
             )
             if before:
                 invocation.settle_files(after=self.capture.after(before), at=done)
+        changed = _mcp_tool_changed(target, outcome)
+        if changed is not None:
+            # The server answered from inside the sandbox that the tool is no longer the one approved:
+            # the call did not happen, and the executor is quarantined like one whose files changed.
+            return Call(invocation=invocation, outcome=outcome, executor=target, quarantined=changed)
         return Call(invocation=invocation, outcome=outcome, executor=target)
 
     def _call_env(self, target: LoadedExecutor) -> dict[str, str] | None:

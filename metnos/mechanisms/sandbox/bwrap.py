@@ -30,6 +30,7 @@ from metnos.mechanisms.sandbox import seccomp as _seccomp
 from metnos.mechanisms.sandbox.forbidden import is_inside
 from metnos.mechanisms.sandbox.policy import Scope, scope_for
 from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.mechanisms.sandbox.programs import executed_for, find_program
 from metnos.mechanisms.failures import SandboxUnavailable
 from metnos.settings.errors import SandboxSettingError
 from metnos.settings.sandbox import sandbox_off as _sandbox_setting
@@ -413,6 +414,13 @@ def plan_for(
     a += ["--chdir", "/tmp"]
 
     abi = _landlock_abi()
+    if scope.exec_fence is not None:
+        if abi < 1:
+            # Fail closed: without Landlock a listed program could start any other one.
+            raise SandboxUnavailable("the kernel offers no Landlock, which fences what a listed program may start",
+                                     "run on Linux 5.13 or later with Landlock enabled (lsm=landlock), or set "
+                                     "[commands] shell = \"forbidden\" in config.toml")
+        rules = _fenced(rules, scope.exec_fence)
     # No TCP at all without a grant; with one, the host allows the bridge's
     # port alone once it knows it; a private loopback (births) may use any.
     tcp_ports: list[int] | None = None if private_network and profile.wants_network else []
@@ -422,6 +430,18 @@ def plan_for(
         site_packages=wanted_sites, bwrap_args=a, child_env=child_env, seccomp=seccomp_ok,
         network=profile.wants_network, egress=egress, helpers=helpers,
     )
+
+
+def _fenced(rules: list[tuple[str, int]], programs: Sequence[str]) -> list[tuple[str, int]]:
+    """The rules with execution taken off every path, then given back to the listed programs alone
+    (and the loader or interpreter each one's start executes). The interpreter running the host is
+    already executing; what the call may start after that is only this."""
+    out = [(path, rights & ~_landlock.FS_EXECUTE) for path, rights in rules]
+    for name in programs:
+        found = find_program(name)
+        for path in executed_for(found) if found is not None else ():
+            out.append((str(path), _landlock.FS_EXECUTE | _landlock.FS_READ_FILE))
+    return out
 
 
 def wrap_plan(plan: SandboxPlan, cmd: Sequence[str]) -> WrappedCommand:

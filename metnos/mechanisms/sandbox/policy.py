@@ -8,7 +8,10 @@ layers are the safety net for a bug here, not the first line.
 
 Which arguments are paths or hosts is read from the input schema: a string
 with ``"format": "path"`` is a path (``"x-access": "write"`` when it is
-written to), one with ``"format"`` ``uri``/``url``/``hostname`` is a host.
+written to), one with ``"format"`` ``uri``/``url``/``hostname`` is a host,
+one with ``"x-program": true`` names a program to start, which must be one
+the profile lists (``code:exec``; ``$COMMANDS_ALLOW`` is config.toml's
+``[commands]``).
 Where the schema says nothing, conventional key names (``path``,
 ``*_dir``, ``url`` ...) are treated the same way, so an unannotated schema
 fails closed rather than open.
@@ -26,11 +29,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from domain.errors import MetnosError
-from metnos.mechanisms.failures import NetworkDenied, PolicyViolation
+from metnos.mechanisms.failures import InvocationError, NetworkDenied, PolicyViolation
 from metnos.mechanisms.sandbox import netallow
 from metnos.mechanisms.sandbox.forbidden import covers_system_root, is_inside, user_forbidden
 from metnos.mechanisms.sandbox.hints import HintError, expand_hint, home_of, resolve
 from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.settings.commands import ALLOW_SETTING, COMMANDS_ALLOW, SHELL_SETTING
 from metnos.settings.loader import for_workspace
 from metnos.settings.workspace import Workspace
 
@@ -61,6 +65,19 @@ class Scope:
     home: Path
     # The instance's [network] allow: a host must be on it and on ``hosts``.
     allow: tuple[str, ...] = ()
+    # The programs a call may start (``code:exec``, ``$COMMANDS_ALLOW`` read from [commands]), and
+    # the position of the shell axis they come with: "forbidden", "listed" or "free".
+    programs: tuple[str, ...] = ()
+    shell: str = "forbidden"
+    from_commands: bool = False
+
+    @property
+    def exec_fence(self) -> tuple[str, ...] | None:
+        """The only programs the kernel lets the sandbox execute once it runs (Landlock), or None for
+        no such fence: a profile whose programs come from [commands], unless that says "free"."""
+        if self.shell == "free" or not self.from_commands:
+            return None
+        return self.programs if self.shell == "listed" else ()
 
     def roots(self, *, write: bool) -> list[Grant]:
         return [g for g in self.grants if g.write or not write]
@@ -92,13 +109,26 @@ def scope_for(profile: SandboxProfile, *, workspace: Workspace, env: Mapping[str
                 if bad is not None:
                     raise PolicyViolation("profile", "forbidden-path", f"{bad} is a core forbidden path", hint)
             grants[(real, write)] = Grant(lexical=lexical, real=real, write=write)
+    from_commands = COMMANDS_ALLOW in profile.binaries
+    shell, programs = _programs(profile, workspace) if from_commands else ("listed", profile.binaries)
     return Scope(
         grants=tuple(grants.values()),
         forbidden=tuple(forbidden),
         hosts=tuple(h.strip() if h.strip() == netallow.NETWORK_ALLOW else h.strip().lower() for h in profile.network_hosts),
         home=home_of(env),
         allow=_allow_list(workspace) if allow is None and profile.wants_network else (allow or ()),
+        programs=programs, shell=shell, from_commands=from_commands,
     )
+
+
+def _programs(profile: SandboxProfile, workspace: Workspace) -> tuple[str, tuple[str, ...]]:
+    """[commands] shell and the programs listed: the instance's allow in place of ``$COMMANDS_ALLOW``."""
+    try:
+        commands = for_workspace(workspace).settings.commands
+    except MetnosError as e:
+        raise PolicyViolation("config", "bad-commands", str(e)) from None
+    named = [b for b in profile.binaries if b != COMMANDS_ALLOW]
+    return commands.shell, tuple(dict.fromkeys([*named, *commands.allow]))
 
 
 def _allow_list(workspace: Workspace) -> tuple[str, ...]:
@@ -179,6 +209,32 @@ def check_host(value: str, *, argument: str, scope: Scope) -> str:
     return host
 
 
+def check_program(value: str, *, argument: str, scope: Scope) -> str:
+    """The program a call asks to start, or PolicyViolation naming the setting that would allow it."""
+    if "\x00" in value or not value.strip():
+        raise PolicyViolation(argument, "bad-program", "a program name may not be empty or hold NUL", value)
+    if scope.shell == "free":
+        return value
+    if scope.shell == "forbidden":
+        raise PolicyViolation(argument, "shell-forbidden",
+                              f"{SHELL_SETTING} is \"forbidden\" in config.toml: no program may run; set it to "
+                              f"\"listed\" and name the programs in {ALLOW_SETTING}", value)
+    if any(c.isspace() for c in value):
+        raise PolicyViolation(argument, "program-with-arguments",
+                              "give the program's bare name (like \"du\") and its arguments as a list in args "
+                              "(like [\"-sh\", \"~/Music\"]): no shell splits them", value)
+    if "/" in value:
+        raise PolicyViolation(argument, "program-path",
+                              f"name the program, not a path: {ALLOW_SETTING} lists bare names found in /usr/bin or /bin",
+                              value)
+    if value not in scope.programs:
+        listed = ", ".join(scope.programs) or "none"
+        raise PolicyViolation(argument, "unlisted-program",
+                              f"{value} is not in {ALLOW_SETTING} of config.toml (listed: {listed}); add it there "
+                              "to let run_commands start it", value)
+    return value
+
+
 # -- walking the arguments alongside the schema ---------------------------------
 
 def _deref(schema: Any, root: Any) -> Any:
@@ -197,6 +253,8 @@ def _deref(schema: Any, root: Any) -> Any:
 def _classify(key: str | None, schema: dict) -> tuple[str | None, bool]:
     fmt = schema.get("format")
     write = schema.get("x-access") == "write"
+    if schema.get("x-program") is True:
+        return "program", False
     if fmt == "path":
         return "path", write
     if fmt in _HOST_FORMATS or schema.get("x-host") is True:
@@ -258,6 +316,8 @@ def check_args(
     for pointer, kind, write, value, entry in found:
         if kind == "path":
             checked[pointer] = check_path(value, argument=pointer, scope=scope, write=write, entry=entry)
+        elif kind == "program":
+            checked[pointer] = check_program(value, argument=pointer, scope=scope)
         else:
             checked[pointer] = check_host(value, argument=pointer, scope=scope)
     return checked
@@ -276,3 +336,23 @@ def write_paths(
         pointer: check_path(value, argument=pointer, scope=scope, write=True, entry=entry)
         for pointer, kind, write, value, entry in found if kind == "path" and write
     }
+
+
+def writes_narrowed_to_arguments(
+    profile: SandboxProfile,
+    args: Mapping[str, Any],
+    input_schema: Mapping[str, Any] | None,
+    *,
+    workspace: Workspace,
+    env: Mapping[str, str] | None = None,
+) -> SandboxProfile:
+    """The profile of one call whose manifest says ``fs:write:arguments``: its fs:write grants become
+    read grants, and only the paths the call's written arguments name are writable (none: nothing is).
+    Where the arguments fail the check, the profile is left as it is: the check before the spawn then
+    refuses the call with the cause, not with a narrowed grant's."""
+    try:
+        found = write_paths(args, input_schema, scope_for(profile, workspace=workspace, env=env))
+    except (InvocationError, MetnosError):
+        return profile
+    reads = tuple(dict.fromkeys((*profile.fs_read, *profile.fs_write)))
+    return profile.model_copy(update={"fs_read": reads, "fs_write": tuple(sorted({str(p) for p in found.values()}))})

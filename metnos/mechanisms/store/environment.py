@@ -23,13 +23,16 @@ from typing import TypeVar
 
 import lmdb
 
-from metnos.mechanisms.store.errors import LogDamaged, LogUnavailable
+from metnos.mechanisms.store.errors import VIEWS_DAMAGE_ADVICE, LogDamaged, LogUnavailable
 
 T = TypeVar("T")
 
 DEFAULT_MAP_SIZE = 256 * 1024 * 1024
 DEFAULT_MAX_DBS = 128
 GROWTH_FACTOR = 2
+# What LMDB says when a page is not what the tree says it is (bytes over it, a file cut short);
+# a transaction that met one is spoilt, and says so on its next use.
+_PAGE_DAMAGE = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.BadTxnError)
 
 
 class _Gate:
@@ -71,7 +74,7 @@ class _Gate:
 
 
 class SharedEnvironment:
-    def __init__(self, path: Path, *, map_size: int, sync: bool, max_dbs: int) -> None:
+    def __init__(self, path: Path, *, map_size: int, sync: bool, max_dbs: int, damage_advice: str = VIEWS_DAMAGE_ADVICE) -> None:
         self.path = path
         self.sync = sync
         self._gate = _Gate()
@@ -84,7 +87,9 @@ class SharedEnvironment:
         self._listeners: set[threading.Event] = set()
         self._listeners_lock = threading.Lock()
         self.refcount = 0
-        check_data_file(path / DATA_FILE)
+        # What a reader that meets a damaged page is told to do: the views' by default, the log's for the log.
+        self.damage_advice = damage_advice
+        check_data_file(path / DATA_FILE, damage_advice)
         try:
             path.mkdir(parents=True, exist_ok=True)
             self.env = lmdb.open(
@@ -136,6 +141,8 @@ class SharedEnvironment:
                 else:
                     try:
                         yield txn
+                    except _PAGE_DAMAGE as e:
+                        raise LogDamaged(f"{self.path / DATA_FILE} is damaged ({e}); {self.damage_advice}") from None
                     finally:
                         txn.abort()
                     return
@@ -165,6 +172,8 @@ class SharedEnvironment:
                 continue
             except lmdb.DiskError as e:
                 raise LogUnavailable(_describe_os_error(self.path, e)) from e
+            except _PAGE_DAMAGE as e:
+                raise LogDamaged(f"{self.path / DATA_FILE} is damaged ({e}); nothing was written; {self.damage_advice}") from None
             except lmdb.Error as e:
                 if _is_disk_full(e) or self._disk_nearly_full():
                     msg = f"the disk holding the log at {self.path} is full; this batch was not written, free some space and retry"
@@ -243,7 +252,7 @@ def required_size(data_file: Path) -> int | None:
     return (struct.unpack_from("<Q", newest, _META_LAST_PAGE)[0] + 1) * page_size
 
 
-def check_data_file(data_file: Path) -> None:
+def check_data_file(data_file: Path, damage_advice: str = VIEWS_DAMAGE_ADVICE) -> None:
     """Refuse a data file cut short: mapping it would end in SIGBUS on the first read past its end."""
     try:
         size = data_file.stat().st_size
@@ -258,14 +267,13 @@ def check_data_file(data_file: Path) -> None:
     if wanted is None:
         msg = (
             f"{data_file} is not an LMDB data file (no valid header); it was left untouched. "
-            "Restore it from a backup, or move its folder aside to start that store anew"
+            f"Restore it from a backup, or move its folder aside to start that store anew; {damage_advice}"
         )
         raise LogDamaged(msg)
     if size < wanted:
         msg = (
             f"{data_file} is {size} bytes but its header says {wanted}: the file was cut short "
-            "(a copy or a disk that failed part way); it was left untouched. Restore it from a backup; "
-            "if it is the views store, move the views folder aside and run `metnos rebuild`"
+            f"(a copy or a disk that failed part way); it was left untouched. Restore it from a backup, or {damage_advice}"
         )
         raise LogDamaged(msg)
 
@@ -287,13 +295,15 @@ _registry: dict[str, SharedEnvironment] = {}
 _registry_lock = threading.Lock()
 
 
-def acquire(path: Path, *, map_size: int = DEFAULT_MAP_SIZE, sync: bool = True, max_dbs: int = DEFAULT_MAX_DBS) -> SharedEnvironment:
-    """The environment for ``path``, opened on first use and shared after."""
+def acquire(path: Path, *, map_size: int = DEFAULT_MAP_SIZE, sync: bool = True, max_dbs: int = DEFAULT_MAX_DBS,
+            damage_advice: str = VIEWS_DAMAGE_ADVICE) -> SharedEnvironment:
+    """The environment for ``path``, opened on first use and shared after; ``damage_advice``: what a
+    user who meets a damaged page of it is told to do."""
     key = os.path.realpath(path)
     with _registry_lock:
         shared = _registry.get(key)
         if shared is None:
-            shared = SharedEnvironment(Path(key), map_size=map_size, sync=sync, max_dbs=max_dbs)
+            shared = SharedEnvironment(Path(key), map_size=map_size, sync=sync, max_dbs=max_dbs, damage_advice=damage_advice)
             _registry[key] = shared
         shared.refcount += 1
         return shared

@@ -42,12 +42,13 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import Environment, resolve_topic, strtobool
 
 from metnos.mechanisms.store import environment as environments
-from metnos.mechanisms.store.errors import BadLogSetting, LogFromNewerVersion
+from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE, BadLogSetting, LogFromNewerVersion
 from metnos.mechanisms.store.mapper import FastMapper
 from metnos.mechanisms.store.records import (
     decode_event,
     decode_notification,
     scan_rows,
+    encode_batch,
     encode_event,
     event_key,
     id_bytes,
@@ -61,6 +62,7 @@ from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.errors import CorruptRecord
 from metnos.mechanisms.store.record_feed import feed_records
+from metnos.mechanisms.store.event_scan import scan_events
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -150,13 +152,12 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         with txn.cursor(db=self._notifications_db) as cursor:
             last_id = id_from_bytes(cursor.key()) if cursor.last() else 0
             ids = list(range(last_id + 1, last_id + 1 + len(stored_events)))
-            id_keys = [id_bytes(i) for i in ids]
-            index_items = [(event_key(s.originator_id, s.originator_version), k) for s, k in zip(stored_events, id_keys, strict=True)]
+            index_items, records = encode_batch(stored_events, ids)
             with txn.cursor(db=self._index_db) as index:
                 _, added = index.putmulti(index_items, overwrite=False)
             if added != len(index_items):
                 raise IntegrityError(_duplicate_message(stored_events))
-            cursor.putmulti([(k, encode_event(s)) for s, k in zip(stored_events, id_keys, strict=True)], append=True)
+            cursor.putmulti(records, append=True)
         if tracking is not None:
             self._insert_tracking_in(txn, tracking)
         return ids
@@ -251,6 +252,10 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
 
         return feed_records(self, mapper, feeds, loaders, start, progress=progress)
 
+    def scan_events(self, mapper: Any, start: int = 1, topics: frozenset[str] | None = None) -> Iterator[list[tuple[int, Any]]]:
+        """Lists of (id, domain event) straight from the stored bytes: the full scan's loop (metnos/mechanisms/store/event_scan.py)."""
+        return scan_events(self, mapper, start, topics)
+
     def max_notification_id(self) -> int | None:
         with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
             return id_from_bytes(cursor.key()) if cursor.last() else None
@@ -343,7 +348,7 @@ class LMDBFactory(InfrastructureFactory[LMDBTrackingRecorder]):
         map_size = self._int_setting(self.LMDB_MAP_SIZE, environments.DEFAULT_MAP_SIZE)
         sync = self._bool_setting(self.LMDB_SYNC, default=True)
         self.poll_interval = self._float_setting(self.LMDB_POLL_INTERVAL, 0.1)
-        self.shared = environments.acquire(Path(path), map_size=map_size, sync=sync)
+        self.shared = environments.acquire(Path(path), map_size=map_size, sync=sync, damage_advice=LOG_DAMAGE_ADVICE)
         self._closed = False
         try:
             _check_log_format(self.shared)

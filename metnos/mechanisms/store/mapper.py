@@ -45,7 +45,8 @@ class FastMapper(Mapper):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._classes: dict[str, tuple[type, int, dict[type, Any]]] = {}
-        self._topics: dict[type, str] = {}
+        # event class -> (its topic, its class version)
+        self._topics: dict[type, tuple[str, int]] = {}
         self._loaders: dict[frozenset[str], Any] = {}
         # With Metnos's own transcoder and compressor and no cipher, decoding
         # skips their method calls: a rebuild decodes millions of events.
@@ -151,25 +152,26 @@ class FastMapper(Mapper):
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         cls = type(domain_event)
-        topic = self._topics.get(cls)
-        if topic is None:
-            topic = self._topics[cls] = get_topic(cls)
-        state = dict(domain_event.__dict__)
+        found = self._topics.get(cls)
+        if found is None:
+            found = self._topics[cls] = (get_topic(cls), getattr(cls, "class_version", 1))
+        topic, class_version = found
+        state = domain_event.__dict__.copy()
         originator_id = state.pop("originator_id")
         originator_version = state.pop("originator_version")
         timestamp = state.get("timestamp")
-        stamp = None
-        if type(timestamp) is datetime:
-            del state["timestamp"]
-            # orjson writes a datetime as fromisoformat reads it, several times
-            # faster than datetime.isoformat.
-            stamp = orjson.dumps(timestamp)
-        class_version = getattr(cls, "class_version", 1)
         if class_version > 1:
             state["class_version"] = class_version
-        data = self.transcoder.encode(state)
-        if stamp is not None:
-            data = _with_stamp(data, stamp)
+        if type(timestamp) is datetime and self._own_codecs:
+            data = self._encode_stamped(state, timestamp)
+        else:
+            stamp = None
+            if type(timestamp) is datetime:
+                del state["timestamp"]
+                stamp = orjson.dumps(timestamp)
+            data = self.transcoder.encode(state)
+            if stamp is not None:
+                data = _with_stamp(data, stamp)
         if self.compressor:
             data = self.compressor.compress(data)
         if self.cipher:
@@ -178,6 +180,25 @@ class FastMapper(Mapper):
         # The frozen dataclass's __init__ costs a microsecond an event.
         object.__setattr__(stored, "__dict__", {"originator_id": originator_id, "originator_version": originator_version, "topic": topic, "state": data})
         return stored
+
+    def _encode_stamped(self, state: dict[str, Any], timestamp: datetime) -> bytes:
+        """The transcoder's bytes for ``state`` with the timestamp as its last member, in one ``orjson.dumps``.
+
+        orjson writes the datetime itself, as ``orjson.dumps(timestamp)`` would:
+        the bytes are those of ``transcoder.encode`` then ``_with_stamp``.
+        """
+        del state["timestamp"]
+        # The same dict when nothing needed a tag, else a new one: either way ours to add to.
+        wrapped = self.transcoder.wrap(state)
+        plain = wrapped is state
+        wrapped[_TS] = timestamp
+        try:
+            data = orjson.dumps(wrapped)
+        except orjson.JSONEncodeError:
+            # An integer beyond 64 bits: the transcoder's own path says it as text.
+            state.pop(_TS, None)
+            return _with_stamp(self.transcoder.encode(state), orjson.dumps(timestamp))
+        return data if plain else TAGGED + data
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return self.decode(stored_event.topic, stored_event.originator_id, stored_event.originator_version, stored_event.state)
@@ -207,6 +228,11 @@ class FastMapper(Mapper):
                 loader = self._loaders[key] = msgspec.json.Decoder(shape).decode
             loaders[topic] = loader
         return loaders
+
+    @property
+    def stores_plain_json(self) -> bool:
+        """Whether a state may be stored as plain JSON behind ``PLAIN_MARK`` (Metnos's own codecs, compressed)."""
+        return self._own_codecs and self.compressor is not None
 
     def plain_loader(self, topic: str, loaders: Loaders | None = None) -> Callable[[bytes], dict[str, Any]] | None:
         """For a stored state that is plain JSON (stored raw, ``PLAIN_MARK`` first, no

@@ -27,6 +27,7 @@ from eventsourcing.utils import get_topic, resolve_topic
 from pydantic import BaseModel
 
 _NATIVE = frozenset((str, int, float, bool, type(None)))
+_all_native = _NATIVE.issuperset
 TAGGED = b" "
 
 
@@ -84,6 +85,8 @@ class OrjsonTranscoder(JSONTranscoder):
                     changed[k] = w
             return o if changed is None else changed
         if t is list:
+            if _all_native(map(type, o)):
+                return o  # a list of plain values (the common case), checked in one C loop
             out = None
             for i, v in enumerate(o):
                 if type(v) in _NATIVE:
@@ -115,6 +118,10 @@ class OrjsonTranscoder(JSONTranscoder):
             "and register a custom transcoding for this type."
         )
         raise TranscodingNotRegisteredError(msg)
+
+    def wrap(self, obj: Any) -> Any:
+        """``obj`` with every value that is not native JSON tagged; ``obj`` itself when none is."""
+        return self._wrap(obj)
 
     def unwrap(self, loaded: Any) -> Any:
         """Loaded JSON back to the types it was written from."""

@@ -17,6 +17,7 @@ from domain.canonical import canonical_hash
 from metnos.mechanisms.executors.loader import LoadedExecutor
 from metnos.mechanisms.executors.manifest import Manifest
 from metnos.mechanisms.llm.messages import ToolSpec
+from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY, DIALOG_TOOLS
 from metnos.runtime.step.schedule_tools import TOOLS
 from metnos.runtime.step.piping import LIST_REFERENCES
 from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
@@ -270,12 +271,12 @@ class Builtin:
 
 def builtin_tools() -> dict[str, Builtin]:
     found = {}
-    for name, tool in sorted(TOOLS.items()):
+    for name, tool in sorted({**TOOLS, **DIALOG_TOOLS}.items()):
         spec = ToolSpec(**tool.spec())
         spec = ToolSpec(name=spec.name, description=spec.description, parameters=compact_schema(spec.parameters),
                         grammar_parameters=compact_schema(spec.parameters, bounds=True))
         found[name] = Builtin(CatalogueEntry(name=name, summary=tool.description, descriptions=(("en", tool.description),),
-                                             affinity=BUILTIN_AFFINITY.get(name, ()), side_effects=tool.side_effects,
+                                             affinity=BUILTIN_AFFINITY.get(name) or DIALOG_AFFINITY.get(name, ()), side_effects=tool.side_effects,
                                              idempotent=tool.idempotent), spec, tool.targets)
     return found
 

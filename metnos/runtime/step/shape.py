@@ -13,7 +13,7 @@ An executor's class comes from the verb before the first ``_`` of its name
 
 The system pseudo-verbs (final_answer, undo_last_turn, request_new_executor,
 admin, request_disambiguation_from_user) bypass the FSM, and so do the
-runtime builtins scratchpad_read and get_inputs (meta-operations on data the
+runtime builtins scratchpad_read, get_inputs and request_location_from_user (meta-operations on data the
 turn already has, or a dialog). A verb outside the vocabulary is a
 catalogue defect, reported by :class:`UnknownVerbError`, not a shape error.
 
@@ -69,9 +69,10 @@ CONSUMER_VERBS = frozenset({"filter", "sort", "group", "classify", "compute", "c
 E_VERBS = SOURCE_VERBS | CONSUMER_VERBS
 F_VERBS = frozenset({"describe", "render"})
 A_VERBS = frozenset({"move", "delete", "send", "share", "write", "set", "create", "change",
-                     "order", "compress"})
+                     "order", "compress", "run"})
 SYSTEM_NAMES = frozenset({"final_answer", "undo_last_turn", "request_new_executor", "admin",
-                          "request_disambiguation_from_user", "scratchpad_read", "get_inputs"})
+                          "request_disambiguation_from_user", "scratchpad_read", "get_inputs",
+                          "request_location_from_user"})
 
 
 class UnknownVerbError(TurnError):

@@ -202,3 +202,23 @@ def is_a_figure(observation: Mapping[str, Any]) -> bool:
     """A step's result that is one number (compute_entries' ``content``)."""
     content = observation.get("content")
     return isinstance(content, (int, float)) and not isinstance(content, bool)
+
+
+# The model saying the request was not done (en, it): "could not be done", "I was unable to", "non è stato possibile".
+_ADMISSION = re.compile(r"\b(?:could\s*n[o']?t|cannot|can\s*not|can't|(?:was|were|am|is|are)\s*(?:not|n't)\s+able\s+to|unable\s+to"
+                        r"|failed\s+to|impossible\s+to|non\s+(?:è\s+stato\s+possibile|posso|riesco|sono\s+riuscit[oa]|ho\s+potuto))\b",
+                        re.IGNORECASE)
+_CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+|\n")
+_IN_QUOTES = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|`[^`\n]*`")
+
+
+def admitted_failure(text: str, observations: Iterable[Mapping[str, Any]]) -> str | None:
+    """The clause in which the answer says what was asked could not be done, or None. A
+    clause the answer quotes from a result ("I cannot come on Friday", a line of a note) says
+    nothing about the turn."""
+    quoted = "\n".join(" ".join(leaf.split()).casefold() for obs in observations for leaf in _leaves(obs))
+    for clause in _CLAUSE_END.split(_IN_QUOTES.sub(" ", text)):
+        said = " ".join(clause.split()).strip(" .!?;\"'")
+        if _ADMISSION.search(said) and said.casefold() not in quoted:
+            return said
+    return None

@@ -43,6 +43,7 @@ class FailureKind(enum.Enum):
     INVALID_ARGUMENTS = "invalid_arguments"
     ACTION_NOT_TAKEN = "action_not_taken"
     UNVERIFIED_ANSWER = "unverified_answer"
+    SAID_NOT_DONE = "said_not_done"
 
 
 # How the turn ended, by kind: failed unless a fence or the user said no
@@ -78,6 +79,7 @@ _TABLE: dict[FailureKind, tuple[str, str]] = {
         "error", "Not done: the language model stopped before calling {detail}, which the request asks for."),
     FailureKind.UNVERIFIED_ANSWER: (
         "unverified", "Unverified: the answer does not hold up against what the steps returned ({detail})."),
+    FailureKind.SAID_NOT_DONE: ("error", "Not done, as the language model itself said: {detail}."),
 }
 
 

@@ -91,7 +91,7 @@ class Grounding:
             out.append(self.exactness)
         if self.denied:
             out.append("the answer says " + ", ".join(repr(d) for d in self.denied[:MAX_NAMED])
-                       + " cannot be found or read, yet a step read it")
+                       + " cannot be found or read, yet a step found or read it")
         return out
 
     def summary(self) -> str:
@@ -355,11 +355,7 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
             return ""
         if not sorts:
             return f"the request asks for {asked}, and no step sorted the data to find it (only a sort ranks)"
-        last, count = sorts[-1].observation, ask.count or 1
-        meta = last.get("metadata") if isinstance(last.get("metadata"), Mapping) else {}
-        # A whole list sorted the other way round has its top at the end.
-        reverse = wanted is not None and meta.get("order") not in (None, wanted) and meta.get("count_out") == meta.get("count_in")
-        top = last["entries"][-count:] if reverse else last["entries"][:count]
+        top = sorted_top(sorts[-1].observation, ask.count or 1, wanted)
         names = [leaf for e in top for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z /]+", leaf)]
         if names and not any(n.casefold() in answer.casefold() for n in names):
             return f"the request asks for {asked}, and the answer names none of the sort's top: {names[0]!r}"
@@ -375,6 +371,15 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
     if outside:
         return f"the request asks for {asked}, and {outside[0]!r} is not among what the step that worked them out returned"
     return ""
+
+
+def sorted_top(observation: Mapping[str, Any], count: int, wanted: str | None) -> list[Any]:
+    """The first ``count`` entries of a sort's result the ``wanted`` way round ("desc", "asc", None: as sorted)."""
+    meta = observation.get("metadata") if isinstance(observation.get("metadata"), Mapping) else {}
+    # A whole list sorted the other way round has its top at the end.
+    reverse = wanted is not None and meta.get("order") not in (None, wanted) and meta.get("count_out") == meta.get("count_in")
+    entries = observation["entries"]
+    return entries[-count:] if reverse else entries[:count]
 
 
 # A superlative the request asks for, and the order of a sort that gives it first.
@@ -413,40 +418,78 @@ def _against_superlative(request: str, answer: str, steps: Sequence[StepData]) -
     return ""
 
 
-# A sentence that says something is not there or could not be read (en, it).
-_DENIAL = re.compile(r"\b(?:(?:does|did|do)\s*(?:not|n't)\s+exist|not exist|no such file|(?:is|are|was|were|be)\s+not\s+found"
-                     r"|not be found|(?:could\s*not|couldn't|cannot|can't|can not|unable to|failed to)\s+(?:find|locate|read|open|access)"
-                     r"|(?:is|was)\s+empty|non esiste|non (?:è|sono) stat[oiae] trovat|non (?:ho|sono riuscit[oa] a)\s+"
-                     r"(?:trovat|trovare|lett|leggere|apert|aprire)|è vuot[oa])", re.IGNORECASE)
+# A clause that says a file is not there (en, it), or that it could not be read or is empty.
+_MISSING = re.compile(r"\b(?:(?:does|did|do)\s*(?:not|n't)\s+exist|not exist|no such file|(?:is|are|was|were|be)\s+not\s+found"
+                      r"|not be found|(?:could\s*not|couldn't|cannot|can't|can not|unable to|failed to)\s+(?:find|locate)"
+                      r"|non esiste|non (?:è|sono) stat[oiae] trovat|non (?:ho|sono riuscit[oa] a)\s+(?:trovat|trovare))", re.IGNORECASE)
+_UNREADABLE = re.compile(r"\b(?:(?:could\s*not|couldn't|cannot|can't|can not|unable to|failed to)\s+(?:read|open|access)"
+                         r"|(?:is|was)\s+empty|non (?:ho|sono riuscit[oa] a)\s+(?:lett|leggere|apert|aprire)|è vuot[oa])",
+                         re.IGNORECASE)
 # Clauses end at a stop or a comma followed by a space ("notes.md" is not two), or at a "but".
 _CLAUSE_END = re.compile(r"(?<=[.!?,;:])\s+|\n|\s(?:but|while|whereas|ma|mentre)\s", re.IGNORECASE)
 
 
-def _read_paths(value: Any) -> Iterable[str]:
-    """The paths a step read whole: an entry with a path and content, no error."""
+def _found_paths(value: Any, *, read: bool) -> Iterable[str]:
+    """The paths a step found (an entry with a path and no error) or, ``read``, read whole (with content)."""
     if isinstance(value, Mapping):
-        if isinstance(value.get("path"), str) and "error" not in value and value.get("content"):
+        if isinstance(value.get("path"), str) and "error" not in value and (not read or value.get("content")):
             yield value["path"]
         for v in value.values():
-            yield from _read_paths(v)
+            yield from _found_paths(v, read=read)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from _read_paths(v)
+            yield from _found_paths(v, read=read)
+
+
+def _names(steps: Sequence[StepData], *, read: bool) -> set[str]:
+    return {path.rstrip("/").rsplit("/", 1)[-1].casefold() for s in steps for path in _found_paths(s.observation, read=read)}
 
 
 def _denied(answer: str, steps: Sequence[StepData]) -> list[str]:
-    """The files the answer says are missing, empty or unreadable although a step read them
-    (the 1.5B, told its read was already done, answered that the file it read "does not exist")."""
-    read = {path.rstrip("/").rsplit("/", 1)[-1].casefold() for s in steps for path in _read_paths(s.observation)}
+    """The files the answer says are missing although a step found them, or unreadable or empty
+    although a step read them (the 1.5B, told its read was already done, answered that the file
+    it read "does not exist"; the 0.5B that a file a search had found "was not found")."""
+    found, read = _names(steps, read=False), _names(steps, read=True)
     denied: list[str] = []
     for clause in _CLAUSE_END.split(_FENCE.sub("\n", answer)):
-        if not _DENIAL.search(clause):
+        against = (found if _MISSING.search(clause) else set()) | (read if _UNREADABLE.search(clause) else set())
+        if not against:
             continue
         for path in _PATHLIKE.findall(clause):
             name = path.rstrip(".,;:!?)").rsplit("/", 1)[-1]
-            if name.casefold() in read and name not in denied:
+            if name.casefold() in against and name not in denied:
                 denied.append(name)
     return denied
+
+
+# "how many events have type login", "how many lines contain ERROR": a count of the ones that meet a
+# condition (not "how many emails do I have": the gap holds no auxiliary nor a subject).
+# (not "how many files the backup has" either: a determiner starts another subject, and the verb takes an object).
+_GAP_WORD = (r"(?!(?:do|does|did|are|is|were|was|there|i|you|we|they|the|a|an|my|your|his|her|its|our|their|this|that|these|"
+             r"those|il|lo|la|gli|le|un|una|mio|mia|miei|mie|tuo|tua|suo|sua)\b)[^\s?!]+\s+")
+_COUNTED_SUBSET = re.compile(rf"\bhow many\s+(?:{_GAP_WORD}){{1,4}}(?:have|has|contain|contains|containing|with|that|which|whose|"
+                             r"where|match|matching|mention|mentions|mentioning|include|includes|of type)\s+[^\s?.!]"
+                             rf"|\bquant[ie]\s+(?:{_GAP_WORD}){{1,4}}(?:hanno|ha|contengono|contiene|con|che|di tipo)\s+[^\s?.!]",
+                             re.IGNORECASE)
+
+
+def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why a count of the lines or records of a text that meet a condition is not worked out, or "":
+    such a count rests on a step that keeps the ones that meet it (a filter, or a program such as
+    grep), never on the model reading the text nor on a count of every record (the 1.5B answered 5,
+    the lines of a log, and then the count of all its records, for how many of them were logins)."""
+    if not _COUNTED_SUBSET.search(request) or not _ANSWER_NUMBER.search(_PATHLIKE.sub(" ", answer)):
+        return ""
+    if any(s.executor.split("_", 1)[0] in ("filter", "run") for s in steps) or not any(_textual(s.observation) for s in steps):
+        return ""
+    return ("the request asks how many of them meet a condition, and no step kept only the ones that meet it "
+            "(filter the text's records or lines first, with a filter step on the read, then count what it keeps)")
+
+
+def _textual(observation: Mapping[str, Any]) -> bool:
+    entries = observation.get("entries")
+    return isinstance(observation.get("content"), str) or (
+        isinstance(entries, list) and any(isinstance(e, Mapping) and isinstance(e.get("content"), str) for e in entries))
 
 
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "") -> Grounding:
@@ -458,7 +501,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     unmatched = _claims_unmatched(answer, known)
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
-    exactness = _against_superlative(request, answer, steps)
+    exactness = _against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
     if ask is not None and not exactness:
         computed = [s.observation for s in steps if s.computed]
         known_computed = _Known([leaf for obs in computed for leaf in _leaves(obs)],

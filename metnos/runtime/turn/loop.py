@@ -5,7 +5,10 @@ round by round, the model (or the plan) proposes calls; each call is a step
 that passes the rules' checks, runs and is observed; until an answer is
 proposed that the rules let stand. The rules (metnos/runtime/turn/rules) are a
 list the loop walks at fixed points of a turn; their verdicts decide what it
-does. A step's events (and the invocation's) are committed in one transaction.
+does. A turn's events (and its invocations') are committed in one transaction when
+it closes; besides, its opening is committed before the model is first asked, and what
+it holds where a person waits (an approval) or after an executor changed the world;
+never one transaction a step (docs/architecture.md, "The log's write path").
 How a turn ends is docs/turns.md, "Outcomes".
 
 The loop is deterministic given its ports: the same replies, observations,
@@ -51,6 +54,10 @@ __all__ = ["ANSWER_LIMIT", "TurnLoop", "TurnOutcome", "TurnRequest", "compose_an
 class Sink(Protocol):
     def commit(self, aggregates: list[Any]) -> None: ...
 
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
 
 class TurnLoop:
     def __init__(
@@ -72,6 +79,8 @@ class TurnLoop:
         self.online = OnlineDriver(self, None)
         self.shown_home = policy.home
         self.tool_names = frozenset(catalogue.executors) | frozenset(catalogue.builtins) | {SCRATCHPAD_READ}
+        # An executor with side effects ran since the last commit.
+        self._world_changed = False
 
     # Recording -----------------------------------------------------------
     def record(self, turn: Turn, event_class: type, **fields: Any) -> None:
@@ -80,7 +89,17 @@ class TurnLoop:
             self.observer(turn.pending_events[-1])
 
     def commit(self, turn: Turn, *others: Any) -> None:
+        """Hand the events recorded so far to the sink, which holds them for the turn's transaction;
+        after a step that changed the world they are committed at once, so that a kill cannot lose its record."""
         self.sink.commit([turn, *others])
+        if self._world_changed:
+            self._world_changed = False
+            self.sink.flush()
+
+    def commit_now(self, turn: Turn) -> None:
+        """Commit everything the turn holds, in one transaction: a person is about to wait."""
+        self.sink.commit([turn])
+        self.sink.flush()
 
     # The turn ------------------------------------------------------------
     def run(self, request: TurnRequest) -> TurnOutcome:
@@ -109,6 +128,9 @@ class TurnLoop:
                 self.commit(turn)
                 failure = {"kind": "interrupted", "signal": stop.signal, "message": f"interrupted by {stop.signal} {state.during}, at step {state.step}"}
                 return TurnOutcome(str(turn.id), "interrupted", failure=failure, steps=state.step)
+            finally:
+                # However the loop ends (an error included), what it handed over is committed.
+                self.sink.close()
 
     def _run(self, turn: Turn, state: TurnState, request: TurnRequest) -> TurnOutcome:
         self.record(turn, Turn.CatalogueResolved, digest=self.catalogue.digest, entries=self.catalogue.entries)
@@ -229,6 +251,8 @@ class TurnLoop:
         if verdict is not None:
             self._act_on(turn, None, verdict)
         observation, others = run_call(step)
+        if kind != "scratchpad" and acts(self.catalogue, name):
+            self._world_changed = True
         for look in self._looking["on_observation"]:
             look(step)
         return observation, others

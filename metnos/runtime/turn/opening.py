@@ -31,7 +31,9 @@ def shortlist(loop: Any, turn: Turn, request: TurnRequest) -> list[str]:
     ranking = complete_shortlist(ranking, loop.catalogue.index, request.text, _intent_tools(loop, turn, request),
                                  offer=loop.settings.offer, pool_size=loop.settings.pool_size)
     loop.record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=elapsed_ms(started))
-    loop.commit(turn)
+    # The turn's opening is committed before the model is asked: a turn killed after this is in
+    # the log, and the next boot closes it as abandoned; the rest waits for the turn's close.
+    loop.commit_now(turn)
     return [c["name"] for c in ranking["candidates"] if offered(loop.catalogue, request.autonomy, c["name"])]
 
 

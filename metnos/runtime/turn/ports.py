@@ -1,7 +1,7 @@
 """The ports of a turn: every input that is not a pure function of earlier events.
 
-The loop reads the clock, makes ids, asks the model, runs executors and asks
-for approval only through a ``TurnPorts``. Live ports do it for real; the
+The loop reads the clock, makes ids, asks the model, runs executors, asks
+for approval and asks the user a question (a dialog) only through a ``TurnPorts``. Live ports do it for real; the
 replayer's ports hand back what the log recorded (replay/ports.py). The loop
 writes each value it gets from a port into an event, which is what makes a
 turn replayable.
@@ -20,6 +20,7 @@ from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.runtime.mnestome.boost import boost
 from metnos.runtime.mnestome.compose import suggest
 from metnos.runtime.scheduler.service import ScheduleService
+from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.step.schedule_tools import call_tool
 
 
@@ -51,6 +52,14 @@ class TurnPorts(Protocol):
 
     def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]: ...
 
+    def can_ask(self) -> bool:
+        """Whether anyone can be asked a question on this turn's channel (no asker: the turn ends needs_input)."""
+        ...
+
+    def ask_user(self, question: Question) -> tuple[str | None, str]:
+        """The user's answer (None: none came) and who or what gave it ("http:user", "telegram:reply", "http:timeout")."""
+        ...
+
     def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]: ...
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None: ...
@@ -59,18 +68,22 @@ class TurnPorts(Protocol):
 
 
 Approver = Callable[[int, str, dict[str, Any], str], tuple[bool, str]]
+# Asks the user a question on the channel and waits: (the answer, or None when none came; who or what gave it).
+Asker = Callable[[Question], tuple[str | None, str]]
 
 
 class LivePorts:
     """The real clock, ids, model, executors and the user's approval."""
 
     def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID],
-                 autonomy: str = "supervised") -> None:
+                 autonomy: str = "supervised", asker: Asker | None = None) -> None:
         self.runtime = runtime
         # The turn's autonomy level: the invoker derives each call's sandbox profile from it.
         self.autonomy = autonomy
         self.router = router
         self.approver = approver
+        # None: the caller offers no way to ask the user (a dialog ends the turn needs_input).
+        self.asker = asker
         self._clock = clock
         self._ids = ids
 
@@ -92,6 +105,8 @@ class LivePorts:
             name, args, caller={"kind": "user", "actor": actor, "channel": channel, "step": step}, turn_id=turn_id,
             autonomy=self.autonomy,
         )
+        # A check that failed at call time quarantines the version now, not at the next boot.
+        self.runtime.record_quarantine(call)
         inv = call.invocation
         aggregates = [inv] if inv is not None else []
         outcome = call.outcome
@@ -109,6 +124,14 @@ class LivePorts:
 
     def approve(self, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
         return self.approver(step, executor, args, reason)
+
+    def can_ask(self) -> bool:
+        return self.asker is not None
+
+    def ask_user(self, question: Question) -> tuple[str | None, str]:
+        if self.asker is None:
+            return None, "no-asker"
+        return self.asker(question)
 
     def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         # The scheduler's service records its own events as it acts.

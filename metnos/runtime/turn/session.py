@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from contextlib import ExitStack
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from domain.turn import OPEN, Turn
 from domain.errors import MetnosError
 from metnos.runtime.mnestome.record import record_turn
 from metnos.mechanisms.llm.router import LLMRouter
+from metnos.mechanisms.unit_of_work import UnitOfWork
 from metnos.settings.llm_tiers import tier_ladder
 from metnos.settings.cascade import CascadeConfig
 from metnos.settings.loader import Loaded, for_workspace
@@ -29,13 +31,15 @@ from metnos.runtime.lease import TurnLease
 from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
 from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.runtime.step.policies import guard_policy, policy_checker
-from metnos.runtime.turn.ports import Approver, LivePorts
+from metnos.runtime.turn.ports import Approver, Asker, LivePorts
 from metnos.settings.runtime import runtime_for_turn
 from projections.catalog import invocable
 
 
 class LogSink:
-    """Live turns commit each step's events (and its invocation's) in one save.
+    """A live turn's events go into one unit of work of the log, committed in one transaction
+    when the turn closes, or earlier where the loop asks (``flush``: a person waits, or an
+    executor changed the world): never one transaction a step.
 
     At the close of a turn, what passed from executor to executor is learnt
     into the mnestome (seeds/002 ch. 11.1), in the same last transaction. A
@@ -49,8 +53,13 @@ class LogSink:
         self._turn_events: list[Any] = []
         self.learning_error: str | None = None
         self._lease: TurnLease | None = None
+        # The turn's unit of work, open from its first events to its close.
+        self._work = ExitStack()
+        self._unit: UnitOfWork | None = None
+        self.transactions = 0
 
     def commit(self, aggregates: list[Any]) -> None:
+        """The aggregates' pending events join the turn's unit of work; a turn that closes commits it."""
         pending = [a for a in aggregates if a.pending_events]
         extra: list[Any] = []
         closed = False
@@ -66,20 +75,45 @@ class LogSink:
                     extra = self._mnests(closing.timestamp)
                 closed = aggregate.status != OPEN
         if pending:
+            if self._unit is None:
+                self._unit = self._work.enter_context(self.log.unit_of_work())
             self.log.save(*pending, *extra)
-        if closed and self.learn:
-            self._drop_contradicted()
         if closed:
+            self._close()
+            if self.learn:
+                self._drop_contradicted()
             self.release()
+
+    def flush(self) -> None:
+        """Commit what the turn holds now, in one transaction (a person is about to wait, or the world changed)."""
+        if self._unit is not None:
+            self._unit.commit()
 
     @property
     def turn_events(self) -> list[Any]:
         return list(self._turn_events)
 
     def release(self) -> None:
-        if self._lease is not None:
-            self._lease.release()
-            self._lease = None
+        """Commit what is held (a turn that stopped on an error keeps what it did), then let the turn's lease go."""
+        try:
+            self._close()
+        finally:
+            if self._lease is not None:
+                self._lease.release()
+                self._lease = None
+
+    def close(self) -> None:
+        """The loop is over: commit what is held and end the turn's unit of work."""
+        self._close()
+
+    def _close(self) -> None:
+        if self._unit is None:
+            return
+        unit, self._unit = self._unit, None
+        try:
+            self._work.close()
+        finally:
+            self.transactions += unit.transactions
 
     def _drop_contradicted(self) -> None:
         """The cascade templates this turn contradicted are dropped, in the log (metnos/runtime/cascade/contradiction.py)."""
@@ -168,8 +202,10 @@ def run_turn(
     mode: str | None = None,
     overrides: Sequence[str] = (),
     settings: Loaded | None = None,
+    asker: Asker | None = None,
 ) -> TurnOutcome:
-    """``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
+    """``asker`` asks the user a question on the channel (the atomic dialog); None: nobody can be asked.
+    ``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
     ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn. ``settings``: those the
     caller read for this turn (a long-running host reads them at each turn); default, the command's own."""
     check_request(text)
@@ -185,7 +221,8 @@ def run_turn(
         router = LLMRouter(loaded.llm(), runtime.workspace, env=env)
     sink = LogSink(runtime)
     try:
-        ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level)
+        ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level,
+                           asker=asker)
         if wrap_llm is not None:
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
         catalogue = turn_catalogue(runtime)

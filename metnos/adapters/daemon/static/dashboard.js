@@ -133,6 +133,56 @@ function wireApprovals() {
   }, 1000);
 }
 
+function dialogSection(q) {
+  const section = document.createElement("section");
+  section.className = "dialog";
+  section.id = `dialog-${q.id}`;
+  const h = document.createElement("h3");
+  h.textContent = `Step ${q.step}${q.executor ? `: ${q.executor}` : ""} (via ${q.channel}, ${q.seconds_left} s left)`;
+  const p = document.createElement("p");
+  p.className = "question";
+  p.textContent = q.question;
+  const form = document.createElement("form");
+  form.className = "reply";
+  form.dataset.id = q.id;
+  const input = document.createElement("input");
+  input.type = "text";
+  input.name = "answer";
+  input.required = true;
+  input.autocomplete = "off";
+  const b = document.createElement("button");
+  b.type = "submit";
+  b.textContent = "Answer";
+  form.append(input, " ", b);
+  section.append(h, p, form);
+  return section;
+}
+
+// A turn's question: the text box's words are the answer (POST /api/dialogs/ID).
+function wireDialogs() {
+  const box = document.getElementById("dialogs");
+  if (!box) return;
+  box.addEventListener("submit", async (event) => {
+    const form = event.target.closest("form.reply");
+    if (!form) return;
+    event.preventDefault();
+    const {data} = await api("POST", `/api/dialogs/${form.dataset.id}`, {answer: form.elements.answer.value});
+    const section = document.getElementById(`dialog-${form.dataset.id}`);
+    section.replaceChildren(document.createTextNode(data.error ? errorText(data) : "answered"));
+    section.className = "dialog answered";
+  });
+  setInterval(async () => {
+    const {ok, data} = await api("GET", box.dataset.refresh);
+    if (!ok) return;
+    const shown = new Set([...box.querySelectorAll("section.dialog:not(.answered)")].map((s) => s.id));
+    const wanted = new Set(data.map((q) => `dialog-${q.id}`));
+    for (const id of shown) if (!wanted.has(id)) document.getElementById(id).remove();
+    for (const q of data) if (!document.getElementById(`dialog-${q.id}`)) box.append(dialogSection(q));
+    const none = document.getElementById("no-dialogs");
+    if (none) none.hidden = data.length > 0;
+  }, 1000);
+}
+
 function wireSchedules() {
   for (const b of document.querySelectorAll("button.schedule")) {
     b.addEventListener("click", async () => {
@@ -166,6 +216,7 @@ document.addEventListener("DOMContentLoaded", () => {
   wireAsk();
   wireTurn();
   wireApprovals();
+  wireDialogs();
   wireSchedules();
   wireEvents();
 });

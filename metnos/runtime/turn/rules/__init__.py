@@ -11,9 +11,10 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery
+from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery, SaysNotDone
 from metnos.runtime.turn.rules.base import Answer, BaseRule, Round, Rule, Step, Verdict
-from metnos.runtime.turn.rules.calls import ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, SandboxPolicy, StepReferences
+from metnos.runtime.turn.rules.calls import ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, RequestedKind, RequestedTop, SandboxPolicy, StepReferences
+from metnos.runtime.turn.rules.dialog import Dialog
 from metnos.runtime.turn.rules.grounding import Grounded
 from metnos.runtime.turn.rules.recovery import ClimbTier, Presentation, Recovery
 from metnos.runtime.turn.rules.vaglio import Vaglio
@@ -23,9 +24,9 @@ def default_rules() -> tuple[Rule, ...]:
     return (
         ClimbTier(), AnswerOnly(),
         Guards(), RepeatedFailure(), ReadableArguments(), AutonomyLevel(), KnownExecutor(), PipelineShape(),
-        StepReferences(), ArgumentSchema(), SandboxPolicy(), Vaglio(),
+        StepReferences(), ArgumentSchema(), RequestedKind(), RequestedTop(), SandboxPolicy(), Vaglio(), Dialog(),
         Recovery(), Presentation(), ActionTaken(),
-        Placeholders(), AnswerForm(), RestsOnRecovery(), Grounded(),
+        Placeholders(), AnswerForm(), RestsOnRecovery(), SaysNotDone(), Grounded(),
     )
 
 

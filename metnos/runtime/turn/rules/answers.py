@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import UserMessage
-from metnos.runtime.turn.answers import REASONS, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
+from metnos.runtime.turn.answers import REASONS, admitted_failure, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.offering import actions_offered, acts
@@ -89,6 +89,20 @@ class ActionTaken(BaseRule):
         state.reminded_to_act = True
         answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
         return SendBack((answer.reply.to_message(), UserMessage(act_reminder(actions_offered(loop.catalogue, answer.pool)))))
+
+
+class SaysNotDone(BaseRule):
+    """An answer that says what was asked could not be done is not ``answered``: the turn fails
+    with the model's own words (the 0.5B answered "The total ... could not be done", and the
+    turn said answered)."""
+    name = "says_not_done"
+
+    def on_conclusion(self, answer: Answer) -> Verdict | None:
+        state = answer.state
+        said = admitted_failure(answer.text, [o for o in state.observations.values() if isinstance(o, dict)])
+        if said is None:
+            return None
+        return End(FailureKind.SAID_NOT_DONE, said)
 
 
 class RestsOnRecovery(BaseRule):

@@ -14,16 +14,23 @@ from metnos.mechanisms.failures import InvocationError
 from metnos.mechanisms.llm.messages import ToolCall
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
+from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
 from metnos.runtime.turn.completion import complete_arguments, complete_paths, without_blank_optionals
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
+from metnos.runtime.turn.grounding import sorted_top, superlative_order
+from metnos.runtime.turn.kinds import outside_kind, sources
 from metnos.runtime.turn.offering import actions_offered, offered
 from metnos.runtime.step.piping import FROM_STEP, Resolution, resolve_args
 from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
 from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED, ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
 from metnos.runtime.step.validation import validate_args
+
+
+# The verbs whose action takes existing files as its object.
+TAKES_FILES = frozenset({"move", "delete"})
 
 
 class Guards(BaseRule):
@@ -162,6 +169,9 @@ class PipelineShape(BaseRule):
         ))
         observation = {"ok": False, "error_class": error_class, "error": action.message,
                        "remediation": action.to_json(), "hint": shape_hint(error_class, name)}
+        if action.kind == "dialog" and can_ask(step):
+            # The target is asked of the user (get_inputs), never made up; answered, the call goes on.
+            return ask_for_target(step, action, observation)
         verdict = step.reject("shape", step.transition.to_json(), observation, action.to_json())
         if action.kind == "force_final_answer":
             state.final_only = state.pipeline_closed = True
@@ -265,13 +275,74 @@ class ArgumentSchema(BaseRule):
             if dropped and not validate_args(te.loaded.input_schema, trimmed):
                 resolution, problems = dataclasses.replace(resolution, args=trimmed), []
                 completed["dropped"] = dropped
-        step.resolution, step.completed = resolution, completed
+        # What an earlier rule completed (a target the user gave) stays said.
+        step.resolution, step.completed = resolution, {**step.completed, **completed}
         if not problems:
             return None
         required = te.tool.parameters.get("required", [])
         hint = f"call {step.name} again with arguments that fit its schema" + (f" (required: {', '.join(required)})" if required else "")
         return step.reject("schema", {"errors": problems},
                            {"ok": False, "error_class": "schema_violation", "errors": problems, "hint": hint})
+
+
+class RequestedKind(BaseRule):
+    """A move or a delete takes only files of the kind the request names (metnos/runtime/turn/kinds.py)."""
+    name = "requested_kind"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if step.kind != "executor" or step.name.split("_", 1)[0] not in TAKES_FILES:
+            return None
+        kinds, outside = outside_kind(step.request.text, step.arguments)
+        if not outside:
+            return None
+        named = ", ".join(sorted(kinds))
+        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+        error = f"the request names files of kind {named}; {len(outside)} of the files given are not: {shown}"
+        return step.reject("kind", {"kinds": sorted(kinds), "outside": outside[:20]}, {
+            "ok": False, "error_class": "outside_request", "error": error,
+            "hint": f"call {step.name} again with only the files of kind {named} (leave the others where they are)"})
+
+
+class RequestedTop(BaseRule):
+    """A move or a delete of "the largest file" takes the top of a sort (the 1.5B listed a folder and
+    deleted the first file it saw as "the largest"): without a sort, or outside its top, it is refused
+    before it runs, unless no list the steps gave holds more than were asked for."""
+    name = "requested_top"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        state, ask = step.state, step.state.exact
+        if step.kind != "executor" or ask is None or ask.end != "top" or step.name.split("_", 1)[0] not in TAKES_FILES:
+            return None
+        given = sources(step.arguments)
+        if not given:
+            return None
+        count, home = ask.count or 1, step.loop.shown_home
+        lists = {n: state.observations[n]["entries"] for n in state.successes() if isinstance(state.observations[n].get("entries"), list)}
+        sorts = [n for n in lists if state.executor_of(n).startswith("sort_")]
+        if not sorts:
+            if lists and all(len(found) <= count for found in lists.values()):
+                return None
+            listed = max(lists, default=None)
+            how = f"sort_entries with from_step {listed}" if listed is not None else "find the files, then sort_entries"
+            return self._refuse(step, ask, f"the request asks for {ask.words()}, and no step sorted the files to find them",
+                                f"call {how} first (by the field the request names), then {step.name} with its top {count}")
+        top = sorted_top(state.observations[sorts[-1]], count, superlative_order(step.request.text))
+        kept = {_absolute(e["path"], home) for e in top if isinstance(e, dict) and isinstance(e.get("path"), str)}
+        outside = [g for g in given if _absolute(g, home) not in kept]
+        if not outside:
+            return None
+        return self._refuse(step, ask, f"the request asks for {ask.words()}: the top of the sort at step {sorts[-1]} is "
+                                       f"{', '.join(sorted(kept)) or 'empty'}, and {', '.join(outside[:5])} is not among it",
+                            f"call {step.name} again with the top {count} of step {sorts[-1]} only")
+
+    @staticmethod
+    def _refuse(step: Step, ask: Any, error: str, hint: str) -> Verdict:
+        return step.reject("top", {"asked": ask.words(), "message": error},
+                           {"ok": False, "error_class": "outside_request", "error": error, "hint": hint})
+
+
+def _absolute(path: str, home: str) -> str:
+    return (home.rstrip("/") + path[1:]) if home and (path == "~" or path.startswith("~/")) else path
 
 
 class SandboxPolicy(BaseRule):

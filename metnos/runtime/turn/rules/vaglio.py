@@ -66,6 +66,8 @@ def _decided(step: Step, verdict: Any, args: dict[str, Any]) -> Verdict | None:
         return step.refuse({"ok": False, "error_class": "vaglio_denied", "error": verdict.reason}, args)
     if verdict.decision == ASK:
         step.record(Turn.ApprovalAsked, step=step.number, executor=name, reason=verdict.reason)
+        # The user may take minutes: what the turn did so far is committed before they are asked.
+        step.loop.commit_now(step.turn)
         with step.loop.interrupts.waiting_as(step.state, "while waiting for approval"):
             approved, by = step.loop.ports.approve(step.number, name, args, verdict.reason)
         step.record(Turn.ApprovalAnswered, step=step.number, approved=bool(approved), by=by)

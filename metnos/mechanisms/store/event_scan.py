@@ -1,0 +1,207 @@
+"""The hot loop of full scans: LMDB records straight to domain events.
+
+The layered path (``scan_rows`` -> ``FastMapper.decode_rows``) builds a tuple
+an event and runs two loops. ``scan_events`` does the same in one loop for the
+common case (a state stored as plain JSON, see
+``metnos.mechanisms.store.mapper.PLAIN_MARK``, of a class with no upcasting, of
+an aggregate with a UUID) and hands every other record to ``decode_rows``, so the two paths cannot
+disagree on anything but speed; tests/contract/test_event_scan.py reads both
+from the same logs and compares what they give.
+
+A batch is decoded with the garbage collector paused: it builds thousands of
+dicts that live on, and each collection would walk them all again for cycles
+that decoded JSON cannot make. It runs again before the batch is handed on.
+"""
+
+from __future__ import annotations
+
+import gc
+import struct
+from collections import deque
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from itertools import islice, repeat
+from operator import itemgetter
+from typing import Any
+
+from uuid import UUID
+
+import orjson
+from eventsourcing.persistence import find_id_convertor, pass_through_convertor
+
+from metnos.mechanisms.store.mapper import PLAIN_MARK, STAMP, TAGGED_MARK, FastMapper
+from metnos.mechanisms.store.records import _HEAD, _UUID_TAG, RECORD_FORMAT, _decode, _decode_originator_id, id_bytes, scan_rows
+
+Slow = Callable[[int, Any, int, str, bytes], Any]
+
+
+def scan_events(
+    recorder: Any, mapper: FastMapper, start: int = 1, topics: frozenset[str] | None = None, *, batch: int = 5000
+) -> Iterator[list[tuple[int, Any]]]:
+    """Lists of ``(notification id, domain event)`` from ``start`` on, in log order.
+
+    With ``topics``, other events are skipped before they are decoded. Reads
+    ``batch`` records a transaction, each short, as ``scan_batches`` does; a
+    list may be empty when none of its records matched.
+    """
+    table = recorder.notifications_table
+    # (raw topic, the state's compression mark and first byte) -> the class its plain states
+    # decode to (None: the layered path decodes them), or _SKIP for a topic nobody asked for.
+    kinds: dict[bytes, Any] = {}
+
+    def kind_of(key: bytes, value: bytes, end: int) -> Any:
+        topic = _decode(table, key, value)[2]
+        if topics is not None and topic not in topics:
+            return _SKIP
+        cls, class_version, _ = mapper._class_of(topic)
+        plain = value[end] == PLAIN_MARK and value[end + 1] != TAGGED_MARK
+        fast = plain and class_version == 1 and find_id_convertor(cls, UUID) is pass_through_convertor
+        return (cls if fast else None), topic
+
+    def slow(nid: int, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
+        return mapper.decode_rows(((nid, originator_id, version, topic, state),))[0]
+
+    position = max(start, 1)
+    while True:
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as cursor:
+                if not cursor.set_range(id_bytes(position)):
+                    return
+                first = int.from_bytes(cursor.key(), "big")
+                events, read = _events_batch(cursor, first, batch, kinds, kind_of, slow)
+                last = int.from_bytes(cursor.key(), "big") if read else first
+                if events is None or last - first + 1 != read:
+                    # A gap between ids, or a record the layered path must read with its key: this batch its way.
+                    cursor.set_range(id_bytes(position))
+                    rows, after = scan_rows(table, cursor, batch, topics)
+                    events = list(zip([row[0] for row in rows], mapper.decode_rows(rows), strict=True))
+                    read, last = (batch, after) if after is not None else (0, 0)
+        finally:
+            if collecting:
+                gc.enable()
+        if events:
+            yield events
+        if read < batch:
+            return
+        position = last + 1
+
+
+def _events_batch(
+    cursor: Any, first: int, limit: int, kinds: dict[bytes, Any], kind_of: Callable[[bytes, bytes, int], Any], slow: Slow
+) -> tuple[list[tuple[int, Any]] | None, int]:
+    """Up to ``limit`` records from where ``cursor`` stands, the first of them numbered ``first``
+    and the others taken to follow it without a gap (the caller checks); returns (the events, how
+    many records were read), or no events for a record this loop does not read (a bad header, an
+    id that is not a UUID). The header is read as ``scan_rows`` reads it.
+
+    Runs of plain states are decoded a run at a time (``_decode_run``), the others one by one
+    through the layered path, in their place. A record whose header lengths, originator id, topic
+    and kind of state are those of the record before it (a turn's steps, one after another) is
+    recognised by comparing bytes in place, and only its version and state are read.
+    """
+    unpack_head = _HEAD.unpack_from
+    unpack_version = _VERSION.unpack_from
+    head = _HEAD.size
+    events: list[tuple[int, Any]] = []
+    run = _Run(first)
+    states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
+    lengths = same = b"\xff"  # the header's format and lengths, and what follows its version, of the record before
+    kind: Any = None
+    originator_id: Any = None
+    last_raw_oid = b""
+    end = 0
+    read = 0
+    for value in islice(cursor.iternext(keys=False, values=True), limit):
+        read += 1
+        if not (value.startswith(lengths) and value.startswith(same, head)):
+            try:
+                fmt, oid_len, topic_len, _ = unpack_head(value)
+            except struct.error:
+                return None, read
+            end_oid = head + oid_len
+            end = end_oid + topic_len
+            if fmt != RECORD_FORMAT or len(value) < end + 2:
+                return None, read
+            kind_key = value[end_oid : end + 2]
+            kind = kinds.get(kind_key)
+            if kind is None:
+                kind = kinds[kind_key] = kind_of(cursor.key(), value, end)
+            raw_oid = value[head:end_oid]
+            if raw_oid != last_raw_oid:
+                if raw_oid[:1] != _UUID_TAG:
+                    return None, read
+                try:
+                    originator_id = _decode_originator_id(raw_oid)
+                except ValueError:
+                    return None, read
+                last_raw_oid = raw_oid
+            lengths, same = value[:5], value[head : end + 2]
+        if kind is _SKIP:
+            if states:
+                _decode_run(run, events, slow)
+            run = _Run(first + read)
+            states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
+            continue
+        if kind[0] is not None:
+            states.append(value[end + 1 :])
+            versions.append(unpack_version(value, 5)[0])
+            kinds_of_run.append(kind)
+            ids.append(originator_id)
+            continue
+        if states:
+            _decode_run(run, events, slow)
+        nid = first + read - 1
+        events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
+        run = _Run(first + read)
+        states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
+    if states:
+        _decode_run(run, events, slow)
+    return events, read
+
+
+class _Run:
+    """Plain records side by side, numbered from ``first``: their versions, JSON states, kinds (class, topic) and originator ids."""
+
+    __slots__ = ("first", "ids", "kinds", "states", "versions")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.versions: list[int] = []
+        self.states: list[bytes] = []
+        self.kinds: list[tuple[type, str]] = []
+        self.ids: list[Any] = []
+
+
+def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow) -> None:
+    """The run's events, appended to ``events``: every step a ``map`` over the run, so that no
+    Python line runs once an event."""
+    ids = range(run.first, run.first + len(run.states))
+    try:
+        states = list(map(_loads, run.states))
+        stamps = list(map(_fromiso, map(dict.pop, states, repeat(STAMP))))
+    except Exception:  # noqa: BLE001 - one at a time, the layered path decodes them or says what is wrong
+        for nid, version, state, kind, originator_id in zip(ids, run.versions, run.states, run.kinds, run.ids, strict=True):
+            events.append((nid, slow(nid, originator_id, version, kind[1], bytes([PLAIN_MARK]) + state)))
+        return
+    _consume(map(dict.__setitem__, states, repeat("timestamp"), stamps))
+    _consume(map(dict.__setitem__, states, repeat("originator_id"), run.ids))
+    _consume(map(dict.__setitem__, states, repeat("originator_version"), run.versions))
+    made = list(map(_new, map(_CLASS, run.kinds)))
+    _consume(map(_set_attr, made, repeat("__dict__"), states))
+    events.extend(zip(ids, made, strict=True))
+
+
+_loads = orjson.loads
+_fromiso = datetime.fromisoformat
+_new = object.__new__
+_set_attr = object.__setattr__
+_SKIP: Any = object()
+_VERSION = struct.Struct(">q")
+_CLASS = itemgetter(0)
+
+
+def _consume(iterator: Iterator[Any]) -> None:
+    deque(iterator, maxlen=0)
+

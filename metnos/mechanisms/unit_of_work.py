@@ -1,0 +1,56 @@
+"""Events saved together and committed together: a turn's, in one write transaction.
+
+While a unit of work is open in a thread, what that thread saves to the log
+is held here instead of written; ``commit`` writes everything held in one
+transaction of the recorder (one ``insert_events``), so a kill leaves either
+all of it or none. The log commits a unit before any read of it in this
+process (read-your-writes), so nothing in the process ever reads past what
+it saved; other processes see the events when they are committed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+class UnitOfWork:
+    def __init__(self, write: Callable[[list[Any], dict[Any, Any]], Any]) -> None:
+        self._write = write
+        self._events: list[Any] = []
+        self._aggregates: dict[Any, Any] = {}
+        # Another thread's read may commit this unit while its own thread adds to it.
+        self._lock = threading.RLock()
+        self.transactions = 0
+
+    def add(self, objs: Iterable[Any]) -> None:
+        """Take the pending events of aggregates (or events given as such), as ``save`` would."""
+        with self._lock:
+            for obj in objs:
+                if obj is None:
+                    continue
+                collect = getattr(obj, "collect_events", None)
+                if collect is None:
+                    self._events.append(obj)
+                    continue
+                self._events.extend(collect())
+                self._aggregates[obj.id] = obj
+
+    @property
+    def pending(self) -> int:
+        return len(self._events)
+
+    def commit(self) -> None:
+        """Write every event held, in one transaction; nothing held, nothing written.
+
+        A failed write drops what it could not write (as a failed ``save`` does)
+        and raises the log's error, which names those events.
+        """
+        with self._lock:
+            if not self._events:
+                return
+            events, aggregates = self._events, self._aggregates
+            self._events, self._aggregates = [], {}
+            self._write(events, aggregates)
+            self.transactions += 1
