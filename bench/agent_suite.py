@@ -31,6 +31,8 @@ class Outcome:
     schedules: list[dict[str, Any]]
     # What reached the mail world's SMTP server (bench/mail_world.py), for the tasks that have one.
     mail_sent: list[dict[str, Any]] = field(default_factory=list)
+    # The calendar world's events as its server holds them after the turn (bench/calendar_world.py).
+    calendar_events: list[Any] = field(default_factory=list)
 
 
 Check = Callable[[Outcome], tuple[bool, str]]
@@ -44,7 +46,9 @@ class Task:
     files: dict[str, str | bytes] = field(default_factory=dict)
     ages_days: dict[str, float] = field(default_factory=dict)  # path -> how many days ago it was modified
     tools: int = 1  # how many tool calls a sensible plan needs
-    world: str = ""  # "mail": the task runs against real mail servers (bench/mail_world.py)
+    # "mail": the task runs against real mail servers (bench/mail_world.py); "calendar": against a real
+    # CalDAV and CardDAV server holding a week of events and an address book (bench/calendar_world.py).
+    world: str = ""
     # What the home needs beyond files, made once they are written (a git repository's history).
     prepare: Callable[[Path], None] | None = None
     settings: str = ""  # config.toml lines the task's user has set (its [location]), for Metnos
@@ -199,6 +203,17 @@ def says_size(size_bytes: int, rel_tol: float = 0.15) -> Check:
     return check
 
 
+def says_digits(number: str) -> Check:
+    """The answer gives the phone number, however it spaces or groups its digits."""
+    wanted = re.sub(r"\D", "", number)
+
+    def check(o: Outcome) -> tuple[bool, str]:
+        ok = wanted in re.sub(r"\D", "", o.answer or "")
+        return ok, "ok" if ok else f"answer lacks the number {number}"
+
+    return check
+
+
 def says_time_in(zone: str, slack_minutes: int = 10) -> Check:
     """The answer gives the wall-clock time of ``zone`` (H:MM, 24-hour or with am/pm) within the slack of now."""
     def check(o: Outcome) -> tuple[bool, str]:
@@ -214,6 +229,66 @@ def says_time_in(zone: str, slack_minutes: int = 10) -> Check:
                 if abs((t - now).total_seconds()) <= slack_minutes * 60:
                     return True, ""
         return False, f"no time within {slack_minutes} min of {now:%H:%M} in {zone} (said {said or 'none'})"
+
+    return check
+
+
+def says_none(*needles: str) -> Check:
+    def check(o: Outcome) -> tuple[bool, str]:
+        low = (o.answer or "").lower()
+        found = [n for n in needles if n.lower() in low]
+        return (not found, f"answer says {found}" if found else "ok")
+
+    return check
+
+
+def _events_like(o: Outcome, word: str) -> list[Any]:
+    return [e for e in o.calendar_events if word.lower() in e.summary.lower()]
+
+
+def event_kept(uid: str) -> Check:
+    def check(o: Outcome) -> tuple[bool, str]:
+        ok = any(e.uid == uid for e in o.calendar_events)
+        return ok, "ok" if ok else f"the event {uid!r} is gone from the calendar"
+
+    return check
+
+
+def event_gone(uid: str) -> Check:
+    def check(o: Outcome) -> tuple[bool, str]:
+        ok = not any(e.uid == uid for e in o.calendar_events)
+        return ok, "ok" if ok else f"the event {uid!r} is still in the calendar"
+
+    return check
+
+
+def titled(uid: str, summary: str) -> Check:
+    """The event is still called what it was: moved, not renamed."""
+    def check(o: Outcome) -> tuple[bool, str]:
+        found = [e.summary for e in o.calendar_events if e.uid == uid]
+        ok = found == [summary]
+        return ok, "ok" if ok else f"the event {uid!r} is now titled {found}, not {summary!r}"
+
+    return check
+
+
+def one_event_at(word: str, weekday: str, hour: int, minute: int = 0, *, within_days: int = 8) -> Check:
+    """Exactly one event whose summary holds ``word``, starting on the next ``weekday`` (or the one after,
+    within ``within_days`` of today, today included) at hour:minute, the user's time."""
+    def check(o: Outcome) -> tuple[bool, str]:
+        from bench.calendar_world import WEEKDAYS, local_zone, today
+
+        found = _events_like(o, word)
+        if len(found) != 1:
+            return False, f"{len(found)} events with {word!r} in the calendar: {[(e.summary, str(e.start)) for e in found]}"
+        start = found[0].start
+        if not isinstance(start, datetime):
+            return False, f"the {word!r} event is all day ({start})"
+        local = start.astimezone(local_zone())
+        days = (local.date() - today()).days
+        ok = (local.weekday() == WEEKDAYS.index(weekday) and (local.hour, local.minute) == (hour, minute)
+              and 0 <= days <= within_days)
+        return ok, "ok" if ok else f"the {word!r} event starts {local.isoformat()}, not a {weekday} at {hour:02d}:{minute:02d} ahead"
 
     return check
 
@@ -471,6 +546,27 @@ TASKS: list[Task] = [
     Task("mcp_git_last_commit", "What is the message of the last commit in the git repository ~/projects/lighthouse?",
          says("lamp timer"), world="mcp:git"),
 ]
+
+# Calendar and contacts, against Radicale on 127.0.0.1 (bench/calendar_world.py: a week of events around
+# today, Thursday afternoon taken by a project review, two team meetings, the dentist on Tuesday).
+CALENDAR_TASKS: list[Task] = [
+    Task("cal_thursday_free", "Am I free on Thursday afternoon?",
+         # Busy: said so, or the review (or its hour) named; never a yes.
+         all_of(says_any("not free", "busy", "review", "14:00", "2 pm", "2pm", "2:00 pm", "14.00"),
+                says_none("yes", "you are free", "you're free", "i am free", "i'm free")), tools=2, world="calendar"),
+    Task("cal_move_dentist", "Move my dentist appointment to Friday at 10.",
+         all_of(event_kept("dentist"), one_event_at("dentist", "friday", 10, within_days=13),
+                titled("dentist", "Dentist appointment")), tools=3, world="calendar"),
+    Task("cal_elena_phone", "What's Elena's phone number?", says_digits("+39 333 1234567"), world="calendar"),
+    Task("cal_tomorrow", "What do I have tomorrow?", all_of(says_any("plumber", "sink"), says("yoga"), says_none("haircut")),
+         tools=2, world="calendar"),
+    Task("cal_lunch_marco", "Add lunch with Marco on Saturday at 13:00 to my calendar.",
+         one_event_at("marco", "saturday", 13), tools=2, world="calendar"),
+    Task("cal_cancel_team", "Cancel the team meeting on Wednesday.",
+         all_of(event_gone("team-wednesday"), event_kept("team-monday"), event_kept("dentist"), event_kept("thursday-review")),
+         tools=3, world="calendar"),
+]
+TASKS += CALENDAR_TASKS
 
 # A handful that touch each kind of check, for CI.
 SLICE = ("diary_last_lines", "csv_total", "delete_tmp", "page_special", "send_late", "weekly_reminder")

@@ -125,7 +125,7 @@ def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "
         text += (f'\n[llm.tiers.frontier]\nprovider = "openai"\nurl = "{online_url or llm_url}"\nmodel = "bench-online"\n'
                  f'timeout_s = {timeout_s:.0f}\nmax_tokens = 1024\n\n[runtime]\nmode = "{mode}"\nonline_tier = "frontier"\n')
     allow = [pages_url.split("://", 1)[1].rstrip("/")] if pages_url else []
-    # A task's mail world: its servers on the allow-list and its accounts, as the user would have set them.
+    # A task's world (mail, calendar): its servers on the allow-list and its sources, as the user would have set them.
     allow += world.allow() if world is not None else []
     if allow:
         text += f"\n[network]\nallow = {json.dumps(allow)}\n"
@@ -185,8 +185,9 @@ def run_metnos(home: Path, request: str, llm_url: str, timeout_s: float, *, mode
         "answers_rejected": len(_events(env, "Turn.AnswerRejected")),
         "constrained_rounds": sum(bool(((e["state"].get("reply") or {}).get("constraint") or {}).get("sent")) for e in replies),
     }
-    mail_sent = world.sent() if world is not None else []
-    return LoopResult(answer, steps, tokens, len(replies), error), status, Outcome(answer, home, outbox, schedules, mail_sent), seconds, forms
+    # What the task's world holds after the turn (mail that arrived, the calendar's events), for its check.
+    seen = (world.outcome() if hasattr(world, "outcome") else {"mail_sent": world.sent()}) if world is not None else {}
+    return LoopResult(answer, steps, tokens, len(replies), error), status, Outcome(answer, home, outbox, schedules, **seen), seconds, forms
 
 
 def run_in_process(system: str, home: Path, request: str, llm_url: str, timeout_s: float) -> tuple[LoopResult, str, Outcome, float]:
@@ -199,17 +200,27 @@ def run_in_process(system: str, home: Path, request: str, llm_url: str, timeout_
     return r, status, Outcome(r.answer, home, plain_outbox(home), plain_schedules(home)), seconds
 
 
+def world_of(name: str) -> Any:
+    """The context manager that starts a task's world; imported when a task needs it (each starts real servers)."""
+    if name == "mail":
+        from bench.mail_world import mail_world
+
+        return mail_world
+    if name == "calendar":
+        from bench.calendar_world import calendar_world
+
+        return calendar_world
+    raise ValueError(f"agent_tasks: no world {name!r} (known: mail, calendar)")
+
+
 def run_task(system: str, task: Task, pages_url: str, llm_url: str, timeout_s: float, online_url: str | None = None,
              keep: bool = False) -> TaskRun:
     home = Path(tempfile.mkdtemp(prefix=f"agentbench-{task.id}-{system}-"))
     try:
         build_home(task, home)
         request = task.request(pages_url)
-        if system in MODE_OF and task.world == "mail":
-            # Deferred: only the mail tasks start dovecot and aiosmtpd.
-            from bench.mail_world import mail_world
-
-            with mail_world() as world:
+        if system in MODE_OF and task.world and not task.world.startswith("mcp:"):
+            with world_of(task.world)() as world:
                 result, status, outcome, seconds, forms = run_metnos(home, request, llm_url, timeout_s, mode=MODE_OF[system],
                                                                      online_url=online_url, pages_url=pages_url, world=world,
                                                                      settings=task.settings)
@@ -350,11 +361,15 @@ def write_report(path: Path, meta: dict[str, Any], systems: list[str], runs: lis
     os.replace(tmp, path)
 
 
-def default_model() -> Path:
-    from metnos.mechanisms.llm.model_files import model_path
+def default_model(choice: Path | None = None) -> Path:
+    """The GGUF of --model: a file, or a choice as `metnos model` takes it (a size such as 1.5b, a name in
+    the models folder); none: the installed embedded model."""
+    from metnos.mechanisms.llm.model_files import resolve_model
     from metnos.settings.workspace import Workspace
 
-    return model_path(Workspace.from_env().models_dir)
+    if choice is not None and choice.is_file():
+        return choice
+    return resolve_model(Workspace.from_env().models_dir, str(choice) if choice is not None else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from metnos.mechanisms.llm.embedded import EmbeddedServer
 
-        model = model or default_model()
+        model = default_model(model)
         log = Path(tempfile.gettempdir()) / "agentbench-llm.log"
         server = EmbeddedServer(model, threads=args.threads or None, log_path=log)
         t0 = time.monotonic()
@@ -427,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from metnos.mechanisms.llm.embedded import BUILTIN_TEMPLATE, EmbeddedServer
 
-        model = model or default_model()
+        model = default_model(model)
         log = Path(tempfile.gettempdir()) / "agentbench-baseline-llm.log"
         baseline_server = EmbeddedServer(model, threads=args.threads or None, log_path=log, chat_template=BUILTIN_TEMPLATE)
         baseline_url = baseline_server.start()

@@ -66,6 +66,10 @@ class MailWorld:
     def sent(self) -> list[dict[str, Any]]:
         return list(self.smtp.received)
 
+    def outcome(self) -> dict[str, Any]:
+        """What the tasks' checks read (bench/agent_suite.py's Outcome)."""
+        return {"mail_sent": self.sent()}
+
 
 @contextmanager
 def mail_world() -> Iterator[MailWorld]:

@@ -5,7 +5,7 @@ puts it back byte for byte; on CalDAV each entry carries the deleted event's
 iCalendar text (``previous``), which the log keeps.
 """
 
-from calendars import Refused, failure, finish, open_source
+from calendars import Refused, failure, find_event, finish, open_source
 
 
 def _delete_one(source, uid, cal):
@@ -31,8 +31,17 @@ def run(args, ctx):
         cal = source.calendar() if source.file else None
     except Refused as exc:
         return failure(exc)
+    uids = list(args.get("uids") or [])
+    if args.get("find"):
+        try:
+            uids.append(find_event(source, args["find"], args.get("on"), ctx))
+        except Refused as exc:
+            return failure(exc)
+    if not uids:
+        return failure(Refused("InvalidArgument", "name the events to delete: uids (read_events gives them) or find "
+                                                  "(words of the event's title, e.g. \"dentist\", with on for its day)"))
     entries = []
-    for uid in args["uids"]:
+    for uid in uids:
         try:
             entries.append(_delete_one(source, uid, cal))
         except Refused as exc:

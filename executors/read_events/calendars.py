@@ -12,7 +12,9 @@ error carries it. What an event says is data: nothing in it is acted upon.
 
 import json
 import os
+import re
 import uuid
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from urllib.parse import urlsplit
 
@@ -50,17 +52,81 @@ def local_zone(ctx):
     return now.tzinfo or timezone.utc
 
 
-def parse_when(text, ctx, *, end_of_day=False):
-    """An ISO date or date-time from the arguments, as an aware datetime in the user's zone."""
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+# The parts of a day a person names ("thursday afternoon"), as [from, to) hours.
+DAY_PARTS = {"morning": (6, 12), "mattina": (6, 12), "mattino": (6, 12), "afternoon": (12, 18), "pomeriggio": (12, 18),
+             "evening": (18, 24), "sera": (18, 24), "night": (18, 24), "tonight": (18, 24), "stasera": (18, 24)}
+_PART = re.compile(r"\b(" + "|".join(DAY_PARTS) + r")\b", re.IGNORECASE)
+# "at 10", "alle 10", "ore 10": an hour alone, which the parser would read as a day of the month.
+_BARE_HOUR = re.compile(r"\b(at|alle|ore|h)\s+(\d{1,2})(?![\d:.])", re.IGNORECASE)
+WORDS_HINT = ("a date (YYYY-MM-DD), a date-time (YYYY-MM-DDTHH:MM) or a day as people say it "
+              "(\"tomorrow\", \"thursday 14:00\", \"friday at 10\", \"thursday afternoon\")")
+
+
+@dataclass(frozen=True)
+class When:
+    """A moment read from an argument, and what it named: a time, a whole day, or a part of a day."""
+
+    moment: datetime
+    kind: str  # "time" | "day" | "part"
+    until: datetime  # where what it named ends: the moment itself for a time, the day's or the part's end
+    spoken: bool = False  # said in words ("tomorrow"), not written as a date
+
+
+def _iso(text, zone):
+    if len(text) == 10:
+        day = date.fromisoformat(text)
+        start = datetime.combine(day, time(0), tzinfo=zone)
+        return When(start, "day", start + timedelta(days=1))
+    moment = datetime.fromisoformat(text)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=zone)
+    return When(moment, "time", moment)
+
+
+def _words(text, ctx, zone):
+    """A day as people say it, read against the turn's recorded now (never the wall clock); a weekday
+    means its next date after today, as "on Thursday" does."""
+    from dateparser.date import DateDataParser  # noqa: E402 - only days in words need it
+
+    part = _PART.search(text)
+    rest = _PART.sub(" ", text) if part else text
+    rest = _BARE_HOUR.sub(lambda m: f"{m.group(1)} {m.group(2)}:00", rest).strip() or "today"
+    base = datetime.fromisoformat(ctx["now"]).astimezone(zone).replace(tzinfo=None)
+    parser = DateDataParser(languages=["en", "it"], settings={
+        "RELATIVE_BASE": base, "PREFER_DATES_FROM": "future", "RETURN_TIME_AS_PERIOD": True,
+        # The base is already the user's wall clock: no zone lookup inside the sandbox.
+        "TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": False})
+    found = parser.get_date_data(rest)
+    if found is None or found.date_obj is None:
+        return None
+    moment = found.date_obj.replace(tzinfo=zone)
+    if found.period == "time" and not part:
+        return When(moment, "time", moment, spoken=True)
+    day = datetime.combine(moment.date(), time(0), tzinfo=zone)
+    if part:
+        begin, end = DAY_PARTS[part.group(1).lower()]
+        return When(day + timedelta(hours=begin), "part", day + timedelta(hours=end), spoken=True)
+    return When(day, "day", day + timedelta(days=1), spoken=True)
+
+
+def read_when(text, ctx):
+    """An argument's date, date-time or day in words, in the user's zone."""
+    zone = local_zone(ctx)
     try:
-        if len(text) == 10:
-            day = date.fromisoformat(text)
-            moment = datetime.combine(day + timedelta(days=1) if end_of_day else day, time(0))
-        else:
-            moment = datetime.fromisoformat(text)
+        return _iso(text, zone)
     except ValueError:
-        raise Refused("InvalidArgument", f"{text!r} is not a date (YYYY-MM-DD) or a date-time (YYYY-MM-DDTHH:MM)") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=local_zone(ctx))
+        pass
+    found = _words(text, ctx, zone)
+    if found is None:
+        raise Refused("InvalidArgument", f"{text!r} is not {WORDS_HINT}")
+    return found
+
+
+def parse_when(text, ctx, *, end_of_day=False):
+    """An argument's moment as an aware datetime in the user's zone; ``end_of_day``: a day (or a part of
+    one) given as an end means its end."""
+    when = read_when(text, ctx)
+    return when.until if end_of_day else when.moment
 
 
 def show(value, ctx):
@@ -92,8 +158,11 @@ def occurrence(component, ctx, source, recurring=None):
     if end is None:
         length = component.decoded("DURATION") if component.get("DURATION") is not None else None
         end = start + (length if length is not None else (timedelta(days=1) if not isinstance(start, datetime) else timedelta(0)))
+    # The weekday beside the date: a small model cannot tell which date is "Thursday".
+    local_start = start.astimezone(local_zone(ctx)) if isinstance(start, datetime) and start.tzinfo else start
     entry = {"uid": _text(component, "UID"), "summary": _text(component, "SUMMARY"),
-             "start": show(start, ctx), "end": show(end, ctx), "all_day": not isinstance(start, datetime),
+             "start": show(start, ctx), "end": show(end, ctx), "weekday": WEEKDAYS[local_start.weekday()],
+             "all_day": not isinstance(start, datetime),
              "location": _text(component, "LOCATION"), "description": _text(component, "DESCRIPTION"),
              "recurring": bool(recurring) or component.get("RRULE") is not None or component.get("RDATE") is not None,
              "calendar": source.name}
@@ -117,6 +186,55 @@ def master(calendar, uid):
         if str(component.get("UID", "")) == uid and component.get("RECURRENCE-ID") is None:
             return component
     return None
+
+
+# Words that name no event ("my dentist appointment" is found by "dentist appointment").
+_FILLER = frozenset({"the", "my", "our", "a", "an", "of", "on", "at", "to", "il", "lo", "la", "le", "gli", "i", "un", "una",
+                     "mio", "mia", "miei", "mie", "di", "del", "della", "con"})
+# How far ahead an event named by its words is looked for, when no day is given.
+FIND_DAYS = 92
+
+
+def _words_of(text):
+    return [w for w in re.findall(r"\w+", text.lower()) if w not in _FILLER]
+
+
+def _holds(event, words):
+    said = " ".join(event[k] for k in ("summary", "location", "description")).lower()
+    return all(re.search(r"\b" + re.escape(w), said) for w in words)
+
+
+def find_event(source, text, on, ctx):
+    """The one event whose summary, location or description holds every word of ``text``: on the day
+    ``on`` names, or from today through the next FIND_DAYS days. None, or several, is refused with
+    what was found and how to say which."""
+    words = _words_of(text)
+    if not words:
+        raise Refused("InvalidArgument", f"find {text!r} has no word to look for (give the event's title, e.g. \"dentist\")")
+    zone = local_zone(ctx)
+    if on:
+        when = read_when(on, ctx)
+        start = when.moment if when.kind != "time" else datetime.combine(when.moment.date(), time(0), tzinfo=zone)
+        end = when.until if when.kind != "time" else start + timedelta(days=1)
+        where = f"on {on}"
+    else:
+        start = datetime.fromisoformat(ctx["now"]).astimezone(zone).replace(hour=0, minute=0, second=0, microsecond=0)
+        end = start + timedelta(days=FIND_DAYS)
+        where = f"in the next {FIND_DAYS} days"
+    found = {}
+    for event in source.read(start, end, ctx):
+        if _holds(event, words):
+            found.setdefault(event["uid"], event)
+    if not found:
+        raise Refused("NotFound", f"no event with {text!r} in calendar {source.name!r} {where} "
+                                  "(read_events lists them; on names another day)")
+    if len(found) > 1:
+        listed = "; ".join(f"{e['summary']} at {e['start']} (uid {uid})" for uid, e in found.items())
+        raise Refused("Ambiguous", f"{len(found)} events match {text!r} {where}: {listed}; say which by its day (on) or its uid")
+    uid, event = next(iter(found.items()))
+    if event["recurring"]:
+        raise Refused("Ambiguous", f"{event['summary']!r} is a recurring event: give its uid ({uid}) to change the whole series")
+    return uid
 
 
 def new_uid():

@@ -7,14 +7,26 @@ it is and nothing in it is acted upon.
 
 from datetime import datetime, timedelta
 
-from calendars import Refused, failure, local_zone, open_source, parse_when, show
+from calendars import Refused, failure, local_zone, open_source, parse_when, read_when, show
 
 
 def _range(args, ctx):
     now = datetime.fromisoformat(ctx["now"])
     today = now.astimezone(local_zone(ctx)).replace(hour=0, minute=0, second=0, microsecond=0)
-    start = parse_when(args["start"], ctx) if args.get("start") else today
-    end = parse_when(args["end"], ctx, end_of_day=True) if args.get("end") else start + timedelta(days=7)
+    if args.get("when"):
+        # One day, or a part of one, as said: the whole of it (from a time said, the rest of that day).
+        when = read_when(args["when"], ctx)
+        day_end = datetime.combine(when.moment.date() + timedelta(days=1), datetime.min.time(), tzinfo=when.moment.tzinfo)
+        return when.moment, (day_end if when.kind == "time" else when.until)
+    when = read_when(args["start"], ctx) if args.get("start") else None
+    start = when.moment if when else today
+    if args.get("end"):
+        end = parse_when(args["end"], ctx, end_of_day=True)
+    elif when is not None and when.kind == "part" or when is not None and when.spoken and when.kind == "day":
+        # "tomorrow", "thursday afternoon" alone: that day, that part of it.
+        end = when.until
+    else:
+        end = start + timedelta(days=7)
     if end <= start:
         raise Refused("InvalidArgument", f"end ({args.get('end')}) is not after start ({args.get('start')})")
     return start, end

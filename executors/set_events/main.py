@@ -7,26 +7,43 @@ was (``previous``), which the log keeps; undo lists the step as one it cannot
 put back (docs/executors.md, "Calendars and contacts").
 """
 
+import re
 from datetime import date, datetime, timedelta, timezone
 
 import icalendar
 
-from calendars import Refused, failure, finish, master, new_uid, occurrence, open_source, parse_when, stamp
+from calendars import Refused, failure, find_event, finish, local_zone, master, new_uid, occurrence, open_source, read_when, stamp
 
 _FIELDS = {"summary": "SUMMARY", "location": "LOCATION", "description": "DESCRIPTION"}
 
 
 def _moment(text, ctx, all_day, zone):
+    when = read_when(text, ctx)
+    _not_written_in_the_past(text, when, ctx)
     if all_day:
-        try:
-            return date.fromisoformat(text[:10])
-        except ValueError:
-            raise Refused("InvalidArgument", f"{text!r} is not a date (YYYY-MM-DD)") from None
-    when = parse_when(text, ctx)
-    if zone is not None and len(text) > 10 and datetime.fromisoformat(text).tzinfo is None:
-        return when.replace(tzinfo=zone)
+        return when.moment.date()
+    if zone is not None and when.kind == "time" and _wall_clock(text):
+        return when.moment.replace(tzinfo=zone)
+    when = when.moment
     # A fixed offset has no VTIMEZONE to name it: kept in UTC, which every client reads.
     return when.astimezone(timezone.utc)
+
+
+def _not_written_in_the_past(text, when, ctx):
+    """A date written out (not said: "yesterday" may be meant) before today is refused, with today's
+    date: a small model that does not know the date writes one from its training (2023-06-06)."""
+    today = datetime.fromisoformat(ctx["now"]).astimezone(local_zone(ctx)).date()
+    if not when.spoken and when.moment.astimezone(local_zone(ctx)).date() < today:
+        raise Refused("InvalidArgument", f"{text!r} is before today ({today:%A} {today.isoformat()}): give the day as the "
+                                         "user said it (\"monday 9:30\", \"tomorrow 18:00\") or a date from today on")
+
+
+def _wall_clock(text):
+    """Whether a time was given without a zone (a wall-clock time, as every time said in words is)."""
+    try:
+        return datetime.fromisoformat(text).tzinfo is None
+    except ValueError:
+        return True
 
 
 def _put(component, key, value):
@@ -36,6 +53,11 @@ def _put(component, key, value):
 
 
 def _apply(component, spec, ctx, creating):
+    if "when" in spec:
+        # when is start by the name a person uses ("when is it?"); given both, they must agree.
+        if "start" in spec and spec["start"] != spec["when"]:
+            raise Refused("InvalidArgument", "give the start once: when or start, not both")
+        spec = {**spec, "start": spec["when"]}
     old_start = component.decoded("DTSTART") if "DTSTART" in component else None
     old_end = component.decoded("DTEND") if "DTEND" in component else None
     all_day = spec.get("all_day", isinstance(old_start, date) and not isinstance(old_start, datetime))
@@ -78,8 +100,20 @@ def _new_calendar():
     return cal
 
 
+def _found(source, spec, ctx):
+    """The uid of the event find names; none when nothing matches and find only repeats the new event's
+    own summary (the 1.5B gave a new lunch its title in both), which is then created."""
+    try:
+        return find_event(source, spec["find"], spec.get("on"), ctx)
+    except Refused as exc:
+        title = spec.get("summary", "").lower()
+        if exc.cls == "NotFound" and title and all(w in title for w in re.findall(r"\w+", spec["find"].lower())):
+            return ""
+        raise
+
+
 def _set_one(source, spec, ctx):
-    uid = spec.get("uid")
+    uid = spec.get("uid") or (_found(source, spec, ctx) if spec.get("find") else "")
     if uid:
         previous, holder = source.find(uid)
         if previous is None:

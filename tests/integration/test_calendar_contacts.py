@@ -13,6 +13,7 @@ import io
 import json
 import sys
 from collections.abc import Iterator
+from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 
 import orjson
@@ -227,3 +228,80 @@ def test_an_event_that_gives_orders_is_returned_as_data(home: Path, server: Radi
     assert any("Ignore your instructions" in m["content"] for m in tool)
     # Nothing acted on it: the only call was the read the script made.
     assert server.event("dentist-1") is not None and notes.read_text() == "keep me"
+
+
+# Days as people say them ("thursday afternoon", "friday at 10"), read against the turn's now, and an
+# event found by the words of its title: what a request says, without a uid or a date worked out first.
+
+def _upcoming(weekday: int) -> date:
+    """The next date with that weekday after today (Monday is 0), as "on Thursday" means."""
+    today = datetime.now().astimezone().date()
+    return today + timedelta(days=(weekday - today.weekday() - 1) % 7 + 1)
+
+
+def _event(uid: str, summary: str, start: datetime, minutes: int) -> str:
+    utc = start.astimezone(timezone.utc)
+    end = utc + timedelta(minutes=minutes)
+    return (f"BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:{uid}\r\n"
+            f"DTSTAMP:20300101T000000Z\r\nDTSTART:{utc:%Y%m%dT%H%M%SZ}\r\nDTEND:{end:%Y%m%dT%H%M%SZ}\r\n"
+            f"SUMMARY:{summary}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+
+
+def _at(day: date, hour: int) -> datetime:
+    return datetime.combine(day, time(hour), tzinfo=datetime.now().astimezone().tzinfo)
+
+
+@pytest.fixture
+def week_server(tmp_path: Path) -> Iterator[Radicale]:
+    with radicale(tmp_path / "radicale") as s:
+        s.put_event(_event("review", "Project review", _at(_upcoming(3), 14), 120))
+        s.put_event(_event("bank", "Call with the bank", _at(_upcoming(3), 9), 30))
+        s.put_event(_event("dentist", "Dentist appointment", _at(_upcoming(1), 16), 45))
+        s.put_event(_event("team-mon", "Team meeting", _at(_upcoming(0), 10), 60))
+        s.put_event(_event("team-wed", "Team meeting", _at(_upcoming(2), 10), 60))
+        yield s
+
+
+def test_a_day_said_in_words_is_read_against_today(home: Path, week_server: Radicale, capsys) -> None:
+    configure(week_server)
+    thursday = _upcoming(3)
+    code, out, _ = run(capsys, "read_events", {"start": "thursday afternoon", "free_busy": True})
+    assert code == 0 and out["ok"], out
+    # The afternoon alone: the review, not the morning's call.
+    assert out["range"]["start"].startswith(f"{thursday}T12:00") and out["range"]["end"].startswith(f"{thursday}T18:00"), out
+    assert [e["uid"] for e in out["entries"]] == ["review"] and out["is_free"] is False
+    code, out, _ = run(capsys, "read_events", {"start": "thursday 9:00", "end": "thursday 10:00", "free_busy": True})
+    assert [e["uid"] for e in out["entries"]] == ["bank"], out
+    # when: one day as said, the whole of it; each entry says its weekday beside its date.
+    code, out, _ = run(capsys, "read_events", {"when": "thursday"})
+    assert [(e["uid"], e["weekday"]) for e in out["entries"]] == [("bank", "Thursday"), ("review", "Thursday")], out
+    code, out, _ = run(capsys, "read_events", {"when": "thursday 12:00"})
+    assert [e["uid"] for e in out["entries"]] == ["review"], out
+    code, out, _ = run(capsys, "read_events", {"start": "the day after the flood"})
+    assert out["error"]["class"] == "InvalidArgument" and "thursday 14:00" in out["error"]["message"], out
+
+
+def test_an_event_found_by_its_words_is_moved_to_a_day_said_in_words(home: Path, week_server: Radicale, capsys) -> None:
+    configure(week_server)
+    code, out, _ = run(capsys, "set_events", {"events": [{"find": "my dentist appointment", "start": "friday at 10"}]})
+    assert code == 0 and out["ok"], out
+    friday = _upcoming(4)
+    moved = week_server.event("dentist")
+    start = _at(friday, 10).astimezone(timezone.utc)
+    # Moved, not copied: the same uid, Friday at 10 the user's time, the same 45 minutes.
+    assert f"DTSTART:{start:%Y%m%dT%H%M%SZ}" in moved and f"DTEND:{start + timedelta(minutes=45):%Y%m%dT%H%M%SZ}" in moved, moved
+    code, out, _ = run(capsys, "set_events", {"events": [{"summary": "Lunch with Marco", "start": "saturday 13:00"}]})
+    created = week_server.event(out["entries"][0]["uid"])
+    assert f"DTSTART:{_at(_upcoming(5), 13).astimezone(timezone.utc):%Y%m%dT%H%M%SZ}" in created, created
+
+
+def test_two_events_that_match_are_refused_until_the_day_says_which(home: Path, week_server: Radicale, capsys) -> None:
+    configure(week_server)
+    code, out, _ = run(capsys, "delete_events", {"find": "team meeting"})
+    assert out["error"]["class"] == "Ambiguous" and "team-mon" in out["error"]["message"] and "team-wed" in out["error"]["message"]
+    assert week_server.event("team-mon") is not None and week_server.event("team-wed") is not None
+    code, out, _ = run(capsys, "delete_events", {"find": "team meeting", "on": "wednesday"})
+    assert code == 0 and out["ok"], out
+    assert week_server.event("team-wed") is None and week_server.event("team-mon") is not None
+    code, out, _ = run(capsys, "delete_events", {"find": "haircut"})
+    assert out["error"]["class"] == "NotFound" and "read_events" in out["error"]["message"], out

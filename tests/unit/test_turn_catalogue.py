@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import executors
-from metnos.runtime.step.catalogue import inline_refs, tool_parameters
+from metnos.runtime.step.catalogue import compact_schema, inline_refs, offered_arguments, tool_parameters
 
 SEEDS = Path(executors.__file__).parent
 
@@ -83,3 +83,47 @@ def test_nested_shapes_and_enums_survive_compaction() -> None:
     item = shown["properties"]["files"]["items"]
     assert item["required"] == ["path", "content"]
     assert item["properties"]["mode"]["enum"] == ["create", "overwrite", "append"]
+
+
+def test_configured_names_are_offered_as_the_only_choices() -> None:
+    params = offered_arguments(tool_parameters(contract("read_events")), {"calendar": {"sources": {"work": {}, "home": {}}}})
+    assert params["properties"]["calendar"]["enum"] == ["home", "work"]
+    # Nothing configured: the argument is not offered at all (a .ics file still is).
+    bare = offered_arguments(tool_parameters(contract("read_events")), {"calendar": {"sources": {}}})
+    assert "calendar" not in bare["properties"] and "file" in bare["properties"]
+    people = offered_arguments(tool_parameters(contract("read_contacts")), {"contacts": {"sources": {"people": {}}}})
+    assert people["properties"]["address_book"]["enum"] == ["people"]
+
+
+def test_a_hint_is_the_only_prose_shown_and_a_tuning_argument_is_not_offered() -> None:
+    shown = compact_schema(offered_arguments(tool_parameters(contract("read_events")), {}))
+    assert "in the words the user said" in shown["properties"]["start"]["description"]
+    assert "description" not in shown["properties"]["free_busy"]
+    assert "max_events" not in shown["properties"]
+    # Offered or not, the signed schema still takes it from other callers.
+    assert "max_events" in tool_parameters(contract("read_events"))["properties"]
+    nested = compact_schema(offered_arguments(tool_parameters(contract("set_events")), {}))
+    assert "leave out to create one" in nested["properties"]["events"]["items"]["properties"]["find"]["description"]
+
+
+def test_an_argument_left_out_is_no_longer_required() -> None:
+    schema = {"type": "object", "required": ["account", "to"],
+              "properties": {"account": {"type": "string", "x-choices": "mail.accounts"}, "to": {"type": "string"}}}
+    assert offered_arguments(schema, {})["required"] == ["to"]
+    assert offered_arguments(schema, {"mail": {"accounts": {"home": {}}}})["required"] == ["account", "to"]
+
+
+def test_a_file_is_offered_instead_of_a_source_only_when_none_is_configured() -> None:
+    configured = offered_arguments(tool_parameters(contract("set_events")), {"calendar": {"sources": {"home": {}}}})
+    assert "calendar" in configured["properties"] and "file" not in configured["properties"]
+    bare = offered_arguments(tool_parameters(contract("set_events")), {})
+    assert "calendar" not in bare["properties"] and "file" in bare["properties"]
+    people = offered_arguments(tool_parameters(contract("read_contacts")), {"contacts": {"sources": {"people": {}}}})
+    assert "file" not in people["properties"]
+
+
+def test_an_argument_the_model_must_give_is_required_of_it_alone() -> None:
+    offered = offered_arguments(tool_parameters(contract("delete_events")), {"calendar": {"sources": {"home": {}}}})
+    assert offered["required"] == ["find"] and "uids" not in offered["properties"]
+    # The signed schema still takes uids alone, from a plan or a piped step.
+    assert "required" not in tool_parameters(contract("delete_events"))

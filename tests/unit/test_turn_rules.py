@@ -393,3 +393,16 @@ def test_an_answer_in_the_words_of_the_request_is_not_an_echo_of_the_instruction
                      request=request)
     echo.messages.extend([UserMessage("step 1 returned ..."), UserMessage(answer_from_results(request))])
     assert isinstance(AnswerForm().on_answer(echo), SendBack)
+
+
+def test_a_list_no_offered_tool_takes_is_answered_from_at_once() -> None:
+    takes = {"type": "object", "properties": {"from_step": {"type": "integer"}, "field": {"type": "string"}}}
+    loop = Loop({"read_events": executor(), "sort_entries": executor(schema=takes)})
+    state = TurnState()
+    ran(a_step(loop, "read_events", {"paths": ["~/a.ics"]}, state), {"ok": True, "entries": [{"summary": "Review"}]})
+    state.model_steps = 1
+    # Offered the read alone: nothing works on its list, the answer says it.
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_events"])) == WordsOnly()
+    # Offered a tool that takes the list: the chain may go on.
+    assert AnswerOnly().on_ask(a_round(loop, state, ["read_events", "sort_entries"])) is None
+

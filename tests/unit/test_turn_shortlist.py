@@ -129,3 +129,46 @@ def test_a_catalogue_larger_than_the_pool_gets_the_shortlist_and_says_why() -> N
     assert [c["name"] for c in ranking["candidates"]] == [c["name"] for c in shortlist(INDEX, "what does ~/notes/a.md say", pool_size=3)["candidates"]]
     assert ranking["offer"]["made"] == "shortlist"
     assert ranking["offer"]["why"] == "the 4 executors the request may use are more than the pool of 3"
+
+
+def _seed(name: str) -> CatalogueEntry:
+    """A seed as the catalogue has it: its own affinity tags, from its manifest."""
+    import tomllib
+    from pathlib import Path
+
+    import executors
+
+    manifest = tomllib.loads((Path(executors.__file__).parent / name / "manifest.toml").read_text())
+    return CatalogueEntry(name, affinity=tuple(manifest["executor"]["affinity"]), side_effects=manifest["contract"]["side_effects"])
+
+
+SEEDS = PrefilterIndex([_seed(n) for n in ("move_files", "write_files", "delete_files", "set_events", "delete_events",
+                                           "read_events", "find_files", "send_messages")])
+
+
+def seed_names(text: str) -> list[str]:
+    return [c["name"] for c in shortlist(SEEDS, text, pool_size=12)["candidates"]]
+
+
+def test_a_file_executor_gives_way_when_the_request_names_no_file_and_another_takes_the_action() -> None:
+    ranking = shortlist(SEEDS, "Move my haircut appointment to Monday at 9.", pool_size=12)
+    assert "set_events" in [c["name"] for c in ranking["candidates"]]
+    assert {"name": "move_files", "reason": "acts on files, and the request names none while another tool takes its action"} \
+        in ranking["withheld"]
+    assert "write_files" not in seed_names("Add a dinner with Sara on Monday at 20:00 to my calendar.")
+    # A file, a folder or the word itself named: the file executors stay.
+    assert "move_files" in seed_names("Move ~/notes/plan.md to ~/archive.")
+    assert "move_files" in seed_names("Move the files about the appointment to the archive folder.")
+    assert "delete_files" in seed_names("Delete the .tmp files in ~/Downloads.")
+    # No other taker: nothing is withheld for this.
+    assert "move_files" in seed_names("Move my drafts somewhere else.")
+
+
+def test_an_everyday_verb_alone_does_not_speak_of_schedules() -> None:
+    from bench.shortlist_recall import catalogue
+
+    index = PrefilterIndex(catalogue())
+    pool = [c["name"] for c in shortlist(index, "Cancel the haircut on Monday.", pool_size=12)["candidates"]]
+    assert "cancel_recurring" not in pool and "delete_events" in pool, pool
+    pool = [c["name"] for c in shortlist(index, "Cancel the reminder about the plants.", pool_size=12)["candidates"]]
+    assert "cancel_recurring" in pool, pool

@@ -47,3 +47,19 @@ def birth_unknown_uid_changes_nothing(run, tmp):
     assert (tmp / "cal.ics").read_bytes() == ICS.encode()
     out = run({"calendar": "work", "uids": ["x"]})
     assert out["error"]["class"] == "UnknownCalendar", out
+
+
+def birth_found_by_its_words_on_a_day_said(run, tmp):
+    # ctx.now is Sunday 2030-04-28: "thursday" is 2030-05-02.
+    run = _in_utc(run)
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "find": "dentist", "on": "wednesday"})
+    assert out["error"]["class"] == "NotFound", out
+    # A recurring event is deleted by uid only: its occurrences are not one event.
+    out = run({"file": "~/cal.ics", "find": "standup"})
+    assert out["error"]["class"] == "Ambiguous" and "uid" in out["error"]["message"], out
+    out = run({"file": "~/cal.ics", "find": "dentist", "on": "thursday"})
+    assert out["ok"] and out["entries"][0]["uid"] == "dentist", out
+    text = (tmp / "cal.ics").read_text()
+    assert "UID:dentist" not in text and "UID:standup" in text, text
+    assert run({"file": "~/cal.ics"})["error"]["class"] == "InvalidArgument"

@@ -82,3 +82,20 @@ def birth_errors_name_the_cause(run, tmp):
                                        "default": "home"}})
     # No password in the vault: refused before any connection, with the fix.
     assert out["error"]["class"] == "Unauthorized" and "metnos calendar password home" in out["error"]["message"], out
+
+
+def birth_days_as_people_say_them(run, tmp):
+    # ctx.now is Sunday 2030-04-28: "thursday" is 2030-05-02, "tomorrow" Monday 2030-04-29.
+    run = _in_utc(run)
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "when": "thursday morning"})
+    assert out["range"] == {"start": "2030-05-02T06:00+00:00", "end": "2030-05-02T12:00+00:00"}, out
+    assert [(e["uid"], e["weekday"]) for e in out["entries"]] == [("dentist", "Thursday"), ("standup", "Thursday")], out
+    out = run({"file": "~/cal.ics", "start": "thursday afternoon", "free_busy": True})
+    assert out["is_free"] is True and out["entries"] == [], out
+    out = run({"file": "~/cal.ics", "start": "tomorrow"})
+    assert [(e["uid"], e["start"]) for e in out["entries"]] == [("standup", "2030-04-29T07:00+00:00")], out
+    out = run({"file": "~/cal.ics", "when": "giovedì alle 7"})
+    assert out["range"]["start"] == "2030-05-02T07:00+00:00", out
+    out = run({"file": "~/cal.ics", "when": "when the cows come home"})
+    assert out["error"]["class"] == "InvalidArgument" and "thursday 14:00" in out["error"]["message"], out

@@ -59,3 +59,45 @@ def birth_refusals(run, tmp):
     out = run({"calendar": "home", "events": [{"summary": "x", "start": "2030-05-03T10:00"}]},
               config={"calendar": {"sources": {"home": {"path": "~/cal.ics"}}, "default": "home"}})
     assert out["error"]["class"] == "InvalidArgument" and "give it as file" in out["error"]["message"], out
+
+
+def birth_found_by_its_words_and_moved_to_a_day_said(run, tmp):
+    # ctx.now is Sunday 2030-04-28: "friday at 10" is 2030-05-03 10:00.
+    run = _in_utc(run)
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"find": "the dentist", "start": "friday at 10"}]})
+    assert out["ok"], out
+    assert (out["entries"][0]["uid"], out["entries"][0]["event"]["start"], out["entries"][0]["event"]["end"]) == \
+        ("dentist", "2030-05-03T10:00+00:00", "2030-05-03T11:00+00:00"), out
+    out = run({"file": "~/cal.ics", "events": [{"find": "haircut", "start": "friday at 11"}]})
+    assert out["error"]["class"] == "NotFound" and "read_events" in out["error"]["message"], out
+
+
+def birth_a_date_written_in_the_past_is_refused_with_today(run, tmp):
+    # ctx.now is Sunday 2030-04-28: a model that does not know it writes a date of its training.
+    run = _in_utc(run)
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"summary": "Lunch", "start": "2023-06-06T13:00"}]})
+    assert out["error"]["class"] == "InvalidArgument" and "Sunday 2030-04-28" in out["error"]["message"], out
+    # Said in words, a past day is what was meant.
+    out = run({"file": "~/cal.ics", "events": [{"summary": "Lunch", "start": "yesterday 13:00"}]})
+    assert out["ok"] and out["entries"][0]["event"]["start"] == "2030-04-27T13:00+00:00", out
+
+
+def birth_when_is_the_start_said(run, tmp):
+    # ctx.now is Sunday 2030-04-28: "tuesday 13:00" is 2030-04-30 13:00.
+    run = _in_utc(run)
+    out = run({"file": "~/new.ics", "events": [{"summary": "Lunch", "when": "tuesday 13:00"}]})
+    assert out["ok"] and out["entries"][0]["event"]["start"] == "2030-04-30T13:00+00:00", out
+    out = run({"file": "~/new.ics", "events": [{"summary": "Lunch", "when": "tuesday 13:00", "start": "2030-05-01T13:00"}]})
+    assert out["error"]["class"] == "InvalidArgument" and "not both" in out["error"]["message"], out
+
+
+def birth_a_find_that_only_repeats_the_new_title_creates(run, tmp):
+    run = _in_utc(run)
+    (tmp / "cal.ics").write_text(ICS)
+    out = run({"file": "~/cal.ics", "events": [{"find": "lunch with Sara", "summary": "Lunch with Sara", "when": "tuesday 13:00"}]})
+    assert out["ok"] and out["entries"][0]["action"] == "created", out
+    # A find that matches nothing and is not the new title is refused: no event is made up.
+    out = run({"file": "~/cal.ics", "events": [{"find": "dentist appointment", "summary": "Dentist", "when": "friday 10:00"}]})
+    assert out["error"]["class"] == "NotFound", out

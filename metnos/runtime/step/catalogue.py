@@ -9,7 +9,7 @@ it names the step whose list to use and never types the list out itself.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,13 +133,15 @@ _BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "mi
 
 
 def compact_schema(node: Any, *, bounds: bool = False) -> Any:
-    """The shape of a JSON Schema: types, fields, required fields and enums, nothing else
-    (with ``bounds``, also the bounds of numbers, strings and arrays)."""
+    """The shape of a JSON Schema: types, fields, required fields, enums and an argument's hint (HINT_KEY),
+    nothing else (with ``bounds``, also the bounds of numbers, strings and arrays)."""
     if isinstance(node, list):
         return [compact_schema(v, bounds=bounds) for v in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
+    if isinstance(node.get(HINT_KEY), str):
+        out["description"] = node[HINT_KEY]
     for key in _SHAPE_KEYS + (_BOUND_KEYS if bounds else ()):
         if key not in node:
             continue
@@ -166,12 +168,75 @@ def catalogue_entry(m: Manifest) -> CatalogueEntry:
     )
 
 
-def _tool(le: LoadedExecutor, *, step_refs: bool = True) -> ToolSpec:
+# What a schema tells the model of an argument beyond its shape, opt-in per argument:
+# - "x-choices": "calendar.sources": its values are the keys of that table of the executors' config
+#   (ctx.config). Asked for a free string, a small model invents one ("your_calendar_name"); offered
+#   the names as an enum, it picks one or leaves the argument out. None configured: not offered.
+# - "x-hint": a few words on its form that its name cannot say ("as the user says it: \"tomorrow\"");
+#   compact_schema offers it as the argument's description (and drops every other prose).
+# - "x-offered": false: a tuning argument the model is not offered (the 1.5B set max_events to 1 and
+#   lost the events after the first); other callers may still pass it, the executor's default holds.
+# - "x-alternative-to": "calendar": offered only when that argument is not, i.e. nothing is configured
+#   for it (a local .ics file instead of a configured calendar: offered both, the 1.5B gave a
+#   configured calendar and an invented file).
+# - "x-offer-required": true: required of the model though the schema, which other callers also
+#   answer to, has another way (delete_events: find, or uids from a plan; offered find alone, the
+#   1.5B gave only its day).
+CHOICES_KEY = "x-choices"
+HINT_KEY = "x-hint"
+OFFERED_KEY = "x-offered"
+ALTERNATIVE_KEY = "x-alternative-to"
+OFFER_REQUIRED_KEY = "x-offer-required"
+
+
+def configured_names(config: Mapping[str, Any], where: str) -> list[str]:
+    """The keys of the table ``where`` ("calendar.sources") of the executors' config, sorted; none if absent."""
+    node: Any = config
+    for part in where.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return sorted(str(k) for k in node) if isinstance(node, Mapping) else []
+
+
+def offered_arguments(schema: Any, config: Mapping[str, Any]) -> Any:
+    """The schema's arguments as the model is offered them: CHOICES_KEY, OFFERED_KEY, ALTERNATIVE_KEY and
+    OFFER_REQUIRED_KEY applied (the hints stay, for compact_schema to show)."""
+    if isinstance(schema, list):
+        return [offered_arguments(v, config) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: offered_arguments(value, config) for key, value in schema.items() if key != "properties"}
+    if isinstance(schema.get("properties"), dict):
+        props = {}
+        for name, sub in schema["properties"].items():
+            if isinstance(sub, dict) and sub.get(OFFERED_KEY) is False:
+                continue
+            if isinstance(sub, dict) and isinstance(sub.get(CHOICES_KEY), str):
+                names = configured_names(config, sub[CHOICES_KEY])
+                if not names:
+                    continue
+                sub = {**sub, "enum": names}
+            props[name] = offered_arguments(sub, config)
+        props = {name: sub for name, sub in props.items()
+                 if not (isinstance(sub, dict) and isinstance(sub.get(ALTERNATIVE_KEY), str) and sub[ALTERNATIVE_KEY] in props)}
+        out["properties"] = props
+        required = [r for r in schema.get("required", []) if r in props] if isinstance(schema.get("required"), list) else []
+        required += [name for name, sub in props.items()
+                     if isinstance(sub, dict) and sub.get(OFFER_REQUIRED_KEY) is True and name not in required]
+        if required:
+            out["required"] = required
+        else:
+            out.pop("required", None)
+    elif "properties" in schema:
+        out["properties"] = schema["properties"]
+    return out
+
+
+def _tool(le: LoadedExecutor, *, step_refs: bool = True, config: Mapping[str, Any] | None = None) -> ToolSpec:
     # The one-line summary, not the long description: the pre-filter reads
     # the long one; the model gets the few tokens it needs to choose.
     m = le.manifest
     description = m.executor.summary or m.description.get("en", "")
-    offered = tool_parameters(le.input_schema, step_refs=step_refs)
+    offered = offered_arguments(tool_parameters(le.input_schema, step_refs=step_refs), config or {})
     return ToolSpec(name=le.name, description=description, parameters=compact_schema(offered),
                     grammar_parameters=compact_schema(offered, bounds=True))
 
@@ -218,10 +283,12 @@ def builtin_tools() -> dict[str, Builtin]:
 
 class TurnCatalogue:
     def __init__(self, executors: list[LoadedExecutor], builtins: dict[str, Builtin] | None = None,
-                 quarantined: Sequence[QuarantinedExecutor] = ()) -> None:
+                 quarantined: Sequence[QuarantinedExecutor] = (), config: Mapping[str, Any] | None = None) -> None:
+        """``config``: the executors' config (ctx.config), whose configured names the tools offer (CHOICES_KEY)."""
         self.builtins = builtins or {}
         ordered = sorted(executors, key=lambda e: e.name)
-        self.executors = {le.name: TurnExecutor(le, catalogue_entry(le.manifest), _tool(le), _tool(le, step_refs=False)) for le in ordered}
+        self.executors = {le.name: TurnExecutor(le, catalogue_entry(le.manifest), _tool(le, config=config),
+                                                _tool(le, step_refs=False, config=config)) for le in ordered}
         entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
         self.index = PrefilterIndex(sorted(entries, key=lambda e: e.name)) if ordered else None
         identities = [{"name": te.name, "version": te.loaded.version, "digest": te.loaded.digest} for te in self.executors.values()]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import metnos
+from domain.canonical import canonical_hash
 from domain.turn import OPEN, Turn
 from domain.errors import MetnosError
 from metnos.runtime.mnestome.record import record_turn
@@ -135,10 +136,12 @@ def turn_catalogue(runtime: Runtime) -> TurnCatalogue:
     loaded = [le for le in runtime.report.loaded if le.name in offered and offered[le.name]["version"] == le.version and offered[le.name]["origin"] == le.origin]
     held = held_versions(state)
     # The pre-filter index is built once per set of executors, not per turn (and a quarantined one's manifest read once).
-    key = (tuple((le.name, le.version, le.digest) for le in loaded), held)
+    # The tools offer the names configured in it (calendars, address books, mail accounts): a change rebuilds.
+    config = runtime.config or {}
+    key = (tuple((le.name, le.version, le.digest) for le in loaded), held, canonical_hash(config))
     cached = getattr(runtime, "_turn_catalogue", None)
     if cached is None or cached[0] != key:
-        cached = (key, TurnCatalogue(loaded, builtins=builtin_tools(), quarantined=ranked(held, runtime.report)))
+        cached = (key, TurnCatalogue(loaded, builtins=builtin_tools(), quarantined=ranked(held, runtime.report), config=config))
         runtime._turn_catalogue = cached  # type: ignore[attr-defined]
     return cached[1]
 

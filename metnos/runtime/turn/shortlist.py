@@ -15,8 +15,13 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   which and why. One whose action the request names comes in even when the
   ranking cut it ("fetch the page, save it to X": ``save`` is write_files's,
   which tied with two others past the pre-filter's K).
+* An executor with side effects whose tags say it acts on files (move_files,
+  write_files) is withheld when the request names no file, folder or path and
+  another executor it asks for acts on something else: "move my dentist
+  appointment" asks set_events, not move_files, and "add lunch to my calendar"
+  set_events, not write_files.
 * A recurring-task builtin stays only when the request speaks of schedules
-  (one of its affinity phrases, or its name): their descriptions share
+  (one of its affinity phrases other than an everyday verb such as "cancel", or its name): their descriptions share
   everyday verbs ("list", "show", "run") with requests about files, and a
   small model given ``list_recurring`` for "list the files in ~/x" calls it.
 
@@ -48,6 +53,20 @@ from metnos.runtime.step.intent import named_targets
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
 from metnos.runtime.step.text import content_tokens
+
+# The words by which an executor's tags say it acts on files, and by which a request speaks of them.
+FILE_WORDS = frozenset({"file", "files", "folder", "folders", "directory", "cartella", "cartelle"})
+
+
+# The recurring-task builtins' tags that are everyday verbs: alone, they do not speak of schedules
+# ("cancel the team meeting on Wednesday" is the calendar's, not cancel_recurring's).
+EVERYDAY_VERBS = frozenset({"cancel", "stop", "run", "now", "show", "pause", "resume", "toggle", "history",
+                            "annulla", "sospendi", "riprendi", "storia"})
+
+
+def acts_on_files(entry: Any) -> bool:
+    return any(tag in FILE_WORDS for tag in entry.affinity)
+
 
 # executor -> which of the request's named targets it reads
 NAMED_SOURCES: tuple[tuple[str, str], ...] = (("read_files", "files"), ("find_files", "folders"), ("get_urls", "urls"))
@@ -92,11 +111,20 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         if action is not None and entry.name not in in_pool and entry.name not in BUILTIN_AFFINITY:
             add(entry.name, "named_action", " ".join(action.words), sorted(action.tag))
 
+    # The request's action has a taker that does not act on files, and the request names no file:
+    # the file executors that share its verb ("move my dentist appointment": move_files) stay out.
+    names_files = bool(named["files"] or named["folders"]) or bool(words & FILE_WORDS)
+    other_taker = any(name in index.action_tags and not acts_on_files(known[name]) for name in asked if name in known)
+
     def withheld_because(c: Mapping[str, Any]) -> str | None:
-        if c["name"] in BUILTIN_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered:
+        if (c["name"] in BUILTIN_AFFINITY and not set(c.get("affinity_hits") or ()) - EVERYDAY_VERBS
+                and c["name"] not in lowered):
             return "a recurring-task tool the request does not ask for"
         if c["name"] in index.action_tags and c["name"] not in lowered and c["name"] not in asked:
             return "side effects the request does not ask for"
+        if (c["name"] in index.action_tags and not names_files and other_taker and c["name"] in known
+                and acts_on_files(known[c["name"]]) and c["name"] not in lowered):
+            return "acts on files, and the request names none while another tool takes its action"
         return None
 
     if offer == "catalogue":

@@ -10,7 +10,7 @@ from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.offering import actions_offered, acts
-from metnos.runtime.step.piping import placeholders_in
+from metnos.runtime.step.piping import FROM_STEP, placeholders_in
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
 from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
@@ -202,7 +202,8 @@ def answer_only(loop, state: TurnState, pool: list[str]) -> bool:
     instead of answering), after three steps of its own, or once the last good
     step gave a single value rather than a list. While each step works on the
     list before it (read, then filter, then count), the chain goes on. A request
-    that acts keeps its tools until its action closes the pipeline."""
+    that acts keeps its tools until its action closes the pipeline. A list that no offered
+    tool takes is answered from at once."""
     if state.model_steps == 0 or state.has_scratch:
         # Spilled data is read back with scratchpad_read: that tool stays.
         return False
@@ -217,7 +218,19 @@ def answer_only(loop, state: TurnState, pool: list[str]) -> bool:
     # time, a sum, a description) is what the answer says. Offered tools after one,
     # the 0.5B asked for the time again.
     good = state.successes()
-    return bool(good) and not isinstance(state.observations[good[-1]].get("entries"), list)
+    if not good:
+        return False
+    if not isinstance(state.observations[good[-1]].get("entries"), list):
+        return True
+    # A list no offered tool works on is what the answer says: offered the calendar's read
+    # alone, the 1.5B read the same afternoon twice more instead of answering.
+    return not any(takes_a_list(loop.catalogue, name) for name in pool)
+
+
+def takes_a_list(catalogue, name: str) -> bool:
+    """Whether ``name`` works on an earlier step's list (its tool takes ``from_step``)."""
+    found = catalogue.get(name)
+    return found is not None and FROM_STEP in found.tool.parameters.get("properties", {})
 
 
 def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str], found: AnswerFromData) -> str:
