@@ -26,7 +26,7 @@ import icalendar
 from tests.support.radicale_server import PASSWORD, USER, Radicale, radicale
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-ELENA_PHONE = "+39 333 1234567"
+ELENA_PHONE = "+39 347 555 0199"
 
 
 def local_zone() -> tzinfo:
@@ -83,7 +83,7 @@ def week() -> list[Seeded]:
         Seeded("yesterday-gym", "Gym", at(t - timedelta(days=1), 18), 60),
         Seeded("today-groceries", "Groceries at the market", at(t, 9), 45),
         # Tomorrow: what "what do I have tomorrow?" must list; the day after holds a haircut it must not.
-        Seeded("tomorrow-plumber", "Plumber comes to fix the sink", at(tomorrow, 9, 30), 60),
+        Seeded("tomorrow-plumber", "Plumber comes to fix the boiler", at(tomorrow, 9, 30), 60),
         Seeded("tomorrow-yoga", "Yoga class", at(tomorrow, 18), 60, "Palestra Centro"),
         Seeded("after-haircut", "Haircut", at(t + timedelta(days=2), 17), 30),
         Seeded("team-monday", "Team meeting", at(upcoming("monday"), 10), 60, "Room B12"),

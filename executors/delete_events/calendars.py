@@ -188,7 +188,7 @@ def master(calendar, uid):
     return None
 
 
-# Words that name no event ("my dentist appointment" is found by "dentist appointment").
+# Words that name no event ("my physio appointment" is found by "physio appointment").
 _FILLER = frozenset({"the", "my", "our", "a", "an", "of", "on", "at", "to", "il", "lo", "la", "le", "gli", "i", "un", "una",
                      "mio", "mia", "miei", "mie", "di", "del", "della", "con"})
 # How far ahead an event named by its words is looked for, when no day is given.
@@ -210,7 +210,7 @@ def find_event(source, text, on, ctx):
     what was found and how to say which."""
     words = _words_of(text)
     if not words:
-        raise Refused("InvalidArgument", f"find {text!r} has no word to look for (give the event's title, e.g. \"dentist\")")
+        raise Refused("InvalidArgument", f"find {text!r} has no word to look for (give the event's title, e.g. \"physio\")")
     zone = local_zone(ctx)
     if on:
         when = read_when(on, ctx)

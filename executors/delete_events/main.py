@@ -39,7 +39,7 @@ def run(args, ctx):
             return failure(exc)
     if not uids:
         return failure(Refused("InvalidArgument", "name the events to delete: uids (read_events gives them) or find "
-                                                  "(words of the event's title, e.g. \"dentist\", with on for its day)"))
+                                                  "(words of the event's title, e.g. \"physio\", with on for its day)"))
     entries = []
     for uid in uids:
         try:

@@ -1,4 +1,4 @@
-"""set_events: create events, or change one found by its uid ("move my dentist appointment to Friday at 10").
+"""set_events: create events, or change one found by its uid ("move my physio appointment to Friday at 10").
 
 On a local .ics file (the ``file`` argument) the runtime keeps the file's
 before-image, so undo puts it back byte for byte. On a CalDAV calendar the

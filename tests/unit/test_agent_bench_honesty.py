@@ -17,7 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 RUNTIME = ("metnos", "executors", "domain", "projections")
 # The usual folders of anyone's home, and words any file-handling code may hold.
 COMMON = {"notes", "documents", "downloads", "pictures", "desktop", "music", "videos", "projects", "logs", "web", "health",
-          "receipts", "recipes", "lists", "journal", "inbox", "archive", "old", "scans", "pdfs", "2024", "2026", "q2", "a", "b"}
+          "receipts", "recipes", "lists", "journal", "inbox", "archive", "old", "scans", "pdfs", "2024", "2026", "q2", "a", "b",
+          # The days and hours any calendar code names, and words of the runtime's own vocabulary (a scheduler
+          # that is busy, a judge's review) that the calendar tasks' checks also use.
+          "friday", "saturday", "14:00", "busy", "review"}
 
 
 def runtime_text() -> str:

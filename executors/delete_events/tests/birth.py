@@ -2,11 +2,11 @@ ICS = """BEGIN:VCALENDAR\r
 VERSION:2.0\r
 PRODID:-//Metnos//birth//EN\r
 BEGIN:VEVENT\r
-UID:dentist\r
+UID:physio\r
 DTSTAMP:20300101T000000Z\r
 DTSTART:20300502T070000Z\r
 DTEND:20300502T080000Z\r
-SUMMARY:Dentist\r
+SUMMARY:Physio\r
 END:VEVENT\r
 BEGIN:VEVENT\r
 UID:standup\r
@@ -36,7 +36,7 @@ def birth_delete_by_uid(run, tmp):
     assert out["ok"], out
     assert out["entries"][0]["deleted"] is True and "RRULE:FREQ=DAILY;COUNT=5" in out["entries"][0]["previous"]
     text = (tmp / "cal.ics").read_text()
-    assert "UID:standup" not in text and "UID:dentist" in text
+    assert "UID:standup" not in text and "UID:physio" in text
 
 
 def birth_unknown_uid_changes_nothing(run, tmp):
@@ -53,13 +53,13 @@ def birth_found_by_its_words_on_a_day_said(run, tmp):
     # ctx.now is Sunday 2030-04-28: "thursday" is 2030-05-02.
     run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
-    out = run({"file": "~/cal.ics", "find": "dentist", "on": "wednesday"})
+    out = run({"file": "~/cal.ics", "find": "physio", "on": "wednesday"})
     assert out["error"]["class"] == "NotFound", out
     # A recurring event is deleted by uid only: its occurrences are not one event.
     out = run({"file": "~/cal.ics", "find": "standup"})
     assert out["error"]["class"] == "Ambiguous" and "uid" in out["error"]["message"], out
-    out = run({"file": "~/cal.ics", "find": "dentist", "on": "thursday"})
-    assert out["ok"] and out["entries"][0]["uid"] == "dentist", out
+    out = run({"file": "~/cal.ics", "find": "physio", "on": "thursday"})
+    assert out["ok"] and out["entries"][0]["uid"] == "physio", out
     text = (tmp / "cal.ics").read_text()
-    assert "UID:dentist" not in text and "UID:standup" in text, text
+    assert "UID:physio" not in text and "UID:standup" in text, text
     assert run({"file": "~/cal.ics"})["error"]["class"] == "InvalidArgument"

@@ -2,11 +2,11 @@ ICS = """BEGIN:VCALENDAR\r
 VERSION:2.0\r
 PRODID:-//Metnos//birth//EN\r
 BEGIN:VEVENT\r
-UID:dentist\r
+UID:physio\r
 DTSTAMP:20300101T000000Z\r
 DTSTART:20300502T070000Z\r
 DTEND:20300502T080000Z\r
-SUMMARY:Dentist\r
+SUMMARY:Physio\r
 LOCATION:Via Roma 1\r
 END:VEVENT\r
 BEGIN:VEVENT\r
@@ -45,7 +45,7 @@ def birth_a_range_with_recurrences_expanded(run, tmp):
     assert out["ok"], out
     got = [(e["uid"], e["start"], e["recurring"]) for e in out["entries"]]
     # By start, then summary: the whole of the end day is in.
-    assert got == [("standup", "2030-05-01T07:00+00:00", True), ("dentist", "2030-05-02T07:00+00:00", False),
+    assert got == [("standup", "2030-05-01T07:00+00:00", True), ("physio", "2030-05-02T07:00+00:00", False),
                    ("standup", "2030-05-02T07:00+00:00", True)], got
     assert out["entries"][1]["location"] == "Via Roma 1" and out["entries"][1]["end"] == "2030-05-02T08:00+00:00"
     # What an event says is returned as data.
@@ -57,8 +57,8 @@ def birth_all_day_text_filter_and_free_busy(run, tmp):
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "start": "2030-05-10", "end": "2030-05-10"})
     assert [(e["uid"], e["all_day"], e["start"]) for e in out["entries"]] == [("holiday", True, "2030-05-10")], out
-    out = run({"file": "~/cal.ics", "start": "2030-04-01", "end": "2030-06-01", "text": "DENTIST"})
-    assert [e["uid"] for e in out["entries"]] == ["dentist"], out
+    out = run({"file": "~/cal.ics", "start": "2030-04-01", "end": "2030-06-01", "text": "PHYSIO"})
+    assert [e["uid"] for e in out["entries"]] == ["physio"], out
     out = run({"file": "~/cal.ics", "start": "2030-05-02T06:00", "end": "2030-05-02T12:00", "free_busy": True})
     assert out["busy"] == [{"start": "2030-05-02T07:00+00:00", "end": "2030-05-02T08:00+00:00"}], out
     assert out["free"] == [{"start": "2030-05-02T06:00+00:00", "end": "2030-05-02T07:00+00:00"},
@@ -90,7 +90,7 @@ def birth_days_as_people_say_them(run, tmp):
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "when": "thursday morning"})
     assert out["range"] == {"start": "2030-05-02T06:00+00:00", "end": "2030-05-02T12:00+00:00"}, out
-    assert [(e["uid"], e["weekday"]) for e in out["entries"]] == [("dentist", "Thursday"), ("standup", "Thursday")], out
+    assert [(e["uid"], e["weekday"]) for e in out["entries"]] == [("physio", "Thursday"), ("standup", "Thursday")], out
     out = run({"file": "~/cal.ics", "start": "thursday afternoon", "free_busy": True})
     assert out["is_free"] is True and out["entries"] == [], out
     out = run({"file": "~/cal.ics", "start": "tomorrow"})

@@ -2,11 +2,11 @@ ICS = """BEGIN:VCALENDAR\r
 VERSION:2.0\r
 PRODID:-//Metnos//birth//EN\r
 BEGIN:VEVENT\r
-UID:dentist\r
+UID:physio\r
 DTSTAMP:20300101T000000Z\r
 DTSTART:20300502T070000Z\r
 DTEND:20300502T080000Z\r
-SUMMARY:Dentist\r
+SUMMARY:Physio\r
 END:VEVENT\r
 END:VCALENDAR\r
 """
@@ -24,7 +24,7 @@ def _in_utc(run):
 def birth_move_keeps_the_length(run, tmp):
     run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
-    out = run({"file": "~/cal.ics", "events": [{"uid": "dentist", "start": "2030-05-03T10:00"}]})
+    out = run({"file": "~/cal.ics", "events": [{"uid": "physio", "start": "2030-05-03T10:00"}]})
     assert out["ok"], out
     entry = out["entries"][0]
     assert entry["action"] == "changed" and "DTSTART:20300502T070000Z" in entry["previous"]
@@ -45,14 +45,14 @@ def birth_create_in_a_new_file_and_an_existing_one(run, tmp):
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "events": [{"summary": "Trip", "start": "2030-06-01", "end": "2030-06-03", "all_day": True}]})
     assert out["entries"][0]["event"]["all_day"] is True and out["entries"][0]["event"]["end"] == "2030-06-03"
-    assert "UID:dentist" in (tmp / "cal.ics").read_text()
+    assert "UID:physio" in (tmp / "cal.ics").read_text()
 
 
 def birth_refusals(run, tmp):
     run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
     out = run({"file": "~/cal.ics", "events": [{"uid": "nope", "start": "2030-05-03T10:00"}, {"start": "2030-05-03T10:00"},
-                                                {"uid": "dentist", "start": "2030-05-03T10:00", "end": "2030-05-03T09:00"}]})
+                                                {"uid": "physio", "start": "2030-05-03T10:00", "end": "2030-05-03T09:00"}]})
     assert [e["error"]["class"] for e in out["entries"]] == ["NotFound", "InvalidArgument", "InvalidArgument"], out
     assert (tmp / "cal.ics").read_bytes() == ICS.encode()
     # A configured file must come as file, so its before-image is kept for undo.
@@ -65,11 +65,11 @@ def birth_found_by_its_words_and_moved_to_a_day_said(run, tmp):
     # ctx.now is Sunday 2030-04-28: "friday at 10" is 2030-05-03 10:00.
     run = _in_utc(run)
     (tmp / "cal.ics").write_text(ICS)
-    out = run({"file": "~/cal.ics", "events": [{"find": "the dentist", "start": "friday at 10"}]})
+    out = run({"file": "~/cal.ics", "events": [{"find": "the physio", "start": "friday at 10"}]})
     assert out["ok"], out
     assert (out["entries"][0]["uid"], out["entries"][0]["event"]["start"], out["entries"][0]["event"]["end"]) == \
-        ("dentist", "2030-05-03T10:00+00:00", "2030-05-03T11:00+00:00"), out
-    out = run({"file": "~/cal.ics", "events": [{"find": "haircut", "start": "friday at 11"}]})
+        ("physio", "2030-05-03T10:00+00:00", "2030-05-03T11:00+00:00"), out
+    out = run({"file": "~/cal.ics", "events": [{"find": "piano lesson", "start": "friday at 11"}]})
     assert out["error"]["class"] == "NotFound" and "read_events" in out["error"]["message"], out
 
 
@@ -99,5 +99,5 @@ def birth_a_find_that_only_repeats_the_new_title_creates(run, tmp):
     out = run({"file": "~/cal.ics", "events": [{"find": "lunch with Sara", "summary": "Lunch with Sara", "when": "tuesday 13:00"}]})
     assert out["ok"] and out["entries"][0]["action"] == "created", out
     # A find that matches nothing and is not the new title is refused: no event is made up.
-    out = run({"file": "~/cal.ics", "events": [{"find": "dentist appointment", "summary": "Dentist", "when": "friday 10:00"}]})
+    out = run({"file": "~/cal.ics", "events": [{"find": "physio appointment", "summary": "Physio", "when": "friday 10:00"}]})
     assert out["error"]["class"] == "NotFound", out

@@ -17,7 +17,7 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   which tied with two others past the pre-filter's K).
 * An executor with side effects whose tags say it acts on files (move_files,
   write_files) is withheld when the request names no file, folder or path and
-  another executor it asks for acts on something else: "move my dentist
+  another executor it asks for acts on something else: "move my
   appointment" asks set_events, not move_files, and "add lunch to my calendar"
   set_events, not write_files.
 * A recurring-task builtin stays only when the request speaks of schedules
@@ -112,7 +112,7 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             add(entry.name, "named_action", " ".join(action.words), sorted(action.tag))
 
     # The request's action has a taker that does not act on files, and the request names no file:
-    # the file executors that share its verb ("move my dentist appointment": move_files) stay out.
+    # the file executors that share its verb ("move my appointment": move_files) stay out.
     names_files = bool(named["files"] or named["folders"]) or bool(words & FILE_WORDS)
     other_taker = any(name in index.action_tags and not acts_on_files(known[name]) for name in asked if name in known)
 
