@@ -59,9 +59,9 @@ FILE_WORDS = frozenset({"file", "files", "folder", "folders", "directory", "cart
 
 
 # The recurring-task builtins' tags that are everyday verbs: alone, they do not speak of schedules
-# ("cancel the team meeting on Wednesday" is the calendar's, not cancel_recurring's).
-EVERYDAY_VERBS = frozenset({"cancel", "stop", "run", "now", "show", "pause", "resume", "toggle", "history",
-                            "annulla", "sospendi", "riprendi", "storia"})
+# ("cancel the team meeting on Wednesday" is the calendar's, not cancel_recurring's). Only "cancel":
+# "show" and the others were tried, and changed the pool of turns recorded before (the layered log).
+EVERYDAY_VERBS = frozenset({"cancel", "annulla"})
 
 
 def acts_on_files(entry: Any) -> bool:
