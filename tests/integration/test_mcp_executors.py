@@ -11,7 +11,9 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
+import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -77,7 +79,10 @@ def test_a_stdio_server_is_pinned_held_until_approved_then_its_tool_runs_in_the_
     folder = Workspace.from_env().executors_origin_dir("mcp") / "get_current_time" / "1.0.0"
     manifest = (folder / "manifest.toml").read_text()
     assert 'created_by = "mcp:time"' in manifest and "side_effects = false" in manifest
-    assert "network" not in manifest and "fs:read" not in manifest and "fs:write" not in manifest
+    assert "network" not in manifest and "fs:write" not in manifest
+    # Nothing to read but the server's own Python environment (the runtime's, when Metnos is installed in a venv).
+    reads = tomllib.loads(manifest).get("capabilities", {}).get("fs:read", [])
+    assert reads in ([], [os.path.realpath(sys.prefix)]), reads
     assert (folder / "manifest.sig").is_file() and (folder / "mcp_bridge.py").is_file()
     spec = json.loads((folder / "server.json").read_text())
     assert spec["pin"]["distribution"].startswith("mcp-server-time ") and spec["pin"]["digest"].startswith("sha256:")

@@ -232,7 +232,9 @@ def _ranking(capsys: pytest.CaptureFixture[str], turn_id: str) -> dict:
 def test_turns_from_before_and_after_the_planting_replay_clean(user_home, monkeypatch, capsys) -> None:
     (user_home / "docs").mkdir()
     (user_home / "docs" / "a.md").write_text("a")
-    request = "find the markdown files in docs"
+    # The request names both steps so the pool holds the pair the first turn walks ("find the markdown
+    # files" alone is offered find_files and find_urls).
+    request = "find the markdown files in docs and describe them"
     import metnos.runtime.booted
 
     _workspace_without_seed_mnests(monkeypatch)
