@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metnos.runtime.step.text import content_tokens
+from metnos.runtime.turn.composing import textual
 
 # Past this many unmatched parts, the rest are counted rather than named.
 MAX_NAMED = 8
@@ -480,16 +481,10 @@ def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]
     the lines of a log, and then the count of all its records, for how many of them were logins)."""
     if not _COUNTED_SUBSET.search(request) or not _ANSWER_NUMBER.search(_PATHLIKE.sub(" ", answer)):
         return ""
-    if any(s.executor.split("_", 1)[0] in ("filter", "run") for s in steps) or not any(_textual(s.observation) for s in steps):
+    if any(s.executor.split("_", 1)[0] in ("filter", "run") for s in steps) or not any(textual(s.observation) for s in steps):
         return ""
     return ("the request asks how many of them meet a condition, and no step kept only the ones that meet it "
             "(filter the text's records or lines first, with a filter step on the read, then count what it keeps)")
-
-
-def _textual(observation: Mapping[str, Any]) -> bool:
-    entries = observation.get("entries")
-    return isinstance(observation.get("content"), str) or (
-        isinstance(entries, list) and any(isinstance(e, Mapping) and isinstance(e.get("content"), str) for e in entries))
 
 
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True) -> Grounding:
