@@ -172,3 +172,27 @@ def test_an_everyday_verb_alone_does_not_speak_of_schedules() -> None:
     assert "cancel_recurring" not in pool and "delete_events" in pool, pool
     pool = [c["name"] for c in shortlist(index, "Cancel the reminder about the plants.", pool_size=12)["candidates"]]
     assert "cancel_recurring" in pool, pool
+
+
+def test_a_plural_gerund_names_a_thing_not_an_action() -> None:
+    """The 1.5B, offered set_events for a question about the user's settings ("settings" met
+    the verb "set"), was then held to act and the turn ended not done."""
+    index = PrefilterIndex([*ENTRIES, CatalogueEntry("set_events", affinity=("calendar", "appointment"), side_effects=True)])
+    asked = index.actions.asked
+    assert "set_events" not in asked("what language do my settings give?")
+    assert "send_messages" not in asked("what were the sendings of last week?")
+    assert "set_events" in asked("set a reminder in the calendar for noon")
+    assert "set_events" in asked("setting the alarm for 7 is what I need")
+
+
+def test_a_summary_s_quoted_example_is_no_action_tag() -> None:
+    """A summary's example of the data ("friday 10:00") made "friday" an action of set_events,
+    so "what do I have on friday?" was held to change the calendar."""
+    quoted = CatalogueEntry(
+        "set_events", affinity=("calendar",), side_effects=True,
+        summary='Create or move calendar events; when: as said ("friday 10:00").',
+        descriptions=(("en", 'Create or move events at a time said as people say it ("friday at 10").'),),
+    )
+    tags = PrefilterIndex([*ENTRIES, quoted]).action_tags["set_events"]
+    assert frozenset({"friday"}) not in tags
+    assert frozenset({"create"}) in tags and frozenset({"move"}) in tags

@@ -10,6 +10,8 @@ Two readings of the request keep a named action from counting:
 
 * what the request names as a path or URL is a name, not a word of it
   ("read ~/notes/delete_me.txt" asks for nothing to be deleted);
+* a plural of an English gerund names a thing, not an action: "settings"
+  is not "set", "savings" not "save";
 * an action word right after a negation or a first-person subject, within
   :data:`CONTEXT_WORDS` words, is not asked of the runtime: "don't delete
   anything", "senza eliminare", "before I send it", "prima di spedirla".
@@ -30,6 +32,9 @@ CONTEXT_WORDS = 2
 NOT_ASKED_AFTER: frozenset[str] = frozenset(
     "not no never without don dont doesn didn won i we before non senza mai prima".split()
 )
+
+# English nouns made from a verb's -ing form, in the plural ("settings", "savings", "meetings").
+_NAMED_THINGS = "ings"
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ class ActionWords:
         out = []
         for i, word in enumerate(words):
             if word in STOPWORDS or NOT_ASKED_AFTER & set(words[max(0, i - CONTEXT_WORDS):i]):
+                continue
+            if word.endswith(_NAMED_THINGS):
                 continue
             met = self.lexicon.meets(word)
             if met:

@@ -335,6 +335,9 @@ class PrefilterIndex:
         return [self._candidate(i, query, "phrase_recall", hits[i]) for i in order]
 
 
+_QUOTED = re.compile(r'"[^"]*"|\u201c[^\u201d]*\u201d')
+
+
 def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset[str], ...]]:
     """For each executor with side effects, the tags that name its action: each
     one a set of words that must all be in a request. A one-word tag counts
@@ -347,7 +350,8 @@ def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset
     side effects uses anywhere: the summary says what it does ("Write text to
     files: create new ones, overwrite or append"), the description confirms
     which words are its operations ("'overwrite' replaces it") and which are
-    filler ("new")."""
+    filler ("new"). What the summary quotes is an example of the data ("friday
+    10:00"), not an operation, and does not count."""
     tagged: set[str] = set()
     described: set[str] = set()
     for entry in entries:
@@ -362,7 +366,8 @@ def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset
         if not entry.side_effects:
             continue
         own = content_tokens(" ".join(text for _, text in entry.descriptions if text != entry.summary))
-        summary = [w for w in sorted(content_tokens(entry.summary) & own) if not anywhere.meets(w, typos=False)]
+        said = _QUOTED.sub(" ", entry.summary)
+        summary = [w for w in sorted(content_tokens(said) & own) if not anywhere.meets(w, typos=False)]
         tags: list[frozenset[str]] = []
         for tag in (*entry.affinity, entry.name.split("_", 1)[0], *summary):
             words = frozenset(content_tokens(tag))
