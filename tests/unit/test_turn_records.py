@@ -52,3 +52,14 @@ def test_a_file_that_does_not_parse_says_so() -> None:
     with pytest.raises(PipingError, match="bad.json is not valid JSON") as e:
         resolve_args({"from_step": 1}, obs, current_step=2, rows=True)
     assert e.value.code == "bad_json"
+
+
+def test_a_field_naming_the_file_text_names_each_line() -> None:
+    """The 1.5B filtered a log's lines on field "content", the text it saw in read_files's
+    entry; opened into lines, that text is each row's "line", and the filter failed three times."""
+    obs = {1: {"ok": True, "entries": [f("/h/server.log", "09:00 INFO start\n09:01 ERROR disk\n")]}}
+    lines = resolve_args({"from_step": 1, "field": "content", "value": "ERROR"}, obs, current_step=2, rows=True)
+    assert lines.args["field"] == "line"
+    table = {1: {"ok": True, "entries": [f("/h/g.csv", "content,amount\nbread,2\n")]}}
+    assert resolve_args({"from_step": 1, "field": "content"}, table, current_step=2, rows=True).args["field"] == "content"
+    assert resolve_args({"from_step": 1, "field": "content"}, obs, current_step=2).args["field"] == "content"

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metnos.runtime.step.errors import TurnError
-from metnos.runtime.step.records import RecordsError, file_rows, is_file_list
+from metnos.runtime.step.records import FILE_TEXT, LINE, LINES, RecordsError, file_rows, is_file_list
 
 FROM_STEP = "from_step"
 WITH_STEP = "with_step"
@@ -90,6 +90,9 @@ class Resolution:
 
     def to_json(self) -> dict[str, Any]:
         return {"pipings": [p.to_json() for p in self.pipings]}
+
+
+FIELD = "field"
 
 
 def _step_number(value: Any, arg: str) -> int:
@@ -274,6 +277,9 @@ def resolve_args(args: Mapping[str, Any], observations: Mapping[int, Any], *,
             continue
         out[key] = _resolve_value(value, str(key), observations, current_step, pipings)
     out.update(injected)
+    if out.get(FIELD) == FILE_TEXT and any(p.records == LINES for p in pipings):
+        # The model saw the file's text as `content`; made into lines, that text is each row's `line`.
+        out[FIELD] = LINE
     return Resolution(out, tuple(pipings))
 
 

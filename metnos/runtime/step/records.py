@@ -13,7 +13,8 @@ kind:
   list of objects gives that list; any other object is one row.
 * ``.jsonl`` / ``.ndjson``: one object per non-blank line.
 * any other text file: one entry per non-blank line,
-  ``{"line": text, "number": n}`` (n counts from 1 over all lines).
+  ``{"line": text, "number": n}`` (n counts from 1 over all lines). The model
+  saw the file's text as ``content``: a ``field`` naming it names ``line``.
 
 A file that does not parse as its kind says so (:class:`RecordsError`), so
 the model reads why instead of getting the file entry back.
@@ -31,6 +32,7 @@ from typing import Any
 
 from metnos.runtime.step.errors import TurnError
 
+FILE_TEXT, LINE, LINES = "content", "line", "lines"
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
