@@ -40,10 +40,27 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return cmd
 
 
+def _own_database(env: dict[str, str]) -> dict[str, str]:
+    """With tests run side by side (pytest-xdist), each worker gets a database of its own on
+    the server it was given, so two workers never share tables."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return env
+    import psycopg
+
+    own = f"{env.get('POSTGRES_DBNAME', 'metnos')}_{worker}"
+    with psycopg.connect(host=env["POSTGRES_HOST"], port=env.get("POSTGRES_PORT", "5432"), user=env.get("POSTGRES_USER"),
+                         password=env.get("POSTGRES_PASSWORD") or None, dbname=env.get("POSTGRES_DBNAME", "metnos"),
+                         autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{own}"')
+        conn.execute(f'CREATE DATABASE "{own}"')
+    return {**env, "POSTGRES_DBNAME": own}
+
+
 @contextmanager
 def postgres_server() -> Iterator[dict[str, str] | None]:
     if os.environ.get("POSTGRES_HOST"):
-        yield {k: v for k, v in os.environ.items() if k.startswith("POSTGRES_")}
+        yield _own_database({k: v for k, v in os.environ.items() if k.startswith("POSTGRES_")})
         return
     bin_dir = _bin_dir()
     if bin_dir is None:
