@@ -32,6 +32,10 @@ def run(args, ctx):
     op, entries, field = args["op"], args["entries"], args.get("field")
     if op == "count":
         if field:
+            if entries and not any(field in e for e in entries):
+                # A count of 0 for a field no entry has would read as an answer; it is a wrong field.
+                return {"ok": False, "error": {"class": "NoField", "message":
+                        f"none of the {len(entries)} entries has the field {field!r}; their fields are {_fields(entries)}"}}
             used = sum(1 for e in entries if e.get(field) is not None)
             return {"ok": True, "content": used, "metadata": {"op": op, "field": field, "count_used": used,
                                                              "count_skipped": len(entries) - used}}

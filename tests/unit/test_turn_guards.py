@@ -85,3 +85,15 @@ def test_state_is_immutable_and_serialisable():
 ])
 def test_targets_of(name, args, expected):
     assert targets_of(name, args) == expected
+
+
+def test_a_piped_call_repeated_as_proposed_is_met() -> None:
+    """The 1.5B proposed compute_entries {"op": "count", "from_step": 1} six times; each ran,
+    because the call was remembered with its resolved entries and checked as proposed."""
+    proposed = {"op": "count", "field": "lines", "from_step": 1}
+    resolved = {"op": "count", "field": "lines", "entries": [{"line": "a", "number": 1}]}
+    guards = TurnGuards(pure=frozenset({"compute_entries"})).record(
+        2, "compute_entries", resolved, executed=True, succeeded=True, proposed=proposed)
+    decision = guards.check("compute_entries", proposed)
+    assert decision.outcome == DUPLICATE_READ and decision.previous_steps == (2,)
+    assert guards.check("compute_entries", {**proposed, "op": "sum"}).allowed

@@ -14,6 +14,9 @@ def birth_count(run, tmp):
     assert run({"op": "count", "entries": ROWS})["content"] == 6
     assert run({"op": "count", "field": "size", "entries": ROWS})["content"] == 5
     assert run({"op": "count", "entries": []})["content"] == 0
+    wrong = run({"op": "count", "field": "lines", "entries": [{"line": "- milk", "number": 1}]})
+    assert wrong["error"]["class"] == "NoField", wrong
+    assert "'line'" in wrong["error"]["message"], wrong
 
 
 def birth_text_min_max(run, tmp):

@@ -141,9 +141,12 @@ class TurnGuards:
         return GuardDecision(ALLOW)
 
     def record(self, step: int, name: str, args: Mapping[str, Any], *, executed: bool,
-               succeeded: bool) -> TurnGuards:
+               succeeded: bool, proposed: Mapping[str, Any] | None = None) -> TurnGuards:
         """The guards after step ``step`` (1-based) proposed ``name(args)``.
-        ``executed``: the executor actually ran; ``succeeded``: it returned ok."""
+        ``executed``: the executor actually ran; ``succeeded``: it returned ok.
+        ``proposed``: the arguments as the model wrote them, when ``args`` are
+        those resolved from them: a repeated call is met as proposed
+        (``"from_step": 1``), since :meth:`check` sees it before resolution."""
         calls = dict(self.calls)
         seen = dict(self.seen)
         same = dict(self.same)
@@ -153,7 +156,7 @@ class TurnGuards:
                 for t in targets_of(name, args, self.guarded):
                     seen.setdefault((name, t), step)
             if succeeded and name in self.pure:
-                same.setdefault((name, canonical_hash(dict(args))), step)
+                same.setdefault((name, canonical_hash(dict(args if proposed is None else proposed))), step)
         return dataclasses.replace(self, steps=self.steps + 1, calls=MappingProxyType(calls),
                                    seen=MappingProxyType(seen), same=MappingProxyType(same))
 

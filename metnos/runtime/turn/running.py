@@ -81,4 +81,5 @@ def _invoke(step: Step) -> tuple[dict[str, Any], list[Any]]:
 
 def _ran(step: Step, observation: dict[str, Any], ran: bool, succeeded: bool) -> None:
     step.observation, step.ran, step.succeeded = observation, ran, succeeded
-    step.state.guards = step.state.guards.record(step.number, step.name, step.arguments, executed=True, succeeded=succeeded)
+    step.state.guards = step.state.guards.record(step.number, step.name, step.arguments, executed=True, succeeded=succeeded,
+                                                 proposed=step.args)
