@@ -454,6 +454,48 @@ def test_a_delete_of_the_largest_takes_the_top_of_a_sort(home: Path, capsys, mon
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_a_delete_of_the_largest_needs_the_whole_list_sorted(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B, after the opening list of ~/Downloads, listed it again with max_results 1 (the
+    first file found, a.zip), sorted that list of one, and proposed deleting a.zip as the largest:
+    a sort of fewer files than were found cannot show which is the largest."""
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "a.zip").write_bytes(b"a" * 50)
+    (home / "Downloads" / "movie.mkv").write_bytes(b"m" * 500)
+    (home / "Downloads" / "b.txt").write_bytes(b"b" * 5)
+    script = [call("find_files", {"base_path": "~/Downloads", "max_results": 1}),
+              call("sort_entries", {"from_step": 2, "field": "size", "order": "desc"}),
+              call("delete_files", {"paths": ["~/Downloads/a.zip"]}),
+              call("sort_entries", {"from_step": 1, "field": "size", "order": "desc"}),
+              call("delete_files", {"paths": ["~/Downloads/movie.mkv"]}),
+              text("Deleted movie.mkv, the largest file in ~/Downloads.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Find the largest file in ~/Downloads and delete it.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert (home / "Downloads" / "a.zip").exists() and (home / "Downloads" / "b.txt").exists()
+    assert not (home / "Downloads" / "movie.mkv").exists()
+    refused = of(events(capsys, out["turn_id"]), "StepRejected")
+    assert [r["kind"] for r in refused] == ["top"], refused
+    assert "ordered 1 of the 3 files step 1 found" in refused[0]["error"]["message"], refused[0]
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_delete_of_the_largest_from_a_list_cut_short_is_refused(home: Path, capsys, monkeypatch) -> None:
+    """find_files with max_results 1 gives the first file found: no list of the folder is whole."""
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "a.zip").write_bytes(b"a" * 50)
+    (home / "Downloads" / "movie.mkv").write_bytes(b"m" * 500)
+    script = [call("find_files", {"base_path": "~/Downloads", "max_results": 1}),
+              call("delete_files", {"paths": ["~/Downloads/a.zip"]}),
+              call("find_files", {"base_path": "~/Downloads", "pattern": "*"}),
+              call("sort_entries", {"from_step": 3, "field": "size", "order": "desc"}),
+              call("delete_files", {"paths": ["~/Downloads/movie.mkv"]}),
+              text("Deleted movie.mkv, the largest file in my downloads.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Delete the largest file of my downloads folder.", "--yes")
+    refused = of(events(capsys, out["turn_id"]), "StepRejected")
+    assert refused and refused[0]["kind"] == "top" and "cut short" in refused[0]["error"]["message"], refused
+    assert (home / "Downloads" / "a.zip").exists()
+    assert replays_clean(capsys, out["turn_id"])
+
+
 def test_an_answer_that_says_it_could_not_be_done_is_not_answered(home: Path, capsys, monkeypatch) -> None:
     """The 0.5B read the CSV, answered "The total ... could not be done", and the turn said answered."""
     (home / "receipts").mkdir()

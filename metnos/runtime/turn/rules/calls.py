@@ -6,6 +6,7 @@ Each refusal becomes an observation the model can correct, with a hint.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from domain.turn import Turn
@@ -328,6 +329,13 @@ class RequestedTop(BaseRule):
         count, home = ask.count or 1, step.loop.shown_home
         lists = {n: state.observations[n]["entries"] for n in state.successes() if isinstance(state.observations[n].get("entries"), list)}
         sorts = [n for n in lists if state.executor_of(n).startswith("sort_")]
+        listings = {n: found for n, found in lists.items() if n not in sorts}
+        if listings and all(_cut_short(state.observations[n]) for n in listings):
+            # find_files with max_results 1 gives the first file found, not the largest.
+            cut = max(listings)
+            return self._refuse(step, ask, f"the request asks for {ask.words()}, and step {cut} listed only the first "
+                                           f"{len(listings[cut])} (its list was cut short)",
+                                f"list them all again without max_results, sort them, then call {step.name} with the top {count}")
         if not sorts:
             if lists and all(len(found) <= count for found in lists.values()):
                 return None
@@ -335,6 +343,12 @@ class RequestedTop(BaseRule):
             how = f"sort_entries with from_step {listed}" if listed is not None else "find the files, then sort_entries"
             return self._refuse(step, ask, f"the request asks for {ask.words()}, and no step sorted the files to find them",
                                 f"call {how} first (by the field the request names), then {step.name} with its top {count}")
+        whole = max(listings, key=lambda n: (len(listings[n]), n), default=None)
+        sorted_in = _count_in(state.observations[sorts[-1]])
+        if whole is not None and sorted_in is not None and sorted_in < len(listings[whole]):
+            return self._refuse(step, ask, f"the request asks for {ask.words()}: the sort at step {sorts[-1]} ordered "
+                                           f"{sorted_in} of the {len(listings[whole])} files step {whole} found",
+                                f"call sort_entries with from_step {whole}, then {step.name} with its top {count}")
         top = sorted_top(state.observations[sorts[-1]], count, superlative_order(step.request.text))
         kept = {_absolute(e["path"], home) for e in top if isinstance(e, dict) and isinstance(e.get("path"), str)}
         outside = [g for g in given if _absolute(g, home) not in kept]
@@ -348,6 +362,17 @@ class RequestedTop(BaseRule):
     def _refuse(step: Step, ask: Any, error: str, hint: str) -> Verdict:
         return step.reject("top", {"asked": ask.words(), "message": error},
                            {"ok": False, "error_class": "outside_request", "error": error, "hint": hint})
+
+
+def _cut_short(observation: Mapping[str, Any]) -> bool:
+    meta = observation.get("metadata")
+    return isinstance(meta, Mapping) and meta.get("truncated") is True
+
+
+def _count_in(observation: Mapping[str, Any]) -> int | None:
+    meta = observation.get("metadata")
+    found = meta.get("count_in") if isinstance(meta, Mapping) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def _absolute(path: str, home: str) -> str:
