@@ -71,6 +71,22 @@ def test_the_k_largest_are_worked_out_by_a_sort_when_the_model_guesses(home: Pat
         assert out["answer"] == "~/docs/b.txt\n~/docs/c.txt"
 
 
+def test_the_top_row_of_a_table_is_worked_out_by_the_column_the_request_names(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B read a CSV, took its last line, and answered that line's item as the highest
+    twice: Metnos sorts the table's rows by the column the request names, not the slice."""
+    (home / "receipts").mkdir()
+    (home / "receipts" / "shop.csv").write_text("date,item,amount\n03-01,bread,3.20\n03-01,olive oil,12.75\n03-05,rice,2.35\n")
+    guess = "The item with the highest amount is rice, 2.35."
+    script = [call("read_files", {"paths": ["~/receipts/shop.csv"]}),
+              call("extract_lines", {"content": "{{step1.content}}", "last": 1}), text(guess), text(guess)]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, "Which item in ~/receipts/shop.csv has the highest amount?")
+        assert (code, out["status"]) == (0, "answered"), out
+        assert "olive oil" in out["answer"] and "rice" not in out["answer"], out["answer"]
+
+
 def test_an_exact_ask_no_step_can_work_out_ends_unverified(home: Path, capsys, monkeypatch) -> None:
     guess = "Your diary ends with:\nsee you\ngoodbye"
     with ScriptedLLM([text(guess), text(guess)], dialect="openai") as llm:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.runtime.turn.grounding import ExactAsk, Grounding, StepData, check_answer, exact_ask, repair_prompt, working_out_call
+from metnos.runtime.turn.grounding import ExactAsk, Grounding, StepData, check_answer, exact_ask, repair_prompt, sort_key, working_out_call
 
 DIARY = {"ok": True, "entries": [{"path": "~/notes/diary.md", "content": "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n",
                                   "size": 44, "truncated": False}]}
@@ -90,8 +90,20 @@ def test_the_call_that_works_an_ask_out_comes_from_the_tools_own_arguments() -> 
     # The first item of a text is the first item of a list in it; the top K of a list come from a sort.
     assert working_out_call(ExactAsk("items", "first", 1), offered, 2, textual=True) == {
         "name": "extract_lines", "arguments": {"from_step": 2, "first": 1, "items": True}}
+    # A sort takes the list and the field the request names (the 1.5B's turn got
+    # sort_entries {"from_step": 2, "limit": 1} on a slice, refused for its missing field).
     assert working_out_call(ExactAsk("items", "top", 2), offered, 1) == {"name": "sort_entries", "arguments": {"from_step": 1, "limit": 2}}
+    assert working_out_call(ExactAsk("items", "top", 2), offered, 2, key=(1, "amount"), order="desc") == {
+        "name": "sort_entries", "arguments": {"from_step": 1, "field": "amount", "order": "desc", "limit": 2}}
     assert working_out_call(ExactAsk("lines", "last", 3), {"read_files": {"paths"}}, 1) is None
+
+
+def test_a_sort_works_on_the_latest_list_with_the_field_the_request_names() -> None:
+    csv = {"ok": True, "entries": [{"path": "/h/g.csv", "content": "date,item,amount\n2026-03-01,bread,3.20\n"}]}
+    sliced = {"ok": True, "entries": [{"line": 2, "text": "2026-03-01,bread,3.20"}]}
+    assert sort_key("Which item in ~/g.csv has the highest amount?", [(1, csv), (2, sliced)]) == (1, "amount")
+    assert sort_key("Which is the largest file?", [(1, {"entries": [{"path": "/h/a", "size": 3}]})]) is None
+    assert sort_key("the three largest by size", [(1, {"entries": [{"path": "/h/a", "size": 3}]})]) == (1, "size")
 
 
 def test_a_count_does_not_match_the_digits_of_a_timestamp() -> None:

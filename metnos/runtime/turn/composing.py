@@ -58,5 +58,8 @@ def listing(observation: dict[str, Any], home: str) -> str:
     lines = []
     for entry in observation.get("entries") or []:
         value = next((entry[k] for k in ("text", "content", "path", "name") if isinstance(entry, dict) and entry.get(k) is not None), entry)
+        if isinstance(value, dict) and value and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value.values()):
+            # A table's row: its cells, in the table's order ("2026-05-04, tea, 4.5").
+            value = ", ".join(str(v) for v in value.values())
         lines.append(home_relative(value, home.rstrip("/")) if isinstance(value, str) else orjson.dumps(value).decode())
     return "\n".join(str(line) for line in lines) if lines else compose_answer([observation])

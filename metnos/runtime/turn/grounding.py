@@ -27,6 +27,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from metnos.runtime.step.records import RecordsError, file_rows, is_file_list
 from metnos.runtime.step.text import content_tokens
 from metnos.runtime.turn.composing import textual
 
@@ -506,18 +507,50 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     return Grounding(tuple(unmatched), exactness, tuple(_denied(answer, steps)))
 
 
+def sort_key(request: str, observations: Sequence[tuple[int, Mapping[str, Any]]]) -> tuple[int, str] | None:
+    """The latest of the ``(step, observation)`` lists whose rows have a field the request
+    names ("the highest amount": a CSV's amount column), and that field; None when no list
+    has one. A read file counts by the rows it opens into (a CSV's header)."""
+    words = {w.casefold() for w in content_tokens(request)}
+    for number, observation in reversed(observations):
+        for row in _rows(observation)[:1]:
+            named = sorted(k for k in row if isinstance(k, str) and k.casefold() in words)
+            if named:
+                return number, named[0]
+    return None
+
+
+def _rows(observation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    entries = observation.get("entries")
+    if not isinstance(entries, list):
+        return []
+    if is_file_list(entries):
+        try:
+            entries = file_rows(entries)[0]
+        except RecordsError:
+            return []
+    return [e for e in entries if isinstance(e, Mapping)]
+
+
 def working_out_call(ask: ExactAsk, offered: Mapping[str, Collection[str]], data_step: int, *,
-                     textual: bool = False) -> dict[str, Any] | None:
+                     textual: bool = False, key: tuple[int, str] | None = None, order: str | None = None) -> dict[str, Any] | None:
     """The call that works ``ask`` out of step ``data_step``'s data, from the
     ``offered`` tools (name -> its argument names): a tool of the right verb (an
     extract for lines, and for the first or last items of a text; a sort for the
     top K of a list), with the ask's count under the argument named for the ask's
-    end ("last": 3), or under "limit". None when no offered tool does it."""
+    end ("last": 3), or under "limit". A sort that takes a field sorts ``key``'s
+    step by its field (:func:`sort_key`), when the request names one, the way round
+    the request's superlative says. None when no offered tool does it."""
     verb = "extract" if ask.what == "lines" or (textual and ask.end != "top") else "sort"
     for name in sorted(offered):
         if name.split("_", 1)[0] != verb:
             continue
         args: dict[str, Any] = {"from_step": data_step}
+        if verb == "sort" and "field" in offered[name] and key is not None:
+            # Without a field the request names, the step's own completion gives one where it can (a file's size).
+            args = {"from_step": key[0], "field": key[1]}
+            if "order" in offered[name] and order is not None:
+                args["order"] = order
         count = ask.count if ask.count is not None else 3
         slot = next((a for a in (ask.end, "limit") if a in offered[name]), None)
         if slot is not None:

@@ -7,7 +7,7 @@ from typing import Any
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import AssistantMessage, ToolCall, UserMessage
 from metnos.runtime.turn.composing import listing, textual, worked_out
-from metnos.runtime.turn.grounding import StepData, check_answer, repair_prompt, working_out_call
+from metnos.runtime.turn.grounding import StepData, check_answer, repair_prompt, sort_key, superlative_order, working_out_call
 from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.rules.base import Answer, AnswerInstead, BaseRule, SendBack, Step, Unfounded, Verdict
 
@@ -40,7 +40,8 @@ class Grounded(BaseRule):
             if grounding.exactness and ask is not None and steps:
                 state.working_out = True
                 last = state.successes()[-1]
-                hint = working_out_call(ask, working_out_tools(loop), last, textual=textual(state.observations[last]))
+                hint = working_out_call(ask, working_out_tools(loop), last, textual=textual(state.observations[last]),
+                                        **sort_by(answer))
             return SendBack((AssistantMessage(text=answer.text), UserMessage(repair_prompt(grounding, hint))))
         if grounding.exactness and not state.worked_out_by_runtime:
             worked = work_out(answer)
@@ -59,7 +60,8 @@ def work_out(answer: Answer) -> str | None:
     good = state.successes()
     if ask is None or not good:
         return None
-    proposed = working_out_call(ask, working_out_tools(loop), good[-1], textual=textual(state.observations[good[-1]]))
+    proposed = working_out_call(ask, working_out_tools(loop), good[-1], textual=textual(state.observations[good[-1]]),
+                                **sort_by(answer))
     if proposed is None:
         return None
     state.step += 1
@@ -70,6 +72,13 @@ def work_out(answer: Answer) -> str | None:
         return None
     answer.record(Turn.AnswerComposed, from_steps=[state.step], reason="exact_ask")
     return listing(observation, loop.shown_home)
+
+
+def sort_by(answer: Answer) -> dict[str, Any]:
+    """What a sort that works the ask out takes: the list and the field the request names, and the order."""
+    state, request = answer.state, answer.request.text
+    key = sort_key(request, [(n, state.observations[n]) for n in state.successes()])
+    return {"key": key, "order": superlative_order(request)}
 
 
 def working_out_tools(loop: Any) -> dict[str, set[str]]:
