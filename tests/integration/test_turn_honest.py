@@ -265,18 +265,20 @@ def test_a_presentation_that_closes_a_read_only_request_is_its_answer(home: Path
 
 def test_the_very_same_call_of_a_pure_executor_is_a_duplicate(home: Path, capsys, monkeypatch) -> None:
     """The 1.5B listed ~/Downloads with the same arguments six times, then deleted a file
-    that was not the largest. The second identical call is intercepted; the third ends
-    the turn, which did not act: not done, and nothing deleted."""
+    that was not the largest. The second identical call is intercepted, and so is the third,
+    told this time to act (the request asks for a delete); the delete of a file no sort put
+    on top is refused: the turn fails, and nothing is deleted."""
     (home / "Downloads").mkdir()
     (home / "Downloads" / "a.zip").write_bytes(b"a" * 50)
     (home / "Downloads" / "movie.mkv").write_bytes(b"m" * 500)
     same = call("find_files", {"base_path": "~/Downloads", "max_results": 1})
     script = [same, same, same, call("delete_files", {"paths": ["~/Downloads/a.zip"]}), text("Deleted a.zip.")]
     code, out, llm = run(monkeypatch, capsys, script, "Find the largest file in ~/Downloads and delete it.", "--yes")
-    assert code == 1 and out["failure"]["kind"] == "action_not_taken", out
+    assert code == 1 and out["status"] == "failed", out
     assert (home / "Downloads" / "a.zip").exists()
     evs = events(capsys, out["turn_id"])
-    assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["duplicate_read", "duplicate_read_repeated"]
+    assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["duplicate_read", "duplicate_read"]
+    assert [r["kind"] for r in of(evs, "StepRejected")] == ["top"]
     assert sum(1 for i in of(evs, "StepInvoked") if i["executor"] == "find_files") == 2  # the opening read and the first
 
 
@@ -493,6 +495,24 @@ def test_a_delete_of_the_largest_from_a_list_cut_short_is_refused(home: Path, ca
     refused = of(events(capsys, out["turn_id"]), "StepRejected")
     assert refused and refused[0]["kind"] == "top" and "cut short" in refused[0]["error"]["message"], refused
     assert (home / "Downloads" / "a.zip").exists()
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_model_that_reads_again_instead_of_acting_is_told_to_act(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B read the diary, then proposed the same read twice more instead of write_files; told
+    the second time to answer from the data, it answered in words and nothing was written."""
+    (home / "journal").mkdir()
+    (home / "journal" / "march.txt").write_text("first day\nsecond day\nlast day\n")
+    # Step 1 is Metnos's own opening read of the file the request names; the model then reads it twice.
+    script = [call("read_files", {"paths": ["~/journal/march.txt"]}),
+              call("read_files", {"paths": ["~/journal/march.txt"]}),
+              call("write_files", {"files": [{"path": "~/notes/today.md", "content": "first day\nsecond day\nlast day\n"}]}),
+              text("I copied ~/journal/march.txt to ~/notes/today.md.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Read ~/journal/march.txt and write it to ~/notes/today.md.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert (home / "notes" / "today.md").read_text() == "first day\nsecond day\nlast day\n"
+    told = [m for r in llm.requests for m in tool_messages(r) if m.get("error_class") == "duplicate_read"]
+    assert told and all("call write_files now" in m["hint"] for m in told), told
     assert replays_clean(capsys, out["turn_id"])
 
 

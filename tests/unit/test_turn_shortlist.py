@@ -196,3 +196,21 @@ def test_a_summary_s_quoted_example_is_no_action_tag() -> None:
     tags = PrefilterIndex([*ENTRIES, quoted]).action_tags["set_events"]
     assert frozenset({"friday"}) not in tags
     assert frozenset({"create"}) in tags and frozenset({"move"}) in tags
+
+
+def test_a_dialog_tool_comes_only_by_its_own_tags() -> None:
+    """get_inputs, met by "saying" in its description, was offered to "send elena a message saying
+    it is done", and the 1.5B asked the user for an address instead of sending."""
+    from metnos.runtime.step.catalogue import builtin_tools
+    from metnos.runtime.step.dialog_tools import GET_INPUTS
+
+    entries = [*ENTRIES, *(b.entry for b in builtin_tools().values() if b.entry.name == GET_INPUTS)]
+    index = PrefilterIndex(entries)
+    sending = shortlist(index, "send elena a message saying the report is ready", pool_size=12)
+    assert GET_INPUTS not in [c["name"] for c in sending["candidates"]]
+    assert {"name": GET_INPUTS, "reason": "a question to the user the request does not call for"} in sending.get("withheld", [])
+    assert GET_INPUTS in names_in(index, "ask me a question before you send it")
+
+
+def names_in(index: PrefilterIndex, text: str) -> list[str]:
+    return [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]

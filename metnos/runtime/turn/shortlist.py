@@ -20,6 +20,10 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   another executor it asks for acts on something else: "move my
   appointment" asks set_events, not move_files, and "add lunch to my calendar"
   set_events, not write_files.
+* A dialog tool (get_inputs, request_location_from_user) stays only when one of
+  its own tags or its name is in the request: met by a word of its description
+  ("saying"), it was offered beside send_messages and the 1.5B asked the user for
+  an address the request had given.
 * A recurring-task builtin stays only when the request speaks of schedules
   (one of its affinity phrases other than an everyday verb such as "cancel", or its name): their descriptions share
   everyday verbs ("list", "show", "run") with requests about files, and a
@@ -48,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
+from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY
 from metnos.runtime.step.asked import AskedAction
 from metnos.runtime.step.intent import named_targets
 from metnos.runtime.step.prefilter import PrefilterIndex
@@ -117,6 +122,8 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     other_taker = any(name in index.action_tags and not acts_on_files(known[name]) for name in asked if name in known)
 
     def withheld_because(c: Mapping[str, Any]) -> str | None:
+        if c["name"] in DIALOG_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered and c.get("via") != "intent":
+            return "a question to the user the request does not call for"
         if (c["name"] in BUILTIN_AFFINITY and not set(c.get("affinity_hits") or ()) - EVERYDAY_VERBS
                 and c["name"] not in lowered):
             return "a recurring-task tool the request does not ask for"

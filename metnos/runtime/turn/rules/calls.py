@@ -45,9 +45,19 @@ class Guards(BaseRule):
             return None
         observation = decision.observation()
         repeated = False
+        pending = [] if state.acted else actions_offered(step.loop.catalogue, step.pool)
+        if decision.outcome == DUPLICATE_READ and pending:
+            # The request asks for an action none of whose steps ran: that is the next call, not an answer.
+            data = decision.previous_steps[-1]
+            observation = {**observation, "hint": f"the data is at step {data}: call {' or '.join(pending)} now with "
+                                                  f'"from_step": {data} or with the values it holds'}
         if decision.outcome == DUPLICATE_READ:
             key = (name, targets_of(name, args) or frozenset({canonical_hash(args)}))
             repeated = key in state.intercepted
+            if repeated and pending and not state.reminded_to_act:
+                # Told once of the data, it reads again instead of acting: told once more to act, not to answer.
+                state.reminded_to_act = True
+                repeated = False
             state.intercepted.add(key)
             # A well-formed call for data the turn holds: as good as that data
             # for an answer after a problem.
