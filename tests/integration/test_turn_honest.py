@@ -516,6 +516,21 @@ def test_a_model_that_reads_again_instead_of_acting_is_told_to_act(home: Path, c
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_an_answer_that_names_none_of_what_was_found_is_answered_from_the_list(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B listed ~/notes and answered "The markdown files in ~/notes were found.", and the
+    turn said answered: an answer naming none of the items is sent back, then the list answers."""
+    (home / "notes").mkdir()
+    for name in ("alpha.md", "beta.md"):
+        (home / "notes" / name).write_text("x")
+    empty = text("The markdown files in ~/notes were found.")
+    code, out, llm = run(monkeypatch, capsys, [empty, empty], "List the markdown files in ~/notes.")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert "alpha.md" in out["answer"] and "beta.md" in out["answer"], out["answer"]
+    told = [m for m in llm.requests[1].body["messages"] if m["role"] == "user"][-1]["content"]
+    assert "named none of the items" in told, told
+    assert replays_clean(capsys, out["turn_id"])
+
+
 def test_an_answer_that_says_it_could_not_be_done_is_not_answered(home: Path, capsys, monkeypatch) -> None:
     """The 0.5B read the CSV, answered "The total ... could not be done", and the turn said answered."""
     (home / "receipts").mkdir()

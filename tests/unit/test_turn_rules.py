@@ -138,11 +138,23 @@ def test_guards_intercept_a_duplicate_read_then_ask_for_words_when_it_comes_agai
     assert Guards().on_call(first) is None
     ran(first, {"ok": True, "content": "alpha"})
     state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
-    again = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state))
+    again = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=["read_files"]))
     assert isinstance(again, Settle) and state.answer_from == (1,) and not state.final_only
-    third = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state))
+    third = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=["read_files"]))
     assert isinstance(third, Settle) and state.final_only
     assert [f["decision"]["outcome"] for k, f in loop.events if k == "StepIntercepted"] == ["duplicate_read", "duplicate_read_repeated"]
+
+
+def test_a_duplicate_read_in_a_request_that_acts_is_told_to_act_before_words_are_asked_for() -> None:
+    loop, state = Loop(), TurnState(guards=TurnGuards())
+    state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
+    pool = ["read_files", "delete_files"]
+    again = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=pool))
+    assert isinstance(again, Settle) and "call delete_files now" in again.observation["hint"]
+    third = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=pool))
+    assert isinstance(third, Settle) and not state.final_only and state.reminded_to_act
+    fourth = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=pool))
+    assert isinstance(fourth, Settle) and state.final_only
 
 
 def test_guards_end_the_turn_at_the_step_cap() -> None:

@@ -25,7 +25,9 @@ TOOL_CALL_AS_TEXT = "tool_call_as_text"
 STUB = "stub"
 INSTRUCTIONS_ECHOED = "instructions_echoed"
 
+NAMES_NOTHING = "names_nothing"
 REASONS: Mapping[str, str] = {
+    NAMES_NOTHING: "it named none of the items the steps found; say which they are",
     EMPTY: "it was empty",
     TOOL_NAME: "it was only the name of a tool",
     RAW_TOOL_OUTPUT: "it was raw tool output (JSON), not an answer in words",
@@ -137,6 +139,43 @@ def answer_problem(text: str, tool_names: Collection[str],
     if stripped.endswith(":") and len(stripped.split()) <= _STUB_WORDS:
         return STUB
     return None
+
+
+def names_none_of(text: str, observation: Mapping[str, Any]) -> bool:
+    """``observation`` is a list of found items and ``text`` names none of them (by a name, a
+    file's name, a title or a line it holds): "The markdown files in ~/notes were found."."""
+    entries = observation.get("entries")
+    if not isinstance(entries, list) or not entries:
+        return False
+    folded = text.casefold()
+    for entry in entries:
+        for value in _names_of(entry):
+            if value.casefold() in folded:
+                return False
+    return True
+
+
+# The fields by which an item is named, where it has any: not its type, size or dates.
+_NAMING_FIELDS = ("name", "path", "title", "summary", "subject", "text", "line", "content", "from", "to", "address",
+                  "email", "url", "item", "uid")
+
+
+def _names_of(entry: Any) -> Iterable[str]:
+    if isinstance(entry, str):
+        yield entry.rsplit("/", 1)[-1]
+        return
+    if not isinstance(entry, Mapping):
+        yield str(entry)
+        return
+    naming = {k: entry[k] for k in _NAMING_FIELDS if k in entry}
+    for key, value in (naming or entry).items():
+        if isinstance(value, str) and key != "path" and "\n" in value.strip():
+            # A text names its item by any of its lines (an answer quotes one).
+            yield from (line.strip() for line in value.splitlines() if len(line.strip()) > 2)
+        elif isinstance(value, str) and 2 < len(value.strip()) <= 200:
+            yield value.rsplit("/", 1)[-1] if key == "path" else value.strip()
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and key not in ("size", "mtime", "number", "line"):
+            yield str(value)
 
 
 def grounded_in(text: str, observations: Iterable[Mapping[str, Any]]) -> bool:

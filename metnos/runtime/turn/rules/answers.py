@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import UserMessage
 from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
-from metnos.runtime.turn.answers import REASONS, admitted_failure, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
+from metnos.runtime.turn.answers import NAMES_NOTHING, REASONS, admitted_failure, names_none_of, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
 from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind
@@ -52,6 +54,8 @@ class AnswerForm(BaseRule):
         told = [m.text.replace(answer.request.text, " ") for m in answer.messages[2:] if isinstance(m, UserMessage)]
         told += [FINAL_ONLY, ANSWER_NOW]
         problem = answer_problem(text, loop.tool_names, [o for o in state.observations.values() if isinstance(o, dict)], told)
+        if problem is None and says_nothing_found(answer):
+            problem = NAMES_NOTHING
         if problem is None:
             return None
         if state.answer_corrections >= 1:
@@ -62,7 +66,7 @@ class AnswerForm(BaseRule):
                 # Asked twice to answer a request that changes nothing, it asks for
                 # a tool again: the answer is what the good steps produced.
                 return AnswerWith(good, "no_answer_after_data")
-            if problem == "raw_tool_output" and good and not actions_offered(loop.catalogue, answer.pool):
+            if problem in ("raw_tool_output", NAMES_NOTHING) and good and not actions_offered(loop.catalogue, answer.pool):
                 # Asked twice for words, it hands back a step's data as JSON again (the 1.5B,
                 # after slicing the lines asked for): the answer is the data the chain ended with.
                 return AnswerWith((good[-1],), "raw_output_repeated")
@@ -162,6 +166,25 @@ class RestsOnRecovery(BaseRule):
         if figures_stand(answer.loop, state, answer.pool, answer.text):
             return None
         return End(*state.problem)
+
+
+def says_nothing_found(answer: Answer) -> bool:
+    """A request that changes nothing and asks for no figure, answered over a list the last good
+    step found without naming any of it (the 0.5B listed ~/notes and answered "The markdown files
+    in ~/notes were found.")."""
+    state, loop = answer.state, answer.loop
+    good = state.successes()
+    if (not good or state.problem is not None or state.exact is not None or actions_offered(loop.catalogue, answer.pool)
+            or asks_for_a_figure(answer.request.text)):
+        return False
+    if _CLAIMS.search(answer.text):
+        # A figure or a file name it gives is the grounding check's to verify, with what did not match.
+        return False
+    last = state.observations[good[-1]]
+    return isinstance(last, dict) and names_none_of(answer.text, last)
+
+
+_CLAIMS = re.compile(r"\d|\b\w+\.[A-Za-z0-9]{1,5}\b")
 
 
 def not_acted(loop, state: TurnState, pool: list[str]) -> bool:
