@@ -114,11 +114,11 @@ def test_a_step_source_follows_what_it_read() -> None:
 
 
 def test_target_roles_come_from_the_schema() -> None:
-    schema = {"properties": {
+    schema = {"$ref": "#/definitions/Input", "definitions": {"Input": {"properties": {
         "messages": {"type": "array", "items": {"properties": {"to_user": {"type": "string"}, "body": {"type": "string"}}}},
         "paths": {"type": "array", "items": {"type": "string", "x-access": "write"}},
         "url": {"type": "string", "format": "uri"},
-        "program": {"type": "string", "x-program": True}, "args": {"type": "array"}}}
+        "program": {"type": "string", "x-program": True}, "args": {"type": "array"}}}}}
     roles = target_roles(schema, "x", {"code:exec"})
     assert roles == {"messages.to_user": prov.RECIPIENT, "paths": prov.PATH, "url": prov.URL, "program": prov.COMMAND,
                      "args": prov.COMMAND}

@@ -80,8 +80,19 @@ def step_source(name: str, *, origin: str, capabilities: set[str], args: Mapping
 def target_roles(schema: Any, name: str, capabilities: set[str]) -> dict[str, str]:
     """The target arguments of an executor, by their dotted path without list indices (``messages.to_user``)."""
     roles: dict[str, str] = {}
+    root = schema if isinstance(schema, Mapping) else {}
+
+    def resolved(node: Any, depth: int = 0) -> Any:
+        # A signed schema's input is a "$ref" into its own definitions.
+        while isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/") and depth < 16:
+            target: Any = root
+            for part in node["$ref"][2:].split("/"):
+                target = target.get(part) if isinstance(target, Mapping) else None
+            node, depth = target, depth + 1
+        return node
 
     def walk(node: Any, path: str) -> None:
+        node = resolved(node)
         if not isinstance(node, Mapping):
             return
         key = path.rsplit(".", 1)[-1]
@@ -99,7 +110,8 @@ def target_roles(schema: Any, name: str, capabilities: set[str]) -> dict[str, st
             walk(node["items"], path)
 
     walk(schema, "")
-    if "code:exec" in capabilities and "args" in (schema or {}).get("properties", {}):
+    top = resolved(schema)
+    if "code:exec" in capabilities and isinstance(top, Mapping) and "args" in (top.get("properties") or {}):
         # What a program is told to do is as much the command as its name.
         roles["args"] = prov.COMMAND
     return roles
