@@ -268,3 +268,17 @@ def named_by_user(provenance: Provenance) -> bool:
 def leaves(value: Any) -> dict[str, Any]:
     """Every leaf of an argument tree by its dotted path."""
     return dict(_leaves(value))
+
+
+def described(recorded: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """A step's recorded provenance as (argument, where it came from in words), for ``turns show`` and the dashboard."""
+    out = []
+    for arg, d in recorded.items():
+        p = Provenance.from_json(d)
+        words = p.words()
+        if p.kind == STEP and p.field:
+            words += f" ({p.field})"
+        elif p.kind == REQUEST and p.span:
+            words += f" (characters {p.span[0]}-{p.span[1]})"
+        out.append((arg, words))
+    return out
