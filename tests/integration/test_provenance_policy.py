@@ -16,7 +16,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from starlette.testclient import TestClient
+
 from metnos.adapters.cli import main
+from metnos.adapters.daemon.app import build_app
+from metnos.runtime.booted import Runtime
+from metnos.services.host import DaemonHost
 from metnos.settings.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
@@ -159,6 +164,13 @@ def test_the_provenance_is_shown_and_replays_exactly(home: Path, page: str, back
     assert resolved["state"]["provenance"]["paths.0"]["source"] == "web"
     code = main(["replay", out["turn_id"], "--json"])
     assert code == 0, capsys.readouterr().out
+    # The dashboard's turn page says it too.
+    token = "a-token-for-the-provenance-test-only-0123456789"
+    with Runtime.boot(Workspace.from_env(), birth=False) as runtime, \
+            TestClient(build_app(DaemonHost(runtime, env={}), token, mounts=[])) as client:
+        page = client.get(f"/turns/{out['turn_id']}", headers={"Authorization": f"Bearer {token}", "Accept": "text/html"}).text
+    step = page[page.index('id="step-2"'):]
+    assert "<code>paths.0</code> from the page fetched at step 1 (entries.0.content)" in step[:step.index("</section>")]
 
 
 def test_in_online_mode_a_pages_words_add_no_step_and_choose_no_target(home: Path, page: str, backups: Path, capsys, monkeypatch) -> None:
