@@ -10,7 +10,8 @@ values it saw; this module matches the arguments against them. Pure: no I/O, no 
 Matching is by value, as grounding matches an answer: a string equal to a leaf of
 an earlier output, or found inside one of its text leaves (a page that says "send
 it to x@example.com"), or in the request, compared without case; a path also in
-its ``~`` form. The request wins over a step (what the user wrote is the user's,
+its ``~`` form, and a full path by its file name when the request names that file alone
+("todo.md"). The request wins over a step (what the user wrote is the user's,
 wherever else it appears); among steps, the least trusted wins, so a value cannot be
 laundered through a harmless output that also holds it.
 """
@@ -166,6 +167,12 @@ def _in_request(value: str, request: str, home: str) -> tuple[int, int] | None:
         at = folded.find(form.casefold())
         if at >= 0:
             return (at, at + len(form))
+    # A path the model wrote out in full for a file the request names by its name ("todo.md").
+    name = value.strip().rstrip("/").rsplit("/", 1)[-1]
+    if value.strip().startswith(("/", "~")) and len(name) >= MIN_INSIDE and "." in name.strip("."):
+        found = re.search(rf"(?<![\w.~/-]){re.escape(name.casefold())}(?![\w/-])", folded)
+        if found:
+            return found.span()
     return None
 
 

@@ -191,3 +191,15 @@ def test_in_online_mode_a_pages_words_add_no_step_and_choose_no_target(home: Pat
     asked = events(capsys, out["turn_id"], "ApprovalAsked")
     assert asked and all("the path came from the page fetched at step 1" in a["reason"] for a in asked), asked
     assert [i["executor"] for i in events(capsys, out["turn_id"], "StepInvoked")] == ["get_urls"]
+
+
+def test_the_llm_judge_is_told_where_the_target_came_from(home: Path, page: str, backups: Path, capsys, monkeypatch) -> None:
+    config = Workspace.from_env().config_file
+    config.write_text(config.read_text() + "[runtime.judge]\nenabled = true\n")
+    script = [call("get_urls", {"urls": [page], "as_text": True}), call("delete_files", {"paths": ["~/Backups"], "recursive": True}),
+              text('{"score": 0.9, "reason": "fine"}'), text("Done.")]
+    _, out, llm = ask(capsys, monkeypatch, script, f"summarise the recipe at {page}", "--yes")
+    judged = [r for r in llm.requests if "Proposed call" in orjson.dumps(r.body).decode()]
+    assert len(judged) == 1
+    assert "Where its targets came from: the path came from the page fetched at step 1" in orjson.dumps(judged[0].body).decode()
+    assert (backups / "2026.tar").exists()

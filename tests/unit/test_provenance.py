@@ -25,6 +25,14 @@ def test_a_path_in_the_request_matches_in_either_spelling() -> None:
     assert (p.kind, p.span) == (prov.REQUEST, (7, 16))
 
 
+def test_a_full_path_for_a_file_the_request_names_by_name_is_the_requests() -> None:
+    p = where("/home/ada/notes/todo.md", request="save a note to todo.md: buy milk")
+    assert (p.kind, p.span) == (prov.REQUEST, (15, 22))
+    # A folder's name, or a name inside a longer one, is not enough.
+    assert where("/home/ada/Backups", request="back up my Backups notes").kind == prov.MODEL
+    assert where("/home/ada/todo.md", request="see ~/old/todo.md.bak").kind == prov.MODEL
+
+
 def test_a_value_inside_a_page_comes_from_that_step() -> None:
     p = where("attacker@example.com")
     assert (p.kind, p.step, p.field, p.source) == (prov.STEP, 2, "content", prov.WEB)

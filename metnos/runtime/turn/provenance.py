@@ -1,7 +1,7 @@
 """Provenance in a turn: what each step's output holds, where each argument of a step came from,
 and which arguments of a side effect are its targets (domain/provenance.py holds the matching).
 
-A step's *source* is read from what it ran: a page (get_urls, an executor with network), a
+A step's *source* is read from what it ran: a page (get_urls, any other executor with network), a
 mail, a calendar, the contacts, an MCP server's tool, a file (one the request named, named as
 instructions, or another), a folder's listing (one the request named, or another), the user's
 answer; a step fed from earlier steps holds what the least trusted of them held.
@@ -68,10 +68,11 @@ def step_source(name: str, *, origin: str, capabilities: set[str], args: Mapping
     elif name == "find_files":
         bases = _paths_in(args, "base_path", "root")
         own = prov.NAMED_FOLDER if bases and all(_named(b, named.folders, home, inside=True) for b in bases) else prov.FOLDER
+    elif "code:exec" in capabilities:
+        # What a program prints about the user's own disk (du, git log) reads like a listing.
+        own = prov.FOLDER
     elif "network" in capabilities:
         own = prov.WEB
-    elif "fs:read" in capabilities and not fed_by:
-        own = prov.FILE
     else:
         own = prov.LOCAL
     return prov.least_trusted([own, *fed_by]) or own
