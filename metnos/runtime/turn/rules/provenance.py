@@ -56,7 +56,7 @@ def trace_provenance(step: Step) -> None:
 def targets_of(step: Step) -> list[tuple[str, str, Provenance]]:
     """The step's target arguments: (argument path, role, provenance)."""
     te = step.te
-    if te is None:
+    if te is None or not step.provenance:
         return []
     roles = target_roles(te.loaded.input_schema, step.name, capabilities_of(te.loaded))
     found = []
