@@ -46,6 +46,10 @@ LOCAL = "local"            # worked out on the machine from nothing read (the cl
 
 # Content someone other than the user wrote: it may inform, never choose a target.
 UNTRUSTED = frozenset({WEB, MAIL, MCP, CALENDAR, FILE, NAMED_FILE})
+# Content that makes a target the model wrote itself suspect (it may be that content paraphrased). A file
+# the request named is data the user chose to have worked on: what it says is still untrusted, matched
+# as such, but the model's own words after reading it are not.
+TAINTING = UNTRUSTED - {NAMED_FILE}
 # Outputs that carry a file's text: sent where the request did not say, that is exfiltration.
 FILE_CONTENT = frozenset({FILE, NAMED_FILE, INSTRUCTIONS})
 # Less trusted first: a value several outputs hold is taken from the first of these.
@@ -238,8 +242,8 @@ def trace(args: Mapping[str, Any], *, request: str, settings: Mapping[str, Any],
 
 # The policy ---------------------------------------------------------------
 def untrusted_content_read(seen: Sequence[Seen]) -> Seen | None:
-    """The first earlier step whose output is content someone other than the user wrote."""
-    return next((s for s in seen if s.source in UNTRUSTED), None)
+    """The first earlier step whose output is content someone other than the user wrote, on a source the request did not name."""
+    return next((s for s in seen if s.source in TAINTING), None)
 
 
 def target_origin(role: str, provenance: Provenance, *, tainted_by: Seen | None) -> str | None:

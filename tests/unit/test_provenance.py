@@ -98,6 +98,9 @@ def test_the_models_own_target_after_untrusted_content_is_tainted() -> None:
     mine = Provenance(prov.MODEL)
     assert prov.target_origin(prov.URL, mine, tainted_by=None) is None
     assert "after reading the page fetched at step 2" in prov.target_origin(prov.URL, mine, tainted_by=PAGE)
+    named = Seen(1, prov.NAMED_FILE, {"ok": True, "content": "tomatoes"})
+    assert prov.untrusted_content_read([named]) is None
+    assert prov.untrusted_content_read([named, PAGE]) is PAGE
 
 
 def test_a_files_content_or_a_key_is_carried() -> None:
