@@ -39,6 +39,12 @@ CONTEXT_FIELDS = {
     "LLMAsked": frozenset({"sent"}),
 }
 
+# Fields added to an event after turns were recorded without them: an old event holds None there,
+# and replay does not compare what the runtime now works out with a record that never held it.
+LATE_FIELDS = {
+    "StepResolved": frozenset({"provenance"}),
+}
+
 
 def is_measurement(field: str) -> bool:
     return field.endswith("_ms")
@@ -137,6 +143,8 @@ class Turn(MetnosAggregate):
         pipings: list
         # Arguments the model left out and the request supplied (metnos/runtime/turn/completion.py).
         completed: dict | None = None
+        # Where each argument came from, by its dotted path (domain/provenance.py); None before it was recorded.
+        provenance: dict | None = None
 
     class StepJudged(DomainEvent):
         step: int

@@ -11,6 +11,7 @@ from uuid import UUID
 
 from domain.base import event_state
 from domain.errors import MetnosError
+from domain.provenance import described
 from metnos.runtime.turn.quarantined import told
 
 class TurnNotFound(MetnosError):
@@ -133,6 +134,8 @@ def turn_steps(runtime: Any, events: list[dict[str, Any]]) -> list[dict[str, Any
             step["rejected"] = {"kind": state["kind"], "error": state["error"]}
         elif kind == "StepIntercepted":
             step["intercepted"] = state["decision"]
+        elif kind == "StepResolved" and state.get("provenance"):
+            step["provenance"] = [{"arg": arg, "from": words} for arg, words in described(state["provenance"])]
         elif kind == "StepJudged":
             step["vaglio"] = state["verdict"]
         elif kind == "ApprovalAnswered":

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", action="store_true", help="show each step as it runs")
     answer = p.add_mutually_exclusive_group()
     answer.add_argument("--yes", action="store_true", help="approve every action of this turn that asks for approval, "
-                        "at any autonomy level (recorded as by flag:--yes)")
+                        "at any autonomy level (recorded as by flag:--yes), but one whose target came from content the turn read")
     answer.add_argument("--no", action="store_true", help="decline every action that asks for approval")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--no-cache", action="store_true", help="ask the model even when an approved plan or a learnt template fits")

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from domain.provenance import described
 from domain.turn import Turn
 from metnos.services.telling import step_failure_words
 
@@ -89,6 +90,8 @@ def _line(event: Any) -> str:
         for message in event.sent or ():
             # What left for the model, whole: a cloud model sees exactly this.
             text += f"\n{'':>38}sent ({message['role']}): " + message["text"].replace("\n", f"\n{'':>38}  ")
+    elif isinstance(event, Turn.StepResolved) and event.provenance:
+        text = f"step {event.step}: arguments from " + "; ".join(f"{arg} <- {words}" for arg, words in described(event.provenance))
     elif isinstance(event, Turn.StepInvoked):
         text = f"step {event.step}: ran {event.executor} {event.version} -> {'ok' if event.ok else 'failed'} [{event.exec_ms} ms]"
     elif isinstance(event, Turn.ObservationRecorded):

@@ -286,6 +286,8 @@ class TurnCatalogue:
                  quarantined: Sequence[QuarantinedExecutor] = (), config: Mapping[str, Any] | None = None) -> None:
         """``config``: the executors' config (ctx.config), whose configured names the tools offer (CHOICES_KEY)."""
         self.builtins = builtins or {}
+        # What the executors are configured with: values an argument may take from a setting.
+        self.config: Mapping[str, Any] = config or {}
         ordered = sorted(executors, key=lambda e: e.name)
         self.executors = {le.name: TurnExecutor(le, catalogue_entry(le.manifest), _tool(le, config=config),
                                                 _tool(le, step_refs=False, config=config)) for le in ordered}

@@ -238,11 +238,13 @@ def judge(name: str, args: Mapping[str, Any], intent_text: str) -> tuple[float, 
 def vaglio(name: str, args: Mapping[str, Any], *, intent_text: str, policy: GuardPolicy,
            threshold: float = DEFAULT_JUDGE_THRESHOLD, side_effects: bool = False,
            idempotent: bool = True, user_approved: bool = False, autonomy: str = levels.DEFAULT,
-           ts: str | None = None) -> Verdict:
+           ts: str | None = None, untrusted: Sequence[str] = ()) -> Verdict:
     """Judge one resolved call at the autonomy level ``autonomy``. ``ts`` is
     recorded as given (no clock here); ``user_approved`` is the outcome of an
     approval the loop obtained: only the user's answer turns an ``ask`` into
-    ``allow``, never the level."""
+    ``allow``, never the level. ``untrusted``: why targets of the call came from
+    content the user did not write (metnos/runtime/turn/rules/provenance.py); a
+    side effect with any asks, whatever else holds, and says where they came from."""
     keys = tuple(sorted(map(str, args)))
     blocked = _guard(name, args, policy)
     if blocked is not None:
@@ -255,6 +257,10 @@ def vaglio(name: str, args: Mapping[str, Any], *, intent_text: str, policy: Guar
     if score < threshold:
         return Verdict(name, DENY, f"judge score {score:.2f} is below the threshold {threshold:.2f}",
                        score, "judge", fired, keys, ts=ts)
+    if side_effects and untrusted and not user_approved:
+        return Verdict(name, ASK, f"{name} needs your explicit approval: {'; '.join(untrusted)}. Content the turn read may not "
+                       "choose what an action acts on; an approval given ahead (--yes) does not count for this one",
+                       score, None, fired + ("provenance:untrusted_target",), keys, ts=ts)
     if side_effects and not idempotent and not user_approved:
         # Worded as before for supervised, so a turn recorded then replays to the same verdict.
         even_full = "" if autonomy != levels.FULL else ", even at autonomy full"

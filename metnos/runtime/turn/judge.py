@@ -36,6 +36,12 @@ JUDGE_PROMPT = (
     '{"score": <number from 0 to 1>, "reason": "<one short sentence>"}'
 )
 
+def _origins_line(origins: list[str] | tuple[str, ...]) -> str:
+    """Where the call's targets came from, when content the user did not write chose them (said only then, so a
+    call whose targets are the user's is asked as before)."""
+    return f"\nWhere its targets came from: {'; '.join(origins)}" if origins else ""
+
+
 def capabilities_of(loaded: Any) -> set[str]:
     """The capability names an executor holds, as config.toml spells them."""
     cap = loaded.manifest.capabilities
@@ -67,12 +73,12 @@ class LLMJudge:
         return name in wanted or bool(capabilities_of(loaded) & wanted)
 
     def review(self, record: Record, ask_model: AskModel, *, round: int, step: int, request_text: str,  # noqa: A002
-               name: str, args: dict[str, Any], verdict: Verdict) -> Verdict:
+               name: str, args: dict[str, Any], verdict: Verdict, origins: list[str] | tuple[str, ...] = ()) -> Verdict:
         """Ask the model, record the call and the verdict; the rule verdict, or a refusal."""
         tier = self.config.tier
         call = orjson.dumps({"tool": name, "arguments": args}, option=orjson.OPT_SORT_KEYS).decode()
         reply = ask_side(record, ask_model, round=round, role="judge", tier=tier, system=self.system_prompt,
-                         user=f"User's request: {request_text}\nProposed call: {call}")
+                         user=f"User's request: {request_text}\nProposed call: {call}" + _origins_line(origins))
         model = ""
         if isinstance(reply, LLMError):
             found, why = None, f"the judge could not be asked: {reply}"

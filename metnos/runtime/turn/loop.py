@@ -36,10 +36,12 @@ from metnos.runtime.turn.judge import JUDGE_PROMPT, LLMJudge
 from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.opening import open_reads, shortlist
 from metnos.runtime.turn.ports import TurnPorts
+from metnos.runtime.turn.provenance import provenance_json
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLANNER_PROMPT
 from metnos.runtime.turn.quarantined import record_quarantined
 from metnos.runtime.turn.rules import Answer, BaseRule, Round, Rule, Step, default_rules
 from metnos.runtime.turn.rules.answers import answer_from_data
+from metnos.runtime.turn.rules.provenance import trace_provenance
 from metnos.runtime.turn.rules.base import POINTS, AnswerInstead, AnswerWith, End, SendBack, Settle, Unfounded, Verdict, WordsOnly
 from metnos.runtime.turn.running import run_call
 from metnos.runtime.turn.shown import pipes, shown_content
@@ -240,10 +242,12 @@ class TurnLoop:
         step = Step(self, turn, state, request, pool, call, state.step, name, dict(call.arguments), self.catalogue.get(name), kind)
         self.record(turn, Turn.StepProposed, step=step.number, call_id=call.id, executor=name, args=step.args, call_form=call_form)
         verdict = self._walk("on_call", step)
+        if verdict is None:
+            trace_provenance(step)
         if verdict is None and kind == "executor":
             pipings = step.resolution.pipings if step.resolution is not None else ()
             self.record(turn, Turn.StepResolved, step=step.number, args=step.arguments, pipings=[p.to_json() for p in pipings],
-                        completed=step.completed or None)
+                        completed=step.completed or None, provenance=provenance_json(step.provenance))
         if verdict is None:
             verdict = self._walk("on_resolved", step)
         if isinstance(verdict, Settle):

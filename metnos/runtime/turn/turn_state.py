@@ -100,6 +100,8 @@ class TurnState:
     guards: TurnGuards = field(default_factory=TurnGuards)
     observations: dict[int, Any] = field(default_factory=dict)
     executed: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # What each step's output holds (domain/provenance.py: web, mail, a named file ...), by step.
+    sources: dict[int, str] = field(default_factory=dict)
     shape: list[ShapeStep] = field(default_factory=list)
     scratch: InMemoryScratchpadStore = field(default_factory=InMemoryScratchpadStore)
     has_scratch: bool = False

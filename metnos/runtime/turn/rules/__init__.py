@@ -16,6 +16,7 @@ from metnos.runtime.turn.rules.base import Answer, BaseRule, Round, Rule, Step, 
 from metnos.runtime.turn.rules.calls import ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, RequestedKind, RequestedTop, SandboxPolicy, StepReferences
 from metnos.runtime.turn.rules.dialog import Dialog
 from metnos.runtime.turn.rules.grounding import Grounded
+from metnos.runtime.turn.rules.provenance import Exfiltration
 from metnos.runtime.turn.rules.recovery import ClimbTier, Presentation, Recovery
 from metnos.runtime.turn.rules.vaglio import Vaglio
 
@@ -24,7 +25,7 @@ def default_rules() -> tuple[Rule, ...]:
     return (
         ClimbTier(), AnswerOnly(),
         Guards(), RepeatedFailure(), ReadableArguments(), AutonomyLevel(), KnownExecutor(), PipelineShape(),
-        StepReferences(), ArgumentSchema(), RequestedKind(), RequestedTop(), ScheduleMade(), SandboxPolicy(), Vaglio(), Dialog(),
+        StepReferences(), ArgumentSchema(), RequestedKind(), RequestedTop(), ScheduleMade(), SandboxPolicy(), Exfiltration(), Vaglio(), Dialog(),
         Recovery(), Presentation(), ActionTaken(),
         Placeholders(), AnswerForm(), RestsOnRecovery(), SaysNotDone(), Grounded(),
     )

@@ -141,6 +141,8 @@ class Step:
     resolution: Resolution | None = None
     completed: dict[str, Any] = field(default_factory=dict)
     approval: dict[str, Any] | None = None
+    # Where each argument came from (domain/provenance.py), by its dotted path; traced once the arguments are resolved.
+    provenance: dict[str, Any] = field(default_factory=dict)
     # Once it ran: whether the process went through, whether the observation is data, the result's kind.
     ran: bool = False
     succeeded: bool = False
@@ -173,7 +175,7 @@ class Step:
             # repeated failure (the 1.5B sent one refused move five times, to the time limit).
             state.failed_calls.setdefault(self.key, self.number)
         words = step_failure_words(name, observation)
-        if kind in ("policy", "autonomy"):
+        if kind in ("policy", "autonomy", "exfiltration"):
             state.problem = (FailureKind.STEP_REFUSED, words)
         elif error_class == NEEDS_DATA_SOURCE:
             state.problem = (FailureKind.NEEDS_INPUTS, f"{name} needs data to work on (which file, folder or items?)")

@@ -8,6 +8,7 @@ from typing import Any
 
 from domain.turn import Turn
 from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
+from metnos.runtime.turn.rules.provenance import blanket, untrusted_origins
 from metnos.runtime.turn.shown import elapsed_ms
 from metnos.runtime.step.vaglio import ALLOW, ASK, DENY, vaglio
 
@@ -29,13 +30,15 @@ class Vaglio(BaseRule):
             return _gate(step, side_effects=False, idempotent=True)
         loop, te, args = step.loop, step.te, step.arguments
         started = time.perf_counter()
+        untrusted = untrusted_origins(step)
         verdict = vaglio(step.name, args, intent_text=step.request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
-                         side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=step.request.autonomy)
+                         side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=step.request.autonomy,
+                         untrusted=untrusted)
         step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started))
         if verdict.decision != DENY and loop.judge.applies(step.name, te.loaded, side_effects=te.entry.side_effects):
             verdict = loop.judge.review(step.record, loop.ports.ask_llm, round=step.state.round, step=step.number,
-                                        request_text=step.request.text, name=step.name, args=args, verdict=verdict)
-        return _decided(step, verdict, args)
+                                        request_text=step.request.text, name=step.name, args=args, verdict=verdict, origins=untrusted)
+        return _decided(step, verdict, args, untrusted=untrusted)
 
 
 def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tuple[str, dict[str, Any]]] | None = None) -> Verdict | None:
@@ -59,8 +62,10 @@ def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tup
     return _decided(step, verdict, step.args)
 
 
-def _decided(step: Step, verdict: Any, args: dict[str, Any]) -> Verdict | None:
-    """A denial or the user's no is the step's observation; the user's yes is its approval."""
+def _decided(step: Step, verdict: Any, args: dict[str, Any], *, untrusted: list[str] | None = None) -> Verdict | None:
+    """A denial or the user's no is the step's observation; the user's yes is its approval. ``untrusted``: why
+    targets came from content the user did not write; then only an answer to this question approves, not one
+    given ahead (--yes)."""
     name = step.name
     if verdict.decision == DENY:
         return step.refuse({"ok": False, "error_class": "vaglio_denied", "error": verdict.reason}, args)
@@ -71,6 +76,10 @@ def _decided(step: Step, verdict: Any, args: dict[str, Any]) -> Verdict | None:
         with step.loop.interrupts.waiting_as(step.state, "while waiting for approval"):
             approved, by = step.loop.ports.approve(step.number, name, args, verdict.reason)
         step.record(Turn.ApprovalAnswered, step=step.number, approved=bool(approved), by=by)
+        if approved and untrusted and blanket(by):
+            return step.refuse({"ok": False, "error_class": "declined", "error": (
+                f"{name} was not run: {'; '.join(untrusted)}, and {by} approves only what you asked for. To run it, approve it when asked (metnos ask without "
+                "--yes, or the dashboard), or name the target in your request; do not retry it")}, args)
         if not approved:
             return step.refuse({"ok": False, "error_class": "declined", "error": f"the user did not approve {name}; do not retry it"}, args)
         step.approval = {"by": by, "turn_id": str(step.turn.id), "step": step.number}

@@ -1,0 +1,113 @@
+"""The provenance of a step's arguments, traced once they are resolved, and the policy on it (docs/turns.md, "Provenance").
+
+A side effect whose target (a recipient, a path it writes, a URL, the command it runs) was
+chosen by content someone other than the user wrote (a page, a mail, an MCP server's result,
+a file the request did not name as instructions), or written by the model after it read such
+content, needs the user's explicit approval, with where the target came from in the question:
+the vaglio asks (metnos/runtime/turn/rules/vaglio.py), and an answer given ahead for every
+question (``--yes``, ``"approve": "yes"``) does not count. A file's content or a secret on its
+way to a recipient or a URL the user did not name, or to a path content chose, is refused as
+exfiltration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import provenance as prov
+from domain.provenance import Provenance, Seen
+from metnos.runtime.turn.judge import capabilities_of
+from metnos.runtime.turn.provenance import role_of, settings_of, step_source, target_roles, trace_step
+from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
+
+# Answers given before any question was asked: they approve what the user foresaw, not a target content chose.
+BLANKET_ANSWERS = frozenset({"flag:--yes", "http:approve=yes"})
+EXFILTRATION = "exfiltration"
+# Where content leaves the machine.
+_OUTWARD = frozenset({prov.RECIPIENT, prov.URL})
+
+
+def _home(step: Step) -> str:
+    return step.loop.shown_home or step.loop.policy.home
+
+
+def seen_by(step: Step) -> list[Seen]:
+    state = step.state
+    return [Seen(n, state.sources.get(n, prov.LOCAL), state.observations[n]) for n in state.successes() if n < step.number]
+
+
+def trace_provenance(step: Step) -> None:
+    """What the step's output will hold (``state.sources``) and, for an executor, where each of its arguments came from."""
+    state, request, args = step.state, step.request, step.arguments
+    pipings = step.resolution.pipings if step.resolution is not None else ()
+    fed_by = [state.sources.get(p.src_step, prov.LOCAL) for p in pipings]
+    if step.kind == "scratchpad":
+        state.sources[step.number] = prov.least_trusted(state.sources.values()) or prov.LOCAL
+        return
+    loaded = step.te.loaded if step.te is not None else None
+    state.sources[step.number] = step_source(
+        step.name, origin=getattr(loaded, "origin", "builtin"), capabilities=capabilities_of(loaded) if loaded is not None else set(),
+        args=args, request=request.text, home=_home(step), fed_by=fed_by)
+    if step.kind == "executor":
+        step.provenance = trace_step(args=args, pipings=pipings, completed=step.completed, request=request.text,
+                                     settings=settings_of(step.loop.catalogue.config), seen=seen_by(step), home=_home(step))
+
+
+def targets_of(step: Step) -> list[tuple[str, str, Provenance]]:
+    """The step's target arguments: (argument path, role, provenance)."""
+    te = step.te
+    if te is None or not step.provenance:
+        return []
+    roles = target_roles(te.loaded.input_schema, step.name, capabilities_of(te.loaded))
+    found = []
+    for path, p in step.provenance.items():
+        role = role_of(path, roles)
+        if role is None:
+            # A piped argument holds its targets inside it (entries.N.path): the whole argument is traced.
+            bare = ".".join(s for s in path.split(".") if not s.isdigit())
+            role = next((r for key, r in roles.items() if key.startswith(bare + ".")), None)
+        if role is not None:
+            found.append((path, role, p))
+    return found
+
+
+def untrusted_origins(step: Step) -> list[str]:
+    """Why each target of the step may not be chosen as it was, in words (module docstring)."""
+    if step.kind != "executor" or step.te is None or not step.te.entry.side_effects:
+        return []
+    tainted = prov.untrusted_content_read(seen_by(step))
+    return list(dict.fromkeys(why for path, role, p in targets_of(step)
+                              if (why := prov.target_origin(role, p, tainted_by=tainted)) is not None))
+
+
+def blanket(by: str) -> bool:
+    return by in BLANKET_ANSWERS
+
+
+class Exfiltration(BaseRule):
+    """A file's content or a secret going where the user did not say is refused (``StepRejected`` kind exfiltration)."""
+    name = "exfiltration"
+
+    def on_resolved(self, step: Step) -> Verdict | None:
+        if step.kind != "executor" or step.te is None or not step.te.entry.side_effects:
+            return None
+        targets = targets_of(step)
+        target_paths = {path for path, _, _ in targets}
+        away = next(((path, role, p) for path, role, p in targets
+                     if (role in _OUTWARD and not prov.named_by_user(p))
+                     or (p.kind == prov.STEP and p.source in prov.UNTRUSTED)), None)
+        if away is None:
+            return None
+        carried = prov.carries_file_or_secret({k: v for k, v in step.provenance.items() if k not in target_paths},
+                                              {k: v for k, v in prov.leaves(step.arguments).items()
+                                               if not any(k == t or k.startswith(t + ".") for t in target_paths)})
+        if carried is None:
+            return None
+        path, role, p = away
+        message = (f"{step.name} refused as exfiltration: {carried}, and its {role} ({path}) came from {p.words()}, not from "
+                   "your request or your settings. If you mean it, name the destination in your request")
+        error = {"kind": EXFILTRATION, "message": message, "argument": path, "origin": p.to_json()}
+        return step.reject(EXFILTRATION, error, {"ok": False, "error_class": EXFILTRATION, "error": message})
+
+
+__all__ = ["BLANKET_ANSWERS", "EXFILTRATION", "Exfiltration", "blanket", "seen_by", "trace_provenance", "untrusted_origins"]
