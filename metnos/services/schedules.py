@@ -13,7 +13,7 @@ from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.service import DEFAULT_GRACE_S, ScheduleService, SchedulerError
 from metnos.services import wiring
 
-__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "command", "listed", "rows"]
+__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "command", "listed", "modify", "read_when", "rows"]
 
 # What a schedule's id can be told to do, from the CLI and the daemon's API.
 ACTIONS = ("show", "pause", "resume", "cancel", "history", "run-now")
@@ -24,6 +24,18 @@ def add(**schedule: Any) -> dict[str, Any]:
     """A new schedule (ScheduleService.create's fields); its id and next firing."""
     with wiring.boot_scheduled() as rt:
         return ScheduleService(rt).create(**schedule)
+
+
+def read_when(when: str, timezone: str = "UTC") -> dict[str, Any]:
+    """A cadence in words or cron, read: {cron, count, words, timezone, next_fires}; nothing is created."""
+    with wiring.boot_scheduled() as rt:
+        return ScheduleService(rt).read_when(when, timezone)
+
+
+def modify(ref: str, changes: dict[str, Any], *, approved_by: str | None = None, when: str | None = None) -> dict[str, Any]:
+    """Change a schedule's cadence (``when``: words or cron), target, arguments or options, as an event."""
+    with wiring.boot_scheduled() as rt:
+        return ScheduleService(rt).modify(ref, changes, approved_by=approved_by, when=when)
 
 
 def listed(status: str | None = None) -> list[dict[str, Any]]:

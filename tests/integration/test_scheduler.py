@@ -532,6 +532,74 @@ def test_cli(home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
     assert [r["id"] for r in orjson.loads(out)] == [sid]
 
 
+# Schedules in words (seeds/000 ch. 11) ------------------------------------------------------
+def test_planner_cron_field_takes_words_and_every_other_friday_skips_off_weeks(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    made = call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "every other Friday at 9", "channel": "none"})
+    assert made["ok"] and made["cron"] == "0 9 * * 5 /2w@2030-05-03" and made["said"] == "every other Friday at 9"
+    assert made["next_fires"] == [stamp(at(9, day=d)) for d in (3, 17, 31)]
+    sid = made["schedule_id"]
+    assert [f["slot"] for f in tick_at(rt, clock, at(9, 1, day=3))["firings"]] == [stamp(at(9, day=3))]
+    assert tick_at(rt, clock, at(9, 1, day=10))["firings"] == []
+    assert [f["slot"] for f in tick_at(rt, clock, at(9, 1, day=17))["firings"]] == [stamp(at(9, day=17))]
+    assert ScheduleService(rt).show(sid)["fired"] == 2
+    # A plain cron is still taken as it is, and words nobody can read are refused.
+    assert "cron" not in call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "0 8 * * *", "channel": "none"})
+    refused = call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "whenever", "channel": "none"})
+    assert refused["error"]["kind"] == "SchedulerError" and "cannot read a schedule from 'whenever'" in refused["error"]["message"]
+
+
+def test_a_one_shot_in_words_fires_once_and_a_late_creation_does_not_fire_retroactively(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    made = call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "in two hours", "channel": "none"})
+    assert made["next_fires"] == [stamp(at(9, 58))]
+    assert ScheduleService(rt).show(made["schedule_id"])["count"] == 1
+    tick_at(rt, clock, at(9, 58, 10))
+    assert ScheduleService(rt).show(made["schedule_id"])["status"] == "completed"
+
+
+def test_modify_changes_cadence_in_words_target_and_arguments_as_events(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    sid = add(rt)
+    clock.set(at(8, 1))
+    row = service.modify(sid, {}, when="ogni mattina alle 9")
+    assert (row["cron"], row["next_fire"]) == ("0 9 * * *", stamp(at(9)))
+    row = service.modify(sid, {"target": {"kind": "executor", "name": "get_urls"}, "args": {"urls": ["http://127.0.0.1:9/"]}},
+                         approved_by="user:test")
+    assert (row["target"], row["args"]) == ({"kind": "executor", "name": "get_urls"}, {"urls": ["http://127.0.0.1:9/"]})
+    changes = [e["changes"] for e in history(rt, sid) if e["type"] == "ScheduleModified"]
+    assert changes == [{"cron": "0 9 * * *"}, {"target": {"kind": "executor", "name": "get_urls"}, "args": {"urls": ["http://127.0.0.1:9/"]}}]
+    send = {"target": {"kind": "executor", "name": "send_messages"}, "args": {"messages": [{"to_user": "me", "body": "hi"}]}}
+    with pytest.raises(SchedulerError, match="retargeted to send_messages .* new approval; nothing was changed"):
+        service.modify(sid, send)
+    assert service.modify(sid, send, approved_by="user:test")["approval"]["executors"] == ["send_messages"]
+
+
+def test_cli_words_are_shown_back_and_created_only_once_confirmed(home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock_file = tmp_path / "now"
+    clock_file.write_text(stamp(at(7, 58)))
+    monkeypatch.setenv(CLOCK_FILE_ENV, str(clock_file))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, _, err = run("schedule", "add", "every morning at 8", "--executor", "get_now", "--channel", "none")
+    assert code == 2 and "only once confirmed: run again with --yes" in err
+    assert orjson.loads(run("schedule", "list", "--json")[1]) == []
+    code, out, err = run("schedule", "add", "tomorrow at 9", "--executor", "get_now", "--channel", "none", "--yes")
+    assert code == 0 and "'tomorrow at 9' reads as cron '0 9 2 5 *' in UTC (once)" in err and "2030-05-02 09:00 UTC" in err
+    sid = orjson.loads(out)["schedule_id"]
+    assert run("schedule", "show", sid, "--json")[1] and orjson.loads(run("schedule", "show", sid, "--json")[1])["count"] == 1
+    code, out, err = run("schedule", "modify", sid, "every Tuesday at 18:30", "--yes")
+    assert code == 0 and orjson.loads(out)["cron"] == "30 18 * * 2"
+    assert "2030-05-07 18:30 UTC\n  2030-05-14 18:30 UTC\n  2030-05-21 18:30 UTC" in err
+    assert orjson.loads(run("schedule", "show", sid, "--json")[1])["count"] is None
+    assert "ScheduleModified   changed: cron '30 18 * * 2', count null" in run("schedule", "history", sid)[1]
+
+
 # A daemon killed and restarted -------------------------------------------------------------
 class SlowPage:
     """A page on 127.0.0.1 that holds each request until released; counts them."""
