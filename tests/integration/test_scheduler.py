@@ -19,11 +19,19 @@ from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from uuid import uuid4
+
 import orjson
 import pytest
 
 from metnos.adapters.cli import main
+from domain.executor import executor_id
+from domain.turn import Turn
 from metnos.runtime.booted import Runtime
+from metnos.runtime.jobs import CallbackContext
+from metnos.runtime.lifecycle import revive_used
+from metnos.runtime.scheduler.ager import run_executor_ager
+from projections.catalog import invocable
 from metnos.runtime.scheduler import callbacks, firing
 from metnos.runtime.scheduler.clock import CLOCK_FILE_ENV, ManualClock
 from domain.due import stamp
@@ -446,6 +454,64 @@ def test_executor_ager_marks_idle_executors(home: Path) -> None:
         states = {e["name"]: e["versions"][e["current"]]["state"] for e in rt.catalogue.catch_up(rt.log)["executors"].values()}
         assert states["get_now"] == "active"
         assert states["read_files"] == "below_threshold" and states["send_messages"] == "below_threshold"
+
+
+def _ager(rt: Runtime, clock: ManualClock, **args) -> dict:
+    result = run_executor_ager(CallbackContext(runtime=rt, now=clock(), schedule_id="test"), args)
+    assert result.ok, result.error
+    rt.log.save(*result.aggregates)
+    return result.output
+
+
+def _states(rt: Runtime) -> dict:
+    return {e["name"]: e["versions"][e["current"]] for e in rt.catalogue.catch_up(rt.log)["executors"].values()}
+
+
+def test_below_threshold_stays_offered_comes_back_on_use_and_is_archived_when_still_idle(home: Path, capsys) -> None:
+    clock = ManualClock(datetime.now(UTC) + timedelta(days=40))
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        marked = {m["name"] for m in _ager(rt, clock, idle_days=30, include_seeds=True)["marked"]}
+        assert {"get_now", "read_files", "send_messages", "find_files"} <= marked
+        states = _states(rt)
+        assert states["read_files"]["state"] == "below_threshold"
+        # Still loaded and offered until the user decides (seeds/000 ch. 6).
+        assert {"read_files", "send_messages"} <= set(invocable(rt.catalogue.catch_up(rt.log)))
+        # Used outside a turn (a schedule fires get_now) and inside one (a turn invokes read_files).
+        clock.advance(days=1)
+        sid = add(rt, cron="* * * * *", count=1)
+        Scheduler(rt).tick()
+        clock.advance(minutes=2)
+        Scheduler(rt).tick()
+        assert ScheduleService(rt).show(sid)["fired"] == 1
+        step = Turn.StepInvoked(originator_id=uuid4(), originator_version=3, timestamp=clock(), step=1, invocation_id=str(uuid4()),
+                                executor="read_files", version="1.0.0", digest="d", args_hash="h", ok=True, kind="ok", exec_ms=1)
+        revived = revive_used(rt, [step], clock())
+        assert [e.name for e in revived] == ["read_files"]
+        rt.log.save(*revived)
+        assert _states(rt)["read_files"]["state"] == "active"
+        clock.advance(days=14)
+        summary = _ager(rt, clock, idle_days=30, include_seeds=True, archive_after_days=14)
+        assert [r["name"] for r in summary["revived"]] == ["get_now"]
+        assert "send_messages" in {r["name"] for r in summary["archived"]} and "read_files" not in {r["name"] for r in summary["archived"]}
+        states = _states(rt)
+        assert (states["get_now"]["state"], states["read_files"]["state"], states["send_messages"]["state"]) == ("active", "active", "archived")
+        assert "send_messages" not in invocable(rt.catalogue.catch_up(rt.log))
+        seeds = rt.workspace.executors_origin_dir("seed")
+        version = rt.catalogue.catch_up(rt.log)["executors"]["seed/send_messages"]["current"]
+        assert not (seeds / "send_messages" / version).exists() and (seeds / ".archive" / "send_messages" / version / "manifest.toml").exists()
+        kinds_of = [type(e).__name__ for e in rt.log.events.get(executor_id("seed", "get_now"))]
+        assert kinds_of[-2:] == ["ExecutorBelowThreshold", "ExecutorRevived"]
+    # The user keeps one below threshold: promote brings it back to active, as an event, shown by `executors list`.
+    clock.advance(days=31)
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        assert "get_now" in {m["name"] for m in _ager(rt, clock, idle_days=30, include_seeds=True)["marked"]}
+        assert _states(rt)["get_now"]["state"] == "below_threshold"
+    capsys.readouterr()
+    assert main(["executors", "list"]) == 0
+    assert any(line.split()[:1] == ["get_now"] and "below_threshold" in line and "executors promote get_now" in line
+               for line in capsys.readouterr().out.splitlines())
+    assert main(["executors", "promote", "get_now"]) == 0
+    assert capsys.readouterr().out.strip().endswith(": active (current)")
 
 
 def test_bad_requests_are_refused_clearly(rt: Runtime) -> None:
