@@ -13,7 +13,7 @@ from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.service import DEFAULT_GRACE_S, ScheduleService, SchedulerError
 from metnos.services import wiring
 
-__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "command", "listed", "modify", "read_when", "rows"]
+__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "command", "add_on", "listed", "modify", "read_on", "read_when", "rows"]
 
 # What a schedule's id can be told to do, from the CLI and the daemon's API.
 ACTIONS = ("show", "pause", "resume", "cancel", "history", "run-now")
@@ -62,6 +62,21 @@ def command(runtime: Runtime, action: str, ref: str) -> dict[str, Any]:
     if action not in COMMANDS:
         raise SchedulerError(f"unknown schedule command {action!r}; one of {', '.join(COMMANDS)}")
     return _act(ScheduleService(runtime), action, ref)
+
+
+def read_on(runtime: Runtime, when: str, timezone: str = "UTC") -> dict[str, Any]:
+    """A cadence in words or cron read on a held runtime (the daemon's): nothing is created."""
+    return ScheduleService(runtime).read_when(when, timezone)
+
+
+def add_on(runtime: Runtime, *, when: str, target: dict[str, Any], timezone: str = "UTC", count: int | None = None,
+           **fields: Any) -> dict[str, Any]:
+    """A new schedule on a held runtime from a cadence in words or cron, already confirmed by the
+    user: its id, next firing, the cron read and the next firings."""
+    reading = read_on(runtime, when, timezone)
+    made = ScheduleService(runtime).create(target=target, cron=reading["cron"], timezone=timezone,
+                                           count=reading["count"] if count is None else count, **fields)
+    return {**made, "cron": reading["cron"], "words": reading["words"], "next_fires": reading["next_fires"]}
 
 
 def rows(runtime: Runtime) -> list[dict[str, Any]]:
