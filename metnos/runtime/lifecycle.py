@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.application import AggregateNotFoundError
 
-from domain.executor import ACTIVE, BELOW_THRESHOLD, QUARANTINED, Executor, LifecycleError, executor_id
+from domain.executor import (
+    ACTIVE,
+    BELOW_THRESHOLD,
+    QUARANTINED,
+    Executor,
+    LifecycleError,
+    executor_id,
+)
 from domain.turn import Turn
 from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, Quarantined

@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from metnos.runtime.booted import Runtime
-from metnos.runtime.scheduler.service import DEFAULT_GRACE_S, ScheduleService, SchedulerError
+from metnos.runtime.scheduler.service import (
+    DEFAULT_GRACE_S,
+    SchedulerError,
+    ScheduleService,
+)
 from metnos.services import wiring
 
-__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "command", "add_on", "listed", "modify", "read_on", "read_when", "rows"]
+__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "add_on", "command", "listed", "modify", "read_on", "read_when", "rows"]
 
 # What a schedule's id can be told to do, from the CLI and the daemon's API.
 ACTIONS = ("show", "pause", "resume", "cancel", "history", "run-now")

@@ -18,8 +18,8 @@ from uuid import UUID
 from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.runtime.mnestome.boost import boost
-from metnos.runtime.mnestome.hint import telos_hint
 from metnos.runtime.mnestome.compose import suggest
+from metnos.runtime.mnestome.hint import telos_hint
 from metnos.runtime.scheduler.service import ScheduleService
 from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.step.schedule_tools import call_tool
