@@ -161,7 +161,8 @@ def revive_used(runtime: Any, turn_events: Iterable[Any], at: datetime) -> list[
         return []
     turn_id = next((str(e.originator_id) for e in turn_events), "")
     revived = []
-    for entry in runtime.catalogue_state()["executors"].values():
+    # The catalogue as the turn saw it: catching it up here would be a write of its own inside the turn's close.
+    for entry in runtime.catalogue.state()["executors"].values():
         version = entry["current"]
         if entry["name"] not in used or version is None or entry["versions"].get(version, {}).get("state") != BELOW_THRESHOLD:
             continue
