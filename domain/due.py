@@ -12,12 +12,19 @@ passed over, or the creation time) and ``now``:
 * owed slots with ``now - s <= grace`` fire, oldest first, one firing each;
 * older owed slots are passed over and recorded once, coalesced;
 * slots at or after the expiry never fire.
+
+A cadence cron cannot say, "every other Tuesday", is a cron followed by a
+week rule: ``30 18 * * 2 /2w@2026-12-01`` keeps the cron's slots that fall
+in every second week (weeks start on Monday) counted from the week of
+2026-12-01, and drops the rest. Every slot computation here honours it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -57,14 +64,69 @@ def zone(name: str) -> ZoneInfo:
         raise BadSchedule(f"unknown time zone {name!r}; use an IANA name such as Europe/Rome or UTC") from None
 
 
+_WEEK_RULE = re.compile(r"^(?P<cron>.+?)\s+/(?P<weeks>[1-9][0-9]?)w@(?P<anchor>\d{4}-\d{2}-\d{2})$")
+# Far enough to find the next kept slot of any cron with a week rule.
+_MAX_SKIPPED = 10_000
+
+
+@dataclass(frozen=True)
+class WeekRule:
+    weeks: int
+    anchor: date
+
+    def keeps(self, local: datetime) -> bool:
+        monday = local.date() - timedelta(days=local.weekday())
+        anchor_monday = self.anchor - timedelta(days=self.anchor.weekday())
+        return ((monday - anchor_monday).days // 7) % self.weeks == 0
+
+
+def split_rule(expr: str) -> tuple[str, WeekRule | None]:
+    """The cron part of ``expr`` and its week rule, if it has one."""
+    found = _WEEK_RULE.match(expr.strip()) if isinstance(expr, str) else None
+    if found is None:
+        return expr, None
+    try:
+        anchor = date.fromisoformat(found["anchor"])
+    except ValueError:
+        raise BadSchedule(f"{found['anchor']!r} in {expr!r} is not a date (YYYY-MM-DD)") from None
+    return found["cron"], WeekRule(int(found["weeks"]), anchor)
+
+
+def with_rule(cron: str, weeks: int, anchor: date) -> str:
+    return f"{cron} /{weeks}w@{anchor.isoformat()}"
+
+
 def check_cron(expr: str) -> str:
-    if not isinstance(expr, str) or not expr.strip() or not croniter.is_valid(expr.strip()):
-        raise BadSchedule(f"{expr!r} is not a cron expression (five fields, e.g. '*/5 * * * *', or @daily)")
+    cron, _ = split_rule(expr) if isinstance(expr, str) else (expr, None)
+    if not isinstance(cron, str) or not cron.strip() or not croniter.is_valid(cron.strip()):
+        raise BadSchedule(f"{expr!r} is not a cron expression (five fields, e.g. '*/5 * * * *', or @daily; "
+                          "optionally followed by a week rule such as /2w@2026-12-01)")
     return expr.strip()
 
 
-def _iter(expr: str, tz: str, after: datetime) -> croniter:
-    return croniter(expr, after.astimezone(zone(tz)))
+class _Slots:
+    """croniter's walk over slots, without those a week rule drops."""
+
+    def __init__(self, expr: str, tz: str, after: datetime) -> None:
+        cron, self.rule = split_rule(expr)
+        self.walk = croniter(cron, after.astimezone(zone(tz)))
+
+    def get_next(self, kind: type = datetime) -> datetime:
+        return self._kept(self.walk.get_next)
+
+    def get_prev(self, kind: type = datetime) -> datetime:
+        return self._kept(self.walk.get_prev)
+
+    def _kept(self, step: Any) -> datetime:  # a bound croniter method
+        for _ in range(_MAX_SKIPPED):
+            slot = step(datetime)
+            if self.rule is None or self.rule.keeps(slot):
+                return slot
+        raise BadSchedule(f"no slot of this cadence keeps its week rule within {_MAX_SKIPPED} tries")
+
+
+def _iter(expr: str, tz: str, after: datetime) -> _Slots:
+    return _Slots(expr, tz, after)
 
 
 def next_slot(expr: str, tz: str, after: str | datetime) -> str:

@@ -6,7 +6,7 @@ each with its own state, and one of them is current. The states:
     registered -> signed -> verified -> active
     active -> quarantined | below_threshold | fused
     quarantined -> active (rehabilitated after a valid signature) | archived
-    below_threshold -> active | archived;  fused -> archived | active (defused);  archived -> active
+    below_threshold -> active (used again, or kept by the user) | archived;  fused -> archived | active (defused);  archived -> active
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from domain.base import Created, DomainEvent, MetnosAggregate, name_id
 
 ACTIVE = "active"
 QUARANTINED = "quarantined"
-STATES = ("registered", "signed", "verified", ACTIVE, QUARANTINED, "below_threshold", "fused", "archived")
+BELOW_THRESHOLD = "below_threshold"
+STATES = ("registered", "signed", "verified", ACTIVE, QUARANTINED, BELOW_THRESHOLD, "fused", "archived")
 
 
 class LifecycleError(ValueError):
@@ -115,6 +116,16 @@ class Executor(MetnosAggregate):
 
         def apply(self, executor: Executor) -> None:
             executor._set(self.version, "below_threshold")
+
+    class ExecutorRevived(DomainEvent):
+        """A version below threshold is active again: it was used, or the user kept it (seeds/000 ch. 6)."""
+
+        version: str
+        by: str
+        reason: str
+
+        def apply(self, executor: Executor) -> None:
+            executor._set(self.version, ACTIVE, reason=None)
 
     class ExecutorFused(DomainEvent):
         version: str
@@ -218,6 +229,12 @@ class Executor(MetnosAggregate):
             msg = f"{self.name} {version} is not active"
             raise LifecycleError(msg)
         self.trigger_event(self.ExecutorBelowThreshold, version=version, uses=uses, window_days=window_days, timestamp=at)
+
+    def revive(self, *, version: str, by: str, reason: str, at: Any) -> None:
+        if self.state_of(version) != "below_threshold":
+            msg = f"{self.name} {version} is {self.state_of(version)}, not below threshold"
+            raise LifecycleError(msg)
+        self.trigger_event(self.ExecutorRevived, version=version, by=by, reason=reason, timestamp=at)
 
     def fuse(self, *, version: str, into: str, at: Any) -> None:
         if self.state_of(version) != ACTIVE:

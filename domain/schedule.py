@@ -211,12 +211,14 @@ class Schedule(MetnosAggregate):
     def modify(self, *, changes: dict, by: str, since: str, at: Any) -> None:
         if self.closed:
             raise ScheduleError(f"the schedule is {self.status}; it cannot be changed")
-        allowed = {"args", "cron", "timezone", "channel", "count", "expiry", "on_failure", "max_consecutive_failures", "grace_s", "label"}
+        allowed = {"target", "args", "cron", "timezone", "channel", "count", "expiry", "on_failure", "max_consecutive_failures", "grace_s", "label"}
+        if "target" in changes and self.owner == "builtin":
+            raise ScheduleError("a builtin job keeps its target; pause or change its cadence instead")
         unknown = sorted(set(changes) - allowed)
         if unknown:
             raise ScheduleError(f"cannot change {', '.join(unknown)}; changeable: {', '.join(sorted(allowed))}")
         merged = {k: getattr(self, k) for k in allowed} | changes
-        check_fields({**merged, "target": self.target, "paused": False, "owner": self.owner})
+        check_fields({**merged, "paused": False, "owner": self.owner})
         if changes:
             self.trigger_event(self.ScheduleModified, changes=changes, by=by, since=since, timestamp=at)
 

@@ -2,14 +2,15 @@
 
 The planner reads the catalogue to know what it may call; `metnos executors
 list` prints it. A quarantined or archived version is listed with its reason
-and never offered.
+and never offered; a version below threshold is still offered (seeds/000 ch. 6:
+it stays loaded until the user confirms).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from domain.executor import ACTIVE, Executor
+from domain.executor import ACTIVE, BELOW_THRESHOLD, Executor
 from metnos.mechanisms.store.event_record import Record
 from projections.base import Fold, Handler
 
@@ -30,7 +31,8 @@ class CatalogueFold(Fold):
             Executor.ExecutorActivated: _moved_to(ACTIVE),
             Executor.ExecutorQuarantined: _moved_to("quarantined", reason=True, check=True),
             Executor.ExecutorRehabilitated: _moved_to(ACTIVE, digest=True),
-            Executor.ExecutorBelowThreshold: _moved_to("below_threshold"),
+            Executor.ExecutorBelowThreshold: _moved_to(BELOW_THRESHOLD),
+            Executor.ExecutorRevived: _moved_to(ACTIVE),
             Executor.ExecutorFused: _moved_to("fused"),
             Executor.ExecutorDefused: _moved_to(ACTIVE),
             Executor.ExecutorArchived: _moved_to("archived", reason=True),
@@ -91,14 +93,18 @@ def _moved_to(new_state: str, *, reason: bool = False, check: bool = False, dige
     return move
 
 
+# The states a current version is offered in.
+OFFERED = (ACTIVE, BELOW_THRESHOLD)
+
+
 def invocable(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """name -> entry of the current, active version, seeds first (never shadowed)."""
+    """name -> entry of the current, offered version (active, or below threshold), seeds first (never shadowed)."""
     chosen: dict[str, dict[str, Any]] = {}
     order = {"seed": 0, "builtin": 0, "synt": 1, "skill": 2}
     for entry in sorted(state["executors"].values(), key=lambda e: (order.get(e["origin"], 3), e["name"])):
         current = entry["current"]
         if current is None or entry["name"] in chosen:
             continue
-        if entry["versions"].get(current, {}).get("state") == ACTIVE:
+        if entry["versions"].get(current, {}).get("state") in OFFERED:
             chosen[entry["name"]] = {**entry, "version": current, **entry["versions"][current]}
     return chosen

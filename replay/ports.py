@@ -66,6 +66,8 @@ class RecordedPorts:
         self._could_ask = any(isinstance(e, Turn.DialogAsked) for e in recorded)
         self._builtins = {e.step: e for e in recorded if isinstance(e, Turn.BuiltinCalled)}
         self._rejections = {e.step: e for e in recorded if isinstance(e, Turn.StepRejected)}
+        # The vaglio's mnest hint as each step recorded it (the mnestome has moved since).
+        self._hints = {e.step: e.verdict.get("mnest_hint") for e in recorded if isinstance(e, Turn.StepJudged)}
         ranked = next((e for e in recorded if isinstance(e, Turn.PrefilterRanked)), None)
         self._boost = ranked.ranking.get("mnest") if ranked is not None else None
         consulted = next((e for e in recorded if isinstance(e, Turn.PlanConsulted)), None)
@@ -175,6 +177,9 @@ class RecordedPorts:
     def consult_plans(self, text: str) -> dict[str, Any] | None:
         # The plans have changed since; the turn followed the plan it recorded.
         return self._consulted
+
+    def mnest_hint(self, name: str, context: list[str], step: int) -> dict[str, Any] | None:
+        return self._hints.get(step)
 
     def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
         recorded = self._rejections.get(step)

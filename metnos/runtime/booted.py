@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from domain.executor import ACTIVE
+from domain.executor import ACTIVE, BELOW_THRESHOLD
 from metnos.runtime.birth_reuse import BirthConditions, BirthLedger, reuse_allowed
 from metnos.mechanisms.clock import new_id, system_clock
 from domain.errors import MetnosError
@@ -149,8 +149,9 @@ class Runtime:
         if entry is None:
             return None
         version = entry["versions"].get(executor.version)
-        # A fused version stays loaded while mnests cite it (seeds/000 ch. 6).
-        if version is None or version["state"] in (ACTIVE, "fused"):
+        # A fused version stays loaded while mnests cite it, and one below threshold
+        # until the user decides (seeds/000 ch. 6).
+        if version is None or version["state"] in (ACTIVE, "fused", BELOW_THRESHOLD):
             return None
         return version.get("reason") or f"its state is {version['state']}"
 

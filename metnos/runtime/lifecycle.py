@@ -9,13 +9,22 @@ the fix is a human act, and the log says who did it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from eventsourcing.application import AggregateNotFoundError
 
-from domain.executor import ACTIVE, QUARANTINED, Executor, executor_id
+from domain.executor import (
+    ACTIVE,
+    BELOW_THRESHOLD,
+    QUARANTINED,
+    Executor,
+    LifecycleError,
+    executor_id,
+)
+from domain.turn import Turn
 from metnos.mechanisms.eventlog import EventLog
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.mechanisms.executors.signing import legacy_digest
@@ -142,3 +151,35 @@ def record_boot(log: EventLog, report: LoadReport, clock: Clock, key_id: str,
         lifecycle.record_births(report, births)
     lifecycle.record_defaults(report)
     return lifecycle.save()
+
+
+def revive_used(runtime: Any, turn_events: Iterable[Any], at: datetime) -> list[Executor]:
+    """Executors below threshold that this turn invoked, back to active (seeds/000 ch. 6: "use
+    resumed"): the aggregates to commit with the turn's last events."""
+    used = {e.executor for e in turn_events if isinstance(e, Turn.StepInvoked) and e.ok}
+    if not used:
+        return []
+    turn_id = next((str(e.originator_id) for e in turn_events), "")
+    revived = []
+    # The catalogue as the turn saw it: catching it up here would be a write of its own inside the turn's close.
+    for entry in runtime.catalogue.state()["executors"].values():
+        version = entry["current"]
+        if entry["name"] not in used or version is None or entry["versions"].get(version, {}).get("state") != BELOW_THRESHOLD:
+            continue
+        executor: Executor = runtime.log.repository.get(executor_id(entry["origin"], entry["name"]))
+        try:
+            executor.revive(version=version, by="use", reason=f"used in turn {turn_id}", at=at)
+        except LifecycleError:
+            continue
+        revived.append(executor)
+    return revived
+
+
+def move_to_archive(workspace: Any, origin: str, name: str, version: str) -> None:
+    """An archived version's folder goes to ``<origin>/.archive/NAME/VERSION`` (seeds/000 ch. 6): kept, never loaded."""
+    origin_dir = workspace.executors_origin_dir(origin)
+    folder = origin_dir / name / version
+    if folder.exists():
+        target = origin_dir / ".archive" / name / version
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(folder), str(target))

@@ -7,11 +7,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from domain.executor import Executor, LifecycleError, executor_id
+from domain.executor import BELOW_THRESHOLD, Executor, LifecycleError, executor_id
 from domain.errors import MetnosError
 from metnos.mechanisms.executors.keys import KeyFileError, load_signing_key
 from metnos.mechanisms.executors.signing import SigningError, sign_executor, verify_executor
 from metnos.mechanisms.invocation.service import Call
+from metnos.runtime.lifecycle import move_to_archive
 from metnos.services import wiring
 from metnos.services.queries import catalogue_rows
 from metnos.settings.loader import in_force
@@ -88,6 +89,9 @@ def change(action: str, name: str, version: str | None, *, reason: str = "") -> 
         name_dir = origin_dir / entry["name"]
         try:
             if action == "promote":
+                if executor.state_of(version) == BELOW_THRESHOLD:
+                    # Below threshold, promoting is the user's "keep it" (seeds/000 ch. 6).
+                    executor.revive(version=version, by="user", reason="kept by the user", at=at)
                 executor.promote(version=version, by="user", at=at)
                 _write_current(name_dir, version)
             elif action == "quarantine":
@@ -106,11 +110,7 @@ def change(action: str, name: str, version: str | None, *, reason: str = "") -> 
                 executor.rehabilitate(version=version, digest=check.digest, by="user", at=at)
             elif action == "archive":
                 executor.archive(version=version, reason=reason, by="user", at=at)
-                vdir = name_dir / version
-                if vdir.exists():
-                    target = origin_dir / ".archive" / entry["name"] / version
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.move(str(vdir), str(target))
+                move_to_archive(rt.workspace, entry["origin"], entry["name"], version)
         except LifecycleError as e:
             raise MetnosError(str(e)) from None
         rt.log.save(executor)

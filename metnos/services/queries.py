@@ -105,9 +105,18 @@ def catalogue_rows(catalogue_state: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({
                 "name": entry["name"], "origin": entry["origin"], "version": version,
                 "current": entry["current"] == version, "state": v["state"], "digest": v["digest"],
-                "summary": v["summary"], "reason": v.get("reason"), "since": v.get("since"),
+                "summary": v["summary"], "reason": v.get("reason") or _waiting(entry["name"], v), "since": v.get("since"),
             })
     return rows
+
+
+def _waiting(name: str, version: dict[str, Any]) -> str | None:
+    """Why a version below threshold is listed so, and what the user may do (seeds/000 ch. 6)."""
+    if version["state"] != "below_threshold":
+        return None
+    since = (version.get("since") or "")[:10]
+    return (f"unused, below threshold since {since}; still offered: `metnos executors promote {name}` keeps it, "
+            f"`metnos executors archive {name}` retires it")
 
 
 def mnestome_graph(rows: list[dict[str, Any]]) -> dict[str, Any]:

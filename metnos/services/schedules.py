@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from metnos.runtime.booted import Runtime
-from metnos.runtime.scheduler.service import DEFAULT_GRACE_S, ScheduleService, SchedulerError
+from metnos.runtime.scheduler.service import (
+    DEFAULT_GRACE_S,
+    SchedulerError,
+    ScheduleService,
+)
 from metnos.services import wiring
 
-__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "command", "listed", "rows"]
+__all__ = ["ACTIONS", "DEFAULT_GRACE_S", "SchedulerError", "act", "add", "add_on", "command", "listed", "modify", "read_on", "read_when", "rows"]
 
 # What a schedule's id can be told to do, from the CLI and the daemon's API.
 ACTIONS = ("show", "pause", "resume", "cancel", "history", "run-now")
@@ -24,6 +28,18 @@ def add(**schedule: Any) -> dict[str, Any]:
     """A new schedule (ScheduleService.create's fields); its id and next firing."""
     with wiring.boot_scheduled() as rt:
         return ScheduleService(rt).create(**schedule)
+
+
+def read_when(when: str, timezone: str = "UTC") -> dict[str, Any]:
+    """A cadence in words or cron, read: {cron, count, words, timezone, next_fires}; nothing is created."""
+    with wiring.boot_scheduled() as rt:
+        return ScheduleService(rt).read_when(when, timezone)
+
+
+def modify(ref: str, changes: dict[str, Any], *, approved_by: str | None = None, when: str | None = None) -> dict[str, Any]:
+    """Change a schedule's cadence (``when``: words or cron), target, arguments or options, as an event."""
+    with wiring.boot_scheduled() as rt:
+        return ScheduleService(rt).modify(ref, changes, approved_by=approved_by, when=when)
 
 
 def listed(status: str | None = None) -> list[dict[str, Any]]:
@@ -50,6 +66,21 @@ def command(runtime: Runtime, action: str, ref: str) -> dict[str, Any]:
     if action not in COMMANDS:
         raise SchedulerError(f"unknown schedule command {action!r}; one of {', '.join(COMMANDS)}")
     return _act(ScheduleService(runtime), action, ref)
+
+
+def read_on(runtime: Runtime, when: str, timezone: str = "UTC") -> dict[str, Any]:
+    """A cadence in words or cron read on a held runtime (the daemon's): nothing is created."""
+    return ScheduleService(runtime).read_when(when, timezone)
+
+
+def add_on(runtime: Runtime, *, when: str, target: dict[str, Any], timezone: str = "UTC", count: int | None = None,
+           **fields: Any) -> dict[str, Any]:
+    """A new schedule on a held runtime from a cadence in words or cron, already confirmed by the
+    user: its id, next firing, the cron read and the next firings."""
+    reading = read_on(runtime, when, timezone)
+    made = ScheduleService(runtime).create(target=target, cron=reading["cron"], timezone=timezone,
+                                           count=reading["count"] if count is None else count, **fields)
+    return {**made, "cron": reading["cron"], "words": reading["words"], "next_fires": reading["next_fires"]}
 
 
 def rows(runtime: Runtime) -> list[dict[str, Any]]:

@@ -101,6 +101,8 @@ class RuntimeConfig(BaseModel):
     intent: Literal["rules", "model"] = setting("rules", "rules, or model: the intent extractor (middle tier) names "
                                                          "the executors a request needs.")
     fillers: bool = setting(True, "An online plan may leave ${FILLER: ...} for the fast tier to write once its steps ran.")
+    mnest_hint: bool = setting(True, "The vaglio reads the mnestome: a strong mnest to the executor from one the turn "
+                                     "ran is recorded in the verdict's reason as a hint of telos alignment.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -130,7 +132,7 @@ class RuntimeConfig(BaseModel):
 
 
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
-RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False}
+RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

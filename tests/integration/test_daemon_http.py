@@ -53,6 +53,8 @@ UNAUTHENTICATED = [
     ("GET", "/api/mnestome", None),
     ("GET", "/api/schedules", None),
     ("POST", "/api/schedules/x/pause", {}),
+    ("POST", "/api/schedules", {"when": "every morning at 8", "executor": "get_now", "confirm": True}),
+    ("GET", "/api/schedules/when?words=tomorrow", None),
     ("GET", "/api/events", None),
     ("GET", "/", None),
 ]
@@ -197,6 +199,16 @@ def test_schedules_executors_and_mnestome_are_served(daemon: RunningDaemon) -> N
         assert next(s for s in client.get("/api/schedules").json() if s["id"] == sid)["status"] == "paused"
         assert client.post(f"/api/schedules/{sid}/resume").status_code == 200
         assert next(s for s in client.get("/api/schedules").json() if s["id"] == sid)["status"] == "active"
+        # A schedule in words: read back with its next firings, created only once confirmed.
+        read = client.get("/api/schedules/when", params={"words": "ogni lunedì alle 9", "timezone": "Europe/Rome"}).json()
+        assert read["cron"] == "0 9 * * 1" and len(read["next_fires"]) == 3
+        ask = {"when": "every other Tuesday at 18:30", "executor": "get_now", "channel": "none"}
+        shown = client.post("/api/schedules", json=ask).json()
+        assert shown["created"] is False and shown["cron"].startswith("30 18 * * 2 /2w@") and len(shown["next_fires"]) == 3
+        assert len(client.get("/api/schedules").json()) == len(schedules)
+        made = client.post("/api/schedules", json={**ask, "confirm": True})
+        assert made.status_code == 200 and made.json()["created"] and made.json()["next_fire"] == shown["next_fires"][0]
+        assert client.post("/api/schedules", json={**ask, "when": "whenever"}).json()["error"]["message"].startswith("cannot read a schedule")
         missing = client.post("/api/schedules/nope/pause")
         assert missing.status_code == 404 and "no schedule" in missing.json()["error"]["message"]
         assert client.get("/api/turns/ffffffff").status_code == 404

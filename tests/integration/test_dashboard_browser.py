@@ -231,6 +231,22 @@ def test_schedules_pause_and_resume(daemon: RunningDaemon, browser: Any) -> None
     wait(browser, seen.text_to_be_present_in_element((By.ID, f"schedule-{schedule_id}"), "active"))
 
 
+def test_a_schedule_in_words_is_read_back_then_created(daemon: RunningDaemon, browser: Any) -> None:
+    sign_in(browser, daemon)
+    browser.get(daemon.url + "/schedules")
+    form = browser.find_element(By.ID, "schedule-new")
+    form.find_element(By.NAME, "when").send_keys("every other Tuesday at 18:30")
+    form.find_element(By.NAME, "executor").send_keys("get_now")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "schedule-reading"), "next firings"))
+    reading = text_of(browser, "schedule-reading")
+    assert "reads as cron 30 18 * * 2 /2w@" in reading and reading.count(" 18:30 UTC") == 3, reading
+    assert "/2w@" not in browser.find_element(By.ID, "schedules").text
+    browser.find_element(By.ID, "schedule-create").click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "schedules"), "/2w@"))
+    shot(browser, "schedule-in-words")
+
+
 def test_the_catalogue_with_its_lifecycle(daemon: RunningDaemon, browser: Any) -> None:
     sign_in(browser, daemon)
     browser.get(daemon.url + "/executors")

@@ -19,11 +19,19 @@ from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from uuid import uuid4
+
 import orjson
 import pytest
 
 from metnos.adapters.cli import main
+from domain.executor import executor_id
+from domain.turn import Turn
 from metnos.runtime.booted import Runtime
+from metnos.runtime.jobs import CallbackContext
+from metnos.runtime.lifecycle import revive_used
+from metnos.runtime.scheduler.ager import run_executor_ager
+from projections.catalog import invocable
 from metnos.runtime.scheduler import callbacks, firing
 from metnos.runtime.scheduler.clock import CLOCK_FILE_ENV, ManualClock
 from domain.due import stamp
@@ -448,6 +456,64 @@ def test_executor_ager_marks_idle_executors(home: Path) -> None:
         assert states["read_files"] == "below_threshold" and states["send_messages"] == "below_threshold"
 
 
+def _ager(rt: Runtime, clock: ManualClock, **args) -> dict:
+    result = run_executor_ager(CallbackContext(runtime=rt, now=clock(), schedule_id="test"), args)
+    assert result.ok, result.error
+    rt.log.save(*result.aggregates)
+    return result.output
+
+
+def _states(rt: Runtime) -> dict:
+    return {e["name"]: e["versions"][e["current"]] for e in rt.catalogue.catch_up(rt.log)["executors"].values()}
+
+
+def test_below_threshold_stays_offered_comes_back_on_use_and_is_archived_when_still_idle(home: Path, capsys) -> None:
+    clock = ManualClock(datetime.now(UTC) + timedelta(days=40))
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        marked = {m["name"] for m in _ager(rt, clock, idle_days=30, include_seeds=True)["marked"]}
+        assert {"get_now", "read_files", "send_messages", "find_files"} <= marked
+        states = _states(rt)
+        assert states["read_files"]["state"] == "below_threshold"
+        # Still loaded and offered until the user decides (seeds/000 ch. 6).
+        assert {"read_files", "send_messages"} <= set(invocable(rt.catalogue.catch_up(rt.log)))
+        # Used outside a turn (a schedule fires get_now) and inside one (a turn invokes read_files).
+        clock.advance(days=1)
+        sid = add(rt, cron="* * * * *", count=1)
+        Scheduler(rt).tick()
+        clock.advance(minutes=2)
+        Scheduler(rt).tick()
+        assert ScheduleService(rt).show(sid)["fired"] == 1
+        step = Turn.StepInvoked(originator_id=uuid4(), originator_version=3, timestamp=clock(), step=1, invocation_id=str(uuid4()),
+                                executor="read_files", version="1.0.0", digest="d", args_hash="h", ok=True, kind="ok", exec_ms=1)
+        revived = revive_used(rt, [step], clock())
+        assert [e.name for e in revived] == ["read_files"]
+        rt.log.save(*revived)
+        assert _states(rt)["read_files"]["state"] == "active"
+        clock.advance(days=14)
+        summary = _ager(rt, clock, idle_days=30, include_seeds=True, archive_after_days=14)
+        assert [r["name"] for r in summary["revived"]] == ["get_now"]
+        assert "send_messages" in {r["name"] for r in summary["archived"]} and "read_files" not in {r["name"] for r in summary["archived"]}
+        states = _states(rt)
+        assert (states["get_now"]["state"], states["read_files"]["state"], states["send_messages"]["state"]) == ("active", "active", "archived")
+        assert "send_messages" not in invocable(rt.catalogue.catch_up(rt.log))
+        seeds = rt.workspace.executors_origin_dir("seed")
+        version = rt.catalogue.catch_up(rt.log)["executors"]["seed/send_messages"]["current"]
+        assert not (seeds / "send_messages" / version).exists() and (seeds / ".archive" / "send_messages" / version / "manifest.toml").exists()
+        kinds_of = [type(e).__name__ for e in rt.log.events.get(executor_id("seed", "get_now"))]
+        assert kinds_of[-2:] == ["ExecutorBelowThreshold", "ExecutorRevived"]
+    # The user keeps one below threshold: promote brings it back to active, as an event, shown by `executors list`.
+    clock.advance(days=31)
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        assert "get_now" in {m["name"] for m in _ager(rt, clock, idle_days=30, include_seeds=True)["marked"]}
+        assert _states(rt)["get_now"]["state"] == "below_threshold"
+    capsys.readouterr()
+    assert main(["executors", "list"]) == 0
+    assert any(line.split()[:1] == ["get_now"] and "below_threshold" in line and "executors promote get_now" in line
+               for line in capsys.readouterr().out.splitlines())
+    assert main(["executors", "promote", "get_now"]) == 0
+    assert capsys.readouterr().out.strip().endswith(": active (current)")
+
+
 def test_bad_requests_are_refused_clearly(rt: Runtime) -> None:
     service = ScheduleService(rt)
     cases = [
@@ -530,6 +596,74 @@ def test_cli(home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
     assert code == 2 and err.strip() == "metnos: the schedule is already cancelled"
     code, out, _ = run("schedule", "list", "--status", "cancelled", "--json")
     assert [r["id"] for r in orjson.loads(out)] == [sid]
+
+
+# Schedules in words (seeds/000 ch. 11) ------------------------------------------------------
+def test_planner_cron_field_takes_words_and_every_other_friday_skips_off_weeks(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    made = call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "every other Friday at 9", "channel": "none"})
+    assert made["ok"] and made["cron"] == "0 9 * * 5 /2w@2030-05-03" and made["said"] == "every other Friday at 9"
+    assert made["next_fires"] == [stamp(at(9, day=d)) for d in (3, 17, 31)]
+    sid = made["schedule_id"]
+    assert [f["slot"] for f in tick_at(rt, clock, at(9, 1, day=3))["firings"]] == [stamp(at(9, day=3))]
+    assert tick_at(rt, clock, at(9, 1, day=10))["firings"] == []
+    assert [f["slot"] for f in tick_at(rt, clock, at(9, 1, day=17))["firings"]] == [stamp(at(9, day=17))]
+    assert ScheduleService(rt).show(sid)["fired"] == 2
+    # A plain cron is still taken as it is, and words nobody can read are refused.
+    assert "cron" not in call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "0 8 * * *", "channel": "none"})
+    refused = call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "whenever", "channel": "none"})
+    assert refused["error"]["kind"] == "SchedulerError" and "cannot read a schedule from 'whenever'" in refused["error"]["message"]
+
+
+def test_a_one_shot_in_words_fires_once_and_a_late_creation_does_not_fire_retroactively(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    made = call_tool(service, "schedule_recurring", {"executor": "get_now", "cron": "in two hours", "channel": "none"})
+    assert made["next_fires"] == [stamp(at(9, 58))]
+    assert ScheduleService(rt).show(made["schedule_id"])["count"] == 1
+    tick_at(rt, clock, at(9, 58, 10))
+    assert ScheduleService(rt).show(made["schedule_id"])["status"] == "completed"
+
+
+def test_modify_changes_cadence_in_words_target_and_arguments_as_events(rt: Runtime, clock: ManualClock) -> None:
+    service = ScheduleService(rt)
+    sid = add(rt)
+    clock.set(at(8, 1))
+    row = service.modify(sid, {}, when="ogni mattina alle 9")
+    assert (row["cron"], row["next_fire"]) == ("0 9 * * *", stamp(at(9)))
+    row = service.modify(sid, {"target": {"kind": "executor", "name": "get_urls"}, "args": {"urls": ["http://127.0.0.1:9/"]}},
+                         approved_by="user:test")
+    assert (row["target"], row["args"]) == ({"kind": "executor", "name": "get_urls"}, {"urls": ["http://127.0.0.1:9/"]})
+    changes = [e["changes"] for e in history(rt, sid) if e["type"] == "ScheduleModified"]
+    assert changes == [{"cron": "0 9 * * *"}, {"target": {"kind": "executor", "name": "get_urls"}, "args": {"urls": ["http://127.0.0.1:9/"]}}]
+    send = {"target": {"kind": "executor", "name": "send_messages"}, "args": {"messages": [{"to_user": "me", "body": "hi"}]}}
+    with pytest.raises(SchedulerError, match="retargeted to send_messages .* new approval; nothing was changed"):
+        service.modify(sid, send)
+    assert service.modify(sid, send, approved_by="user:test")["approval"]["executors"] == ["send_messages"]
+
+
+def test_cli_words_are_shown_back_and_created_only_once_confirmed(home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock_file = tmp_path / "now"
+    clock_file.write_text(stamp(at(7, 58)))
+    monkeypatch.setenv(CLOCK_FILE_ENV, str(clock_file))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, _, err = run("schedule", "add", "every morning at 8", "--executor", "get_now", "--channel", "none")
+    assert code == 2 and "only once confirmed: run again with --yes" in err
+    assert orjson.loads(run("schedule", "list", "--json")[1]) == []
+    code, out, err = run("schedule", "add", "tomorrow at 9", "--executor", "get_now", "--channel", "none", "--yes")
+    assert code == 0 and "'tomorrow at 9' reads as cron '0 9 2 5 *' in UTC (once)" in err and "2030-05-02 09:00 UTC" in err
+    sid = orjson.loads(out)["schedule_id"]
+    assert run("schedule", "show", sid, "--json")[1] and orjson.loads(run("schedule", "show", sid, "--json")[1])["count"] == 1
+    code, out, err = run("schedule", "modify", sid, "every Tuesday at 18:30", "--yes")
+    assert code == 0 and orjson.loads(out)["cron"] == "30 18 * * 2"
+    assert "2030-05-07 18:30 UTC\n  2030-05-14 18:30 UTC\n  2030-05-21 18:30 UTC" in err
+    assert orjson.loads(run("schedule", "show", sid, "--json")[1])["count"] is None
+    assert "ScheduleModified   changed: cron '30 18 * * 2', count null" in run("schedule", "history", sid)[1]
 
 
 # A daemon killed and restarted -------------------------------------------------------------

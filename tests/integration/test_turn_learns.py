@@ -27,11 +27,17 @@ def test_piping_in_a_turn_reinforces_a_mnest(home: Path, capsys, monkeypatch) ->
         call("describe_entries", {"from_step": 1}),
         text("a.md and b.md"),
     ]
-    for _ in range(2):
-        with ScriptedLLM(list(script)) as llm:
-            monkeypatch.setenv("METNOS_LLM_URL", llm.url)
-            monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
-            assert main(["ask", "find the markdown files in docs and describe them"]) == 0
+    turns = [_ask(monkeypatch, capsys, script, "find the markdown files in docs and describe them") for _ in range(2)]
+    assert [t["status"] for t in turns] == ["answered", "answered"]
+    # The vaglio reads the mnestome (seeds/004 ch. 9): on the second turn, find_files -> describe_entries
+    # has been walked once, and the call to describe_entries after find_files is judged with that hint.
+    hints = [[e["state"]["verdict"] for e in _events(capsys, t["turn_id"]) if e["topic"].endswith("StepJudged")] for t in turns]
+    assert ["mnest_hint" in v for v in hints[0]] == [False, False]
+    first, second = hints[1]
+    assert "mnest_hint" not in first
+    assert second["mnest_hint"]["from"] == "find_files" and second["mnest_hint"]["uses"] == 2
+    assert "a strong mnest from find_files" in second["reason"] and "judge:mnest_hint" in second["rules"]
+    assert (second["decision"], second["score"]) == (hints[0][1]["decision"], hints[0][1]["score"])
     capsys.readouterr()
     assert main(["mnestome", "list", "--json", "--limit", "100"]) == 0
     mnests = orjson.loads(capsys.readouterr().out)

@@ -64,5 +64,8 @@ class InProcessPorts:
     def mnest_suggest(self, name, args, invoked, step):  # noqa: ANN001, ANN201
         return None
 
+    def mnest_hint(self, name, context, step):  # noqa: ANN001, ANN201
+        return None
+
     def approve(self, step, executor, args, reason):  # noqa: ANN001, ANN201
         return True, self.caller

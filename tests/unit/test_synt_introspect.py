@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
-from metnos.runtime.synt.introspect import generalise_candidates, merge_candidates, specialise_candidates
+from metnos.runtime.synt.introspect import generalise_candidates, merge_candidates, schedule_candidates, specialise_candidates
 
 NOW = datetime(2026, 11, 24, tzinfo=timezone.utc)
 
@@ -69,3 +69,28 @@ def test_specialise_needs_30_calls_in_14_days_with_one_value_in_90_percent() -> 
     assert specialise_candidates(calls, NOW) == []  # 26/30 does not
     old = (NOW - timedelta(days=20)).isoformat()
     assert specialise_candidates([{**c, "timestamp": old} for c in good], NOW) == []
+
+
+def schedule(sid: str, steps: list[str], *, count: int | None = None, status: str = "active") -> dict:
+    return {"id": sid, "created": sid, "status": status, "count": count, "cron": "0 8 * * *", "timezone": "UTC", "fired": 3,
+            "label": "", "target": {"kind": "chain", "steps": [{"executor": n, "args": {}} for n in steps]}}
+
+
+def test_a_recurring_chain_without_side_effects_is_a_fusion_candidate() -> None:
+    loaded = {
+        "find_files": executor("find_files", {"base_path": {}}, {"ok": {}, "entries": {}}),
+        "sort_entries": executor("sort_entries", {"entries": {}, "by": {}}, {"ok": {}, "entries": {}}),
+        "delete_files": executor("delete_files", {"entries": {}}, {"ok": {}}, side_effects=True),
+    }
+    schedules = {s["id"]: s for s in [
+        schedule("a", ["find_files", "sort_entries"]),
+        schedule("b", ["find_files", "sort_entries"], count=5),           # the same chain: proposed once
+        schedule("c", ["sort_entries", "find_files"], count=1),           # a one-shot does not recur
+        schedule("d", ["find_files", "delete_files"]),                   # side effects: never fused
+        schedule("e", ["find_files", "sort_entries", "find_files"], status="paused"),
+        schedule("f", ["find_files", "missing_one"]),                    # a step no longer offered
+    ]}
+    [only] = schedule_candidates(schedules, loaded)
+    assert (only["strategy"], only["key"], only["executors"]) == ("merge", "merge:find_files+sort_entries", ["find_files", "sort_entries"])
+    assert only["evidence"] == {"schedule": "a", "cron": "0 8 * * *", "timezone": "UTC", "fired": 3, "label": ""}
+    assert "find_files then sort_entries" in only["request"]

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metnos.runtime.mnestome.hint import telos_hint
 from metnos.runtime.step.vaglio import GuardPolicy, path_strings, resolve_path, vaglio
 
 HOME = "/home/u"
@@ -145,3 +146,41 @@ def test_property_no_spelling_reaches_ssh_unguarded(prefix, parts):
     if resolved == "/home/u/.ssh" or resolved.startswith("/home/u/.ssh/") or resolved.startswith("/etc"):
         assert r.blocked_by == "guard"
     assert resolved.startswith("/") and "/../" not in resolved + "/"
+
+
+HINT = {"mnest": "m1", "from": "find_files", "weight": 0.45, "uses": 2}
+
+
+def test_a_strong_mnest_is_a_hint_in_the_reason_that_moves_no_score_or_decision():
+    plain = v("describe_entries", {"from_step": 1})
+    hinted = v("describe_entries", {"from_step": 1}, mnest_hint=HINT)
+    assert (hinted.decision, hinted.score) == (plain.decision, plain.score)
+    assert hinted.reason == ("approved; a strong mnest from find_files (weight 0.45, 2 uses) leads to describe_entries: "
+                             "a hint of telos alignment")
+    assert hinted.rules == (*plain.rules, "judge:mnest_hint") and hinted.to_json()["mnest_hint"] == HINT
+    # A verdict without a hint keeps the shape recorded before hints existed.
+    assert "mnest_hint" not in plain.to_json()
+    asked = v("send_messages", {"messages": []}, side_effects=True, idempotent=False, mnest_hint=HINT)
+    assert asked.decision == "ask" and "hint of telos alignment" in asked.reason
+    # A guard stop is no judgement: the hint is not recorded there.
+    blocked = v("read_files", {"path": "/etc/passwd"}, mnest_hint=HINT)
+    assert blocked.blocked_by == "guard" and "mnest_hint" not in blocked.to_json()
+
+
+def _mnest(mid, src, dst, weight, uses=3, origin="observed", state="active"):
+    return mid, {"id": mid, "src_executor": src, "dst_executor": dst, "weight": weight, "uses": uses, "origin": origin, "state": state}
+
+
+def test_the_hint_is_the_strongest_walked_mnest_from_what_the_turn_ran():
+    state = {"mnests": dict([
+        _mnest("a", "find_files", "describe_entries", 0.5),
+        _mnest("b", "read_files", "describe_entries", 0.8),
+        _mnest("c", "list_dir", "describe_entries", 0.9, state="proto"),
+        _mnest("d", "get_now", "describe_entries", 0.95, uses=1, origin="seed"),
+        _mnest("e", "get_urls", "describe_entries", 0.1),
+    ])}
+    assert telos_hint(state, "describe_entries", ["find_files", "read_files"]) == {"mnest": "b", "from": "read_files", "weight": 0.8, "uses": 3}
+    assert telos_hint(state, "describe_entries", ["find_files"])["mnest"] == "a"
+    # Unwalked seed, proto and weak mnests are no hint.
+    assert telos_hint(state, "describe_entries", ["list_dir", "get_now", "get_urls"]) is None
+    assert telos_hint(state, "describe_entries", []) is None

@@ -1,8 +1,14 @@
-"""``metnos schedule add|list|show|pause|resume|cancel|history|run-now``."""
+"""``metnos schedule add|modify|list|show|pause|resume|cancel|history|run-now``.
+
+A cadence is a cron or words ("every morning at 8", "ogni martedì alle 9");
+words are read into a cron at creation and shown back with the next three
+firings, and nothing is created until the user confirms (or gave --yes).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import orjson
@@ -15,12 +21,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("schedule", help="requests with a schedule: add, list, pause, cancel, history")
     inner = p.add_subparsers(dest="schedule_command", required=True, metavar="SUBCOMMAND")
 
-    add = inner.add_parser("add", help="schedule an executor (or a chain) on a cron cadence; prints {schedule_id, next_fire}")
+    add = inner.add_parser("add", help="schedule an executor (or a chain) on a cadence in words or cron; prints {schedule_id, next_fire}")
+    add.add_argument("when", nargs="?", help='the cadence in words, e.g. "every morning at 8", "tomorrow at 9", "ogni lunedì alle 9"')
     what = add.add_mutually_exclusive_group(required=True)
     what.add_argument("--executor", help="the executor to run at each firing")
     what.add_argument("--chain", help='a JSON list of steps: [{"executor": ..., "args": {...}}, ...]')
     add.add_argument("--args", default="{}", help="the arguments as a JSON object")
-    add.add_argument("--cron", required=True, help="five-field cron, e.g. '*/5 * * * *'")
+    add.add_argument("--cron", help="five-field cron, e.g. '*/5 * * * *' (instead of words)")
+    add.add_argument("--yes", action="store_true", help="confirm a cadence given in words without being asked")
     add.add_argument("--timezone", default="UTC", help="IANA zone the cron times are in (default UTC)")
     add.add_argument("--count", type=int, help="number of firings (1 = once; default: no limit)")
     add.add_argument("--expiry", help="ISO timestamp after which no slot fires")
@@ -31,6 +39,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--label", default="")
     add.add_argument("--paused", action="store_true", help="create it paused")
     add.set_defaults(run=run_add)
+
+    mod = inner.add_parser("modify", help="change a schedule's cadence, target or arguments (recorded as an event)")
+    mod.add_argument("schedule_id", help="the id, or a unique prefix of it")
+    mod.add_argument("when", nargs="?", help="the new cadence in words")
+    mod.add_argument("--cron", help="the new cadence as a five-field cron")
+    target = mod.add_mutually_exclusive_group()
+    target.add_argument("--executor", help="the new executor to run")
+    target.add_argument("--chain", help="the new chain, a JSON list of steps")
+    mod.add_argument("--args", help="the new arguments as a JSON object")
+    mod.add_argument("--timezone", help="the new IANA zone")
+    mod.add_argument("--count", type=int, help="the new number of firings")
+    mod.add_argument("--channel", choices=CHANNELS)
+    mod.add_argument("--label")
+    mod.add_argument("--yes", action="store_true", help="confirm a cadence given in words without being asked")
+    mod.set_defaults(run=run_modify)
 
     ls = inner.add_parser("list", help="the schedules and their next firing")
     ls.add_argument("--status", choices=("active", "paused", "completed", "cancelled"))
@@ -65,11 +88,35 @@ def _json_arg(text: str, what: str, kind: type) -> Any:
     return value
 
 
+def _cadence(args: argparse.Namespace, timezone: str) -> tuple[str | None, int | None]:
+    """The cron given, or the words read into one (and its count: 1 for a
+    one-shot), shown back with the next firings and confirmed."""
+    if args.when and args.cron:
+        raise MetnosError("give the cadence once: in words or as --cron, not both")
+    if not args.when:
+        return args.cron, None
+    reading = _schedules().read_when(args.when, timezone)
+    if reading["words"] is None:
+        return reading["cron"], None
+    times = "\n".join(f"  {t[:16].replace('T', ' ')} UTC" for t in reading["next_fires"])
+    once = " (once)" if reading["count"] == 1 else ""
+    print(f"{args.when!r} reads as cron {reading['cron']!r} in {reading['timezone']}{once}; next firings:\n{times}", file=sys.stderr)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise MetnosError("a cadence in words is used only once confirmed: run again with --yes, or give --cron")
+        if input("is this right? [y/N] ").strip().lower() not in ("y", "yes", "s", "si", "sì"):
+            raise MetnosError("not confirmed; nothing was changed")
+    return reading["cron"], reading["count"]
+
+
 def run_add(args: argparse.Namespace) -> int:
     call_args = _json_arg(args.args, "--args", dict)
     target = {"kind": "executor", "name": args.executor} if args.executor else {"kind": "chain", "steps": _json_arg(args.chain, "--chain", list)}
+    cron, count = _cadence(args, args.timezone)
+    if cron is None:
+        raise MetnosError('give the cadence: in words ("every morning at 8") or as --cron')
     out = _schedules().add(
-        target=target, args=call_args, cron=args.cron, timezone=args.timezone, count=args.count, expiry=args.expiry,
+        target=target, args=call_args, cron=cron, timezone=args.timezone, count=count if args.count is None else args.count, expiry=args.expiry,
         on_failure=args.on_failure, max_consecutive_failures=args.max_failures or None, channel=args.channel,
         grace_s=_schedules().DEFAULT_GRACE_S if args.grace is None else args.grace, label=args.label, paused=args.paused,
         # The user typed the command: that is the approval a schedule
@@ -77,6 +124,30 @@ def run_add(args: argparse.Namespace) -> int:
         approved_by="user:cli",
     )
     print(orjson.dumps(out).decode())
+    return 0
+
+
+def run_modify(args: argparse.Namespace) -> int:
+    changes: dict[str, Any] = {}
+    timezone = args.timezone or _schedules().act("show", args.schedule_id)["timezone"]
+    cron, _ = _cadence(args, timezone)
+    when = args.when if args.when else None
+    if cron is not None and when is None:
+        changes["cron"] = cron
+    if args.executor:
+        changes["target"] = {"kind": "executor", "name": args.executor}
+    elif args.chain:
+        changes["target"] = {"kind": "chain", "steps": _json_arg(args.chain, "--chain", list)}
+    if args.args is not None:
+        changes["args"] = _json_arg(args.args, "--args", dict)
+    for key in ("timezone", "count", "channel", "label"):
+        if getattr(args, key) is not None:
+            changes[key] = getattr(args, key)
+    if not changes and when is None:
+        raise MetnosError("nothing to change: give a cadence, --executor/--chain, --args, --timezone, --count, --channel or --label")
+    # The user typed the command: that is the approval new arguments or a new target need.
+    out = _schedules().modify(args.schedule_id, changes, approved_by="user:cli", when=when)
+    print(orjson.dumps(out, default=str).decode())
     return 0
 
 
@@ -130,6 +201,8 @@ def _history_line(e: dict[str, Any]) -> str:
         text = f"slot {e['slot'][:19]} attempt {e['attempt']} -> {outcome} [{e['action']}{', final' if e['final'] else ''}]"
     elif kind == "FiringSkipped":
         text = f"passed over {e['missed']} slot(s) {e['first'][:19]} .. {e['last'][:19]}: {e['reason']}"
+    elif kind == "ScheduleModified":
+        text = "changed: " + ", ".join(f"{k} {orjson.dumps(v).decode() if not isinstance(v, str) else repr(v)}" for k, v in e["changes"].items())
     elif kind in ("ScheduleCancelled", "ScheduleCompleted"):
         text = e["reason"]
     else:

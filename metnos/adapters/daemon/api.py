@@ -131,6 +131,32 @@ def routes(host: DaemonHost) -> list[Route]:
         with host.reading() as rt:
             return json_response(schedule_service.rows(rt))
 
+    def schedule_when(request: Request, body: dict[str, Any]) -> Response:
+        words = request.query_params.get("words", "")
+        with host.reading() as rt:
+            return json_response(schedule_service.read_on(rt, words, request.query_params.get("timezone", "UTC")))
+
+    def schedule_add(request: Request, body: dict[str, Any]) -> Response:
+        """A schedule from words or cron: without ``"confirm": true`` only what it would be (the cron
+        read and the next three firings) comes back, and nothing is created."""
+        when, timezone = body.get("when"), body.get("timezone", "UTC")
+        if not isinstance(when, str) or not when.strip():
+            raise BadRequest('give the cadence: {"when": "every morning at 8", "executor": ..., "confirm": true}')
+        if isinstance(body.get("executor"), str):
+            target = {"kind": "executor", "name": body["executor"]}
+        elif isinstance(body.get("chain"), list):
+            target = {"kind": "chain", "steps": body["chain"]}
+        else:
+            raise BadRequest('give the target: "executor" (a name) or "chain" (a list of steps)')
+        if body.get("confirm") is not True:
+            with host.reading() as rt:
+                return json_response({"created": False, **schedule_service.read_on(rt, when, timezone)})
+        fields = {k: body[k] for k in ("args", "channel", "label", "count") if k in body}
+        with host.writing() as rt:
+            # The authenticated user confirmed it: that is the approval a schedule with side effects needs.
+            made = schedule_service.add_on(rt, when=when, target=target, timezone=timezone, approved_by="http:user", **fields)
+        return json_response({"created": True, **made})
+
     def schedule_command(request: Request, body: dict[str, Any]) -> Response:
         command = request.path_params["command"]
         with host.writing() as rt:
@@ -172,7 +198,9 @@ def routes(host: DaemonHost) -> list[Route]:
         Route("/api/approvals/{approval_id}", _handled(answer), methods=["POST"]),
         Route("/api/dialogs", _handled(dialogs)),
         Route("/api/dialogs/{dialog_id}", _handled(reply), methods=["POST"]),
-        Route("/api/schedules", _handled(schedules)),
+        Route("/api/schedules", _handled(schedules), methods=["GET"]),
+        Route("/api/schedules", _handled(schedule_add), methods=["POST"]),
+        Route("/api/schedules/when", _handled(schedule_when), methods=["GET"]),
         Route("/api/schedules/{schedule_id}/{command}", _handled(schedule_command), methods=["POST"]),
         Route("/api/executors", _handled(executors)),
         Route("/api/executors/{name}", _handled(executor)),

@@ -20,6 +20,7 @@ from domain.errors import MetnosError
 from metnos.runtime.scheduler import approval, callbacks
 from metnos.runtime.scheduler.tick import Scheduler
 from domain.due import BadSchedule, check_cron, next_slot, parse, stamp, zone
+from domain.schedule_words import next_times, parse_words
 
 # Slots missed by up to this much are still fired (a daemon restart, a laptop lid).
 DEFAULT_GRACE_S = 15 * 60
@@ -69,6 +70,22 @@ class ScheduleService:
         self.runtime.log.save(schedule)
         self.runtime.schedules.catch_up(self.runtime.log)
         return {"schedule_id": str(sid), "next_fire": self._next_fire(schedule)}
+
+    def read_when(self, when: str, timezone: str = "UTC") -> dict[str, Any]:
+        """A cron, or a schedule in words read into one, with its next three
+        firings for the user to confirm before anything is created."""
+        now = self.clock()
+        try:
+            zone(timezone)
+            if _is_cron(when):
+                cron, count, words = check_cron(when), None, None
+            else:
+                cadence = parse_words(when, timezone=timezone, now=now)
+                cron, count, words = cadence.cron, cadence.count, cadence.words
+            upcoming = next_times(cron, timezone, now, count=count)
+        except BadSchedule as e:
+            raise SchedulerError(str(e)) from None
+        return {"cron": cron, "count": count, "words": words, "timezone": timezone, "next_fires": upcoming}
 
     @staticmethod
     def _approve(schedule: Schedule, acting: list[str], by: str | None, turn_id: str | None, at: datetime) -> None:
@@ -150,8 +167,10 @@ class ScheduleService:
     def cancel(self, ref: str, *, by: str = "user", reason: str = "cancelled by the user") -> dict[str, Any]:
         return self._command(ref, lambda s: s.cancel(reason=reason, by=by, at=self.clock()))
 
-    def modify(self, ref: str, changes: dict[str, Any], *, by: str = "user", approved_by: str | None = None) -> dict[str, Any]:
-        """Changing the arguments of a schedule with side effects needs a new
+    def modify(self, ref: str, changes: dict[str, Any], *, by: str = "user", approved_by: str | None = None,
+               when: str | None = None) -> dict[str, Any]:
+        """``when`` is a new cadence in words (or cron), read as at creation.
+        Changing the target or the arguments of a schedule with side effects needs a new
         approval (``approved_by``); without one nothing changes."""
         schedule = self._load(ref)
         acting = approval.side_effecting(self.runtime.report, schedule.target)
@@ -160,9 +179,24 @@ class ScheduleService:
                                  "(side effects) change only with a new approval; nothing was changed")
         now = self.clock()
         changes = dict(changes)
-        if "cron" in changes or "timezone" in changes or "expiry" in changes or "args" in changes:
+        if when is not None:
+            reading = self.read_when(when, changes.get("timezone", schedule.timezone))
+            changes["cron"] = reading["cron"]
+            if "count" not in changes and reading["words"] is not None:
+                # The words say how often: a one-shot closes after the one firing
+                # it names, a cadence runs until cancelled.
+                count = None if reading["count"] is None else schedule.fired + reading["count"]
+                if count != schedule.count:
+                    changes["count"] = count
+        if "target" in changes:
+            acting_after = approval.side_effecting(self.runtime.report, changes["target"])
+            if acting_after and changes["target"] != schedule.target and not approved_by:
+                raise SchedulerError(f"a schedule retargeted to {', '.join(sorted(set(acting_after)))} (side effects) "
+                                     "changes only with a new approval; nothing was changed")
+            acting = acting_after
+        if "cron" in changes or "target" in changes or "timezone" in changes or "expiry" in changes or "args" in changes:
             fields = self._checked(
-                target=schedule.target, args=changes.get("args", schedule.args), cron=changes.get("cron", schedule.cron),
+                target=changes.get("target", schedule.target), args=changes.get("args", schedule.args), cron=changes.get("cron", schedule.cron),
                 timezone=changes.get("timezone", schedule.timezone), expiry=changes.get("expiry", schedule.expiry),
                 now=now, owner=schedule.owner,
             )
@@ -172,7 +206,7 @@ class ScheduleService:
                 changes["expiry"] = fields["expiry"]
         def apply(s: Schedule) -> None:
             s.modify(changes=changes, by=by, since=stamp(now), at=now)
-            if acting and "args" in changes:
+            if acting and ("args" in changes or "target" in changes):
                 self._approve(s, acting, approved_by, None, now)
 
         return self._command(ref, apply)
@@ -262,6 +296,14 @@ class ScheduleService:
         if schedule.expiry is not None and slot >= schedule.expiry:
             return None
         return slot
+
+
+def _is_cron(text: Any) -> bool:
+    try:
+        check_cron(text)
+    except BadSchedule:
+        return False
+    return True
 
 
 def _public(s: dict[str, Any]) -> dict[str, Any]:

@@ -94,8 +94,15 @@ def _schedule(service: Any, args: dict[str, Any], approval: dict[str, Any] | Non
     options = {k: args[k] for k in ("timezone", "channel", "count", "expiry", "on_failure", "max_consecutive_failures", "label") if k in args}
     if approval is not None:
         options.update(approved_by=approval["by"], turn_id=approval.get("turn_id"))
-    out = service.create(target=target, args=args.get("args") or {}, cron=args["cron"], **options)
-    return {"ok": True, **out}
+    # The cron field also takes the words the user said ("every morning at 8"):
+    # read into a cron here, and shown back with the next firings.
+    reading = service.read_when(args["cron"], options.get("timezone", "UTC"))
+    if reading["words"] is not None and reading["count"] is not None and options.get("count") is None:
+        options["count"] = reading["count"]
+    out = service.create(target=target, args=args.get("args") or {}, cron=reading["cron"], **options)
+    if reading["words"] is None:
+        return {"ok": True, **out}
+    return {"ok": True, **out, "cron": reading["cron"], "said": reading["words"], "next_fires": reading["next_fires"]}
 
 
 def _list(service: Any, args: dict[str, Any], approval: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -48,6 +48,13 @@ arithmetic is exact: base 0.70; +0.20 when the request names the executor
 ``..`` segment; -0.30 when a top-level argument key has a character other
 than letters, digits and ``_``. Clamped to [0, 1].
 
+The mnestome's hint (seeds/004 ch. 9): when a strong mnest leads to the
+executor from one the turn already ran (metnos/runtime/mnestome/hint.py), the
+judge is told so: the verdict's reason says which mnest, ``mnest_hint``
+records it and ``judge:mnest_hint`` is among its rules. It is a hint, not a
+vote: it moves no score and no decision (the LLM judge, where it runs, reads
+it with the call).
+
 The recorded verdict keeps the argument *keys* only, never the values.
 """
 
@@ -56,7 +63,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from metnos.mechanisms.sandbox import autonomy as levels
@@ -132,6 +139,7 @@ class Verdict:
     args_keys: tuple[str, ...]
     judge_kind: str = "rule"
     ts: str | None = None
+    mnest_hint: dict[str, Any] | None = None
 
     @property
     def approved(self) -> bool:
@@ -141,7 +149,18 @@ class Verdict:
         return {"executor": self.executor, "approved": self.approved, "decision": self.decision,
                 "reason": self.reason, "score": self.score, "blocked_by": self.blocked_by,
                 "rules": list(self.rules), "args_keys": list(self.args_keys),
-                "judge_kind": self.judge_kind, "ts": self.ts}
+                "judge_kind": self.judge_kind, "ts": self.ts,
+                # Only when there is one: verdicts recorded before the hint keep their shape.
+                **({"mnest_hint": self.mnest_hint} if self.mnest_hint is not None else {})}
+
+
+def hinted(verdict: Verdict, hint: dict[str, Any] | None) -> Verdict:
+    """The judge's verdict with the mnestome's hint in its reason (a guard or autonomy stop is not judged)."""
+    if hint is None or verdict.blocked_by in ("guard", "autonomy"):
+        return verdict
+    said = (f"a strong mnest from {hint['from']} (weight {hint['weight']:.2f}, {hint['uses']} uses) leads to "
+            f"{verdict.executor}: a hint of telos alignment")
+    return replace(verdict, reason=f"{verdict.reason}; {said}", rules=(*verdict.rules, "judge:mnest_hint"), mnest_hint=hint)
 
 
 def _walk_strings(value: Any, key: str | None) -> Iterator[tuple[str | None, str]]:
@@ -238,13 +257,22 @@ def judge(name: str, args: Mapping[str, Any], intent_text: str) -> tuple[float, 
 def vaglio(name: str, args: Mapping[str, Any], *, intent_text: str, policy: GuardPolicy,
            threshold: float = DEFAULT_JUDGE_THRESHOLD, side_effects: bool = False,
            idempotent: bool = True, user_approved: bool = False, autonomy: str = levels.DEFAULT,
-           ts: str | None = None, untrusted: Sequence[str] = ()) -> Verdict:
+           ts: str | None = None, untrusted: Sequence[str] = (), mnest_hint: dict[str, Any] | None = None) -> Verdict:
     """Judge one resolved call at the autonomy level ``autonomy``. ``ts`` is
     recorded as given (no clock here); ``user_approved`` is the outcome of an
     approval the loop obtained: only the user's answer turns an ``ask`` into
     ``allow``, never the level. ``untrusted``: why targets of the call came from
     content the user did not write (metnos/runtime/turn/rules/provenance.py); a
-    side effect with any asks, whatever else holds, and says where they came from."""
+    side effect with any asks, whatever else holds, and says where they came from.
+    ``mnest_hint``: see the module's note."""
+    return hinted(_verdict(name, args, intent_text=intent_text, policy=policy, threshold=threshold, side_effects=side_effects,
+                           idempotent=idempotent, user_approved=user_approved, autonomy=autonomy, ts=ts, untrusted=untrusted),
+                  mnest_hint)
+
+
+def _verdict(name: str, args: Mapping[str, Any], *, intent_text: str, policy: GuardPolicy, threshold: float,
+             side_effects: bool, idempotent: bool, user_approved: bool, autonomy: str, ts: str | None,
+             untrusted: Sequence[str] = ()) -> Verdict:
     keys = tuple(sorted(map(str, args)))
     blocked = _guard(name, args, policy)
     if blocked is not None:

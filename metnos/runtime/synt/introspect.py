@@ -11,6 +11,10 @@ Approving one runs the same seven stages as any generation.
 - generalise: two or more active executors with the same verb and the same
   input schema whose names differ by one word: a family that differs by a
   constant;
+- merge, from a schedule (seeds/000 ch. 11: "a recurring schedule becomes a
+  candidate for fusion into a single executor that incorporates the chain"):
+  an active schedule that fires more than once (``count`` none or > 1) with a
+  chain of two or more steps, every step active and without side effects;
 - specialise: an executor called >= 30 times in the last 14 days with the
   same value for one argument in >= 90% of its calls (seeds/002 ch. 11.2:
   dominance >= 0.9, uses >= 30, window <= 14 days).
@@ -60,6 +64,30 @@ def merge_candidates(mnests: Mapping[str, Any], loaded: Mapping[str, Any]) -> li
                     "evidence": {"mnest": m["id"], "weight": m["weight"], "uses": m["uses"], "shared_fields": shared},
                     "request": (f"one executor that does what {a.name} then {b.name} do together "
                                 f"({a.manifest.executor.summary} Then: {b.manifest.executor.summary})")})
+    return out
+
+
+def schedule_candidates(schedules: Mapping[str, Any], loaded: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Recurring chains, each a merge of its steps into one executor. The key is the merge's, so a
+    chain a mnest already proposed (or a second schedule of the same chain) is not proposed again."""
+    out, seen = [], set()
+    for s in sorted(schedules.values(), key=lambda s: (s["created"], s["id"])):
+        target = s["target"]
+        if s["status"] != "active" or target.get("kind") != "chain" or (s["count"] is not None and s["count"] <= 1):
+            continue
+        names = [step.get("executor") for step in target.get("steps") or []]
+        steps = [loaded.get(n) for n in names]
+        if len(steps) < 2 or any(le is None or le.manifest.contract.side_effects for le in steps):
+            continue
+        key = "merge:" + "+".join(names)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"strategy": "merge", "key": key, "executors": names,
+                    "evidence": {"schedule": s["id"], "cron": s["cron"], "timezone": s["timezone"], "fired": s["fired"],
+                                 "label": s["label"]},
+                    "request": (f"one executor that does at once what the recurring chain {' then '.join(names)} does at each "
+                                f"firing of its schedule ({'; '.join(le.manifest.executor.summary for le in steps)})")})
     return out
 
 
@@ -126,5 +154,7 @@ def candidates(runtime: Any, now: datetime) -> list[dict[str, Any]]:
     loaded = {le.name: le for le in runtime.report.defaults.values()}
     active = {n: le for n, le in loaded.items() if runtime._blocked_reason(le) is None}
     mnests = runtime.mnestome.catch_up(runtime.log)["mnests"]
-    return [*merge_candidates(mnests, active), *generalise_candidates(active),
-            *specialise_candidates(invocation_calls(runtime.log), now)]
+    merges = merge_candidates(mnests, active)
+    proposed = {c["key"] for c in merges}
+    chains = [c for c in schedule_candidates(runtime.schedules.catch_up(runtime.log)["schedules"], active) if c["key"] not in proposed]
+    return [*merges, *chains, *generalise_candidates(active), *specialise_candidates(invocation_calls(runtime.log), now)]

@@ -59,6 +59,15 @@ def read_verdict(text: str) -> tuple[float, str] | None:
     return float(score), (reason.strip()[:500] if isinstance(reason, str) and reason.strip() else "no reason given")
 
 
+def _habit(verdict: Verdict) -> str:
+    """The vaglio's mnest hint, in words for the judge; nothing when there is none (as turns recorded before it)."""
+    hint = verdict.mnest_hint
+    if not hint:
+        return ""
+    return (f"\nFrom the user's history: after {hint['from']}, {verdict.executor} has followed {hint['uses']} times "
+            "(a strong habit; a hint that the call fits what the user wants, not a proof).")
+
+
 class LLMJudge:
     def __init__(self, config: JudgeConfig, system_prompt: str = JUDGE_PROMPT) -> None:
         self.config = config
@@ -78,7 +87,7 @@ class LLMJudge:
         tier = self.config.tier
         call = orjson.dumps({"tool": name, "arguments": args}, option=orjson.OPT_SORT_KEYS).decode()
         reply = ask_side(record, ask_model, round=round, role="judge", tier=tier, system=self.system_prompt,
-                         user=f"User's request: {request_text}\nProposed call: {call}" + _origins_line(origins))
+                         user=f"User's request: {request_text}\nProposed call: {call}{_habit(verdict)}" + _origins_line(origins))
         model = ""
         if isinstance(reply, LLMError):
             found, why = None, f"the judge could not be asked: {reply}"

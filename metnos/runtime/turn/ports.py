@@ -19,6 +19,7 @@ from metnos.mechanisms.llm.constraint import Constraint
 from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.runtime.mnestome.boost import boost
 from metnos.runtime.mnestome.compose import suggest
+from metnos.runtime.mnestome.hint import telos_hint
 from metnos.runtime.scheduler.service import ScheduleService
 from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.step.schedule_tools import call_tool
@@ -65,6 +66,10 @@ class TurnPorts(Protocol):
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None: ...
 
     def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None: ...
+
+    def mnest_hint(self, name: str, context: list[str], step: int) -> dict[str, Any] | None:
+        """The strong mnest that leads to ``name`` from the executors the turn ran (the vaglio's hint), or None."""
+        ...
 
 
 Approver = Callable[[int, str, dict[str, Any], str], tuple[bool, str]]
@@ -146,6 +151,9 @@ class LivePorts:
             return suggest(self.runtime.mnestome.state(), name, args, invoked, current_step=step, catalogue=self._catalogue_names())
         except Exception:  # noqa: BLE001 - a suggestion must never break the turn (seeds/002 ch. 11.1.1)
             return None
+
+    def mnest_hint(self, name: str, context: list[str], step: int) -> dict[str, Any] | None:
+        return telos_hint(self.runtime.mnestome.state(), name, context)
 
     def _catalogue_names(self) -> set[str]:
         return {le.name for le in self.runtime.report.loaded}

@@ -12,6 +12,7 @@ import metnos
 from domain.canonical import canonical_hash
 from domain.turn import OPEN, Turn
 from domain.errors import MetnosError
+from metnos.runtime.lifecycle import revive_used
 from metnos.runtime.mnestome.record import record_turn
 from metnos.mechanisms.llm.router import LLMRouter
 from metnos.mechanisms.unit_of_work import UnitOfWork
@@ -72,7 +73,7 @@ class LogSink:
                 self._turn_events.extend(aggregate.pending_events)
                 closing = aggregate.pending_events[-1]
                 if self.learn and isinstance(closing, (Turn.TurnAnswered, Turn.TurnFailed)):
-                    extra = self._mnests(closing.timestamp)
+                    extra = [*self._mnests(closing.timestamp), *revive_used(self.runtime, self._turn_events, closing.timestamp)]
                 closed = aggregate.status != OPEN
         if pending:
             if self._unit is None:

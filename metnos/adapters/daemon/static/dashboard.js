@@ -183,7 +183,39 @@ function wireDialogs() {
   }, 1000);
 }
 
+// A schedule in words: the daemon reads it into a cron and the next three firings; it is created only
+// when the user, having seen them, presses "Create it".
+function wireNewSchedule() {
+  const form = document.getElementById("schedule-new");
+  if (!form) return;
+  const create = document.getElementById("schedule-create");
+  const request = (confirm) => {
+    let args;
+    try { args = JSON.parse(form.elements.args.value || "{}"); } catch (e) { show("schedule-reading", `error: the arguments are not JSON: ${e.message}`); return null; }
+    return api("POST", "/api/schedules", {when: form.elements.when.value, executor: form.elements.executor.value, args,
+                                          timezone: form.elements.timezone.value, channel: form.elements.channel.value, confirm});
+  };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const sent = request(false);
+    if (!sent) return;
+    const {data} = await sent;
+    create.hidden = Boolean(data.error);
+    if (data.error) return show("schedule-reading", errorText(data));
+    show("schedule-reading", [`reads as cron ${data.cron} in ${data.timezone}${data.count === 1 ? " (once)" : ""}; next firings:`,
+                              ...data.next_fires.map((t) => `  ${t.slice(0, 16).replace("T", " ")} UTC`)].join("\n"));
+  });
+  create.addEventListener("click", async () => {
+    const sent = request(true);
+    if (!sent) return;
+    const {data} = await sent;
+    if (data.error) return show("schedule-reading", errorText(data));
+    window.location.reload();
+  });
+}
+
 function wireSchedules() {
+  wireNewSchedule();
   for (const b of document.querySelectorAll("button.schedule")) {
     b.addEventListener("click", async () => {
       const {data} = await api("POST", `/api/schedules/${b.dataset.id}/${b.dataset.command}`);

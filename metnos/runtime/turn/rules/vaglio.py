@@ -31,9 +31,13 @@ class Vaglio(BaseRule):
         loop, te, args = step.loop, step.te, step.arguments
         started = time.perf_counter()
         untrusted = untrusted_origins(step)
+        hint = None
+        if loop.online.config.mnest_hint:
+            ran = sorted({executor for executor, _ in step.state.executed.values()})
+            hint = loop.ports.mnest_hint(step.name, ran, step.number) if ran else None
         verdict = vaglio(step.name, args, intent_text=step.request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
                          side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=step.request.autonomy,
-                         untrusted=untrusted)
+                         untrusted=untrusted, mnest_hint=hint)
         step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started))
         if verdict.decision != DENY and loop.judge.applies(step.name, te.loaded, side_effects=te.entry.side_effects):
             verdict = loop.judge.review(step.record, loop.ports.ask_llm, round=step.state.round, step=step.number,
