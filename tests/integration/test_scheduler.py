@@ -408,9 +408,9 @@ def test_builtin_jobs_install_once_and_run_the_mnestome_maintenance(rt: Runtime,
     service = ScheduleService(rt)
     assert service.install_builtin_jobs() == ["executor_ager", "mnest_ager", "synt_suggest", "plan_maintenance", "synt_introspect",
                                               "proposals_eta", "promoter", "introspection_apply", "proposals_cleanup",
-                                              "lifecycle_summary", "skill_sandbox_watchdog", "promoter_digest"]
+                                              "lifecycle_summary", "skill_sandbox_watchdog", "promoter_digest", "i18n_translate_pending"]
     assert service.install_builtin_jobs() == []
-    assert len(service.list(owner="builtin")) == 12
+    assert len(service.list(owner="builtin")) == 13
     report = tick_at(rt, clock, at(4, 45, day=2))
     assert {f["kind"] for f in report["firings"]} == {"ok"}
     rows = {r["target"]["key"]: r for r in service.list(owner="builtin")}

@@ -20,6 +20,7 @@ from metnos.runtime.cascade import maintenance as plan_maintenance
 from metnos.runtime.scheduler import ager, lifecycle_summary, maintenance
 from metnos.runtime.skills import watchdog
 from metnos.runtime.synt import apply, cleanup, eta, promoter
+from metnos.runtime import translation
 from metnos.runtime.jobs import Callback, CallbackContext, CallbackResult
 
 __all__ = ["BUILTIN_JOBS", "BuiltinJob", "Callback", "CallbackContext", "CallbackResult", "keys", "register", "resolve"]
@@ -74,6 +75,8 @@ BUILTIN_JOBS = (
     BuiltinJob("skill_sandbox_watchdog", "35 6 * * *", "sandbox watchdog: a sandbox per skill from 5 third-party skills or 1 guest",
                channel="outbox"),
     BuiltinJob("promoter_digest", "0 7 * * *", "promoter's digest: the drafts promoted and waiting for your approval", channel="outbox"),
+    BuiltinJob("i18n_translate_pending", "0 2 * * *", "translations: draft up to 20 missing or stale texts through the model, for review",
+               {"limit": 20}),
 )
 
 
@@ -98,4 +101,5 @@ _BUILTINS: dict[str, Callback] = {
     "lifecycle_summary": lifecycle_summary.run_lifecycle_summary,
     "skill_sandbox_watchdog": watchdog.run_skill_sandbox_watchdog,
     "promoter_digest": promoter.run_promoter_digest,
+    "i18n_translate_pending": translation.run_i18n_translate_pending,
 }
