@@ -235,9 +235,11 @@ class TelegramChannel:
         # The fixed texts of this turn (questions, time-outs, status lines) in the request's language.
         language = language_of(text, i18n.in_force().languages())
         try:
+            # Who the turn works for: the chat's pairing (the first chat the host, the others guests).
+            principal = self.host.pair(CHANNEL, str(chat_id))
             # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
             outcome = self.host.ask(text, approver=self._approver(chat_id, language), channel=CHANNEL, actor=f"telegram:{sender}",
-                                    asker=self._asker(chat_id, language))
+                                    asker=self._asker(chat_id, language), principal=principal)
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
             reply = reply_text(outcome, language)
         except MetnosError as e:

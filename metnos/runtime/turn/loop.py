@@ -107,7 +107,7 @@ class TurnLoop:
         turn = Turn.start(
             id=self.ports.new_id(), at=self.ports.now(), text=request.text, actor=request.actor, channel=request.channel,
             mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
-            runtime=request.runtime, home=self.shown_home,
+            runtime=request.runtime, home=self.shown_home, principal=request.principal,
         )
         self.online = OnlineDriver(self, request.runtime)
         self.judge = LLMJudge(self.online.config.judge, self.online.config.system_prompt("judge", JUDGE_PROMPT))
