@@ -21,6 +21,7 @@ from domain.digest import digest_id
 from domain.executor import Executor, executor_id
 from domain.proposal import Proposal
 from domain.schedule import builtin_schedule_id
+from metnos.runtime.actors import pair
 from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.clock import ManualClock
 from metnos.runtime.scheduler.service import ScheduleService
@@ -185,12 +186,14 @@ def test_the_watchdog_tells_when_a_guest_can_talk_to_the_agent(rt: Runtime) -> N
     assert outbox(rt) == []
     assert digests(rt, "skill_sandbox_watchdog")[-1].figures == {"skills": [], "guests": 0, "crossed": []}
 
-    config = rt.workspace.config_file
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text((config.read_text() if config.exists() else "") + "\n[telegram]\nallowed_chats = [1001, 2002]\n")
+    # The host's chat is no guest; the second chat paired is.
+    assert pair(rt, "telegram", "1001") == "host"
+    fire(rt, "skill_sandbox_watchdog")
+    assert outbox(rt) == []
+    pair(rt, "telegram", "2002")
     fire(rt, "skill_sandbox_watchdog")
     told = outbox(rt)
-    assert len(told) == 1 and "A sandbox per skill is now advised: 1 guest chat(s)" in told[0]
+    assert len(told) == 1 and "A sandbox per skill is now advised: 1 paired guest(s)" in told[0]
     assert digests(rt, "skill_sandbox_watchdog")[-1].figures["guests"] == 1
 
 
