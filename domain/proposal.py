@@ -29,6 +29,11 @@ REJECTED = "rejected"
 FAILED = "failed"
 CLOSED = (INSTALLED, REJECTED, FAILED)
 
+# The promoter's verdicts on a draft awaiting the code approval.
+PROMOTED = "promoted"
+HELD = "held"
+VERDICTS = (PROMOTED, HELD)
+
 # The kinds of proposal: the reactive and introspective arms of the cascade.
 KINDS = ("generate", "merge", "generalise", "specialise")
 
@@ -128,6 +133,19 @@ class Proposal(MetnosAggregate):
         def apply(self, p: Proposal) -> None:
             p.status = INSTALLED
 
+    class ProposalEvaluated(DomainEvent):
+        """The promoter's reading of a draft waiting for the code approval (seeds/002 ch. 11.2):
+        ``promoted`` when no killer holds (offered in the morning digest), ``held`` otherwise.
+        Nothing is approved or installed by it; the user's gate stays."""
+
+        verdict: str
+        killers: list
+        signals: dict
+        draft_digest: str
+
+        def apply(self, p: Proposal) -> None:
+            p.evaluation = {"verdict": self.verdict, "draft_digest": self.draft_digest}
+
     class ProposalRejected(DomainEvent):
         stage: str
         reason: str
@@ -154,6 +172,7 @@ class Proposal(MetnosAggregate):
         self.capabilities: dict[str, Any] | None = None
         self.round = 0
         self.approved_digest: str | None = None
+        self.evaluation: dict[str, Any] | None = None
 
     @classmethod
     def open(cls, *, id: Any, kind: str, request: str, source: dict, run_id: str, at: Any) -> Proposal:
@@ -199,6 +218,14 @@ class Proposal(MetnosAggregate):
     def record_install(self, *, name: str, version: str, digest: str, path: str, at: Any) -> None:
         self._require(APPROVED)
         self.trigger_event(self.ExecutorInstalled, name=name, version=version, digest=digest, path=path, timestamp=at)
+
+    def evaluate(self, *, verdict: str, killers: list, signals: dict, draft_digest: str, at: Any) -> None:
+        self._require(AWAITING_CODE)
+        if verdict not in VERDICTS:
+            msg = f"unknown verdict {verdict!r} (verdicts: {', '.join(VERDICTS)})"
+            raise ProposalError(msg)
+        self.trigger_event(self.ProposalEvaluated, verdict=verdict, killers=killers, signals=signals,
+                           draft_digest=draft_digest, timestamp=at)
 
     def reject(self, *, reason: str, by: str, at: Any) -> None:
         if self.status in CLOSED:

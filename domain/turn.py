@@ -46,6 +46,13 @@ LATE_FIELDS = {
 }
 
 
+# Fields added to an event after turns were recorded without them: a recorded event that
+# lacks one is read with its default, so an old turn replays as it ran.
+DEFAULTED_FIELDS = {
+    "TurnStarted": {"principal": "host"},
+}
+
+
 def is_measurement(field: str) -> bool:
     return field.endswith("_ms")
 
@@ -53,6 +60,7 @@ def is_measurement(field: str) -> bool:
 def decision_fields(event_name: str, state: dict[str, Any]) -> dict[str, Any]:
     """The part of an event's state that replay compares."""
     context = CONTEXT_FIELDS.get(event_name, frozenset())
+    state = {**DEFAULTED_FIELDS.get(event_name, {}), **state}
     fields = {k: v for k, v in state.items() if k not in context and not is_measurement(k)}
     if event_name == "PrefilterRanked" and isinstance(fields.get("ranking"), dict):
         # Which executors were offered is the decision; their versions and how many
@@ -78,6 +86,8 @@ class Turn(MetnosAggregate):
         runtime: dict | None = None
         # The home written "~" in what the model was shown; None before observations were shown so.
         home: str | None = None
+        # Who the turn works for (seeds/002 ch. 11.2.4): "host" or "guest_<id>"; turns recorded before actors were the host's.
+        principal: str = "host"
 
     class CatalogueResolved(DomainEvent):
         digest: str
@@ -416,9 +426,9 @@ class Turn(MetnosAggregate):
 
     @classmethod
     def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, autonomy: str = "supervised",
-              runtime: dict | None = None, home: str | None = None) -> Turn:  # noqa: A002
+              runtime: dict | None = None, home: str | None = None, principal: str = "host") -> Turn:  # noqa: A002
         return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings,
-                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime, home=home)
+                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime, home=home, principal=principal)
 
     def record(self, event_class: type, *, at: Any, **fields: Any) -> None:
         """Append one of this aggregate's events; the loop decides which and when."""

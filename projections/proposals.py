@@ -35,6 +35,7 @@ _STAGES: dict[type, tuple[str, str | None, tuple[str, ...]]] = {
     Proposal.BirthTested: ("birth tests", None, ("round", "ok", "cases", "failure")),
     Proposal.CodeApproved: ("code approved", APPROVED, ("by", "draft_digest")),
     Proposal.ExecutorInstalled: ("installed", INSTALLED, ("name", "version", "digest", "path")),
+    Proposal.ProposalEvaluated: ("evaluated", None, ("verdict", "killers", "signals", "draft_digest")),
     Proposal.ProposalRejected: ("rejected", REJECTED, ("stage", "reason", "by")),
     Proposal.ProposalFailed: ("failed", FAILED, ("stage", "reason")),
 }
@@ -42,6 +43,7 @@ _STAGES: dict[type, tuple[str, str | None, tuple[str, ...]]] = {
 
 class ProposalsFold(Fold):
     name = "proposals"
+    # ProposalEvaluated is new: no stored view has passed one by, so the version stays.
     version = 1
 
     def initial(self) -> dict[str, Any]:

@@ -56,7 +56,9 @@ def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn:
         host = DaemonHost(rt, env=os.environ, approval_timeout_s=config.approval_timeout_s)
         with serving(host, http_address(options, config.http), warn=warn) as http:
             emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
-            scheduler = Scheduler(rt)
+            # The nightly jobs that draft (i18n, synt) reach the model through the router, started on first use.
+            models = None if options.no_model else wiring.llm_router(rt.workspace, os.environ).for_tier
+            scheduler = Scheduler(rt, models=models)
             while True:
                 started = time.monotonic()
                 if model.get("model_url"):

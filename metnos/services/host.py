@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from domain.errors import MetnosError
+from metnos.runtime import actors
 from metnos.runtime.booted import Runtime
 from metnos.services import turns, wiring
 from metnos.services.approvals import ApprovalBroker
@@ -50,8 +51,14 @@ class RuntimeHost:
         with self._write:
             yield self.runtime
 
+    def pair(self, channel: str, address: str) -> str:
+        """The actor a chat or device speaks as (``host`` or ``guest_<id>``), paired on its first message."""
+        with self.writing() as rt:
+            return actors.pair(rt, channel, address)
+
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
-            observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None) -> Any:
+            observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
+            principal: str = "host") -> Any:
         with self.writing() as rt:
             if self._router is None:
                 # One router for every turn: a warm model stays warm between messages.
@@ -60,7 +67,7 @@ class RuntimeHost:
             # edit takes effect without a restart, as it always has (docs/channels.md).
             settings = load(self._given_env, config_file=rt.workspace.config_file)
             return turns.run(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
-                             observer=observer, settings=settings, asker=asker)
+                             observer=observer, settings=settings, asker=asker, principal=principal)
 
     def close(self) -> None:
         if self._router is not None:
@@ -109,7 +116,8 @@ class DaemonHost(RuntimeHost):
             yield self.runtime
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
-            observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None) -> Any:
+            observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
+            principal: str = "host") -> Any:
         """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer."""
         turns.check_request(text)
-        return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker)
+        return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker, principal=principal)

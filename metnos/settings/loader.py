@@ -223,6 +223,11 @@ def in_force() -> Loaded:
     return _INSTALLED[-1] if _INSTALLED else load()
 
 
+def workspace_in_force() -> Workspace | None:
+    """The workspace of the command running, if one is (its i18n catalogues overlay the shipped ones)."""
+    return _INSTALLED[-1].workspace if _INSTALLED else None
+
+
 def for_environment(env: Mapping[str, str] | None = None) -> Loaded:
     """The settings ``env`` gives: the command's own when ``env`` is the process's environment (None)."""
     return in_force() if env is None or env is os.environ else load(env)

@@ -95,6 +95,11 @@ class Workspace:
         return self.data_dir / "outbox"
 
     @property
+    def i18n_dir(self) -> Path:
+        """The workspace's catalogues: added languages, promoted translations, the drafts in ``_pending``."""
+        return self.data_dir / "i18n"
+
+    @property
     def runtime_dir(self) -> Path:
         return self.data_dir / ".runtime"
 

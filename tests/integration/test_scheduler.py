@@ -414,9 +414,11 @@ def test_builtin_jobs_install_once_and_run_the_mnestome_maintenance(rt: Runtime,
     rt.refresh()
 
     service = ScheduleService(rt)
-    assert service.install_builtin_jobs() == ["executor_ager", "mnest_ager", "synt_suggest", "plan_maintenance", "synt_introspect"]
+    assert service.install_builtin_jobs() == ["executor_ager", "mnest_ager", "synt_suggest", "plan_maintenance", "synt_introspect",
+                                              "proposals_eta", "promoter", "introspection_apply", "proposals_cleanup",
+                                              "lifecycle_summary", "skill_sandbox_watchdog", "promoter_digest", "i18n_translate_pending"]
     assert service.install_builtin_jobs() == []
-    assert len(service.list(owner="builtin")) == 5
+    assert len(service.list(owner="builtin")) == 13
     report = tick_at(rt, clock, at(4, 45, day=2))
     assert {f["kind"] for f in report["firings"]} == {"ok"}
     rows = {r["target"]["key"]: r for r in service.list(owner="builtin")}
@@ -585,7 +587,7 @@ def test_cli(home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
     code, out, _ = run("daemon", "--once", "--skip-birth")
     assert code == 0
     ticks = [orjson.loads(line) for line in out.splitlines()]
-    assert ticks[0]["installed"] == ["executor_ager", "mnest_ager", "synt_suggest", "plan_maintenance", "synt_introspect"]
+    assert ticks[0]["installed"] == [job.key for job in callbacks.BUILTIN_JOBS]
     assert [f["slot"] for f in ticks[1]["firings"]] == [stamp(at(8))]
     code, out, _ = run("schedule", "run-now", sid)
     assert code == 0 and orjson.loads(out)["manual"]

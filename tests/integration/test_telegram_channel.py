@@ -49,12 +49,13 @@ def bot(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBotAPI]:
         yield api
 
 
-def _channel(api: FakeBotAPI, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, *, approval_timeout_s: float) -> tuple[Runtime, TelegramChannel]:
+def _channel(api: FakeBotAPI, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, *, approval_timeout_s: float,
+             allowed: tuple[int, ...] = (ALLOWED,)) -> tuple[Runtime, TelegramChannel]:
     monkeypatch.setenv("METNOS_LLM_URL", llm.url)
     monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
     workspace = Workspace.from_env()
     workspace.config_file.write_text(
-        f'[telegram]\ntoken_env = "{TOKEN_ENV}"\nallowed_chats = [{ALLOWED}]\nbase_url = "{api.url}"\n'
+        f'[telegram]\ntoken_env = "{TOKEN_ENV}"\nallowed_chats = [{", ".join(map(str, allowed))}]\nbase_url = "{api.url}"\n'
         f"approval_timeout_s = {approval_timeout_s}\npoll_timeout_s = 1\n\n[telegram.chat_ids]\nlucia = {ALLOWED}\n")
     runtime = Runtime.boot(workspace)
     channel = TelegramChannel(RuntimeHost(runtime), load_telegram_settings(workspace.config_file))
@@ -104,6 +105,41 @@ def test_a_message_runs_a_turn_whose_action_is_approved_in_the_chat(bot: FakeBot
     runtime.close()
     # The token is in no event.
     assert TOKEN not in repr([e.__dict__ for _, e in events])
+
+
+GUEST = 5151
+
+
+def test_the_first_chat_is_the_host_and_the_next_a_guest_who_may_approve_nothing(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    from domain.household import guest_name
+
+    # The host's turn asks and acts; the guest's same request is refused without a question, in its own chat.
+    script = [call("send_messages", MESSAGE), text("Sent."), call("send_messages", MESSAGE), text("Not sent.")]
+    with ScriptedLLM(script) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120, allowed=(ALLOWED, GUEST))
+        try:
+            bot.user_says(ALLOWED, "tell lucia I am back at seven")
+            question = bot.wait_for("sendMessage", lambda p: "reply_markup" in p)
+            bot.press(question.result, _buttons(question.params)[0]["callback_data"])
+            bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED and p["text"] == "Sent.")
+            asked = len(bot.calls)
+            bot.user_says(GUEST, "tell lucia I am back at seven")
+            reply = bot.wait_for("sendMessage", lambda p: p["chat_id"] == GUEST, after=asked)
+            # Nothing was asked of anyone after the guest spoke.
+            assert not [c for c in bot.calls[asked:] if c.method == "sendMessage" and "reply_markup" in c.params]
+        finally:
+            channel.stop()
+    assert "reply_markup" not in reply.params
+    assert len(_outbox(runtime.workspace)) == 1  # the host's message only
+    runtime.refresh()
+    events = _events(runtime)
+    paired = [(e.address, e.actor) for name, e in events if name == "ActorPaired"]
+    assert paired == [(str(ALLOWED), "host"), (str(GUEST), guest_name("telegram", str(GUEST)))]
+    started = [e for name, e in events if name == "TurnStarted"]
+    assert [(s.principal, s.autonomy) for s in started] == [("host", "supervised"), (guest_name("telegram", str(GUEST)), "read_only")]
+    guest_turn = started[1].originator_id
+    assert not [e for name, e in events if name == "InvocationRequested" and e.executor == "send_messages" and e.turn_id == str(guest_turn)]
+    runtime.close()
 
 
 def test_an_unanswered_approval_times_out_and_nothing_runs(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:

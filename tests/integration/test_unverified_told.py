@@ -119,6 +119,9 @@ class OutcomeHost(DaemonHost):
     def ask(self, text: str, **_: Any) -> TurnOutcome:
         return self.outcome
 
+    def pair(self, channel: str, address: str) -> str:
+        return "host"
+
 
 def test_the_daemon_api_gives_it_as_ask_json_does() -> None:
     outcome = unverified(quarantined=[QUARANTINED])

@@ -51,6 +51,8 @@ import orjson
 from domain.errors import MetnosError
 from metnos.services.channels import record_ignored
 from metnos.services.telling import reply_text
+from metnos.settings import i18n
+from metnos.settings.i18n.detect import language_of
 from metnos.settings.loader import for_workspace
 from metnos.settings.telegram import TelegramSettings
 
@@ -206,7 +208,9 @@ class TelegramChannel:
             self._worker.submit(self._record_ignored, chat.id, sender, message.text)
             return
         if message.text.strip() == "/start":
-            await message.reply_text("Metnos is listening. Ask in plain words; actions that change the world ask you first.")
+            # No request to read a language from yet: the one the user's Telegram is set to, if the catalogue has it.
+            code = (getattr(update.effective_user, "language_code", None) or "").split("-")[0]
+            await message.reply_text(i18n.in_force().text("telegram.listening", code or i18n.SOURCE))
             return
         with self._pending_lock:
             question = self._questions.get(chat.id)
@@ -228,12 +232,16 @@ class TelegramChannel:
             self._log(f"could not record an ignored message from chat {chat_id}: {type(e).__name__}: {e}")
 
     def _run_turn(self, chat_id: int, sender: str, text: str) -> None:
+        # The fixed texts of this turn (questions, time-outs, status lines) in the request's language.
+        language = language_of(text, i18n.in_force().languages())
         try:
+            # Who the turn works for: the chat's pairing (the first chat the host, the others guests).
+            principal = self.host.pair(CHANNEL, str(chat_id))
             # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
-            outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL, actor=f"telegram:{sender}",
-                                    asker=self._asker(chat_id))
+            outcome = self.host.ask(text, approver=self._approver(chat_id, language), channel=CHANNEL, actor=f"telegram:{sender}",
+                                    asker=self._asker(chat_id, language), principal=principal)
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
-            reply = reply_text(outcome)
+            reply = reply_text(outcome, language)
         except MetnosError as e:
             reply = f"metnos: {e}"
         except Exception as e:  # noqa: BLE001 - the chat is told; the bot goes on
@@ -242,13 +250,14 @@ class TelegramChannel:
         self._send(chat_id, reply)
 
     # Approvals -------------------------------------------------------------------
-    def _approver(self, chat_id: int) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
+    def _approver(self, chat_id: int, language: str = i18n.SOURCE) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
         def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
-            return self._ask(chat_id, step, executor, args, reason)
+            return self._ask(chat_id, step, executor, args, reason, language)
 
         return approve
 
-    def _ask(self, chat_id: int, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+    def _ask(self, chat_id: int, step: int, executor: str, args: dict[str, Any], reason: str,
+             language: str = i18n.SOURCE) -> tuple[bool, str]:
         # Deferred: as in _startup, which has always run before a question is asked.
         from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
@@ -257,9 +266,10 @@ class TelegramChannel:
         with self._pending_lock:
             self._pending[key] = pending
         shown = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
-        text = f"Step {step}: {executor} {shown[:1500]}\n{reason}\nApprove?"
-        buttons = InlineKeyboardMarkup([[InlineKeyboardButton("Approve", callback_data=f"{APPROVE}:{key}"),
-                                         InlineKeyboardButton("Deny", callback_data=f"{DENY}:{key}")]])
+        said = i18n.in_force()
+        text = said.text("telegram.approve_question", language, step=step, executor=executor, args=shown[:1500], reason=reason)
+        buttons = InlineKeyboardMarkup([[InlineKeyboardButton(said.text("telegram.approve", language), callback_data=f"{APPROVE}:{key}"),
+                                         InlineKeyboardButton(said.text("telegram.deny", language), callback_data=f"{DENY}:{key}")]])
         try:
             sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=buttons))
             if sent is None:
@@ -274,23 +284,25 @@ class TelegramChannel:
             return False, "telegram:stopped"
         if not answered:
             self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, pending.message_id, reply_markup=None))
-            self._send(chat_id, f"No answer in {self.settings.approval_timeout_s:.0f} s: {executor} taken as not approved.")
+            self._send(chat_id, said.text("telegram.approval_timeout", language, seconds=f"{self.settings.approval_timeout_s:.0f}",
+                                          executor=executor))
             return False, "telegram:timeout"
         return pending.approved, "telegram:button"
 
     # Questions ---------------------------------------------------------------------
-    def _asker(self, chat_id: int) -> Callable[[Any], tuple[str | None, str]]:
+    def _asker(self, chat_id: int, language: str = i18n.SOURCE) -> Callable[[Any], tuple[str | None, str]]:
         def ask(question: Any) -> tuple[str | None, str]:
-            return self._question(chat_id, question.question)
+            return self._question(chat_id, question.question, language)
 
         return ask
 
-    def _question(self, chat_id: int, text: str) -> tuple[str | None, str]:
+    def _question(self, chat_id: int, text: str, language: str = i18n.SOURCE) -> tuple[str | None, str]:
+        said = i18n.in_force()
         question = _Question()
         with self._pending_lock:
             self._questions[chat_id] = question
         try:
-            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(f"{text}\n(reply with your answer)")))
+            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(said.text("telegram.question", language, question=text))))
             if sent is None:
                 return None, "telegram:unreachable"
             answered = question.answered.wait(self.settings.approval_timeout_s)
@@ -301,7 +313,7 @@ class TelegramChannel:
         if question.stopped:
             return None, "telegram:stopped"
         if not answered:
-            self._send(chat_id, f"No answer in {self.settings.approval_timeout_s:.0f} s: the request stops here; ask again naming it.")
+            self._send(chat_id, said.text("telegram.question_timeout", language, seconds=f"{self.settings.approval_timeout_s:.0f}"))
             return None, "telegram:timeout"
         return question.answer, "telegram:reply"
 

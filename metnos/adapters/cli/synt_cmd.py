@@ -231,4 +231,6 @@ def _stage_detail(s: dict[str, Any]) -> str:
         return f": {s['name']} {s['version']} at {s['path']}"
     if stage in ("rejected", "failed"):
         return f" at {s['at_stage']}: {s['reason']}"
+    if stage == "evaluated":
+        return f" by the promoter: {s['verdict']}" + (f" ({'; '.join(s['killers'])})" if s["killers"] else "")
     return ""

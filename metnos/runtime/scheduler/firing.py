@@ -100,7 +100,7 @@ def _ok(call: Any) -> bool:
 
 
 def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dict[str, Any], now: datetime,
-               *, approval: dict[str, Any] | None = None, intent: str = "") -> Attempt:
+               *, approval: dict[str, Any] | None = None, intent: str = "", models: Any = None) -> Attempt:
     """One attempt; ``approval`` is the schedule's (ScheduleApproved), checked
     against exactly ``target`` and ``args`` before anything runs."""
     kind = target["kind"]
@@ -124,7 +124,7 @@ def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dic
     if fn is None:
         return Attempt(False, "UnknownCallback", error={"message": f"no builtin job registered under {target['key']!r}; known: {', '.join(callbacks.keys())}"})
     try:
-        result = fn(CallbackContext(runtime, now, schedule_id), args)
+        result = fn(CallbackContext(runtime, now, schedule_id, models), args)
     except Exception as e:  # noqa: BLE001 - a job's bug must not stop the loop
         tail = "".join(traceback.format_exception(e))[-2000:]
         return Attempt(False, "CallbackError", error={"message": f"{type(e).__name__}: {e}", "traceback": tail})

@@ -231,7 +231,7 @@ class ScheduleService:
             except AggregateNotFoundError:
                 pass
             self.create(
-                target={"kind": "callback", "key": job.key}, args=dict(job.args), cron=job.cron, channel="none",
+                target={"kind": "callback", "key": job.key}, args=dict(job.args), cron=job.cron, channel=job.channel,
                 on_failure="notify", max_consecutive_failures=None, grace_s=job.grace_s, label=job.label,
                 owner="builtin", schedule_id=sid,
             )

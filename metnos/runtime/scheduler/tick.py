@@ -82,10 +82,18 @@ class TickReport:
                 "closed": self.closed, "errors": self.errors, "busy": self.busy}
 
 
+def _silent(schedule: Schedule, result: firing.Attempt) -> bool:
+    """A builtin job tells the user only its ``content``; without one it has nothing to say."""
+    return schedule.target.get("kind") == "callback" and not (isinstance(result.output, dict) and result.output.get("content"))
+
+
 class Scheduler:
-    def __init__(self, runtime: Any, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, runtime: Any, clock: Callable[[], datetime] | None = None,
+                 models: Callable[[str], Any] | None = None) -> None:
         self.runtime = runtime
         self.clock = clock or runtime.clock
+        # tier -> provider, for the builtin jobs that draft through the model.
+        self.models = models
         self.view = runtime.schedules
         # The folded store, kept between ticks while the log has not moved.
         self._cached: tuple[int, dict[str, Any]] | None = None
@@ -157,7 +165,7 @@ class Scheduler:
             schedule.start_firing(slot=slot, attempt=attempt, recovery=recovery, manual=manual, at=self.clock())
             self.runtime.log.save(schedule)
             result = firing.run_target(self.runtime, sid, schedule.target, schedule.args, self.clock(),
-                                       approval=schedule.approval, intent=schedule.label)
+                                       approval=schedule.approval, intent=schedule.label, models=self.models)
             record = self._finish(schedule, slot, attempt, result, manual=manual)
             if report is not None:
                 report.firings.append(record)
@@ -200,7 +208,7 @@ class Scheduler:
         sid = str(schedule.id)
         name = schedule.label or sid
         if result.ok:
-            if schedule.channel == "none" or result.kind == "unavailable":
+            if schedule.channel == "none" or result.kind == "unavailable" or _silent(schedule, result):
                 return None, []
             body = f"[{name}] {slot}: {firing.summary(result.output)}"
             notice, invocation = firing.send(self.runtime, sid, schedule.channel, body)

@@ -26,6 +26,9 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from metnos.settings import i18n
+from metnos.settings.i18n.detect import language_of
+
 EXCERPT_CHARS = 500
 
 
@@ -54,32 +57,22 @@ STATUS_OF: dict[FailureKind, str] = {
     FailureKind.UNVERIFIED_ANSWER: "unverified",
 }
 
-# kind -> (final_kind, message template)
-_TABLE: dict[FailureKind, tuple[str, str]] = {
-    FailureKind.PROVIDER_UNREACHABLE: (
-        "error", "The language model is unreachable ({detail}); nothing was done."),
-    FailureKind.EMPTY_CATALOGUE: ("error", "(empty catalog)"),
-    FailureKind.CAP_STEPS: (
-        "cap_steps", "Stopped after {detail} steps without reaching an answer."),
-    FailureKind.CAP_SAME_EXECUTOR: (
-        "cap_same_executor", "Stopped: {detail} was called too many times in this turn."),
-    FailureKind.BAD_LLM_REPLY: (
-        "error", "The language model gave a reply I could not use ({detail})."),
-    FailureKind.NEEDS_INPUTS: (
-        "needs_inputs", "I need more information before acting: {detail}"),
-    FailureKind.INTERNAL_ERROR: (
-        "error", "Something went wrong inside Metnos ({detail}); the turn was stopped."),
-    FailureKind.STEP_FAILED: ("error", "I could not do it: {detail}"),
-    FailureKind.STEP_REFUSED: ("refused", "Not done: {detail}"),
-    FailureKind.UNUSABLE_ANSWER: (
-        "error", "The language model did not produce an answer ({detail})."),
-    FailureKind.INVALID_ARGUMENTS: (
-        "error", "The language model could not write a valid call ({detail})."),
-    FailureKind.ACTION_NOT_TAKEN: (
-        "error", "Not done: the language model stopped before calling {detail}, which the request asks for."),
-    FailureKind.UNVERIFIED_ANSWER: (
-        "unverified", "Unverified: the answer does not hold up against what the steps returned ({detail})."),
-    FailureKind.SAID_NOT_DONE: ("error", "Not done, as the language model itself said: {detail}."),
+# kind -> final_kind; the message is the catalogue's ``failure.<kind>`` (metnos/settings/i18n/en.json).
+_FINAL_KIND: dict[FailureKind, str] = {
+    FailureKind.PROVIDER_UNREACHABLE: "error",
+    FailureKind.EMPTY_CATALOGUE: "error",
+    FailureKind.CAP_STEPS: "cap_steps",
+    FailureKind.CAP_SAME_EXECUTOR: "cap_same_executor",
+    FailureKind.BAD_LLM_REPLY: "error",
+    FailureKind.NEEDS_INPUTS: "needs_inputs",
+    FailureKind.INTERNAL_ERROR: "error",
+    FailureKind.STEP_FAILED: "error",
+    FailureKind.STEP_REFUSED: "refused",
+    FailureKind.UNUSABLE_ANSWER: "error",
+    FailureKind.INVALID_ARGUMENTS: "error",
+    FailureKind.ACTION_NOT_TAKEN: "error",
+    FailureKind.UNVERIFIED_ANSWER: "unverified",
+    FailureKind.SAID_NOT_DONE: "error",
 }
 
 
@@ -104,13 +97,19 @@ class TurnFailure:
                 "message": self.message, "detail": self.detail}
 
 
-def turn_failure(kind: FailureKind, detail: str = "") -> TurnFailure:
-    """The outcome for ``kind``; ``detail`` fills the message (bounded, one line)."""
+def language_of_turn(turn: Any) -> str:
+    """The language of the turn's request, among the catalogue's: its fixed texts are said in it."""
+    return language_of(turn.text, i18n.in_force().languages())
+
+
+def turn_failure(kind: FailureKind, detail: str = "", language: str = i18n.SOURCE) -> TurnFailure:
+    """The outcome for ``kind``; ``detail`` fills the message (bounded, one line), said in ``language``
+    when the catalogue has a fresh translation (metnos/settings/i18n), in English otherwise."""
     if not isinstance(kind, FailureKind):
         raise TypeError(f"not a FailureKind: {kind!r}")
-    final_kind, template = _TABLE[kind]
+    final_kind = _FINAL_KIND[kind]
     one_line = " ".join(_excerpt(str(detail), 200).split()) or "no detail"
-    return TurnFailure(kind, final_kind, template.format(detail=one_line), one_line)
+    return TurnFailure(kind, final_kind, i18n.in_force().text(f"failure.{kind.value}", language, detail=one_line), one_line)
 
 
 def executor_crashed(stdout: str, stderr: str) -> dict[str, Any]:

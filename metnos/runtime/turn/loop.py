@@ -26,7 +26,7 @@ from metnos.mechanisms.llm.messages import LLMReply, Message, SystemMessage, Too
 from metnos.runtime.turn.asking import ask_model
 from metnos.runtime.step.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.composing import ANSWER_LIMIT, compose_answer
-from metnos.runtime.turn.failures import FailureKind, turn_failure
+from metnos.runtime.turn.failures import FailureKind, language_of_turn, turn_failure
 from metnos.runtime.turn.following import consult_plans, follow_plan
 from metnos.runtime.turn.grounding import exact_ask
 from metnos.runtime.turn.guards import TurnGuards
@@ -109,7 +109,7 @@ class TurnLoop:
         turn = Turn.start(
             id=self.ports.new_id(), at=self.ports.now(), text=request.text, actor=request.actor, channel=request.channel,
             mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
-            runtime=request.runtime, home=self.shown_home,
+            runtime=request.runtime, home=self.shown_home, principal=request.principal,
         )
         self.online = OnlineDriver(self, request.runtime)
         self.judge = LLMJudge(self.online.config.judge, self.online.config.system_prompt("judge", JUDGE_PROMPT))
@@ -301,12 +301,12 @@ class TurnLoop:
             # A hybrid turn's local answer that does not hold up is a local failure like any other.
             self.online.escalate(turn, state, request, pool, f"the local answer did not hold up: {verdict.grounding.summary()}")
             return None
-        failure = turn_failure(FailureKind.UNVERIFIED_ANSWER, verdict.grounding.summary())
+        failure = turn_failure(FailureKind.UNVERIFIED_ANSWER, verdict.grounding.summary(), language_of_turn(turn))
         self._record_failure(turn, state, failure)
         return TurnOutcome(str(turn.id), failure.status, answer=text, failure={**failure.to_json(), **verdict.grounding.to_json()}, steps=state.step)
 
     def _fail(self, turn: Turn, state: TurnState, kind: FailureKind, detail: str) -> TurnOutcome:
-        failure = turn_failure(kind, detail)
+        failure = turn_failure(kind, detail, language_of_turn(turn))
         self._record_failure(turn, state, failure)
         return TurnOutcome(str(turn.id), failure.status, failure=failure.to_json(), steps=state.step)
 

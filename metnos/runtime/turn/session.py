@@ -10,6 +10,7 @@ from typing import Any
 
 import metnos
 from domain.canonical import canonical_hash
+from domain.household import HOST
 from domain.turn import OPEN, Turn
 from domain.errors import MetnosError
 from metnos.runtime.lifecycle import revive_used
@@ -19,6 +20,7 @@ from metnos.mechanisms.unit_of_work import UnitOfWork
 from metnos.settings.llm_tiers import tier_ladder
 from metnos.settings.cascade import CascadeConfig
 from metnos.settings.loader import Loaded, for_workspace
+from metnos.runtime import actors
 from metnos.runtime.booted import Runtime
 from metnos.runtime.cascade.consult import Consultation, consultant_from_env
 from metnos.runtime.cascade.contradiction import record_drops
@@ -204,6 +206,7 @@ def run_turn(
     overrides: Sequence[str] = (),
     settings: Loaded | None = None,
     asker: Asker | None = None,
+    principal: str = HOST,
 ) -> TurnOutcome:
     """``asker`` asks the user a question on the channel (the atomic dialog); None: nobody can be asked.
     ``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
@@ -213,7 +216,8 @@ def run_turn(
     # The settings of this workspace, as the command loaded them (or as ``env`` gives them).
     loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
     section = runtime_for_turn(loaded.settings.runtime, overrides, where=str(loaded.config_file))
-    level = autonomy.parse_level(section.autonomy if level is None else level)
+    level = actors.level_for(principal, autonomy.parse_level(section.autonomy if level is None else level))
+    approver = actors.approver_for(principal, approver)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
     require_sandbox(env)
@@ -240,7 +244,7 @@ def run_turn(
             observer=observer,
             interrupts=interrupts,
         )
-        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level,
+        outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level, principal=principal,
                                        mode=mode or section.mode, runtime=runtime_record(section, router)))
     finally:
         sink.release()

@@ -23,6 +23,8 @@ import re
 
 import orjson
 
+from metnos.settings import i18n
+
 ANSWERED = "answered"
 UNVERIFIED = "unverified"
 
@@ -41,8 +43,8 @@ def why(outcome: Any) -> str:
     return str(failure.get("message") or outcome.status)
 
 
-# The failure's message may open with the status's own word ("Unverified: ..."): said once.
-_LEADING_STATUS = re.compile(r"^\s*unverified\s*[:,.\-–—]\s*", re.I)
+# The failure's message may open with the status's own word ("Unverified: ...", "Non verificata: ..."): said once.
+_LEADING_STATUS = re.compile(r"^\s*(unverified|non verificat[ao])\s*[:,.\-–—]\s*", re.I)
 
 
 def without_status(message: str) -> str:
@@ -55,13 +57,15 @@ def quoted(parts: list[str]) -> str:
     return ", ".join(orjson.dumps(p).decode() for p in parts)
 
 
-def unverified_lines(outcome: Any) -> list[str]:
-    """An unverified outcome in lines: what is wrong with it first, the unchecked text last."""
-    lines = [f"unverified: {without_status(why(outcome))}"]
+def unverified_lines(outcome: Any, language: str = i18n.SOURCE) -> list[str]:
+    """An unverified outcome in lines: what is wrong with it first, the unchecked text last; the fixed
+    words in ``language`` (the request's) where the catalogue has them."""
+    said = i18n.in_force()
+    lines = [said.text("telling.unverified", language, reason=without_status(why(outcome)))]
     parts = unmatched(outcome)
     if parts:
-        lines.append(f"not found in anything the steps returned: {quoted(parts)}")
-    lines.append("the answer as the model wrote it, unchecked:")
+        lines.append(said.text("telling.not_found", language, parts=quoted(parts)))
+    lines.append(said.text("telling.unchecked", language))
     lines.append(outcome.answer or "")
     return lines
 
@@ -80,12 +84,12 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
     }
 
 
-def reply_text(outcome: Any) -> str:
+def reply_text(outcome: Any, language: str = i18n.SOURCE) -> str:
     """The outcome as one message (a chat reply): the answer, or why there is none, then the notices."""
     if outcome.status == ANSWERED and outcome.answer:
         body = outcome.answer
     elif outcome.status == UNVERIFIED:
-        first, *rest = unverified_lines(outcome)
+        first, *rest = unverified_lines(outcome, language)
         body = "\n".join([f"metnos: {first}", *rest[:-2], "", *rest[-2:]])
     else:
         body = f"metnos: {why(outcome)}"

@@ -35,6 +35,8 @@ class TurnRequest:
     # The home written "~" in the observations the model is shown: None for the policy's; a replay
     # passes the recorded one ("" for a turn recorded before, when they were shown whole).
     home: str | None = None
+    # Who the turn works for: "host" or "guest_<id>" (metnos/runtime/actors.py).
+    principal: str = "host"
 
 
 @dataclass

@@ -1,0 +1,58 @@
+"""The actor resolver (seeds/002 ch. 11.2.4, step 1): who a turn works for, and what that allows.
+
+A chat or device is paired on its first message (domain/household.py): the
+first is the host, the others guests. The actor then decides, per turn:
+
+* autonomy: a guest's turn runs ``read_only`` (it looks, it does not act),
+  whatever ``[runtime] autonomy`` says for the host;
+* approvals: a guest may give none; a question for one is answered no,
+  without asking, and the log says why (``by`` = ``guest:not_allowed``).
+
+The approval router stays single-channel (step 1): a guest's turn never
+reaches the host's chat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError
+
+from domain.household import HOST, Household, household_id
+from metnos.mechanisms.sandbox.autonomy import READ_ONLY
+
+GUEST_LEVEL = READ_ONLY
+REFUSED_BY = "guest:not_allowed"
+
+Approver = Callable[[int, str, dict[str, Any], str], tuple[bool, str]]
+
+
+def pair(runtime: Any, channel: str, address: str) -> str:
+    """The actor of ``channel:address``; its pairing is recorded the first time."""
+    try:
+        household: Household = runtime.log.repository.get(household_id())
+    except AggregateNotFoundError:
+        household = Household.open(at=runtime.clock())
+    actor = household.pair(channel=channel, address=address, at=runtime.clock())
+    if household.pending_events:
+        runtime.log.save(household)
+    return actor
+
+
+def is_guest(actor: str) -> bool:
+    return actor != HOST
+
+
+def level_for(actor: str, level: str) -> str:
+    return GUEST_LEVEL if is_guest(actor) else level
+
+
+def approver_for(actor: str, approver: Approver) -> Approver:
+    if not is_guest(actor):
+        return approver
+
+    def refuse(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+        return False, REFUSED_BY
+
+    return refuse

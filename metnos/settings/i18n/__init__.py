@@ -1,0 +1,146 @@
+"""User-facing texts, one catalogue per language (seeds/002 ch. 11.2.5 and 11.2.7).
+
+English is the source: ``en.json`` holds every text by key. Each other
+language holds, per key, its text and the ``source_hash`` of the English it
+translates; when the English changes, the hash no longer matches and the
+translation is stale: English is shown until a fresh one is promoted. The
+catalogues shipped here (``en``, ``it``) are overlaid by the workspace's own
+(``<data>/i18n/<lang>.json``, latest wins), where `metnos i18n add LANG`
+starts a language and `metnos i18n promote` puts reviewed drafts; the
+nightly ``i18n_translate_pending`` job writes its drafts beside them, in
+``<data>/i18n/_pending/<lang>.json``, never straight into use.
+
+The planner's prompts are not here: recorded turns replay against the
+prompt's exact bytes, and they stay in English.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from metnos.settings.loader import workspace_in_force
+
+SOURCE = "en"
+SHIPPED = Path(__file__).parent
+PENDING = "_pending"
+
+
+class CatalogueError(ValueError):
+    """A catalogue file or entry that cannot be used: it says which and how to fix it."""
+
+
+def source_hash(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def fields_of(text: str) -> set[str]:
+    """The ``{name}`` fields a text fills: a translation must keep exactly these."""
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise CatalogueError(f"cannot read the catalogue {path}: {e}; fix or remove the file") from None
+    if not isinstance(data, dict) or not isinstance(data.get("texts"), dict):
+        raise CatalogueError(f"the catalogue {path} has no \"texts\" object; fix or remove the file")
+    return data
+
+
+def write(path: Path, language: str, texts: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"language": language, "texts": dict(sorted(texts.items()))}, ensure_ascii=False, indent=1) + "\n",
+                   encoding="utf-8")
+    tmp.replace(path)
+
+
+@dataclass
+class Catalogue:
+    source: dict[str, str]
+    # language -> key -> {"text", "source_hash"}; the workspace's entries over the shipped ones.
+    translations: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+
+    def languages(self) -> list[str]:
+        return sorted({SOURCE, *self.translations})
+
+    def fresh(self, key: str, language: str) -> str | None:
+        entry = self.translations.get(language, {}).get(key)
+        if entry is None or key not in self.source or entry.get("source_hash") != source_hash(self.source[key]):
+            return None
+        return entry["text"]
+
+    def text(self, key: str, language: str = SOURCE, **values: Any) -> str:
+        """``key`` in ``language`` when a fresh translation exists, else in English; filled with ``values``."""
+        if key not in self.source:
+            raise CatalogueError(f"no text {key!r} in the English catalogue ({SHIPPED / 'en.json'})")
+        template = (self.fresh(key, language) if language != SOURCE else None) or self.source[key]
+        return template.format(**values)
+
+    def missing(self, language: str) -> list[str]:
+        """The keys with no fresh translation in ``language``: never translated, or stale."""
+        if language == SOURCE:
+            return []
+        return [k for k in sorted(self.source) if self.fresh(k, language) is None]
+
+    def stale(self, language: str) -> list[str]:
+        have = self.translations.get(language, {})
+        return [k for k in sorted(self.source) if k in have and self.fresh(k, language) is None]
+
+
+def _merge(into: dict[str, dict[str, dict[str, str]]], folder: Path) -> None:
+    for path in sorted(folder.glob("*.json")):
+        if path.stem == SOURCE:
+            continue
+        into.setdefault(path.stem, {}).update(read(path)["texts"])
+
+
+def load(workspace_dir: Path | None = None) -> Catalogue:
+    """The shipped catalogues, overlaid by those of ``workspace_dir`` (a workspace's ``i18n`` folder)."""
+    translations: dict[str, dict[str, dict[str, str]]] = {}
+    _merge(translations, SHIPPED)
+    if workspace_dir is not None and workspace_dir.is_dir():
+        _merge(translations, workspace_dir)
+    return Catalogue(source=dict(read(SHIPPED / f"{SOURCE}.json")["texts"]), translations=translations)
+
+
+def _stamp(folder: Path | None) -> tuple[Any, ...]:
+    if folder is None or not folder.is_dir():
+        return ()
+    return tuple((p.name, p.stat().st_mtime_ns) for p in sorted(folder.glob("*.json")))
+
+
+@lru_cache(maxsize=8)
+def _cached(folder: Path | None, stamp: tuple[Any, ...]) -> Catalogue:
+    return load(folder)
+
+
+def texts(workspace_dir: Path | None = None) -> Catalogue:
+    """The catalogue in force for ``workspace_dir``, read again when one of its files changed."""
+    return _cached(workspace_dir, _stamp(workspace_dir))
+
+
+def read_pending(workspace_dir: Path, language: str) -> dict[str, dict[str, str]]:
+    path = workspace_dir / PENDING / f"{language}.json"
+    return dict(read(path)["texts"]) if path.is_file() else {}
+
+
+def write_pending(workspace_dir: Path, language: str, drafts: dict[str, dict[str, str]]) -> None:
+    path = workspace_dir / PENDING / f"{language}.json"
+    if drafts:
+        write(path, language, drafts)
+    elif path.exists():
+        path.unlink()
+
+
+def in_force() -> Catalogue:
+    """The catalogue of the workspace the command runs in (the shipped one outside a command)."""
+    workspace = workspace_in_force()
+    return texts(workspace.i18n_dir if workspace is not None else None)

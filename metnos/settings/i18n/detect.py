@@ -1,0 +1,42 @@
+"""Which language a request is written in, among those the catalogue speaks.
+
+Lingua (a statistical detector that keeps its models in the wheel, nothing
+downloaded) picks among the catalogue's languages only. A request too short
+or too mixed to tell (the top language under ``MIN_CONFIDENCE``) is answered
+in English, the catalogue's source: a turn never switches language on a guess.
+The same text always gives the same language, so a replayed turn says the
+same fixed texts.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from metnos.settings.i18n import SOURCE
+
+MIN_CONFIDENCE = 0.6
+
+
+@lru_cache(maxsize=4)
+def _detector(languages: tuple[str, ...]) -> tuple[Any, dict[Any, str]]:
+    # Imported here: a command that never detects a language does not load the detector.
+    from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+
+    # A language Lingua does not know is never detected; its users write to it in a language it knows.
+    known = {Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper())): code
+             for code in languages if hasattr(IsoCode639_1, code.upper())}
+    if len(known) < 2:
+        return None, {}
+    return LanguageDetectorBuilder.from_languages(*known).build(), known
+
+
+def language_of(text: str, languages: list[str] | tuple[str, ...]) -> str:
+    """The code (``en``, ``it``, ...) of ``text``'s language among ``languages``; English when unsure."""
+    detector, names = _detector(tuple(sorted(set(languages) | {SOURCE})))
+    if detector is None or not text.strip():
+        return SOURCE
+    values = detector.compute_language_confidence_values(text)
+    if not values or values[0].value < MIN_CONFIDENCE:
+        return SOURCE
+    return names.get(values[0].language, SOURCE)

@@ -1,0 +1,115 @@
+"""Languages on a real workspace: adding one, the nightly drafts through a scripted model on a real
+HTTP server, review and promote at the CLI, stale translations, and a turn told in its request's language."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import orjson
+import pytest
+
+from domain.digest import digest_id
+from domain.schedule import builtin_schedule_id
+from metnos.adapters.cli import main
+from metnos.runtime.booted import Runtime
+from metnos.runtime.scheduler.clock import ManualClock
+from metnos.runtime.scheduler.service import ScheduleService
+from metnos.runtime.scheduler.tick import Scheduler
+from metnos.services import wiring
+from metnos.settings import i18n
+from metnos.settings.workspace import Workspace
+from tests.support.layouts import LAYOUTS
+from tests.support.scripted_llm import ScriptedLLM, malformed, text
+
+NOW = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=1)
+
+
+@pytest.fixture
+def layout() -> str:
+    return LAYOUTS[0]
+
+
+def cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def french(source: dict[str, str], keys: list[str]) -> dict[str, str]:
+    """A scripted model's French: each text marked, its fields kept; the first one loses its fields."""
+    drafts = {k: "FR " + source[k] for k in keys}
+    broken = next(k for k in keys if i18n.fields_of(source[k]))
+    drafts[broken] = "FR sans champs"
+    return drafts
+
+
+@pytest.fixture
+def rt(home: Path) -> Iterator[Runtime]:
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=ManualClock(NOW)) as runtime:
+        ScheduleService(runtime).install_builtin_jobs()
+        yield runtime
+
+
+def test_a_language_added_is_drafted_at_night_reviewed_and_promoted(rt: Runtime, capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, "i18n", "add", "fr")
+    source = i18n.load().source
+    assert code == 0 and out.startswith(f"fr: added; {len(source)} texts to translate")
+    assert cli(capsys, "i18n", "add", "fr")[2] == "metnos: fr is already known; see `metnos i18n status`\n"
+    assert "is not a language code" in cli(capsys, "i18n", "add", "French")[2]
+    rows = {r["language"]: r for r in orjson.loads(cli(capsys, "i18n", "status", "--json")[1])}
+    assert rows["it"]["missing"] == 0 and rows["fr"]["missing"] == len(source) and rows["fr"]["drafts"] == 0
+
+    # The night: one request for French, at most `limit` texts; one draft lost its fields and is refused.
+    sid = str(builtin_schedule_id("i18n_translate_pending"))
+    ScheduleService(rt).modify(sid, {"args": {"limit": 5}})
+    owed = sorted(source)[:5]
+    with ScriptedLLM([text("```json\n" + json.dumps(french(source, owed), ensure_ascii=False) + "\n```")]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        record = Scheduler(rt, models=wiring.llm_router(rt.workspace).for_tier).run_now(sid)
+    assert record["ok"], record
+    assert len(llm.requests) == 1 and '"language": "fr"' in llm.requests[0].messages[-1]["content"]
+    written = [e for e in rt.log.events.get(digest_id("i18n_translate_pending"))][-1]
+    broken = next(k for k in owed if i18n.fields_of(source[k]))
+    assert written.figures["drafted"] == {"fr": sorted(set(owed) - {broken})}
+    assert list(written.figures["refused"]["fr"]) == [broken]
+
+    # Drafts are not in use until promoted.
+    assert i18n.load(rt.workspace.i18n_dir).missing("fr") == sorted(source)
+    code, out, _ = cli(capsys, "i18n", "review", "fr")
+    assert code == 0 and f"  draft: FR {source[owed[1]] if owed[1] != broken else source[owed[2]]}" in out
+    code, out, _ = cli(capsys, "i18n", "promote", "fr")
+    assert code == 0 and out == "fr: 4 promoted\n"
+    promoted = i18n.load(rt.workspace.i18n_dir)
+    key = next(k for k in owed if k != broken)
+    assert promoted.fresh(key, "fr") == "FR " + source[key]
+    assert len(promoted.missing("fr")) == len(source) - 4
+    assert cli(capsys, "i18n", "review", "fr")[1].startswith("no drafts for fr")
+
+    # French is still owed its other texts: without a model the job fails, and says why.
+    again = Scheduler(rt).run_now(sid)
+    assert not again["ok"] and again["kind"] == "NoModel"
+
+
+def test_a_translation_whose_english_changed_is_stale_and_english_is_said(rt: Runtime, capsys) -> None:
+    key = "failure.step_refused"
+    path = rt.workspace.i18n_dir / "it.json"
+    i18n.write(path, "it", {key: {"text": "Rifiutato: {detail}", "source_hash": i18n.source_hash("an older English")}})
+    rows = {r["language"]: r for r in orjson.loads(cli(capsys, "i18n", "status", "--json")[1])}
+    assert rows["it"]["stale"] == 1 and rows["it"]["missing"] == 1
+    catalogue = i18n.load(rt.workspace.i18n_dir)
+    assert catalogue.text(key, "it", detail="x") == "Not done: x"
+
+
+def test_a_turn_in_italian_is_told_in_italian(home: Path, capsys, monkeypatch) -> None:
+    for request, said in (("trova i file pdf nella cartella documenti", "Il modello linguistico ha dato una risposta che non ho potuto usare"),
+                          ("find the pdf files in my documents folder", "The language model gave a reply I could not use")):
+        with ScriptedLLM([malformed(), malformed(), malformed()]) as llm:
+            monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+            monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+            code, _, err = cli(capsys, "ask", request)
+        assert code != 0 and f"metnos: {said}" in err, err
