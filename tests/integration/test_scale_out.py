@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,24 +68,36 @@ def shared(postgres_env: dict[str, str], tmp_path_factory: pytest.TempPathFactor
 
 
 def test_a_schedule_fires_once_across_two_daemons(shared: SharedLog) -> None:
-    made = shared.homes[0].run("schedule", "add", "--executor", "get_now", "--args", "{}", "--cron", "*/5 * * * *",
-                               "--channel", "none", **shared.env)
-    assert made.returncode == 0, made.stderr
-    sid = orjson.loads(made.stdout)["schedule_id"]
-    first, second = shared.daemon(0), shared.daemon(1)
-    shared.clock_file.write_text("2026-11-20T08:00:05Z")
-    # Both daemons tick a few times in the slot's minute, on a clock past it.
-    for daemon in (first, second):
-        seen = len(daemon.ticks())
-        daemon.wait_for(lambda line, d=daemon, n=seen: len(d.ticks()) >= n + 5, timeout=120)
-    fired = [(f["schedule_id"], f["slot"], f["attempt"]) for d in (first, second) for t in d.ticks() for f in t["firings"]]
-    assert fired.count((sid, SLOT, 1)) == 1, fired
-    assert [f for f in fired if f[0] == sid] == [(sid, SLOT, 1)]
+    # The firing waits on a page held open, so that the other daemon ticks many times while it runs: without
+    # one lock across the log it would take the open firing for one cut short by a crash, and run it again.
+    page = SlowPage()
+    try:
+        for home in shared.homes:
+            (home.metnos_home / "config" / "config.toml").write_text(f'[network]\nallow = ["127.0.0.1:{page.port}"]\n')
+        made = shared.homes[0].run("schedule", "add", "--executor", "get_urls", "--args", orjson.dumps({"urls": [page.url]}).decode(),
+                                   "--cron", "*/5 * * * *", "--channel", "none", **shared.env)
+        assert made.returncode == 0, made.stderr
+        sid = orjson.loads(made.stdout)["schedule_id"]
+        first, second = shared.daemon(0), shared.daemon(1)
+        shared.clock_file.write_text("2026-11-20T08:00:05Z")
+        assert page.arrived.wait(120), "the firing never reached the page"
+        # The daemon firing waits on the page; the other one ticks meanwhile.
+        seen = len(first.ticks()) + len(second.ticks())
+        wait_for(lambda: len(first.ticks()) + len(second.ticks()) >= seen + 3, timeout=60, what="the other daemon's ticks")
+        page.release.set()
+        for daemon in (first, second):
+            seen = len(daemon.ticks())
+            daemon.wait_for(lambda line, d=daemon, n=seen: len(d.ticks()) >= n + 3, timeout=120)
+    finally:
+        page.close()
+    assert page.requests == 1, [t for d in (first, second) for t in d.ticks() if t['firings'] or t.get('errors')]
+    fired = [(f["schedule_id"], f["slot"], f["attempt"], f["kind"]) for d in (first, second) for t in d.ticks() for f in t["firings"]]
+    assert [f for f in fired if f[0] == sid] == [(sid, SLOT, 1, "ok")]
     started = [r for r in shared.rows() if r["aggregate_id"] == sid and kind(r) == "FiringStarted"]
     assert [(r["state"]["slot"], r["state"]["attempt"]) for r in started] == [(SLOT, 1)]
     # Every slot of every schedule (the builtin jobs too) was started once.
     every = Counter((r["aggregate_id"], r["state"]["slot"], r["state"]["attempt"]) for r in shared.rows() if kind(r) == "FiringStarted")
-    assert set(every.values()) == {1}, every
+    assert set(every.values()) <= {1}, every
 
 
 def test_concurrent_turns_from_several_processes_lose_and_duplicate_nothing(shared: SharedLog) -> None:
@@ -134,6 +147,39 @@ def test_a_daemon_killed_mid_turn_is_closed_once_by_its_restart(shared: SharedLo
     assert not target.exists()
     listed = shared.homes[1].run("turns", "list", "--json", **shared.env)
     assert {t["id"]: t["status"] for t in orjson.loads(listed.stdout)}[turn] == "abandoned"
+
+
+class SlowPage:
+    """A page on 127.0.0.1 that holds each request until released; counts them."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.arrived, self.release = threading.Event(), threading.Event()
+        page = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                page.requests += 1
+                page.arrived.set()
+                page.release.wait(60)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", "5")
+                self.end_headers()
+                self.wfile.write(b"hello")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/slow"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def _ask_quietly(client: Any) -> None:
