@@ -7,7 +7,7 @@ turns back to back for ``--seconds`` (a scripted model and instant executors,
 bench/_turns.py: what is measured is the log, not a model). A reader, in a
 home of its own, folds the turns view from the same log every 20 ms and notes
 when each turn first shows in it; the projection lag is that moment less the
-moment its writer's turn returned.
+moment its writer committed the turn's last events.
 
 - LMDB alone: the writers share one home and its LMDB log (one machine).
 - PostgreSQL: each writer has its own home (as on its own machine), all on
@@ -55,11 +55,22 @@ def writer(until: float, start: float, steps: int, out: Path) -> None:
     turn_ports._ids = itertools.count(uuid4().int >> 2)
     env = dict(os.environ)
     with Runtime.boot(birth=False) as rt, out.open("w") as lines:
+        # When the turn's last write was committed: the lag is counted from there.
+        committed = [0.0]
+        write = rt.log._write
+
+        def noted_write(*args: object, **kwargs: object) -> object:
+            try:
+                return write(*args, **kwargs)
+            finally:
+                committed[0] = time.time()
+
+        rt.log._write = noted_write
         time.sleep(max(0.0, start - time.time()))
         while time.time() < until:
             outcome = turn_loop(rt, InstantPorts(rt, script(steps)), env).run(TurnRequest(text="read my notes and tell me what they say"))
             assert outcome.status == "answered", outcome
-            lines.write(orjson.dumps([str(outcome.turn_id), time.time()]).decode() + "\n")
+            lines.write(orjson.dumps([str(outcome.turn_id), committed[0]]).decode() + "\n")
             lines.flush()
 
 
@@ -166,7 +177,7 @@ def main() -> None:
                     rows.append((n, on_lmdb, on_pg))
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"turns of {args.steps} steps, scripted model, {args.seconds:.0f} s a run; lag = a turn's return to the reader's view showing it")
+    print(f"turns of {args.steps} steps, scripted model, {args.seconds:.0f} s a run; lag = a turn's last commit to the reader's view showing it")
     print(f"{'writers':>7}  {'LMDB turns/min':>14}  {'lag p50/p95 ms':>15}  {'PG turns/min':>12}  {'lag p50/p95 ms':>15}  {'PG/LMDB':>7}")
     for n, lm, pg in rows:
         print(f"{n:>7}  {lm['turns_a_minute']:>14.0f}  {lm['lag_median_ms']:>7.0f}/{lm['lag_p95_ms']:<7.0f}  {pg['turns_a_minute']:>12.0f}"

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import orjson
 import pytest
@@ -123,6 +124,32 @@ def test_concurrent_turns_from_several_processes_lose_and_duplicate_nothing(shar
     for number in (0, 1):
         listed = shared.homes[number].run("turns", "list", "--json", **shared.env)
         assert turns <= {t["id"] for t in orjson.loads(listed.stdout)}
+
+
+def test_an_approval_asked_through_one_daemon_is_answered_through_the_other(shared: SharedLog) -> None:
+    asking, answering = shared.daemons[1], shared.daemons[0]
+    target = shared.homes[1].user / "approved.txt"
+    shared.llm.add(call("write_files", {"files": [{"path": str(target), "content": "hello"}]}), text("I wrote the file."))
+    result: dict[str, Any] = {}
+    with asking.client() as client_b, answering.client() as client_a:
+        turn = threading.Thread(target=lambda: result.update(client_b.post("/api/ask", json={"text": "write approved.txt"}).json()))
+        turn.start()
+        [question] = wait_for(lambda: client_a.get("/api/approvals").json(), timeout=120, what="the question to reach the other daemon")
+        assert question["executor"] == "write_files" and question["args"]["files"][0]["path"] == str(target)
+        assert not target.exists()
+        assert client_a.post(f"/api/approvals/{question['id']}", json={"approve": True}).json()["approved"] is True
+        turn.join(timeout=120)
+        assert result["status"] == "answered", result
+        assert target.read_text() == "hello"
+        # Answered once: neither daemon lists it, neither takes a second answer.
+        assert client_a.get("/api/approvals").json() == [] and client_b.get("/api/approvals").json() == []
+        for client in (client_a, client_b):
+            assert client.post(f"/api/approvals/{question['id']}", json={"approve": False}).status_code == 404
+        shown = client_a.get(f"/api/turns/{result['turn_id']}").json()
+    [answered] = [e["state"] for e in shown["events"] if e["type"] == "ApprovalAnswered"]
+    assert answered["approved"] is True and answered["by"] == "http:user"
+    recorded = [kind(r) for r in shared.rows() if r["aggregate_id"] == str(UUID(question["id"]))]
+    assert recorded == ["ApprovalRequested", "ApprovalDecided"]
 
 
 def test_a_daemon_killed_mid_turn_is_closed_once_by_its_restart(shared: SharedLog) -> None:
