@@ -7,7 +7,8 @@ turns back to back for ``--seconds`` (a scripted model and instant executors,
 bench/_turns.py: what is measured is the log, not a model). A reader, in a
 home of its own, folds the turns view from the same log every 20 ms and notes
 when each turn first shows in it; the projection lag is that moment less the
-moment its writer committed the turn's last events.
+moment its writer committed the turn's opening (the first of its events a view
+can show).
 
 - LMDB alone: the writers share one home and its LMDB log (one machine).
 - PostgreSQL: each writer has its own home (as on its own machine), all on
@@ -44,8 +45,18 @@ HERE = Path(__file__).resolve()
 READ_EVERY_S = 0.02
 
 
-def writer(until: float, start: float, steps: int, out: Path) -> None:
-    """Run turns from ``start`` to ``until`` (wall clock); one line a turn: its id and when it returned."""
+def ready_then_go(out: Path) -> tuple[float, float]:
+    """Say this process has booted (``out``.ready); wait for the start and end times every process runs by (``go``)."""
+    out.with_suffix(".ready").touch()
+    go = out.parent / "go"
+    while not go.exists():
+        time.sleep(0.01)
+    start, until = orjson.loads(go.read_bytes())
+    return start, until
+
+
+def writer(steps: int, out: Path) -> None:
+    """Run turns between the times of ``go``; one line a turn: its id and when its opening was committed."""
     from bench._turns import InstantPorts, script, turn_loop
     from metnos.runtime.booted import Runtime
     from metnos.runtime.turn.loop import TurnRequest
@@ -55,32 +66,37 @@ def writer(until: float, start: float, steps: int, out: Path) -> None:
     turn_ports._ids = itertools.count(uuid4().int >> 2)
     env = dict(os.environ)
     with Runtime.boot(birth=False) as rt, out.open("w") as lines:
-        # When the turn's last write was committed: the lag is counted from there.
-        committed = [0.0]
+        # When each of the turn's writes was committed: the view shows a turn from its first (its opening).
+        committed: list[float] = []
         write = rt.log._write
 
         def noted_write(*args: object, **kwargs: object) -> object:
             try:
                 return write(*args, **kwargs)
             finally:
-                committed[0] = time.time()
+                committed.append(time.time())
 
         rt.log._write = noted_write
+        start, until = ready_then_go(out)
         time.sleep(max(0.0, start - time.time()))
         while time.time() < until:
+            committed.clear()
             outcome = turn_loop(rt, InstantPorts(rt, script(steps)), env).run(TurnRequest(text="read my notes and tell me what they say"))
             assert outcome.status == "answered", outcome
             lines.write(orjson.dumps([str(outcome.turn_id), committed[0]]).decode() + "\n")
             lines.flush()
 
 
-def reader(until: float, out: Path) -> None:
-    """Fold the turns view every READ_EVERY_S until ``until``; one line a turn: its id and when it was first seen."""
+def reader(out: Path) -> None:
+    """Fold the turns view every READ_EVERY_S until a while after the writers end; one line a turn: its id and
+    when it was first seen."""
     from metnos.runtime.booted import Runtime
 
     seen: set[str] = set()
     with Runtime.boot(birth=False) as rt, out.open("w") as lines:
         seen.update(rt.turns.catch_up(rt.log)["turns"])
+        _, until = ready_then_go(out)
+        until += 3
         while time.time() < until:
             turns = rt.turns.catch_up(rt.log)["turns"]
             now = time.time()
@@ -96,19 +112,24 @@ def spawn(role: str, env: dict[str, str], *args: str) -> subprocess.Popen:
 
 
 def measure(writer_envs: list[dict[str, str]], reader_env: dict[str, str], seconds: float, steps: int, work: Path) -> dict[str, float]:
-    # Time enough for every process to boot before the start, on a loaded machine.
-    start = time.time() + 8 + 2 * len(writer_envs)
-    until = start + seconds
     outs = [work / f"writer-{n}.jsonl" for n in range(len(writer_envs))]
     seen_file = work / "reader.jsonl"
-    procs = [spawn("reader", reader_env, "--until", str(until + 3), "--out", str(seen_file))]
-    procs += [spawn("writer", env, "--until", str(until), "--start", str(start), "--steps", str(steps), "--out", str(out))
-              for env, out in zip(writer_envs, outs, strict=True)]
+    procs = [spawn("reader", reader_env, "--out", str(seen_file))]
+    procs += [spawn("writer", env, "--steps", str(steps), "--out", str(out)) for env, out in zip(writer_envs, outs, strict=True)]
+    # Every process booted, then one start for all.
+    while not all(out.with_suffix(".ready").exists() for out in [seen_file, *outs]):
+        if any(proc.poll() not in (None, 0) for proc in procs):
+            raise SystemExit("a bench process failed while booting")
+        time.sleep(0.05)
+    start = time.time() + 0.5
+    (work / "go").write_bytes(orjson.dumps([start, start + seconds]))
     for proc in procs:
         if proc.wait(timeout=seconds + 300) != 0:
             raise SystemExit(f"a bench process failed (exit {proc.returncode})")
     committed = dict(orjson.loads(line) for out in outs for line in out.read_text().splitlines())
     seen = dict(orjson.loads(line) for line in seen_file.read_text().splitlines())
+    if not committed:
+        raise SystemExit("the writers ran no turn in the time given; give more --seconds")
     lags = sorted((seen[t] - at) * 1000 for t, at in committed.items() if t in seen)
     if len(lags) < len(committed):
         raise SystemExit(f"the reader never saw {len(committed) - len(lags)} of {len(committed)} turns")
@@ -153,14 +174,12 @@ def main() -> None:
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--role", choices=["writer", "reader"], help=argparse.SUPPRESS)
-    parser.add_argument("--until", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--start", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "writer":
-        return writer(args.until, args.start, args.steps, args.out)
+        return writer(args.steps, args.out)
     if args.role == "reader":
-        return reader(args.until, args.out)
+        return reader(args.out)
 
     root = Path(tempfile.mkdtemp(prefix="metnos-bench-scale-", dir=os.environ.get("BENCH_DIR")))
     rows = []
@@ -177,7 +196,7 @@ def main() -> None:
                     rows.append((n, on_lmdb, on_pg))
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"turns of {args.steps} steps, scripted model, {args.seconds:.0f} s a run; lag = a turn's last commit to the reader's view showing it")
+    print(f"turns of {args.steps} steps, scripted model, {args.seconds:.0f} s a run; lag = a turn's first commit to the reader's view showing it")
     print(f"{'writers':>7}  {'LMDB turns/min':>14}  {'lag p50/p95 ms':>15}  {'PG turns/min':>12}  {'lag p50/p95 ms':>15}  {'PG/LMDB':>7}")
     for n, lm, pg in rows:
         print(f"{n:>7}  {lm['turns_a_minute']:>14.0f}  {lm['lag_median_ms']:>7.0f}/{lm['lag_p95_ms']:<7.0f}  {pg['turns_a_minute']:>12.0f}"
