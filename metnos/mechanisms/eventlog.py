@@ -78,19 +78,12 @@ class EventLog(Application[UUID]):
         if unit is not None and not kwargs:
             unit.add(objs)
             return []
-        events: list[Any] = []
-        aggregates: dict[Any, Any] = {}
-        for obj in objs:
-            if obj is None:
-                continue
-            # Duck-typed: eventsourcing's runtime Protocol checks cost more than the rest of a small save.
-            collect = getattr(obj, "collect_events", None)
-            if collect is None:
-                events.append(obj)
-            else:
-                events.extend(collect())
-                aggregates[obj.id] = obj
-        return self._write(events, aggregates, **kwargs)
+        return self._write(*_collected(objs), **kwargs)
+
+    def save_now(self, *objs: Any) -> Any:
+        """Write at once, also inside a unit of work of this thread: a fact another process waits
+        on (a question asked while the turn holds its own events)."""
+        return self._write(*_collected(objs))
 
     @contextmanager
     def unit_of_work(self) -> Iterator[UnitOfWork]:
@@ -279,6 +272,23 @@ class _Recordings(Sequence[Recording[Any]]):
         notification = Notification(originator_id=stored.originator_id, originator_version=stored.originator_version,
                                     topic=stored.topic, state=stored.state, id=self._ids[index])
         return Recording(domain_event=self._events[index], notification=notification)
+
+
+def _collected(objs: Iterable[Any]) -> tuple[list[Any], dict[Any, Any]]:
+    """The pending events of ``objs`` (aggregates, or events given as such), and the aggregates by id."""
+    events: list[Any] = []
+    aggregates: dict[Any, Any] = {}
+    for obj in objs:
+        if obj is None:
+            continue
+        # Duck-typed: eventsourcing's runtime Protocol checks cost more than the rest of a small save.
+        collect = getattr(obj, "collect_events", None)
+        if collect is None:
+            events.append(obj)
+        else:
+            events.extend(collect())
+            aggregates[obj.id] = obj
+    return events, aggregates
 
 
 def _unwritten(events: list[Any], aggregates: dict[Any, Any]) -> str:

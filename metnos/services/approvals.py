@@ -4,17 +4,35 @@ A turn's approver blocks on :meth:`ApprovalBroker.ask` until someone answers
 through :meth:`answer`, or the time runs out, which is a no (fail closed).
 The question and its answer are recorded by the turn (``ApprovalAnswered``);
 the broker only carries them across threads.
+
+With a log shared by several daemons (PostgreSQL, docs/scale-out.md) the
+broker also carries them across daemons: the question is put in the log
+(``ApprovalRequest``, domain/approval.py) as it is asked, each daemon lists
+the open questions of the log beside its own, an answer given through any
+daemon is recorded there, and the asking daemon looks for it while it waits.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
+from eventsourcing.persistence import IntegrityError
+from eventsourcing.utils import get_topic
+
+from domain.approval import DECIDED, ApprovalClosed, ApprovalRequest
+from domain.due import parse, stamp
 from domain.errors import MetnosError
+
+# How often a daemon waiting on a shared question looks for an answer given through another.
+SHARED_POLL_S = 0.25
+_TOPICS = tuple(get_topic(e) for e in (ApprovalRequest.ApprovalRequested, ApprovalRequest.ApprovalDecided,
+                                       ApprovalRequest.ApprovalWithdrawn))
 
 
 class ApprovalUnknown(MetnosError):
@@ -41,10 +59,17 @@ class PendingApproval:
 
 
 class ApprovalBroker:
-    def __init__(self, *, timeout_s: float) -> None:
+    def __init__(self, *, timeout_s: float, shared_log: Any = None, clock: Callable[[], datetime] | None = None) -> None:
+        """``shared_log``: the log other daemons write too, through which questions and answers pass; ``clock``
+        stamps what is recorded there."""
         self.timeout_s = timeout_s
         self._pending: dict[str, PendingApproval] = {}
         self._lock = threading.Lock()
+        self._log, self._clock = shared_log, clock
+        # The open questions of the shared log, folded in memory from ``_read_from`` on.
+        self._shared: dict[str, dict[str, Any]] = {}
+        self._read_from = 1
+        self._fold_lock = threading.Lock()
 
     def approver(self, channel: str):  # noqa: ANN201
         """A turn approver (metnos.runtime.turn.ports.Approver) whose questions wait here."""
@@ -58,21 +83,75 @@ class ApprovalBroker:
         now = time.monotonic()
         pending = PendingApproval(id=uuid4().hex, channel=channel, step=step, executor=executor, args=args, reason=reason,
                                   asked_at=now, deadline=now + self.timeout_s)
+        if self._log is not None:
+            self._publish(pending)
         with self._lock:
             self._pending[pending.id] = pending
         try:
-            if not pending.answered.wait(self.timeout_s):
+            if not self._wait(pending):
                 return False, f"{channel}:timeout"
             return pending.approved, f"{channel}:{pending.by}"
         finally:
             with self._lock:
                 self._pending.pop(pending.id, None)
 
+    def _wait(self, pending: PendingApproval) -> bool:
+        if self._log is None:
+            return pending.answered.wait(self.timeout_s)
+        while True:
+            left = pending.deadline - time.monotonic()
+            if pending.answered.wait(max(0.0, min(SHARED_POLL_S, left))):
+                return True
+            if self._taken_from_log(pending):
+                return True
+            if left <= 0:
+                # Withdrawn, unless an answer came between the look and the withdrawal.
+                return not self._close_in_log(pending.id, None, "timeout") and self._taken_from_log(pending)
+
+    def _publish(self, pending: PendingApproval) -> None:
+        now = self._clock()
+        request = ApprovalRequest.ask(id=UUID(pending.id), at=now, channel=pending.channel, step=pending.step,
+                                      executor=pending.executor, args=pending.args, reason=pending.reason,
+                                      deadline=stamp(now + timedelta(seconds=self.timeout_s)))
+        # Now, not with the turn's events: the other daemons must see the question while the turn waits.
+        self._log.save_now(request)
+
+    def _taken_from_log(self, pending: PendingApproval) -> bool:
+        """Whether the question was answered through another daemon; if so its answer is the pending one's."""
+        request = self._log.repository.get(UUID(pending.id))
+        if request.status != DECIDED:
+            return False
+        pending.approved, pending.by = request.approved, request.by
+        return True
+
+    def _close_in_log(self, approval_id: str, answer: tuple[bool, str] | None, reason: str) -> bool:
+        """Record ``answer`` (or, with None, the question withdrawn for ``reason``) unless another daemon closed it first."""
+        try:
+            request = self._log.repository.get(UUID(approval_id))
+            if answer is None:
+                request.withdraw(reason=reason, at=self._clock())
+            else:
+                request.decide(approved=answer[0], by=answer[1], at=self._clock())
+            self._log.save_now(request)
+        except (ApprovalClosed, IntegrityError):
+            return False
+        return True
+
     def answer(self, approval_id: str, *, approved: bool, by: str) -> dict[str, Any]:
+        unknown = ApprovalUnknown(f"no pending approval {approval_id!r}: it was answered, timed out, or never asked")
         with self._lock:
             pending = self._pending.get(approval_id)
-            if pending is None or pending.answered.is_set():
-                raise ApprovalUnknown(f"no pending approval {approval_id!r}: it was answered, timed out, or never asked")
+            if pending is not None and pending.answered.is_set():
+                raise unknown
+        if self._log is not None:
+            # In the log first: the answer counts only if no other daemon's came first.
+            if (pending is None and approval_id not in self._shared_open()) or not self._close_in_log(approval_id, (approved, by), ""):
+                raise unknown
+            if pending is None:
+                return {"id": approval_id, "approved": approved}
+        elif pending is None:
+            raise unknown
+        with self._lock:
             pending.approved, pending.by = approved, by
             pending.answered.set()
         return {"id": approval_id, "approved": approved}
@@ -84,8 +163,32 @@ class ApprovalBroker:
             for pending in waiting:
                 pending.approved, pending.by = False, by
                 pending.answered.set()
+        if self._log is not None:
+            for pending in waiting:
+                self._close_in_log(pending.id, None, by)
         return len(waiting)
 
     def pending(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [p.to_json() for p in sorted(self._pending.values(), key=lambda p: p.asked_at)]
+            own = [p.to_json() for p in sorted(self._pending.values(), key=lambda p: p.asked_at)]
+        if self._log is None:
+            return own
+        held = {p["id"] for p in own}
+        return own + [q for q in self._shared_open().values() if q["id"] not in held]
+
+    def _shared_open(self) -> dict[str, dict[str, Any]]:
+        """The questions of the shared log still open and not past their deadline, by id."""
+        with self._fold_lock:
+            for nid, event in self._log.domain_events(self._read_from, topics=_TOPICS):
+                self._read_from = nid + 1
+                key = event.originator_id.hex
+                if isinstance(event, ApprovalRequest.ApprovalRequested):
+                    self._shared[key] = {"id": key, "channel": event.channel, "step": event.step, "executor": event.executor,
+                                         "args": event.args, "reason": event.reason, "deadline": event.deadline}
+                else:
+                    self._shared.pop(key, None)
+            shared = list(self._shared.values())
+        now = self._clock()
+        return {q["id"]: {**{k: v for k, v in q.items() if k != "deadline"},
+                          "seconds_left": round((parse(q["deadline"]) - now).total_seconds())}
+                for q in shared if parse(q["deadline"]) > now}

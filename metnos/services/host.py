@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from domain.errors import MetnosError
+from metnos.mechanisms.store.shared_lock import is_shared
 from metnos.runtime import actors
 from metnos.runtime.booted import Runtime
 from metnos.services import turns, wiring
@@ -79,7 +80,9 @@ class DaemonHost(RuntimeHost):
     def __init__(self, runtime: Runtime, *, env: Mapping[str, str], approval_timeout_s: float = 300.0,
                  write_wait_s: float = 600.0) -> None:
         super().__init__(runtime, env=env)
-        self.approvals = ApprovalBroker(timeout_s=approval_timeout_s)
+        # On a log other daemons write too, a question asked here can be answered through any of them.
+        shared = runtime.log if is_shared(runtime.log) else None
+        self.approvals = ApprovalBroker(timeout_s=approval_timeout_s, shared_log=shared, clock=runtime.clock)
         # A question waits as long as an approval does.
         self.dialogs = DialogBroker(timeout_s=approval_timeout_s)
         self._write_wait_s = write_wait_s

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 from nacl.signing import SigningKey
@@ -7,6 +8,7 @@ from metnos.mechanisms.executors.birth import SpawnResult, spawn_subprocess
 from metnos.mechanisms.executors.install import install_executor
 from metnos.mechanisms.invocation.birth import make_sandboxed_spawn
 from metnos.mechanisms.executors.loader import load_executors
+from metnos.mechanisms.executors.schemas import SchemaCheckCache
 from metnos.mechanisms.executors.signing import REQUIRED_FILES, write_signature
 from metnos.settings.workspace import Workspace
 from tests.unit.executor_kit import write_executor
@@ -250,3 +252,14 @@ def test_a_birth_that_fails_once_runs_again_alone_and_only_a_second_failure_quar
 
     q = _only_quarantine(_load(ws, key, birth=True, spawn=broken))
     assert len(always) == 2 and q.check == "birth" and "exit 3" in q.detail
+
+
+def test_the_schema_check_cache_is_saved_through_a_temporary_file_of_its_own_process(tmp_path: Path) -> None:
+    # Two processes booting one workspace at once: the other's temporary file (here a folder in the way, as if it
+    # were mid-rename) must not be this one's.
+    path = tmp_path / "schema-checks.txt"
+    (tmp_path / "schema-checks.tmp").mkdir()
+    cache = SchemaCheckCache(path)
+    cache.add("blake3:ab|Draft7Validator|jsonschema-4")
+    cache.save()
+    assert "blake3:ab|Draft7Validator|jsonschema-4" in SchemaCheckCache(path)

@@ -99,7 +99,8 @@ class SchemaCheckCache:
         if self.path is None or not self._dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
+        # A temporary file of this process's own: two processes booting one workspace at once each replace the file whole.
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text("\n".join(sorted(self._known)) + "\n")
         os.replace(tmp, self.path)
         self._dirty = False

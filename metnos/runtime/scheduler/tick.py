@@ -2,8 +2,11 @@
 
 One tick at a time per workspace: a tick (and a run-now) holds an exclusive
 ``flock`` on ``.runtime/scheduler.lock``, released by the kernel if the
-process dies. So a firing found open in the log while we hold the lock was
-cut short by a crash, never one running elsewhere, and is resolved as
+process dies. On a log shared by several machines (PostgreSQL) it also holds
+the log's ``scheduler`` advisory lock (metnos/mechanisms/store/shared_lock.py),
+released by the server if the process dies: one tick at a time across every
+daemon of the log. So a firing found open in the log while we hold the lock
+was cut short by a crash, never one running elsewhere, and is resolved as
 policy.py says.
 
 The order of writes makes the due check idempotent:
@@ -23,6 +26,7 @@ the tick goes on with the next one.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
@@ -36,6 +40,7 @@ from uuid import UUID
 
 from domain.schedule import ACTIVE, PAUSED, Schedule
 from domain.errors import MetnosError
+from metnos.mechanisms.store.shared_lock import SharedLockBusy, shared_lock
 from metnos.runtime.scheduler import firing, policy
 from domain.due import due, stamp
 from projections.schedules import due_ids
@@ -46,7 +51,8 @@ class SchedulerBusy(MetnosError):
 
 
 @contextmanager
-def scheduler_lock(runtime_dir: Any, *, wait_s: float = 0.0) -> Iterator[None]:
+def scheduler_lock(runtime_dir: Any, *, log: Any = None, wait_s: float = 0.0) -> Iterator[None]:
+    """This workspace's scheduler lock and, with ``log`` shared by other machines, the log's."""
     runtime_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(runtime_dir / "scheduler.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -60,11 +66,29 @@ def scheduler_lock(runtime_dir: Any, *, wait_s: float = 0.0) -> Iterator[None]:
                     raise SchedulerBusy("the scheduler is busy (a tick or run-now is in progress); try again") from None
                 time.sleep(0.05)
         try:
-            yield
+            if log is None:
+                yield
+            else:
+                with _across_the_log(log, max(0.0, deadline - time.monotonic())):
+                    yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextmanager
+def _across_the_log(log: Any, wait_s: float) -> Iterator[None]:
+    try:
+        lock = shared_lock(log, "scheduler", wait_s=wait_s)
+        lock.__enter__()
+    except SharedLockBusy:
+        msg = "the scheduler is busy (another daemon sharing this log is ticking, or a run-now is in progress); try again"
+        raise SchedulerBusy(msg) from None
+    # Entered by hand so that the busy error is told apart from one of the body's.
+    with contextlib.ExitStack() as held:
+        held.push(lock.__exit__)
+        yield
 
 
 @dataclass
@@ -101,7 +125,7 @@ class Scheduler:
     # The tick ---------------------------------------------------------------
     def tick(self) -> TickReport:
         try:
-            with scheduler_lock(self.runtime.workspace.runtime_dir):
+            with scheduler_lock(self.runtime.workspace.runtime_dir, log=self.runtime.log):
                 return self._tick()
         except SchedulerBusy:
             return TickReport(now=stamp(self.clock()), busy=True)
@@ -241,7 +265,7 @@ class Scheduler:
 
     # Run now -----------------------------------------------------------------
     def run_now(self, sid: str, *, wait_s: float = 30.0) -> dict[str, Any]:
-        with scheduler_lock(self.runtime.workspace.runtime_dir, wait_s=wait_s):
+        with scheduler_lock(self.runtime.workspace.runtime_dir, log=self.runtime.log, wait_s=wait_s):
             schedule: Schedule = self.runtime.log.repository.get(UUID(sid))
             if schedule.closed:
                 raise MetnosError(f"the schedule is {schedule.status}; it cannot run")
