@@ -40,29 +40,38 @@ class PendingApproval:
                 "reason": self.reason, "seconds_left": max(0, round(self.deadline - time.monotonic()))}
 
 
+# How often a waiting approval looks whether its client went away.
+GONE_POLL_S = 0.25
+
+
 class ApprovalBroker:
     def __init__(self, *, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self._pending: dict[str, PendingApproval] = {}
         self._lock = threading.Lock()
 
-    def approver(self, channel: str):  # noqa: ANN201
-        """A turn approver (metnos.runtime.turn.ports.Approver) whose questions wait here."""
+    def approver(self, channel: str, *, gone: threading.Event | None = None):  # noqa: ANN201
+        """A turn approver (metnos.runtime.turn.ports.Approver) whose questions wait here; ``gone``, once set
+        (the client that asked went away), refuses what waits instead of holding the turn to the timeout."""
 
         def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
-            return self.ask(channel, step, executor, args, reason)
+            return self.ask(channel, step, executor, args, reason, gone=gone)
 
         return approve
 
-    def ask(self, channel: str, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+    def ask(self, channel: str, step: int, executor: str, args: dict[str, Any], reason: str, *,
+            gone: threading.Event | None = None) -> tuple[bool, str]:
         now = time.monotonic()
         pending = PendingApproval(id=uuid4().hex, channel=channel, step=step, executor=executor, args=args, reason=reason,
                                   asked_at=now, deadline=now + self.timeout_s)
         with self._lock:
             self._pending[pending.id] = pending
         try:
-            if not pending.answered.wait(self.timeout_s):
-                return False, f"{channel}:timeout"
+            while not pending.answered.wait(min(GONE_POLL_S, max(0.0, pending.deadline - time.monotonic()))):
+                if gone is not None and gone.is_set():
+                    return False, f"{channel}:client-gone"
+                if time.monotonic() >= pending.deadline:
+                    return False, f"{channel}:timeout"
             return pending.approved, f"{channel}:{pending.by}"
         finally:
             with self._lock:
