@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from domain.errors import MetnosError
@@ -241,6 +241,18 @@ def error_response(e: BaseException) -> Response:
         return json_response({"error": {"kind": type(e).__name__, "message": str(e)}}, error_status(e))
     cause = " ".join(f"{type(e).__name__}: {e}".split())[:300]
     return json_response({"error": {"kind": "unexpected", "message": f"unexpected error: {cause} (a bug in Metnos)"}}, 500)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, a method a route does not take) as the API's JSON errors."""
+    status = getattr(exc, "status_code", 500)
+    if not request.url.path.startswith("/api/"):
+        return PlainTextResponse(str(getattr(exc, "detail", "")), status_code=status, headers=getattr(exc, "headers", None))
+    kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(status, "HTTPError")
+    message = {404: f"no API route {request.url.path}; docs/daemon.md lists them",
+               405: f"{request.method} is not taken by {request.url.path}"}.get(status, str(getattr(exc, "detail", "")))
+    return Response(orjson.dumps({"error": {"kind": kind, "message": message}}), status_code=status, media_type="application/json",
+                    headers=getattr(exc, "headers", None))
 
 
 def _handled(endpoint: Any) -> Any:

@@ -11,9 +11,10 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.routing import Mount
 
-from metnos.adapters.daemon.api import routes as api_routes
+from metnos.adapters.daemon.api import http_error, routes as api_routes
 from metnos.adapters.daemon.auth import TokenGate
 from metnos.adapters.daemon.dashboard import login_page, routes as dashboard_routes
 from metnos.adapters.daemon.size_limit import SizeLimit
@@ -28,7 +29,8 @@ from metnos.settings.http_address import HttpAddressError, parse_address
 def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | None = None,
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> Any:
     mounted = [Mount(path, app=sub) for path, sub in (extensions.mounts(host) if mounts is None else mounts)]
-    app = Starlette(routes=[*api_routes(host), *dashboard_routes(host, token), *mounted])
+    app = Starlette(routes=[*api_routes(host), *dashboard_routes(host, token), *mounted],
+                    exception_handlers={HTTPException: http_error})
     # Outermost: a body too large is refused before the token is even looked at.
     return SizeLimit(TokenGate(app, token, login_page), max_request_bytes)
 
