@@ -146,7 +146,7 @@ keys = st.sampled_from(["text", "approve", "turn_id", "force", "answer", "limit"
 bodies = st.dictionaries(keys, json_values, max_size=4) | json_values
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_route_answers_500_to_odd_parameters_or_bodies(daemon: RunningDaemon, data: st.DataObject) -> None:
     path, method = data.draw(st.sampled_from(API), label="route")
