@@ -58,6 +58,10 @@ class PendingApproval:
                 "reason": self.reason, "seconds_left": max(0, round(self.deadline - time.monotonic()))}
 
 
+# How often a waiting approval looks whether its client went away.
+GONE_POLL_S = 0.25
+
+
 class ApprovalBroker:
     def __init__(self, *, timeout_s: float, shared_log: Any = None, clock: Callable[[], datetime] | None = None) -> None:
         """``shared_log``: the log other daemons write too, through which questions and answers pass; ``clock``
@@ -71,15 +75,17 @@ class ApprovalBroker:
         self._read_from = 1
         self._fold_lock = threading.Lock()
 
-    def approver(self, channel: str):  # noqa: ANN201
-        """A turn approver (metnos.runtime.turn.ports.Approver) whose questions wait here."""
+    def approver(self, channel: str, *, gone: threading.Event | None = None):  # noqa: ANN201
+        """A turn approver (metnos.runtime.turn.ports.Approver) whose questions wait here; ``gone``, once set
+        (the client that asked went away), refuses what waits instead of holding the turn to the timeout."""
 
         def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
-            return self.ask(channel, step, executor, args, reason)
+            return self.ask(channel, step, executor, args, reason, gone=gone)
 
         return approve
 
-    def ask(self, channel: str, step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+    def ask(self, channel: str, step: int, executor: str, args: dict[str, Any], reason: str, *,
+            gone: threading.Event | None = None) -> tuple[bool, str]:
         now = time.monotonic()
         pending = PendingApproval(id=uuid4().hex, channel=channel, step=step, executor=executor, args=args, reason=reason,
                                   asked_at=now, deadline=now + self.timeout_s)
@@ -88,22 +94,33 @@ class ApprovalBroker:
         with self._lock:
             self._pending[pending.id] = pending
         try:
-            if not self._wait(pending):
+            answered = self._wait(pending, gone)
+            if answered is None:
+                return False, f"{channel}:client-gone"
+            if not answered:
                 return False, f"{channel}:timeout"
             return pending.approved, f"{channel}:{pending.by}"
         finally:
             with self._lock:
                 self._pending.pop(pending.id, None)
 
-    def _wait(self, pending: PendingApproval) -> bool:
+    def _wait(self, pending: PendingApproval, gone: threading.Event | None = None) -> bool | None:
+        """True once answered, False at the deadline, None when the client that asked went away."""
         if self._log is None:
-            return pending.answered.wait(self.timeout_s)
+            while not pending.answered.wait(min(GONE_POLL_S, max(0.0, pending.deadline - time.monotonic()))):
+                if gone is not None and gone.is_set():
+                    return None
+                if time.monotonic() >= pending.deadline:
+                    return False
+            return True
         while True:
             left = pending.deadline - time.monotonic()
-            if pending.answered.wait(max(0.0, min(SHARED_POLL_S, left))):
+            if pending.answered.wait(max(0.0, min(SHARED_POLL_S, GONE_POLL_S, left))):
                 return True
             if self._taken_from_log(pending):
                 return True
+            if gone is not None and gone.is_set() and not self._close_in_log(pending.id, None, "client-gone"):
+                return None
             if left <= 0:
                 # Withdrawn, unless an answer came between the look and the withdrawal.
                 return not self._close_in_log(pending.id, None, "timeout") and self._taken_from_log(pending)

@@ -31,6 +31,7 @@ from metnos.runtime.booted import Runtime
 from metnos.services import turns, wiring
 from metnos.services.approvals import ApprovalBroker
 from metnos.services.dialogs import DialogBroker
+from metnos.services.interrupts import InterruptGate
 from metnos.settings.loader import load
 
 
@@ -59,7 +60,7 @@ class RuntimeHost:
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
-            principal: str = "host") -> Any:
+            principal: str = "host", interrupts: InterruptGate | None = None) -> Any:
         with self.writing() as rt:
             if self._router is None:
                 # One router for every turn: a warm model stays warm between messages.
@@ -68,7 +69,7 @@ class RuntimeHost:
             # edit takes effect without a restart, as it always has (docs/channels.md).
             settings = load(self._given_env, config_file=rt.workspace.config_file)
             return turns.run(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
-                             observer=observer, settings=settings, asker=asker, principal=principal)
+                             observer=observer, settings=settings, asker=asker, principal=principal, interrupts=interrupts)
 
     def close(self) -> None:
         if self._router is not None:
@@ -120,7 +121,19 @@ class DaemonHost(RuntimeHost):
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
-            principal: str = "host") -> Any:
-        """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer."""
+            principal: str = "host", interrupts: InterruptGate | None = None, wait_s: float | None = None) -> Any:
+        """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer.
+        ``wait_s``: how long to wait for a turn already running before answering busy (default: the host's wait)."""
         turns.check_request(text)
-        return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker, principal=principal)
+        if wait_s is None:
+            return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
+                               principal=principal, interrupts=interrupts)
+        if not self._write.acquire(timeout=wait_s):
+            raise DaemonBusy("a turn is already running (or waits for an answer at /api/approvals or /api/dialogs); "
+                             "try again when it has ended")
+        try:
+            # The lock is re-entrant: the turn's own writing() below takes it at once.
+            return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
+                               principal=principal, interrupts=interrupts)
+        finally:
+            self._write.release()

@@ -9,6 +9,10 @@ from metnos.settings.errors import HttpAddressError
 from metnos.settings.http_address import DEFAULT_HTTP, parse_address
 
 
+# A request is words and a few ids: 1 MiB is ample, and a 60 MB body stays out of the log.
+DEFAULT_MAX_REQUEST_BYTES = 1 << 20
+
+
 class DaemonConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -17,6 +21,10 @@ class DaemonConfig(BaseModel):
     approval_timeout_s: float = setting(300.0, "How long an approval asked over HTTP waits before it is a no, and a turn's "
                                         "question before the turn ends needs_input (seconds).",
                                         gt=0, le=86400, allow_inf_nan=False)
+
+    max_request_bytes: int = setting(DEFAULT_MAX_REQUEST_BYTES, "The most bytes a request's body may hold, on the API, the "
+                                     "dashboard and MCP at /mcp; a larger one is refused with 413 (1024-1073741824).",
+                                     ge=1024, le=1 << 30)
 
     @field_validator("http")
     @classmethod

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import types
+import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -107,3 +109,39 @@ def reason_of(model: Any, err: Mapping[str, Any]) -> str:
     known = list(fields_of(table)) if is_section(table) else []
     close = difflib.get_close_matches(str(err["loc"][-1]), known, n=1, cutoff=0.7)
     return f"unknown key (known: {', '.join(known)})" + (f"; did you mean {close[0]}?" if close else "")
+
+
+def _number_type(annotation: Any) -> bool:
+    """Whether ``annotation`` takes a number and not a bool (``int``, ``float``, ``float | None``)."""
+    if annotation in (int, float):
+        return True
+    args = typing.get_args(annotation)
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and bool(args) and bool not in args and all(
+        a in (int, float, type(None)) for a in args) and any(a in (int, float) for a in args)
+
+
+def bools_for_numbers(cls: Any, data: Any, at: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Where ``data`` (a table of config.toml read for section ``cls``) gives true or false to a number.
+
+    pydantic reads true as 1 for an int and a float alike, so ``cap_steps = true`` would run one step
+    and ``approval_timeout_s = true`` wait one second: a mistake taken for a value. Walked into nested
+    sections and into tables of sections (``[mail.accounts.x]``)."""
+    if not isinstance(data, Mapping):
+        return
+    fields = fields_of(cls) if is_section(cls) else {}
+    for key, value in data.items():
+        info = fields.get(str(key))
+        if info is None:
+            continue
+        annotation = info.annotation
+        if isinstance(value, bool) and _number_type(annotation):
+            yield (*at, str(key))
+        elif is_section(annotation):
+            yield from bools_for_numbers(annotation, value, (*at, str(key)))
+        elif typing.get_origin(annotation) is dict and isinstance(value, Mapping):
+            inner = typing.get_args(annotation)[-1]
+            for name, item in value.items():
+                if isinstance(item, bool) and _number_type(inner):
+                    yield (*at, str(key), str(name))
+                elif is_section(inner):
+                    yield from bools_for_numbers(inner, item, (*at, str(key), str(name)))

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from metnos.settings.declare import Leaf, fields_of, leaves, reason_of
+from metnos.settings.declare import Leaf, bools_for_numbers, fields_of, leaves, reason_of
 from metnos.settings.errors import ConfigError, SettingsError
 from metnos.settings.layers import env_layer, lookup, merge, put
 from metnos.settings.llm_tiers import LLMSettings, resolve_tiers
@@ -123,6 +123,10 @@ def _file_layer(data: Mapping[str, Any], config_file: Path) -> dict[str, Any]:
                 known = [k for k in fields_of(_section_model((name,))) if all(l.in_toml for l in LEAVES if l.path[:2] == (name, k))]
                 raise section_error(name)(f"{config_file}: [{name}] {key}: unknown key (known: {', '.join(known)}); "
                                           f"{leaf.env} sets it, in the environment")
+        for path in bools_for_numbers(_section_model((name,)), table):
+            key = ".".join(path)
+            raise section_error(name)(f"{config_file}: [{name}] {key}: must be a number, not "
+                                      f"{str(lookup(table, path)[1]).lower()} (true and false are not numbers)")
         layer[name] = dict(table)
     return layer
 

@@ -34,7 +34,7 @@ A setting may come from four places; the first that sets it wins:
 
 One file, `config.toml` in the config dir (`~/.config/metnos/`, or `$METNOS_HOME/config/`),
 holds the sections marked `[section]` below. Every command checks all of it at its start: a section
-or key Metnos does not know, or a value out of range, stops the command (exit 2) with one line
+or key Metnos does not know, a value out of range, or `true`/`false` given to a number, stops the command (exit 2) with one line
 naming the file and the key, e.g.
 
 ```

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from domain.errors import MetnosError
+
 from metnos.settings.config_file import ConfigError, check_config, load_daemon_config
 from metnos.settings import load_settings
 
@@ -47,6 +49,30 @@ def test_each_wrong_key_is_named(tmp_path: Path, text: str, named: str) -> None:
     assert named in str(caught.value) and str(config) in str(caught.value)
 
 
+@pytest.mark.parametrize(("text", "named"), [
+    ("[turn]\ncap_steps = true\n", "[turn] cap_steps: must be a number, not true"),
+    ("[daemon]\napproval_timeout_s = true\n", "[daemon] approval_timeout_s: must be a number, not true"),
+    ("[telegram]\napproval_timeout_s = false\n", "[telegram] approval_timeout_s: must be a number, not false"),
+    ("[model]\nidle_s = true\n", "[model] idle_s: must be a number, not true"),
+    ("[runtime.judge]\nthreshold = true\n", "[runtime] judge.threshold: must be a number, not true"),
+    ("[location]\nname = \"home\"\nlat = true\nlon = 1.0\n", "[location] lat: must be a number, not true"),
+])
+def test_a_bool_is_not_taken_for_a_number(tmp_path: Path, text: str, named: str) -> None:
+    # Each section raises its own error (TelegramConfigError, LLMConfigError, ConfigError).
+    # pydantic alone reads true as 1: a turn of one step, an approval that waits one second.
+    config = write(tmp_path, text)
+    with pytest.raises(MetnosError) as caught:
+        check_config(config, env_for(tmp_path))
+    assert named in str(caught.value) and str(config) in str(caught.value)
+    with pytest.raises(MetnosError, match="must be a number"):
+        load_settings(env_for(tmp_path))
+
+
+def test_a_bool_setting_still_takes_a_bool(tmp_path: Path) -> None:
+    write(tmp_path, "[turn]\nopening_reads = false\n[runtime]\nfillers = true\n")
+    assert load_settings(env_for(tmp_path)).turn.opening_reads is False
+
+
 def test_a_close_misspelling_is_suggested(tmp_path: Path) -> None:
     config = write(tmp_path, "[turn]\ncap_step = 5\n[deamon]\n")
     with pytest.raises(ConfigError, match=r"did you mean \[daemon\]"):
@@ -59,7 +85,7 @@ def test_a_close_misspelling_is_suggested(tmp_path: Path) -> None:
 def test_every_section_is_in_force_and_an_absent_file_is_every_default(tmp_path: Path) -> None:
     sections = check_config(tmp_path / "config" / "config.toml", env_for(tmp_path))
     assert set(sections) == {"llm", "model", "network", "telegram", "daemon", "turn", "runtime", "commands"}
-    assert sections["daemon"] == {"http": "127.0.0.1:8737", "approval_timeout_s": 300.0}
+    assert sections["daemon"] == {"http": "127.0.0.1:8737", "approval_timeout_s": 300.0, "max_request_bytes": 1048576}
     assert sections["turn"]["cap_steps"] == {"value": 30, "from": "default"}
 
 

@@ -9,12 +9,14 @@ the token.
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 from typing import Any
 
 import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from domain.errors import MetnosError
@@ -22,10 +24,15 @@ from metnos.services import mnestome as mnests, queries, replay as replays, sche
 from metnos.services.approvals import ApprovalUnknown
 from metnos.services.dialogs import DialogUnknown
 from metnos.services.host import DaemonBusy, DaemonHost
+from metnos.services.interrupts import InterruptGate
 from metnos.services.queries import ExecutorNotFound, TurnNotFound, log_page
 from metnos.services.schedules import SchedulerError
 
 EVENT_POLL_S = 0.25
+# How long an ask waits for the writer before it is answered 409: a scheduler tick's moment, not a turn.
+ASK_WAIT_S = 2.0
+# How often a running ask looks whether its client is still there.
+DISCONNECT_POLL_S = 0.25
 
 
 class BadRequest(MetnosError):
@@ -57,24 +64,40 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
 def routes(host: DaemonHost) -> list[Route]:
     # Each endpoint is a plain function: Starlette runs it in a worker thread,
     # so a turn that waits for an approval never blocks the answer to it.
-    def ask(request: Request, body: dict[str, Any]) -> Response:
-        text = body.get("text")
-        if not isinstance(text, str):
-            raise BadRequest('give the request as {"text": "..."}')
-        approve = body.get("approve", "ask")
-        if approve == "yes":
-            approver = lambda *_: (True, "http:approve=yes")  # noqa: E731
-        elif approve == "no":
-            approver = lambda *_: (False, "http:approve=no")  # noqa: E731
-        elif approve == "ask":
-            approver = host.approvals.approver("http")
-        else:
-            raise BadRequest('"approve" is one of "ask" (wait for an answer at /api/approvals), "yes", "no"')
-        # A question the turn asks (a missing target, where the user is) waits at /api/dialogs.
-        return json_response(outcome_json(host.ask(text, approver=approver, channel="http", asker=host.dialogs.asker("http"))))
+    async def ask(request: Request) -> Response:
+        try:
+            body = body_of(await request.body())
+            text = body.get("text")
+            if not isinstance(text, str):
+                raise BadRequest('give the request as {"text": "..."}')
+            approve = body.get("approve", "ask")
+            gone = threading.Event()
+            if approve == "yes":
+                approver = lambda *_: (True, "http:approve=yes")  # noqa: E731
+            elif approve == "no":
+                approver = lambda *_: (False, "http:approve=no")  # noqa: E731
+            elif approve == "ask":
+                approver = host.approvals.approver("http", gone=gone)
+            else:
+                raise BadRequest('"approve" is one of "ask" (wait for an answer at /api/approvals), "yes", "no"')
+            gate = InterruptGate()
+            # A question the turn asks (a missing target, where the user is) waits at /api/dialogs. A turn already
+            # running is answered 409 at once (after a scheduler tick's moment), not queued behind it.
+            work = asyncio.ensure_future(run_in_threadpool(
+                lambda: host.ask(text, approver=approver, channel="http", asker=host.dialogs.asker("http"), interrupts=gate,
+                                 wait_s=ASK_WAIT_S)))
+            while not (await asyncio.wait({work}, timeout=DISCONNECT_POLL_S))[0]:
+                if not gone.is_set() and await request.is_disconnected():
+                    # Nobody is left to read the answer: refuse what waits for an approval and stop the turn at
+                    # its next safe point (recorded as TurnInterrupted, SIGHUP: the client hung up).
+                    gone.set()
+                    gate.stop_at_next_checkpoint(signal.SIGHUP)
+            return json_response(outcome_json(work.result()))
+        except Exception as e:  # noqa: BLE001 - every error is an answer naming its cause, never a traceback
+            return error_response(e)
 
     def turns(request: Request, body: dict[str, Any]) -> Response:
-        limit = _int(request.query_params.get("limit", "50"), "limit")
+        limit = _int(request.query_params.get("limit", "50"), "limit", low=1)
         with host.reading() as rt:
             return json_response(queries.turn_rows(queries.turns_now(rt), limit))
 
@@ -89,6 +112,8 @@ def routes(host: DaemonHost) -> list[Route]:
 
     def undo_plan(request: Request, body: dict[str, Any]) -> tuple[replays.Undoer, Any] | None:
         turn_ref = request.query_params.get("turn") or body.get("turn_id")
+        if turn_ref is not None and not isinstance(turn_ref, str):
+            raise BadRequest(f'"turn_id" is a turn\'s id as a string (or its start, as `metnos turns list` shows it), not {turn_ref!r}')
         with host.reading() as rt:
             turn_id = queries.find_turn(queries.turns_now(rt), turn_ref) if turn_ref else None
         return replays.undo_plan(host.runtime, turn_id)
@@ -106,7 +131,7 @@ def routes(host: DaemonHost) -> list[Route]:
             if found is None:
                 return json_response({"status": "nothing", "message": "there is no turn left to undo"})
             undoer, plan = found
-            result = undoer.apply(plan, force=bool(body.get("force")))
+            result = undoer.apply(plan, force=_flag(body, "force"))
         return json_response({**result.to_json(), "dry_run": False}, 200 if result.status == "undone" else 409)
 
     def approvals(request: Request, body: dict[str, Any]) -> Response:
@@ -174,21 +199,24 @@ def routes(host: DaemonHost) -> list[Route]:
             return json_response(queries.executor_detail(rt, name))
 
     def mnestome(request: Request, body: dict[str, Any]) -> Response:
-        limit = _int(request.query_params.get("limit", "200"), "limit")
+        limit = _int(request.query_params.get("limit", "200"), "limit", low=1)
         with host.reading() as rt:
             rows = mnests.served(rt, limit)
         return json_response({"mnests": rows, "graph": queries.mnestome_graph(rows)})
 
     async def events(request: Request) -> Response:
         """A live stream (server-sent events) of the log from ``after`` (or Last-Event-ID) on."""
-        start = _int(request.headers.get("last-event-id") or request.query_params.get("after", "0"), "after") + 1
+        try:
+            start = _int(request.headers.get("last-event-id") or request.query_params.get("after", "0"), "after", low=0) + 1
+        except BadRequest as e:
+            return error_response(e)
         topic = request.query_params.get("topic", "")
         named = request.query_params.get("names", "1") != "0"
         return StreamingResponse(_event_stream(host, request, start, topic, named), media_type="text/event-stream",
                                  headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     return [
-        Route("/api/ask", _handled(ask), methods=["POST"]),
+        Route("/api/ask", ask, methods=["POST"]),
         Route("/api/turns", _handled(turns)),
         Route("/api/turns/{turn_id}", _handled(turn)),
         Route("/api/turns/{turn_id}/replay", _handled(replay), methods=["POST"]),
@@ -209,11 +237,21 @@ def routes(host: DaemonHost) -> list[Route]:
     ]
 
 
-def _int(text: str, name: str) -> int:
+def _int(text: str, name: str, *, low: int | None = None) -> int:
     try:
-        return int(text)
+        number = int(text)
     except ValueError:
         raise BadRequest(f"{name} must be a whole number, not {text!r}") from None
+    if low is not None and number < low:
+        raise BadRequest(f"{name} must be {low} or more, not {number}")
+    return number
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        raise BadRequest(f'"{name}" is true or false, not {value!r}')
+    return value
 
 
 def error_status(e: MetnosError) -> int:
@@ -231,6 +269,18 @@ def error_response(e: BaseException) -> Response:
         return json_response({"error": {"kind": type(e).__name__, "message": str(e)}}, error_status(e))
     cause = " ".join(f"{type(e).__name__}: {e}".split())[:300]
     return json_response({"error": {"kind": "unexpected", "message": f"unexpected error: {cause} (a bug in Metnos)"}}, 500)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, a method a route does not take) as the API's JSON errors."""
+    status = getattr(exc, "status_code", 500)
+    if not request.url.path.startswith("/api/"):
+        return PlainTextResponse(str(getattr(exc, "detail", "")), status_code=status, headers=getattr(exc, "headers", None))
+    kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(status, "HTTPError")
+    message = {404: f"no API route {request.url.path}; docs/daemon.md lists them",
+               405: f"{request.method} is not taken by {request.url.path}"}.get(status, str(getattr(exc, "detail", "")))
+    return Response(orjson.dumps({"error": {"kind": kind, "message": message}}), status_code=status, media_type="application/json",
+                    headers=getattr(exc, "headers", None))
 
 
 def _handled(endpoint: Any) -> Any:

@@ -11,21 +11,28 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.routing import Mount
 
-from metnos.adapters.daemon.api import routes as api_routes
+from metnos.adapters.daemon.api import http_error, routes as api_routes
 from metnos.adapters.daemon.auth import TokenGate
 from metnos.adapters.daemon.dashboard import login_page, routes as dashboard_routes
+from metnos.adapters.daemon.size_limit import SizeLimit
 from metnos.services import extensions
 from metnos.services.host import DaemonHost
 from metnos.services.token import load_or_create_token
+from metnos.settings.config_file import load_daemon_config
+from metnos.settings.daemon import DEFAULT_MAX_REQUEST_BYTES
 from metnos.settings.http_address import HttpAddressError, parse_address
 
 
-def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | None = None) -> Any:
+def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | None = None,
+              max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> Any:
     mounted = [Mount(path, app=sub) for path, sub in (extensions.mounts(host) if mounts is None else mounts)]
-    app = Starlette(routes=[*api_routes(host), *dashboard_routes(host, token), *mounted])
-    return TokenGate(app, token, login_page)
+    app = Starlette(routes=[*api_routes(host), *dashboard_routes(host, token), *mounted],
+                    exception_handlers={HTTPException: http_error})
+    # Outermost: a body too large is refused before the token is even looked at.
+    return SizeLimit(TokenGate(app, token, login_page), max_request_bytes)
 
 
 def is_loopback(host: str) -> bool:
@@ -78,7 +85,8 @@ class HttpServer:
 
 def start_http(host: DaemonHost, address: str) -> HttpServer:
     """The daemon's hook (metnos/services/extensions.py): the API, the dashboard and the mounts, listening on ``address``."""
-    server = HttpServer(build_app(host, load_or_create_token(host.runtime.workspace)), address)
+    limit = load_daemon_config(host.runtime.workspace.config_file).max_request_bytes
+    server = HttpServer(build_app(host, load_or_create_token(host.runtime.workspace), max_request_bytes=limit), address)
     if not is_loopback(server.host):
         print(f"metnos: the daemon listens on {server.url}, beyond this machine; only its token keeps others out", file=sys.stderr)
     server.start()

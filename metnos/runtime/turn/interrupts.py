@@ -67,6 +67,11 @@ class InterruptGate:
         finally:
             self._deferring, self._waiting = False, 0
 
+    def stop_at_next_checkpoint(self, signum: int) -> None:
+        """Stop the turn at its next safe point, asked from another thread (the daemon, when the
+        client that asked went away): the same path as a signal that arrived while deferring."""
+        self.pending = signum
+
     def checkpoint(self) -> None:
         if self.pending is not None:
             signum, self.pending = self.pending, None
