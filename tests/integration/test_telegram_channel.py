@@ -185,3 +185,41 @@ def test_a_token_the_bot_api_rejects_stops_the_start_and_is_not_shown(bot: FakeB
     message = str(raised.value)
     assert "could not start" in message and "<token>" in message  # the library named the token: redacted
     assert wrong not in message and wrong not in " ".join(lines)
+
+
+MARKDOWN_ANSWER = "**Done**: 3 < 5 & `a<b>` stays <i>as written</i>"
+
+
+def test_an_answer_is_formatted_threaded_to_the_request_and_typed_before(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ScriptedLLM([text(MARKDOWN_ANSWER)] * 3) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120)
+        try:
+            request = bot.user_says(ALLOWED, "how is it going?")
+            answer = bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED)
+        finally:
+            channel.stop()
+    typing = bot.wait_for("sendChatAction")
+    assert (typing.params["chat_id"], typing.params["action"]) == (ALLOWED, "typing")
+    assert bot.calls.index(typing) < bot.calls.index(answer)  # the chat saw "typing" while the turn ran
+    assert answer.params["parse_mode"] == "HTML"
+    assert answer.params["reply_parameters"]["message_id"] == request["message_id"]
+    # The markdown became markup; the answer's own angle brackets and ampersand reached the chat as text.
+    assert "<b>Done</b>" in answer.params["text"] and "<code>a&lt;b&gt;</code>" in answer.params["text"]
+    assert "Done: 3 < 5 & a<b> stays <i>as written</i>" in answer.result["text"]
+    runtime.close()
+
+
+def test_an_answer_whose_markup_is_refused_goes_as_plain_text(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    bot.refuse_markup = True
+    with ScriptedLLM([text(MARKDOWN_ANSWER)] * 3) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120)
+        try:
+            request = bot.user_says(ALLOWED, "how is it going?")
+            answer = bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED and "parse_mode" not in p)
+        finally:
+            channel.stop()
+    assert MARKDOWN_ANSWER in answer.params["text"]
+    assert answer.params["reply_parameters"]["message_id"] == request["message_id"]
+    [refused] = [c for c in bot.calls if c.method == "sendMessage" and "parse_mode" in c.params]
+    assert bot.calls.index(refused) < bot.calls.index(answer)
+    runtime.close()

@@ -19,6 +19,11 @@ tests put a fake Bot API server on 127.0.0.1 in front of it).
   target, where the user is), the question is a message in the chat and the
   chat's next message is the answer, not a new turn; no message within
   ``approval_timeout_s`` leaves it unanswered and the turn ends needs_input.
+* While a turn runs the chat shows "typing" (``sendChatAction``, renewed
+  every few seconds); the answer is a reply to the request's message
+  (``reply_to_message_id``), in Telegram HTML with the answer's own text
+  escaped (metnos/adapters/channels/telegram_format.py); should the Bot API
+  refuse the markup, the same answer goes again as plain text.
 
 Turns run one at a time on a worker thread; the bot's event loop runs on a
 thread of its own, so a turn waiting for an approval never stops the bot from
@@ -49,6 +54,7 @@ from typing import Any
 import orjson
 
 from domain.errors import MetnosError
+from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
 from metnos.services.channels import record_ignored
 from metnos.services.telling import reply_text
 from metnos.settings.loader import for_workspace
@@ -57,6 +63,8 @@ from metnos.settings.telegram import TelegramSettings
 CHANNEL = "telegram"
 MAX_TEXT = 4096  # Telegram's limit for one message
 APPROVE, DENY = "ok", "no"
+# Telegram shows a chat action for about 5 s: renewed a little sooner, the indicator never blinks off.
+TYPING_EVERY_S = 4.0
 
 
 class TelegramChannelError(MetnosError):
@@ -217,7 +225,7 @@ class TelegramChannel:
                 question.answered.set()
         if answers:
             return
-        self._worker.submit(self._run_turn, chat.id, sender, message.text)
+        self._worker.submit(self._run_turn, chat.id, sender, message.text, message.message_id)
 
     def _record_ignored(self, chat_id: int, sender: str, text: str) -> None:
         try:
@@ -227,7 +235,8 @@ class TelegramChannel:
         except Exception as e:  # noqa: BLE001 - the bot goes on; the failure is said
             self._log(f"could not record an ignored message from chat {chat_id}: {type(e).__name__}: {e}")
 
-    def _run_turn(self, chat_id: int, sender: str, text: str) -> None:
+    def _run_turn(self, chat_id: int, sender: str, text: str, message_id: int | None = None) -> None:
+        typing = self._start_typing(chat_id)
         try:
             # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
             outcome = self.host.ask(text, approver=self._approver(chat_id), channel=CHANNEL, actor=f"telegram:{sender}",
@@ -239,7 +248,30 @@ class TelegramChannel:
         except Exception as e:  # noqa: BLE001 - the chat is told; the bot goes on
             self._log(f"unexpected error in a turn: {type(e).__name__}: {e}")
             reply = f"metnos: unexpected error ({type(e).__name__}); the turn is in the log"
-        self._send(chat_id, reply)
+        finally:
+            typing.cancel()
+        self._reply(chat_id, reply, message_id)
+
+    def _start_typing(self, chat_id: int) -> Any:
+        """Show "typing" in the chat until the returned future is cancelled."""
+        assert self._loop is not None
+
+        async def typing() -> bool:
+            try:
+                await self._app.bot.send_chat_action(chat_id, "typing")
+                return True
+            except Exception as e:  # noqa: BLE001 - an indicator that fails never stops the turn
+                self._log(f"could not show typing in chat {chat_id}: {redact(f'{type(e).__name__}: {e}', self._token)}")
+                return False
+
+        async def keep_typing(shown: bool) -> None:
+            while shown:
+                await asyncio.sleep(TYPING_EVERY_S)
+                shown = await typing()
+
+        # The first indicator is shown before the turn starts, so even a quick turn is seen to be worked on.
+        shown = bool(self._call_quietly(typing()))
+        return asyncio.run_coroutine_threadsafe(keep_typing(shown), self._loop)
 
     # Approvals -------------------------------------------------------------------
     def _approver(self, chat_id: int) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
@@ -341,6 +373,19 @@ class TelegramChannel:
 
     def _send(self, chat_id: int, text: str) -> None:
         self._call_quietly(self._app.bot.send_message(chat_id, clip(text)))
+
+    def _reply(self, chat_id: int, text: str, message_id: int | None) -> None:
+        """The answer as formatted HTML, threaded to the request; as plain text if the markup is refused."""
+        from telegram import ReplyParameters  # deferred: as in _startup, which has always run before a reply
+
+        # A request deleted meanwhile must not cost the answer: the reply then goes unthreaded.
+        thread = ReplyParameters(message_id, allow_sending_without_reply=True) if message_id is not None else None
+        try:
+            self._call(self._app.bot.send_message(chat_id, fitted_html(text), parse_mode=PARSE_MODE, reply_parameters=thread))
+            return
+        except Exception as e:  # noqa: BLE001 - said, then the plain text is tried
+            self._log(f"the Bot API refused the formatted answer, sending it as plain text: {redact(f'{type(e).__name__}: {e}', self._token)}")
+        self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_parameters=thread))
 
 
 def channel(host: Any) -> TelegramChannel | None:
