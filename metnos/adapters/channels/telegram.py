@@ -8,6 +8,8 @@ tests put a fake Bot API server on 127.0.0.1 in front of it).
   with ``channel="telegram"`` and ``actor="telegram:<sender's user id>"``
   (the same ``run_turn`` as ``metnos ask``; its invocations carry both in
   their ``caller``); the answer, or why there is none, goes back to the chat.
+* A chat paired with a one-time code (``metnos telegram pair``; the code sent
+  from the chat, metnos/services/pairing.py) is served as an allowed chat.
 * A message from any other chat gets no turn and no reply; it is audited as
   a ``ChannelMessage.MessageIgnored`` event (chat, sender, the text's size
   and digest, never the text).
@@ -55,6 +57,7 @@ import orjson
 
 from domain.errors import MetnosError
 from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
+from metnos.services import pairing
 from metnos.services.channels import record_ignored
 from metnos.services.telling import reply_text
 from metnos.settings.loader import for_workspace
@@ -113,6 +116,8 @@ class TelegramChannel:
         # chat id -> the question a turn asked there and waits on.
         self._questions: dict[int, _Question] = {}
         self._pending_lock = threading.Lock()
+        # allowed_chats and the chats the log paired; a pairing while the bot runs adds to it.
+        self._allowed: set[int] = set(settings.allowed_chats)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metnos-telegram-turn")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -123,6 +128,8 @@ class TelegramChannel:
     def start(self, timeout_s: float = 60.0) -> None:
         """Connect (getMe), start long polling; raises with the reason if the bot cannot start."""
         logging.getLogger("httpx").setLevel(logging.WARNING)
+        with self.host.writing() as rt:
+            self._allowed |= {int(chat) for chat in pairing.paired_chats(rt, channel=CHANNEL)}
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -152,7 +159,7 @@ class TelegramChannel:
             error = failure[0]
             msg = f"the Telegram bot could not start ({self.settings.base_url}): {redact(f'{type(error).__name__}: {error}', self._token)}"
             raise TelegramChannelError(msg) from None
-        self._log(f"polling as @{self.bot_username}; {len(self.settings.allowed_chats)} allowed chat(s)")
+        self._log(f"polling as @{self.bot_username}; {len(self._allowed)} allowed chat(s)")
 
     def stop(self) -> None:
         """Stop polling, let a running turn finish (a pending approval is a no), close."""
@@ -209,9 +216,8 @@ class TelegramChannel:
         if message is None or chat is None or not message.text:
             return
         sender = str(update.effective_user.id) if update.effective_user else ""
-        if chat.id not in self.settings.allowed_chats:
-            # No reply at all: a stranger learns nothing, not even that the bot is alive.
-            self._worker.submit(self._record_ignored, chat.id, sender, message.text)
+        if chat.id not in self._allowed:
+            self._worker.submit(self._pair_or_ignore, chat.id, sender, message.text)
             return
         if message.text.strip() == "/start":
             await message.reply_text("Metnos is listening. Ask in plain words; actions that change the world ask you first.")
@@ -226,6 +232,21 @@ class TelegramChannel:
         if answers:
             return
         self._worker.submit(self._run_turn, chat.id, sender, message.text, message.message_id)
+
+    def _pair_or_ignore(self, chat_id: int, sender: str, text: str) -> None:
+        try:
+            with self.host.writing() as rt:
+                paired = pairing.redeem(rt, channel=CHANNEL, chat_id=str(chat_id), sender=sender, text=text)
+        except Exception as e:  # noqa: BLE001 - the bot goes on; the failure is said, and the chat stays out
+            self._log(f"could not check a pairing code from chat {chat_id}: {type(e).__name__}: {e}")
+            paired = False
+        if not paired:
+            # No reply at all: a stranger learns nothing, not even that the bot is alive.
+            self._record_ignored(chat_id, sender, text)
+            return
+        self._allowed.add(chat_id)
+        self._log(f"chat {chat_id} paired with a one-time code")
+        self._send(chat_id, "Paired: this chat can now ask Metnos. Ask in plain words; actions that change the world ask you first.")
 
     def _record_ignored(self, chat_id: int, sender: str, text: str) -> None:
         try:
@@ -345,7 +366,7 @@ class TelegramChannel:
             pending = self._pending.get(key)
             # Only the chat that was asked can answer, and only once.
             valid = (pending is not None and verdict in (APPROVE, DENY) and chat_id == pending.chat_id
-                     and chat_id in self.settings.allowed_chats and not pending.answered.is_set())
+                     and chat_id in self._allowed and not pending.answered.is_set())
             if valid:
                 pending.approved = verdict == APPROVE
                 pending.answered.set()
@@ -391,11 +412,12 @@ class TelegramChannel:
 def channel(host: Any) -> TelegramChannel | None:
     """The daemon's hook (metnos/services/extensions.py): the channel when ``[telegram] allowed_chats`` names a chat.
 
-    Without allowed chats there is nobody to serve (``[telegram.chat_ids]``
+    Without allowed chats, and without a pairing code or paired chat in the
+    log (``metnos telegram pair``), there is nobody to serve (``[telegram.chat_ids]``
     alone only tells send_messages where to send). A configured channel whose
     token variable is empty is an error that stops the daemon, naming it.
     """
     settings = for_workspace(host.runtime.workspace, getattr(host, "_given_env", None)).settings.telegram
-    if not settings.allowed_chats:
+    if not settings.allowed_chats and not pairing.on_record(host.runtime, channel=CHANNEL):
         return None
     return TelegramChannel(host, settings, env=host.env)
