@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from metnos.adapters.channels.telegram_format import MAX_TEXT, fitted_html, shown_length, to_html
+from metnos.adapters.channels.telegram_format import (
+    MAX_TEXT,
+    fitted_html,
+    shown_length,
+    to_html,
+)
 from tests.support.fake_telegram import html_text
 
 
