@@ -60,6 +60,7 @@ class Tool:
     input_schema: dict[str, Any]
     side_effects: bool
     idempotent: bool
+    destructive: bool
 
 
 @dataclass
@@ -92,7 +93,8 @@ def tool_of(te: TurnExecutor) -> Tool:
     schema = inline_refs(dict(te.loaded.input_schema), te.loaded.input_schema)
     schema.setdefault("type", "object")
     return Tool(name=te.name, description=m.description.get("en") or m.executor.summary, input_schema=schema,
-                side_effects=te.entry.side_effects, idempotent=te.entry.idempotent)
+                side_effects=te.entry.side_effects, idempotent=te.entry.idempotent,
+                destructive=te.entry.side_effects and m.may_destroy)
 
 
 class GatedCaller:

@@ -80,6 +80,11 @@ def test_an_mcp_client_lists_calls_and_is_refused_outside_a_grant(tmp_path: Path
     assert read_schema["type"] == "object" and "paths" in read_schema["properties"]
     assert "$ref" not in orjson.dumps(read_schema).decode()
     assert by_name["get_now"].description
+    # Each tool's hints are its manifest's contract: reading, an additive send, an overwrite.
+    hints = {name: (t.annotations.read_only_hint, t.annotations.destructive_hint, t.annotations.idempotent_hint)
+             for name, t in by_name.items() if name in ("read_files", "send_messages", "write_files")}
+    assert hints == {"read_files": (True, False, True), "send_messages": (False, False, False),
+                     "write_files": (False, True, False)}
 
     assert now.is_error is False
     assert now.structured_content["ok"] is True

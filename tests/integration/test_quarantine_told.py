@@ -193,15 +193,18 @@ def test_a_telegram_reply_says_it(tampered: Path, monkeypatch: pytest.MonkeyPatc
         channel.start()
         try:
             bot.user_says(chat, REQUEST)
-            reply = bot.wait_for("sendMessage", lambda p: p["chat_id"] == chat).params["text"]
+            sent = bot.wait_for("sendMessage", lambda p: p["chat_id"] == chat)
         finally:
             channel.stop()
             runtime.close()
+    # What the chat shows: Telegram HTML, the command as code.
+    reply = sent.result["text"]
+    assert f"<code>{SHOW}</code>" in sent.params["text"]
     # The model said it could not: the turn is not done, in its own words.
     assert reply.startswith("metnos: Not done, as the language model itself said: I could not read that file.")
     told = reply.split("\n\n")[-1]
     assert told.startswith("metnos: read_files 1.0.0 would have been offered for this request, but it is quarantined: main.py: digest failed")
-    assert f"`{SHOW}`" in told
+    assert SHOW in told
 
 
 @pytest.fixture

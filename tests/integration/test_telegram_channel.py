@@ -221,3 +221,90 @@ def test_a_token_the_bot_api_rejects_stops_the_start_and_is_not_shown(bot: FakeB
     message = str(raised.value)
     assert "could not start" in message and "<token>" in message  # the library named the token: redacted
     assert wrong not in message and wrong not in " ".join(lines)
+
+
+MARKDOWN_ANSWER = "**Done**: 3 < 5 & `a<b>` stays <i>as written</i>"
+
+
+def test_an_answer_is_formatted_threaded_to_the_request_and_typed_before(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ScriptedLLM([text(MARKDOWN_ANSWER)] * 3) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120)
+        try:
+            request = bot.user_says(ALLOWED, "how is it going?")
+            answer = bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED)
+        finally:
+            channel.stop()
+    typing = bot.wait_for("sendChatAction")
+    assert (typing.params["chat_id"], typing.params["action"]) == (ALLOWED, "typing")
+    assert bot.calls.index(typing) < bot.calls.index(answer)  # the chat saw "typing" while the turn ran
+    assert answer.params["parse_mode"] == "HTML"
+    assert answer.params["reply_parameters"]["message_id"] == request["message_id"]
+    # The markdown became markup; the answer's own angle brackets and ampersand reached the chat as text.
+    assert "<b>Done</b>" in answer.params["text"] and "<code>a&lt;b&gt;</code>" in answer.params["text"]
+    assert "Done: 3 < 5 & a<b> stays <i>as written</i>" in answer.result["text"]
+    runtime.close()
+
+
+def test_an_answer_whose_markup_is_refused_goes_as_plain_text(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    bot.refuse_markup = True
+    with ScriptedLLM([text(MARKDOWN_ANSWER)] * 3) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120)
+        try:
+            request = bot.user_says(ALLOWED, "how is it going?")
+            answer = bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED and "parse_mode" not in p)
+        finally:
+            channel.stop()
+    assert MARKDOWN_ANSWER in answer.params["text"]
+    assert answer.params["reply_parameters"]["message_id"] == request["message_id"]
+    [refused] = [c for c in bot.calls if c.method == "sendMessage" and "parse_mode" in c.params]
+    assert bot.calls.index(refused) < bot.calls.index(answer)
+    runtime.close()
+
+
+PAIRED = 5151
+
+
+def test_a_chat_that_sends_a_pairing_code_is_let_in_once_and_by_an_event(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import orjson
+
+    from metnos.adapters.cli import main
+    from metnos.services import pairing
+
+    assert main(["telegram", "pair", "--json"]) == 0
+    code = orjson.loads(capsys.readouterr().out)["code"]
+    with ScriptedLLM([text("Hello from Metnos.")] * 3) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120)
+        try:
+            with channel.host.writing() as rt:
+                expired, _ = pairing.issue_code(rt, channel="telegram", ttl_s=0.001)
+            bot.user_says(PAIRED, "hello")  # not yet paired: ignored
+            bot.user_says(PAIRED, code)
+            bot.wait_for("sendMessage", lambda p: p["chat_id"] == PAIRED and p["text"].startswith("Paired"))
+            bot.user_says(PAIRED, "hello again")
+            answer = bot.wait_for("sendMessage", lambda p: p["chat_id"] == PAIRED and "Hello from Metnos" in p["text"])
+            # The same code from another chat, and an expired code, let nobody in.
+            bot.user_says(STRANGER, code)
+            bot.user_says(STRANGER + 1, expired)
+            deadline = time.monotonic() + 60
+            while len([e for name, e in _events(runtime) if name == "MessageIgnored"]) < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            channel.stop()
+    assert answer.params["reply_parameters"]["message_id"]
+    events = _events(runtime)
+    [issued, _] = [e for name, e in events if name == "CodeIssued"]
+    [paired] = [e for name, e in events if name == "ChatPaired"]
+    assert (paired.channel, paired.chat_id, paired.code_digest) == ("telegram", str(PAIRED), issued.code_digest)
+    assert sorted(e.chat_id for name, e in events if name == "MessageIgnored") == sorted(map(str, [PAIRED, STRANGER, STRANGER + 1]))
+    assert not [p for p in bot.sent() if p["chat_id"] in (STRANGER, STRANGER + 1)]
+    assert code not in repr([e.__dict__ for _, e in events])  # the log keeps the code's digest only
+    # Started again, the channel serves the paired chat from the log.
+    runtime.close()
+    runtime = Runtime.boot(runtime.workspace)
+    lines: list[str] = []
+    again = TelegramChannel(RuntimeHost(runtime), load_telegram_settings(runtime.workspace.config_file), log=lines.append)
+    again.start()
+    again.stop()
+    assert "2 allowed chat(s)" in lines[0]  # allowed_chats' one, and the paired one
+    runtime.close()

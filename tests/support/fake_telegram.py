@@ -3,7 +3,10 @@
 A real HTTP server (``ThreadingHTTPServer``) speaking the Bot API's shape at
 ``/bot<token>/<method>``: ``getMe``, ``deleteWebhook``, ``getUpdates`` (long
 polling with ``offset`` and ``timeout``), ``sendMessage``,
-``answerCallbackQuery``, ``editMessageReplyMarkup`` and ``editMessageText``.
+``answerCallbackQuery``, ``editMessageReplyMarkup``, ``editMessageText`` and
+``sendChatAction``. A message with ``parse_mode="HTML"`` is parsed as
+Telegram does: an unknown or unbalanced tag gets 400 "can't parse
+entities", and the message kept is the text without its tags.
 Parameters come as JSON or as a form (python-telegram-bot sends forms, with
 nested objects as JSON strings). A wrong token gets 401 as from Telegram.
 
@@ -24,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
@@ -57,11 +61,47 @@ def _params(raw: bytes, content_type: str) -> dict[str, Any]:
     return out
 
 
+_TELEGRAM_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a", "code", "pre",
+                  "blockquote", "tg-emoji"}
+
+
+class _TelegramHTML(HTMLParser):
+    """The text of a Telegram HTML message, or ValueError where Telegram would refuse it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text: list[str] = []
+        self.open: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        if tag not in _TELEGRAM_TAGS:
+            raise ValueError(f"Unsupported start tag \"{tag}\"")
+        self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open.pop() != tag:
+            raise ValueError(f"Unmatched end tag \"{tag}\"")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def html_text(markup: str) -> str:
+    parser = _TelegramHTML()
+    parser.feed(markup)
+    parser.close()
+    if parser.open:
+        raise ValueError(f"Can't find end tag corresponding to start tag \"{(parser.open or ['?'])[-1]}\"")
+    return "".join(parser.text)
+
+
 class FakeBotAPI:
     def __init__(self, token: str, *, bot_username: str = "metnos_test_bot") -> None:
         self.token = token
         self.bot_username = bot_username
         self.calls: list[Call] = []
+        # Every formatted message is refused, as Telegram refuses markup it cannot parse.
+        self.refuse_markup = False
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
@@ -145,9 +185,16 @@ class FakeBotAPI:
         if method == "getMe":
             return 200, {"id": 1, "is_bot": True, "first_name": "Metnos", "username": self.bot_username,
                          "can_join_groups": False, "can_read_all_group_messages": False, "supports_inline_queries": False}
-        if method in ("deleteWebhook", "answerCallbackQuery"):
+        if method in ("deleteWebhook", "answerCallbackQuery", "sendChatAction"):
             return 200, True
         if method in ("sendMessage", "editMessageText", "editMessageReplyMarkup"):
+            if params.get("parse_mode") and self.refuse_markup:
+                return 400, "Bad Request: can't parse entities: refused on purpose"
+            if params.get("parse_mode") == "HTML":
+                try:
+                    params = {**params, "text": html_text(params.get("text", ""))}
+                except ValueError as e:
+                    return 400, f"Bad Request: can't parse entities: {e}"
             message = self._message(params)
             if "message_id" in params and method != "sendMessage":
                 message["message_id"] = params["message_id"]

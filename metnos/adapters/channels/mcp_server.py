@@ -37,7 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 import metnos
 from domain.canonical import canonical_hash
-from metnos.services.gated_call import CallResult, Checked, GatedCaller
+from metnos.services.gated_call import CallResult, Checked, GatedCaller, Tool
 
 APPROVAL_KEY = "approval"
 APPROVAL_SCHEMA: dict[str, Any] = {
@@ -86,6 +86,12 @@ def approval_message(checked: Checked) -> str:
     return f"Metnos: run {checked.name} {shown[:500]}?\n{reason}"
 
 
+def annotations(tool: Tool) -> types.ToolAnnotations:
+    """The manifest's contract as MCP's hints: a client may then confirm only what can do harm."""
+    return types.ToolAnnotations(read_only_hint=not tool.side_effects, destructive_hint=tool.destructive,
+                                 idempotent_hint=tool.idempotent)
+
+
 def tool_result(result: CallResult) -> types.CallToolResult:
     text = orjson.dumps(result.observation, option=orjson.OPT_SORT_KEYS).decode()
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
@@ -112,7 +118,8 @@ def build_server(gate: GatedCaller, *, transport: str, approval_timeout_s: float
 
     async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         tools = await anyio.to_thread.run_sync(gate.tools)
-        return types.ListToolsResult(tools=[types.Tool(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools])
+        return types.ListToolsResult(tools=[types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
+                                                       annotations=annotations(t)) for t in tools])
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
         args = dict(params.arguments or {})

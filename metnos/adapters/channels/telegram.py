@@ -8,6 +8,8 @@ tests put a fake Bot API server on 127.0.0.1 in front of it).
   with ``channel="telegram"`` and ``actor="telegram:<sender's user id>"``
   (the same ``run_turn`` as ``metnos ask``; its invocations carry both in
   their ``caller``); the answer, or why there is none, goes back to the chat.
+* A chat paired with a one-time code (``metnos telegram pair``; the code sent
+  from the chat, metnos/services/pairing.py) is served as an allowed chat.
 * A message from any other chat gets no turn and no reply; it is audited as
   a ``ChannelMessage.MessageIgnored`` event (chat, sender, the text's size
   and digest, never the text).
@@ -19,6 +21,11 @@ tests put a fake Bot API server on 127.0.0.1 in front of it).
   target, where the user is), the question is a message in the chat and the
   chat's next message is the answer, not a new turn; no message within
   ``approval_timeout_s`` leaves it unanswered and the turn ends needs_input.
+* While a turn runs the chat shows "typing" (``sendChatAction``, renewed
+  every few seconds); the answer is a reply to the request's message
+  (``reply_to_message_id``), in Telegram HTML with the answer's own text
+  escaped (metnos/adapters/channels/telegram_format.py); should the Bot API
+  refuse the markup, the same answer goes again as plain text.
 
 Turns run one at a time on a worker thread; the bot's event loop runs on a
 thread of its own, so a turn waiting for an approval never stops the bot from
@@ -49,6 +56,8 @@ from typing import Any
 import orjson
 
 from domain.errors import MetnosError
+from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
+from metnos.services import pairing
 from metnos.services.channels import record_ignored
 from metnos.services.telling import reply_text
 from metnos.settings import i18n
@@ -59,6 +68,8 @@ from metnos.settings.telegram import TelegramSettings
 CHANNEL = "telegram"
 MAX_TEXT = 4096  # Telegram's limit for one message
 APPROVE, DENY = "ok", "no"
+# Telegram shows a chat action for about 5 s: renewed a little sooner, the indicator never blinks off.
+TYPING_EVERY_S = 4.0
 
 
 class TelegramChannelError(MetnosError):
@@ -107,6 +118,8 @@ class TelegramChannel:
         # chat id -> the question a turn asked there and waits on.
         self._questions: dict[int, _Question] = {}
         self._pending_lock = threading.Lock()
+        # allowed_chats and the chats the log paired; a pairing while the bot runs adds to it.
+        self._allowed: set[int] = set(settings.allowed_chats)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metnos-telegram-turn")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -117,6 +130,10 @@ class TelegramChannel:
     def start(self, timeout_s: float = 60.0) -> None:
         """Connect (getMe), start long polling; raises with the reason if the bot cannot start."""
         logging.getLogger("httpx").setLevel(logging.WARNING)
+        with self.host.writing() as rt:
+            # A host with no runtime (one that only answers, as in the rendering tests) has no log to pair from.
+            if rt is not None:
+                self._allowed |= {int(chat) for chat in pairing.paired_chats(rt, channel=CHANNEL)}
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -146,7 +163,7 @@ class TelegramChannel:
             error = failure[0]
             msg = f"the Telegram bot could not start ({self.settings.base_url}): {redact(f'{type(error).__name__}: {error}', self._token)}"
             raise TelegramChannelError(msg) from None
-        self._log(f"polling as @{self.bot_username}; {len(self.settings.allowed_chats)} allowed chat(s)")
+        self._log(f"polling as @{self.bot_username}; {len(self._allowed)} allowed chat(s)")
 
     def stop(self) -> None:
         """Stop polling, let a running turn finish (a pending approval is a no), close."""
@@ -203,9 +220,8 @@ class TelegramChannel:
         if message is None or chat is None or not message.text:
             return
         sender = str(update.effective_user.id) if update.effective_user else ""
-        if chat.id not in self.settings.allowed_chats:
-            # No reply at all: a stranger learns nothing, not even that the bot is alive.
-            self._worker.submit(self._record_ignored, chat.id, sender, message.text)
+        if chat.id not in self._allowed:
+            self._worker.submit(self._pair_or_ignore, chat.id, sender, message.text)
             return
         if message.text.strip() == "/start":
             # No request to read a language from yet: the one the user's Telegram is set to, if the catalogue has it.
@@ -221,7 +237,22 @@ class TelegramChannel:
                 question.answered.set()
         if answers:
             return
-        self._worker.submit(self._run_turn, chat.id, sender, message.text)
+        self._worker.submit(self._run_turn, chat.id, sender, message.text, message.message_id)
+
+    def _pair_or_ignore(self, chat_id: int, sender: str, text: str) -> None:
+        try:
+            with self.host.writing() as rt:
+                paired = pairing.redeem(rt, channel=CHANNEL, chat_id=str(chat_id), sender=sender, text=text)
+        except Exception as e:  # noqa: BLE001 - the bot goes on; the failure is said, and the chat stays out
+            self._log(f"could not check a pairing code from chat {chat_id}: {type(e).__name__}: {e}")
+            paired = False
+        if not paired:
+            # No reply at all: a stranger learns nothing, not even that the bot is alive.
+            self._record_ignored(chat_id, sender, text)
+            return
+        self._allowed.add(chat_id)
+        self._log(f"chat {chat_id} paired with a one-time code")
+        self._send(chat_id, "Paired: this chat can now ask Metnos. Ask in plain words; actions that change the world ask you first.")
 
     def _record_ignored(self, chat_id: int, sender: str, text: str) -> None:
         try:
@@ -231,9 +262,10 @@ class TelegramChannel:
         except Exception as e:  # noqa: BLE001 - the bot goes on; the failure is said
             self._log(f"could not record an ignored message from chat {chat_id}: {type(e).__name__}: {e}")
 
-    def _run_turn(self, chat_id: int, sender: str, text: str) -> None:
+    def _run_turn(self, chat_id: int, sender: str, text: str, message_id: int | None = None) -> None:
         # The fixed texts of this turn (questions, time-outs, status lines) in the request's language.
         language = language_of(text, i18n.in_force().languages())
+        typing = self._start_typing(chat_id)
         try:
             # Who the turn works for: the chat's pairing (the first chat the host, the others guests).
             principal = self.host.pair(CHANNEL, str(chat_id))
@@ -247,7 +279,30 @@ class TelegramChannel:
         except Exception as e:  # noqa: BLE001 - the chat is told; the bot goes on
             self._log(f"unexpected error in a turn: {type(e).__name__}: {e}")
             reply = f"metnos: unexpected error ({type(e).__name__}); the turn is in the log"
-        self._send(chat_id, reply)
+        finally:
+            typing.cancel()
+        self._reply(chat_id, reply, message_id)
+
+    def _start_typing(self, chat_id: int) -> Any:
+        """Show "typing" in the chat until the returned future is cancelled."""
+        assert self._loop is not None
+
+        async def typing() -> bool:
+            try:
+                await self._app.bot.send_chat_action(chat_id, "typing")
+                return True
+            except Exception as e:  # noqa: BLE001 - an indicator that fails never stops the turn
+                self._log(f"could not show typing in chat {chat_id}: {redact(f'{type(e).__name__}: {e}', self._token)}")
+                return False
+
+        async def keep_typing(shown: bool) -> None:
+            while shown:
+                await asyncio.sleep(TYPING_EVERY_S)
+                shown = await typing()
+
+        # The first indicator is shown before the turn starts, so even a quick turn is seen to be worked on.
+        shown = bool(self._call_quietly(typing()))
+        return asyncio.run_coroutine_threadsafe(keep_typing(shown), self._loop)
 
     # Approvals -------------------------------------------------------------------
     def _approver(self, chat_id: int, language: str = i18n.SOURCE) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
@@ -325,7 +380,7 @@ class TelegramChannel:
             pending = self._pending.get(key)
             # Only the chat that was asked can answer, and only once.
             valid = (pending is not None and verdict in (APPROVE, DENY) and chat_id == pending.chat_id
-                     and chat_id in self.settings.allowed_chats and not pending.answered.is_set())
+                     and chat_id in self._allowed and not pending.answered.is_set())
             if valid:
                 pending.approved = verdict == APPROVE
                 pending.answered.set()
@@ -354,15 +409,29 @@ class TelegramChannel:
     def _send(self, chat_id: int, text: str) -> None:
         self._call_quietly(self._app.bot.send_message(chat_id, clip(text)))
 
+    def _reply(self, chat_id: int, text: str, message_id: int | None) -> None:
+        """The answer as formatted HTML, threaded to the request; as plain text if the markup is refused."""
+        from telegram import ReplyParameters  # deferred: as in _startup, which has always run before a reply
+
+        # A request deleted meanwhile must not cost the answer: the reply then goes unthreaded.
+        thread = ReplyParameters(message_id, allow_sending_without_reply=True) if message_id is not None else None
+        try:
+            self._call(self._app.bot.send_message(chat_id, fitted_html(text), parse_mode=PARSE_MODE, reply_parameters=thread))
+            return
+        except Exception as e:  # noqa: BLE001 - said, then the plain text is tried
+            self._log(f"the Bot API refused the formatted answer, sending it as plain text: {redact(f'{type(e).__name__}: {e}', self._token)}")
+        self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_parameters=thread))
+
 
 def channel(host: Any) -> TelegramChannel | None:
     """The daemon's hook (metnos/services/extensions.py): the channel when ``[telegram] allowed_chats`` names a chat.
 
-    Without allowed chats there is nobody to serve (``[telegram.chat_ids]``
+    Without allowed chats, and without a pairing code or paired chat in the
+    log (``metnos telegram pair``), there is nobody to serve (``[telegram.chat_ids]``
     alone only tells send_messages where to send). A configured channel whose
     token variable is empty is an error that stops the daemon, naming it.
     """
     settings = for_workspace(host.runtime.workspace, getattr(host, "_given_env", None)).settings.telegram
-    if not settings.allowed_chats:
+    if not settings.allowed_chats and not pairing.on_record(host.runtime, channel=CHANNEL):
         return None
     return TelegramChannel(host, settings, env=host.env)

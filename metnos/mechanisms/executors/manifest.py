@@ -33,6 +33,10 @@ VERB_CATEGORY: dict[str, Literal["E", "F", "A"]] = {
     ),
 }
 
+# The verbs of category A that only add to the world (a message sent, a file created
+# beside the others): everything else that acts may overwrite or remove what was there.
+ADDITIVE_VERBS = frozenset({"send", "share", "create", "order"})
+
 ORIGINS = ("seed", "synt", "skill", "mcp")
 
 _NAME_RE = re.compile(r"^([a-z]+)_[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
@@ -278,6 +282,11 @@ class Manifest(_Strict):
     @property
     def verb_category(self) -> Literal["E", "F", "A"]:
         return VERB_CATEGORY[self.verb]
+
+    @property
+    def may_destroy(self) -> bool:
+        """Whether a call may overwrite or remove what was there (MCP's ``destructiveHint``)."""
+        return self.contract.side_effects and self.verb not in ADDITIVE_VERBS
 
     @property
     def origin(self) -> str:
