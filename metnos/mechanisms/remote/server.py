@@ -72,6 +72,8 @@ def _handler_class(server: CallServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             try:
                 peer = self.connection.getpeercert(binary_form=True)
+                if peer is None:  # only reachable if the context stopped requiring a certificate
+                    raise RemoteRefused("certificate-missing", "a call needs a client certificate; pair the device with `metnos pair`")
                 fingerprint = x509.load_der_x509_certificate(peer).fingerprint(hashes.SHA256()).hex()
                 length = int(self.headers.get("Content-Length", "0"))
                 call = json.loads(self.rfile.read(length))
