@@ -140,3 +140,18 @@ def test_offline_device_is_a_structured_error(instance, tmp_path):
         _call("https://127.0.0.1:9/call", server_dir)
     assert refused.value.kind == "offline"
     assert "metnos device serve" in str(refused.value)
+
+
+def test_silent_device_is_a_timeout(instance):
+    import socket
+
+    _, server_dir, _, _ = instance
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    try:
+        with pytest.raises(RemoteRefused) as refused:
+            _call(f"https://127.0.0.1:{silent.getsockname()[1]}/call", server_dir, timeout=0.5)
+        assert refused.value.kind == "timeout"
+    finally:
+        silent.close()
