@@ -1,0 +1,1 @@
+"""Remote executors' mechanisms: the instance CA and its certificates, and mutual TLS."""

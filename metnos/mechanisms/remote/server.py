@@ -1,0 +1,96 @@
+"""A mutual-TLS listener for calls: idempotent by id, refusing revoked certificates.
+
+The peer's certificate is checked by TLS against the instance CA; revocation is
+a list of fingerprints the device learns from the server, checked per call.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+
+from domain.remote import IdempotencyRecord, RemoteRefused, arguments_digest
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class CallServer:
+    """Serves POST /call: {"idempotency_id", "trace_id", "arguments"} -> the handler's outcome."""
+
+    def __init__(self, context: ssl.SSLContext, handler: Handler, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.handler = handler
+        self.records: dict[str, IdempotencyRecord] = {}
+        self.revoked: set[str] = set()
+        self.refusals: list[dict[str, str]] = []
+        self.runs = 0
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), _handler_class(self))
+        self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"https://{host}:{port}/call"
+
+    def start(self) -> CallServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def answer(self, peer_fingerprint: str, call: dict[str, Any]) -> dict[str, Any]:
+        if peer_fingerprint in self.revoked:
+            raise RemoteRefused("device-revoked", "this client certificate was revoked; pair the device again with `metnos pair`")
+        idempotency_id = call.get("idempotency_id")
+        trace_id = call.get("trace_id")
+        if not idempotency_id or not trace_id:
+            raise RemoteRefused("call-malformed", "a remote call needs an idempotency_id and a trace_id; the caller must send both")
+        arguments = call.get("arguments", {})
+        with self._lock:
+            record = self.records.get(idempotency_id)
+            if record is not None:
+                return record.replay_for(arguments)
+            outcome = self.handler(call)
+            self.runs += 1
+            self.records[idempotency_id] = IdempotencyRecord(idempotency_id, arguments_digest(arguments), outcome)
+            return outcome
+
+
+def _handler_class(server: CallServer) -> type[BaseHTTPRequestHandler]:
+    class _CallHandler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            try:
+                peer = self.connection.getpeercert(binary_form=True)
+                if peer is None:  # only reachable if the context stopped requiring a certificate
+                    raise RemoteRefused("certificate-missing", "a call needs a client certificate; pair the device with `metnos pair`")
+                fingerprint = x509.load_der_x509_certificate(peer).fingerprint(hashes.SHA256()).hex()
+                length = int(self.headers.get("Content-Length", "0"))
+                call = json.loads(self.rfile.read(length))
+                self._send(200, server.answer(fingerprint, call))
+            except RemoteRefused as refusal:
+                server.refusals.append(refusal.as_record())
+                self._send(409 if refusal.kind == "idempotency-conflict" else 403, refusal.as_record())
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: the audit is the record
+            pass
+
+    return _CallHandler
