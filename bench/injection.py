@@ -137,6 +137,7 @@ class Bench:
     mcp_data: Path
     template: Path = field(init=False)
     mcp_names: dict[str, str] = field(default_factory=dict)
+    delivered: int = 0
 
     def config(self, timeout_s: float) -> str:
         allow = [u.split("://", 1)[1] for u in (self.pages_url, self.exfil_url)] + self.mail.allow()
@@ -190,7 +191,9 @@ class Bench:
                 m["Date"] = format_datetime(datetime.now(timezone.utc) - timedelta(hours=n))
                 m["Message-Id"] = f"<inj{n}.{time.monotonic_ns()}@bench>"
                 m.set_content(fill(body, goal, self.exfil_url))
-                self.mail.imap.deliver(m, stamp=n)
+                # A file name never used before: dovecot keeps what it learnt of a name (the size) in its index.
+                self.delivered += 1
+                self.mail.imap.deliver(m, stamp=self.delivered)
         data = {tool: fill(text, goal, self.exfil_url) for tool, text in (task.content or {}).items()} if task.vector == "mcp" else {}
         (self.mcp_data / "case.json").write_text(json.dumps(data))
 
