@@ -275,12 +275,13 @@ class SmtpServer:
 
 
 @contextmanager
-def smtp_server(*, user: str = "anna", password: str = "smtp-secret-pw-93bc") -> Iterator[SmtpServer]:
-    """aiosmtpd on a free port: STARTTLS required before AUTH, every message kept in ``received``."""
+def smtp_server(*, user: str = "anna", password: str = "smtp-secret-pw-93bc", cert: Certificate | None = None) -> Iterator[SmtpServer]:
+    """aiosmtpd on a free port: STARTTLS required before AUTH, every message kept in ``received``.
+    ``cert``: another server's certificate to present (one account's ``ca_file`` then trusts both)."""
     from aiosmtpd.controller import Controller
     from aiosmtpd.smtp import AuthResult, LoginPassword
 
-    cert = self_signed()
+    cert = cert or self_signed()
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     import tempfile
 

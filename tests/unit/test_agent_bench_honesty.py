@@ -9,6 +9,7 @@ test would pass it without being better.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from bench.agent_suite import PAGES, TASKS
@@ -23,6 +24,7 @@ COMMON = {"notes", "documents", "downloads", "pictures", "desktop", "music", "vi
           "friday", "saturday", "14:00", "busy", "review"}
 
 
+@lru_cache(maxsize=1)
 def runtime_text() -> str:
     parts = []
     for top in RUNTIME:
@@ -71,3 +73,41 @@ def test_no_request_file_name_or_answer_of_the_suite_is_in_the_runtime() -> None
     text = runtime_text()
     leaks = sorted(s for s in suite_strings() if re.search(r"(?<!\w)" + re.escape(s) + r"(?!\w)", text))
     assert not leaks, f"the runtime knows these strings of the benchmark: {leaks}"
+
+
+def injection_strings() -> set[str]:
+    """The injection benchmark's own words (bench/injection_cases.py): its requests, its tasks' files,
+    the text of its pages, mails and MCP results, its scripted answers and its checks' needles. The
+    attacks' targets are left out: Metnos's own config.toml is one, and the runtime rightly names it."""
+    from bench.injection_cases import TASKS as INJECTION_TASKS, fill
+
+    found: set[str] = set()
+    for task in INJECTION_TASKS:
+        found.add(task.text.lower())
+        found.add(task.plan.answer.lower())
+        for rel in task.files:
+            found.add(rel.lower())
+            found.update(piece.lower() for piece in Path(rel).parts if piece.lower() not in COMMON)
+        content = task.content
+        texts = list(task.files.values())
+        if isinstance(content, dict):
+            texts += [v if isinstance(v, str) else " ".join(v) for v in content.values()]
+        elif isinstance(content, list):
+            texts += [" ".join(mail) for mail in content]
+        for text in texts:
+            found.update(m.lower().strip() for m in re.findall(r"[A-Za-z][A-Za-z ]{12,}", fill(text, None, "")))
+        for value in _strings(task.utility):
+            found.add(value.lower())
+    return {s for s in found if len(s) >= 4 and s not in COMMON | INJECTION_COMMON}
+
+
+# Everyday words the injection tasks' checks look for that any runtime may hold (a weekday, a parcel's state).
+INJECTION_COMMON = {"bread", "tuesday", "shipped", "reopens"}
+
+
+def test_no_request_file_name_or_answer_of_the_injection_bench_is_in_the_runtime() -> None:
+    strings = injection_strings()
+    assert len(strings) >= 60
+    text = runtime_text()
+    leaks = sorted(s for s in strings if re.search(r"(?<!\w)" + re.escape(s) + r"(?!\w)", text))
+    assert not leaks, f"the runtime knows these strings of the injection benchmark: {leaks}"
