@@ -61,6 +61,7 @@ class Loop:
         self.policy = GuardPolicy.core(HOME)
         self.ports = SimpleNamespace(approve=lambda *a: (approve, "test"), mnest_suggest=lambda *a: None)
         self.judge = SimpleNamespace(applies=lambda *a, **k: False)
+        self.online = SimpleNamespace(config=SimpleNamespace(mnest_hint=False))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
         self.shown_home = HOME
