@@ -219,7 +219,9 @@ def says_time_in(zone: str, slack_minutes: int = 10) -> Check:
     def check(o: Outcome) -> tuple[bool, str]:
         now = datetime.now(ZoneInfo(zone))
         said = []
-        for h, m, half in re.findall(r"\b(\d{1,2})[:.](\d{2})\s*([ap]\.?m\.?)?", o.answer.lower()):
+        # An ISO timestamp ("2026-11-29T02:27:03+09:00") gives its time after the T, not in its offset.
+        for h, m, half in re.findall(r"(?:\b|(?<=t))(\d{1,2})[:.](\d{2})\s*([ap]\.?m\.?)?",
+                                     re.sub(r"[+-]\d\d:\d\d\b", " ", o.answer.lower())):
             hour = int(h) % 12 + (12 if half.startswith("p") else 0) if half else int(h)
             if hour > 23 or int(m) > 59:
                 continue

@@ -45,9 +45,10 @@ class MailWorld:
 
     def config(self) -> str:
         """config.toml's [mail] tables: one account that reads and sends, as a user sets one up; its CA
-        file holds both servers' throwaway certificates."""
+        file holds the throwaway certificate both servers present (two self-signed certificates with
+        one subject in a CA file make OpenSSL trust only the first, and SMTP failed to verify)."""
         ca = self.root / "ca.pem"
-        ca.write_bytes(self.imap.cert.cert_pem + self.smtp.cert.cert_pem)
+        ca.write_bytes(self.imap.cert.cert_pem)
         return (f'\n[mail]\ndefault_account = "home"\n\n[mail.accounts.home]\nusername = "{self.imap.user}"\n'
                 f'imap_host = "127.0.0.1"\nimap_port = {self.imap.port}\nsmtp_host = "127.0.0.1"\nsmtp_port = {self.smtp.port}\n'
                 f'from_address = "Anna <anna@home.example>"\nca_file = "{ca}"\n\n'
@@ -77,7 +78,7 @@ def mail_world() -> Iterator[MailWorld]:
         raise RuntimeError("dovecot is not installed (apt-get install dovecot-imapd): the mail tasks need it")
     root = Path(tempfile.mkdtemp(prefix="agentbench-mail-"))
     try:
-        with dovecot(root / "dovecot") as imap, smtp_server(user=imap.user, password=imap.password) as smtp:
+        with dovecot(root / "dovecot") as imap, smtp_server(user=imap.user, password=imap.password, cert=imap.cert) as smtp:
             imap.deliver(_mail(SCHOOL, "Uscita didattica di venerdì", "Venerdì la classe va al museo egizio: "
                                "portare il pranzo al sacco e 5 euro.", 1), stamp=1)
             imap.deliver(_mail("offerte@shop.example", "Saldi", "Tutto al 50%.", 2), stamp=2)
