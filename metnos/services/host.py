@@ -82,8 +82,8 @@ class DaemonHost(RuntimeHost):
                  write_wait_s: float = 600.0) -> None:
         super().__init__(runtime, env=env)
         # On a log other daemons write too, a question asked here can be answered through any of them.
-        shared = runtime.log if is_shared(runtime.log) else None
-        self.approvals = ApprovalBroker(timeout_s=approval_timeout_s, shared_log=shared, clock=runtime.clock)
+        shared = runtime.log if runtime is not None and is_shared(runtime.log) else None
+        self.approvals = ApprovalBroker(timeout_s=approval_timeout_s, shared_log=shared, clock=runtime.clock if shared else None)
         # A question waits as long as an approval does.
         self.dialogs = DialogBroker(timeout_s=approval_timeout_s)
         self._write_wait_s = write_wait_s

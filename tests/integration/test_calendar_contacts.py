@@ -221,7 +221,7 @@ def test_an_event_that_gives_orders_is_returned_as_data(home: Path, server: Radi
     configure(server)
     notes = home / "notes.txt"
     notes.write_text("keep me")
-    script = [call("read_events", {"calendar": "home", "start": "2030-05-03", "end": "2030-05-03"})]
+    script = [call("read_events", {"calendar": "home", "start": "2030-05-03", "end": "2030-05-03"}), text("The standup, at 06:00.")]
     code, out, body = ask(capsys, monkeypatch, script, "what do I have on the 3rd?", "--yes")
     assert code == 0, out
     tool = [m for m in body["messages"] if m["role"] == "tool"]

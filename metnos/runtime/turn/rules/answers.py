@@ -174,8 +174,8 @@ def says_nothing_found(answer: Answer) -> bool:
     in ~/notes were found.")."""
     state, loop = answer.state, answer.loop
     good = state.successes()
-    if (not good or state.problem is not None or state.exact is not None or actions_offered(loop.catalogue, answer.pool)
-            or asks_for_a_figure(answer.request.text)):
+    if (not good or state.acted or state.problem is not None or state.exact is not None
+            or actions_offered(loop.catalogue, answer.pool) or asks_for_a_figure(answer.request.text)):
         return False
     if _CLAIMS.search(answer.text):
         # A figure or a file name it gives is the grounding check's to verify, with what did not match.
