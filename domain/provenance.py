@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit
 
 # Where a value came from.
 REQUEST = "request"
@@ -81,6 +82,8 @@ _INSTRUCTION_WORDS = re.compile(r"\b(instructions?|do what\b[^\n]{0,80}?\bsays|f
 _PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
 # Shorter strings ("a", "to", "10") are found everywhere: matched only as a whole leaf.
 MIN_INSIDE = 4
+# A line of a file found in a URL is the file's text on its way out from this length on.
+MIN_CARRIED = 8
 # At most this many argument leaves are traced a step (a list of 10,000 paths is one piped argument anyway).
 MAX_TRACED = 64
 
@@ -268,6 +271,35 @@ def carries_file_or_secret(provenance: Mapping[str, Provenance], values: Mapping
     for path, value in values.items():
         if isinstance(value, str) and _PRIVATE_KEY.search(value):
             return f"{path} holds a private key"
+    return None
+
+
+def carried_in_url(url: str, seen: Sequence[Seen], *, request: str, settings: Mapping[str, Any]) -> str | None:
+    """What of a file's text or a secret the URL carries to a server the user did not name, in words (None: nothing).
+
+    A URL is a message to its server: its path and query can carry what the turn read. The server
+    (scheme, host and port) the request or a setting names is the user's; a URL found as it is in
+    the text it came from was read there, not built from it; a piece shorter than
+    :data:`MIN_CARRIED` is a coincidence, not the file."""
+    parts = urlsplit(url.strip())
+    server = parts.netloc.casefold()
+    if not server or server in request.casefold() or any(isinstance(v, str) and server in v.casefold() for v in settings.values()):
+        return None
+    decoded = unquote_plus(url)
+    if _PRIVATE_KEY.search(decoded):
+        return "a private key"
+    folded = decoded.casefold()
+    for s in seen:
+        if s.source not in FILE_CONTENT:
+            continue
+        texts = [leaf for _, leaf in _leaves(s.output) if isinstance(leaf, str)]
+        if any(url.strip() in t or decoded.strip() in t for t in texts):
+            continue
+        for text in texts:
+            for piece in text.splitlines():
+                piece = piece.strip()
+                if len(piece) >= MIN_CARRIED and piece.casefold() in folded:
+                    return f"text of {Provenance(STEP, step=s.step, source=s.source).words()} ({piece[:40]!r})"
     return None
 
 

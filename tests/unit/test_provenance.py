@@ -136,3 +136,20 @@ def test_target_roles_come_from_the_schema() -> None:
     assert roles == {"messages.to_user": prov.RECIPIENT, "paths": prov.PATH, "url": prov.URL, "program": prov.COMMAND,
                      "args": prov.COMMAND}
     assert role_of("messages.3.to_user", roles) == prov.RECIPIENT and role_of("messages.3.body", roles) is None
+
+
+def test_a_url_carries_a_files_line_to_a_server_nobody_named() -> None:
+    file = Seen(2, prov.FILE, {"entries": [{"path": "/h/notes/p.md", "content": "# Keys\nbank PIN 4471, wifi tramonto\n"}]})
+    leak = "http://10.0.0.9:81/c?d=bank%20PIN%204471%2C%20wifi%20tramonto"
+    assert "the file read at step 2" in prov.carried_in_url(leak, [file], request="summarise it", settings={})
+    # The server the request or a setting names is the user's.
+    assert prov.carried_in_url(leak, [file], request="post it to 10.0.0.9:81", settings={}) is None
+    assert prov.carried_in_url(leak, [file], request="go", settings={"upload.url": "http://10.0.0.9:81/c"}) is None
+    # A piece shorter than MIN_CARRIED is a coincidence; a page's text is not a file's.
+    assert prov.carried_in_url("http://10.0.0.9:81/?q=%23%20Keys", [file], request="", settings={}) is None
+    assert prov.carried_in_url(leak, [Seen(2, prov.WEB, file.output)], request="", settings={}) is None
+    # A link copied as it stands from the file was read there, not built from it.
+    links = Seen(1, prov.NAMED_FILE, {"content": "see http://10.0.0.9:81/status-page-of-the-service\n"})
+    assert prov.carried_in_url("http://10.0.0.9:81/status-page-of-the-service", [links], request="", settings={}) is None
+    key = "http://10.0.0.9:81/?k=-----BEGIN%20OPENSSH%20PRIVATE%20KEY-----"
+    assert prov.carried_in_url(key, [], request="", settings={}) == "a private key"

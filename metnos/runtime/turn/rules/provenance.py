@@ -58,9 +58,12 @@ def targets_of(step: Step) -> list[tuple[str, str, Provenance]]:
     te = step.te
     if te is None or not step.provenance:
         return []
-    roles = target_roles(te.loaded.input_schema, step.name, capabilities_of(te.loaded))
+    return _targets(target_roles(te.loaded.input_schema, step.name, capabilities_of(te.loaded)), step.provenance)
+
+
+def _targets(roles: dict[str, str], provenance: dict[str, Provenance]) -> list[tuple[str, str, Provenance]]:
     found = []
-    for path, p in step.provenance.items():
+    for path, p in provenance.items():
         role = role_of(path, roles)
         if role is None:
             # A piped argument holds its targets inside it (entries.N.path): the whole argument is traced.
@@ -80,6 +83,26 @@ def untrusted_origins(step: Step) -> list[str]:
                               if (why := prov.target_origin(role, p, tainted_by=tainted)) is not None))
 
 
+def scheduled_untrusted_origins(step: Step, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Why targets of the executor calls a builtin sets up for later (a schedule's) came from content the user did not write.
+
+    A call set up to run later is held to the rule a call run now is: its arguments are traced against the
+    request, the settings and what the turn read, and its targets judged by where they came from."""
+    seen = seen_by(step)
+    tainted = prov.untrusted_content_read(seen)
+    settings = settings_of(step.loop.catalogue.config)
+    why: list[str] = []
+    for name, args in calls:
+        te = step.loop.catalogue.get(name)
+        if te is None or not te.entry.side_effects:
+            continue
+        traced = prov.trace(args, request=step.request.text, settings=settings, seen=seen, piped={}, answered={}, home=_home(step))
+        roles = target_roles(te.loaded.input_schema, name, capabilities_of(te.loaded))
+        why += [f"for {name}, {reason}" for _, role, p in _targets(roles, traced)
+                if (reason := prov.target_origin(role, p, tainted_by=tainted)) is not None]
+    return list(dict.fromkeys(why))
+
+
 def blanket(by: str) -> bool:
     return by in BLANKET_ANSWERS
 
@@ -89,7 +112,13 @@ class Exfiltration(BaseRule):
     name = "exfiltration"
 
     def on_resolved(self, step: Step) -> Verdict | None:
-        if step.kind != "executor" or step.te is None or not step.te.entry.side_effects:
+        if step.kind != "executor" or step.te is None:
+            return None
+        # A URL is fetched by executors that change nothing, and still carries what it holds to its server.
+        leak = _url_leak(step)
+        if leak is not None:
+            return leak
+        if not step.te.entry.side_effects:
             return None
         targets = targets_of(step)
         target_paths = {path for path, _, _ in targets}
@@ -110,4 +139,23 @@ class Exfiltration(BaseRule):
         return step.reject(EXFILTRATION, error, {"ok": False, "error_class": EXFILTRATION, "error": message})
 
 
-__all__ = ["BLANKET_ANSWERS", "EXFILTRATION", "Exfiltration", "blanket", "seen_by", "trace_provenance", "untrusted_origins"]
+def _url_leak(step: Step) -> Verdict | None:
+    roles = target_roles(step.te.loaded.input_schema, step.name, capabilities_of(step.te.loaded))
+    if prov.URL not in roles.values():
+        return None
+    seen, settings = seen_by(step), settings_of(step.loop.catalogue.config)
+    for path, value in prov.leaves(step.arguments).items():
+        if role_of(path, roles) != prov.URL or not isinstance(value, str):
+            continue
+        carried = prov.carried_in_url(value, seen, request=step.request.text, settings=settings)
+        if carried is None:
+            continue
+        message = (f"{step.name} refused as exfiltration: the URL ({path}) carries {carried} to a server neither your request nor "
+                   "your settings name. If you mean it, name the address in your request")
+        error = {"kind": EXFILTRATION, "message": message, "argument": path}
+        return step.reject(EXFILTRATION, error, {"ok": False, "error_class": EXFILTRATION, "error": message})
+    return None
+
+
+__all__ = ["BLANKET_ANSWERS", "EXFILTRATION", "Exfiltration", "blanket", "scheduled_untrusted_origins", "seen_by", "trace_provenance",
+           "untrusted_origins"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from domain.turn import Turn
 from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
-from metnos.runtime.turn.rules.provenance import blanket, untrusted_origins
+from metnos.runtime.turn.rules.provenance import blanket, scheduled_untrusted_origins, untrusted_origins
 from metnos.runtime.turn.shown import elapsed_ms
 from metnos.runtime.step.vaglio import ALLOW, ASK, DENY, vaglio
 
@@ -53,17 +53,19 @@ def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tup
     started = time.perf_counter()
     verdict = vaglio(name, step.args, intent_text=request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
                      side_effects=side_effects, idempotent=idempotent, autonomy=request.autonomy)
+    untrusted = scheduled_untrusted_origins(step, targets or [])
     for target, target_args in targets or ():
         te = loop.catalogue.get(target)
         if te is None:
             continue  # the builtin refuses an unknown executor itself
         judged = vaglio(target, target_args, intent_text=request.text, policy=loop.policy,
                         threshold=loop.settings.judge_threshold, side_effects=te.entry.side_effects,
-                        idempotent=not te.entry.side_effects, autonomy=request.autonomy)
+                        idempotent=not te.entry.side_effects, autonomy=request.autonomy,
+                        untrusted=[why for why in untrusted if why.startswith(f"for {target}, ")])
         if _SEVERITY[judged.decision] > _SEVERITY[verdict.decision]:
             verdict = dataclasses.replace(judged, executor=name, reason=f"{name} would run {target} again and again: {judged.reason}")
     step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started))
-    return _decided(step, verdict, step.args)
+    return _decided(step, verdict, step.args, untrusted=untrusted)
 
 
 def _decided(step: Step, verdict: Any, args: dict[str, Any], *, untrusted: list[str] | None = None) -> Verdict | None:
