@@ -121,6 +121,8 @@ def test_a_count_found_in_no_result_is_unverified(home: Path, capsys, monkeypatc
     for name in ("a.txt", "b.txt"):
         (home / "docs" / name).write_text("x")
     wrong = "There are 7 files in ~/docs, among them c.txt."
+    # The model's own listing is the turn's one read: no data it asked for twice stands in for its answer.
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
     with ScriptedLLM([call("find_files", {"base_path": "~/docs"}), text(wrong), text(wrong)], dialect="openai") as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
@@ -128,6 +130,20 @@ def test_a_count_found_in_no_result_is_unverified(home: Path, capsys, monkeypatc
         assert (code, out["status"]) == (5, "unverified"), out
         assert set(out["failure"]["unmatched"]) == {"7", "c.txt"}
         assert "'7'" in out["failure"]["message"] and "'c.txt'" in out["failure"]["message"]
+
+
+def test_a_wrong_listing_after_a_repeated_read_is_replaced_by_the_listing(home: Path, capsys, monkeypatch) -> None:
+    (home / "docs").mkdir()
+    for name in ("a.txt", "b.txt"):
+        (home / "docs" / name).write_text("x")
+    wrong = "There are 7 files in ~/docs, among them c.txt."
+    # The opening read lists the folder; the model lists it again, then answers what the listing does not say.
+    with ScriptedLLM([call("find_files", {"base_path": "~/docs"}), text(wrong), text(wrong)], dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, "list the files in ~/docs")
+        assert (code, out["status"]) == (0, "answered"), out
+        assert "a.txt" in out["answer"] and "b.txt" in out["answer"] and "c.txt" not in out["answer"] and "7" not in out["answer"]
 
 
 def test_an_answer_from_the_results_is_answered_first_time(home: Path, capsys, monkeypatch) -> None:
@@ -143,8 +159,9 @@ def test_an_answer_from_the_results_is_answered_first_time(home: Path, capsys, m
         assert len(llm.requests) == 2
 
 
-def test_an_answer_that_denies_the_file_the_turn_read_is_never_answered(home: Path, capsys, monkeypatch) -> None:
-    """Told its read was already done, the 1.5B answered that the file it read does not exist."""
+def test_an_answer_that_denies_the_file_the_turn_read_is_replaced_by_its_data(home: Path, capsys, monkeypatch) -> None:
+    """Told its read was already done, the 1.5B answered that the file it read does not exist:
+    the denial is never answered; the data it asked for twice is the answer."""
     (home / "notes.md").write_text("buy milk\ncall Anna\n")
     denial = "The file notes.md does not exist."
     reread = call("read_files", {"paths": ["~/notes.md"]})
@@ -152,10 +169,25 @@ def test_an_answer_that_denies_the_file_the_turn_read_is_never_answered(home: Pa
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
         code, out = ask(capsys, "read ~/notes.md and tell me what it says")
-        assert (code, out["status"]) == (5, "unverified"), out
+        assert (code, out["status"]) == (0, "answered"), out
+        assert "buy milk" in out["answer"] and "call Anna" in out["answer"] and "not exist" not in out["answer"]
     events = topics(capsys, out["turn_id"])
     ungrounded = [e["state"] for e in events if e["topic"].endswith("AnswerUngrounded")]
-    assert ungrounded and all(u["denied"] == ["notes.md"] for u in ungrounded)
-    assert not any(e["topic"].endswith("TurnAnswered") for e in events)
+    assert len(ungrounded) == 2 and all(u["denied"] == ["notes.md"] for u in ungrounded)
+    assert [e["state"]["reason"] for e in events if e["topic"].endswith("AnswerComposed")] == ["duplicate_read_repeated"]
     capsys.readouterr()
     assert main(["replay", "--all"]) == 0
+
+
+def test_a_denial_where_the_data_is_no_answer_stays_unverified(home: Path, capsys, monkeypatch) -> None:
+    """A count is asked for: the file's text handed back would read as answered, so the turn says it could not."""
+    (home / "notes.md").write_text("buy milk\ncall Anna\n")
+    denial = "The file notes.md does not exist."
+    reread = call("read_files", {"paths": ["~/notes.md"]})
+    with ScriptedLLM([reread, reread, text(denial), text(denial)], dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, "read ~/notes.md and tell me how many lines it has")
+        assert out["status"] != "answered", out
+    events = topics(capsys, out["turn_id"])
+    assert not any(e["topic"].endswith("TurnAnswered") for e in events)

@@ -202,6 +202,8 @@ def test_a_real_unverified_turn_prints_the_same_lines(home: Path, capsys: pytest
     (home / "docs").mkdir()
     for name in ("a.txt", "b.txt"):
         (home / "docs" / name).write_text("x")
+    # The model's listing is the turn's one read: no data it asked for twice stands in for its answer.
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
     with ScriptedLLM([call("find_files", {"base_path": "~/docs"}), text(ANSWER), text(ANSWER)]) as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")

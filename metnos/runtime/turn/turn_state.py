@@ -123,6 +123,8 @@ class TurnState:
     exact: Any = None
     # Metnos proposed the step that works an exact ask out itself (once a turn).
     worked_out_by_runtime: bool = False
+    # The answer was made from the data the model asked for twice, after its own did not hold up.
+    answered_from_data: bool = False
     # The tier the proposer asks now, and the failure it last climbed for.
     tier: str = "wise"
     climbed_for: Any = None

@@ -9,7 +9,9 @@ from metnos.mechanisms.llm.messages import AssistantMessage, ToolCall, UserMessa
 from metnos.runtime.turn.composing import listing, textual, worked_out
 from metnos.runtime.turn.grounding import StepData, check_answer, repair_prompt, sort_key, superlative_order, working_out_call
 from metnos.runtime.turn.offering import acts
+from metnos.runtime.turn.rules.answers import answer_from_data
 from metnos.runtime.turn.rules.base import Answer, AnswerInstead, BaseRule, SendBack, Step, Unfounded, Verdict
+from metnos.runtime.turn.turn_state import AnswerFromData, EndTurn
 
 
 class Grounded(BaseRule):
@@ -47,6 +49,14 @@ class Grounded(BaseRule):
             worked = work_out(answer)
             if worked is not None:
                 return AnswerInstead(worked)
+        if state.answer_from and not grounding.exactness and not state.answered_from_data:
+            # It asked twice for data the turn holds, then said what that data does not (the 1.5B read a
+            # file, then answered that it did not exist): the answer is the data, where data answers.
+            state.answered_from_data = True
+            try:
+                return AnswerInstead(answer_from_data(loop, answer.turn, state, answer.request, answer.pool, AnswerFromData(state.answer_from)))
+            except EndTurn:
+                return Unfounded(grounding)
         return Unfounded(grounding)
 
 
