@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from metnos.mechanisms.store import environment as environments
 from metnos.mechanisms.store.errors import CorruptRecord
+from metnos.mechanisms.store import event_scan
 from metnos.mechanisms.store.event_scan import scan_events
 from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
 from metnos.mechanisms.store.mapper import _with_stamp
@@ -80,6 +81,21 @@ def test_a_long_run_of_plain_states_is_read_whole_and_in_order(tmp_path: Path) -
         noted = [state for _, cls, state in got if cls is Ledger.Noted and state["text"] == "plain"]
         assert [state["extra"] for state in noted] == [{"n": n} for n in range(300)]
         assert all(type(state["timestamp"]) is datetime and state["originator_id"] == UUID(int=1) for state in noted)
+    finally:
+        environments.release(shared)
+
+
+def test_a_short_last_batch_is_read_by_the_one_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch that runs off the end of the log (its cursor left without a key) is not taken
+    for one with a gap: the layered path's reader is never asked."""
+    shared = environments.acquire(tmp_path, sync=False)
+    try:
+        recorder = LMDBApplicationRecorder(shared, "events")
+        write_log(recorder, [{"n": n} for n in range(10)])
+        expected = layered(recorder, None, 1)
+        assert len(expected) % 7 != 0
+        monkeypatch.setattr(event_scan, "scan_rows", lambda *args, **kwargs: pytest.fail("the layered path read a batch"))
+        assert scanned(recorder, None, 1, 7) == expected
     finally:
         environments.release(shared)
 

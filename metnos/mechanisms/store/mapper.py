@@ -58,6 +58,7 @@ class FastMapper(Mapper):
         if self._own_codecs:
             self.decode_rows = self._fast_rows_decoder()  # type: ignore[method-assign]
             self.decode_records = self._fast_records_decoder()  # type: ignore[method-assign]
+            self.to_stored_event = self._fast_encoder()  # type: ignore[method-assign]
 
     def _fast_rows_decoder(self) -> Any:
         """``decode_rows`` with everything it touches bound once: the hot loop of scans."""
@@ -149,6 +150,52 @@ class FastMapper(Mapper):
             return records
 
         return decode_records
+
+    def _fast_encoder(self) -> Any:
+        """``to_stored_event`` with everything it touches bound once, for the common event (a
+        ``datetime`` timestamp, class version 1, a state within orjson's integers): the hot loop
+        of a save. Any other event goes the general way; both write the same bytes."""
+        topics = self._topics
+        general = FastMapper.to_stored_event.__get__(self)
+        wrap = self.transcoder.wrap
+        dumps = orjson.dumps
+        encode_error = orjson.JSONEncodeError
+        compressor = self.compressor
+        compress = compressor.compress if compressor is not None else None
+        threshold = compressor.threshold if compressor is not None else 0
+        raw_mark = bytes([RAW_MARK])
+        new = object.__new__
+        set_dict = object.__setattr__
+
+        def to_stored_event(domain_event: Any) -> StoredEvent:
+            cls = type(domain_event)
+            found = topics.get(cls)
+            if found is None:
+                found = topics[cls] = (get_topic(cls), getattr(cls, "class_version", 1))
+            if found[1] > 1:
+                return general(domain_event)
+            state = domain_event.__dict__.copy()
+            originator_id = state.pop("originator_id")
+            originator_version = state.pop("originator_version")
+            timestamp = state.pop("timestamp", None)
+            if type(timestamp) is not datetime:
+                return general(domain_event)
+            # The same dict when nothing needed a tag, else a new one: either way ours to add to.
+            wrapped = wrap(state)
+            wrapped[_TS] = timestamp
+            try:
+                data = dumps(wrapped)
+            except encode_error:
+                return general(domain_event)  # an integer beyond 64 bits, said as text there
+            if wrapped is not state:
+                data = TAGGED + data
+            if compress is not None:
+                data = raw_mark + data if len(data) < threshold else compress(data)
+            stored = new(StoredEvent)
+            set_dict(stored, "__dict__", {"originator_id": originator_id, "originator_version": originator_version, "topic": found[0], "state": data})
+            return stored
+
+        return to_stored_event
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         cls = type(domain_event)

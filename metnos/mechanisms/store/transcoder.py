@@ -76,8 +76,9 @@ class OrjsonTranscoder(JSONTranscoder):
         if t is dict:
             changed = None
             for k, v in o.items():
-                if type(v) in _NATIVE:
-                    continue
+                tv = type(v)
+                if tv in _NATIVE or (tv is list and _all_native(map(type, v))):
+                    continue  # the common values, a list of plain values among them, without a call
                 w = self._wrap(v)
                 if w is not v:
                     if changed is None:
