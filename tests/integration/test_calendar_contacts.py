@@ -295,6 +295,20 @@ def test_an_event_found_by_its_words_is_moved_to_a_day_said_in_words(home: Path,
     assert f"DTSTART:{_at(_upcoming(5), 13).astimezone(timezone.utc):%Y%m%dT%H%M%SZ}" in created, created
 
 
+def test_a_move_keeps_the_events_title_when_the_model_restates_the_request(home: Path, week_server: Radicale, capsys, monkeypatch) -> None:
+    """The 1.5B moved the appointment and set its title to the request restated: the title stays."""
+    configure(week_server)
+    script = [call("set_events", {"events": [{"find": "dentist", "when": "friday 10:00", "summary": "Move dentist appointment"}]})]
+    code, out, _ = ask(capsys, monkeypatch, script, "Move my dentist appointment to Friday at 10.", "--yes")
+    assert code == 0, out
+    moved = week_server.event("dentist")
+    assert "SUMMARY:Dentist appointment" in moved and "Move dentist" not in moved, moved
+    start = _at(_upcoming(4), 10).astimezone(timezone.utc)
+    assert f"DTSTART:{start:%Y%m%dT%H%M%SZ}" in moved, moved
+    [resolved] = [json.loads(line)["state"] for line in log_text(capsys).splitlines() if '"StepResolved"' in line or "StepResolved" in json.loads(line)["topic"]]
+    assert resolved["completed"]["kept_name"] == ["events.0.summary"] and "summary" not in resolved["args"]["events"][0], resolved
+
+
 def test_two_events_that_match_are_refused_until_the_day_says_which(home: Path, week_server: Radicale, capsys) -> None:
     configure(week_server)
     code, out, _ = run(capsys, "delete_events", {"find": "team meeting"})

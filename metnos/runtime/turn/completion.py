@@ -22,7 +22,12 @@ in the step's record (``completed``):
   online, wrote every optional argument of move_files and sent
   ``dest_dir: ""`` beside the ``moves`` it meant. A blank means the default;
   this applies only when leaving the blanks out makes the call valid, and
-  the step's record names them (``completed["dropped"]``).
+  the step's record names them (``completed["dropped"]``);
+* a new name for a record that exists (a field the schema marks ``"x-renames": true``, such
+  as set_events' ``summary``, in an item that names its record by ``uid`` or ``find``) is
+  taken only in the request's own words: the 1.5B moved an appointment and set its title to
+  the request restated ("Move <the appointment>"). Any other value is left out, so the
+  record keeps its name, and the step's record says so (``completed["kept_name"]``).
 
 Pure: the same request and entries give the same completion, so a replay
 recomputes it.
@@ -123,3 +128,56 @@ def without_blank_optionals(args: Mapping[str, Any], schema: Mapping[str, Any],
     refused = {str(p.get("path", "")).split(".", 1)[0] for p in problems}
     dropped = sorted(k for k, v in args.items() if k in refused and k not in required and _blank(v))
     return {k: v for k, v in args.items() if k not in dropped}, dropped
+
+
+RENAMES_KEY = "x-renames"
+# What names the existing record an item changes.
+_FINDERS = ("uid", "find")
+_LOOSE = re.compile(r"[\W_]+")
+
+
+def _said(value: str, request_text: str) -> bool:
+    """``value`` is in the request, word for word (case, quotes and punctuation aside)."""
+    words = _LOOSE.sub(" ", value.casefold()).strip()
+    return bool(words) and f" {words} " in f" {_LOOSE.sub(' ', request_text.casefold()).strip()} "
+
+
+def keep_names(args: Mapping[str, Any], schema: Any, request_text: str) -> tuple[dict[str, Any], list[str]]:
+    """``args`` without a new name for an existing record that the request does not say (module docstring),
+    and the dotted paths of the names left out."""
+    root = schema if isinstance(schema, Mapping) else {}
+    kept: list[str] = []
+
+    def resolved(node: Any) -> Any:
+        for _ in range(16):
+            ref = node.get("$ref") if isinstance(node, Mapping) else None
+            if not (isinstance(ref, str) and ref.startswith("#/")):
+                break
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part) if isinstance(target, Mapping) else None
+            node = target
+        return node
+
+    def walk(value: Any, node: Any, path: str) -> Any:
+        node = resolved(node)
+        if not isinstance(node, Mapping):
+            return value
+        if isinstance(value, list) and isinstance(node.get("items"), Mapping):
+            return [walk(v, node["items"], f"{path}.{i}") for i, v in enumerate(value)]
+        props = node.get("properties")
+        if not isinstance(value, Mapping) or not isinstance(props, Mapping):
+            return value
+        names_a_record = any(value.get(k) for k in _FINDERS)
+        out = {}
+        for key, item in value.items():
+            sub = resolved(props.get(key))
+            at = f"{path}.{key}" if path else key
+            if (names_a_record and isinstance(sub, Mapping) and sub.get(RENAMES_KEY) is True and isinstance(item, str)
+                    and not _said(item, request_text)):
+                kept.append(at)
+                continue
+            out[key] = walk(item, sub, at)
+        return out
+
+    return walk(dict(args), schema, ""), kept

@@ -16,7 +16,7 @@ from metnos.mechanisms.llm.messages import ToolCall
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
 from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
-from metnos.runtime.turn.completion import complete_arguments, complete_paths, without_blank_optionals
+from metnos.runtime.turn.completion import complete_arguments, complete_paths, keep_names, without_blank_optionals
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
@@ -278,6 +278,9 @@ class ArgumentSchema(BaseRule):
                                                        resolution.args.get("entries"), text)
         completed_args, paths_completed = complete_paths(completed_args, path_arguments(completed_args, te.loaded.input_schema), text)
         completed.update(paths_completed)
+        completed_args, kept = keep_names(completed_args, te.loaded.input_schema, text)
+        if kept:
+            completed["kept_name"] = kept
         if completed:
             resolution = dataclasses.replace(resolution, args=completed_args)
         problems = validate_args(te.loaded.input_schema, resolution.args)
