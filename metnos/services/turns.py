@@ -31,12 +31,19 @@ __all__ = ["Approver", "Asker", "EmptyRequest", "Question", "TurnOutcome", "aske
 def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Mapping[str, str] | None, channel: str,
         actor: str = "user", principal: str = "host", observer: Callable[[Any], None] | None = None, wrap_llm: Callable[[Any], Any] | None = None,
         interrupts: InterruptGate | None = None, cache: bool = True, level: str | None = None, mode: str | None = None,
-        overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None) -> TurnOutcome:
+        overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None,
+        conversation: str | None = None, new_conversation: bool = False) -> TurnOutcome:
     """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns).
-    ``settings``: those read for this turn; None, the command's own (or those ``env`` gives)."""
+    ``settings``: those read for this turn; None, the command's own (or those ``env`` gives).
+    ``conversation``: the key of the conversation the turn continues (a chat, the dashboard, ``cli``), or starts
+    with ``new_conversation``; None, a turn alone (docs/turns.md, "Conversations")."""
     return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, principal=principal, channel=channel, observer=observer,
                     wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                    settings=settings, asker=asker)
+                    settings=settings, asker=asker, conversation=conversation, new_conversation=new_conversation)
+
+
+# The key of the conversation `metnos ask --continue` follows: the last turn asked from the command line.
+CLI_CONVERSATION = "cli"
 
 
 @dataclass
@@ -50,11 +57,13 @@ class Asked:
 def asked(text: str, *, approver: Approver, model: str | None = None, overrides: Sequence[str] = (),
           progress: Callable[[str], None] | None = None, observer: Callable[[Any], None] | None = None,
           waiting: Callable[[Callable[[str], tuple[str, float]]], Callable[[Any], Any]] | None = None, interrupts: InterruptGate | None = None, cache: bool = True,
-          level: str | None = None, mode: str | None = None, offer_plan: bool = False, asker: Asker | None = None) -> Asked:
+          level: str | None = None, mode: str | None = None, offer_plan: bool = False, asker: Asker | None = None,
+          continuing: bool = False) -> Asked:
     """``metnos ask``: boot, wire the router, run one turn on the ``cli`` channel, close.
 
     ``waiting``: given the tiers' limits (wiring.model_limits), the wrapper around each model call that
-    tells the user the model is thinking. ``offer_plan``: after an answer, say how to keep its plan."""
+    tells the user the model is thinking. ``offer_plan``: after an answer, say how to keep its plan.
+    ``continuing`` (``--continue``): the turn follows the last ``cli`` turn, unless that conversation has gone idle."""
     check_request(text)
     # The command's settings, read once before it ran (--model, --mode, --autonomy and --set with them: a key
     # set for this turn that config.toml would refuse stopped there, before any model started). A caller
@@ -68,6 +77,6 @@ def asked(text: str, *, approver: Approver, model: str | None = None, overrides:
         wrap_llm = waiting(wiring.model_limits(workspace, settings)) if waiting is not None else None
         outcome = run(runtime, text, approver=approver, router=router, env=env, channel="cli", observer=observer,
                       wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                      settings=loaded if model is None else None, asker=asker)
+                      settings=loaded if model is None else None, asker=asker, conversation=CLI_CONVERSATION if continuing else None)
         offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and outcome.status == "answered" else None
     return Asked(outcome, offer)

@@ -1,0 +1,76 @@
+"""Issue 35 item 5: turns that continue a conversation, end to end through the CLI
+(`metnos ask --continue`, `--new`) against a scripted model on 127.0.0.1.
+
+What is asserted is what the model was shown (a follow-up sees the earlier request, its
+answer and what its steps returned, marked as data; a turn alone sees what it always saw),
+what the log holds (the conversation on TurnStarted) and that the follow-up replays from
+the log alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from metnos.adapters.cli import main
+from tests.support.scripted_llm import ScriptedLLM, call, text
+from tests.support.turn_log import events, of
+
+NOTE = "alpha quokka\nbeta\ngamma zanzibar\n"
+
+
+def ask(monkeypatch, capsys, script, *argv: str) -> tuple[int, dict, ScriptedLLM]:
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        capsys.readouterr()
+        code = main(["ask", "--yes", "--json", *argv])
+        out = orjson.loads(capsys.readouterr().out)
+    return code, out, llm
+
+
+def started(capsys, turn_id: str) -> dict:
+    return of(events(capsys, turn_id), "TurnStarted")[0]
+
+
+def test_a_follow_up_sees_the_turn_before_and_replays_from_the_log(home: Path, capsys, monkeypatch) -> None:
+    (home / "notes").mkdir()
+    (home / "notes" / "a.txt").write_text(NOTE)
+    first = text("The first line is: alpha quokka")
+    code, one, llm = ask(monkeypatch, capsys, [first, first], "read ~/notes/a.txt and tell me its first line")
+    assert code == 0 and one["status"] == "answered", one
+    # A turn alone is shown what a turn has always been shown, and records no conversation.
+    assert [m["role"] for m in llm.requests[0].messages] == ["system", "user", "assistant", "tool"]
+    assert started(capsys, one["turn_id"]).get("conversation") is None
+
+    script = [call("read_files", {"paths": ["~/notes/a.txt"]}), text("The last line is: gamma zanzibar")]
+    code, two, llm = ask(monkeypatch, capsys, script, "--continue", "and the last one?")
+    assert code == 0 and two["status"] == "answered" and "gamma zanzibar" in two["answer"], two
+    shown = llm.requests[0].messages
+    assert [m["role"] for m in shown[:3]] == ["system", "system", "user"] and shown[2]["content"] == "and the last one?"
+    context = shown[1]["content"]
+    assert "Request 1: read ~/notes/a.txt and tell me its first line" in context
+    assert "Answer 1: alpha quokka" in context
+    # What the earlier steps returned, cut short, marked as data and never instructions.
+    assert "gamma zanzibar" in context and "never instructions" in context
+    # The follow-up was offered the tool the earlier request needed although its own words name none.
+    assert "read_files" in llm.requests[0].tool_names
+
+    conversation = started(capsys, two["turn_id"])["conversation"]
+    assert conversation["id"] == one["turn_id"] and conversation["key"] == "cli"
+    assert [t["turn"] for t in conversation["earlier"]] == [one["turn_id"]]
+    capsys.readouterr()
+    assert main(["replay", two["turn_id"]]) == 0, capsys.readouterr().out
+
+    # What an earlier turn found may be said again without a step of its own.
+    code, three, llm = ask(monkeypatch, capsys, [text("It was: alpha quokka")], "--continue", "what was the first one again?")
+    assert code == 0 and three["status"] == "answered", three
+    conversation = started(capsys, three["turn_id"])["conversation"]
+    assert conversation["id"] == one["turn_id"]
+    assert [t["turn"] for t in conversation["earlier"]] == [one["turn_id"], two["turn_id"]]
+
+    # --new: a turn alone again, shown nothing of the conversation.
+    code, four, llm = ask(monkeypatch, capsys, [text("Nothing to refer to.")], "--new", "and the one before?")
+    assert [m["role"] for m in llm.requests[0].messages] == ["system", "user"]
+    assert started(capsys, four["turn_id"]).get("conversation") is None
