@@ -26,7 +26,9 @@ from metnos.runtime.turn.shown import shown_content
 # How much of an earlier turn the model is shown: its request and answer, and what its last steps returned.
 REQUEST_CHARS = 400
 ANSWER_CHARS = 400
-OBSERVATION_CHARS = 300
+OBSERVATION_CHARS = 400
+# Each text in a result is cut first, so that a long file's content leaves room for its path.
+LEAF_CHARS = 200
 OBSERVATIONS_A_TURN = 3
 # What grounding calls an earlier turn's data when an answer is checked against it.
 EARLIER_DATA = "earlier_turn"
@@ -45,7 +47,7 @@ def turn_summary(events: Sequence[Any], home: str) -> dict[str, Any]:
     (or why it did not answer), and what its last good steps returned, each cut to its bound."""
     start = events[0]
     executors = {e.step: e.executor for e in events if isinstance(e, Turn.StepProposed)}
-    observed = [{"step": e.step, "executor": executors.get(e.step, ""), "data": clip(shown_content(e.observation, home), OBSERVATION_CHARS)}
+    observed = [{"step": e.step, "executor": executors.get(e.step, ""), "data": clip(shown_content(_clipped(e.observation), home), OBSERVATION_CHARS)}
                 for e in events if isinstance(e, Turn.ObservationRecorded) and e.ok]
     outcome, answer = "open", ""
     for e in events:
@@ -59,6 +61,16 @@ def turn_summary(events: Sequence[Any], home: str) -> dict[str, Any]:
             outcome = f"{outcome}+undone"
     return {"turn": str(start.originator_id), "request": clip(start.text, REQUEST_CHARS), "outcome": outcome,
             "answer": clip(answer, ANSWER_CHARS), "observations": observed[-OBSERVATIONS_A_TURN:]}
+
+
+def _clipped(value: Any) -> Any:
+    if isinstance(value, str):
+        return clip(value, LEAF_CHARS)
+    if isinstance(value, dict):
+        return {k: _clipped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clipped(v) for v in value]
+    return value
 
 
 def starting(key: str) -> dict[str, Any]:
