@@ -10,12 +10,23 @@ the log alone.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
 
 from metnos.adapters.cli import main
+from metnos.adapters.channels.telegram import TelegramChannel
+from metnos.runtime.booted import Runtime
+from metnos.services.host import RuntimeHost
+from metnos.settings.config_file import load_telegram_settings
+from metnos.settings.workspace import Workspace
+from tests.support.fake_telegram import FakeBotAPI
 from tests.support.scripted_llm import ScriptedLLM, call, text
 from tests.support.turn_log import events, of
+
+# What is tested is the turn's context, the same in every layout: one keeps the suite short.
+pytestmark = pytest.mark.parametrize("layout", ["xdg"])
 
 NOTE = "alpha quokka\nbeta\ngamma zanzibar\n"
 
@@ -74,3 +85,61 @@ def test_a_follow_up_sees_the_turn_before_and_replays_from_the_log(home: Path, c
     code, four, llm = ask(monkeypatch, capsys, [text("Nothing to refer to.")], "--new", "and the one before?")
     assert [m["role"] for m in llm.requests[0].messages] == ["system", "user"]
     assert started(capsys, four["turn_id"]).get("conversation") is None
+
+
+TOKEN = "123456:TEST-not-a-real-token"
+TOKEN_ENV = "METNOS_TEST_TELEGRAM_TOKEN"
+CHAT = 4242
+
+
+def started_in(runtime: Runtime) -> list[Any]:
+    runtime.refresh()
+    return [e for _, e in runtime.log.domain_events() if type(e).__name__ == "TurnStarted"]
+
+
+@pytest.mark.bwrap
+def test_a_telegram_chat_is_a_conversation_until_new(home: Path, monkeypatch) -> None:
+    """"send that to lucia" sends what the chat's previous turn answered; /new starts over."""
+    (home / "notes").mkdir()
+    (home / "notes" / "a.txt").write_text(NOTE)
+    first = text("The first line is: alpha quokka")
+    send = call("send_messages", {"messages": [{"to_user": "lucia", "body": "alpha quokka"}]})
+    script = [first, first, send, text("I sent lucia: alpha quokka."), text("Hello.")]
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    with FakeBotAPI(TOKEN) as bot, ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        workspace = Workspace.from_env()
+        workspace.config_file.write_text(
+            f'[telegram]\ntoken_env = "{TOKEN_ENV}"\nallowed_chats = [{CHAT}]\nbase_url = "{bot.url}"\n'
+            f"poll_timeout_s = 1\n\n[telegram.chat_ids]\nlucia = {CHAT}\n")
+        runtime = Runtime.boot(workspace)
+        channel = TelegramChannel(RuntimeHost(runtime), load_telegram_settings(workspace.config_file))
+        channel.start()
+        try:
+            bot.user_says(CHAT, "read ~/notes/a.txt and tell me its first line")
+            bot.wait_for("sendMessage", lambda p: "alpha quokka" in p["text"])
+            bot.user_says(CHAT, "send that to lucia")
+            question = bot.wait_for("sendMessage", lambda p: "reply_markup" in p)
+            approve = question.params["reply_markup"]["inline_keyboard"][0][0]
+            bot.press(question.result, approve["callback_data"])
+            bot.wait_for("sendMessage", lambda p: "I sent lucia" in p["text"])
+            bot.user_says(CHAT, "/new")
+            bot.wait_for("sendMessage", lambda p: "new conversation" in p["text"])
+            bot.user_says(CHAT, "hi")
+            bot.wait_for("sendMessage", lambda p: p["text"] == "Hello.")
+        finally:
+            channel.stop()
+        # The follow-up was shown the turn before; the turn after /new, nothing.
+        assert "Answer 1: alpha quokka" in llm.requests[2].messages[1]["content"]
+        assert [m["role"] for m in llm.requests[4].messages] == ["system", "user"]
+    one, two, three = started_in(runtime)
+    key = f"telegram:{CHAT}"
+    assert one.conversation == {"id": str(one.originator_id), "key": key, "earlier": []}
+    assert two.conversation["id"] == str(one.originator_id) and two.conversation["key"] == key
+    assert [t["turn"] for t in two.conversation["earlier"]] == [str(one.originator_id)]
+    assert three.conversation == {"id": str(three.originator_id), "key": key, "earlier": []}
+    # What the previous answer said went to the recipient the request named, after the press.
+    [sent] = [orjson.loads(p.read_bytes()) for p in sorted(workspace.outbox_dir.glob("*.json"))]
+    assert "alpha quokka" in orjson.dumps(sent).decode()
+    runtime.close()
