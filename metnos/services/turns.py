@@ -22,7 +22,8 @@ from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.turn.ports import Approver, Asker
 from metnos.runtime.turn.session import EmptyRequest, TurnOutcome, check_request, run_turn
 from metnos.services import wiring
-from metnos.settings.loader import Loaded, for_environment, in_force
+from metnos.services.undo_that import asks_to_undo, undo_that
+from metnos.settings.loader import Loaded, for_environment, for_workspace, in_force
 
 # Re-exported for the adapters: the port they implement, the outcome they format.
 __all__ = ["Approver", "Asker", "EmptyRequest", "Question", "TurnOutcome", "asked", "check_request", "run"]
@@ -36,7 +37,12 @@ def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Ma
     """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns).
     ``settings``: those read for this turn; None, the command's own (or those ``env`` gives).
     ``conversation``: the key of the conversation the turn continues (a chat, the dashboard, ``cli``), or starts
-    with ``new_conversation``; None, a turn alone (docs/turns.md, "Conversations")."""
+    with ``new_conversation``; None, a turn alone (docs/turns.md, "Conversations"). "Undo that" in a
+    conversation undoes its turn before, with the approver's yes (metnos/services/undo_that.py)."""
+    if conversation is not None and not new_conversation and asks_to_undo(text):
+        loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
+        return undo_that(runtime, key=conversation, channel=channel, approver=approver, principal=principal,
+                         idle_minutes=loaded.settings.conversation.idle_minutes)
     return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, principal=principal, channel=channel, observer=observer,
                     wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
                     settings=settings, asker=asker, conversation=conversation, new_conversation=new_conversation)

@@ -143,3 +143,33 @@ def test_a_telegram_chat_is_a_conversation_until_new(home: Path, monkeypatch) ->
     [sent] = [orjson.loads(p.read_bytes()) for p in sorted(workspace.outbox_dir.glob("*.json"))]
     assert "alpha quokka" in orjson.dumps(sent).decode()
     runtime.close()
+
+
+def test_undo_that_puts_back_the_turn_before_once_approved(home: Path, capsys, monkeypatch) -> None:
+    (home / "notes").mkdir()
+    note = home / "notes" / "b.txt"
+    note.write_text("old\n")
+    write = call("write_files", {"files": [{"path": "~/notes/b.txt", "content": "new\n", "mode": "overwrite"}]})
+    code, one, _ = ask(monkeypatch, capsys, [write, text("Done: ~/notes/b.txt now says new.")], "replace the text of ~/notes/b.txt with new")
+    assert code == 0 and note.read_text() == "new\n", one
+    # Declined, nothing is put back; the model is never asked: "that" is the conversation's turn before.
+    with ScriptedLLM([], dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        capsys.readouterr()
+        declined = main(["ask", "--no", "--json", "--continue", "undo that"])
+        refused = orjson.loads(capsys.readouterr().out)
+        assert declined == 3 and refused["status"] == "refused" and refused["turn_id"] == one["turn_id"], refused
+        assert note.read_text() == "new\n"
+        capsys.readouterr()
+        assert main(["ask", "--yes", "--json", "--continue", "undo that"]) == 0
+        undone = orjson.loads(capsys.readouterr().out)
+        assert llm.requests == []
+    assert undone["status"] == "answered" and "~/notes/b.txt" in undone["answer"], undone
+    assert note.read_text() == "old\n"
+    assert of(events(capsys, one["turn_id"]), "TurnUndone")
+    # Alone, "undo that" has no turn before to refer to: a turn like any other, the model asked.
+    with ScriptedLLM([text("Which change do you mean?")], dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        capsys.readouterr()
+        main(["ask", "--json", "undo that"])
+        assert len(llm.requests) == 1

@@ -85,3 +85,12 @@ def test_what_an_earlier_turn_returned_is_untrusted_for_a_target() -> None:
 def test_a_conversation_goes_idle_after_its_minutes() -> None:
     assert not conv.idle(AT, AT + timedelta(minutes=30), 30)
     assert conv.idle(AT, AT + timedelta(minutes=30, seconds=1), 30)
+
+
+def test_only_a_request_that_is_the_undo_alone_undoes_the_turn_before() -> None:
+    from metnos.services.undo_that import asks_to_undo
+
+    for said in ("undo that", "Undo it.", "please undo", "revert what you just did", "annullalo", "Annulla quello!"):
+        assert asks_to_undo(said), said
+    for said in ("undo the changes to ~/notes/a.txt from yesterday", "how do I undo a git commit?", "send that to Marco"):
+        assert not asks_to_undo(said), said
