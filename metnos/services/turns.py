@@ -84,5 +84,6 @@ def asked(text: str, *, approver: Approver, model: str | None = None, overrides:
         outcome = run(runtime, text, approver=approver, router=router, env=env, channel="cli", observer=observer,
                       wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
                       settings=loaded if model is None else None, asker=asker, conversation=CLI_CONVERSATION if continuing else None)
-        offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and outcome.status == "answered" else None
+        # A follow-up's words are not a plan's (and "undo that" answers for the turn it undid): nothing to keep.
+        offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and not continuing and outcome.status == "answered" else None
     return Asked(outcome, offer)

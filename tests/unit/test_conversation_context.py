@@ -94,3 +94,58 @@ def test_only_a_request_that_is_the_undo_alone_undoes_the_turn_before() -> None:
         assert asks_to_undo(said), said
     for said in ("undo the changes to ~/notes/a.txt from yesterday", "how do I undo a git commit?", "send that to Marco"):
         assert not asks_to_undo(said), said
+
+
+class ReadModels:
+    """What ``continued`` reads of a booted runtime: the turns' read model, each turn's events, the clock
+    (a runtime's own parts, here without a log on disk: the integration tests run the real one)."""
+
+    def __init__(self, turns: list[tuple[str, list]], now: datetime) -> None:
+        self.turns = self
+        self.log = self
+        self.events = self
+        self._events = {str(events[0].originator_id): events for _, events in turns}
+        self._state = {"order": list(self._events),
+                       "turns": {t: {"channel": ch, "status": "answered" if len(ev) > 1 else "open"} for (ch, ev), t in zip(turns, self._events)}}
+        self.clock = lambda: now
+
+    def catch_up(self, log: object) -> dict:
+        return self._state
+
+    def get(self, turn_id: UUID) -> list:
+        return self._events[str(turn_id)]
+
+
+def chat_turn(n: int, key: str | None, *, channel: str = "telegram", at: datetime = AT, ended: bool = True) -> tuple[str, list]:
+    turn = Turn.start(id=UUID(int=n), at=at, text=f"request {n}", actor="u", channel=channel, mode="local", settings={},
+                      runtime_version="t", conversation=None if key is None else {"id": str(UUID(int=n)), "key": key, "earlier": []})
+    if ended:
+        turn.record(Turn.TurnAnswered, at=at, text=f"answer {n}", steps=0)
+    return channel, list(turn.pending_events)
+
+
+def test_the_turn_before_is_the_last_one_under_the_same_key_while_it_is_fresh() -> None:
+    turns = [chat_turn(1, "telegram:7"), chat_turn(2, "telegram:8"), chat_turn(3, None, channel="cli")]
+    later = AT + timedelta(minutes=10)
+    found = conv.continued(ReadModels(turns, later), "telegram:7", channel="telegram", idle_minutes=30, keep=3)
+    assert found["id"] == str(UUID(int=1)) and [t["request"] for t in found["earlier"]] == ["request 1"]
+    # The command line's key follows its last turn, alone or not.
+    assert conv.continued(ReadModels(turns, later), "cli", channel="cli", idle_minutes=30, keep=3)["earlier"][0]["request"] == "request 3"
+    # Another chat's turn is never "the turn before"; a pause past idle_minutes, or a turn still running, starts anew.
+    assert conv.continued(ReadModels(turns, later), "telegram:9", channel="telegram", idle_minutes=30, keep=3) == conv.starting("telegram:9")
+    assert conv.continued(ReadModels(turns, AT + timedelta(minutes=31)), "telegram:7", channel="telegram", idle_minutes=30,
+                          keep=3) == conv.starting("telegram:7")
+    running = [chat_turn(1, "telegram:7", ended=False)]
+    assert conv.continued(ReadModels(running, later), "telegram:7", channel="telegram", idle_minutes=30, keep=3)["earlier"] == []
+
+
+def test_the_settings_are_strict() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from metnos.settings.conversation import ConversationSettings
+
+    assert ConversationSettings().idle_minutes == 30
+    for wrong in ({"idle_minutes": True}, {"idle_minutes": "30"}, {"idle_minutes": 0}, {"turns": 1.5}, {"turns": 21}):
+        with pytest.raises(ValidationError):
+            ConversationSettings.model_validate(wrong)
