@@ -30,8 +30,9 @@ def shortlist(loop: Any, turn: Turn, request: TurnRequest) -> list[str]:
     record = loop.ports.mnest_boost(ranking, context)
     if record is not None:
         ranking = apply_boost(ranking, record)
-    # What the request names brings its source; side effects it does not ask for are withheld.
-    ranking = complete_shortlist(ranking, loop.catalogue.index, words, _intent_tools(loop, turn, request),
+    # What the request names brings its source; side effects it does not ask for are withheld: its own
+    # words say which it asks for, not those of the turns it follows (a write before is not asked again).
+    ranking = complete_shortlist(ranking, loop.catalogue.index, request.text, _intent_tools(loop, turn, request),
                                  offer=loop.settings.offer, pool_size=loop.settings.pool_size)
     loop.record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=elapsed_ms(started))
     # The turn's opening is committed before the model is asked: a turn killed after this is in

@@ -27,8 +27,9 @@ class Grounded(BaseRule):
     def on_conclusion(self, answer: Answer) -> Verdict | None:
         state, loop = answer.state, answer.loop
         steps = [StepData(state.executor_of(n), worked_out(state.executor_of(n)), state.observations[n]) for n in state.successes()]
-        # What an earlier turn of the conversation found may be said again ("the first line was ...").
-        earlier = [StepData(EARLIER_DATA, False, d) for d in earlier_data(answer.request.conversation)]
+        # What an earlier turn of the conversation found may be said again ("the first line was ..."), by a
+        # turn that took no step of its own: one that looked again answers from what it found now.
+        earlier = [] if steps else [StepData(EARLIER_DATA, False, d) for d in earlier_data(answer.request.conversation)]
         # A scheduled request's "first line" is worked out by the schedule at each run, not by this turn.
         grounding = check_answer(answer.text, request=answer.request.text, steps=[*earlier, *steps], home=loop.shown_home, exact=not state.scheduled)
         if grounding.holds:
