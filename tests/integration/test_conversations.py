@@ -70,6 +70,9 @@ def test_a_follow_up_sees_the_turn_before_and_replays_from_the_log(home: Path, c
 
     conversation = started(capsys, two["turn_id"])["conversation"]
     assert conversation["id"] == one["turn_id"] and conversation["key"] == "cli"
+    capsys.readouterr()
+    assert main(["turns", "show", two["turn_id"]]) == 0
+    assert f"conversation {one['turn_id'][:8]}, shown 1 earlier turn(s)" in capsys.readouterr().out
     assert [t["turn"] for t in conversation["earlier"]] == [one["turn_id"]]
     capsys.readouterr()
     assert main(["replay", two["turn_id"]]) == 0, capsys.readouterr().out
