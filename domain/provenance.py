@@ -44,17 +44,19 @@ NAMED_FOLDER = "named_folder"  # a listing of a folder the request named
 FOLDER = "folder"          # a listing of another folder
 ANSWER = "answer"          # the user's answer to a question of the turn
 LOCAL = "local"            # worked out on the machine from nothing read (the clock, a computation)
+EARLIER = "earlier_turn"   # what an earlier turn of the conversation returned or answered (shown again, never obeyed)
 
 # Content someone other than the user wrote: it may inform, never choose a target.
-UNTRUSTED = frozenset({WEB, MAIL, MCP, CALENDAR, FILE, NAMED_FILE})
+UNTRUSTED = frozenset({WEB, MAIL, MCP, CALENDAR, FILE, NAMED_FILE, EARLIER})
 # Content that makes a target the model wrote itself suspect (it may be that content paraphrased). A file
 # the request named is data the user chose to have worked on: what it says is still untrusted, matched
 # as such, but the model's own words after reading it are not.
 TAINTING = UNTRUSTED - {NAMED_FILE}
 # Outputs that carry a file's text: sent where the request did not say, that is exfiltration.
-FILE_CONTENT = frozenset({FILE, NAMED_FILE, INSTRUCTIONS})
+# What an earlier turn read may have been a file: it counts as one.
+FILE_CONTENT = frozenset({FILE, NAMED_FILE, INSTRUCTIONS, EARLIER})
 # Less trusted first: a value several outputs hold is taken from the first of these.
-_DISTRUST = (WEB, MAIL, MCP, CALENDAR, FILE, NAMED_FILE, FOLDER, CONTACTS, NAMED_FOLDER, INSTRUCTIONS, ANSWER, LOCAL)
+_DISTRUST = (EARLIER, WEB, MAIL, MCP, CALENDAR, FILE, NAMED_FILE, FOLDER, CONTACTS, NAMED_FOLDER, INSTRUCTIONS, ANSWER, LOCAL)
 
 # The role of a target argument of a side effect.
 RECIPIENT = "recipient"
@@ -74,7 +76,7 @@ _SOURCE_WORDS = {
     CALENDAR: "the calendar read at step {n}", FILE: "the file read at step {n}", NAMED_FILE: "the file read at step {n}",
     INSTRUCTIONS: "the instructions read at step {n}", NAMED_FOLDER: "the folder listed at step {n}",
     FOLDER: "the folder listed at step {n}", CONTACTS: "the contacts read at step {n}", ANSWER: "your answer at step {n}",
-    LOCAL: "step {n}",
+    LOCAL: "step {n}", EARLIER: "an earlier turn of this conversation",
 }
 # Words with which a request names a file as instructions to follow, not data to read.
 _INSTRUCTION_WORDS = re.compile(r"\b(instructions?|do what\b[^\n]{0,80}?\bsays|follow (it|them|the steps|what)|as (it|the file) says)\b",

@@ -49,7 +49,7 @@ LATE_FIELDS = {
 # Fields added to an event after turns were recorded without them: a recorded event that
 # lacks one is read with its default, so an old turn replays as it ran.
 DEFAULTED_FIELDS = {
-    "TurnStarted": {"principal": "host"},
+    "TurnStarted": {"principal": "host", "conversation": None},
 }
 
 
@@ -88,6 +88,9 @@ class Turn(MetnosAggregate):
         home: str | None = None
         # Who the turn works for (seeds/002 ch. 11.2.4): "host" or "guest_<id>"; turns recorded before actors were the host's.
         principal: str = "host"
+        # The conversation the turn belongs to and what the model was shown of its earlier turns
+        # (metnos/runtime/turn/conversation.py): {"id", "key", "earlier": [...]}; None: a turn alone (all before conversations).
+        conversation: dict | None = None
 
     class CatalogueResolved(DomainEvent):
         digest: str
@@ -426,9 +429,9 @@ class Turn(MetnosAggregate):
 
     @classmethod
     def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, autonomy: str = "supervised",
-              runtime: dict | None = None, home: str | None = None, principal: str = "host") -> Turn:  # noqa: A002
+              runtime: dict | None = None, home: str | None = None, principal: str = "host", conversation: dict | None = None) -> Turn:  # noqa: A002
         return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings,
-                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime, home=home, principal=principal)
+                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime, home=home, principal=principal, conversation=conversation)
 
     def record(self, event_class: type, *, at: Any, **fields: Any) -> None:
         """Append one of this aggregate's events; the loop decides which and when."""

@@ -96,7 +96,9 @@ class PlansFold(Fold):
 
 @reads("text")
 def _started(state: dict[str, Any], record: Record, position: int) -> None:
-    state["open"][record["originator_id"]] = {"text": record["text"], "steps": {}, "skipped": [], "clean": True, "consulted": None,
+    # A follow-up ("and the last one?") means what it means after its conversation: no plan is learnt from its words alone.
+    follows = bool((record.get("conversation") or {}).get("earlier"))
+    state["open"][record["originator_id"]] = {"text": record["text"], "steps": {}, "skipped": [], "clean": not follows, "consulted": None,
                                               "followed": None, "acted": False}
 
 

@@ -35,7 +35,7 @@ class TurnIndexFold(Fold):
         }
 
     @staticmethod
-    @reads("text", "actor", "channel")
+    @reads("text", "actor", "channel", "conversation")
     def _started(state: dict[str, Any], record: Record, position: int) -> None:
         key = record["originator_id"]
         state["turns"][key] = {
@@ -43,6 +43,10 @@ class TurnIndexFold(Fold):
             "channel": record["channel"], "status": "open", "result": None, "steps": 0, "executors": [],
             "undone": False, "position": position,
         }
+        # Only a turn of a conversation says which (a turn alone, and every turn before conversations, folds as it did).
+        conversation = (record.get("conversation") or {}).get("id")
+        if conversation:
+            state["turns"][key]["conversation"] = conversation
         state["order"].append(key)
 
     @staticmethod

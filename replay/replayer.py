@@ -198,7 +198,7 @@ class Replayer:
         note = ""
         try:
             loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode, autonomy=start.autonomy,
-                                 principal=start.principal,
+                                 principal=start.principal, conversation=start.conversation,
                                  runtime=start.runtime, home=start.home if start.home is not None else ""))
         except ReplayExhausted as e:
             note = str(e)

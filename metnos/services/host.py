@@ -60,7 +60,8 @@ class RuntimeHost:
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
-            principal: str = "host", interrupts: InterruptGate | None = None) -> Any:
+            principal: str = "host", interrupts: InterruptGate | None = None, conversation: str | None = None,
+            new_conversation: bool = False) -> Any:
         with self.writing() as rt:
             if self._router is None:
                 # One router for every turn: a warm model stays warm between messages.
@@ -69,7 +70,8 @@ class RuntimeHost:
             # edit takes effect without a restart, as it always has (docs/channels.md).
             settings = load(self._given_env, config_file=rt.workspace.config_file)
             return turns.run(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
-                             observer=observer, settings=settings, asker=asker, principal=principal, interrupts=interrupts)
+                             observer=observer, settings=settings, asker=asker, principal=principal, interrupts=interrupts,
+                             conversation=conversation, new_conversation=new_conversation)
 
     def close(self) -> None:
         if self._router is not None:
@@ -121,19 +123,22 @@ class DaemonHost(RuntimeHost):
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
-            principal: str = "host", interrupts: InterruptGate | None = None, wait_s: float | None = None) -> Any:
+            principal: str = "host", interrupts: InterruptGate | None = None, wait_s: float | None = None,
+            conversation: str | None = None, new_conversation: bool = False) -> Any:
         """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer.
-        ``wait_s``: how long to wait for a turn already running before answering busy (default: the host's wait)."""
+        ``wait_s``: how long to wait for a turn already running before answering busy (default: the host's wait).
+        ``conversation``: the key of the conversation the turn continues (``new_conversation``: starts); None, a turn alone."""
         turns.check_request(text)
+        talk = {"conversation": conversation, "new_conversation": new_conversation}
         if wait_s is None:
             return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
-                               principal=principal, interrupts=interrupts)
+                               principal=principal, interrupts=interrupts, **talk)
         if not self._write.acquire(timeout=wait_s):
             raise DaemonBusy("a turn is already running (or waits for an answer at /api/approvals or /api/dialogs); "
                              "try again when it has ended")
         try:
             # The lock is re-entrant: the turn's own writing() below takes it at once.
             return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
-                               principal=principal, interrupts=interrupts)
+                               principal=principal, interrupts=interrupts, **talk)
         finally:
             self._write.release()

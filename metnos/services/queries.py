@@ -63,6 +63,14 @@ def turn_rows(turns_state: dict[str, Any], limit: int = 0) -> list[dict[str, Any
     return [turns_state["turns"][t] for t in order]
 
 
+def conversation_turns(turns_state: dict[str, Any], conversation_id: str) -> list[dict[str, Any]]:
+    """The turns of one conversation, oldest first: the turn that started it (its id is the conversation's) and those that followed."""
+    rows = [t for t in turn_rows(turns_state) if t["id"] == conversation_id or t.get("conversation") == conversation_id]
+    if not rows:
+        raise TurnNotFound(f"no conversation {conversation_id!r}; the timeline names each turn's")
+    return rows
+
+
 def turn_events(runtime: Any, turn_id: str) -> list[dict[str, Any]]:
     """One turn's events, in order, as position, type, timestamp and fields."""
     return [{"position": e.originator_version, "type": type(e).__name__, "timestamp": e.timestamp.isoformat(), "state": event_state(e)}

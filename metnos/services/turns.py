@@ -22,7 +22,8 @@ from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.turn.ports import Approver, Asker
 from metnos.runtime.turn.session import EmptyRequest, TurnOutcome, check_request, run_turn
 from metnos.services import wiring
-from metnos.settings.loader import Loaded, for_environment, in_force
+from metnos.services.undo_that import asks_to_undo, undo_that
+from metnos.settings.loader import Loaded, for_environment, for_workspace, in_force
 
 # Re-exported for the adapters: the port they implement, the outcome they format.
 __all__ = ["Approver", "Asker", "EmptyRequest", "Question", "TurnOutcome", "asked", "check_request", "run"]
@@ -31,12 +32,24 @@ __all__ = ["Approver", "Asker", "EmptyRequest", "Question", "TurnOutcome", "aske
 def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Mapping[str, str] | None, channel: str,
         actor: str = "user", principal: str = "host", observer: Callable[[Any], None] | None = None, wrap_llm: Callable[[Any], Any] | None = None,
         interrupts: InterruptGate | None = None, cache: bool = True, level: str | None = None, mode: str | None = None,
-        overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None) -> TurnOutcome:
+        overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None,
+        conversation: str | None = None, new_conversation: bool = False) -> TurnOutcome:
     """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns).
-    ``settings``: those read for this turn; None, the command's own (or those ``env`` gives)."""
+    ``settings``: those read for this turn; None, the command's own (or those ``env`` gives).
+    ``conversation``: the key of the conversation the turn continues (a chat, the dashboard, ``cli``), or starts
+    with ``new_conversation``; None, a turn alone (docs/turns.md, "Conversations"). "Undo that" in a
+    conversation undoes its turn before, with the approver's yes (metnos/services/undo_that.py)."""
+    if conversation is not None and not new_conversation and asks_to_undo(text):
+        loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
+        return undo_that(runtime, key=conversation, channel=channel, approver=approver, principal=principal,
+                         idle_minutes=loaded.settings.conversation.idle_minutes)
     return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, principal=principal, channel=channel, observer=observer,
                     wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                    settings=settings, asker=asker)
+                    settings=settings, asker=asker, conversation=conversation, new_conversation=new_conversation)
+
+
+# The key of the conversation `metnos ask --continue` follows: the last turn asked from the command line.
+CLI_CONVERSATION = "cli"
 
 
 @dataclass
@@ -50,11 +63,13 @@ class Asked:
 def asked(text: str, *, approver: Approver, model: str | None = None, overrides: Sequence[str] = (),
           progress: Callable[[str], None] | None = None, observer: Callable[[Any], None] | None = None,
           waiting: Callable[[Callable[[str], tuple[str, float]]], Callable[[Any], Any]] | None = None, interrupts: InterruptGate | None = None, cache: bool = True,
-          level: str | None = None, mode: str | None = None, offer_plan: bool = False, asker: Asker | None = None) -> Asked:
+          level: str | None = None, mode: str | None = None, offer_plan: bool = False, asker: Asker | None = None,
+          continuing: bool = False) -> Asked:
     """``metnos ask``: boot, wire the router, run one turn on the ``cli`` channel, close.
 
     ``waiting``: given the tiers' limits (wiring.model_limits), the wrapper around each model call that
-    tells the user the model is thinking. ``offer_plan``: after an answer, say how to keep its plan."""
+    tells the user the model is thinking. ``offer_plan``: after an answer, say how to keep its plan.
+    ``continuing`` (``--continue``): the turn follows the last ``cli`` turn, unless that conversation has gone idle."""
     check_request(text)
     # The command's settings, read once before it ran (--model, --mode, --autonomy and --set with them: a key
     # set for this turn that config.toml would refuse stopped there, before any model started). A caller
@@ -68,6 +83,7 @@ def asked(text: str, *, approver: Approver, model: str | None = None, overrides:
         wrap_llm = waiting(wiring.model_limits(workspace, settings)) if waiting is not None else None
         outcome = run(runtime, text, approver=approver, router=router, env=env, channel="cli", observer=observer,
                       wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                      settings=loaded if model is None else None, asker=asker)
-        offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and outcome.status == "answered" else None
+                      settings=loaded if model is None else None, asker=asker, conversation=CLI_CONVERSATION if continuing else None)
+        # A follow-up's words are not a plan's (and "undo that" answers for the turn it undid): nothing to keep.
+        offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and not continuing and outcome.status == "answered" else None
     return Asked(outcome, offer)

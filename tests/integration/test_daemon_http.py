@@ -245,3 +245,25 @@ def test_stopping_the_daemon_refuses_a_waiting_approval_and_the_turn_is_recorded
     assert turn["status"] == "refused" and not target.exists()
     [answered] = [e["state"] for e in shown["events"] if e["type"] == "ApprovalAnswered"]
     assert answered == {"step": 1, "approved": False, "by": "http:daemon-stopping"}
+
+
+def test_the_dashboard_asks_as_one_conversation_and_shows_it(daemon: RunningDaemon, daemon_llm: ScriptedLLM) -> None:
+    """Issue 35 item 5: a named conversation over /api/ask, and its page on the dashboard."""
+    with daemon.client() as client:
+        for wrong in ({"conversation": 5}, {"conversation": "a b"}, {"conversation": "dashboard", "new_conversation": "yes"},
+                      {"new_conversation": True}):
+            reply = client.post("/api/ask", json={"text": "what time is it?", **wrong})
+            assert reply.status_code == 400 and "conversation" in reply.json()["error"]["message"], (wrong, reply.text)
+        daemon_llm.add(call("get_now", {}), text("It is now the time the clock gave."), text("The clock gave it at the step before."))
+        first = client.post("/api/ask", json={"text": "what time is it?", "conversation": "dashboard", "new_conversation": True}).json()
+        second = client.post("/api/ask", json={"text": "where did that come from?", "conversation": "dashboard"}).json()
+        assert first["status"] == "answered" and second["status"] == "answered", (first, second)
+        shown = daemon_llm.requests[-1].messages
+        assert shown[1]["role"] == "system" and "Request 1: what time is it?" in shown[1]["content"]
+        rows = {t["id"]: t for t in client.get("/api/turns").json()}
+        # A conversation goes by its first turn's id.
+        assert rows[first["turn_id"]]["conversation"] == rows[second["turn_id"]]["conversation"] == first["turn_id"]
+        page = client.get(f"/conversations/{first['turn_id']}", headers={"Accept": "text/html"})
+        assert page.status_code == 200 and "what time is it?" in page.text and "where did that come from?" in page.text
+        timeline = client.get("/", headers={"Accept": "text/html"}).text
+        assert f'href="/conversations/{first["turn_id"]}"' in timeline and 'id="new-conversation"' in timeline

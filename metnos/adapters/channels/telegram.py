@@ -26,6 +26,8 @@ tests put a fake Bot API server on 127.0.0.1 in front of it).
   (``reply_to_message_id``), in Telegram HTML with the answer's own text
   escaped (metnos/adapters/channels/telegram_format.py); should the Bot API
   refuse the markup, the same answer goes again as plain text.
+* A chat is a conversation: each turn sees the chat's earlier turns (docs/turns.md,
+  "Conversations"); ``/new`` starts a new one with the chat's next message.
 
 Turns run one at a time on a worker thread; the bot's event loop runs on a
 thread of its own, so a turn waiting for an approval never stops the bot from
@@ -120,6 +122,8 @@ class TelegramChannel:
         self._pending_lock = threading.Lock()
         # allowed_chats and the chats the log paired; a pairing while the bot runs adds to it.
         self._allowed: set[int] = set(settings.allowed_chats)
+        # Chats that asked for a new conversation (/new) and have not asked anything since.
+        self._fresh: set[int] = set()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metnos-telegram-turn")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -223,6 +227,11 @@ class TelegramChannel:
         if chat.id not in self._allowed:
             self._worker.submit(self._pair_or_ignore, chat.id, sender, message.text)
             return
+        if message.text.strip() == "/new":
+            # The chat's next message starts a conversation of its own (docs/turns.md, "Conversations").
+            self._fresh.add(chat.id)
+            await message.reply_text("A new conversation starts with your next message.")
+            return
         if message.text.strip() == "/start":
             # No request to read a language from yet: the one the user's Telegram is set to, if the catalogue has it.
             code = (getattr(update.effective_user, "language_code", None) or "").split("-")[0]
@@ -270,8 +279,12 @@ class TelegramChannel:
             # Who the turn works for: the chat's pairing (the first chat the host, the others guests).
             principal = self.host.pair(CHANNEL, str(chat_id))
             # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
+            # A chat is one conversation, a pause of [conversation] idle_minutes or /new the start of the next.
+            fresh = chat_id in self._fresh
+            self._fresh.discard(chat_id)
             outcome = self.host.ask(text, approver=self._approver(chat_id, language), channel=CHANNEL, actor=f"telegram:{sender}",
-                                    asker=self._asker(chat_id, language), principal=principal)
+                                    asker=self._asker(chat_id, language), principal=principal,
+                                    conversation=f"{CHANNEL}:{chat_id}", new_conversation=fresh)
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
             reply = reply_text(outcome, language)
         except MetnosError as e:

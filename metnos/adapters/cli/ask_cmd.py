@@ -31,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "at any autonomy level (recorded as by flag:--yes), but one whose target came from content the turn read")
     answer.add_argument("--no", action="store_true", help="decline every action that asks for approval")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("--continue", action="store_true", dest="continuing",
+                      help="follow the last turn asked here: the model sees the conversation's earlier requests, answers and "
+                           "(cut short) results, so \"and the last one?\" has something to refer to (a new conversation after "
+                           "[conversation] idle_minutes)")
+    talk.add_argument("--new", action="store_true", help="a turn alone, that a later --continue follows (the default)")
     p.add_argument("--no-cache", action="store_true", help="ask the model even when an approved plan or a learnt template fits")
     p.add_argument("--mode", choices=("local", "online", "hybrid"),
                    help="local asks the model step by step; online asks once for the whole plan; hybrid starts local and "
@@ -148,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         observer=step_printer if args.steps else phase_printer, waiting=lambda limits: WaitingForModel(limits).wrap,
         interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
         level=getattr(args, "autonomy", None), mode=getattr(args, "mode", None), offer_plan=sys.stdout.isatty(),
+        continuing=getattr(args, "continuing", False),
     )
     outcome = asked.outcome
     if outcome.learning_error is not None:

@@ -55,6 +55,10 @@ def _line(event: Any) -> str:
     d = {k: v for k, v in vars(event).items() if k not in ("originator_id", "originator_version", "timestamp", "originator_topic")}
     if isinstance(event, Turn.TurnStarted):
         text = f"request: {event.text!r} (actor {event.actor}, channel {event.channel}, mode {event.mode}, autonomy {event.autonomy})"
+        talk = getattr(event, "conversation", None)
+        if talk:
+            # Which conversation, and how many of its turns the model was shown (docs/turns.md, "Conversations").
+            text += f"; conversation {talk['id'][:8]}, shown {len(talk.get('earlier') or [])} earlier turn(s)"
     elif isinstance(event, Turn.PrefilterRanked):
         text = f"candidates: {', '.join(c['name'] for c in event.ranking.get('candidates', [])) or '(none)'} [{event.prefilter_ms} ms]"
     elif isinstance(event, Turn.QuarantinedNotOffered):

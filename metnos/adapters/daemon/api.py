@@ -9,6 +9,7 @@ the token.
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import threading
 from typing import Any
@@ -33,6 +34,9 @@ EVENT_POLL_S = 0.25
 ASK_WAIT_S = 2.0
 # How often a running ask looks whether its client is still there.
 DISCONNECT_POLL_S = 0.25
+
+
+CONVERSATION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class BadRequest(MetnosError):
@@ -61,6 +65,19 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
     return telling.outcome_json(outcome)
 
 
+def conversation_of(body: dict[str, Any]) -> tuple[str | None, bool]:
+    """``"conversation": "NAME"`` (the dashboard sends its session's): the turn continues that conversation,
+    or starts it anew with ``"new_conversation": true``; without it, a turn alone (docs/turns.md, "Conversations")."""
+    name, fresh = body.get("conversation"), body.get("new_conversation", False)
+    if name is not None and not (isinstance(name, str) and CONVERSATION_NAME.fullmatch(name)):
+        raise BadRequest('"conversation" is a name of 1 to 64 letters, digits, "-" or "_", e.g. "dashboard"')
+    if not isinstance(fresh, bool):
+        raise BadRequest('"new_conversation" is true or false')
+    if fresh and name is None:
+        raise BadRequest('"new_conversation" needs the "conversation" it starts, e.g. {"conversation": "dashboard", "new_conversation": true}')
+    return (None if name is None else f"http:{name}"), fresh
+
+
 def routes(host: DaemonHost) -> list[Route]:
     # Each endpoint is a plain function: Starlette runs it in a worker thread,
     # so a turn that waits for an approval never blocks the answer to it.
@@ -71,6 +88,7 @@ def routes(host: DaemonHost) -> list[Route]:
             if not isinstance(text, str):
                 raise BadRequest('give the request as {"text": "..."}')
             approve = body.get("approve", "ask")
+            conversation, fresh = conversation_of(body)
             gone = threading.Event()
             if approve == "yes":
                 approver = lambda *_: (True, "http:approve=yes")  # noqa: E731
@@ -85,7 +103,7 @@ def routes(host: DaemonHost) -> list[Route]:
             # running is answered 409 at once (after a scheduler tick's moment), not queued behind it.
             work = asyncio.ensure_future(run_in_threadpool(
                 lambda: host.ask(text, approver=approver, channel="http", asker=host.dialogs.asker("http"), interrupts=gate,
-                                 wait_s=ASK_WAIT_S)))
+                                 wait_s=ASK_WAIT_S, conversation=conversation, new_conversation=fresh)))
             while not (await asyncio.wait({work}, timeout=DISCONNECT_POLL_S))[0]:
                 if not gone.is_set() and await request.is_disconnected():
                     # Nobody is left to read the answer: refuse what waits for an approval and stop the turn at

@@ -25,6 +25,15 @@ def timeline(host: DaemonHost) -> Any:
     return gather
 
 
+def conversation(host: DaemonHost) -> Any:
+    def gather(request: Any) -> dict[str, Any]:
+        with host.reading() as rt:
+            turns = queries.conversation_turns(queries.turns_now(rt), request.path_params["conversation_id"])
+        return {"conversation": request.path_params["conversation_id"], "turns": turns}
+
+    return gather
+
+
 def turn(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
@@ -115,6 +124,7 @@ def events(host: DaemonHost) -> Any:
 PAGES = [
     ("/", "timeline.html.jinja", timeline),
     ("/turns/{turn_id}", "turn.html.jinja", turn),
+    ("/conversations/{conversation_id}", "conversation.html.jinja", conversation),
     ("/approvals", "approvals.html.jinja", approvals),
     ("/schedules", "schedules.html.jinja", schedules),
     ("/executors", "executors.html.jinja", executors),

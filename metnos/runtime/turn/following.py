@@ -12,6 +12,7 @@ from metnos.runtime.cascade.player import PlanPlayer
 from domain.cascade.template import TemplateGap
 from metnos.runtime.turn.answers import grounded_in
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
+from metnos.runtime.turn.conversation import earlier_of
 from metnos.runtime.turn.filler import FILLER_PROMPT, Filler, FillerFailed, has_fillers
 from metnos.runtime.step.piping import placeholders_in
 from metnos.runtime.turn.shown import elapsed_ms, shown_content
@@ -22,6 +23,9 @@ from metnos.settings.llm_tiers import ROLE_TIERS
 def consult_plans(loop: Any, turn: Turn, request: TurnRequest) -> PlanPlayer | None:
     """Ask the cascade for a plan (a port: replay gets the recorded answer)."""
     consult = getattr(loop.ports, "consult_plans", None)
+    if earlier_of(request.conversation):
+        # A plan is found by a request's words alone; a follow-up's words mean what its conversation makes them.
+        return None
     started = time.perf_counter()
     found = consult(request.text) if consult is not None else None
     if found is None:

@@ -26,6 +26,7 @@ from metnos.mechanisms.llm.messages import LLMReply, Message, SystemMessage, Too
 from metnos.runtime.turn.asking import ask_model
 from metnos.runtime.step.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.composing import ANSWER_LIMIT, compose_answer
+from metnos.runtime.turn.conversation import context_text
 from metnos.runtime.turn.failures import FailureKind, language_of_turn, turn_failure
 from metnos.runtime.turn.following import consult_plans, follow_plan
 from metnos.runtime.turn.grounding import exact_ask
@@ -106,10 +107,15 @@ class TurnLoop:
     # The turn ------------------------------------------------------------
     def run(self, request: TurnRequest) -> TurnOutcome:
         self.shown_home = self.policy.home if request.home is None else request.home
+        turn_id, started = self.ports.new_id(), self.ports.now()
+        conversation = request.conversation
+        if conversation is not None and conversation.get("id") is None:
+            # A conversation is known by the id of the turn that started it.
+            conversation = {**conversation, "id": str(turn_id)}
         turn = Turn.start(
-            id=self.ports.new_id(), at=self.ports.now(), text=request.text, actor=request.actor, channel=request.channel,
+            id=turn_id, at=started, text=request.text, actor=request.actor, channel=request.channel,
             mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
-            runtime=request.runtime, home=self.shown_home, principal=request.principal,
+            runtime=request.runtime, home=self.shown_home, principal=request.principal, conversation=conversation,
         )
         self.online = OnlineDriver(self, request.runtime)
         self.judge = LLMJudge(self.online.config.judge, self.online.config.system_prompt("judge", JUDGE_PROMPT))
@@ -144,6 +150,10 @@ class TurnLoop:
         pool = shortlist(self, turn, request)
         state.plan = consult_plans(self, turn, request)
         messages: list[Message] = [SystemMessage(self.online.config.system_prompt("proposer", PLANNER_PROMPT)), UserMessage(request.text)]
+        earlier = context_text(request.conversation)
+        if earlier is not None:
+            # Only a follow-up is shown more: a turn alone (or the first of a conversation) keeps its prompt byte for byte.
+            messages.insert(1, SystemMessage(earlier))
         try:
             why = self.online.starts_online(request) if state.plan is None else None
             if why is not None and request.mode == "hybrid":

@@ -8,6 +8,7 @@ from typing import Any
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import AssistantMessage, Message, ToolCall, ToolResult
 from metnos.runtime.mnestome.boost import apply_boost
+from metnos.runtime.turn.conversation import shortlist_text
 from metnos.runtime.turn.intent_model import INTENT_PROMPT, extract_intent
 from metnos.runtime.turn.offering import offered
 from metnos.runtime.turn.shortlist import complete as complete_shortlist
@@ -20,14 +21,17 @@ from metnos.settings.llm_tiers import ROLE_TIERS
 def shortlist(loop: Any, turn: Turn, request: TurnRequest) -> list[str]:
     """The executors the model is offered: ranked (``PrefilterRanked``), then those the turn's autonomy offers."""
     started = time.perf_counter()
-    ranking = loop.catalogue.index.query(request.text, pool_size=loop.settings.pool_size).to_json()
+    # A follow-up is ranked with the requests it follows ("and the last one?" names no tool).
+    words = shortlist_text(request.conversation, request.text)
+    ranking = loop.catalogue.index.query(words, pool_size=loop.settings.pool_size).to_json()
     # Executors strong mnests lead to from what the request matched rank
     # higher (seeds/004); the boost comes through a port and is recorded.
     context = [c["name"] for c in ranking["candidates"] if c.get("score", 0) > 0]
     record = loop.ports.mnest_boost(ranking, context)
     if record is not None:
         ranking = apply_boost(ranking, record)
-    # What the request names brings its source; side effects it does not ask for are withheld.
+    # What the request names brings its source; side effects it does not ask for are withheld: its own
+    # words say which it asks for, not those of the turns it follows (a write before is not asked again).
     ranking = complete_shortlist(ranking, loop.catalogue.index, request.text, _intent_tools(loop, turn, request),
                                  offer=loop.settings.offer, pool_size=loop.settings.pool_size)
     loop.record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=elapsed_ms(started))

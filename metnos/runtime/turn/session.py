@@ -29,6 +29,7 @@ from metnos.runtime.synt.reactive import leave_proposals
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.bwrap import require_sandbox
 from metnos.runtime.step.catalogue import TurnCatalogue, builtin_tools
+from metnos.runtime.turn.conversation import continued, starting
 from metnos.runtime.turn.interrupts import InterruptGate
 from metnos.runtime.lease import TurnLease
 from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
@@ -207,11 +208,15 @@ def run_turn(
     settings: Loaded | None = None,
     asker: Asker | None = None,
     principal: str = HOST,
+    conversation: str | None = None,
+    new_conversation: bool = False,
 ) -> TurnOutcome:
     """``asker`` asks the user a question on the channel (the atomic dialog); None: nobody can be asked.
     ``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
     ``overrides`` (``ask --set KEY=VALUE``) set ``[runtime]`` keys for this turn. ``settings``: those the
-    caller read for this turn (a long-running host reads them at each turn); default, the command's own."""
+    caller read for this turn (a long-running host reads them at each turn); default, the command's own.
+    ``conversation``: the key the turn's conversation goes by (a chat, the dashboard, ``cli``); None, a turn alone.
+    ``new_conversation``: start a new one under that key rather than continue the last."""
     check_request(text)
     # The settings of this workspace, as the command loaded them (or as ``env`` gives them).
     loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
@@ -224,6 +229,9 @@ def run_turn(
     own_router = router is None
     if router is None:
         router = LLMRouter(loaded.llm(), runtime.workspace, env=env)
+    talk = loaded.settings.conversation
+    joined = None if conversation is None else starting(conversation) if new_conversation else continued(
+        runtime, conversation, channel=channel, idle_minutes=talk.idle_minutes, keep=talk.turns)
     sink = LogSink(runtime)
     try:
         ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level,
@@ -245,7 +253,7 @@ def run_turn(
             interrupts=interrupts,
         )
         outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level, principal=principal,
-                                       mode=mode or section.mode, runtime=runtime_record(section, router)))
+                                       mode=mode or section.mode, runtime=runtime_record(section, router), conversation=joined))
     finally:
         sink.release()
         if own_router:

@@ -54,11 +54,19 @@ function outcomeText(data) {
 function wireAsk() {
   const form = document.getElementById("ask-form");
   if (!form) return;
+  const fresh = document.getElementById("new-conversation");
+  fresh.addEventListener("click", () => {
+    sessionStorage.setItem("metnos-new-conversation", "1");
+    show("ask-result", "your next ask starts a new conversation");
+  });
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const text = document.getElementById("ask-text").value;
     show("ask-result", "thinking…");
-    const {data} = await api("POST", "/api/ask", {text, approve: "ask"});
+    // The dashboard's asks are one conversation; "New conversation" starts the next with the next ask.
+    const fresh = sessionStorage.getItem("metnos-new-conversation") === "1";
+    sessionStorage.removeItem("metnos-new-conversation");
+    const {data} = await api("POST", "/api/ask", {text, approve: "ask", conversation: "dashboard", new_conversation: fresh});
     show("ask-result", data.error ? errorText(data) : outcomeText(data));
     if (!data.error) setTimeout(() => window.location.reload(), 1500);
   });

@@ -7,6 +7,7 @@ from typing import Any
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import AssistantMessage, ToolCall, UserMessage
 from metnos.runtime.turn.composing import listing, textual, worked_out
+from metnos.runtime.turn.conversation import EARLIER_DATA, earlier_data
 from metnos.runtime.turn.grounding import StepData, check_answer, repair_prompt, sort_key, superlative_order, working_out_call
 from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.rules.answers import answer_from_data
@@ -28,8 +29,11 @@ class Grounded(BaseRule):
     def on_conclusion(self, answer: Answer) -> Verdict | None:
         state, loop = answer.state, answer.loop
         steps = [StepData(state.executor_of(n), worked_out(state.executor_of(n)), state.observations[n]) for n in state.successes()]
+        # What an earlier turn of the conversation found may be said again ("the first line was ..."), by a
+        # turn that took no step of its own: one that looked again answers from what it found now.
+        earlier = [] if steps else [StepData(EARLIER_DATA, False, d) for d in earlier_data(answer.request.conversation)]
         # A scheduled request's "first line" is worked out by the schedule at each run, not by this turn.
-        grounding = check_answer(answer.text, request=answer.request.text, steps=steps, home=loop.shown_home, exact=not state.scheduled)
+        grounding = check_answer(answer.text, request=answer.request.text, steps=[*earlier, *steps], home=loop.shown_home, exact=not state.scheduled)
         if grounding.holds:
             return None
         answer.record(Turn.AnswerUngrounded, round=state.round, text=answer.text[:2000],

@@ -16,6 +16,7 @@ from typing import Any
 
 from domain import provenance as prov
 from domain.provenance import Provenance, Seen
+from metnos.runtime.turn.conversation import earlier_seen
 from metnos.runtime.turn.judge import capabilities_of
 from metnos.runtime.turn.provenance import role_of, settings_of, step_source, target_roles, trace_step
 from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
@@ -33,7 +34,8 @@ def _home(step: Step) -> str:
 
 def seen_by(step: Step) -> list[Seen]:
     state = step.state
-    return [Seen(n, state.sources.get(n, prov.LOCAL), state.observations[n]) for n in state.successes() if n < step.number]
+    return [*earlier_seen(step.request.conversation),
+            *(Seen(n, state.sources.get(n, prov.LOCAL), state.observations[n]) for n in state.successes() if n < step.number)]
 
 
 def trace_provenance(step: Step) -> None:
