@@ -31,3 +31,26 @@ def test_a_guest_runs_read_only_and_its_approvals_are_refused_without_asking() -
     assert approver_for("host", approve)(1, "send_messages", {}, "") == (True, "terminal")
     assert approver_for("guest_abc123", approve)(1, "send_messages", {}, "") == (False, "guest:not_allowed")
     assert asked == ["send_messages"]
+
+
+def test_per_actor_autonomy_and_quotas_come_from_config_toml_with_a_strict_level(tmp_path) -> None:
+    import pytest
+
+    from metnos.settings import load
+    from metnos.settings.errors import ConfigError
+
+    config = tmp_path / "config.toml"
+    config.write_text('[actors.host]\nautonomy = "full"\nmax_schedules = 7\n\n[actors.guest]\nautonomy = "supervised"\n')
+    policy = load({}, config_file=config).settings.actors
+    assert level_for("host", "supervised", policy) == "full"
+    assert level_for("guest_abc123", "read_only", policy) == "supervised"
+    assert policy.max_schedules_of("host") == (7, "[actors.host] max_schedules")
+    assert policy.max_schedules_of("guest_abc123") == (3, "[actors.guest] max_schedules")
+    # Unset, the host's level is the one asked for, a guest's read_only.
+    config.write_text("")
+    policy = load({}, config_file=config).settings.actors
+    assert level_for("host", "supervised", policy) == "supervised" and level_for("guest_abc123", "full", policy) == "read_only"
+    # A spelling [runtime] autonomy would take is not a level here: the key is named.
+    config.write_text('[actors.guest]\nautonomy = "readonly"\n')
+    with pytest.raises(ConfigError, match=r"\[actors\] guest.autonomy"):
+        load({}, config_file=config)

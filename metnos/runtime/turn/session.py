@@ -216,7 +216,7 @@ def run_turn(
     # The settings of this workspace, as the command loaded them (or as ``env`` gives them).
     loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
     section = runtime_for_turn(loaded.settings.runtime, overrides, where=str(loaded.config_file))
-    level = actors.level_for(principal, autonomy.parse_level(section.autonomy if level is None else level))
+    level = actors.level_for(principal, autonomy.parse_level(section.autonomy if level is None else level), loaded.settings.actors)
     approver = actors.approver_for(principal, approver)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
