@@ -62,6 +62,8 @@ class Schedule(MetnosAggregate):
         label: str
         owner: str
         since: str
+        # Who created it, and so who it fires as (seeds/002 ch. 11.2.4); schedules created before actors were the host's.
+        actor: str = "host"
 
     class ScheduleApproved(DomainEvent):
         """The user's approval of what each firing may do: the target and
@@ -161,7 +163,7 @@ class Schedule(MetnosAggregate):
     def __init__(
         self, target: dict, args: dict, cron: str, timezone: str, channel: str, count: int | None,
         expiry: str | None, on_failure: str, max_consecutive_failures: int | None, paused: bool,
-        grace_s: int, label: str, owner: str, since: str,
+        grace_s: int, label: str, owner: str, since: str, actor: str = "host",
     ) -> None:
         self.target = target
         self.args = args
@@ -175,6 +177,7 @@ class Schedule(MetnosAggregate):
         self.grace_s = grace_s
         self.label = label
         self.owner = owner
+        self.actor = actor
         self.status = PAUSED if paused else ACTIVE
         # A schedule created after a slot does not fire for it.
         self.cursor = since

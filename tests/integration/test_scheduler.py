@@ -841,3 +841,27 @@ def test_a_daemon_killed_at_random_points_loses_no_firing_and_tears_none(home: P
         ok = [e for e in events if e["type"] == "FiringFinished" and e["slot"] == slot and e["kind"] == "ok"]
         assert len(ok) <= 1, (slot, ok)
     assert main(["turns", "list"]) == 0 and main(["replay", "--all"]) == 0
+
+
+# Actors -----------------------------------------------------------------------
+def test_a_guest_schedule_records_its_actor_fires_as_it_and_is_held_to_the_guest_quota(rt: Runtime, clock: ManualClock) -> None:
+    from metnos.settings.actors import ActorsConfig, GuestPolicy
+
+    guest = "guest_abc123"
+    policy = ActorsConfig(guest=GuestPolicy(max_schedules=1))
+    as_guest = ScheduleService(rt, actor=guest, policy=policy)
+    base = {"target": {"kind": "executor", "name": "get_now"}, "cron": "*/5 * * * *", "channel": "none"}
+    sid = as_guest.create(**base)["schedule_id"]
+    with pytest.raises(SchedulerError, match=r"guest_abc123 already has 1 open schedules, the most \[actors.guest\] max_schedules allows \(1\)"):
+        as_guest.create(**base)
+    # The host's quota is its own.
+    host_sid = ScheduleService(rt, policy=policy).create(**base)["schedule_id"]
+    rows = {r["id"]: r["actor"] for r in ScheduleService(rt).list()}
+    assert rows[sid] == guest and rows[host_sid] == "host"
+    tick_at(rt, clock, at(8, 0, 1))
+    callers = {s: [e for e in history(rt, s) if e["type"] == "FiringFinished"][0]["invocations"][0]["caller"] for s in (sid, host_sid)}
+    assert callers[sid] == {"kind": "scheduler", "schedule_id": sid, "actor": guest}
+    assert callers[host_sid] == {"kind": "scheduler", "schedule_id": host_sid}
+    # A cancelled schedule no longer counts.
+    as_guest.cancel(sid)
+    assert as_guest.create(**base)["schedule_id"] != sid

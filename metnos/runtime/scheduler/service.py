@@ -15,12 +15,15 @@ from uuid import UUID
 import jsonschema
 from eventsourcing.application import AggregateNotFoundError
 
+from domain.household import HOST
 from domain.schedule import ACTIVE, PAUSED, Schedule, ScheduleError, builtin_schedule_id
 from domain.errors import MetnosError
 from metnos.runtime.scheduler import approval, callbacks
 from metnos.runtime.scheduler.tick import Scheduler
 from domain.due import BadSchedule, check_cron, next_slot, parse, stamp, zone
 from domain.schedule_words import next_times, parse_words
+from metnos.settings import in_force
+from metnos.settings.actors import ActorsConfig
 
 # Slots missed by up to this much are still fired (a daemon restart, a laptop lid).
 DEFAULT_GRACE_S = 15 * 60
@@ -32,9 +35,20 @@ class SchedulerError(MetnosError):
 
 
 class ScheduleService:
-    def __init__(self, runtime: Any, clock: Any = None) -> None:
+    """``actor`` is who asks (seeds/002 ch. 11.2.4): a schedule it creates records it and fires as it,
+    within its quota (``policy``: ``[actors]`` of config.toml, the settings in force by default)."""
+
+    def __init__(self, runtime: Any, clock: Any = None, *, actor: str = HOST, policy: ActorsConfig | None = None) -> None:
         self.runtime = runtime
         self.clock = clock or runtime.clock
+        self.actor = actor
+        self._policy = policy
+
+    @property
+    def policy(self) -> ActorsConfig:
+        if self._policy is None:
+            self._policy = in_force().settings.actors
+        return self._policy
 
     # Writing ------------------------------------------------------------------
     def create(
@@ -49,6 +63,8 @@ class ScheduleService:
         CLI); the approval is recorded with the creation, in one transaction."""
         now = self.clock()
         args = {} if args is None else args
+        if owner == "user":
+            self._check_quota()
         fields = self._checked(target=target, args=args, cron=cron, timezone=timezone, expiry=expiry, now=now, owner=owner)
         acting = approval.side_effecting(self.runtime.report, target)
         if acting and not approved_by:
@@ -61,7 +77,7 @@ class ScheduleService:
                 id=sid, at=now, since=stamp(now), target=target, args=args, cron=fields["cron"], timezone=timezone,
                 channel=channel, count=count, expiry=fields["expiry"], on_failure=on_failure,
                 max_consecutive_failures=max_consecutive_failures, paused=paused, grace_s=grace_s,
-                label=label, owner=owner,
+                label=label, owner=owner, actor=self.actor if owner == "user" else HOST,
             )
             if acting:
                 self._approve(schedule, acting, approved_by, turn_id, now)
@@ -70,6 +86,16 @@ class ScheduleService:
         self.runtime.log.save(schedule)
         self.runtime.schedules.catch_up(self.runtime.log)
         return {"schedule_id": str(sid), "next_fire": self._next_fire(schedule)}
+
+    def _check_quota(self) -> None:
+        """An actor keeps at most its quota of open (active or paused) schedules."""
+        quota, setting_name = self.policy.max_schedules_of(self.actor)
+        held = [s for s in self._state()["schedules"].values()
+                if s["owner"] == "user" and s.get("actor", HOST) == self.actor and s["status"] in (ACTIVE, PAUSED)]
+        if len(held) >= quota:
+            raise SchedulerError(
+                f"{self.actor} already has {len(held)} open schedules, the most {setting_name} allows ({quota}); "
+                f"cancel one (`metnos schedule cancel ID`) or raise {setting_name} in config.toml; nothing was scheduled")
 
     def read_when(self, when: str, timezone: str = "UTC") -> dict[str, Any]:
         """A cron, or a schedule in words read into one, with its next three

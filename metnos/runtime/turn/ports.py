@@ -81,8 +81,10 @@ class LivePorts:
     """The real clock, ids, model, executors and the user's approval."""
 
     def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID],
-                 autonomy: str = "supervised", asker: Asker | None = None) -> None:
+                 autonomy: str = "supervised", asker: Asker | None = None, principal: str = "host") -> None:
         self.runtime = runtime
+        # Who the turn works for: a schedule it creates is that actor's (metnos/runtime/actors.py).
+        self.principal = principal
         # The turn's autonomy level: the invoker derives each call's sandbox profile from it.
         self.autonomy = autonomy
         self.router = router
@@ -140,7 +142,7 @@ class LivePorts:
 
     def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         # The scheduler's service records its own events as it acts.
-        return call_tool(ScheduleService(self.runtime), name, args, approval), []
+        return call_tool(ScheduleService(self.runtime, actor=self.principal), name, args, approval), []
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
         _, record = boost(ranking, self.runtime.mnestome.state(), context, catalogue=self._catalogue_names())

@@ -227,7 +227,7 @@ def run_turn(
     sink = LogSink(runtime)
     try:
         ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level,
-                           asker=asker)
+                           asker=asker, principal=principal)
         if wrap_llm is not None:
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
         catalogue = turn_catalogue(runtime)
