@@ -47,6 +47,7 @@ class RuntimeHost:
         self._given_env = env
         self._write = threading.RLock()
         self._router: Any = None
+        self._router_made = threading.Lock()
 
     @contextmanager
     def writing(self) -> Iterator[Runtime]:
@@ -58,17 +59,26 @@ class RuntimeHost:
         with self.writing() as rt:
             return actors.pair(rt, channel, address)
 
+    def model_for(self, tier: str) -> Any:
+        """A tier's model on the host's one router (words of a schedule the rules cannot read)."""
+        return self._the_router().for_tier(tier)
+
+    def _the_router(self) -> Any:
+        # One router for every turn and reading: a warm model stays warm between messages.
+        with self._router_made:
+            if self._router is None:
+                self._router = wiring.llm_router(self.runtime.workspace, self._given_env)
+            return self._router
+
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
             principal: str = "host", interrupts: InterruptGate | None = None) -> Any:
         with self.writing() as rt:
-            if self._router is None:
-                # One router for every turn: a warm model stays warm between messages.
-                self._router = wiring.llm_router(rt.workspace, self._given_env)
+            router = self._the_router()
             # A long-running host reads config.toml again at each turn (through the one loader), so that an
             # edit takes effect without a restart, as it always has (docs/channels.md).
             settings = load(self._given_env, config_file=rt.workspace.config_file)
-            return turns.run(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
+            return turns.run(rt, text, approver=approver, router=router, env=self._given_env, actor=actor, channel=channel,
                              observer=observer, settings=settings, asker=asker, principal=principal, interrupts=interrupts)
 
     def close(self) -> None:

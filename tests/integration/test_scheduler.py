@@ -865,3 +865,36 @@ def test_a_guest_schedule_records_its_actor_fires_as_it_and_is_held_to_the_guest
     # A cancelled schedule no longer counts.
     as_guest.cancel(sid)
     assert as_guest.create(**base)["schedule_id"] != sid
+
+
+# Words the rules cannot read ----------------------------------------------------
+def test_words_the_rules_cannot_read_are_asked_of_the_model_and_its_cron_is_checked(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.services import wiring
+    from tests.support.scripted_llm import ScriptedLLM, text
+
+    words = "whenever the fortnightly book club meets, friday evenings at eight"
+    # Without a model the rules' refusal stands, naming the shapes they know.
+    with pytest.raises(SchedulerError, match="cannot read a schedule from"):
+        ScheduleService(rt).read_when(words)
+    script = [text('Sure: ```json\n{"cron": "0 20 * * 5", "once": false}\n```'), text('{"cron": "0 25 * * 5", "once": false}'),
+              text('{"cron": null, "once": false}')]
+    with ScriptedLLM(script) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        router = wiring.llm_router(rt.workspace)
+        try:
+            service = ScheduleService(rt, models=router.for_tier)
+            reading = service.read_when(words)
+            # croniter refuses hour 25: the model's answer is named, nothing is read.
+            with pytest.raises(SchedulerError, match=r"the model read .* as '0 25 \* \* 5', which is not a valid cron"):
+                service.read_when(words)
+            with pytest.raises(SchedulerError, match="cannot read a schedule from"):
+                service.read_when("the colour of the sea")
+        finally:
+            router.close()
+    assert (reading["cron"], reading["count"], reading["read_by"]) == ("0 20 * * 5", None, "model")
+    # START is Wednesday 1 May 2030: the next three Fridays at eight in the evening.
+    assert reading["next_fires"] == [stamp(at(20, day=3)), stamp(at(20, day=10)), stamp(at(20, day=17))]
+    assert len(llm.requests) == 3 and words in llm.requests[0].messages[-1]["content"]
+    # Words the rules read never reach the model.
+    assert "read_by" not in ScheduleService(rt, models=router.for_tier).read_when("every morning at 8")

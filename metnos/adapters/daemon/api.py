@@ -159,7 +159,7 @@ def routes(host: DaemonHost) -> list[Route]:
     def schedule_when(request: Request, body: dict[str, Any]) -> Response:
         words = request.query_params.get("words", "")
         with host.reading() as rt:
-            return json_response(schedule_service.read_on(rt, words, request.query_params.get("timezone", "UTC")))
+            return json_response(schedule_service.read_on(rt, words, request.query_params.get("timezone", "UTC"), models=host.model_for))
 
     def schedule_add(request: Request, body: dict[str, Any]) -> Response:
         """A schedule from words or cron: without ``"confirm": true`` only what it would be (the cron
@@ -175,11 +175,12 @@ def routes(host: DaemonHost) -> list[Route]:
             raise BadRequest('give the target: "executor" (a name) or "chain" (a list of steps)')
         if body.get("confirm") is not True:
             with host.reading() as rt:
-                return json_response({"created": False, **schedule_service.read_on(rt, when, timezone)})
+                return json_response({"created": False, **schedule_service.read_on(rt, when, timezone, models=host.model_for)})
         fields = {k: body[k] for k in ("args", "channel", "label", "count") if k in body}
         with host.writing() as rt:
             # The authenticated user confirmed it: that is the approval a schedule with side effects needs.
-            made = schedule_service.add_on(rt, when=when, target=target, timezone=timezone, approved_by="http:user", **fields)
+            made = schedule_service.add_on(rt, when=when, target=target, timezone=timezone, approved_by="http:user",
+                                           models=host.model_for, **fields)
         return json_response({"created": True, **made})
 
     def schedule_command(request: Request, body: dict[str, Any]) -> Response:

@@ -21,7 +21,8 @@ from domain.errors import MetnosError
 from metnos.runtime.scheduler import approval, callbacks
 from metnos.runtime.scheduler.tick import Scheduler
 from domain.due import BadSchedule, check_cron, next_slot, parse, stamp, zone
-from domain.schedule_words import next_times, parse_words
+from domain.schedule_words import WordsNotUnderstood, next_times, parse_words
+from metnos.runtime.scheduler.words_model import Models, cadence_from_model
 from metnos.settings import in_force
 from metnos.settings.actors import ActorsConfig
 
@@ -38,8 +39,11 @@ class ScheduleService:
     """``actor`` is who asks (seeds/002 ch. 11.2.4): a schedule it creates records it and fires as it,
     within its quota (``policy``: ``[actors]`` of config.toml, the settings in force by default)."""
 
-    def __init__(self, runtime: Any, clock: Any = None, *, actor: str = HOST, policy: ActorsConfig | None = None) -> None:
+    def __init__(self, runtime: Any, clock: Any = None, *, actor: str = HOST, policy: ActorsConfig | None = None,
+                 models: Models | None = None) -> None:
         self.runtime = runtime
+        # A tier's model, asked for words the rules and dateparser cannot read (None: nobody is asked).
+        self.models = models
         self.clock = clock or runtime.clock
         self.actor = actor
         self._policy = policy
@@ -103,15 +107,24 @@ class ScheduleService:
         now = self.clock()
         try:
             zone(timezone)
+            read_by = None
             if _is_cron(when):
                 cron, count, words = check_cron(when), None, None
             else:
-                cadence = parse_words(when, timezone=timezone, now=now)
+                try:
+                    cadence = parse_words(when, timezone=timezone, now=now)
+                except WordsNotUnderstood as refused:
+                    if self.models is None:
+                        raise
+                    cadence = cadence_from_model(self.models, when, timezone=timezone, now=now, refused=refused)
+                    read_by = "model"
                 cron, count, words = cadence.cron, cadence.count, cadence.words
             upcoming = next_times(cron, timezone, now, count=count)
         except BadSchedule as e:
             raise SchedulerError(str(e)) from None
-        return {"cron": cron, "count": count, "words": words, "timezone": timezone, "next_fires": upcoming}
+        reading = {"cron": cron, "count": count, "words": words, "timezone": timezone, "next_fires": upcoming}
+        # Said only when the model read the words, for the user to check what it made of them.
+        return reading if read_by is None else {**reading, "read_by": read_by}
 
     @staticmethod
     def _approve(schedule: Schedule, acting: list[str], by: str | None, turn_id: str | None, at: datetime) -> None:
