@@ -72,14 +72,15 @@ class RuntimeHost:
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
-            principal: str = "host", interrupts: InterruptGate | None = None) -> Any:
+            principal: str = "host", interrupts: InterruptGate | None = None, confirm_schedules: bool = False) -> Any:
         with self.writing() as rt:
             router = self._the_router()
             # A long-running host reads config.toml again at each turn (through the one loader), so that an
             # edit takes effect without a restart, as it always has (docs/channels.md).
             settings = load(self._given_env, config_file=rt.workspace.config_file)
             return turns.run(rt, text, approver=approver, router=router, env=self._given_env, actor=actor, channel=channel,
-                             observer=observer, settings=settings, asker=asker, principal=principal, interrupts=interrupts)
+                             observer=observer, settings=settings, asker=asker, principal=principal, interrupts=interrupts,
+                             confirm_schedules=confirm_schedules)
 
     def close(self) -> None:
         if self._router is not None:
@@ -131,19 +132,20 @@ class DaemonHost(RuntimeHost):
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
-            principal: str = "host", interrupts: InterruptGate | None = None, wait_s: float | None = None) -> Any:
+            principal: str = "host", interrupts: InterruptGate | None = None, wait_s: float | None = None,
+            confirm_schedules: bool = False) -> Any:
         """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer.
         ``wait_s``: how long to wait for a turn already running before answering busy (default: the host's wait)."""
         turns.check_request(text)
         if wait_s is None:
             return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
-                               principal=principal, interrupts=interrupts)
+                               principal=principal, interrupts=interrupts, confirm_schedules=confirm_schedules)
         if not self._write.acquire(timeout=wait_s):
             raise DaemonBusy("a turn is already running (or waits for an answer at /api/approvals or /api/dialogs); "
                              "try again when it has ended")
         try:
             # The lock is re-entrant: the turn's own writing() below takes it at once.
             return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
-                               principal=principal, interrupts=interrupts)
+                               principal=principal, interrupts=interrupts, confirm_schedules=confirm_schedules)
         finally:
             self._write.release()

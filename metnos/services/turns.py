@@ -31,12 +31,13 @@ __all__ = ["Approver", "Asker", "EmptyRequest", "Question", "TurnOutcome", "aske
 def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Mapping[str, str] | None, channel: str,
         actor: str = "user", principal: str = "host", observer: Callable[[Any], None] | None = None, wrap_llm: Callable[[Any], Any] | None = None,
         interrupts: InterruptGate | None = None, cache: bool = True, level: str | None = None, mode: str | None = None,
-        overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None) -> TurnOutcome:
+        overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None,
+        confirm_schedules: bool = False) -> TurnOutcome:
     """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns).
     ``settings``: those read for this turn; None, the command's own (or those ``env`` gives)."""
     return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, principal=principal, channel=channel, observer=observer,
                     wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                    settings=settings, asker=asker)
+                    settings=settings, asker=asker, confirm_schedules=confirm_schedules)
 
 
 @dataclass

@@ -271,7 +271,9 @@ class TelegramChannel:
             principal = self.host.pair(CHANNEL, str(chat_id))
             # The actor names who wrote, as the seeds' audit line does ("sender"): a group chat has several.
             outcome = self.host.ask(text, approver=self._approver(chat_id, language), channel=CHANNEL, actor=f"telegram:{sender}",
-                                    asker=self._asker(chat_id, language), principal=principal)
+                                    asker=self._asker(chat_id, language), principal=principal,
+                                    # A schedule said in the chat is shown back with its next firings, saved on a yes.
+                                    confirm_schedules=True)
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
             reply = reply_text(outcome, language)
         except MetnosError as e:

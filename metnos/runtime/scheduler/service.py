@@ -8,6 +8,7 @@ the history, from the schedule's own events and the invocations they name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -31,6 +32,9 @@ DEFAULT_GRACE_S = 15 * 60
 DEFAULT_MAX_CONSECUTIVE_FAILURES = 3
 
 
+Confirm = Callable[[dict[str, Any]], tuple[bool, str]]
+
+
 class SchedulerError(MetnosError):
     """A schedule request that cannot be met: bad fields, unknown id, wrong state."""
 
@@ -40,8 +44,11 @@ class ScheduleService:
     within its quota (``policy``: ``[actors]`` of config.toml, the settings in force by default)."""
 
     def __init__(self, runtime: Any, clock: Any = None, *, actor: str = HOST, policy: ActorsConfig | None = None,
-                 models: Models | None = None) -> None:
+                 models: Models | None = None, confirm: Confirm | None = None) -> None:
         self.runtime = runtime
+        # Asks the user to confirm a schedule shown back (its cron and next firings) before it is saved:
+        # (yes?, who said it). None: the caller confirmed already (the CLI's prompt, the API's "confirm").
+        self.confirm = confirm
         # A tier's model, asked for words the rules and dateparser cannot read (None: nobody is asked).
         self.models = models
         self.clock = clock or runtime.clock
@@ -60,7 +67,7 @@ class ScheduleService:
         channel: str = "outbox", count: int | None = None, expiry: str | None = None, on_failure: str = "notify",
         max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES, paused: bool = False,
         grace_s: int = DEFAULT_GRACE_S, label: str = "", owner: str = "user", schedule_id: UUID | None = None,
-        approved_by: str | None = None, turn_id: str | None = None,
+        approved_by: str | None = None, turn_id: str | None = None, confirmed: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """A new schedule. One whose target has side effects needs
         ``approved_by`` (who approved it: a turn's approval, the user at the
@@ -68,7 +75,7 @@ class ScheduleService:
         now = self.clock()
         args = {} if args is None else args
         if owner == "user":
-            self._check_quota()
+            self.check_quota()
         fields = self._checked(target=target, args=args, cron=cron, timezone=timezone, expiry=expiry, now=now, owner=owner)
         acting = approval.side_effecting(self.runtime.report, target)
         if acting and not approved_by:
@@ -85,13 +92,15 @@ class ScheduleService:
             )
             if acting:
                 self._approve(schedule, acting, approved_by, turn_id, now)
+            if confirmed is not None:
+                schedule.confirm(by=confirmed["by"], next_fires=confirmed["next_fires"], at=now)
         except ScheduleError as e:
             raise SchedulerError(str(e)) from None
         self.runtime.log.save(schedule)
         self.runtime.schedules.catch_up(self.runtime.log)
         return {"schedule_id": str(sid), "next_fire": self._next_fire(schedule)}
 
-    def _check_quota(self) -> None:
+    def check_quota(self) -> None:
         """An actor keeps at most its quota of open (active or paused) schedules."""
         quota, setting_name = self.policy.max_schedules_of(self.actor)
         held = [s for s in self._state()["schedules"].values()

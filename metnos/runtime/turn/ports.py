@@ -81,8 +81,13 @@ class LivePorts:
     """The real clock, ids, model, executors and the user's approval."""
 
     def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID],
-                 autonomy: str = "supervised", asker: Asker | None = None, principal: str = "host") -> None:
+                 autonomy: str = "supervised", asker: Asker | None = None, principal: str = "host",
+                 confirmer: Approver | None = None, actors: Any = None) -> None:
         self.runtime = runtime
+        # [actors] of the settings read for this turn (schedule quotas); None: the settings in force.
+        self.actors = actors
+        # Asks the user's yes to a schedule shown back before it is saved (a channel that wants it); None: not asked.
+        self.confirmer = confirmer
         # Who the turn works for: a schedule it creates is that actor's (metnos/runtime/actors.py).
         self.principal = principal
         # The turn's autonomy level: the invoker derives each call's sandbox profile from it.
@@ -142,7 +147,17 @@ class LivePorts:
 
     def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         # The scheduler's service records its own events as it acts.
-        return call_tool(ScheduleService(self.runtime, actor=self.principal), name, args, approval), []
+        confirm = self._confirm_at(step, name) if self.confirmer is not None else None
+        return call_tool(ScheduleService(self.runtime, actor=self.principal, policy=self.actors, confirm=confirm), name, args, approval), []
+
+    def _confirm_at(self, step: int, name: str) -> Callable[[dict[str, Any]], tuple[bool, str]]:
+        confirmer = self.confirmer
+        assert confirmer is not None
+
+        def confirm(shown: dict[str, Any]) -> tuple[bool, str]:
+            return confirmer(step, name, shown, "save this schedule? it fires at the times shown")
+
+        return confirm
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
         _, record = boost(ranking, self.runtime.mnestome.state(), context, catalogue=self._catalogue_names())

@@ -207,6 +207,7 @@ def run_turn(
     settings: Loaded | None = None,
     asker: Asker | None = None,
     principal: str = HOST,
+    confirm_schedules: bool = False,
 ) -> TurnOutcome:
     """``asker`` asks the user a question on the channel (the atomic dialog); None: nobody can be asked.
     ``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
@@ -217,6 +218,9 @@ def run_turn(
     loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
     section = runtime_for_turn(loaded.settings.runtime, overrides, where=str(loaded.config_file))
     level = actors.level_for(principal, autonomy.parse_level(section.autonomy if level is None else level), loaded.settings.actors)
+    # A schedule made by the turn is shown back for the user's yes (Telegram): confirming one's own
+    # schedule is not an approval of an action, so a guest may give it.
+    confirmer = approver if confirm_schedules else None
     approver = actors.approver_for(principal, approver)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
@@ -227,7 +231,8 @@ def run_turn(
     sink = LogSink(runtime)
     try:
         ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level,
-                           asker=asker, principal=principal)
+                           asker=asker, principal=principal, confirmer=confirmer,
+                           actors=loaded.settings.actors)
         if wrap_llm is not None:
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
         catalogue = turn_catalogue(runtime)
