@@ -54,3 +54,22 @@ def test_per_actor_autonomy_and_quotas_come_from_config_toml_with_a_strict_level
     config.write_text('[actors.guest]\nautonomy = "readonly"\n')
     with pytest.raises(ConfigError, match=r"\[actors\] guest.autonomy"):
         load({}, config_file=config)
+
+
+def test_the_vaglio_sees_the_principal_and_refuses_for_a_guest_what_would_ask_the_host() -> None:
+    from metnos.runtime.step.vaglio import GuardPolicy, vaglio
+    from metnos.runtime.turn.judge import _principal_line
+
+    policy = GuardPolicy.core("/home/u")
+    args = {"messages": [{"to_user": "lucia", "body": "hi"}]}
+    judged = {who: vaglio("send_messages", args, intent_text="tell lucia hi", policy=policy, side_effects=True, idempotent=False,
+                          principal=who) for who in ("host", "guest_abc123")}
+    host, guest = judged["host"], judged["guest_abc123"]
+    assert (host.decision, host.blocked_by) == ("ask", None) and "principal" not in host.to_json()
+    assert (guest.decision, guest.blocked_by, guest.to_json()["principal"]) == ("deny", "actor", "guest_abc123")
+    assert "actor:guest" in guest.rules and "who gives no approval" in guest.reason
+    # What only looks is allowed for a guest as for the host, and says whose it was.
+    looked = vaglio("get_now", {}, intent_text="what time is it", policy=policy, principal="guest_abc123")
+    assert looked.decision == "allow" and looked.to_json()["principal"] == "guest_abc123"
+    # The LLM judge is told a guest's call is a guest's; the host's prompt is as it was.
+    assert _principal_line(host) == "" and "guest_abc123, a guest" in _principal_line(guest)

@@ -69,7 +69,7 @@ class _Refused(Exception):
         self.error: dict[str, Any] = {"message": message, **({"verdict": verdict} if verdict else {})}
 
 
-def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved: bool) -> None:
+def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved: bool, actor: str = HOST) -> None:
     """The vaglio on one call of a firing (guard and judge), as in a turn."""
 
     found = runtime.report.get(name)
@@ -77,7 +77,7 @@ def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved:
         return  # the invoker refuses an unknown executor with its own kind
     contract = found.manifest.contract
     verdict = vaglio(name, args, intent_text=intent, policy=guard_policy(runtime, os.environ),
-                     side_effects=contract.side_effects, idempotent=contract.idempotent, user_approved=approved)
+                     side_effects=contract.side_effects, idempotent=contract.idempotent, user_approved=approved, principal=actor)
     if verdict.decision != ALLOW:
         kind = approvals.NOT_APPROVED if verdict.blocked_by is None else approvals.VAGLIO_DENIED
         raise _Refused(kind, f"the vaglio refuses {name}: {verdict.reason}", verdict.to_json())
@@ -123,7 +123,7 @@ def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dic
     approved = approval is not None
     if kind == "executor":
         try:
-            _judge(runtime, target["name"], args, intent, approved)
+            _judge(runtime, target["name"], args, intent, approved, actor)
         except _Refused as r:
             return Attempt(False, r.kind, error=r.error)
         call, invocation = _invoke(runtime, target["name"], args, schedule_id, actor)
@@ -156,7 +156,7 @@ def _run_chain(runtime: Any, schedule_id: str, steps: list[dict[str, Any]], args
         except PipingError as e:
             return Attempt(False, "PipingError", obs, {"message": str(e), "step": number}, invocations)
         try:
-            _judge(runtime, step["executor"], resolved, intent, approved)
+            _judge(runtime, step["executor"], resolved, intent, approved, actor)
         except _Refused as r:
             return Attempt(False, r.kind, obs, {**r.error, "step": number}, invocations)
         call, invocation = _invoke(runtime, step["executor"], resolved, schedule_id, actor)
