@@ -22,7 +22,7 @@ from projections.base import Fold, Handler
 
 class SchedulesFold(Fold):
     name = "schedules"
-    version = 3
+    version = 2
 
     def initial(self) -> dict[str, Any]:
         return {"schedules": {}, "index": []}
@@ -45,7 +45,7 @@ class SchedulesFold(Fold):
 def _created(state: dict[str, Any], e: Record, position: int) -> None:
     key = e["originator_id"]
     state["schedules"][key] = s = {
-        "id": key, "label": e["label"], "owner": e["owner"], "actor": e.get("actor", "host"), "target": e["target"], "args": e["args"],
+        "id": key, "label": e["label"], "owner": e["owner"], "target": e["target"], "args": e["args"],
         "cron": e["cron"], "timezone": e["timezone"], "channel": e["channel"], "count": e["count"],
         "expiry": e["expiry"], "on_failure": e["on_failure"],
         "max_consecutive_failures": e["max_consecutive_failures"], "grace_s": e["grace_s"],
@@ -53,6 +53,9 @@ def _created(state: dict[str, Any], e: Record, position: int) -> None:
         "fired": 0, "ok": 0, "failed": 0, "consecutive_failures": 0, "manual_runs": 0,
         "open": None, "approval": None, "last": None, "closed_reason": None, "wake": None, "next_fire": None, "position": position,
     }
+    if e.get("actor", "host") != "host":
+        # Only a guest's schedule says whose it is: the host's rows keep the shape they always had.
+        s["actor"] = e["actor"]
     _reindex(state, s)
 
 

@@ -856,7 +856,7 @@ def test_a_guest_schedule_records_its_actor_fires_as_it_and_is_held_to_the_guest
         as_guest.create(**base)
     # The host's quota is its own.
     host_sid = ScheduleService(rt, policy=policy).create(**base)["schedule_id"]
-    rows = {r["id"]: r["actor"] for r in ScheduleService(rt).list()}
+    rows = {r["id"]: r.get("actor", "host") for r in ScheduleService(rt).list()}
     assert rows[sid] == guest and rows[host_sid] == "host"
     tick_at(rt, clock, at(8, 0, 1))
     callers = {s: [e for e in history(rt, s) if e["type"] == "FiringFinished"][0]["invocations"][0]["caller"] for s in (sid, host_sid)}
@@ -898,3 +898,28 @@ def test_words_the_rules_cannot_read_are_asked_of_the_model_and_its_cron_is_chec
     assert len(llm.requests) == 3 and words in llm.requests[0].messages[-1]["content"]
     # Words the rules read never reach the model.
     assert "read_by" not in ScheduleService(rt, models=router.for_tier).read_when("every morning at 8")
+
+
+def test_a_mnest_marked_private_is_the_hosts_and_a_guest_turn_does_not_read_it(rt: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
+    from uuid import UUID
+
+    from metnos.runtime.turn.ports import LivePorts
+
+    # The seeds' mnest from find_files to read_files, in the log on disk; then marked private from the CLI.
+    [key] = [k for k, m in rt.mnestome.catch_up(rt.log)["mnests"].items()
+             if (m["src_executor"], m["dst_executor"]) == ("find_files", "read_files")]
+
+    def ports(principal: str) -> LivePorts:
+        rt.refresh()
+        return LivePorts(runtime=rt, router=None, approver=lambda *a: (False, "none"), clock=rt.clock, ids=rt.ids, principal=principal)
+
+    assert key in ports("guest_abc123")._mnestome()["mnests"]
+    assert main(["mnestome", "private", "find_files", "read_files"]) == 0
+    assert "private (left out of a guest's turn)" in capsys.readouterr().out
+    assert key not in ports("guest_abc123")._mnestome()["mnests"]
+    assert ports("host")._mnestome()["mnests"][key]["private"] is True
+    marked = [type(e).__name__ for e in rt.log.events.get(UUID(key))]
+    assert marked[-1] == "MnestMarkedPrivate"
+    # Shared again, a guest reads it.
+    assert main(["mnestome", "private", "find_files", "read_files", "--undo"]) == 0
+    assert key in ports("guest_abc123")._mnestome()["mnests"]

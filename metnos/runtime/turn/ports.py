@@ -20,7 +20,9 @@ from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.runtime.mnestome.boost import boost
 from metnos.runtime.mnestome.compose import suggest
 from metnos.runtime.mnestome.hint import telos_hint
+from domain.household import HOST
 from metnos.runtime.scheduler.service import ScheduleService
+from projections.mnestome import without_private
 from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.step.schedule_tools import call_tool
 
@@ -160,17 +162,22 @@ class LivePorts:
         return confirm
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
-        _, record = boost(ranking, self.runtime.mnestome.state(), context, catalogue=self._catalogue_names())
+        _, record = boost(ranking, self._mnestome(), context, catalogue=self._catalogue_names())
         return record if record["boosts"] else None
 
     def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
         try:
-            return suggest(self.runtime.mnestome.state(), name, args, invoked, current_step=step, catalogue=self._catalogue_names())
+            return suggest(self._mnestome(), name, args, invoked, current_step=step, catalogue=self._catalogue_names())
         except Exception:  # noqa: BLE001 - a suggestion must never break the turn (seeds/002 ch. 11.1.1)
             return None
 
     def mnest_hint(self, name: str, context: list[str], step: int) -> dict[str, Any] | None:
-        return telos_hint(self.runtime.mnestome.state(), name, context)
+        return telos_hint(self._mnestome(), name, context)
+
+    def _mnestome(self) -> dict[str, Any]:
+        """The mnestome this turn may read: a guest's leaves out the host's private mnests."""
+        state = self.runtime.mnestome.state()
+        return state if self.principal == HOST else without_private(state)
 
     def _catalogue_names(self) -> set[str]:
         return {le.name for le in self.runtime.report.loaded}
