@@ -28,6 +28,15 @@ REFUSED_BY = "guest:not_allowed"
 Approver = Callable[[int, str, dict[str, Any], str], tuple[bool, str]]
 
 
+def known(runtime: Any, channel: str, address: str) -> str | None:
+    """The actor of ``channel:address`` if it was paired; None otherwise. Reads only."""
+    try:
+        household: Household = runtime.log.repository.get(household_id())
+    except AggregateNotFoundError:
+        return None
+    return household.actor_of(channel, address)
+
+
 def pair(runtime: Any, channel: str, address: str) -> str:
     """The actor of ``channel:address``; its pairing is recorded the first time."""
     try:

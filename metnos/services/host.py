@@ -56,6 +56,10 @@ class RuntimeHost:
 
     def pair(self, channel: str, address: str) -> str:
         """The actor a chat or device speaks as (``host`` or ``guest_<id>``), paired on its first message."""
+        # Paired already: read without waiting for a write in progress (a turn).
+        paired = actors.known(self.runtime, channel, address)
+        if paired is not None:
+            return paired
         with self.writing() as rt:
             return actors.pair(rt, channel, address)
 
