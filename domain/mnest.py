@@ -129,6 +129,15 @@ class Mnest(MetnosAggregate):
             m.state = ARCHIVED
             m.archive_proposed = False
 
+    class MnestMarkedPrivate(DomainEvent):
+        """The host's mark (seeds/002 ch. 11.2.4): a private mnest is the host's habit, not read in a guest's turn."""
+
+        private: bool
+        by: str
+
+        def apply(self, m: Mnest) -> None:
+            m.private = self.private
+
     class MnestSuperseded(DomainEvent):
         by: str
         reason: str
@@ -165,6 +174,7 @@ class Mnest(MetnosAggregate):
         self.archive_proposed = False
         self.superseded_by: str | None = None
         self.superseded_at: datetime | None = None
+        self.private = False
 
     def _created_at(self) -> datetime:
         # eventsourcing sets created_on before calling __init__.
@@ -242,6 +252,10 @@ class Mnest(MetnosAggregate):
             msg = f"only a decaying or superseded mnest is archived; this one is {self.state}"
             raise MnestError(msg)
         self.trigger_event(self.MnestArchived, reason=reason, by=by, timestamp=at)
+
+    def mark_private(self, *, private: bool, by: str, at: datetime) -> None:
+        if getattr(self, "private", False) != private:
+            self.trigger_event(self.MnestMarkedPrivate, private=private, by=by, timestamp=at)
 
     def supersede(self, *, at: datetime, by: UUID | str, reason: str) -> None:
         if self.state not in LIVE:

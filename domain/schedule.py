@@ -62,6 +62,8 @@ class Schedule(MetnosAggregate):
         label: str
         owner: str
         since: str
+        # Who created it, and so who it fires as (seeds/002 ch. 11.2.4); schedules created before actors were the host's.
+        actor: str = "host"
 
     class ScheduleApproved(DomainEvent):
         """The user's approval of what each firing may do: the target and
@@ -76,6 +78,17 @@ class Schedule(MetnosAggregate):
 
         def apply(self, s: Schedule) -> None:
             s.approval = {"template": self.template, "executors": list(self.executors), "by": self.by, "turn_id": self.turn_id}
+
+    class ScheduleConfirmed(DomainEvent):
+        """The user's yes to a schedule shown back before it was saved: the cron and the
+        firings they were shown (committed with the creation, so an unconfirmed one is not in the log)."""
+
+        by: str
+        cron: str
+        next_fires: list
+
+        def apply(self, s: Schedule) -> None:
+            s.confirmed_by = self.by
 
     class SchedulePaused(DomainEvent):
         by: str
@@ -161,7 +174,7 @@ class Schedule(MetnosAggregate):
     def __init__(
         self, target: dict, args: dict, cron: str, timezone: str, channel: str, count: int | None,
         expiry: str | None, on_failure: str, max_consecutive_failures: int | None, paused: bool,
-        grace_s: int, label: str, owner: str, since: str,
+        grace_s: int, label: str, owner: str, since: str, actor: str = "host",
     ) -> None:
         self.target = target
         self.args = args
@@ -175,6 +188,7 @@ class Schedule(MetnosAggregate):
         self.grace_s = grace_s
         self.label = label
         self.owner = owner
+        self.actor = actor
         self.status = PAUSED if paused else ACTIVE
         # A schedule created after a slot does not fire for it.
         self.cursor = since
@@ -182,6 +196,7 @@ class Schedule(MetnosAggregate):
         self.consecutive_failures = 0
         self.open: dict[str, Any] | None = None
         self.approval: dict[str, Any] | None = None
+        self.confirmed_by: str | None = None
 
     @classmethod
     def create(cls, *, id: Any, at: Any, since: str, **fields: Any) -> Schedule:  # noqa: A002
@@ -197,6 +212,9 @@ class Schedule(MetnosAggregate):
             raise ScheduleError(f"the schedule is {self.status}; there is nothing to approve")
         self.trigger_event(self.ScheduleApproved, template=template, executors=list(executors), by=by,
                            turn_id=turn_id, reason=reason, timestamp=at)
+
+    def confirm(self, *, by: str, next_fires: list, at: Any) -> None:
+        self.trigger_event(self.ScheduleConfirmed, by=by, cron=self.cron, next_fires=list(next_fires), timestamp=at)
 
     def pause(self, *, by: str, at: Any) -> None:
         if self.status != ACTIVE:

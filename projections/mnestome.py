@@ -40,6 +40,7 @@ class MnestomeFold(Fold):
             Mnest.MnestArchived: _known(_archived),
             Mnest.MnestSuperseded: _known(_superseded),
             Mnest.ProtoMnestPurged: _known(_moved_to(PURGED)),
+            Mnest.MnestMarkedPrivate: _known(_private),
         }
 
 
@@ -121,6 +122,16 @@ def _archive_proposed(m: dict[str, Any], e: Record) -> None:
 def _archived(m: dict[str, Any], e: Record) -> None:
     m["state"] = ARCHIVED
     m["archive_proposed"] = False
+
+
+def _private(m: dict[str, Any], e: Record) -> None:
+    # Set only by the mark, so the mnests of a log without one fold as they always did.
+    m["private"] = e["private"]
+
+
+def without_private(state: dict[str, Any]) -> dict[str, Any]:
+    """The mnestome as a guest's turn reads it: the host's private mnests left out."""
+    return {**state, "mnests": {k: m for k, m in state["mnests"].items() if not m.get("private")}}
 
 
 def _superseded(m: dict[str, Any], e: Record) -> None:

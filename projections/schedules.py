@@ -53,6 +53,9 @@ def _created(state: dict[str, Any], e: Record, position: int) -> None:
         "fired": 0, "ok": 0, "failed": 0, "consecutive_failures": 0, "manual_runs": 0,
         "open": None, "approval": None, "last": None, "closed_reason": None, "wake": None, "next_fire": None, "position": position,
     }
+    if e.get("actor", "host") != "host":
+        # Only a guest's schedule says whose it is: the host's rows keep the shape they always had.
+        s["actor"] = e["actor"]
     _reindex(state, s)
 
 

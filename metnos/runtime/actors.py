@@ -3,8 +3,9 @@
 A chat or device is paired on its first message (domain/household.py): the
 first is the host, the others guests. The actor then decides, per turn:
 
-* autonomy: a guest's turn runs ``read_only`` (it looks, it does not act),
-  whatever ``[runtime] autonomy`` says for the host;
+* autonomy: ``[actors.guest] autonomy`` (``read_only`` by default: it looks,
+  it does not act), whatever ``[runtime] autonomy`` says for the host;
+  ``[actors.host] autonomy``, when set, is the host's;
 * approvals: a guest may give none; a question for one is answered no,
   without asking, and the log says why (``by`` = ``guest:not_allowed``).
 
@@ -20,12 +21,20 @@ from typing import Any
 from eventsourcing.application import AggregateNotFoundError
 
 from domain.household import HOST, Household, household_id
-from metnos.mechanisms.sandbox.autonomy import READ_ONLY
+from metnos.settings.actors import ActorsConfig
 
-GUEST_LEVEL = READ_ONLY
 REFUSED_BY = "guest:not_allowed"
 
 Approver = Callable[[int, str, dict[str, Any], str], tuple[bool, str]]
+
+
+def known(runtime: Any, channel: str, address: str) -> str | None:
+    """The actor of ``channel:address`` if it was paired; None otherwise. Reads only."""
+    try:
+        household: Household = runtime.log.repository.get(household_id())
+    except AggregateNotFoundError:
+        return None
+    return household.actor_of(channel, address)
 
 
 def pair(runtime: Any, channel: str, address: str) -> str:
@@ -44,8 +53,9 @@ def is_guest(actor: str) -> bool:
     return actor != HOST
 
 
-def level_for(actor: str, level: str) -> str:
-    return GUEST_LEVEL if is_guest(actor) else level
+def level_for(actor: str, level: str, policy: ActorsConfig | None = None) -> str:
+    """The autonomy a turn of ``actor`` runs at, ``level`` being what config or flag asked for."""
+    return (policy or ActorsConfig()).autonomy_of(actor, level)
 
 
 def approver_for(actor: str, approver: Approver) -> Approver:

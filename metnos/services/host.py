@@ -47,6 +47,7 @@ class RuntimeHost:
         self._given_env = env
         self._write = threading.RLock()
         self._router: Any = None
+        self._router_made = threading.Lock()
 
     @contextmanager
     def writing(self) -> Iterator[Runtime]:
@@ -55,23 +56,36 @@ class RuntimeHost:
 
     def pair(self, channel: str, address: str) -> str:
         """The actor a chat or device speaks as (``host`` or ``guest_<id>``), paired on its first message."""
+        # Paired already: read without waiting for a write in progress (a turn).
+        paired = actors.known(self.runtime, channel, address)
+        if paired is not None:
+            return paired
         with self.writing() as rt:
             return actors.pair(rt, channel, address)
+
+    def model_for(self, tier: str) -> Any:
+        """A tier's model on the host's one router (words of a schedule the rules cannot read)."""
+        return self._the_router().for_tier(tier)
+
+    def _the_router(self) -> Any:
+        # One router for every turn and reading: a warm model stays warm between messages.
+        with self._router_made:
+            if self._router is None:
+                self._router = wiring.llm_router(self.runtime.workspace, self._given_env)
+            return self._router
 
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
             principal: str = "host", interrupts: InterruptGate | None = None, conversation: str | None = None,
-            new_conversation: bool = False) -> Any:
+            new_conversation: bool = False, confirm_schedules: bool = False) -> Any:
         with self.writing() as rt:
-            if self._router is None:
-                # One router for every turn: a warm model stays warm between messages.
-                self._router = wiring.llm_router(rt.workspace, self._given_env)
+            router = self._the_router()
             # A long-running host reads config.toml again at each turn (through the one loader), so that an
             # edit takes effect without a restart, as it always has (docs/channels.md).
             settings = load(self._given_env, config_file=rt.workspace.config_file)
-            return turns.run(rt, text, approver=approver, router=self._router, env=self._given_env, actor=actor, channel=channel,
+            return turns.run(rt, text, approver=approver, router=router, env=self._given_env, actor=actor, channel=channel,
                              observer=observer, settings=settings, asker=asker, principal=principal, interrupts=interrupts,
-                             conversation=conversation, new_conversation=new_conversation)
+                             conversation=conversation, new_conversation=new_conversation, confirm_schedules=confirm_schedules)
 
     def close(self) -> None:
         if self._router is not None:
@@ -124,7 +138,7 @@ class DaemonHost(RuntimeHost):
     def ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str = "user",
             observer: Callable[[Any], None] | None = None, asker: Callable[..., tuple[str | None, str]] | None = None,
             principal: str = "host", interrupts: InterruptGate | None = None, wait_s: float | None = None,
-            conversation: str | None = None, new_conversation: bool = False) -> Any:
+            conversation: str | None = None, new_conversation: bool = False, confirm_schedules: bool = False) -> Any:
         """One turn, as ``metnos ask`` runs it; an empty request is refused before waiting for the writer.
         ``wait_s``: how long to wait for a turn already running before answering busy (default: the host's wait).
         ``conversation``: the key of the conversation the turn continues (``new_conversation``: starts); None, a turn alone."""
@@ -132,13 +146,13 @@ class DaemonHost(RuntimeHost):
         talk = {"conversation": conversation, "new_conversation": new_conversation}
         if wait_s is None:
             return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
-                               principal=principal, interrupts=interrupts, **talk)
+                               principal=principal, interrupts=interrupts, confirm_schedules=confirm_schedules, **talk)
         if not self._write.acquire(timeout=wait_s):
             raise DaemonBusy("a turn is already running (or waits for an answer at /api/approvals or /api/dialogs); "
                              "try again when it has ended")
         try:
             # The lock is re-entrant: the turn's own writing() below takes it at once.
             return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
-                               principal=principal, interrupts=interrupts, **talk)
+                               principal=principal, interrupts=interrupts, confirm_schedules=confirm_schedules, **talk)
         finally:
             self._write.release()

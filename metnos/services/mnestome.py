@@ -66,6 +66,23 @@ def mnests_between(src: str, sv: str | None, dst: str, dv: str | None, shown: st
     return found
 
 
+def mark_private(src: str, dst: str, *, private: bool = True) -> list[dict[str, Any]]:
+    """Mark the mnests from ``src`` to ``dst`` (executor names) private, or not: a private mnest is the
+    host's, left out of a guest's turn. The mnests marked."""
+    with wiring.boot(birth=False) as rt:
+        state = rt.mnestome.catch_up(rt.log)
+        found = list(select(state, states=all_states(), src=src, dst=dst))
+        if not found:
+            raise MetnosError(f"no mnest from {src} to {dst}; see `metnos mnestome list`")
+        now = rt.clock()
+        for m in found:
+            mnest = rt.log.repository.get(UUID(m["id"]))
+            mnest.mark_private(private=private, by="user:cli", at=now)
+            rt.log.save(mnest)
+        state = rt.mnestome.catch_up(rt.log)
+        return [state["mnests"][m["id"]] for m in found]
+
+
 def graph_rows(states: list[str] | None, min_weight: float) -> tuple[list[dict[str, Any]], Path]:
     """The mnests to draw, and the data folder the drawing goes to by default."""
     with wiring.boot(birth=False) as rt:

@@ -7,8 +7,11 @@ scheduler's clock (a command), or on the daemon's runtime.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from domain.household import HOST
 from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.service import (
     DEFAULT_GRACE_S,
@@ -31,9 +34,28 @@ def add(**schedule: Any) -> dict[str, Any]:
 
 
 def read_when(when: str, timezone: str = "UTC") -> dict[str, Any]:
-    """A cadence in words or cron, read: {cron, count, words, timezone, next_fires}; nothing is created."""
-    with wiring.boot_scheduled() as rt:
-        return ScheduleService(rt).read_when(when, timezone)
+    """A cadence in words or cron, read: {cron, count, words, timezone, next_fires}; nothing is created.
+    Words the rules and dateparser cannot read are asked of the model (started only then)."""
+    with wiring.boot_scheduled() as rt, _models(rt) as models:
+        return ScheduleService(rt, models=models).read_when(when, timezone)
+
+
+@contextmanager
+def _models(rt: Runtime) -> Iterator[Callable[[str], Any]]:
+    """A tier's model for one command, its router made on first use and closed at the end."""
+    router: Any = None
+
+    def for_tier(tier: str) -> Any:
+        nonlocal router
+        if router is None:
+            router = wiring.llm_router(rt.workspace)
+        return router.for_tier(tier)
+
+    try:
+        yield for_tier
+    finally:
+        if router is not None:
+            router.close()
 
 
 def modify(ref: str, changes: dict[str, Any], *, approved_by: str | None = None, when: str | None = None) -> dict[str, Any]:
@@ -68,18 +90,19 @@ def command(runtime: Runtime, action: str, ref: str) -> dict[str, Any]:
     return _act(ScheduleService(runtime), action, ref)
 
 
-def read_on(runtime: Runtime, when: str, timezone: str = "UTC") -> dict[str, Any]:
-    """A cadence in words or cron read on a held runtime (the daemon's): nothing is created."""
-    return ScheduleService(runtime).read_when(when, timezone)
+def read_on(runtime: Runtime, when: str, timezone: str = "UTC", *, models: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """A cadence in words or cron read on a held runtime (the daemon's): nothing is created. ``models``
+    (the host's tiers) reads the words the rules and dateparser cannot."""
+    return ScheduleService(runtime, models=models).read_when(when, timezone)
 
 
 def add_on(runtime: Runtime, *, when: str, target: dict[str, Any], timezone: str = "UTC", count: int | None = None,
-           **fields: Any) -> dict[str, Any]:
+           actor: str = HOST, models: Callable[[str], Any] | None = None, **fields: Any) -> dict[str, Any]:
     """A new schedule on a held runtime from a cadence in words or cron, already confirmed by the
-    user: its id, next firing, the cron read and the next firings."""
-    reading = read_on(runtime, when, timezone)
-    made = ScheduleService(runtime).create(target=target, cron=reading["cron"], timezone=timezone,
-                                           count=reading["count"] if count is None else count, **fields)
+    user (``actor``, who it is then the schedule of): its id, next firing, the cron read and the next firings."""
+    reading = read_on(runtime, when, timezone, models=models)
+    made = ScheduleService(runtime, actor=actor).create(target=target, cron=reading["cron"], timezone=timezone,
+                                                        count=reading["count"] if count is None else count, **fields)
     return {**made, "cron": reading["cron"], "words": reading["words"], "next_fires": reading["next_fires"]}
 
 

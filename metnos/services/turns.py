@@ -33,7 +33,7 @@ def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Ma
         actor: str = "user", principal: str = "host", observer: Callable[[Any], None] | None = None, wrap_llm: Callable[[Any], Any] | None = None,
         interrupts: InterruptGate | None = None, cache: bool = True, level: str | None = None, mode: str | None = None,
         overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None,
-        conversation: str | None = None, new_conversation: bool = False) -> TurnOutcome:
+        conversation: str | None = None, new_conversation: bool = False, confirm_schedules: bool = False) -> TurnOutcome:
     """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns).
     ``settings``: those read for this turn; None, the command's own (or those ``env`` gives).
     ``conversation``: the key of the conversation the turn continues (a chat, the dashboard, ``cli``), or starts
@@ -45,7 +45,8 @@ def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Ma
                          idle_minutes=loaded.settings.conversation.idle_minutes)
     return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, principal=principal, channel=channel, observer=observer,
                     wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                    settings=settings, asker=asker, conversation=conversation, new_conversation=new_conversation)
+                    settings=settings, asker=asker, conversation=conversation, new_conversation=new_conversation,
+                    confirm_schedules=confirm_schedules)
 
 
 # The key of the conversation `metnos ask --continue` follows: the last turn asked from the command line.

@@ -17,6 +17,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from metnos.settings.actors import ActorsConfig
 from metnos.settings.calendar import DavSources
 from metnos.settings.cascade import CascadeConfig
 from metnos.settings.commands import CommandsConfig
@@ -43,7 +44,7 @@ from metnos.settings.workspace import WorkspaceConfig
 
 # config.toml's tables, in the order `metnos config check` names them.
 TOML_SECTIONS = ("llm", "model", "network", "telegram", "mail", "calendar", "contacts", "daemon", "turn", "runtime", "web", "commands",
-                "location", "conversation")
+                "location", "conversation", "actors")
 # The error a section's wrong value raises, as each has always (an ``except`` elsewhere catches it).
 SECTION_ERRORS: dict[str, type[Exception]] = {"llm": LLMConfigError, "model": LLMConfigError, "network": NetworkConfigError,
                                               "telegram": TelegramConfigError}
@@ -83,6 +84,8 @@ class Settings(BaseSettings):
     location: LocationSettings = Field(default_factory=LocationSettings, description="`[location]`: where the user is, as get_location returns it.")
     conversation: ConversationSettings = Field(default_factory=ConversationSettings,
                                                description="`[conversation]`: when a follow-up continues a conversation, and what it sees of it.")
+    actors: ActorsConfig = Field(default_factory=ActorsConfig,
+                                 description="`[actors]`: what the host and the guests may do (autonomy, schedule quotas).")
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig, description="Where the workspace is (environment only).")
     process: ProcessConfig = Field(default_factory=ProcessConfig, description="Switches of one process (environment only).")
     cascade: CascadeConfig = Field(default_factory=CascadeConfig, description="The cascade's thresholds (environment only).")

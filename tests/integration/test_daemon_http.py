@@ -185,6 +185,29 @@ def test_the_event_stream_is_live(daemon: RunningDaemon, daemon_llm: ScriptedLLM
     assert all(s["id"] > start for s in seen) and [s["id"] for s in seen] == sorted(s["id"] for s in seen)
 
 
+def test_the_dashboard_is_paired_first_as_the_host_and_another_device_as_a_guest(daemon: RunningDaemon, daemon_llm: ScriptedLLM) -> None:
+    from domain.household import guest_name
+
+    daemon_llm.add(call("get_now", {}), text("It is now the time the clock gave."), call("get_now", {}), text("It is now the time."))
+    ask = {"when": "every morning at 8", "executor": "get_now", "channel": "none", "confirm": True}
+    principals = {}
+    with daemon.client() as client:
+        for device in (None, "phone"):
+            headers = {} if device is None else {"X-Metnos-Device": device}
+            outcome = client.post("/api/ask", json={"text": "what time is it?"}, headers=headers).json()
+            turn = client.get(f"/api/turns/{outcome['turn_id']}").json()
+            started = next(e for e in turn["events"] if e["type"] == "TurnStarted")
+            principals[device] = (started["state"]["principal"], started["state"]["autonomy"])
+        made = client.post("/api/schedules", json=ask, headers={"X-Metnos-Device": "phone"}).json()
+        row = next(s for s in client.get("/api/schedules").json() if s["id"] == made["schedule_id"])
+        bad = client.post("/api/ask", json={"text": "what time is it?"}, headers={"X-Metnos-Device": "a phone!"})
+    phone = guest_name("http", "phone")
+    # The dashboard's session (no device named) is the first paired in this log: the host; the phone a guest, read-only.
+    assert principals == {None: ("host", "supervised"), "phone": (phone, "read_only")}
+    assert row["actor"] == phone
+    assert bad.status_code == 400 and "x-metnos-device must be" in bad.json()["error"]["message"]
+
+
 def test_schedules_executors_and_mnestome_are_served(daemon: RunningDaemon) -> None:
     with daemon.client() as client:
         schedules = client.get("/api/schedules").json()

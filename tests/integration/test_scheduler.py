@@ -841,3 +841,85 @@ def test_a_daemon_killed_at_random_points_loses_no_firing_and_tears_none(home: P
         ok = [e for e in events if e["type"] == "FiringFinished" and e["slot"] == slot and e["kind"] == "ok"]
         assert len(ok) <= 1, (slot, ok)
     assert main(["turns", "list"]) == 0 and main(["replay", "--all"]) == 0
+
+
+# Actors -----------------------------------------------------------------------
+def test_a_guest_schedule_records_its_actor_fires_as_it_and_is_held_to_the_guest_quota(rt: Runtime, clock: ManualClock) -> None:
+    from metnos.settings.actors import ActorsConfig, GuestPolicy
+
+    guest = "guest_abc123"
+    policy = ActorsConfig(guest=GuestPolicy(max_schedules=1))
+    as_guest = ScheduleService(rt, actor=guest, policy=policy)
+    base = {"target": {"kind": "executor", "name": "get_now"}, "cron": "*/5 * * * *", "channel": "none"}
+    sid = as_guest.create(**base)["schedule_id"]
+    with pytest.raises(SchedulerError, match=r"guest_abc123 already has 1 open schedules, the most \[actors.guest\] max_schedules allows \(1\)"):
+        as_guest.create(**base)
+    # The host's quota is its own.
+    host_sid = ScheduleService(rt, policy=policy).create(**base)["schedule_id"]
+    rows = {r["id"]: r.get("actor", "host") for r in ScheduleService(rt).list()}
+    assert rows[sid] == guest and rows[host_sid] == "host"
+    tick_at(rt, clock, at(8, 0, 1))
+    callers = {s: [e for e in history(rt, s) if e["type"] == "FiringFinished"][0]["invocations"][0]["caller"] for s in (sid, host_sid)}
+    assert callers[sid] == {"kind": "scheduler", "schedule_id": sid, "actor": guest}
+    assert callers[host_sid] == {"kind": "scheduler", "schedule_id": host_sid}
+    # A cancelled schedule no longer counts.
+    as_guest.cancel(sid)
+    assert as_guest.create(**base)["schedule_id"] != sid
+
+
+# Words the rules cannot read ----------------------------------------------------
+def test_words_the_rules_cannot_read_are_asked_of_the_model_and_its_cron_is_checked(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.services import wiring
+    from tests.support.scripted_llm import ScriptedLLM, text
+
+    words = "whenever the fortnightly book club meets, friday evenings at eight"
+    # Without a model the rules' refusal stands, naming the shapes they know.
+    with pytest.raises(SchedulerError, match="cannot read a schedule from"):
+        ScheduleService(rt).read_when(words)
+    script = [text('Sure: ```json\n{"cron": "0 20 * * 5", "once": false}\n```'), text('{"cron": "0 25 * * 5", "once": false}'),
+              text('{"cron": null, "once": false}')]
+    with ScriptedLLM(script) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        router = wiring.llm_router(rt.workspace)
+        try:
+            service = ScheduleService(rt, models=router.for_tier)
+            reading = service.read_when(words)
+            # croniter refuses hour 25: the model's answer is named, nothing is read.
+            with pytest.raises(SchedulerError, match=r"the model read .* as '0 25 \* \* 5', which is not a valid cron"):
+                service.read_when(words)
+            with pytest.raises(SchedulerError, match="cannot read a schedule from"):
+                service.read_when("the colour of the sea")
+        finally:
+            router.close()
+    assert (reading["cron"], reading["count"], reading["read_by"]) == ("0 20 * * 5", None, "model")
+    # START is Wednesday 1 May 2030: the next three Fridays at eight in the evening.
+    assert reading["next_fires"] == [stamp(at(20, day=3)), stamp(at(20, day=10)), stamp(at(20, day=17))]
+    assert len(llm.requests) == 3 and words in llm.requests[0].messages[-1]["content"]
+    # Words the rules read never reach the model.
+    assert "read_by" not in ScheduleService(rt, models=router.for_tier).read_when("every morning at 8")
+
+
+def test_a_mnest_marked_private_is_the_hosts_and_a_guest_turn_does_not_read_it(rt: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
+    from uuid import UUID
+
+    from metnos.runtime.turn.ports import LivePorts
+
+    # The seeds' mnest from find_files to read_files, in the log on disk; then marked private from the CLI.
+    [key] = [k for k, m in rt.mnestome.catch_up(rt.log)["mnests"].items()
+             if (m["src_executor"], m["dst_executor"]) == ("find_files", "read_files")]
+
+    def ports(principal: str) -> LivePorts:
+        rt.refresh()
+        return LivePorts(runtime=rt, router=None, approver=lambda *a: (False, "none"), clock=rt.clock, ids=rt.ids, principal=principal)
+
+    assert key in ports("guest_abc123")._mnestome()["mnests"]
+    assert main(["mnestome", "private", "find_files", "read_files"]) == 0
+    assert "private (left out of a guest's turn)" in capsys.readouterr().out
+    assert key not in ports("guest_abc123")._mnestome()["mnests"]
+    assert ports("host")._mnestome()["mnests"][key]["private"] is True
+    marked = [type(e).__name__ for e in rt.log.events.get(UUID(key))]
+    assert marked[-1] == "MnestMarkedPrivate"
+    # Shared again, a guest reads it.
+    assert main(["mnestome", "private", "find_files", "read_files", "--undo"]) == 0
+    assert key in ports("guest_abc123")._mnestome()["mnests"]

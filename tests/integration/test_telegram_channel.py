@@ -50,13 +50,13 @@ def bot(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBotAPI]:
 
 
 def _channel(api: FakeBotAPI, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, *, approval_timeout_s: float,
-             allowed: tuple[int, ...] = (ALLOWED,)) -> tuple[Runtime, TelegramChannel]:
+             allowed: tuple[int, ...] = (ALLOWED,), extra: str = "") -> tuple[Runtime, TelegramChannel]:
     monkeypatch.setenv("METNOS_LLM_URL", llm.url)
     monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
     workspace = Workspace.from_env()
     workspace.config_file.write_text(
         f'[telegram]\ntoken_env = "{TOKEN_ENV}"\nallowed_chats = [{", ".join(map(str, allowed))}]\nbase_url = "{api.url}"\n'
-        f"approval_timeout_s = {approval_timeout_s}\npoll_timeout_s = 1\n\n[telegram.chat_ids]\nlucia = {ALLOWED}\n")
+        f"approval_timeout_s = {approval_timeout_s}\npoll_timeout_s = 1\n\n[telegram.chat_ids]\nlucia = {ALLOWED}\n{extra}")
     runtime = Runtime.boot(workspace)
     channel = TelegramChannel(RuntimeHost(runtime), load_telegram_settings(workspace.config_file))
     channel.start()
@@ -139,6 +139,58 @@ def test_the_first_chat_is_the_host_and_the_next_a_guest_who_may_approve_nothing
     assert [(s.principal, s.autonomy) for s in started] == [("host", "supervised"), (guest_name("telegram", str(GUEST)), "read_only")]
     guest_turn = started[1].originator_id
     assert not [e for name, e in events if name == "InvocationRequested" and e.executor == "send_messages" and e.turn_id == str(guest_turn)]
+    runtime.close()
+
+
+def test_a_schedule_said_in_a_chat_is_shown_with_its_next_firings_and_saved_on_a_yes_as_the_chat_actor(
+        bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    from domain.household import guest_name
+
+    timed = {"executor": "get_now", "cron": "every morning at 8", "channel": "none"}
+    # A turn whose call was refused is told the action was not taken and may try again: spare rounds keep the script ahead.
+    refused = [call("schedule_recurring", timed), text("Not scheduled.")] * 2
+    script = [call("schedule_recurring", timed), text("Scheduled."), call("schedule_recurring", timed), text("Scheduled."),
+              *refused, *refused]
+    # A guest may act here (supervised) and keep one schedule.
+    policy = '\n[actors.guest]\nautonomy = "supervised"\nmax_schedules = 1\n'
+    guest = guest_name("telegram", str(GUEST))
+    with ScriptedLLM(script) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120, allowed=(ALLOWED, GUEST), extra=policy)
+        try:
+            shown = []
+            for chat in (ALLOWED, GUEST):
+                asked = len(bot.calls)
+                bot.user_says(chat, "tell me the time every morning at 8")
+                question = bot.wait_for("sendMessage", lambda p, chat=chat: p["chat_id"] == chat and "reply_markup" in p, after=asked)
+                shown.append(question.params["text"])
+                bot.press(question.result, _buttons(question.params)[0]["callback_data"])
+                bot.wait_for("sendMessage", lambda p, chat=chat: p["chat_id"] == chat and p["text"] == "Scheduled.", after=asked)
+            # The guest's second one is over its quota: refused before any question.
+            asked = len(bot.calls)
+            bot.user_says(GUEST, "tell me the time every morning at 8")
+            bot.wait_for("sendMessage", lambda p: p["chat_id"] == GUEST and "reply_markup" not in p, after=asked)
+            assert not [c for c in bot.calls[asked:] if c.method == "sendMessage" and "reply_markup" in c.params]
+            # The host says no: nothing is saved.
+            asked = len(bot.calls)
+            bot.user_says(ALLOWED, "tell me the time every morning at 8")
+            question = bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED and "reply_markup" in p, after=asked)
+            bot.press(question.result, _buttons(question.params)[1]["callback_data"])
+            bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED and p["text"].startswith("metnos:"), after=asked)
+        finally:
+            channel.stop()
+    runtime.refresh()
+    events = _events(runtime)
+    created = [e for name, e in events if name == "ScheduleCreated"]
+    confirmed = [e for name, e in events if name == "ScheduleConfirmed"]
+    assert [(c.actor, c.cron) for c in created if c.owner == "user"] == [("host", "0 8 * * *"), (guest, "0 8 * * *")]
+    assert [(c.by, len(c.next_fires)) for c in confirmed] == [("telegram:button", 3), ("telegram:button", 3)]
+    # What the chat was shown is what the log says it confirmed: the cron and its next three firings.
+    for text_shown, yes in zip(shown, confirmed):
+        assert "0 8 * * *" in text_shown and all(fire in text_shown for fire in yes.next_fires)
+    refusals = [e.observation["error"] for name, e in events if name == "BuiltinCalled" and not e.observation.get("ok")]
+    assert [r["kind"] for r in refusals] == ["SchedulerError", "NotConfirmed"]
+    assert "the most [actors.guest] max_schedules allows (1)" in refusals[0]["message"]
+    assert refusals[1]["message"].startswith("the user did not confirm the schedule (0 8 * * *")
     runtime.close()
 
 

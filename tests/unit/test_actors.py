@@ -31,3 +31,45 @@ def test_a_guest_runs_read_only_and_its_approvals_are_refused_without_asking() -
     assert approver_for("host", approve)(1, "send_messages", {}, "") == (True, "terminal")
     assert approver_for("guest_abc123", approve)(1, "send_messages", {}, "") == (False, "guest:not_allowed")
     assert asked == ["send_messages"]
+
+
+def test_per_actor_autonomy_and_quotas_come_from_config_toml_with_a_strict_level(tmp_path) -> None:
+    import pytest
+
+    from metnos.settings import load
+    from metnos.settings.errors import ConfigError
+
+    config = tmp_path / "config.toml"
+    config.write_text('[actors.host]\nautonomy = "full"\nmax_schedules = 7\n\n[actors.guest]\nautonomy = "supervised"\n')
+    policy = load({}, config_file=config).settings.actors
+    assert level_for("host", "supervised", policy) == "full"
+    assert level_for("guest_abc123", "read_only", policy) == "supervised"
+    assert policy.max_schedules_of("host") == (7, "[actors.host] max_schedules")
+    assert policy.max_schedules_of("guest_abc123") == (3, "[actors.guest] max_schedules")
+    # Unset, the host's level is the one asked for, a guest's read_only.
+    config.write_text("")
+    policy = load({}, config_file=config).settings.actors
+    assert level_for("host", "supervised", policy) == "supervised" and level_for("guest_abc123", "full", policy) == "read_only"
+    # A spelling [runtime] autonomy would take is not a level here: the key is named.
+    config.write_text('[actors.guest]\nautonomy = "readonly"\n')
+    with pytest.raises(ConfigError, match=r"\[actors\] guest.autonomy"):
+        load({}, config_file=config)
+
+
+def test_the_vaglio_sees_the_principal_and_refuses_for_a_guest_what_would_ask_the_host() -> None:
+    from metnos.runtime.step.vaglio import GuardPolicy, vaglio
+    from metnos.runtime.turn.judge import _principal_line
+
+    policy = GuardPolicy.core("/home/u")
+    args = {"messages": [{"to_user": "lucia", "body": "hi"}]}
+    judged = {who: vaglio("send_messages", args, intent_text="tell lucia hi", policy=policy, side_effects=True, idempotent=False,
+                          principal=who) for who in ("host", "guest_abc123")}
+    host, guest = judged["host"], judged["guest_abc123"]
+    assert (host.decision, host.blocked_by) == ("ask", None) and "principal" not in host.to_json()
+    assert (guest.decision, guest.blocked_by, guest.to_json()["principal"]) == ("deny", "actor", "guest_abc123")
+    assert "actor:guest" in guest.rules and "who gives no approval" in guest.reason
+    # What only looks is allowed for a guest as for the host, and says whose it was.
+    looked = vaglio("get_now", {}, intent_text="what time is it", policy=policy, principal="guest_abc123")
+    assert looked.decision == "allow" and looked.to_json()["principal"] == "guest_abc123"
+    # The LLM judge is told a guest's call is a guest's; the host's prompt is as it was.
+    assert _principal_line(host) == "" and "guest_abc123, a guest" in _principal_line(guest)

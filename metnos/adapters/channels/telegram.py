@@ -284,7 +284,9 @@ class TelegramChannel:
             self._fresh.discard(chat_id)
             outcome = self.host.ask(text, approver=self._approver(chat_id, language), channel=CHANNEL, actor=f"telegram:{sender}",
                                     asker=self._asker(chat_id, language), principal=principal,
-                                    conversation=f"{CHANNEL}:{chat_id}", new_conversation=fresh)
+                                    conversation=f"{CHANNEL}:{chat_id}", new_conversation=fresh,
+                                    # A schedule said in the chat is shown back with its next firings, saved on a yes.
+                                    confirm_schedules=True)
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
             reply = reply_text(outcome, language)
         except MetnosError as e:

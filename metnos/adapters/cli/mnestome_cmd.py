@@ -1,4 +1,4 @@
-"""``metnos mnestome list|show|graph|age``: what Metnos thinks it knows how to do together."""
+"""``metnos mnestome list|show|private|graph|age``: what Metnos thinks it knows how to do together."""
 
 from __future__ import annotations
 
@@ -28,6 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("dst")
     show.add_argument("--json", action="store_true")
     show.set_defaults(run=run_show)
+    private = inner.add_parser("private", help="mark the mnests from SRC to DST private: the host's, never read in a guest's turn")
+    private.add_argument("src")
+    private.add_argument("dst")
+    private.add_argument("--undo", action="store_true", help="mark them shared again")
+    private.set_defaults(run=run_private)
     graph = inner.add_parser("graph", help="the graph in Graphviz dot (and a PNG when Graphviz is installed)")
     graph.add_argument("--out", help="where to write the .dot file (default: DATA_DIR/mnestome.dot; - for stdout)")
     graph.add_argument("--state", action="append", help="states to draw (default: proto, active, decaying)")
@@ -67,6 +72,13 @@ def run_list(args: argparse.Namespace) -> int:
     print(f"{'WEIGHT':<6} {'USES':>5}  {'STATE':<10} SRC -> DST  [TAGS]")
     for m in rows:
         print(_row(m))
+    return 0
+
+
+def run_private(args: argparse.Namespace) -> int:
+    marked = _mnestome().mark_private(args.src, args.dst, private=not args.undo)
+    said = "shared again" if args.undo else "private (left out of a guest's turn)"
+    print(f"{len(marked)} mnest(s) from {args.src} to {args.dst}: {said}")
     return 0
 
 

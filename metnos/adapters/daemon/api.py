@@ -21,6 +21,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from domain.errors import MetnosError
+from domain.household import HOST
 from metnos.services import mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
 from metnos.services.approvals import ApprovalUnknown
 from metnos.services.dialogs import DialogUnknown
@@ -41,6 +42,21 @@ CONVERSATION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 class BadRequest(MetnosError):
     """The request's body or parameters are not what the route takes."""
+
+
+# A device that holds the token names itself in this header (a phone, a script); the dashboard's
+# session, and a client that names nothing, is the device "dashboard". Each is paired once.
+DEVICE_HEADER = "x-metnos-device"
+DASHBOARD_DEVICE = "dashboard"
+_DEVICE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+CHANNEL = "http"
+
+
+def device_of(request: Request) -> str:
+    device = request.headers.get(DEVICE_HEADER, DASHBOARD_DEVICE).strip()
+    if not _DEVICE.match(device):
+        raise BadRequest(f"{DEVICE_HEADER} must be 1-64 letters, digits, '.', '_' or '-', not {device[:80]!r}")
+    return device
 
 
 def json_response(data: Any, status: int = 200) -> Response:
@@ -99,11 +115,13 @@ def routes(host: DaemonHost) -> list[Route]:
             else:
                 raise BadRequest('"approve" is one of "ask" (wait for an answer at /api/approvals), "yes", "no"')
             gate = InterruptGate()
+            device = device_of(request)
             # A question the turn asks (a missing target, where the user is) waits at /api/dialogs. A turn already
             # running is answered 409 at once (after a scheduler tick's moment), not queued behind it.
             work = asyncio.ensure_future(run_in_threadpool(
                 lambda: host.ask(text, approver=approver, channel="http", asker=host.dialogs.asker("http"), interrupts=gate,
-                                 wait_s=ASK_WAIT_S, conversation=conversation, new_conversation=fresh)))
+                                 wait_s=ASK_WAIT_S, conversation=conversation, new_conversation=fresh,
+                                 principal=host.pair(CHANNEL, device))))
             while not (await asyncio.wait({work}, timeout=DISCONNECT_POLL_S))[0]:
                 if not gone.is_set() and await request.is_disconnected():
                     # Nobody is left to read the answer: refuse what waits for an approval and stop the turn at
@@ -177,7 +195,7 @@ def routes(host: DaemonHost) -> list[Route]:
     def schedule_when(request: Request, body: dict[str, Any]) -> Response:
         words = request.query_params.get("words", "")
         with host.reading() as rt:
-            return json_response(schedule_service.read_on(rt, words, request.query_params.get("timezone", "UTC")))
+            return json_response(schedule_service.read_on(rt, words, request.query_params.get("timezone", "UTC"), models=host.model_for))
 
     def schedule_add(request: Request, body: dict[str, Any]) -> Response:
         """A schedule from words or cron: without ``"confirm": true`` only what it would be (the cron
@@ -193,11 +211,15 @@ def routes(host: DaemonHost) -> list[Route]:
             raise BadRequest('give the target: "executor" (a name) or "chain" (a list of steps)')
         if body.get("confirm") is not True:
             with host.reading() as rt:
-                return json_response({"created": False, **schedule_service.read_on(rt, when, timezone)})
+                return json_response({"created": False, **schedule_service.read_on(rt, when, timezone, models=host.model_for)})
         fields = {k: body[k] for k in ("args", "channel", "label", "count") if k in body}
+        actor = host.pair(CHANNEL, device_of(request))
         with host.writing() as rt:
-            # The authenticated user confirmed it: that is the approval a schedule with side effects needs.
-            made = schedule_service.add_on(rt, when=when, target=target, timezone=timezone, approved_by="http:user", **fields)
+            # The authenticated host confirmed it: that is the approval a schedule with side effects needs
+            # (a guest's device gives none: such a schedule is refused for it).
+            made = schedule_service.add_on(rt, when=when, target=target, timezone=timezone,
+                                           approved_by="http:user" if actor == HOST else None,
+                                           models=host.model_for, actor=actor, **fields)
         return json_response({"created": True, **made})
 
     def schedule_command(request: Request, body: dict[str, Any]) -> Response:

@@ -2,7 +2,9 @@
 
 A firing is an invocation like any other (seeds/000 "scheduler"): it goes
 through the Invoker (signature checked again, sandbox, schemas) with caller
-``{"kind": "scheduler", "schedule_id": ...}``, and its Invocation aggregate
+``{"kind": "scheduler", "schedule_id": ...}`` (and ``"actor"`` when a guest
+created the schedule: it fires as that guest, at the guest's autonomy level
+from ``[actors.guest]``), and its Invocation aggregate
 comes back unsaved, to be committed with the firing's own events. A chain
 runs its steps in order, piping with ``from_step`` / ``{{stepN.field}}``
 as in a turn, and stops at the first failure. A callback is runtime code
@@ -25,12 +27,16 @@ from typing import Any
 
 import orjson
 
+from domain.household import HOST
+from metnos.mechanisms.sandbox.autonomy import DEFAULT as DEFAULT_LEVEL
+from metnos.runtime import actors
 from metnos.runtime.scheduler import approval as approvals
 from metnos.runtime.scheduler import callbacks
 from metnos.runtime.scheduler.callbacks import CallbackContext
 from metnos.runtime.step.piping import PipingError, resolve_args
 from metnos.runtime.step.policies import guard_policy
 from metnos.runtime.step.vaglio import ALLOW, vaglio
+from metnos.settings import in_force
 
 # send_messages accepts bodies up to this size.
 MAX_BODY = 4096
@@ -50,8 +56,10 @@ class Attempt:
         return [str(i.id) for i in self.invocations]
 
 
-def caller_of(schedule_id: str) -> dict[str, str]:
-    return {"kind": "scheduler", "schedule_id": schedule_id}
+def caller_of(schedule_id: str, actor: str = HOST) -> dict[str, str]:
+    caller = {"kind": "scheduler", "schedule_id": schedule_id}
+    # The host's firings keep the caller they always had; a guest's name the guest.
+    return caller if actor == HOST else {**caller, "actor": actor}
 
 
 class _Refused(Exception):
@@ -61,7 +69,7 @@ class _Refused(Exception):
         self.error: dict[str, Any] = {"message": message, **({"verdict": verdict} if verdict else {})}
 
 
-def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved: bool) -> None:
+def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved: bool, actor: str = HOST) -> None:
     """The vaglio on one call of a firing (guard and judge), as in a turn."""
 
     found = runtime.report.get(name)
@@ -69,14 +77,18 @@ def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved:
         return  # the invoker refuses an unknown executor with its own kind
     contract = found.manifest.contract
     verdict = vaglio(name, args, intent_text=intent, policy=guard_policy(runtime, os.environ),
-                     side_effects=contract.side_effects, idempotent=contract.idempotent, user_approved=approved)
+                     side_effects=contract.side_effects, idempotent=contract.idempotent, user_approved=approved, principal=actor)
     if verdict.decision != ALLOW:
         kind = approvals.NOT_APPROVED if verdict.blocked_by is None else approvals.VAGLIO_DENIED
         raise _Refused(kind, f"the vaglio refuses {name}: {verdict.reason}", verdict.to_json())
 
 
-def _invoke(runtime: Any, name: str, args: dict[str, Any], schedule_id: str) -> tuple[Any, Any]:
-    call = runtime.invoker.call(name, args, caller=caller_of(schedule_id))
+def _invoke(runtime: Any, name: str, args: dict[str, Any], schedule_id: str, actor: str = HOST) -> tuple[Any, Any]:
+    if actor == HOST:
+        call = runtime.invoker.call(name, args, caller=caller_of(schedule_id))
+    else:
+        level = actors.level_for(actor, DEFAULT_LEVEL, in_force().settings.actors)
+        call = runtime.invoker.call(name, args, caller=caller_of(schedule_id, actor), autonomy=level)
     # A call-time signature failure quarantines the executor, as for any caller.
     runtime._record_quarantine(call)  # noqa: SLF001
     return call, call.invocation
@@ -100,7 +112,7 @@ def _ok(call: Any) -> bool:
 
 
 def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dict[str, Any], now: datetime,
-               *, approval: dict[str, Any] | None = None, intent: str = "", models: Any = None) -> Attempt:
+               *, approval: dict[str, Any] | None = None, intent: str = "", models: Any = None, actor: str = HOST) -> Attempt:
     """One attempt; ``approval`` is the schedule's (ScheduleApproved), checked
     against exactly ``target`` and ``args`` before anything runs."""
     kind = target["kind"]
@@ -111,15 +123,15 @@ def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dic
     approved = approval is not None
     if kind == "executor":
         try:
-            _judge(runtime, target["name"], args, intent, approved)
+            _judge(runtime, target["name"], args, intent, approved, actor)
         except _Refused as r:
             return Attempt(False, r.kind, error=r.error)
-        call, invocation = _invoke(runtime, target["name"], args, schedule_id)
+        call, invocation = _invoke(runtime, target["name"], args, schedule_id, actor)
         obs = call.observation()
         ok = _ok(call)
         return Attempt(ok, _kind_of(call), obs, None if ok else obs.get("error"), [invocation] if invocation else [])
     if kind == "chain":
-        return _run_chain(runtime, schedule_id, target["steps"], args, intent, approved)
+        return _run_chain(runtime, schedule_id, target["steps"], args, intent, approved, actor)
     fn = callbacks.resolve(target["key"])
     if fn is None:
         return Attempt(False, "UnknownCallback", error={"message": f"no builtin job registered under {target['key']!r}; known: {', '.join(callbacks.keys())}"})
@@ -131,7 +143,8 @@ def run_target(runtime: Any, schedule_id: str, target: dict[str, Any], args: dic
     return Attempt(result.ok, result.kind, result.output, result.error, aggregates=list(result.aggregates))
 
 
-def _run_chain(runtime: Any, schedule_id: str, steps: list[dict[str, Any]], args: dict[str, Any], intent: str, approved: bool) -> Attempt:
+def _run_chain(runtime: Any, schedule_id: str, steps: list[dict[str, Any]], args: dict[str, Any], intent: str, approved: bool,
+               actor: str = HOST) -> Attempt:
 
     observations: dict[int, Any] = {}
     invocations = []
@@ -143,10 +156,10 @@ def _run_chain(runtime: Any, schedule_id: str, steps: list[dict[str, Any]], args
         except PipingError as e:
             return Attempt(False, "PipingError", obs, {"message": str(e), "step": number}, invocations)
         try:
-            _judge(runtime, step["executor"], resolved, intent, approved)
+            _judge(runtime, step["executor"], resolved, intent, approved, actor)
         except _Refused as r:
             return Attempt(False, r.kind, obs, {**r.error, "step": number}, invocations)
-        call, invocation = _invoke(runtime, step["executor"], resolved, schedule_id)
+        call, invocation = _invoke(runtime, step["executor"], resolved, schedule_id, actor)
         if invocation is not None:
             invocations.append(invocation)
         obs = call.observation()

@@ -8,6 +8,7 @@ the history, from the schedule's own events and the invocations they name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -15,16 +16,23 @@ from uuid import UUID
 import jsonschema
 from eventsourcing.application import AggregateNotFoundError
 
+from domain.household import HOST
 from domain.schedule import ACTIVE, PAUSED, Schedule, ScheduleError, builtin_schedule_id
 from domain.errors import MetnosError
 from metnos.runtime.scheduler import approval, callbacks
 from metnos.runtime.scheduler.tick import Scheduler
 from domain.due import BadSchedule, check_cron, next_slot, parse, stamp, zone
-from domain.schedule_words import next_times, parse_words
+from domain.schedule_words import WordsNotUnderstood, next_times, parse_words
+from metnos.runtime.scheduler.words_model import Models, cadence_from_model
+from metnos.settings import in_force
+from metnos.settings.actors import ActorsConfig
 
 # Slots missed by up to this much are still fired (a daemon restart, a laptop lid).
 DEFAULT_GRACE_S = 15 * 60
 DEFAULT_MAX_CONSECUTIVE_FAILURES = 3
+
+
+Confirm = Callable[[dict[str, Any]], tuple[bool, str]]
 
 
 class SchedulerError(MetnosError):
@@ -32,9 +40,26 @@ class SchedulerError(MetnosError):
 
 
 class ScheduleService:
-    def __init__(self, runtime: Any, clock: Any = None) -> None:
+    """``actor`` is who asks (seeds/002 ch. 11.2.4): a schedule it creates records it and fires as it,
+    within its quota (``policy``: ``[actors]`` of config.toml, the settings in force by default)."""
+
+    def __init__(self, runtime: Any, clock: Any = None, *, actor: str = HOST, policy: ActorsConfig | None = None,
+                 models: Models | None = None, confirm: Confirm | None = None) -> None:
         self.runtime = runtime
+        # Asks the user to confirm a schedule shown back (its cron and next firings) before it is saved:
+        # (yes?, who said it). None: the caller confirmed already (the CLI's prompt, the API's "confirm").
+        self.confirm = confirm
+        # A tier's model, asked for words the rules and dateparser cannot read (None: nobody is asked).
+        self.models = models
         self.clock = clock or runtime.clock
+        self.actor = actor
+        self._policy = policy
+
+    @property
+    def policy(self) -> ActorsConfig:
+        if self._policy is None:
+            self._policy = in_force().settings.actors
+        return self._policy
 
     # Writing ------------------------------------------------------------------
     def create(
@@ -42,13 +67,15 @@ class ScheduleService:
         channel: str = "outbox", count: int | None = None, expiry: str | None = None, on_failure: str = "notify",
         max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES, paused: bool = False,
         grace_s: int = DEFAULT_GRACE_S, label: str = "", owner: str = "user", schedule_id: UUID | None = None,
-        approved_by: str | None = None, turn_id: str | None = None,
+        approved_by: str | None = None, turn_id: str | None = None, confirmed: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """A new schedule. One whose target has side effects needs
         ``approved_by`` (who approved it: a turn's approval, the user at the
         CLI); the approval is recorded with the creation, in one transaction."""
         now = self.clock()
         args = {} if args is None else args
+        if owner == "user":
+            self.check_quota()
         fields = self._checked(target=target, args=args, cron=cron, timezone=timezone, expiry=expiry, now=now, owner=owner)
         acting = approval.side_effecting(self.runtime.report, target)
         if acting and not approved_by:
@@ -61,15 +88,27 @@ class ScheduleService:
                 id=sid, at=now, since=stamp(now), target=target, args=args, cron=fields["cron"], timezone=timezone,
                 channel=channel, count=count, expiry=fields["expiry"], on_failure=on_failure,
                 max_consecutive_failures=max_consecutive_failures, paused=paused, grace_s=grace_s,
-                label=label, owner=owner,
+                label=label, owner=owner, actor=self.actor if owner == "user" else HOST,
             )
             if acting:
                 self._approve(schedule, acting, approved_by, turn_id, now)
+            if confirmed is not None:
+                schedule.confirm(by=confirmed["by"], next_fires=confirmed["next_fires"], at=now)
         except ScheduleError as e:
             raise SchedulerError(str(e)) from None
         self.runtime.log.save(schedule)
         self.runtime.schedules.catch_up(self.runtime.log)
         return {"schedule_id": str(sid), "next_fire": self._next_fire(schedule)}
+
+    def check_quota(self) -> None:
+        """An actor keeps at most its quota of open (active or paused) schedules."""
+        quota, setting_name = self.policy.max_schedules_of(self.actor)
+        held = [s for s in self._state()["schedules"].values()
+                if s["owner"] == "user" and s.get("actor", HOST) == self.actor and s["status"] in (ACTIVE, PAUSED)]
+        if len(held) >= quota:
+            raise SchedulerError(
+                f"{self.actor} already has {len(held)} open schedules, the most {setting_name} allows ({quota}); "
+                f"cancel one (`metnos schedule cancel ID`) or raise {setting_name} in config.toml; nothing was scheduled")
 
     def read_when(self, when: str, timezone: str = "UTC") -> dict[str, Any]:
         """A cron, or a schedule in words read into one, with its next three
@@ -77,15 +116,24 @@ class ScheduleService:
         now = self.clock()
         try:
             zone(timezone)
+            read_by = None
             if _is_cron(when):
                 cron, count, words = check_cron(when), None, None
             else:
-                cadence = parse_words(when, timezone=timezone, now=now)
+                try:
+                    cadence = parse_words(when, timezone=timezone, now=now)
+                except WordsNotUnderstood as refused:
+                    if self.models is None:
+                        raise
+                    cadence = cadence_from_model(self.models, when, timezone=timezone, now=now, refused=refused)
+                    read_by = "model"
                 cron, count, words = cadence.cron, cadence.count, cadence.words
             upcoming = next_times(cron, timezone, now, count=count)
         except BadSchedule as e:
             raise SchedulerError(str(e)) from None
-        return {"cron": cron, "count": count, "words": words, "timezone": timezone, "next_fires": upcoming}
+        reading = {"cron": cron, "count": count, "words": words, "timezone": timezone, "next_fires": upcoming}
+        # Said only when the model read the words, for the user to check what it made of them.
+        return reading if read_by is None else {**reading, "read_by": read_by}
 
     @staticmethod
     def _approve(schedule: Schedule, acting: list[str], by: str | None, turn_id: str | None, at: datetime) -> None:

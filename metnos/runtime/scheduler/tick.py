@@ -38,6 +38,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from domain.household import HOST
 from domain.schedule import ACTIVE, PAUSED, Schedule
 from domain.errors import MetnosError
 from metnos.mechanisms.store.shared_lock import SharedLockBusy, shared_lock
@@ -189,7 +190,8 @@ class Scheduler:
             schedule.start_firing(slot=slot, attempt=attempt, recovery=recovery, manual=manual, at=self.clock())
             self.runtime.log.save(schedule)
             result = firing.run_target(self.runtime, sid, schedule.target, schedule.args, self.clock(),
-                                       approval=schedule.approval, intent=schedule.label, models=self.models)
+                                       approval=schedule.approval, intent=schedule.label, models=self.models,
+                                       actor=getattr(schedule, "actor", HOST))
             record = self._finish(schedule, slot, attempt, result, manual=manual)
             if report is not None:
                 report.firings.append(record)

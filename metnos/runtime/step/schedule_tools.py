@@ -99,6 +99,17 @@ def _schedule(service: Any, args: dict[str, Any], approval: dict[str, Any] | Non
     reading = service.read_when(args["cron"], options.get("timezone", "UTC"))
     if reading["words"] is not None and reading["count"] is not None and options.get("count") is None:
         options["count"] = reading["count"]
+    confirm = getattr(service, "confirm", None)
+    if confirm is not None:
+        service.check_quota()  # a schedule the quota refuses is not shown for a yes
+        # Shown back before it is saved: the cron read and the next three firings; only a yes saves it.
+        shown = {"executor" if "executor" in args else "chain": args.get("executor") or args["chain"], "cron": reading["cron"],
+                 "timezone": reading["timezone"], "next_fires": reading["next_fires"], **({"said": reading["words"]} if reading["words"] else {})}
+        yes, by = confirm(shown)
+        if not yes:
+            return _error("NotConfirmed", f"the user did not confirm the schedule ({reading['cron']}, next firings "
+                                          f"{', '.join(reading['next_fires'])}; answered by {by}); nothing was scheduled")
+        options["confirmed"] = {"by": by, "next_fires": reading["next_fires"]}
     out = service.create(target=target, args=args.get("args") or {}, cron=reading["cron"], **options)
     if reading["words"] is None:
         return {"ok": True, **out}

@@ -140,6 +140,8 @@ class Verdict:
     judge_kind: str = "rule"
     ts: str | None = None
     mnest_hint: dict[str, Any] | None = None
+    # Who the call works for (seeds/002 ch. 11.2.4): "host" or "guest_<id>".
+    principal: str = "host"
 
     @property
     def approved(self) -> bool:
@@ -151,7 +153,9 @@ class Verdict:
                 "rules": list(self.rules), "args_keys": list(self.args_keys),
                 "judge_kind": self.judge_kind, "ts": self.ts,
                 # Only when there is one: verdicts recorded before the hint keep their shape.
-                **({"mnest_hint": self.mnest_hint} if self.mnest_hint is not None else {})}
+                **({"mnest_hint": self.mnest_hint} if self.mnest_hint is not None else {}),
+                # Only for a guest: the host's verdicts keep the shape they were recorded with.
+                **({"principal": self.principal} if self.principal != "host" else {})}
 
 
 def hinted(verdict: Verdict, hint: dict[str, Any] | None) -> Verdict:
@@ -257,17 +261,29 @@ def judge(name: str, args: Mapping[str, Any], intent_text: str) -> tuple[float, 
 def vaglio(name: str, args: Mapping[str, Any], *, intent_text: str, policy: GuardPolicy,
            threshold: float = DEFAULT_JUDGE_THRESHOLD, side_effects: bool = False,
            idempotent: bool = True, user_approved: bool = False, autonomy: str = levels.DEFAULT,
-           ts: str | None = None, untrusted: Sequence[str] = (), mnest_hint: dict[str, Any] | None = None) -> Verdict:
+           ts: str | None = None, untrusted: Sequence[str] = (), mnest_hint: dict[str, Any] | None = None,
+           principal: str = "host") -> Verdict:
     """Judge one resolved call at the autonomy level ``autonomy``. ``ts`` is
     recorded as given (no clock here); ``user_approved`` is the outcome of an
     approval the loop obtained: only the user's answer turns an ``ask`` into
     ``allow``, never the level. ``untrusted``: why targets of the call came from
     content the user did not write (metnos/runtime/turn/rules/provenance.py); a
     side effect with any asks, whatever else holds, and says where they came from.
-    ``mnest_hint``: see the module's note."""
-    return hinted(_verdict(name, args, intent_text=intent_text, policy=policy, threshold=threshold, side_effects=side_effects,
-                           idempotent=idempotent, user_approved=user_approved, autonomy=autonomy, ts=ts, untrusted=untrusted),
-                  mnest_hint)
+    ``mnest_hint``: see the module's note. ``principal``: who the call works for; a guest gives no
+    approval, so what would ask the user is refused for a guest, saying so."""
+    verdict = _verdict(name, args, intent_text=intent_text, policy=policy, threshold=threshold, side_effects=side_effects,
+                       idempotent=idempotent, user_approved=user_approved, autonomy=autonomy, ts=ts, untrusted=untrusted)
+    return hinted(_for_principal(verdict, principal), mnest_hint)
+
+
+def _for_principal(verdict: Verdict, principal: str) -> Verdict:
+    if principal == "host":
+        return verdict
+    if verdict.decision == ASK:
+        return replace(verdict, decision=DENY, principal=principal, blocked_by="actor", rules=(*verdict.rules, "actor:guest"),
+                       reason=f"{verdict.reason}; the turn works for {principal}, a guest, who gives no approval "
+                              "([actors.guest]): only the host may approve it")
+    return replace(verdict, principal=principal)
 
 
 def _verdict(name: str, args: Mapping[str, Any], *, intent_text: str, policy: GuardPolicy, threshold: float,

@@ -68,6 +68,14 @@ def _habit(verdict: Verdict) -> str:
             "(a strong habit; a hint that the call fits what the user wants, not a proof).")
 
 
+def _principal_line(verdict: Verdict) -> str:
+    """Who the call works for, when it is a guest; nothing for the host (as turns recorded before actors)."""
+    if verdict.principal == "host":
+        return ""
+    return (f"\nOn behalf of: {verdict.principal}, a guest of the household (not its owner): the call may only "
+            "look, never act on the owner's things.")
+
+
 class LLMJudge:
     def __init__(self, config: JudgeConfig, system_prompt: str = JUDGE_PROMPT) -> None:
         self.config = config
@@ -87,7 +95,8 @@ class LLMJudge:
         tier = self.config.tier
         call = orjson.dumps({"tool": name, "arguments": args}, option=orjson.OPT_SORT_KEYS).decode()
         reply = ask_side(record, ask_model, round=round, role="judge", tier=tier, system=self.system_prompt,
-                         user=f"User's request: {request_text}\nProposed call: {call}{_habit(verdict)}" + _origins_line(origins))
+                         user=f"User's request: {request_text}\nProposed call: {call}{_habit(verdict)}" + _origins_line(origins)
+                         + _principal_line(verdict))
         model = ""
         if isinstance(reply, LLMError):
             found, why = None, f"the judge could not be asked: {reply}"

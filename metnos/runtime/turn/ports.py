@@ -20,7 +20,9 @@ from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
 from metnos.runtime.mnestome.boost import boost
 from metnos.runtime.mnestome.compose import suggest
 from metnos.runtime.mnestome.hint import telos_hint
+from domain.household import HOST
 from metnos.runtime.scheduler.service import ScheduleService
+from projections.mnestome import without_private
 from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.step.schedule_tools import call_tool
 
@@ -81,8 +83,15 @@ class LivePorts:
     """The real clock, ids, model, executors and the user's approval."""
 
     def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID],
-                 autonomy: str = "supervised", asker: Asker | None = None) -> None:
+                 autonomy: str = "supervised", asker: Asker | None = None, principal: str = "host",
+                 confirmer: Approver | None = None, actors: Any = None) -> None:
         self.runtime = runtime
+        # [actors] of the settings read for this turn (schedule quotas); None: the settings in force.
+        self.actors = actors
+        # Asks the user's yes to a schedule shown back before it is saved (a channel that wants it); None: not asked.
+        self.confirmer = confirmer
+        # Who the turn works for: a schedule it creates is that actor's (metnos/runtime/actors.py).
+        self.principal = principal
         # The turn's autonomy level: the invoker derives each call's sandbox profile from it.
         self.autonomy = autonomy
         self.router = router
@@ -140,20 +149,35 @@ class LivePorts:
 
     def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         # The scheduler's service records its own events as it acts.
-        return call_tool(ScheduleService(self.runtime), name, args, approval), []
+        confirm = self._confirm_at(step, name) if self.confirmer is not None else None
+        return call_tool(ScheduleService(self.runtime, actor=self.principal, policy=self.actors, confirm=confirm), name, args, approval), []
+
+    def _confirm_at(self, step: int, name: str) -> Callable[[dict[str, Any]], tuple[bool, str]]:
+        confirmer = self.confirmer
+        assert confirmer is not None
+
+        def confirm(shown: dict[str, Any]) -> tuple[bool, str]:
+            return confirmer(step, name, shown, "save this schedule? it fires at the times shown")
+
+        return confirm
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
-        _, record = boost(ranking, self.runtime.mnestome.state(), context, catalogue=self._catalogue_names())
+        _, record = boost(ranking, self._mnestome(), context, catalogue=self._catalogue_names())
         return record if record["boosts"] else None
 
     def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
         try:
-            return suggest(self.runtime.mnestome.state(), name, args, invoked, current_step=step, catalogue=self._catalogue_names())
+            return suggest(self._mnestome(), name, args, invoked, current_step=step, catalogue=self._catalogue_names())
         except Exception:  # noqa: BLE001 - a suggestion must never break the turn (seeds/002 ch. 11.1.1)
             return None
 
     def mnest_hint(self, name: str, context: list[str], step: int) -> dict[str, Any] | None:
-        return telos_hint(self.runtime.mnestome.state(), name, context)
+        return telos_hint(self._mnestome(), name, context)
+
+    def _mnestome(self) -> dict[str, Any]:
+        """The mnestome this turn may read: a guest's leaves out the host's private mnests."""
+        state = self.runtime.mnestome.state()
+        return state if self.principal == HOST else without_private(state)
 
     def _catalogue_names(self) -> set[str]:
         return {le.name for le in self.runtime.report.loaded}

@@ -210,6 +210,7 @@ def run_turn(
     principal: str = HOST,
     conversation: str | None = None,
     new_conversation: bool = False,
+    confirm_schedules: bool = False,
 ) -> TurnOutcome:
     """``asker`` asks the user a question on the channel (the atomic dialog); None: nobody can be asked.
     ``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
@@ -221,7 +222,10 @@ def run_turn(
     # The settings of this workspace, as the command loaded them (or as ``env`` gives them).
     loaded = settings if settings is not None else for_workspace(runtime.workspace, env)
     section = runtime_for_turn(loaded.settings.runtime, overrides, where=str(loaded.config_file))
-    level = actors.level_for(principal, autonomy.parse_level(section.autonomy if level is None else level))
+    level = actors.level_for(principal, autonomy.parse_level(section.autonomy if level is None else level), loaded.settings.actors)
+    # A schedule made by the turn is shown back for the user's yes (Telegram): confirming one's own
+    # schedule is not an approval of an action, so a guest may give it.
+    confirmer = approver if confirm_schedules else None
     approver = actors.approver_for(principal, approver)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
@@ -235,7 +239,8 @@ def run_turn(
     sink = LogSink(runtime)
     try:
         ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level,
-                           asker=asker)
+                           asker=asker, principal=principal, confirmer=confirmer,
+                           actors=loaded.settings.actors)
         if wrap_llm is not None:
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
         catalogue = turn_catalogue(runtime)

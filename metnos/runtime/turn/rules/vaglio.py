@@ -37,7 +37,7 @@ class Vaglio(BaseRule):
             hint = loop.ports.mnest_hint(step.name, ran, step.number) if ran else None
         verdict = vaglio(step.name, args, intent_text=step.request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
                          side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=step.request.autonomy,
-                         untrusted=untrusted, mnest_hint=hint)
+                         untrusted=untrusted, mnest_hint=hint, principal=step.request.principal)
         step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started))
         if verdict.decision != DENY and loop.judge.applies(step.name, te.loaded, side_effects=te.entry.side_effects):
             verdict = loop.judge.review(step.record, loop.ports.ask_llm, round=step.state.round, step=step.number,
@@ -52,7 +52,7 @@ def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tup
     loop, request, name = step.loop, step.request, step.name
     started = time.perf_counter()
     verdict = vaglio(name, step.args, intent_text=request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
-                     side_effects=side_effects, idempotent=idempotent, autonomy=request.autonomy)
+                     side_effects=side_effects, idempotent=idempotent, autonomy=request.autonomy, principal=request.principal)
     untrusted = scheduled_untrusted_origins(step, targets or [])
     for target, target_args in targets or ():
         te = loop.catalogue.get(target)
@@ -60,7 +60,7 @@ def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tup
             continue  # the builtin refuses an unknown executor itself
         judged = vaglio(target, target_args, intent_text=request.text, policy=loop.policy,
                         threshold=loop.settings.judge_threshold, side_effects=te.entry.side_effects,
-                        idempotent=not te.entry.side_effects, autonomy=request.autonomy,
+                        idempotent=not te.entry.side_effects, autonomy=request.autonomy, principal=request.principal,
                         untrusted=[why for why in untrusted if why.startswith(f"for {target}, ")])
         if _SEVERITY[judged.decision] > _SEVERITY[verdict.decision]:
             verdict = dataclasses.replace(judged, executor=name, reason=f"{name} would run {target} again and again: {judged.reason}")
