@@ -44,7 +44,7 @@ class TurnIndexFold(Fold):
             "undone": False, "position": position,
         }
         # Only a turn of a conversation says which (a turn alone, and every turn before conversations, folds as it did).
-        conversation = (record.get("conversation") or {}).get("id")
+        conversation = ((record["conversation"] if "conversation" in record else None) or {}).get("id")
         if conversation:
             state["turns"][key]["conversation"] = conversation
         state["order"].append(key)
