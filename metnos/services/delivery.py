@@ -168,9 +168,9 @@ class Outbox:
             rt.log.save_now(message)
             if given_up:
                 self._forget(message)
-                self._log(f"gave up on a {message.kind} to {message.channel} {message.address} after {attempt} attempt(s): {cause}")
+                self._log(f"gave up on the {message.kind} to {message.channel} {message.address} after {attempt} attempt(s): {cause}")
             else:
-                self._log(f"could not send a {message.kind} to {message.channel} {message.address} (attempt {attempt}): "
+                self._log(f"could not send the {message.kind} to {message.channel} {message.address} (attempt {attempt}): "
                           f"{cause}; next try at {message.next_attempt_at}")
             return
         message.sent(attempt=attempt, receipt=str(receipt or ""), at=rt.clock())

@@ -13,6 +13,7 @@ from domain.base import event_state
 from domain.errors import MetnosError
 from domain.provenance import described
 from metnos.runtime.turn.quarantined import told
+from projections import deliveries
 
 class TurnNotFound(MetnosError):
     """No turn, or more than one, matches the id given."""
@@ -61,6 +62,11 @@ def turn_rows(turns_state: dict[str, Any], limit: int = 0) -> list[dict[str, Any
     """The turns, oldest first; the last ``limit`` of them when limit is positive."""
     order = turns_state["order"][-limit:] if limit > 0 else turns_state["order"]
     return [turns_state["turns"][t] for t in order]
+
+
+def undelivered(runtime: Any, turn_id: str | None = None) -> list[dict[str, Any]]:
+    """The messages the delivery outbox gave up on (a turn's, if given), as last folded: what never reached its channel."""
+    return deliveries.undelivered(runtime.deliveries.state(), turn_id)
 
 
 def turn_events(runtime: Any, turn_id: str) -> list[dict[str, Any]]:
