@@ -1,10 +1,15 @@
 """The delivery outbox, folded: what waits to be sent, and what was given up.
 
-The delivery worker (metnos/services/delivery.py) starts from this view: a
+The delivery worker (metnos/services/delivery.py) starts from this fold: a
 message queued or failed before a restart is still here, and is sent after
-it. A message sent leaves the view (only a count stays: its text is in the
+it. A message sent leaves the state (only a count stays: its text is in the
 log); a message given up stays, with its cause, so that ``turns show`` and
 the dashboard can say which answer never arrived.
+
+It is folded when asked (:func:`folded`, the outbox's four topics alone are
+read from the log) and kept up to date in memory by the worker, not stored
+as a view: the outbox is small and read by few, and the views a workspace
+keeps (and the rebuild's output) stay as they were.
 """
 
 from __future__ import annotations
@@ -58,6 +63,16 @@ def _given_up(state: dict[str, Any], e: Record, position: int) -> None:
     if m is not None:
         m.update(status=GIVEN_UP, attempts=e["attempt"], cause=e["cause"], next_attempt_at=None,
                  given_up_at=e["timestamp"], version=e["originator_version"])
+
+
+def folded(log: Any) -> dict[str, Any]:
+    """The outbox's state from the whole log, reading only its own events."""
+    fold = DeliveriesFold()
+    state = fold.initial()
+    for batch in log.record_batches(fields=fold.fields):
+        for position, topic, record in batch:
+            fold.apply_record(state, topic, record, position)
+    return state
 
 
 def undelivered(state: dict[str, Any], turn_id: str | None = None) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from metnos.mechanisms.store.views import ViewStore
 from projections.base import MaterialisedView
 from projections.daily import DailyLines
 
-VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules", "proposals", "plans", "deliveries")
+VIEW_NAMES = ("catalogue", "audit", "turns", "turn_lines", "mnestome", "schedules", "proposals", "plans")
 
 
 def open_stores(workspace: Workspace, names: tuple[str, ...] = VIEW_NAMES) -> dict[str, ViewStore]:
@@ -45,5 +45,4 @@ _FOLDS = {
     "mnestome": ("projections.mnestome", "MnestomeFold"),
     "proposals": ("projections.proposals", "ProposalsFold"),
     "plans": ("projections.plans", "PlansFold"),
-    "deliveries": ("projections.deliveries", "DeliveriesFold"),
 }

@@ -75,7 +75,6 @@ class Runtime:
         self.audit = self._views["audit"]
         self.turn_lines = self._views["turn_lines"]
         self.plans = self._views["plans"]
-        self.deliveries = self._views["deliveries"]
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
             is_blocked=self._blocked_reason, config=config, credentials=skill_credentials(workspace),

@@ -6,10 +6,11 @@ channel that is down, or a daemon that stops, loses nothing), and the worker
 thread sends it through the sender the channel registered with
 :meth:`Outbox.serve`. Each attempt is an event (domain/delivery.py): sent,
 failed with the time of the next try (exponential backoff with a ceiling),
-or given up after the bound. At start the worker reads the outbox's read
-model (projections/deliveries.py), so what was queued before a restart is
+or given up after the bound. At start the worker folds the outbox from
+the log (projections/deliveries.py), so what was queued before a restart is
 sent after it, once: a message is dropped from the worker as soon as its
-``MessageSent`` is written.
+``MessageSent`` is written. The fold is then kept in memory with every event
+the worker writes, for the dashboard to ask what was given up.
 
 The worker writes the log on its own thread without the host's writer lock
 (the store serialises writers, and these events touch no turn), so a
@@ -27,6 +28,7 @@ from uuid import UUID
 
 from domain.delivery import WAITING, OutgoingMessage, RetryRule
 from domain.errors import MetnosError
+from projections import deliveries
 
 # A sender sends one message on its channel and returns the channel's receipt (a message id), or raises.
 Sender = Callable[[OutgoingMessage], str]
@@ -46,7 +48,10 @@ class Outbox:
         self._senders: dict[str, Sender] = {}
         # id -> the message, for every message queued or failed that the worker still has to send.
         self._waiting: dict[str, OutgoingMessage] = {}
-        self._loaded = False
+        # The outbox folded (projections/deliveries.py): None until first needed.
+        self._fold = deliveries.DeliveriesFold()
+        self._state: dict[str, Any] | None = None
+        self._load_lock = threading.Lock()
         # The one message being sent now, so that flush() knows the worker is busy with it.
         self._sending: str | None = None
         self._cond = threading.Condition()
@@ -103,24 +108,41 @@ class Outbox:
         rt = self.host.runtime
         message = OutgoingMessage.queued(id=rt.ids(), at=rt.clock(), channel=channel, address=address, text=text,
                                          kind=kind, turn_id=turn_id, reply_to=reply_to)
-        # Written at once, also from inside a unit of work: the message must outlive whatever comes next.
-        rt.log.save_now(message)
+        self._record(message)
         with self._cond:
             self._waiting[str(message.id)] = message
             self._cond.notify_all()
         return str(message.id)
 
-    def _load(self) -> None:
-        """The messages the log holds as waiting (queued or failed before this start), once."""
-        if self._loaded:
-            return
-        with self.host.writing() as rt:
-            state = rt.deliveries.catch_up(rt.log)
-            found = {key: rt.log.repository.get(UUID(key)) for key, m in state["messages"].items() if m["status"] in WAITING}
+    def undelivered(self, turn_id: str | None = None) -> list[dict[str, Any]]:
+        """The messages given up on (a turn's, if given), oldest first."""
+        self._load()
         with self._cond:
-            for key, message in found.items():
-                self._waiting.setdefault(key, message)
-            self._loaded = True
+            return deliveries.undelivered(self._state or self._fold.initial(), turn_id)
+
+    def _record(self, message: OutgoingMessage) -> None:
+        """Write the message's new events (at once, also from inside a unit of work: a message must outlive
+        whatever comes next) and fold them into the state kept in memory."""
+        events = message.collect_events()
+        self.host.runtime.log.save_now(*events)
+        with self._cond:
+            if self._state is not None:
+                for event in events:
+                    self._fold.apply(self._state, event, 0)
+
+    def _load(self) -> None:
+        """Fold the outbox from the log once; the messages it holds as waiting (queued or failed before this
+        start) are the worker's."""
+        with self._load_lock:
+            if self._state is not None:
+                return
+            rt = self.host.runtime
+            state = deliveries.folded(rt.log)
+            found = {key: rt.log.repository.get(UUID(key)) for key, m in state["messages"].items() if m["status"] in WAITING}
+            with self._cond:
+                self._state = state
+                for key, message in found.items():
+                    self._waiting.setdefault(key, message)
         if found:
             self._log(f"{len(found)} message(s) queued before this start will be sent")
 
@@ -165,7 +187,7 @@ class Outbox:
         except Exception as e:  # noqa: BLE001 - every failure is recorded with its cause, and retried
             cause = str(e) if isinstance(e, DeliveryFailed) else f"{type(e).__name__}: {e}"
             given_up = message.failed(attempt=attempt, cause=cause, rule=self.rule, at=rt.clock())
-            rt.log.save_now(message)
+            self._record(message)
             if given_up:
                 self._forget(message)
                 self._log(f"gave up on the {message.kind} to {message.channel} {message.address} after {attempt} attempt(s): {cause}")
@@ -174,7 +196,7 @@ class Outbox:
                           f"{cause}; next try at {message.next_attempt_at}")
             return
         message.sent(attempt=attempt, receipt=str(receipt or ""), at=rt.clock())
-        rt.log.save_now(message)
+        self._record(message)
         self._forget(message)
 
     def _forget(self, message: OutgoingMessage) -> None:

@@ -65,8 +65,8 @@ def turn_rows(turns_state: dict[str, Any], limit: int = 0) -> list[dict[str, Any
 
 
 def undelivered(runtime: Any, turn_id: str | None = None) -> list[dict[str, Any]]:
-    """The messages the delivery outbox gave up on (a turn's, if given), as last folded: what never reached its channel."""
-    return deliveries.undelivered(runtime.deliveries.state(), turn_id)
+    """The messages the delivery outbox gave up on (a turn's, if given), folded from the log: what never reached its channel."""
+    return deliveries.undelivered(deliveries.folded(runtime.log), turn_id)
 
 
 def turn_events(runtime: Any, turn_id: str) -> list[dict[str, Any]]:

@@ -20,8 +20,8 @@ def timeline(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
             rows = queries.turn_rows(queries.turns_now(rt), 200)
-            lost = {m["turn_id"] for m in queries.undelivered(rt)}
-        return {"turns": list(reversed(rows)), "undelivered": lost}
+        # The outbox as the daemon's worker keeps it, not folded from the log at every look.
+        return {"turns": list(reversed(rows)), "undelivered": {m["turn_id"] for m in host.outbox.undelivered()}}
 
     return gather
 
@@ -33,13 +33,12 @@ def turn(host: DaemonHost) -> Any:
             turn_id = queries.find_turn(state, request.path_params["turn_id"])
             events = queries.turn_events(rt, turn_id)
             steps = queries.turn_steps(rt, events)
-            lost = queries.undelivered(rt, turn_id)
         # An unverified turn's text and the parts found in no result are on its last AnswerUngrounded.
         ungrounded = next((e["state"] for e in reversed(events) if e["type"] == "AnswerUngrounded"), {})
         summary = state["turns"][turn_id]
         return {"turn": summary, "events": events, "steps": steps, "ungrounded": ungrounded,
                 "why_unverified": without_status(summary.get("result") or ""),
-                "quarantined": queries.quarantined_not_offered(events), "undelivered": lost}
+                "quarantined": queries.quarantined_not_offered(events), "undelivered": host.outbox.undelivered(turn_id)}
 
     return gather
 
