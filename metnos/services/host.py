@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -116,23 +117,29 @@ class DaemonHost(RuntimeHost):
             self._write.release()
 
     def begin_stop(self) -> None:
-        """Take no new work, refuse what waits for an approval, leave a waiting question unanswered, and
-        ask the running turns to stop at their next safe point (recorded as TurnInterrupted, SIGTERM)."""
+        """Take no new work, refuse what waits for an approval, leave a waiting question unanswered."""
         self.stopping = True
         self.approvals.refuse_all("daemon-stopping")
         self.dialogs.stop_all("daemon-stopping")
+
+    def interrupt_running(self) -> None:
+        """Ask the running turns to stop at their next safe point (recorded as TurnInterrupted, SIGTERM)."""
         with self._gates_lock:
             for gate in self._gates:
                 gate.stop_at_next_checkpoint(signal.SIGTERM)
 
-    def drain(self, wait_s: float = 30.0) -> bool:
-        """At stop: :meth:`begin_stop`, then wait for the write in progress (a turn) to end, so that the
-        runtime is not closed under it. False: it did not end in time."""
+    def drain(self, wait_s: float = 30.0, finish_s: float = 2.0) -> bool:
+        """At stop: :meth:`begin_stop`; the turn in progress gets ``finish_s`` to end by itself (one whose
+        approval was just refused usually does), then is interrupted at its next safe point; wait for it to
+        end, so that the runtime is not closed under it. False: it did not end within ``wait_s``."""
         self.begin_stop()
-        if self._write.acquire(timeout=wait_s):
-            self._write.release()
-            return True
-        return False
+        started = time.monotonic()
+        if not self._write.acquire(timeout=min(finish_s, wait_s)):
+            self.interrupt_running()
+            if not self._write.acquire(timeout=max(wait_s - (time.monotonic() - started), 0)):
+                return False
+        self._write.release()
+        return True
 
     @contextmanager
     def reading(self) -> Iterator[Runtime]:
