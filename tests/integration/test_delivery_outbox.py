@@ -171,7 +171,7 @@ def test_an_answer_the_bot_api_refuses_for_good_is_given_up_and_shown_undelivere
 
 def test_sigterm_mid_turn_stops_cleanly_and_the_next_start_delivers_each_queued_message_once(tmp_path: Path) -> None:
     # The model thinks longer than the 2 s a stopping daemon lets a turn take to end by itself.
-    script = [slow(call("get_now", {}), 6.0), text(ANSWER)]
+    script = [slow(call("get_now", {}), 5.0), text(ANSWER)]
     with FakeBotAPI(TOKEN) as bot, ScriptedLLM(script) as llm:
         env = metnos_env(layout_env("metnos_home", tmp_path, os.environ), METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted",
                          **{TOKEN_ENV: TOKEN})
