@@ -32,6 +32,10 @@ from metnos.settings.workspace import Workspace
 from metnos.settings.loader import for_workspace
 
 
+# How long a stop waits for the running turn to reach its safe point before leaving it to the next start.
+DRAIN_S = 10.0
+
+
 @dataclass(frozen=True)
 class DaemonOptions:
     http: str | None = None
@@ -96,7 +100,8 @@ def serving(host: DaemonHost, address: str | None, *, warn: Callable[[str], None
             started.append(channel)
         yield {"http": server.url, "channels": [c.name for c in started]}
     finally:
-        if not host.drain():
+        # A few seconds: the running turn is asked to stop at its next safe point, and what waits is answered.
+        if not host.drain(DRAIN_S):
             warn("a turn was still running when the daemon stopped; it is closed as abandoned at the next start")
         for channel in reversed(started):
             channel.stop()

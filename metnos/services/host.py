@@ -19,7 +19,9 @@ turn runs.
 from __future__ import annotations
 
 import os
+import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -30,6 +32,7 @@ from metnos.runtime import actors
 from metnos.runtime.booted import Runtime
 from metnos.services import turns, wiring
 from metnos.services.approvals import ApprovalBroker
+from metnos.services.delivery import Outbox
 from metnos.services.dialogs import DialogBroker
 from metnos.services.interrupts import InterruptGate
 from metnos.settings.loader import load
@@ -37,6 +40,13 @@ from metnos.settings.loader import load
 
 class DaemonBusy(MetnosError):
     """A write waited too long for another one to finish."""
+
+
+class DaemonStopping(MetnosError):
+    """The daemon is stopping: it takes no new work."""
+
+
+STOPPING = "the daemon is stopping and takes no new work; ask again once it has restarted (`metnos daemon`)"
 
 
 class RuntimeHost:
@@ -48,6 +58,8 @@ class RuntimeHost:
         self._write = threading.RLock()
         self._router: Any = None
         self._router_made = threading.Lock()
+        # What the channels send goes through here, so that a channel that is down loses nothing.
+        self.outbox = Outbox(self)
 
     @contextmanager
     def writing(self) -> Iterator[Runtime]:
@@ -88,6 +100,7 @@ class RuntimeHost:
                              conversation=conversation, new_conversation=new_conversation, confirm_schedules=confirm_schedules)
 
     def close(self) -> None:
+        self.outbox.close()
         if self._router is not None:
             self._router.close()
             self._router = None
@@ -103,6 +116,11 @@ class DaemonHost(RuntimeHost):
         # A question waits as long as an approval does.
         self.dialogs = DialogBroker(timeout_s=approval_timeout_s)
         self._write_wait_s = write_wait_s
+        # Set by begin_stop(): no new turn starts, and every way in says why.
+        self.stopping = False
+        # The gates of the turns running now, so that a stop can interrupt them at their next safe point.
+        self._gates: set[InterruptGate] = set()
+        self._gates_lock = threading.Lock()
 
     @contextmanager
     def writing(self) -> Iterator[Runtime]:
@@ -114,15 +132,30 @@ class DaemonHost(RuntimeHost):
         finally:
             self._write.release()
 
-    def drain(self, wait_s: float = 30.0) -> bool:
-        """At stop: refuse what waits for an approval, leave a waiting question unanswered, then wait for the
-        write in progress (a turn) to end, so that the runtime is not closed under it. False: it did not end in time."""
+    def begin_stop(self) -> None:
+        """Take no new work, refuse what waits for an approval, leave a waiting question unanswered."""
+        self.stopping = True
         self.approvals.refuse_all("daemon-stopping")
         self.dialogs.stop_all("daemon-stopping")
-        if self._write.acquire(timeout=wait_s):
-            self._write.release()
-            return True
-        return False
+
+    def interrupt_running(self) -> None:
+        """Ask the running turns to stop at their next safe point (recorded as TurnInterrupted, SIGTERM)."""
+        with self._gates_lock:
+            for gate in self._gates:
+                gate.stop_at_next_checkpoint(signal.SIGTERM)
+
+    def drain(self, wait_s: float = 30.0, finish_s: float = 2.0) -> bool:
+        """At stop: :meth:`begin_stop`; the turn in progress gets ``finish_s`` to end by itself (one whose
+        approval was just refused usually does), then is interrupted at its next safe point; wait for it to
+        end, so that the runtime is not closed under it. False: it did not end within ``wait_s``."""
+        self.begin_stop()
+        started = time.monotonic()
+        if not self._write.acquire(timeout=min(finish_s, wait_s)):
+            self.interrupt_running()
+            if not self._write.acquire(timeout=max(wait_s - (time.monotonic() - started), 0)):
+                return False
+        self._write.release()
+        return True
 
     @contextmanager
     def reading(self) -> Iterator[Runtime]:
@@ -143,14 +176,32 @@ class DaemonHost(RuntimeHost):
         ``wait_s``: how long to wait for a turn already running before answering busy (default: the host's wait).
         ``conversation``: the key of the conversation the turn continues (``new_conversation``: starts); None, a turn alone."""
         turns.check_request(text)
-        talk = {"conversation": conversation, "new_conversation": new_conversation}
-        if wait_s is None:
-            return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
-                               principal=principal, interrupts=interrupts, confirm_schedules=confirm_schedules, **talk)
-        if not self._write.acquire(timeout=wait_s):
+        if self.stopping:
+            raise DaemonStopping(STOPPING)
+        gate = interrupts or InterruptGate()
+        with self._gates_lock:
+            self._gates.add(gate)
+        try:
+            return self._ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
+                             principal=principal, interrupts=gate, wait_s=wait_s, confirm_schedules=confirm_schedules,
+                             talk={"conversation": conversation, "new_conversation": new_conversation})
+        finally:
+            with self._gates_lock:
+                self._gates.discard(gate)
+
+    def _ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str,
+             observer: Callable[[Any], None] | None, asker: Callable[..., tuple[str | None, str]] | None,
+             principal: str, interrupts: InterruptGate, wait_s: float | None, confirm_schedules: bool,
+             talk: dict[str, Any]) -> Any:
+        if not self._write.acquire(timeout=self._write_wait_s if wait_s is None else wait_s):
+            if wait_s is None:
+                raise DaemonBusy(f"the daemon is busy (another turn or change has run for over {self._write_wait_s:.0f} s); try again")
             raise DaemonBusy("a turn is already running (or waits for an answer at /api/approvals or /api/dialogs); "
                              "try again when it has ended")
         try:
+            # A stop that began while this turn waited for the one before: it does not start.
+            if self.stopping:
+                raise DaemonStopping(STOPPING)
             # The lock is re-entrant: the turn's own writing() below takes it at once.
             return super().ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
                                principal=principal, interrupts=interrupts, confirm_schedules=confirm_schedules, **talk)

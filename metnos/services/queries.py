@@ -13,6 +13,7 @@ from domain.base import event_state
 from domain.errors import MetnosError
 from domain.provenance import described
 from metnos.runtime.turn.quarantined import told
+from projections import deliveries
 
 class TurnNotFound(MetnosError):
     """No turn, or more than one, matches the id given."""
@@ -69,6 +70,11 @@ def conversation_turns(turns_state: dict[str, Any], conversation_id: str) -> lis
     if not rows:
         raise TurnNotFound(f"no conversation {conversation_id!r}; the timeline names each turn's")
     return rows
+
+
+def undelivered(runtime: Any, turn_id: str | None = None) -> list[dict[str, Any]]:
+    """The messages the delivery outbox gave up on (a turn's, if given), folded from the log: what never reached its channel."""
+    return deliveries.undelivered(deliveries.folded(runtime.log), turn_id)
 
 
 def turn_events(runtime: Any, turn_id: str) -> list[dict[str, Any]]:

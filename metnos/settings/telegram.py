@@ -57,7 +57,7 @@ class TelegramSettings(BaseModel):
     base_url: str = setting(DEFAULT_BASE_URL, "The Bot API's base URL.")
     approval_timeout_s: float = setting(120.0, "An approval not answered by then is a no (seconds).")
     poll_timeout_s: float = setting(30.0, "How long one long poll waits for an update (seconds).")
-    timeout_s: float = setting(5.0, "How long send_messages waits for the Bot API (seconds).")
+    timeout_s: float = setting(5.0, "How long send_messages, and each send of the Telegram channel, waits for the Bot API (seconds); a send that takes longer is retried later.")
 
     @model_validator(mode="before")
     @classmethod

@@ -10,6 +10,12 @@ entities", and the message kept is the text without its tags.
 Parameters come as JSON or as a form (python-telegram-bot sends forms, with
 nested objects as JSON strings). A wrong token gets 401 as from Telegram.
 
+It fails and hangs on purpose: while ``down`` is set, ``sendMessage`` gets
+502 Bad Gateway; ``faults`` is a list the next calls of ``sendMessage`` take
+one each from: ``"fail"`` (502 at once) or ``"hang"`` (no answer for
+``hang_s`` seconds, as a Bot API that hangs, then 502). Those calls are kept
+in ``refused``, not in ``calls``.
+
 The test plays the user: ``user_says(chat, text)`` queues a message,
 ``press(message, data)`` queues a press of an inline button, and
 ``wait_for(method, predicate)`` waits until the bot has called the server.
@@ -102,6 +108,11 @@ class FakeBotAPI:
         self.calls: list[Call] = []
         # Every formatted message is refused, as Telegram refuses markup it cannot parse.
         self.refuse_markup = False
+        # Delivery faults (see the module's doc).
+        self.down = False
+        self.faults: list[str] = []
+        self.hang_s = 5.0
+        self.refused: list[Call] = []
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
@@ -175,11 +186,25 @@ class FakeBotAPI:
     def _answer(self, method: str, params: dict[str, Any]) -> tuple[int, Any]:
         if method == "getUpdates":
             return 200, self._get_updates(params)
+        if method == "sendMessage" and self._fault(params):
+            return 502, "Bad Gateway: failed on purpose"
         status, result = self._result(method, params)
         with self._cond:
             self.calls.append(Call(method, params, result))
             self._cond.notify_all()
         return status, result
+
+    def _fault(self, params: dict[str, Any]) -> bool:
+        """Whether this sendMessage fails on purpose (after hanging, if it is to hang)."""
+        with self._cond:
+            fault = self.faults.pop(0) if self.faults else ("fail" if self.down else "")
+        if fault:
+            with self._cond:
+                self.refused.append(Call("sendMessage", params, fault))
+                self._cond.notify_all()
+        if fault == "hang":
+            time.sleep(self.hang_s)
+        return bool(fault)
 
     def _result(self, method: str, params: dict[str, Any]) -> tuple[int, Any]:
         if method == "getMe":

@@ -61,6 +61,7 @@ from domain.errors import MetnosError
 from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
 from metnos.services import pairing
 from metnos.services.channels import record_ignored
+from metnos.services.delivery import DeliveryFailed
 from metnos.services.telling import reply_text
 from metnos.settings import i18n
 from metnos.settings.i18n.detect import language_of
@@ -72,6 +73,8 @@ MAX_TEXT = 4096  # Telegram's limit for one message
 APPROVE, DENY = "ok", "no"
 # Telegram shows a chat action for about 5 s: renewed a little sooner, the indicator never blinks off.
 TYPING_EVERY_S = 4.0
+# At stop, how long the answers just queued get to go out before they are left queued for the next start.
+FLUSH_AT_STOP_S = 3.0
 
 
 class TelegramChannelError(MetnosError):
@@ -129,6 +132,10 @@ class TelegramChannel:
         self._thread: threading.Thread | None = None
         self._app: Any = None
         self.bot_username = ""
+        # Set at stop: messages taken but not started get a notice instead of a turn.
+        self._stopping = False
+        # Answers and notices go through the host's outbox (a host with a log); otherwise straight out.
+        self._delivering = False
 
     # Start and stop ----------------------------------------------------------
     def start(self, timeout_s: float = 60.0) -> None:
@@ -167,10 +174,15 @@ class TelegramChannel:
             error = failure[0]
             msg = f"the Telegram bot could not start ({self.settings.base_url}): {redact(f'{type(error).__name__}: {error}', self._token)}"
             raise TelegramChannelError(msg) from None
+        if getattr(self.host, "runtime", None) is not None:
+            self.host.outbox.serve(CHANNEL, self._deliver)
+            self._delivering = True
         self._log(f"polling as @{self.bot_username}; {len(self._allowed)} allowed chat(s)")
 
     def stop(self) -> None:
-        """Stop polling, let a running turn finish (a pending approval is a no), close."""
+        """Stop polling, let a running turn finish (a pending approval is a no), tell the chats whose messages
+        were not started yet, send what is due for a moment, close; what is left stays queued in the log."""
+        self._stopping = True
         with self._pending_lock:
             for pending in self._pending.values():
                 pending.stopped = True
@@ -179,6 +191,8 @@ class TelegramChannel:
                 question.stopped = True
                 question.answered.set()
         self._worker.shutdown(wait=True)
+        if self._delivering:
+            self.host.outbox.withdraw(CHANNEL, flush_s=FLUSH_AT_STOP_S)
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(30)
@@ -274,6 +288,11 @@ class TelegramChannel:
     def _run_turn(self, chat_id: int, sender: str, text: str, message_id: int | None = None) -> None:
         # The fixed texts of this turn (questions, time-outs, status lines) in the request's language.
         language = language_of(text, i18n.in_force().languages())
+        if self._stopping or getattr(self.host, "stopping", False):
+            # Taken before the stop and not started: no turn now, and the chat is told to ask again.
+            self._notify(chat_id, i18n.in_force().text("telegram.stopping", language))
+            return
+        turn_id = ""
         typing = self._start_typing(chat_id)
         try:
             # Who the turn works for: the chat's pairing (the first chat the host, the others guests).
@@ -289,6 +308,7 @@ class TelegramChannel:
                                     confirm_schedules=True)
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
             reply = reply_text(outcome, language)
+            turn_id = outcome.turn_id
         except MetnosError as e:
             reply = f"metnos: {e}"
         except Exception as e:  # noqa: BLE001 - the chat is told; the bot goes on
@@ -296,7 +316,7 @@ class TelegramChannel:
             reply = f"metnos: unexpected error ({type(e).__name__}); the turn is in the log"
         finally:
             typing.cancel()
-        self._reply(chat_id, reply, message_id)
+        self._answer(chat_id, reply, message_id, turn_id)
 
     def _start_typing(self, chat_id: int) -> Any:
         """Show "typing" in the chat until the returned future is cancelled."""
@@ -422,7 +442,50 @@ class TelegramChannel:
             return None
 
     def _send(self, chat_id: int, text: str) -> None:
-        self._call_quietly(self._app.bot.send_message(chat_id, clip(text)))
+        self._notify(chat_id, text)
+
+    def _notify(self, chat_id: int, text: str) -> None:
+        """A notice of the channel's own (a time-out, a pairing, the daemon stopping), through the outbox."""
+        if self._delivering:
+            self._queue(chat_id, text, kind="notice")
+        else:
+            self._call_quietly(self._app.bot.send_message(chat_id, clip(text)))
+
+    def _answer(self, chat_id: int, text: str, message_id: int | None, turn_id: str) -> None:
+        """A turn's answer, through the outbox: should the Bot API be down, it is sent when it is back."""
+        if self._delivering:
+            self._queue(chat_id, text, kind="answer", turn_id=turn_id, reply_to=message_id)
+        else:
+            self._reply(chat_id, text, message_id)
+
+    def _queue(self, chat_id: int, text: str, *, kind: str, turn_id: str = "", reply_to: int | None = None) -> None:
+        try:
+            self.host.outbox.queue(channel=CHANNEL, address=str(chat_id), text=text, kind=kind, turn_id=turn_id,
+                                   reply_to="" if reply_to is None else str(reply_to))
+        except Exception as e:  # noqa: BLE001 - without the log, the message is still sent, once, as before the outbox
+            self._log(f"could not queue a {kind} for chat {chat_id} ({type(e).__name__}: {e}); sending it at once")
+            self._reply(chat_id, text, reply_to)
+
+    def _deliver(self, message: Any) -> str:
+        """The outbox's sender: one message as formatted HTML (plain text if the markup is refused); its message id.
+        Any other failure raises DeliveryFailed with a cause fit for the log (the token redacted)."""
+        from telegram import ReplyParameters  # deferred: as in _startup, which has always run before a delivery
+        from telegram.error import BadRequest  # the same
+
+        chat_id = int(message.address)
+        thread = ReplyParameters(int(message.reply_to), allow_sending_without_reply=True) if message.reply_to else None
+        limits = {"read_timeout": self.settings.timeout_s, "write_timeout": self.settings.timeout_s,
+                  "connect_timeout": self.settings.timeout_s}
+        try:
+            try:
+                sent = self._call(self._app.bot.send_message(chat_id, fitted_html(message.text), parse_mode=PARSE_MODE,
+                                                             reply_parameters=thread, **limits))
+            except BadRequest as e:
+                self._log(f"the Bot API refused the formatted message, sending it as plain text: {redact(str(e), self._token)}")
+                sent = self._call(self._app.bot.send_message(chat_id, clip(message.text), reply_parameters=thread, **limits))
+        except Exception as e:  # noqa: BLE001 - the outbox records the cause and tries again later
+            raise DeliveryFailed(f"the Bot API at {self.settings.base_url}: {redact(f'{type(e).__name__}: {e}', self._token)}") from None
+        return str(sent.message_id)
 
     def _reply(self, chat_id: int, text: str, message_id: int | None) -> None:
         """The answer as formatted HTML, threaded to the request; as plain text if the markup is refused."""

@@ -132,11 +132,20 @@ def _failure(observation: dict[str, Any]) -> str:
 
 def run_show(args: argparse.Namespace) -> int:
     if args.json:
-        turn_id, data = _history().shown_as_data(args.turn_id)
-        print(orjson.dumps({"turn_id": turn_id, "events": data}, default=str).decode())
+        turn_id, data, lost = _history().shown_as_data(args.turn_id)
+        print(orjson.dumps({"turn_id": turn_id, "events": data, "undelivered": lost}, default=str).decode())
         return 0
-    turn_id, events = _history().shown(args.turn_id)
+    turn_id, events, lost = _history().shown(args.turn_id)
     print(f"turn {turn_id}")
     for e in events:
         print(_line(e))
+    for message in lost:
+        print(_undelivered(message))
     return 0
+
+
+def _undelivered(message: dict[str, Any]) -> str:
+    """A message the outbox gave up on, with its text: the answer the user never got."""
+    head = (f"UNDELIVERED {message['kind']} to {message['channel']} {message['address']}: given up after "
+            f"{message['attempts']} attempt(s) at {message.get('given_up_at', '?')}; last cause: {message['cause']}")
+    return head + "\n" + "\n".join(f"{'':>4}| {line}" for line in message["text"].splitlines())

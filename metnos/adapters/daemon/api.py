@@ -25,7 +25,7 @@ from domain.household import HOST
 from metnos.services import mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
 from metnos.services.approvals import ApprovalUnknown
 from metnos.services.dialogs import DialogUnknown
-from metnos.services.host import DaemonBusy, DaemonHost
+from metnos.services.host import DaemonBusy, DaemonHost, DaemonStopping
 from metnos.services.interrupts import InterruptGate
 from metnos.services.queries import ExecutorNotFound, TurnNotFound, log_page
 from metnos.services.schedules import SchedulerError
@@ -299,6 +299,8 @@ def error_status(e: MetnosError) -> int:
         return 404
     if isinstance(e, DaemonBusy):
         return 409
+    if isinstance(e, DaemonStopping):
+        return 503
     if isinstance(e, SchedulerError) and "no schedule" in str(e):
         return 404
     return 400

@@ -18,6 +18,7 @@ from metnos.adapters.daemon.api import http_error, routes as api_routes
 from metnos.adapters.daemon.auth import TokenGate
 from metnos.adapters.daemon.dashboard import login_page, routes as dashboard_routes
 from metnos.adapters.daemon.size_limit import SizeLimit
+from metnos.adapters.daemon.stopping import RefuseWhileStopping
 from metnos.services import extensions
 from metnos.services.host import DaemonHost
 from metnos.services.token import load_or_create_token
@@ -32,7 +33,7 @@ def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | N
     app = Starlette(routes=[*api_routes(host), *dashboard_routes(host, token), *mounted],
                     exception_handlers={HTTPException: http_error})
     # Outermost: a body too large is refused before the token is even looked at.
-    return SizeLimit(TokenGate(app, token, login_page), max_request_bytes)
+    return RefuseWhileStopping(SizeLimit(TokenGate(app, token, login_page), max_request_bytes), host)
 
 
 def is_loopback(host: str) -> bool:

@@ -20,7 +20,8 @@ def timeline(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
             rows = queries.turn_rows(queries.turns_now(rt), 200)
-        return {"turns": list(reversed(rows))}
+        # The outbox as the daemon's worker keeps it, not folded from the log at every look.
+        return {"turns": list(reversed(rows)), "undelivered": {m["turn_id"] for m in host.outbox.undelivered()}}
 
     return gather
 
@@ -46,7 +47,7 @@ def turn(host: DaemonHost) -> Any:
         summary = state["turns"][turn_id]
         return {"turn": summary, "events": events, "steps": steps, "ungrounded": ungrounded,
                 "why_unverified": without_status(summary.get("result") or ""),
-                "quarantined": queries.quarantined_not_offered(events)}
+                "quarantined": queries.quarantined_not_offered(events), "undelivered": host.outbox.undelivered(turn_id)}
 
     return gather
 
