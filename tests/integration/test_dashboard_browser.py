@@ -166,7 +166,8 @@ def test_an_unverified_answer_is_marked_never_answered(daemon: RunningDaemon, br
     for name in ("a.txt", "b.txt"):
         (docs / name).write_text("x")
     wrong = "The files in ~/unverified-docs are a.txt, c.txt and d.txt."
-    daemon_llm.add(call("find_files", {"base_path": "~/unverified-docs"}), text(wrong), text(wrong))
+    # The opening read lists the folder; the model answers at once, with files the listing does not hold.
+    daemon_llm.add(text(wrong), text(wrong))
     browser.get(daemon.url + "/")
     browser.find_element(By.ID, "ask-text").send_keys("list the files in ~/unverified-docs")
     browser.find_element(By.ID, "ask-button").click()
