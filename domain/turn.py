@@ -43,6 +43,7 @@ CONTEXT_FIELDS = {
 # and replay does not compare what the runtime now works out with a record that never held it.
 LATE_FIELDS = {
     "StepResolved": frozenset({"provenance"}),
+    "StepJudged": frozenset({"provenance"}),
 }
 
 
@@ -163,6 +164,8 @@ class Turn(MetnosAggregate):
         step: int
         verdict: dict
         vaglio_ms: int
+        # A builtin's step (a schedule) records no StepResolved: where its arguments came from is recorded here.
+        provenance: dict | None = None
 
     class TierEscalated(DomainEvent):
         """A step failed and the proposer moved up to the next distinct tier ([runtime] escalate_tiers)."""

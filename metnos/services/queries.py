@@ -161,6 +161,8 @@ def turn_steps(runtime: Any, events: list[dict[str, Any]]) -> list[dict[str, Any
             step["provenance"] = [{"arg": arg, "from": words} for arg, words in described(state["provenance"])]
         elif kind == "StepJudged":
             step["vaglio"] = state["verdict"]
+            if state.get("provenance"):
+                step["provenance"] = [{"arg": arg, "from": words} for arg, words in described(state["provenance"])]
         elif kind == "ApprovalAnswered":
             step["approval"] = {"approved": state["approved"], "by": state["by"]}
         elif kind == "DialogAsked":

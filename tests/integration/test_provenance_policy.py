@@ -226,6 +226,14 @@ def test_a_schedule_a_page_asks_for_is_not_made_under_yes(home: Path, page: str,
     assert "Backups" not in capsys.readouterr().out
     [refused] = [o for o in events(capsys, out["turn_id"], "ObservationRecorded") if o["step"] == 2]
     assert "flag:--yes approves only what you asked for" in refused["observation"]["error"]
+    # A builtin records no StepResolved: its arguments' provenance is on its StepJudged, and shown.
+    judged = {j["step"]: j["provenance"] for j in events(capsys, out["turn_id"], "StepJudged")}
+    assert judged[2]["args.paths.0"] == {"from": "step", "step": 1, "field": "entries.0.content", "source": "web"}, judged
+    capsys.readouterr()
+    assert main(["turns", "show", out["turn_id"]]) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "StepJudged" in x and "step 2: arguments from" in x]
+    assert "args.paths.0 <- the page fetched at step 1 (entries.0.content)" in line
+    assert main(["replay", out["turn_id"], "--json"]) == 0
 
 
 def test_the_same_schedule_in_the_users_words_is_made(home: Path, page: str, backups: Path, capsys, monkeypatch) -> None:

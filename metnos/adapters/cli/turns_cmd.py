@@ -94,7 +94,7 @@ def _line(event: Any) -> str:
         for message in event.sent or ():
             # What left for the model, whole: a cloud model sees exactly this.
             text += f"\n{'':>38}sent ({message['role']}): " + message["text"].replace("\n", f"\n{'':>38}  ")
-    elif isinstance(event, Turn.StepResolved) and event.provenance:
+    elif isinstance(event, (Turn.StepResolved, Turn.StepJudged)) and event.provenance:
         text = f"step {event.step}: arguments from " + "; ".join(f"{arg} <- {words}" for arg, words in described(event.provenance))
     elif isinstance(event, Turn.StepInvoked):
         text = f"step {event.step}: ran {event.executor} {event.version} -> {'ok' if event.ok else 'failed'} [{event.exec_ms} ms]"

@@ -85,6 +85,13 @@ def untrusted_origins(step: Step) -> list[str]:
                               if (why := prov.target_origin(role, p, tainted_by=tainted)) is not None))
 
 
+def builtin_provenance(step: Step) -> dict[str, Any]:
+    """Where each argument of a builtin's call (a schedule's, its executor's arguments within) came from, as recorded."""
+    traced = prov.trace(step.args, request=step.request.text, settings=settings_of(step.loop.catalogue.config), seen=seen_by(step),
+                        piped={}, answered={}, home=_home(step))
+    return {path: p.to_json() for path, p in traced.items()}
+
+
 def scheduled_untrusted_origins(step: Step, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """Why targets of the executor calls a builtin sets up for later (a schedule's) came from content the user did not write.
 
@@ -159,5 +166,5 @@ def _url_leak(step: Step) -> Verdict | None:
     return None
 
 
-__all__ = ["BLANKET_ANSWERS", "EXFILTRATION", "Exfiltration", "blanket", "scheduled_untrusted_origins", "seen_by", "trace_provenance",
+__all__ = ["BLANKET_ANSWERS", "EXFILTRATION", "Exfiltration", "blanket", "builtin_provenance", "scheduled_untrusted_origins", "seen_by", "trace_provenance",
            "untrusted_origins"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from domain.turn import Turn
 from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
-from metnos.runtime.turn.rules.provenance import blanket, scheduled_untrusted_origins, untrusted_origins
+from metnos.runtime.turn.rules.provenance import blanket, builtin_provenance, scheduled_untrusted_origins, untrusted_origins
 from metnos.runtime.turn.shown import elapsed_ms
 from metnos.runtime.step.vaglio import ALLOW, ASK, DENY, vaglio
 
@@ -64,7 +64,8 @@ def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tup
                         untrusted=[why for why in untrusted if why.startswith(f"for {target}, ")])
         if _SEVERITY[judged.decision] > _SEVERITY[verdict.decision]:
             verdict = dataclasses.replace(judged, executor=name, reason=f"{name} would run {target} again and again: {judged.reason}")
-    step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started))
+    traced = builtin_provenance(step) if step.kind == "builtin" else {}
+    step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started), provenance=traced or None)
     return _decided(step, verdict, step.args, untrusted=untrusted)
 
 
