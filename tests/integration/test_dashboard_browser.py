@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.ui import WebDriverWait
@@ -38,7 +39,15 @@ def browser() -> Iterator[Any]:
 
 
 def wait(browser: Any, condition: Any, timeout: float = 60) -> Any:
-    return WebDriverWait(browser, timeout).until(condition)
+    def settled(driver: Any) -> Any:
+        # A list the page draws again while the condition reads it: read it again (Chromium says the node left the document).
+        try:
+            return condition(driver)
+        except WebDriverException as e:
+            if isinstance(e, StaleElementReferenceException) or "does not belong to the document" in str(e):
+                return False
+            raise
+    return WebDriverWait(browser, timeout).until(settled)
 
 
 def shot(browser: Any, name: str) -> None:
