@@ -145,7 +145,9 @@ def test_an_approval_asked_through_one_daemon_is_answered_through_the_other(shar
         assert client_a.get("/api/approvals").json() == [] and client_b.get("/api/approvals").json() == []
         for client in (client_a, client_b):
             assert client.post(f"/api/approvals/{question['id']}", json={"approve": False}).status_code == 404
-        shown = client_a.get(f"/api/turns/{result['turn_id']}").json()
+        # The other daemon's view of the turn catches up through the log's subscription (docs/scale-out.md, projection lag).
+        shown = wait_for(lambda: (r := client_a.get(f"/api/turns/{result['turn_id']}")).status_code == 200 and r.json(),
+                         timeout=60, what="the turn to reach the other daemon's view")
     [answered] = [e["state"] for e in shown["events"] if e["type"] == "ApprovalAnswered"]
     assert answered["approved"] is True and answered["by"] == "http:user"
     recorded = [kind(r) for r in shared.rows() if r["aggregate_id"] == str(UUID(question["id"]))]
