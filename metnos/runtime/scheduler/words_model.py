@@ -10,7 +10,6 @@ firings and confirms them, as for words the rules read.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -19,6 +18,7 @@ from domain.due import BadSchedule, check_cron, zone
 from domain.schedule_words import Cadence, WordsNotUnderstood
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.messages import SystemMessage, UserMessage
+from metnos.mechanisms.llm.reply_json import reply_object
 
 # The tier of the roles beside the proposer that read the user's words (the intent extractor's).
 TIER = "middle"
@@ -31,18 +31,6 @@ INSTRUCTIONS = (
 )
 
 Models = Callable[[str], Any]
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
-def _reply_object(text: str) -> tuple[Any, str | None]:
-    """The JSON object in a reply (fences and words around it ignored), or None and why not."""
-    found = _OBJECT.search(text or "")
-    if found is None:
-        return None, "the reply holds no JSON object"
-    try:
-        return json.loads(found.group(0)), None
-    except json.JSONDecodeError as e:
-        return None, f"the reply's JSON does not parse: {e}"
 
 
 def cadence_from_model(models: Models, words: str, *, timezone: str, now: datetime, refused: WordsNotUnderstood) -> Cadence:
@@ -54,7 +42,7 @@ def cadence_from_model(models: Models, words: str, *, timezone: str, now: dateti
         reply = models(TIER).complete([SystemMessage(INSTRUCTIONS), UserMessage(question)], max_tokens=MAX_TOKENS)
     except LLMError as e:
         raise WordsNotUnderstood(f"{refused} (the model could not be asked either: {e})") from None
-    answer, why = _reply_object(reply.text)
+    answer, why = reply_object(reply.text)
     if answer is None or not isinstance(answer, dict):
         raise WordsNotUnderstood(f"{refused} (the model's reply was not a cron: {why or 'not a JSON object'})")
     cron, once = answer.get("cron"), answer.get("once")

@@ -11,19 +11,20 @@ proposer's.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
-import orjson
-
-from domain.turn import Turn
 from domain.canonical import canonical_hash
+from domain.turn import Turn
 from metnos.mechanisms.llm.errors import LLMError
-from metnos.mechanisms.llm.messages import LLMReply, Message, SystemMessage, ToolSpec, UserMessage
-
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+from metnos.mechanisms.llm.messages import (
+    LLMReply,
+    Message,
+    SystemMessage,
+    ToolSpec,
+    UserMessage,
+)
+from metnos.mechanisms.llm.reply_json import reply_object
 
 AskModel = Callable[[str, Sequence[Message], Sequence[ToolSpec]], LLMReply]
 Record = Callable[..., None]
@@ -53,13 +54,5 @@ def ask_side(record: Record, ask_model: AskModel, *, round: int, role: str, tier
     return reply
 
 
-def reply_object(text: str) -> tuple[Any, str | None]:
-    """The JSON object a model's reply holds (from its first ``{`` to its last
-    ``}``, fences and words around it ignored), or None and why not."""
-    found = _OBJECT.search(text or "")
-    if found is None:
-        return None, "the reply holds no JSON object"
-    try:
-        return orjson.loads(found.group(0)), None
-    except orjson.JSONDecodeError as e:
-        return None, f"the reply's JSON does not parse: {e}"
+# Re-exported: the side calls take their answers out of a reply with it.
+__all__ = ["AskModel", "Record", "ask_side", "reply_object", "sent_form"]
