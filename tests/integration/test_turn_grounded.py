@@ -28,6 +28,19 @@ def topics(capsys, turn_id: str) -> list[dict]:
     return [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
+def scripted_ask(capsys, monkeypatch, script: list, request: str) -> tuple[int, dict]:
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        return ask(capsys, request)
+
+
+def _docs(home: Path) -> None:
+    (home / "docs").mkdir()
+    for name in ("a.txt", "b.txt"):
+        (home / "docs" / name).write_text("x")
+
+
 def _diary(home: Path) -> None:
     (home / "notes").mkdir()
     (home / "notes" / "diary.md").write_text(DIARY)
@@ -117,33 +130,25 @@ def test_told_once_the_model_works_the_lines_out_and_the_turn_is_answered(home: 
 
 
 def test_a_count_found_in_no_result_is_unverified(home: Path, capsys, monkeypatch) -> None:
-    (home / "docs").mkdir()
-    for name in ("a.txt", "b.txt"):
-        (home / "docs" / name).write_text("x")
+    _docs(home)
     wrong = "There are 7 files in ~/docs, among them c.txt."
     # The model's own listing is the turn's one read: no data it asked for twice stands in for its answer.
     monkeypatch.setenv("METNOS_OPENING_READS", "0")
-    with ScriptedLLM([call("find_files", {"base_path": "~/docs"}), text(wrong), text(wrong)], dialect="openai") as llm:
-        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
-        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
-        code, out = ask(capsys, "list the files in ~/docs")
-        assert (code, out["status"]) == (5, "unverified"), out
-        assert set(out["failure"]["unmatched"]) == {"7", "c.txt"}
-        assert "'7'" in out["failure"]["message"] and "'c.txt'" in out["failure"]["message"]
+    code, out = scripted_ask(capsys, monkeypatch, [call("find_files", {"base_path": "~/docs"}), text(wrong), text(wrong)],
+                             "list the files in ~/docs")
+    assert (code, out["status"]) == (5, "unverified"), out
+    assert set(out["failure"]["unmatched"]) == {"7", "c.txt"}
+    assert "'7'" in out["failure"]["message"] and "'c.txt'" in out["failure"]["message"]
 
 
 def test_a_wrong_listing_after_a_repeated_read_is_replaced_by_the_listing(home: Path, capsys, monkeypatch) -> None:
-    (home / "docs").mkdir()
-    for name in ("a.txt", "b.txt"):
-        (home / "docs" / name).write_text("x")
+    _docs(home)
     wrong = "There are 7 files in ~/docs, among them c.txt."
     # The opening read lists the folder; the model lists it again, then answers what the listing does not say.
-    with ScriptedLLM([call("find_files", {"base_path": "~/docs"}), text(wrong), text(wrong)], dialect="openai") as llm:
-        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
-        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
-        code, out = ask(capsys, "list the files in ~/docs")
-        assert (code, out["status"]) == (0, "answered"), out
-        assert "a.txt" in out["answer"] and "b.txt" in out["answer"] and "c.txt" not in out["answer"] and "7" not in out["answer"]
+    code, out = scripted_ask(capsys, monkeypatch, [call("find_files", {"base_path": "~/docs"}), text(wrong), text(wrong)],
+                             "list the files in ~/docs")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert "a.txt" in out["answer"] and "b.txt" in out["answer"] and "c.txt" not in out["answer"] and "7" not in out["answer"]
 
 
 def test_an_answer_from_the_results_is_answered_first_time(home: Path, capsys, monkeypatch) -> None:
@@ -165,12 +170,9 @@ def test_an_answer_that_denies_the_file_the_turn_read_is_replaced_by_its_data(ho
     (home / "notes.md").write_text("buy milk\ncall Anna\n")
     denial = "The file notes.md does not exist."
     reread = call("read_files", {"paths": ["~/notes.md"]})
-    with ScriptedLLM([reread, reread, text(denial), text(denial)], dialect="openai") as llm:
-        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
-        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
-        code, out = ask(capsys, "read ~/notes.md and tell me what it says")
-        assert (code, out["status"]) == (0, "answered"), out
-        assert "buy milk" in out["answer"] and "call Anna" in out["answer"] and "not exist" not in out["answer"]
+    code, out = scripted_ask(capsys, monkeypatch, [reread, reread, text(denial), text(denial)], "read ~/notes.md and tell me what it says")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert "buy milk" in out["answer"] and "call Anna" in out["answer"] and "not exist" not in out["answer"]
     events = topics(capsys, out["turn_id"])
     ungrounded = [e["state"] for e in events if e["topic"].endswith("AnswerUngrounded")]
     assert len(ungrounded) == 2 and all(u["denied"] == ["notes.md"] for u in ungrounded)
@@ -184,10 +186,7 @@ def test_a_denial_where_the_data_is_no_answer_stays_unverified(home: Path, capsy
     (home / "notes.md").write_text("buy milk\ncall Anna\n")
     denial = "The file notes.md does not exist."
     reread = call("read_files", {"paths": ["~/notes.md"]})
-    with ScriptedLLM([reread, reread, text(denial), text(denial)], dialect="openai") as llm:
-        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
-        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
-        code, out = ask(capsys, "read ~/notes.md and tell me how many lines it has")
-        assert out["status"] != "answered", out
+    _, out = scripted_ask(capsys, monkeypatch, [reread, reread, text(denial), text(denial)], "read ~/notes.md and tell me how many lines it has")
+    assert out["status"] != "answered", out
     events = topics(capsys, out["turn_id"])
     assert not any(e["topic"].endswith("TurnAnswered") for e in events)
