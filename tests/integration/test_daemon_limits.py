@@ -80,6 +80,23 @@ def test_a_60_mb_body_is_refused_with_413_and_the_next_turn_is_as_quick(daemon: 
     assert after < max(2 * before, before + 0.5)
 
 
+def test_a_client_that_sent_a_refused_body_whole_then_reads_gets_the_413_not_a_reset(daemon: RunningDaemon) -> None:
+    # A server that answers 413 and closes with the body unread makes the kernel reset the connection, and
+    # a client reading after the reset sees "connection reset" where the reason should be (the /mcp case
+    # failed so in CI). The client here sends all its bytes first, then waits, then reads.
+    url = httpx.URL(daemon.url)
+    body = b"z" * (DEFAULT_MAX_REQUEST_BYTES + 256 * 1024)
+    with socket.create_connection((url.host, url.port)) as conn:
+        conn.sendall(f"POST /mcp/ HTTP/1.1\r\nHost: {url.host}:{url.port}\r\nAuthorization: Bearer {daemon.token}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        time.sleep(0.5)
+        received = b""
+        while chunk := conn.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 413"), received[:200]
+    assert b"max_request_bytes" in received
+
+
 def test_malformed_parameters_are_a_4xx_json_error(daemon: RunningDaemon) -> None:
     with daemon.client() as client:
         for method, path, body in [("GET", "/api/events?after=abc", None), ("GET", "/api/events?after=-3", None),

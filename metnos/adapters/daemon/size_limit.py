@@ -8,9 +8,18 @@ The limit is ``[daemon] max_request_bytes`` in config.toml (docs/config.md).
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import orjson
+
+#: How long and how much of a refused body is read and thrown away before the 413 is sent. A server
+#: that answers and closes with the client's bytes still unread makes the kernel reset the connection,
+#: and the reset can reach the client before the 413 does: it then sees "peer closed connection"
+#: instead of the reason. Past these bounds (a client that never stops sending) the answer goes anyway.
+DRAIN_SECONDS = 10.0
+DRAIN_BYTES = 512 * 1024 * 1024
 
 
 class BodyTooLarge(BaseException):
@@ -35,6 +44,7 @@ class SizeLimit:
                 await self._refuse(send, 400, "bad_request", f"Content-Length {declared.decode('latin-1')!r} is not a number")
                 return
             if size > self.max_bytes:
+                await self._drain(receive)
                 await self._too_large(send)
                 return
         read = 0
@@ -58,7 +68,22 @@ class SizeLimit:
             await self.app(scope, counted, watched)
         except BodyTooLarge:
             if not started:
+                await self._drain(receive)
                 await self._too_large(send)
+
+    @staticmethod
+    async def _drain(receive: Any) -> None:
+        deadline, thrown = time.monotonic() + DRAIN_SECONDS, 0
+        while (left := deadline - time.monotonic()) > 0 and thrown < DRAIN_BYTES:
+            try:
+                message = await asyncio.wait_for(receive(), left)
+            except asyncio.TimeoutError:
+                return
+            if message["type"] != "http.request":
+                return
+            thrown += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return
 
     async def _too_large(self, send: Any) -> None:
         await self._refuse(send, 413, "too_large", f"the request's body is over {self.max_bytes} bytes, the most this daemon "
