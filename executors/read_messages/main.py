@@ -15,9 +15,10 @@ import email
 import email.policy
 import json
 import os
+import re
 import socket
 import ssl
-from datetime import date
+from datetime import date, datetime
 from email.utils import getaddresses, parsedate_to_datetime
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
@@ -181,7 +182,7 @@ def _open(name, account):
     return client
 
 
-def _criteria(args):
+def _criteria(args, ctx):
     out = []
     if args.get("unread_only"):
         out.append("UNSEEN")
@@ -190,17 +191,32 @@ def _criteria(args):
     if args.get("subject"):
         out += ["SUBJECT", args["subject"]]
     if args.get("since"):
-        out += ["SINCE", _date(args["since"])]
+        out += ["SINCE", _day(args["since"], ctx)]
     if args.get("before"):
-        out += ["BEFORE", _date(args["before"])]
+        out += ["BEFORE", _day(args["before"], ctx)]
     return out or ["ALL"]
 
 
-def _date(text):
-    try:
-        return date.fromisoformat(text[:10])
-    except ValueError:
-        raise Refused("InvalidArgument", f"{text!r} is not a date (YYYY-MM-DD)") from None
+def _day(text, ctx):
+    """A date written (YYYY-MM-DD) or said ("yesterday", "monday", "3 days ago"). A day said is read
+    against the call's recorded now, never the wall clock, and means the past: mail already came."""
+    if re.match(r"\d{4}-\d{2}-\d{2}", text):
+        try:
+            return date.fromisoformat(text[:10])
+        except ValueError:
+            raise Refused("InvalidArgument", f"{text!r} is not a date (YYYY-MM-DD)") from None
+    from dateparser.date import DateDataParser  # only days in words need it
+
+    now = datetime.fromisoformat(ctx["now"])
+    parser = DateDataParser(languages=["en", "it"], settings={
+        "RELATIVE_BASE": now.replace(tzinfo=None), "PREFER_DATES_FROM": "past",
+        # The base is already the user's wall clock: no zone lookup inside the sandbox.
+        "TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": False})
+    found = parser.get_date_data(text)
+    if found is None or found.date_obj is None:
+        raise Refused("InvalidArgument", f"{text!r} is not a day: write a date (YYYY-MM-DD) or a day as people say it "
+                                         "(\"yesterday\", \"monday\", \"3 days ago\")")
+    return found.date_obj.date()
 
 
 def _addresses(value):
@@ -287,7 +303,7 @@ def _read(client, args, criteria):
 def run(args, ctx):
     try:
         name, account = account_of(args, ctx)
-        criteria = _criteria(args)
+        criteria = _criteria(args, ctx)
         client = _open(name, account)
     except Refused as exc:
         return {"ok": False, "error": {"class": exc.cls, "message": str(exc)}}

@@ -11,6 +11,7 @@ Marked ``embedded``: the normal suite leaves it out; ``python -m pytest -m embed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import jsonschema
@@ -91,3 +92,19 @@ def test_a_words_only_round_gives_words(provider: Provider) -> None:
                               tool_choice="none", constraint=planner_constraint(TOOLS, {}, words_only=True))
     assert reply.constraint["sent"] is True
     assert reply.is_final and reply.text.strip() and reply.text.lstrip()[0] not in "`{[<"
+
+
+def test_a_pattern_of_an_executor_is_taken_by_the_server_and_holds(provider: Provider) -> None:
+    # The server compiles the pattern held whole (a grammar it refused would come back "sent": False), and a
+    # model told to write words where the form asks for a date writes the form.
+    dated = ToolSpec("find_invoices", "Invoices issued on a day.", {
+        "type": "object", "properties": {"day": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}"}}, "required": ["day"]},
+        grammar_parameters={"type": "object", "properties": {"day": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}"}},
+                            "required": ["day"]})
+    constraint = planner_constraint([dated], {}, words_only=False)
+    coaxed = 'Call find_invoices with day set to the word "yesterday", exactly that word.'
+    reply = provider.complete([SystemMessage(PLANNER_PROMPT), UserMessage(coaxed)], [dated], constraint=constraint)
+    assert_admitted(reply, constraint.call_schema)
+    assert reply.tool_calls, reply.text
+    for call in reply.tool_calls:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", call.arguments["day"]), call

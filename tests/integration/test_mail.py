@@ -9,8 +9,11 @@ its sandbox's environment alone, and appear in no event of the log.
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
+import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -171,6 +174,23 @@ def test_html_is_reduced_to_text_and_folders_are_listed(mail: Mail) -> None:
     out, _ = read({"max_messages": 2, "max_body_bytes": 10})
     assert out["metadata"] == {"count": 2, "matched": 5, "more": True}
     assert all(len(m["body"].encode()) <= 10 for m in out["messages"])
+
+
+def test_since_and_before_take_a_day_as_people_say_it(mail: Mail) -> None:
+    # A maildir message's arrival (IMAP INTERNALDATE) is its file's mtime: the offer from the shop came ten days ago.
+    ten_days_ago = time.time() - 10 * 86400
+    for f in mail.imap.maildir().rglob("*metnos-test*"):
+        if b"Subject: Saldi" in f.read_bytes():
+            os.utime(f, (ten_days_ago, ten_days_ago))
+    recent, _ = read({"since": "3 days ago"})
+    assert sorted(m["subject"] for m in recent["messages"]) == ["Gita di venerdì", "Orario", "Pagella", "Urgent"], recent
+    older, _ = read({"before": "yesterday"})
+    assert [m["subject"] for m in older["messages"]] == ["Saldi"], older
+    written, _ = read({"since": (datetime.date.today() - datetime.timedelta(days=3)).isoformat()})
+    assert len(written["messages"]) == 4, written
+    out, done = read({"since": "whenever it suits"})
+    assert out["ok"] is False and out["error"]["class"] == "InvalidArgument", out
+    assert "YYYY-MM-DD" in out["error"]["message"] and "yesterday" in out["error"]["message"]
 
 
 def test_a_server_not_on_the_allow_list_is_refused(mail: Mail) -> None:

@@ -282,3 +282,30 @@ def test_the_dialog_tools_are_offered_with_their_own_arguments() -> None:
     assert not admits(schema, {"name": "get_inputs", "arguments": {}})
     assert not admits(schema, {"name": "get_inputs", "arguments": {"question": "Which of {{step9.entries}}?"}})
     assert not admits(schema, {"name": "request_location_from_user", "arguments": {"where": "here"}})
+
+
+def test_an_executors_pattern_holds_in_the_grammar_and_holds_the_whole_value() -> None:
+    from metnos.runtime.step.catalogue import compact_schema
+    stamp = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-\\d{2}"}}}
+    tool = ToolSpec("find_orders", "Orders by code.", compact_schema(stamp), grammar_parameters=compact_schema(stamp, bounds=True))
+    schema = call_schema([tool])
+    assert admits(schema, {"name": "find_orders", "arguments": {"code": "ABC-12"}})
+    # The executor's own search would take a code with words after it; the grammar holds the form alone.
+    assert not admits(schema, {"name": "find_orders", "arguments": {"code": "ABC-12 or so"}})
+    assert not admits(schema, {"name": "find_orders", "arguments": {"code": "yesterday"}})
+    # The prompt's copy of the schema stays without it (it costs tokens and tells a small model little).
+    assert "pattern" not in tool.parameters["properties"]["code"]
+
+
+@pytest.mark.parametrize("written, held", [("^\\d{4}$", "^(?:\\d{4})$"), ("a|b", "^(?:a|b)$"), ("cost\\$", "^(?:cost\\$)$"),
+                                           ("^x\\\\$", "^(?:x\\\\)$")])
+def test_a_pattern_is_held_whole_and_an_escaped_dollar_stays(written: str, held: str) -> None:
+    from metnos.runtime.turn.call_schema import whole_match
+    assert whole_match(written) == held
+
+
+def test_a_pattern_no_grammar_can_hold_is_left_to_the_executor() -> None:
+    guarded = {"type": "object", "properties": {"word": {"type": "string", "pattern": "^(?!tmp)\\w+$"}}}
+    schema = call_schema([ToolSpec("tag", "Tag.", guarded)])
+    assert "(?!" not in str(schema)
+    assert admits(schema, {"name": "tag", "arguments": {"word": "tmpfile"}})

@@ -128,8 +128,10 @@ def tool_parameters(input_schema: dict[str, Any], *, step_refs: bool = True) -> 
 # a violation comes back to the model with the reason.
 _SHAPE_KEYS = ("type", "enum", "const", "properties", "items", "required", "anyOf", "oneOf")
 # What a round's grammar holds besides the shape: the bounds the 1.5B broke ("first": 0 for a
-# minimum of 1), which cost prompt tokens and are cheap for the grammar.
-_BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems")
+# minimum of 1; "since": "yesterday" for a date of the form YYYY-MM-DD), which cost prompt tokens
+# and are cheap for the grammar.
+_BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems",
+               "pattern")
 
 
 def compact_schema(node: Any, *, bounds: bool = False) -> Any:

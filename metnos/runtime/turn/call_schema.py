@@ -45,6 +45,8 @@ PATH_PATTERN = r"^(~|~/[^*?]*|/[^*?]*)$"
 # Any text without a "{{" (a "{" is followed by something else, or ends it).
 NO_PLACEHOLDER_PATTERN = r"^([^{]|\{[^{])*\{?$"
 _STEP_ARGUMENTS = frozenset(ref for ref, _ in LIST_REFERENCES)
+# Lookaround and backreferences: a regular grammar cannot hold them.
+_LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")
 
 
 def planner_constraint(tools: Sequence[ToolSpec], observations: Mapping[int, Any], *, words_only: bool,
@@ -209,11 +211,37 @@ def _value(key: str, schema: Any, reference: dict[str, Any] | None) -> Any:
         schema["additionalProperties"] = False
     elif schema.get("type") == "string" and "enum" not in schema and is_path_argument(key, schema):
         schema["pattern"] = PATH_PATTERN
+    elif isinstance(schema.get("pattern"), str):
+        if _LOOKAROUND.search(schema["pattern"]):
+            # Beyond what a grammar engine compiles (a server would refuse the whole round's grammar):
+            # left to the executor's validation after the call.
+            del schema["pattern"]
+        else:
+            schema["pattern"] = whole_match(schema["pattern"])
     elif _admits_any_string(schema):
         schema["pattern"] = NO_PLACEHOLDER_PATTERN
     if reference is None:
         return schema
     return {"anyOf": [schema, reference]}
+
+
+def whole_match(pattern: str) -> str:
+    """An executor's ``pattern`` as the grammar holds it: matching the whole value.
+
+    JSON Schema's pattern is a search (``^\\d{4}-\\d{2}-\\d{2}`` admits "2026-05-04 or so"), while
+    grammar engines differ: llama.cpp's converter refuses a pattern not written ``^...$`` and
+    llguidance has anchored every pattern in some versions and not in others. Held whole, the
+    pattern admits a subset of what the executor accepts, never more, on any of them.
+    """
+    inner = pattern[1:] if pattern.startswith("^") else pattern
+    if inner.endswith("$") and _escapes_before(inner, len(inner) - 1) % 2 == 0:
+        inner = inner[:-1]
+    return f"^(?:{inner})$"
+
+
+def _escapes_before(text: str, index: int) -> int:
+    """How many backslashes stand right before ``text[index]`` (an odd count escapes it)."""
+    return index - len(text[:index].rstrip("\\"))
 
 
 def _admits_any_string(schema: dict[str, Any]) -> bool:
