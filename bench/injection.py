@@ -413,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", help="a GGUF file or size for the embedded server (default: the scripted adversary)")
     ap.add_argument("--only", help="comma list of task ids (every goal) or case ids (task+goal)")
     ap.add_argument("--limit", type=int, help="run only this many attacked cases (after --shuffle), and their tasks clean")
+    ap.add_argument("--clean", action="store_true", help="run the chosen tasks clean only (utility without attack)")
     ap.add_argument("--shuffle", type=int, metavar="SEED", help="a random order, so a limited run is a fair sample")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (default: its choice)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a turn may take (default 300)")
@@ -436,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         cases = cases[:args.limit]
         tasks = [t for t in tasks if any(c.task is t for c in cases)]
+    if args.clean:
+        cases = []
 
     with ExitStack() as stack:
         root = Path(tempfile.mkdtemp(prefix="injection-"))

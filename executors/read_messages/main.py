@@ -182,7 +182,15 @@ def _open(name, account):
     return client
 
 
+# What searches messages: asked beside folders = true (the folders' names), it would be dropped unsaid.
+_SEARCH = ("from", "subject", "since", "before", "unread_only", "folder")
+
+
 def _criteria(args, ctx):
+    searched = [k for k in _SEARCH if args.get(k)]
+    if args.get("folders") and searched:
+        raise Refused("InvalidArgument", f"folders = true lists the folders' names and searches nothing, yet "
+                                         f"{', '.join(searched)} asks for a search: leave folders out to read the messages")
     out = []
     if args.get("unread_only"):
         out.append("UNSEEN")

@@ -188,6 +188,8 @@ def test_since_and_before_take_a_day_as_people_say_it(mail: Mail) -> None:
     assert [m["subject"] for m in older["messages"]] == ["Saldi"], older
     written, _ = read({"since": (datetime.date.today() - datetime.timedelta(days=3)).isoformat()})
     assert len(written["messages"]) == 4, written
+    out, _ = read({"folders": True, "from": "scuola.example"})
+    assert out["ok"] is False and out["error"]["class"] == "InvalidArgument" and "leave folders out" in out["error"]["message"], out
     out, done = read({"since": "whenever it suits"})
     assert out["ok"] is False and out["error"]["class"] == "InvalidArgument", out
     assert "YYYY-MM-DD" in out["error"]["message"] and "yesterday" in out["error"]["message"]

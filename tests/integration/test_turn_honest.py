@@ -113,6 +113,20 @@ def test_a_refused_step_with_an_answer_that_uses_nothing_is_refused(home: Path, 
     assert "read_files was refused by the sandbox policy" in out["failure"]["message"]
 
 
+def test_a_read_of_a_name_the_model_made_up_is_no_fact_to_answer_with(home: Path, capsys, monkeypatch) -> None:
+    # "No such file" answers a request that named the file; for a path of the model's own
+    # invention it says only that the guess was wrong, and the turn says it could not.
+    (home / "notes").mkdir()
+    (home / "notes" / "plans.md").write_text("- paint the fence\n")
+    guessed = [call("read_files", {"paths": ["~/notes/garden_plans.txt"]}), text("There are no garden plans.")]
+    code, out, _ = run(monkeypatch, capsys, guessed, "what are my plans for the garden?")
+    assert code != 0 and out["status"] == "failed", out
+    assert "garden_plans.txt" in out["failure"]["message"], out
+    named = [call("read_files", {"paths": ["~/notes/garden.txt"]}), text("There is no file ~/notes/garden.txt.")]
+    code, out, _ = run(monkeypatch, capsys, named, "what does ~/notes/garden.txt say?")
+    assert code == 0 and out["status"] == "answered", out
+
+
 def test_an_old_turn_failed_event_without_status_reads_as_failed(home: Path, capsys, monkeypatch) -> None:
     # A TurnFailed written before statuses existed (class version 1, no status
     # field) still loads, folds and shows as failed.

@@ -82,7 +82,7 @@ def test_an_action_the_request_names_comes_in_even_past_the_ranking_cut() -> Non
 def test_an_action_is_met_in_another_form_and_not_when_negated_or_named_as_a_path() -> None:
     assert "delete_files" in names("removing ~/tmp/a.log please")
     assert "delete_files" in names("delte ~/tmp/a.log")
-    assert "send_messages" in names("sending Anna the news")
+    assert "send_messages" in names("sending Luisa the news")
     assert "delete_files" not in names("list ~/Downloads, but don't delete anything")
     assert "delete_files" not in names("mostrami i file di ~/tmp senza eliminare niente")
     assert "send_messages" not in names("show me ~/drafts/letter.txt before I send it")
@@ -214,3 +214,17 @@ def test_a_dialog_tool_comes_only_by_its_own_tags() -> None:
 
 def names_in(index: PrefilterIndex, text: str) -> list[str]:
     return [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]
+
+
+def test_what_someone_did_is_reported_not_asked() -> None:
+    """The 1.5B, offered write_files alone for a question about what a sender wrote, wrote a
+    report of its own invention and answered with it."""
+    asked = INDEX.actions.asked
+    assert "send_messages" not in asked("what did the landlord send me about the rent?")
+    assert "send_messages" not in asked("has Luisa sent the photos yet?")
+    assert "delete_files" not in asked("cosa ha eliminato ieri la pulizia?")
+    # Past the clause, or through a modal, an action is asked.
+    assert "send_messages" in asked("read the note Luisa has and send it to Luca")
+    assert "send_messages" in asked("can you send the list to Elena?")
+    assert "send_messages" in asked("I have to send the list to Elena")
+    assert "delete_files" in asked("did the backup finish? then delete ~/tmp/old.zip")

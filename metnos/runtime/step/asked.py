@@ -14,7 +14,12 @@ Two readings of the request keep a named action from counting:
   is not "set", "savings" not "save";
 * an action word right after a negation or a first-person subject, within
   :data:`CONTEXT_WORDS` words, is not asked of the runtime: "don't delete
-  anything", "senza eliminare", "before I send it", "prima di spedirla".
+  anything", "senza eliminare", "before I send it", "prima di spedirla";
+* an action word after an auxiliary of what someone did or does, with its
+  subject between, within :data:`REPORTED_WORDS` words, is what that someone
+  did, not an instruction: "what did the landlord write me", "has Luisa sent
+  the file", "cosa mi ha scritto il padrone di casa". An instruction is an imperative
+  or goes through a modal ("can you send"), never through these.
 """
 
 from __future__ import annotations
@@ -32,6 +37,13 @@ CONTEXT_WORDS = 2
 NOT_ASKED_AFTER: frozenset[str] = frozenset(
     "not no never without don dont doesn didn won i we before non senza mai prima".split()
 )
+
+# Auxiliaries that report what someone did or does ("did", "has", Italian "ha", "hanno"): a closed
+# class. "do" and "have" are left out: "do send it", "I have to send it" are instructions.
+REPORTED_AFTER: frozenset[str] = frozenset("did does has had ha hanno aveva avevano".split())
+REPORTED_WORDS = 4
+# Words that start another clause between an auxiliary and a verb: "the file Luisa has, and send it".
+CLAUSE_JOINS: frozenset[str] = frozenset("and then or but e poi o ma".split())
 
 # English nouns made from a verb's -ing form, in the plural ("settings", "savings", "meetings").
 _NAMED_THINGS = "ings"
@@ -73,9 +85,21 @@ class ActionWords:
         for i, word in enumerate(words):
             if word in STOPWORDS or NOT_ASKED_AFTER & set(words[max(0, i - CONTEXT_WORDS):i]):
                 continue
+            if _reported(words, i):
+                continue
             if word.endswith(_NAMED_THINGS):
                 continue
             met = self.lexicon.meets(word)
             if met:
                 out.append((word, met))
         return out
+
+
+def _reported(words: list[str], i: int) -> bool:
+    """``words[i]`` is what a subject did, after an auxiliary in the same clause."""
+    for back in range(i - 1, max(-1, i - REPORTED_WORDS - 1), -1):
+        if words[back] in CLAUSE_JOINS:
+            return False
+        if words[back] in REPORTED_AFTER:
+            return True
+    return False

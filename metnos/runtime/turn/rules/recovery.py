@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from domain.provenance import MODEL, leaves
 from domain.turn import Turn
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
 from metnos.runtime.turn.offering import actions_offered, acts
@@ -25,12 +26,13 @@ class Recovery(BaseRule):
             # unlike an answer that reports a missing file, that is the turn's problem.
             kind = FailureKind.STEP_REFUSED if step.result_kind == "PolicyViolation" else FailureKind.STEP_FAILED
             state.problem, state.since_problem = (kind, step_failure_words(step.name, step.observation)), []
-        elif not step.succeeded and (acts(step.loop.catalogue, step.name) or piped(step)):
+        elif not step.succeeded and (acts(step.loop.catalogue, step.name) or piped(step) or guessed(step)):
             # An action that reports it could not be done (a message to an unknown channel) is
             # the turn's problem too: the 1.5B answered that it had told someone after such a send.
             # So is a step on an earlier step's data that failed: the data was there, so what it
             # reports is how it was called (no such field), not a fact about the world to answer
-            # with (the 1.5B answered a count with "the filter could not be applied").
+            # with (the 1.5B answered a count with "the filter could not be applied"). So is a read
+            # on a name the model made up: what it reports missing is the guess, not the user's world.
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(step.name, step.observation)), []
         elif step.succeeded:
             state.went_well(step.observation)
@@ -64,6 +66,14 @@ class Presentation(BaseRule):
         if (step.kind == "executor" and step.succeeded and step.transition is not None and step.transition.category == "F"
                 and step.state.plan is None and not actions_offered(step.loop.catalogue, step.pool)):
             step.state.presented = step.number
+
+
+def guessed(step: Step) -> bool:
+    """A text argument of the call is the model's own (domain/provenance.py): neither the request,
+    a setting, the user's answer nor an earlier result holds it (the 1.5B named a mail folder of
+    its own and answered that what was asked for was not there)."""
+    return any(origin.kind == MODEL and isinstance(value, str) and value.strip()
+               for path, value in leaves(step.arguments).items() if (origin := step.provenance.get(path)) is not None)
 
 
 def piped(step: Step) -> bool:
