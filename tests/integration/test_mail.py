@@ -169,8 +169,11 @@ def test_html_is_reduced_to_text_and_folders_are_listed(mail: Mail) -> None:
     assert saldi["body"] == "Saldi\nTutto al 50%", repr(saldi["body"])
     out, _ = read({"folders": True})
     assert "INBOX" in out["folders"], out
-    out, _ = read({"folder": "~/Documents/Mail"})
+    out, _ = read({"folder": "Archive"})
     assert out["error"]["class"] == "FolderNotFound" and "the folders are INBOX" in out["error"]["message"], out
+    # A file path is no folder: refused by the schema before any connection (and never written under the grammar).
+    out, done = read({"folder": "~/Documents/Mail"})
+    assert out is None and done.outcome.kind == "SchemaViolation" and "~/Documents/Mail" in str(done.outcome.error), done.outcome
     out, _ = read({"max_messages": 2, "max_body_bytes": 10})
     assert out["metadata"] == {"count": 2, "matched": 5, "more": True}
     assert all(len(m["body"].encode()) <= 10 for m in out["messages"])
