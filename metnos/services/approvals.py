@@ -39,6 +39,14 @@ class ApprovalUnknown(MetnosError):
     """No pending approval with that id (answered already, timed out, or never asked)."""
 
 
+class ApprovalAlreadyAnswered(ApprovalUnknown):
+    """The approval was answered already, on this or another way in: the first answer counts."""
+
+
+# How many answered questions are remembered, so that a late second answer is told where the first came from.
+REMEMBERED_ANSWERS = 256
+
+
 @dataclass
 class PendingApproval:
     id: str
@@ -49,13 +57,16 @@ class PendingApproval:
     reason: str
     asked_at: float
     deadline: float
+    # The turn's request, so that whoever answers, on whichever way in, sees what it is for.
+    request: str = ""
     answered: threading.Event = field(default_factory=threading.Event)
     approved: bool = False
+    # Who answered, as "<channel>:<how>" ("telegram:button", "http:user"): the way in that answered, not the one that asked.
     by: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "channel": self.channel, "step": self.step, "executor": self.executor, "args": self.args,
-                "reason": self.reason, "seconds_left": max(0, round(self.deadline - time.monotonic()))}
+                "reason": self.reason, "request": self.request, "seconds_left": max(0, round(self.deadline - time.monotonic()))}
 
 
 # How often a waiting approval looks whether its client went away.
@@ -74,32 +85,40 @@ class ApprovalBroker:
         self._shared: dict[str, dict[str, Any]] = {}
         self._read_from = 1
         self._fold_lock = threading.Lock()
+        # Answered questions by id -> who answered, the last REMEMBERED_ANSWERS of them.
+        self._answered_by: dict[str, str] = {}
 
-    def approver(self, channel: str, *, gone: threading.Event | None = None):  # noqa: ANN201
+    def approver(self, channel: str, *, gone: threading.Event | None = None, request: str = ""):  # noqa: ANN201
         """A turn approver (metnos.runtime.turn.ports.Approver) whose questions wait here; ``gone``, once set
         (the client that asked went away), refuses what waits instead of holding the turn to the timeout."""
 
         def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
-            return self.ask(channel, step, executor, args, reason, gone=gone)
+            return self.ask(channel, step, executor, args, reason, gone=gone, request=request)
 
         return approve
 
     def ask(self, channel: str, step: int, executor: str, args: dict[str, Any], reason: str, *,
-            gone: threading.Event | None = None) -> tuple[bool, str]:
+            gone: threading.Event | None = None, request: str = "", timeout_s: float | None = None,
+            present: Callable[[PendingApproval], None] | None = None) -> tuple[bool, str]:
+        """Wait for an answer given on any way in (one inbox): the dashboard and the API list the question
+        whichever channel asked; ``present`` shows it on the asking channel as well (Telegram's buttons),
+        once it is listed. The first answer counts; ``by`` names the way in that gave it."""
         now = time.monotonic()
         pending = PendingApproval(id=uuid4().hex, channel=channel, step=step, executor=executor, args=args, reason=reason,
-                                  asked_at=now, deadline=now + self.timeout_s)
+                                  asked_at=now, deadline=now + (self.timeout_s if timeout_s is None else timeout_s), request=request)
         if self._log is not None:
             self._publish(pending)
         with self._lock:
             self._pending[pending.id] = pending
         try:
+            if present is not None:
+                present(pending)
             answered = self._wait(pending, gone)
             if answered is None:
                 return False, f"{channel}:client-gone"
             if not answered:
                 return False, f"{channel}:timeout"
-            return pending.approved, f"{channel}:{pending.by}"
+            return pending.approved, pending.by
         finally:
             with self._lock:
                 self._pending.pop(pending.id, None)
@@ -154,12 +173,16 @@ class ApprovalBroker:
             return False
         return True
 
-    def answer(self, approval_id: str, *, approved: bool, by: str) -> dict[str, Any]:
-        unknown = ApprovalUnknown(f"no pending approval {approval_id!r}: it was answered, timed out, or never asked")
+    def answer(self, approval_id: str, *, approved: bool, by: str, channel: str = "http") -> dict[str, Any]:
+        """Answer a waiting question from ``channel`` (``by``: how, on that channel). A question already
+        answered is refused, naming the way in whose answer counted."""
         with self._lock:
             pending = self._pending.get(approval_id)
-            if pending is not None and pending.answered.is_set():
-                raise unknown
+            first = self._answered_by.get(approval_id) or (pending.by if pending is not None and pending.answered.is_set() else "")
+        if first:
+            raise ApprovalAlreadyAnswered(f"approval {approval_id!r} was already answered on {first.partition(':')[0]} ({first})")
+        unknown = ApprovalUnknown(f"no pending approval {approval_id!r}: it was answered, timed out, or never asked")
+        by = f"{channel}:{by}"
         if self._log is not None:
             # In the log first: the answer counts only if no other daemon's came first.
             if (pending is None and approval_id not in self._shared_open()) or not self._close_in_log(approval_id, (approved, by), ""):
@@ -169,16 +192,24 @@ class ApprovalBroker:
         elif pending is None:
             raise unknown
         with self._lock:
+            if pending.answered.is_set():
+                raise ApprovalAlreadyAnswered(f"approval {approval_id!r} was already answered on {pending.by.partition(':')[0]} ({pending.by})")
             pending.approved, pending.by = approved, by
             pending.answered.set()
-        return {"id": approval_id, "approved": approved}
+            self._remember(approval_id, by)
+        return {"id": approval_id, "approved": approved, "by": by}
+
+    def _remember(self, approval_id: str, by: str) -> None:
+        self._answered_by[approval_id] = by
+        while len(self._answered_by) > REMEMBERED_ANSWERS:
+            del self._answered_by[next(iter(self._answered_by))]
 
     def refuse_all(self, by: str) -> int:
         """Answer no to every question still waiting (the daemon is stopping): the turns end, refused."""
         with self._lock:
             waiting = [p for p in self._pending.values() if not p.answered.is_set()]
             for pending in waiting:
-                pending.approved, pending.by = False, by
+                pending.approved, pending.by = False, f"{pending.channel}:{by}"
                 pending.answered.set()
         if self._log is not None:
             for pending in waiting:

@@ -35,6 +35,7 @@ from metnos.services.approvals import ApprovalBroker
 from metnos.services.delivery import Outbox
 from metnos.services.dialogs import DialogBroker
 from metnos.services.interrupts import InterruptGate
+from metnos.services.live import LiveTurns
 from metnos.settings.loader import load
 
 
@@ -121,6 +122,8 @@ class DaemonHost(RuntimeHost):
         # The gates of the turns running now, so that a stop can interrupt them at their next safe point.
         self._gates: set[InterruptGate] = set()
         self._gates_lock = threading.Lock()
+        # The running turn's events as they are recorded, and its Stop (metnos/services/live.py).
+        self.live = LiveTurns()
 
     @contextmanager
     def writing(self) -> Iterator[Runtime]:
@@ -181,13 +184,23 @@ class DaemonHost(RuntimeHost):
         gate = interrupts or InterruptGate()
         with self._gates_lock:
             self._gates.add(gate)
+        observe = self.live.observer(gate, observer)
         try:
-            return self._ask(text, approver=approver, channel=channel, actor=actor, observer=observer, asker=asker,
+            return self._ask(text, approver=approver, channel=channel, actor=actor, observer=observe, asker=asker,
                              principal=principal, interrupts=gate, wait_s=wait_s, confirm_schedules=confirm_schedules,
                              talk={"conversation": conversation, "new_conversation": new_conversation})
         finally:
+            self.live.ended(observe)
             with self._gates_lock:
                 self._gates.discard(gate)
+
+    def stop_turn(self, turn_id: str, *, channel: str) -> dict[str, Any]:
+        """The Stop of a turn running here, asked on ``channel``: it ends at its next safe point, recorded as
+        interrupted by that Stop; an approval or a question it waits on is refused at once, so that it lands now."""
+        self.live.stop(turn_id, f"a Stop on {channel}")
+        self.approvals.refuse_all("stopped")
+        self.dialogs.stop_all(f"{channel}:stopped")
+        return {"turn_id": turn_id, "stopping": True}
 
     def _ask(self, text: str, *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str,
              observer: Callable[[Any], None] | None, asker: Callable[..., tuple[str | None, str]] | None,

@@ -60,6 +60,7 @@ import orjson
 from domain.errors import MetnosError
 from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
 from metnos.services import pairing
+from metnos.services.approvals import ApprovalBroker, ApprovalUnknown
 from metnos.services.channels import record_ignored
 from metnos.services.delivery import DeliveryFailed
 from metnos.services.telling import reply_text
@@ -91,12 +92,10 @@ def clip(text: str) -> str:
 
 @dataclass
 class _Pending:
+    """An approval shown in a chat: where its buttons are (the question itself waits in the broker)."""
     chat_id: int
+    key: str = ""
     message_id: int | None = None
-    answered: threading.Event = field(default_factory=threading.Event)
-    approved: bool = False
-    # The channel stopped while the question was open: no answer, so no.
-    stopped: bool = False
 
 
 @dataclass
@@ -120,6 +119,8 @@ class TelegramChannel:
         self._token = settings.token(self.env)
         self._log = log or (lambda line: print(f"metnos: telegram: {line}", file=sys.stderr, flush=True))
         self._pending: dict[str, _Pending] = {}
+        # The daemon's broker when the host has one (one inbox with the dashboard and the API), else the channel's own.
+        self.approvals: ApprovalBroker = getattr(host, "approvals", None) or ApprovalBroker(timeout_s=settings.approval_timeout_s)
         # chat id -> the question a turn asked there and waits on.
         self._questions: dict[int, _Question] = {}
         self._pending_lock = threading.Lock()
@@ -184,12 +185,15 @@ class TelegramChannel:
         were not started yet, send what is due for a moment, close; what is left stays queued in the log."""
         self._stopping = True
         with self._pending_lock:
-            for pending in self._pending.values():
-                pending.stopped = True
-                pending.answered.set()
+            waiting = [p.key for p in self._pending.values()]
             for question in self._questions.values():
                 question.stopped = True
                 question.answered.set()
+        for key in waiting:
+            try:
+                self.approvals.answer(key, approved=False, by="stopped", channel=CHANNEL)
+            except ApprovalUnknown:
+                pass  # answered on another way in meanwhile
         self._worker.shutdown(wait=True)
         if self._delivering:
             self.host.outbox.withdraw(CHANNEL, flush_s=FLUSH_AT_STOP_S)
@@ -301,7 +305,7 @@ class TelegramChannel:
             # A chat is one conversation, a pause of [conversation] idle_minutes or /new the start of the next.
             fresh = chat_id in self._fresh
             self._fresh.discard(chat_id)
-            outcome = self.host.ask(text, approver=self._approver(chat_id, language), channel=CHANNEL, actor=f"telegram:{sender}",
+            outcome = self.host.ask(text, approver=self._approver(chat_id, language, text), channel=CHANNEL, actor=f"telegram:{sender}",
                                     asker=self._asker(chat_id, language), principal=principal,
                                     conversation=f"{CHANNEL}:{chat_id}", new_conversation=fresh,
                                     # A schedule said in the chat is shown back with its next firings, saved on a yes.
@@ -340,44 +344,60 @@ class TelegramChannel:
         return asyncio.run_coroutine_threadsafe(keep_typing(shown), self._loop)
 
     # Approvals -------------------------------------------------------------------
-    def _approver(self, chat_id: int, language: str = i18n.SOURCE) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
+    # One inbox (metnos/services/approvals.py): the question waits in the host's broker, where the dashboard
+    # and the API list it too; the buttons here are one more way to answer it, and the first answer counts.
+    def _approver(self, chat_id: int, language: str = i18n.SOURCE,
+                  request: str = "") -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
         def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
-            return self._ask(chat_id, step, executor, args, reason, language)
+            return self._ask(chat_id, step, executor, args, reason, language, request)
 
         return approve
 
     def _ask(self, chat_id: int, step: int, executor: str, args: dict[str, Any], reason: str,
-             language: str = i18n.SOURCE) -> tuple[bool, str]:
+             language: str = i18n.SOURCE, request: str = "") -> tuple[bool, str]:
         # Deferred: as in _startup, which has always run before a question is asked.
         from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-        key = secrets.token_hex(8)
-        pending = _Pending(chat_id)
-        with self._pending_lock:
-            self._pending[key] = pending
-        shown = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
         said = i18n.in_force()
-        text = said.text("telegram.approve_question", language, step=step, executor=executor, args=shown[:1500], reason=reason)
-        buttons = InlineKeyboardMarkup([[InlineKeyboardButton(said.text("telegram.approve", language), callback_data=f"{APPROVE}:{key}"),
-                                         InlineKeyboardButton(said.text("telegram.deny", language), callback_data=f"{DENY}:{key}")]])
-        try:
+        local = _Pending(chat_id)
+
+        def present(approval: Any) -> None:
+            local.key = approval.id
+            with self._pending_lock:
+                self._pending[approval.id] = local
+            shown = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+            text = said.text("telegram.approve_question", language, step=step, executor=executor, args=shown[:1500], reason=reason)
+            buttons = InlineKeyboardMarkup([[
+                InlineKeyboardButton(said.text("telegram.approve", language), callback_data=f"{APPROVE}:{approval.id}"),
+                InlineKeyboardButton(said.text("telegram.deny", language), callback_data=f"{DENY}:{approval.id}")]])
             sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=buttons))
             if sent is None:
-                # The question never reached the chat: nobody can say yes.
-                return False, "telegram:unreachable"
-            pending.message_id = sent.message_id
-            answered = pending.answered.wait(self.settings.approval_timeout_s)
+                # The question never reached the chat: the other ways in may still answer it; without any, nobody can.
+                if self.approvals is getattr(self.host, "approvals", None):
+                    self._log(f"the approval for chat {chat_id} could not be shown there; it waits on the dashboard")
+                else:
+                    self.approvals.answer(approval.id, approved=False, by="unreachable", channel=CHANNEL)
+                return
+            local.message_id = sent.message_id
+
+        try:
+            approved, by = self.approvals.ask(CHANNEL, step, executor, args, reason, request=request,
+                                              timeout_s=self.settings.approval_timeout_s, present=present)
         finally:
             with self._pending_lock:
-                self._pending.pop(key, None)
-        if pending.stopped:
-            return False, "telegram:stopped"
-        if not answered:
-            self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, pending.message_id, reply_markup=None))
+                self._pending.pop(local.key, None)
+        if by == f"{CHANNEL}:stopped" or by.startswith(f"{CHANNEL}:button"):
+            return approved, by
+        if local.message_id is not None:
+            self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, local.message_id, reply_markup=None))
+        if by == f"{CHANNEL}:timeout":
             self._send(chat_id, said.text("telegram.approval_timeout", language, seconds=f"{self.settings.approval_timeout_s:.0f}",
                                           executor=executor))
-            return False, "telegram:timeout"
-        return pending.approved, "telegram:button"
+        elif local.message_id is not None:
+            # Answered on another way in: the chat that was asked is told where, and what.
+            verdict = said.text("telegram.approve" if approved else "telegram.deny", language)
+            self._send(chat_id, f"{verdict}: {executor} ({by})")
+        return approved, by
 
     # Questions ---------------------------------------------------------------------
     def _asker(self, chat_id: int, language: str = i18n.SOURCE) -> Callable[[Any], tuple[str | None, str]]:
@@ -413,14 +433,14 @@ class TelegramChannel:
         chat_id = query.message.chat.id if query.message is not None else None
         with self._pending_lock:
             pending = self._pending.get(key)
-            # Only the chat that was asked can answer, and only once.
-            valid = (pending is not None and verdict in (APPROVE, DENY) and chat_id == pending.chat_id
-                     and chat_id in self._allowed and not pending.answered.is_set())
-            if valid:
-                pending.approved = verdict == APPROVE
-                pending.answered.set()
-        if not valid:
+        # Only the chat that was asked can answer here, and only once (whichever way in answers first).
+        if pending is None or verdict not in (APPROVE, DENY) or chat_id != pending.chat_id or chat_id not in self._allowed:
             await query.answer("This approval is no longer open.")
+            return
+        try:
+            await asyncio.to_thread(self.approvals.answer, key, approved=verdict == APPROVE, by="button", channel=CHANNEL)
+        except ApprovalUnknown as e:
+            await query.answer(str(e)[:190])
             return
         said = "Approved" if verdict == APPROVE else "Denied"
         await query.answer(said)

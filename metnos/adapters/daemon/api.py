@@ -23,7 +23,8 @@ from starlette.routing import Route
 from domain.errors import MetnosError
 from domain.household import HOST
 from metnos.services import mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
-from metnos.services.approvals import ApprovalUnknown
+from metnos.services.approvals import ApprovalAlreadyAnswered, ApprovalUnknown
+from metnos.services.live import TurnNotRunning
 from metnos.services.dialogs import DialogUnknown
 from metnos.services.host import DaemonBusy, DaemonHost, DaemonStopping
 from metnos.services.interrupts import InterruptGate
@@ -111,7 +112,7 @@ def routes(host: DaemonHost) -> list[Route]:
             elif approve == "no":
                 approver = lambda *_: (False, "http:approve=no")  # noqa: E731
             elif approve == "ask":
-                approver = host.approvals.approver("http", gone=gone)
+                approver = host.approvals.approver("http", gone=gone, request=text)
             else:
                 raise BadRequest('"approve" is one of "ask" (wait for an answer at /api/approvals), "yes", "no"')
             gate = InterruptGate()
@@ -141,6 +142,14 @@ def routes(host: DaemonHost) -> list[Route]:
         with host.reading() as rt:
             turn_id = queries.find_turn(queries.turns_now(rt), request.path_params["turn_id"])
             return json_response({"turn_id": turn_id, "summary": queries.turns_now(rt)["turns"][turn_id], "events": queries.turn_events(rt, turn_id)})
+
+    def live(request: Request, body: dict[str, Any]) -> Response:
+        turn_id = host.live.find(request.path_params["turn_id"]) or request.path_params["turn_id"]
+        return json_response(host.live.events(turn_id, _int(request.query_params.get("after", "0"), "after", low=0)))
+
+    def stop(request: Request, body: dict[str, Any]) -> Response:
+        turn_id = host.live.find(request.path_params["turn_id"]) or request.path_params["turn_id"]
+        return json_response(host.stop_turn(turn_id, channel="http"), 202)
 
     def replay(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
@@ -260,6 +269,8 @@ def routes(host: DaemonHost) -> list[Route]:
         Route("/api/turns", _handled(turns)),
         Route("/api/turns/{turn_id}", _handled(turn)),
         Route("/api/turns/{turn_id}/replay", _handled(replay), methods=["POST"]),
+        Route("/api/turns/{turn_id}/live", _handled(live)),
+        Route("/api/turns/{turn_id}/stop", _handled(stop), methods=["POST"]),
         Route("/api/undo", _handled(undo_preview), methods=["GET"]),
         Route("/api/undo", _handled(undo), methods=["POST"]),
         Route("/api/approvals", _handled(approvals)),
@@ -295,6 +306,8 @@ def _flag(body: dict[str, Any], name: str) -> bool:
 
 
 def error_status(e: MetnosError) -> int:
+    if isinstance(e, (ApprovalAlreadyAnswered, TurnNotRunning)):
+        return 409
     if isinstance(e, (TurnNotFound, ExecutorNotFound, ApprovalUnknown, DialogUnknown)):
         return 404
     if isinstance(e, DaemonBusy):

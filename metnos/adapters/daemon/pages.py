@@ -20,8 +20,12 @@ def timeline(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         with host.reading() as rt:
             rows = queries.turn_rows(queries.turns_now(rt), 200)
-        # The outbox as the daemon's worker keeps it, not folded from the log at every look.
-        return {"turns": list(reversed(rows)), "undelivered": {m["turn_id"] for m in host.outbox.undelivered()}}
+        # The outbox as the daemon's worker keeps it, not folded from the log at every look. A turn running now
+        # is listed from the daemon's live view: the log learns of it when it commits.
+        running = host.live.running()
+        shown = {t["id"] for t in running}
+        return {"turns": running + [t for t in reversed(rows) if t["id"] not in shown],
+                "undelivered": {m["turn_id"] for m in host.outbox.undelivered()}}
 
     return gather
 
@@ -37,6 +41,13 @@ def conversation(host: DaemonHost) -> Any:
 
 def turn(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
+        running = host.live.find(request.path_params["turn_id"])
+        if running is not None:
+            # Running now: drawn from the live view, step by step (dashboard.js), until it ends and is recorded.
+            summary = next((t for t in host.live.running() if t["id"] == running), None)
+            if summary is not None:
+                return {"turn": {**summary, "result": None, "undone": False, "conversation": None}, "live": True,
+                        "events": [], "steps": [], "ungrounded": {}, "why_unverified": "", "quarantined": [], "undelivered": []}
         with host.reading() as rt:
             state = queries.turns_now(rt)
             turn_id = queries.find_turn(state, request.path_params["turn_id"])

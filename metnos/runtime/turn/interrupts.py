@@ -23,9 +23,10 @@ class Interrupted(BaseException):
     """The process was told to stop. A BaseException, like KeyboardInterrupt,
     so that no ``except Exception`` on the way swallows it."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, by: str | None = None) -> None:
         self.signum = signum
-        self.signal = signal.Signals(signum).name
+        # What the turn's record names as the cause: the signal, or who asked for the stop ("a Stop on http").
+        self.signal = by or signal.Signals(signum).name
         super().__init__(f"interrupted by {self.signal}")
 
     @property
@@ -39,6 +40,7 @@ class InterruptGate:
 
     def __init__(self) -> None:
         self.pending: int | None = None
+        self.pending_by: str | None = None
         self._deferring = False
         self._waiting = 0
 
@@ -67,15 +69,16 @@ class InterruptGate:
         finally:
             self._deferring, self._waiting = False, 0
 
-    def stop_at_next_checkpoint(self, signum: int) -> None:
+    def stop_at_next_checkpoint(self, signum: int, by: str | None = None) -> None:
         """Stop the turn at its next safe point, asked from another thread (the daemon, when the
-        client that asked went away): the same path as a signal that arrived while deferring."""
-        self.pending = signum
+        client that asked went away, or the dashboard's Stop): the same path as a signal that
+        arrived while deferring. ``by`` names who asked, for the turn's record."""
+        self.pending, self.pending_by = signum, by
 
     def checkpoint(self) -> None:
         if self.pending is not None:
-            signum, self.pending = self.pending, None
-            raise Interrupted(signum)
+            signum, by, self.pending, self.pending_by = self.pending, self.pending_by, None, None
+            raise Interrupted(signum, by)
 
     @contextmanager
     def waiting(self) -> Iterator[None]:

@@ -95,18 +95,62 @@ function wireTurn() {
   });
 }
 
+// A running turn's page: its events as the daemon records them (GET /api/turns/ID/live), and its Stop.
+// Once it has ended the page is loaded again, from the turn's record in the log.
+function liveLine(e) {
+  const f = e.fields;
+  const said = Object.entries(f).filter(([k]) => !["round", "turn_id"].includes(k)).map(([k, v]) => `${k}: ${v}`).join(" · ");
+  return `${e.at}  ${e.type}${f.step !== undefined ? ` (step ${f.step})` : ""}  ${said}`.slice(0, 400);
+}
+
+function wireLive() {
+  const box = document.getElementById("live");
+  if (!box) return;
+  const turn = box.dataset.turn;
+  const list = document.getElementById("live-events");
+  const stop = document.getElementById("stop");
+  stop.addEventListener("click", async () => {
+    stop.disabled = true;
+    const {data} = await api("POST", `/api/turns/${turn}/stop`);
+    show("stop-result", data.error ? errorText(data) : "stopping at the next safe point…");
+  });
+  let after = 0;
+  const poll = async () => {
+    const {ok, data} = await api("GET", `/api/turns/${turn}/live?after=${after}`);
+    if (ok) {
+      for (const e of data.events) {
+        const li = document.createElement("li");
+        li.className = `live-event ${e.type}`;
+        li.textContent = liveLine(e);
+        list.append(li);
+      }
+      after = data.next;
+      if (!data.running) {
+        document.getElementById("live-state").textContent = "ended: loading its record…";
+        setTimeout(() => window.location.reload(), 500);
+        return;
+      }
+    }
+    setTimeout(poll, 400);
+  };
+  poll();
+}
+
 function approvalSection(a) {
   const section = document.createElement("section");
   section.className = "approval";
   section.id = `approval-${a.id}`;
   const h = document.createElement("h3");
   h.textContent = `Step ${a.step}: ${a.executor} (via ${a.channel}, ${a.seconds_left} s left)`;
+  const asked = document.createElement("p");
+  asked.className = "request";
+  asked.textContent = a.request ? `“${a.request}”` : "";
   const p = document.createElement("p");
   p.textContent = a.reason;
   const pre = document.createElement("pre");
   pre.className = "args";
   pre.textContent = JSON.stringify(a.args, null, 1);
-  section.append(h, p, pre);
+  section.append(h, asked, p, pre);
   for (const [label, cls, approve] of [["Approve", "approve", "true"], ["Deny", "deny", "false"]]) {
     const b = document.createElement("button");
     b.className = cls;
@@ -255,6 +299,7 @@ function wireEvents() {
 document.addEventListener("DOMContentLoaded", () => {
   wireAsk();
   wireTurn();
+  wireLive();
   wireApprovals();
   wireDialogs();
   wireSchedules();
