@@ -123,7 +123,7 @@ def _events_batch(
     kind: Any = None
     plain = False  # whether the record before was of a kind this loop decodes itself
     originator_id: Any = None
-    last_raw_oid = b""
+    last_raw_oid: bytes | None = None  # no record's id, not even an empty one, equals it
     end = 0
     read = 0
     for read, value in enumerate(islice(cursor.iternext(keys=False, values=True), limit), 1):  # noqa: B007 - read is returned
