@@ -126,7 +126,7 @@ def _events_batch(
     last_raw_oid: bytes | None = None  # no record's id, not even an empty one, equals it
     end = 0
     read = 0
-    for read, value in enumerate(islice(cursor.iternext(keys=False, values=True), limit), 1):  # noqa: B007 - read is returned
+    for read, value in enumerate(islice(cursor.iternext(keys=False, values=True), limit), 1):
         if not (value.startswith(lengths) and value.startswith(same, head)):
             try:
                 fmt, oid_len, topic_len, _ = unpack_head(value)
