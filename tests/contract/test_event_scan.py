@@ -28,7 +28,7 @@ from metnos.mechanisms.store import event_scan
 from metnos.mechanisms.store.event_scan import scan_events
 from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
 from metnos.mechanisms.store.mapper import _with_stamp
-from metnos.mechanisms.store.records import id_bytes
+from metnos.mechanisms.store.records import _HEAD, id_bytes
 from tests.contract.test_record_feed import AT, IGNORED, NOTED, OPENED, RENAMED, Ledger, fast, json_values, write_log
 
 TOPICS = [None, frozenset({OPENED, NOTED, RENAMED}), frozenset({NOTED}), frozenset({IGNORED}), frozenset()]
@@ -133,3 +133,24 @@ def test_a_saved_state_is_the_bytes_the_transcoder_and_the_stamp_made(state: dic
     expected = mapper.compressor.compress(_with_stamp(mapper.transcoder.encode(before), orjson.dumps(at)))
     assert stored.state == expected
     assert mapper.to_domain_event(stored).__dict__ == event.__dict__
+
+
+def test_a_record_with_an_empty_id_first_in_a_batch_stops_the_scan(tmp_path: Path) -> None:
+    """The loop remembers the id of the record before; before a batch's first record there is
+    none, and an empty id must not pass for it (its topic already known from an earlier batch,
+    so that nothing else reads its header whole)."""
+    shared = environments.acquire(tmp_path, sync=False)
+    try:
+        recorder = LMDBApplicationRecorder(shared, "events")
+        write_log(recorder, [{"n": 1}, {"n": 2}])
+        with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as cursor:
+            records = [(int.from_bytes(key, "big"), bytes(value)) for key, value in cursor]
+        topics = [value[_HEAD.size + _HEAD.unpack_from(value)[1] :][: _HEAD.unpack_from(value)[2]] for _, value in records]
+        nid, value = next(records[k] for k in range(1, len(records)) if topics[k] in topics[:k])
+        fmt, oid_len, topic_len, version = _HEAD.unpack_from(value)
+        emptied = _HEAD.pack(fmt, 0, topic_len, version) + value[_HEAD.size + oid_len :]
+        recorder.shared.write(lambda txn: txn.put(id_bytes(nid), emptied, db=recorder._notifications_db))
+        with pytest.raises(CorruptRecord, match="unknown tag"):
+            scanned(recorder, None, 1, nid - 1)
+    finally:
+        environments.release(shared)

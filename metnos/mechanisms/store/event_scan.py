@@ -20,6 +20,7 @@ that decoded JSON cannot make. It runs again before the batch is handed on.
 from __future__ import annotations
 
 import gc
+import operator
 import struct
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from typing import Any
 from uuid import UUID
 
 import orjson
+from eventsourcing.domain import AggregateEvent
 from eventsourcing.persistence import find_id_convertor, pass_through_convertor
 
 from metnos.mechanisms.store.mapper import PLAIN_MARK, STAMP, TAGGED_MARK, FastMapper
@@ -62,8 +64,10 @@ def scan_events(
             return _SKIP
         cls, class_version, _ = mapper._class_of(topic)
         plain = value[end] == PLAIN_MARK and value[end + 1] != TAGGED_MARK
-        fast = plain and class_version == 1 and find_id_convertor(cls, UUID) is pass_through_convertor
-        return (cls if fast else None), topic
+        fast = plain and class_version == 1 and find_id_convertor(cls, UUID) is pass_through_convertor and _dict_slot(cls) is _EVENT_DICT
+        # A record this loop decodes has a UUID for its id (a tag and 16 bytes): its state starts where its topic and mark end.
+        state_at = _HEAD.size + _UUID_OID_LEN + _HEAD.unpack_from(value)[2] + 1
+        return (cls if fast else None), topic, slice(state_at, None)
 
     def slow(nid: int, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
         return mapper.decode_rows(((nid, originator_id, version, topic, state),))[0]
@@ -114,15 +118,15 @@ def _events_batch(
     head = _HEAD.size
     events: list[tuple[int, Any]] = []
     run = _Run(first)
-    states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
+    values, kinds_of_run, ids = run.values, run.kinds, run.ids
     lengths = same = b"\xff"  # the header's format and lengths, and what follows its version, of the record before
     kind: Any = None
+    plain = False  # whether the record before was of a kind this loop decodes itself
     originator_id: Any = None
-    last_raw_oid = b""
+    last_raw_oid: bytes | None = None  # no record's id, not even an empty one, equals it
     end = 0
     read = 0
-    for value in islice(cursor.iternext(keys=False, values=True), limit):
-        read += 1
+    for read, value in enumerate(islice(cursor.iternext(keys=False, values=True), limit), 1):
         if not (value.startswith(lengths) and value.startswith(same, head)):
             try:
                 fmt, oid_len, topic_len, _ = unpack_head(value)
@@ -146,68 +150,83 @@ def _events_batch(
                     return None, read
                 last_raw_oid = raw_oid
             lengths, same = value[:5], value[head : end + 2]
-        if kind is _SKIP:
-            if states:
-                _decode_run(run, events, slow)
-            run = _Run(first + read)
-            states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
-            continue
-        if kind[0] is not None:
-            states.append(value[end + 1 :])
-            versions.append(unpack_version(value, 5)[0])
+            plain = kind is not _SKIP and kind[0] is not None
+        if plain:
+            values.append(value)
             kinds_of_run.append(kind)
             ids.append(originator_id)
             continue
-        if states:
+        if values:
             _decode_run(run, events, slow)
+        run = _Run(first + read)
+        values, kinds_of_run, ids = run.values, run.kinds, run.ids
+        if kind is _SKIP:
+            continue
         nid = first + read - 1
         events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
-        run = _Run(first + read)
-        states, versions, kinds_of_run, ids = run.states, run.versions, run.kinds, run.ids
-    if states:
+    if values:
         _decode_run(run, events, slow)
     return events, read
 
 
 class _Run:
-    """Plain records side by side, numbered from ``first``: their versions, JSON states, kinds (class, topic) and originator ids."""
+    """Plain records side by side, numbered from ``first``: the records whole, their kinds (class, topic, where the state starts) and originator ids."""
 
-    __slots__ = ("first", "ids", "kinds", "states", "versions")
+    __slots__ = ("first", "ids", "kinds", "values")
 
     def __init__(self, first: int) -> None:
         self.first = first
-        self.versions: list[int] = []
-        self.states: list[bytes] = []
-        self.kinds: list[tuple[type, str]] = []
+        self.values: list[bytes] = []
+        self.kinds: list[tuple[type, str, slice]] = []
         self.ids: list[Any] = []
 
 
 def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow) -> None:
     """The run's events, appended to ``events``: every step a ``map`` over the run, so that no
     Python line runs once an event."""
-    ids = range(run.first, run.first + len(run.states))
+    ids = range(run.first, run.first + len(run.values))
+    versions = list(map(_FIRST, map(_unpack_version, run.values, repeat(5))))
+    raw_states = list(map(_getitem, run.values, map(_CUT, run.kinds)))
     try:
-        states = list(map(_loads, run.states))
+        states = list(map(_loads, raw_states))
         stamps = list(map(_fromiso, map(dict.pop, states, repeat(STAMP))))
     except Exception:  # noqa: BLE001 - one at a time, the layered path decodes them or says what is wrong
-        for nid, version, state, kind, originator_id in zip(ids, run.versions, run.states, run.kinds, run.ids, strict=True):
+        for nid, version, state, kind, originator_id in zip(ids, versions, raw_states, run.kinds, run.ids, strict=True):
             events.append((nid, slow(nid, originator_id, version, kind[1], bytes([PLAIN_MARK]) + state)))
         return
-    _consume(map(dict.__setitem__, states, repeat("timestamp"), stamps))
-    _consume(map(dict.__setitem__, states, repeat("originator_id"), run.ids))
-    _consume(map(dict.__setitem__, states, repeat("originator_version"), run.versions))
+    _consume(map(_setitem, states, repeat("timestamp"), stamps))
+    _consume(map(_setitem, states, repeat("originator_id"), run.ids))
+    _consume(map(_setitem, states, repeat("originator_version"), versions))
     made = list(map(_new, map(_CLASS, run.kinds)))
-    _consume(map(_set_attr, made, repeat("__dict__"), states))
+    _consume(map(_set_dict, made, states))
     events.extend(zip(ids, made, strict=True))
 
 
 _loads = orjson.loads
 _fromiso = datetime.fromisoformat
 _new = object.__new__
-_set_attr = object.__setattr__
+# Both C functions called without a bound method or a slot wrapper made each time, unlike
+# dict.__setitem__ and object.__setattr__: a third less for the run's keys and objects.
+_setitem = operator.setitem
+
+
+def _dict_slot(cls: type) -> Any:
+    """The ``__dict__`` descriptor an instance of ``cls`` is given its dict through (what ``object.__setattr__`` would find)."""
+    return next((vars(klass)["__dict__"] for klass in cls.__mro__ if "__dict__" in vars(klass)), None)
+
+
+# An aggregate's events take their dict through this one descriptor; a class that does not
+# (slots of its own, another base) is read by the layered path.
+_EVENT_DICT = _dict_slot(AggregateEvent)
+_set_dict = _EVENT_DICT.__set__
 _SKIP: Any = object()
 _VERSION = struct.Struct(">q")
+_UUID_OID_LEN = 17
 _CLASS = itemgetter(0)
+_CUT = itemgetter(2)
+_FIRST = itemgetter(0)
+_getitem = operator.getitem
+_unpack_version = _VERSION.unpack_from
 
 
 def _consume(iterator: Iterator[Any]) -> None:
