@@ -1,0 +1,63 @@
+"""The devices paired with this instance, as facts in the log.
+
+A device is paired with a one-time code issued by `metnos pair`; the log keeps
+the code's SHA-256 and its expiry, never the code, and the device's name and
+certificate fingerprint, never its key. A revocation is its own fact: the
+device's certificate is refused from then on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.base import Created, MetnosAggregate
+
+
+class DevicePairingCode(MetnosAggregate):
+    """A code `metnos pair` printed; good once, until it expires."""
+
+    class CodeIssued(Created):
+        code_sha256: str
+        expires_at: str  # ISO 8601, UTC
+
+    def __init__(self, code_sha256: str, expires_at: str) -> None:
+        self.code_sha256 = code_sha256
+        self.expires_at = expires_at
+
+    @classmethod
+    def issued(cls, *, id: Any, at: Any, **fields: Any) -> DevicePairingCode:  # noqa: A002
+        return cls._create(cls.CodeIssued, id=id, timestamp=at, **fields)
+
+
+class PairedDevice(MetnosAggregate):
+    """A device whose certificate the instance CA signed for a pairing code."""
+
+    class DevicePaired(Created):
+        name: str
+        fingerprint: str  # SHA-256 of the device's certificate
+        code_sha256: str
+
+    def __init__(self, name: str, fingerprint: str, code_sha256: str) -> None:
+        self.name = name
+        self.fingerprint = fingerprint
+        self.code_sha256 = code_sha256
+
+    @classmethod
+    def paired(cls, *, id: Any, at: Any, **fields: Any) -> PairedDevice:  # noqa: A002
+        return cls._create(cls.DevicePaired, id=id, timestamp=at, **fields)
+
+
+class DeviceRevocation(MetnosAggregate):
+    """`metnos devices revoke`: the device's certificate is refused from then on."""
+
+    class DeviceRevoked(Created):
+        name: str
+        fingerprint: str
+
+    def __init__(self, name: str, fingerprint: str) -> None:
+        self.name = name
+        self.fingerprint = fingerprint
+
+    @classmethod
+    def revoked(cls, *, id: Any, at: Any, **fields: Any) -> DeviceRevocation:  # noqa: A002
+        return cls._create(cls.DeviceRevoked, id=id, timestamp=at, **fields)
