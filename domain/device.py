@@ -61,3 +61,46 @@ class DeviceRevocation(MetnosAggregate):
     @classmethod
     def revoked(cls, *, id: Any, at: Any, **fields: Any) -> DeviceRevocation:  # noqa: A002
         return cls._create(cls.DeviceRevoked, id=id, timestamp=at, **fields)
+
+
+class RemoteCall(MetnosAggregate):
+    """One call of an executor on a paired device, its facts correlated by the trace id.
+
+    ``CallPlanned`` is the server's "before" manifest (which executor, which
+    version, which arguments, to which device), written before anything is sent;
+    ``CallAnswered`` holds the device's "after" record as it answered it, and is
+    what a replay reads instead of calling again; ``CallRefused`` ends the step
+    with a structured error; ``CallUndone`` is the device's answer to an undo.
+    """
+
+    class CallPlanned(Created):
+        trace_id: str
+        idempotency_id: str
+        device: str
+        device_fingerprint: str
+        url: str
+        executor: str
+        digest: str
+        arguments: dict
+        arguments_sha256: str
+
+    class CallAnswered(Created):
+        trace_id: str
+        outcome: dict
+
+    class CallRefused(Created):
+        trace_id: str
+        kind: str
+        message: str
+
+    class CallUndone(Created):
+        trace_id: str
+        answer: dict
+
+    def __init__(self, **fields: Any) -> None:
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+    @classmethod
+    def fact(cls, event: type, *, id: Any, at: Any, **fields: Any) -> RemoteCall:  # noqa: A002
+        return cls._create(event, id=id, timestamp=at, **fields)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import stat
 from collections.abc import Callable
 from datetime import timedelta
@@ -18,34 +17,22 @@ from domain.remote import RemoteRefused
 from metnos.mechanisms.remote.certificates import fingerprint, new_request
 from metnos.settings.workspace import Workspace
 from tests.support.cli_process import Home
+from tests.support.remote_homes import device_home, pair, server_home
 
 
 @pytest.fixture
 def server(tmp_path: Path, initialised_workspace: Callable[[str], Path]) -> Home:
-    shutil.copytree(initialised_workspace("metnos_home"), tmp_path / "server", symlinks=True, dirs_exist_ok=True)
-    return Home(tmp_path / "server")
+    return server_home(tmp_path / "server", initialised_workspace)
 
 
 @pytest.fixture
 def device(tmp_path: Path) -> Home:
-    home = Home(tmp_path / "device")
-    home.user.mkdir(parents=True)
-    return home
-
-
-def _pair(server: Home, device: Home, name: str = "laptop") -> dict:
-    waiting = server.spawn("pair", "--json")
-    offered = json.loads(waiting.stdout.readline())
-    joined = device.run("pair", offered["code"], "--server", offered["server"], "--name", name, "--json", timeout=60)
-    assert joined.returncode == 0, joined.stderr
-    out, err = waiting.communicate(timeout=60)
-    assert waiting.returncode == 0, err
-    return {**offered, **json.loads(joined.stdout)}
+    return device_home(tmp_path / "device")
 
 
 def test_a_device_pairs_with_a_code_gets_a_certificate_from_the_instance_ca_kept_0600_and_is_revoked_by_an_event(
         server: Home, device: Home) -> None:
-    paired = _pair(server, device)
+    paired = pair(server, device)
 
     keys = Workspace.from_env(device.env()).keys_dir / "device"
     for name in ("device.key", "device.pem", "ca.pem", "instance.pub", "pairing.json"):
@@ -102,7 +89,7 @@ def test_a_code_is_good_once_and_not_after_it_expires_and_a_wrong_code_pairs_not
     from metnos.services import devices
 
     runtime, now = runtime_at
-    code, expires = devices.offer(runtime)
+    code, _ = devices.offer(runtime)
     with pytest.raises(RemoteRefused) as wrong:
         devices.pair_device(runtime, _request("ABCDEFGH", "laptop"))
     assert wrong.value.kind == "pairing-code-wrong"

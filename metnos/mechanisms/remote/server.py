@@ -22,16 +22,28 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class CallServer:
-    """Serves POST /call: {"idempotency_id", "trace_id", "arguments"} -> the handler's outcome."""
+    """Serves POST /call: {"idempotency_id", "trace_id", "arguments"} -> the handler's outcome.
 
-    def __init__(self, context: ssl.SSLContext, handler: Handler, host: str = "127.0.0.1", port: int = 0) -> None:
+    ``routes`` answers other paths (POST /executor, /undo on a device) with the same
+    certificate checks but no idempotency; ``callers``, when given, are the only client
+    fingerprints let in (a device admits its server's certificate alone); ``on_refused``
+    hears every refusal, so the device's audit keeps it.
+    """
+
+    def __init__(self, context: ssl.SSLContext, handler: Handler, host: str = "127.0.0.1", port: int = 0, *,
+                 routes: dict[str, Handler] | None = None, callers: set[str] | None = None,
+                 on_refused: Callable[[dict[str, str]], None] | None = None) -> None:
         self.handler = handler
+        self.routes = dict(routes or {})
+        self.callers = callers
+        self.on_refused = on_refused
         self.records: dict[str, IdempotencyRecord] = {}
         self.revoked: set[str] = set()
         self.refusals: list[dict[str, str]] = []
         self.runs = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_class(self))
+        self._httpd = _AuditedServer((host, port), _handler_class(self))
+        self._httpd.on_refused = self._refused_handshake
         self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
         self._thread: threading.Thread | None = None
 
@@ -49,9 +61,23 @@ class CallServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def answer(self, peer_fingerprint: str, call: dict[str, Any]) -> dict[str, Any]:
+    def _refused_handshake(self, error: ssl.SSLError) -> None:
+        record = RemoteRefused(
+            "certificate-refused", f"a caller's TLS handshake was refused ({error.reason or error}); only the paired server may call"
+        ).as_record()
+        self.refusals.append(record)
+        if self.on_refused is not None:
+            self.on_refused({**record, "path": ""})
+
+    def answer(self, peer_fingerprint: str, call: dict[str, Any], path: str = "/call") -> dict[str, Any]:
         if peer_fingerprint in self.revoked:
             raise RemoteRefused("device-revoked", "this client certificate was revoked; pair the device again with `metnos pair`")
+        if self.callers is not None and peer_fingerprint not in self.callers:
+            raise RemoteRefused(
+                "caller-unknown", "this certificate is from the instance CA but is not the server's; only the paired server may call"
+            )
+        if path in self.routes:
+            return self.routes[path](call)
         idempotency_id = call.get("idempotency_id")
         trace_id = call.get("trace_id")
         if not idempotency_id or not trace_id:
@@ -67,6 +93,20 @@ class CallServer:
             return outcome
 
 
+class _AuditedServer(ThreadingHTTPServer):
+    """A listener whose refused handshakes (no certificate, another CA) are told, not just dropped."""
+
+    on_refused: Callable[[ssl.SSLError], None] | None = None
+
+    def get_request(self):  # socketserver's hook: the TLS handshake happens in accept()
+        try:
+            return super().get_request()
+        except ssl.SSLError as error:
+            if self.on_refused is not None:
+                self.on_refused(error)
+            raise
+
+
 def _handler_class(server: CallServer) -> type[BaseHTTPRequestHandler]:
     class _CallHandler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
@@ -77,9 +117,11 @@ def _handler_class(server: CallServer) -> type[BaseHTTPRequestHandler]:
                 fingerprint = x509.load_der_x509_certificate(peer).fingerprint(hashes.SHA256()).hex()
                 length = int(self.headers.get("Content-Length", "0"))
                 call = json.loads(self.rfile.read(length))
-                self._send(200, server.answer(fingerprint, call))
+                self._send(200, server.answer(fingerprint, call, self.path))
             except RemoteRefused as refusal:
                 server.refusals.append(refusal.as_record())
+                if server.on_refused is not None:
+                    server.on_refused({**refusal.as_record(), "path": self.path})
                 self._send(409 if refusal.kind == "idempotency-conflict" else 403, refusal.as_record())
 
         def _send(self, status: int, body: dict[str, Any]) -> None:
