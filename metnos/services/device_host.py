@@ -164,7 +164,8 @@ class DeviceHost:
         context: ssl.SSLContext = server_context(self.files.ca_pem, self.files.device_pem, self.files.device_key)
         return CallServer(context, self.call, host, port, routes={"/executor": self.receive, "/undo": self.undo},
                           callers={self.pairing["caller_fingerprint"]},
-                          on_refused=lambda refusal: self.audit("refused", **refusal))
+                          on_refused=lambda refusal: self.audit("refused", **refusal),
+                          records_file=self.workspace.data_dir / "device" / "idempotency.jsonl")
 
 
 def _inside(relative: str) -> PurePosixPath:

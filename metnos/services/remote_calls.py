@@ -91,11 +91,13 @@ def replay(rt: Any, trace_id: str) -> dict[str, Any]:
     raise RemoteRefused("trace-unknown", f"the log holds no answered remote call with trace {trace_id}")
 
 
-def undo(rt: Any, trace_id: str, *, timeout: float = CALL_TIMEOUT_S) -> dict[str, Any]:
-    """Ask the device to put back the paths the call changed, and record its answer."""
+def undo(rt: Any, trace_id: str, *, url: str | None = None, timeout: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+    """Ask the device to put back the paths the call changed, and record its answer.
+
+    ``url`` is where the device listens now, when it moved since the call (by default where it was called)."""
     planned = next((e for e in trace(rt, trace_id) if isinstance(e, RemoteCall.CallPlanned)), None)
     if planned is None:
         raise RemoteRefused("trace-unknown", f"the log holds no remote call with trace {trace_id}")
-    answer = post_json(planned.url.rstrip("/") + "/undo", {"trace_id": trace_id}, _context(rt), timeout)
+    answer = post_json((url or planned.url).rstrip("/") + "/undo", {"trace_id": trace_id}, _context(rt), timeout)
     rt.log.save(RemoteCall.fact(RemoteCall.CallUndone, id=rt.ids(), at=rt.clock(), trace_id=trace_id, answer=answer))
     return answer

@@ -26,15 +26,23 @@ from tests.support.remote_homes import device_home, pair, server_home
 NOTE = {"files": [{"path": "~/notes/remote.md", "content": "written on the laptop\n"}]}
 
 
+def _serve(device: Home):
+    serving = device.spawn("device", "serve", "--json")
+    return serving, json.loads(serving.stdout.readline())["url"]
+
+
+def _stop(serving) -> None:
+    serving.terminate()
+    serving.wait(timeout=10)
+
+
 @pytest.fixture
 def homes(tmp_path: Path, initialised_workspace: Callable[[str], Path]) -> Iterator[tuple[Home, Home, str]]:
     server, device = server_home(tmp_path / "server", initialised_workspace), device_home(tmp_path / "device")
     pair(server, device)
-    serving = device.spawn("device", "serve", "--json")
-    url = json.loads(serving.stdout.readline())["url"]
+    serving, url = _serve(device)
     yield server, device, url
-    serving.terminate()
-    serving.wait(timeout=10)
+    _stop(serving)
 
 
 @pytest.fixture
@@ -96,8 +104,15 @@ def test_a_pushed_executor_runs_on_the_device_is_replayed_from_the_log_and_undon
     assert remote_calls.replay(runtime, outcome["trace_id"]) == outcome  # read from the log: nothing is called
     assert not note.exists() and len([a for a in _audit(device) if a["fact"] == "call"]) == 1
 
+    # A restarted device still answers the id from its record (kept on disk), and undoes from its own images.
     note.write_text("written on the laptop\n")
-    undone = remote_calls.undo(runtime, outcome["trace_id"])
+    restarted, moved = _serve(device)
+    try:
+        assert remote_calls.call(runtime, "laptop", moved, "write_files", NOTE, idempotency_id="note-1")["ok"]
+        assert len([a for a in _audit(device) if a["fact"] == "call"]) == 1
+        undone = remote_calls.undo(runtime, outcome["trace_id"], url=moved)
+    finally:
+        _stop(restarted)
     assert undone["restored"] == [str(note)] and not note.exists() and not note.parent.exists()
     assert type(remote_calls.trace(runtime, outcome["trace_id"])[-1]).__name__ == "CallUndone"
     assert [a["fact"] for a in _audit(device)][-1] == "undo"

@@ -10,7 +10,9 @@ import json
 import ssl
 import threading
 from collections.abc import Callable
+from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from cryptography import x509
@@ -27,17 +29,20 @@ class CallServer:
     ``routes`` answers other paths (POST /executor, /undo on a device) with the same
     certificate checks but no idempotency; ``callers``, when given, are the only client
     fingerprints let in (a device admits its server's certificate alone); ``on_refused``
-    hears every refusal, so the device's audit keeps it.
+    hears every refusal, so the device's audit keeps it. With ``records_file`` the
+    idempotency records are kept on disk, one JSON line each, so a restarted listener
+    still answers a repeated id from its record instead of running the call again.
     """
 
     def __init__(self, context: ssl.SSLContext, handler: Handler, host: str = "127.0.0.1", port: int = 0, *,
                  routes: dict[str, Handler] | None = None, callers: set[str] | None = None,
-                 on_refused: Callable[[dict[str, str]], None] | None = None) -> None:
+                 on_refused: Callable[[dict[str, str]], None] | None = None, records_file: Path | None = None) -> None:
         self.handler = handler
         self.routes = dict(routes or {})
         self.callers = callers
         self.on_refused = on_refused
-        self.records: dict[str, IdempotencyRecord] = {}
+        self.records_file = records_file
+        self.records: dict[str, IdempotencyRecord] = _load_records(records_file)
         self.revoked: set[str] = set()
         self.refusals: list[dict[str, str]] = []
         self.runs = 0
@@ -89,8 +94,20 @@ class CallServer:
                 return record.replay_for(arguments)
             outcome = self.handler(call)
             self.runs += 1
-            self.records[idempotency_id] = IdempotencyRecord(idempotency_id, arguments_digest(arguments), outcome)
+            record = IdempotencyRecord(idempotency_id, arguments_digest(arguments), outcome)
+            self.records[idempotency_id] = record
+            if self.records_file is not None:
+                self.records_file.parent.mkdir(parents=True, exist_ok=True)
+                with self.records_file.open("a") as out:
+                    out.write(json.dumps(asdict(record), sort_keys=True, default=str) + "\n")
             return outcome
+
+
+def _load_records(path: Path | None) -> dict[str, IdempotencyRecord]:
+    if path is None or not path.is_file():
+        return {}
+    records = [IdempotencyRecord(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    return {r.idempotency_id: r for r in records}
 
 
 class _AuditedServer(ThreadingHTTPServer):
@@ -119,10 +136,16 @@ def _handler_class(server: CallServer) -> type[BaseHTTPRequestHandler]:
                 call = json.loads(self.rfile.read(length))
                 self._send(200, server.answer(fingerprint, call, self.path))
             except RemoteRefused as refusal:
-                server.refusals.append(refusal.as_record())
-                if server.on_refused is not None:
-                    server.on_refused({**refusal.as_record(), "path": self.path})
-                self._send(409 if refusal.kind == "idempotency-conflict" else 403, refusal.as_record())
+                self._refuse(refusal, 409 if refusal.kind == "idempotency-conflict" else 403)
+            except Exception as error:  # noqa: BLE001 - the caller gets a structured error, never a dropped connection
+                self._refuse(RemoteRefused("device-error", f"the device failed on this call ({type(error).__name__}: {error}); "
+                                           "see its audit trail"), 500)
+
+        def _refuse(self, refusal: RemoteRefused, status: int) -> None:
+            server.refusals.append(refusal.as_record())
+            if server.on_refused is not None:
+                server.on_refused({**refusal.as_record(), "path": self.path})
+            self._send(status, refusal.as_record())
 
         def _send(self, status: int, body: dict[str, Any]) -> None:
             data = json.dumps(body).encode()
