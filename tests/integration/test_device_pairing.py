@@ -47,9 +47,9 @@ def test_a_device_pairs_with_a_code_gets_a_certificate_from_the_instance_ca_kept
     listed = json.loads(server.run("devices", "list", "--json").stdout)
     assert [(d["name"], d["fingerprint"], d["revoked"]) for d in listed] == [("laptop", paired["fingerprint"], False)]
 
-    revoked = server.run("devices", "revoke", "laptop")
+    revoked = server.run("devices", "revoke", "laptop", "--json")
     assert revoked.returncode == 0, revoked.stderr
-    assert json.loads(server.run("devices", "list", "--json").stdout)[0]["revoked"] is True
+    assert (json.loads(revoked.stdout)["fingerprint"], json.loads(revoked.stdout)["revoked"]) == (paired["fingerprint"], True)
     again = server.run("devices", "revoke", "laptop")
     assert again.returncode == 2 and "no paired device is called laptop" in again.stderr
 

@@ -68,6 +68,14 @@ def _refused(rt, kind: str, *call, **kw) -> RemoteRefused:
     return refused.value
 
 
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        return f"https://127.0.0.1:{probe.getsockname()[1]}"
+
+
 def _facts(rt) -> list:
     from metnos.services import remote_calls
 
@@ -81,6 +89,8 @@ def test_a_pushed_executor_runs_on_the_device_is_replayed_from_the_log_and_undon
     server, device, url = homes
     note = device.user / "notes" / "remote.md"
     _refused(runtime, "executor-missing", "laptop", url, "write_files", NOTE)  # nothing pushed yet: the drift rule
+    offline = _refused(runtime, "offline", "laptop", _closed_port_url(), "write_files", NOTE)
+    assert "metnos device serve" in str(offline)
 
     assert remote_calls.push(runtime, url, "write_files")["cached"] == "now"
     assert remote_calls.push(runtime, url, "write_files")["cached"] == "already"
