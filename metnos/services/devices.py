@@ -191,7 +191,13 @@ def join(workspace: Workspace, code: str, server_url: str, name: str, *, timeout
     url = server_url.rstrip("/")
     url = url if url.endswith("/pair") else url + "/pair"
     request_pem, key_pem = new_request(name)
-    answer = post_json(url, {"code": code, "name": name, "request_pem": request_pem.decode()}, pairing_client_context(), timeout)
+    try:
+        answer = post_json(url, {"code": code, "name": name, "request_pem": request_pem.decode()}, pairing_client_context(), timeout)
+    except RemoteRefused as refusal:
+        if refusal.kind not in ("offline", "timeout"):
+            raise
+        raise RemoteRefused(refusal.kind, f"{url} did not answer ({refusal.kind}); `metnos pair` must be waiting on the "
+                                          "server, with its code not yet expired: run it again there") from refusal
     proof = str(answer.pop("proof", ""))
     check_pairing_proof(code, answer, proof)
     certificate = x509.load_pem_x509_certificate(answer["certificate_pem"].encode())
