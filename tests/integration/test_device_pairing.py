@@ -104,3 +104,19 @@ def test_a_code_is_good_once_and_not_after_it_expires_and_a_wrong_code_pairs_not
         devices.pair_device(runtime, _request(late, "nas"))
     assert expired.value.kind == "pairing-code-expired"
     assert [d["name"] for d in devices.list_devices(runtime)] == ["laptop"]
+
+
+def test_a_pairing_the_server_fails_on_answers_a_structured_error(tmp_path: Path) -> None:
+    from metnos.mechanisms.remote.certificates import issue, new_authority
+    from metnos.mechanisms.remote.pairing import PairingListener
+    from metnos.mechanisms.remote.tls import pairing_client_context, pairing_server_context, post_json
+
+    issue(new_authority("home"), "metnos-server", server=True).write(tmp_path / "l.pem", tmp_path / "l.key")
+    listener = PairingListener(pairing_server_context(tmp_path / "l.pem", tmp_path / "l.key"), lambda body: body["missing"]).start()
+    try:
+        with pytest.raises(RemoteRefused) as failed:
+            post_json(listener.url, {"code": "ABCDEFGH"}, pairing_client_context(), 5)
+    finally:
+        listener.stop()
+    assert failed.value.kind == "pairing-error" and "KeyError" in str(failed.value)
+    assert not listener.paired.is_set() and listener.refusals == [failed.value.as_record()]

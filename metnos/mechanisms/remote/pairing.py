@@ -64,6 +64,11 @@ def _handler_class(listener: PairingListener) -> type[BaseHTTPRequestHandler]:
             except RemoteRefused as refusal:
                 listener.refusals.append(refusal.as_record())
                 self._send(403, refusal.as_record())
+            except Exception as error:  # noqa: BLE001 - the device gets a structured error, never a dropped connection
+                refusal = RemoteRefused("pairing-error", f"the server failed to pair ({type(error).__name__}: {error}); "
+                                        "run `metnos pair` there again")
+                listener.refusals.append(refusal.as_record())
+                self._send(500, refusal.as_record())
 
         def _send(self, status: int, body: dict[str, Any]) -> None:
             data = json.dumps(body).encode()

@@ -21,6 +21,8 @@ from cryptography.hazmat.primitives import hashes
 from domain.remote import IdempotencyRecord, RemoteRefused, arguments_digest
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
+# A pushed executor is a folder of source files; anything larger is refused before it is read.
+MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 class CallServer:
@@ -103,6 +105,17 @@ class CallServer:
             return outcome
 
 
+_STATUS = {"idempotency-conflict": 409, "call-too-large": 413}
+
+
+def _discard(stream: Any, length: int) -> None:
+    while length > 0:
+        chunk = stream.read(min(length, 1 << 16))
+        if not chunk:
+            return
+        length -= len(chunk)
+
+
 def _load_records(path: Path | None) -> dict[str, IdempotencyRecord]:
     if path is None or not path.is_file():
         return {}
@@ -133,10 +146,14 @@ def _handler_class(server: CallServer) -> type[BaseHTTPRequestHandler]:
                     raise RemoteRefused("certificate-missing", "a call needs a client certificate; pair the device with `metnos pair`")
                 fingerprint = x509.load_der_x509_certificate(peer).fingerprint(hashes.SHA256()).hex()
                 length = int(self.headers.get("Content-Length", "0"))
+                if length > MAX_BODY_BYTES:
+                    _discard(self.rfile, length)  # read, so the caller gets the reason and not a reset
+                    raise RemoteRefused("call-too-large", f"a call of {length} bytes is over the {MAX_BODY_BYTES} a device reads; "
+                                        "send a smaller executor or arguments")
                 call = json.loads(self.rfile.read(length))
                 self._send(200, server.answer(fingerprint, call, self.path))
             except RemoteRefused as refusal:
-                self._refuse(refusal, 409 if refusal.kind == "idempotency-conflict" else 403)
+                self._refuse(refusal, _STATUS.get(refusal.kind, 403))
             except Exception as error:  # noqa: BLE001 - the caller gets a structured error, never a dropped connection
                 self._refuse(RemoteRefused("device-error", f"the device failed on this call ({type(error).__name__}: {error}); "
                                            "see its audit trail"), 500)
