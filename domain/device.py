@@ -36,11 +36,13 @@ class PairedDevice(MetnosAggregate):
         name: str
         fingerprint: str  # SHA-256 of the device's certificate
         code_sha256: str
+        certificate_pem: str  # public: the server pins it when it calls the device
 
-    def __init__(self, name: str, fingerprint: str, code_sha256: str) -> None:
+    def __init__(self, name: str, fingerprint: str, code_sha256: str, certificate_pem: str) -> None:
         self.name = name
         self.fingerprint = fingerprint
         self.code_sha256 = code_sha256
+        self.certificate_pem = certificate_pem
 
     @classmethod
     def paired(cls, *, id: Any, at: Any, **fields: Any) -> PairedDevice:  # noqa: A002

@@ -130,7 +130,7 @@ def pair_device(rt: Any, body: dict[str, Any]) -> dict[str, Any]:
         except ValueError as error:
             raise RemoteRefused("pairing-malformed", f"the certificate request is not valid ({error}); run `metnos pair CODE --server URL` again") from None
         rt.log.save(PairedDevice.paired(id=rt.ids(), at=rt.clock(), name=name, fingerprint=fingerprint(certificate_pem),
-                                        code_sha256=pairing_offer.code_sha256))
+                                        code_sha256=pairing_offer.code_sha256, certificate_pem=certificate_pem.decode()))
     payload = {
         "name": name,
         "ca_pem": files.ca_pem.read_text(),
@@ -165,7 +165,8 @@ def list_devices(rt: Any) -> list[dict[str, Any]]:
     for _, event in rt.log.domain_events(1, topics=topics):
         if isinstance(event, PairedDevice.DevicePaired):
             devices[event.fingerprint] = {"name": event.name, "fingerprint": event.fingerprint,
-                                          "paired_at": event.timestamp.isoformat(timespec="seconds"), "revoked": False}
+                                          "paired_at": event.timestamp.isoformat(timespec="seconds"), "revoked": False,
+                                          "certificate_pem": event.certificate_pem}
         elif event.fingerprint in devices:
             devices[event.fingerprint]["revoked"] = True
     return list(devices.values())

@@ -19,15 +19,25 @@ from eventsourcing.utils import get_topic
 from domain.device import RemoteCall
 from domain.remote import RemoteRefused, arguments_digest
 from metnos.mechanisms.executors.loader import LoadedExecutor
-from metnos.mechanisms.remote.tls import client_context, post_json
+from metnos.mechanisms.remote.tls import pinned_client_context, post_json
 from metnos.services.devices import ensure_authority, list_devices
 
 CALL_TIMEOUT_S = 30.0
 
 
-def _context(rt: Any):
+def _context(rt: Any, device: dict[str, Any]):
+    """The server's calling certificate, trusting the one device certificate the log paired under that name."""
     files = ensure_authority(rt.workspace)
-    return client_context(files.ca_pem, files.caller_pem, files.caller_key)
+    return pinned_client_context(device["certificate_pem"], files.caller_pem, files.caller_key)
+
+
+def _device(rt: Any, name: str) -> dict[str, Any]:
+    paired = [d for d in list_devices(rt) if d["name"] == name]
+    if not paired:
+        raise RemoteRefused("device-unknown", f"no device is paired as {name}; pair it with `metnos pair`")
+    if paired[-1]["revoked"]:
+        raise RemoteRefused("device-revoked", f"{name} was revoked; pair it again with `metnos pair` to call it")
+    return paired[-1]
 
 
 def _executor(rt: Any, name: str) -> LoadedExecutor:
@@ -37,13 +47,14 @@ def _executor(rt: Any, name: str) -> LoadedExecutor:
     return found
 
 
-def push(rt: Any, url: str, executor: str, *, timeout: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+def push(rt: Any, device: str, url: str, executor: str, *, timeout: float = CALL_TIMEOUT_S) -> dict[str, Any]:
     """Send the signed executor's folder to the device, which verifies it before caching it."""
+    paired = _device(rt, device)
     loaded = _executor(rt, executor)
     files = {str(p.relative_to(loaded.dir)): base64.b64encode(p.read_bytes()).decode()
              for p in sorted(loaded.dir.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
     return post_json(url.rstrip("/") + "/executor", {"name": loaded.name, "digest": loaded.digest, "files": files},
-                     _context(rt), timeout)
+                     _context(rt, paired), timeout)
 
 
 def call(rt: Any, device: str, url: str, executor: str, arguments: dict[str, Any], *,
@@ -58,14 +69,11 @@ def call(rt: Any, device: str, url: str, executor: str, arguments: dict[str, Any
         device_fingerprint=paired[-1]["fingerprint"] if paired else "", url=url, executor=executor,
         digest=loaded.digest if loaded else "", arguments=arguments, arguments_sha256=arguments_digest(arguments)))
     try:
-        if not paired:
-            raise RemoteRefused("device-unknown", f"no device is paired as {device}; pair it with `metnos pair`")
-        if paired[-1]["revoked"]:
-            raise RemoteRefused("device-revoked", f"{device} was revoked; pair it again with `metnos pair` to call it")
+        target = _device(rt, device)
         _executor(rt, executor)
         body = {"idempotency_id": idempotency_id, "trace_id": trace_id, "executor": executor,
                 "digest": loaded.digest, "arguments": arguments}
-        outcome = post_json(url.rstrip("/") + "/call", body, _context(rt), timeout)
+        outcome = post_json(url.rstrip("/") + "/call", body, _context(rt, target), timeout)
     except RemoteRefused as refusal:
         rt.log.save(RemoteCall.fact(RemoteCall.CallRefused, id=rt.ids(), at=rt.clock(), trace_id=trace_id,
                                     kind=refusal.kind, message=str(refusal)))
@@ -98,6 +106,7 @@ def undo(rt: Any, trace_id: str, *, url: str | None = None, timeout: float = CAL
     planned = next((e for e in trace(rt, trace_id) if isinstance(e, RemoteCall.CallPlanned)), None)
     if planned is None:
         raise RemoteRefused("trace-unknown", f"the log holds no remote call with trace {trace_id}")
-    answer = post_json((url or planned.url).rstrip("/") + "/undo", {"trace_id": trace_id}, _context(rt), timeout)
+    answer = post_json((url or planned.url).rstrip("/") + "/undo", {"trace_id": trace_id}, _context(rt, _device(rt, planned.device)),
+                       timeout)
     rt.log.save(RemoteCall.fact(RemoteCall.CallUndone, id=rt.ids(), at=rt.clock(), trace_id=trace_id, answer=answer))
     return answer

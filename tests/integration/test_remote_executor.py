@@ -16,7 +16,7 @@ import pytest
 
 from domain.device import RemoteCall
 from domain.remote import RemoteRefused
-from metnos.mechanisms.remote.certificates import issue, new_authority
+from metnos.mechanisms.remote.certificates import Issued, issue, new_authority
 from metnos.mechanisms.remote.server import CallServer
 from metnos.mechanisms.remote.tls import client_context, post_json, server_context
 from metnos.settings.workspace import Workspace
@@ -92,8 +92,8 @@ def test_a_pushed_executor_runs_on_the_device_is_replayed_from_the_log_and_undon
     offline = _refused(runtime, "offline", "laptop", _closed_port_url(), "write_files", NOTE)
     assert "metnos device serve" in str(offline)
 
-    assert remote_calls.push(runtime, url, "write_files")["cached"] == "now"
-    assert remote_calls.push(runtime, url, "write_files")["cached"] == "already"
+    assert remote_calls.push(runtime, "laptop", url, "write_files")["cached"] == "now"
+    assert remote_calls.push(runtime, "laptop", url, "write_files")["cached"] == "already"
     outcome = remote_calls.call(runtime, "laptop", url, "write_files", NOTE, idempotency_id="note-1")
     assert outcome["ok"], outcome
     assert outcome["sandbox"] == "bwrap" and "bwrap" in outcome["layers"]  # the device's own sandbox ran it
@@ -132,7 +132,7 @@ def test_each_attack_is_refused_and_recorded(homes, runtime, tmp_path: Path) -> 
     from metnos.services import devices, remote_calls
 
     server, device, url = homes
-    remote_calls.push(runtime, url, "write_files")
+    remote_calls.push(runtime, "laptop", url, "write_files")
     remote_calls.call(runtime, "laptop", url, "write_files", NOTE, idempotency_id="note-1")
     server_ca = Workspace.from_env(server.env()).keys_dir / "remote" / "ca.pem"
 
@@ -163,6 +163,18 @@ def test_each_attack_is_refused_and_recorded(homes, runtime, tmp_path: Path) -> 
         mitm.stop()
     assert mitm.runs == 0
 
+    # A listener with a certificate the instance CA did sign, but not the one paired as this device.
+    server_keys = Workspace.from_env(server.env()).keys_dir / "remote"
+    sibling = issue(Issued(server_ca.read_bytes(), (server_keys / "ca.key").read_bytes()), "laptop", server=True)
+    sibling.write(tmp_path / "sibling.pem", tmp_path / "sibling.key")
+    impostor = CallServer(server_context(server_ca, tmp_path / "sibling.pem", tmp_path / "sibling.key"),
+                          lambda call: {"ok": True}).start()
+    try:
+        _refused(runtime, "certificate-refused", "laptop", impostor.url.removesuffix("/call"), "write_files", NOTE)
+    finally:
+        impostor.stop()
+    assert impostor.runs == 0
+
     # A tampered executor on the device.
     cached = next((Workspace.from_env(device.env()).data_dir / "device" / "executors" / "write_files").glob("blake3-*"))
     with (cached / "main.py").open("a") as main:
@@ -177,6 +189,7 @@ def test_each_attack_is_refused_and_recorded(homes, runtime, tmp_path: Path) -> 
     assert _facts(runtime) == [
         ("CallPlanned", None), ("CallAnswered", None),
         ("CallPlanned", None), ("CallRefused", "idempotency-conflict"),
+        ("CallPlanned", None), ("CallRefused", "certificate-refused"),
         ("CallPlanned", None), ("CallRefused", "certificate-refused"),
         ("CallPlanned", None), ("CallRefused", "executor-tampered"),
         ("CallPlanned", None), ("CallRefused", "device-revoked"),

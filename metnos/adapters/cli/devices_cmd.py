@@ -24,7 +24,7 @@ def run_list(args: argparse.Namespace) -> int:
     from metnos.services import devices, wiring
 
     with wiring.boot(birth=False) as runtime:
-        found = devices.list_devices(runtime)
+        found = [_shown(d) for d in devices.list_devices(runtime)]
     if args.json:
         print(orjson.dumps(found).decode())
         return 0
@@ -41,9 +41,14 @@ def run_revoke(args: argparse.Namespace) -> int:
     from metnos.services import devices, wiring
 
     with wiring.boot(birth=False) as runtime:
-        device = devices.revoke(runtime, args.name)
+        device = _shown(devices.revoke(runtime, args.name))
     if args.json:
         print(orjson.dumps(device).decode())
     else:
         print(f"Revoked {device['name']}: its certificate is refused from now on; pair it again with `metnos pair`.")
     return 0
+
+
+def _shown(device: dict) -> dict:
+    """A device as listed: its certificate goes by its fingerprint."""
+    return {k: v for k, v in device.items() if k != "certificate_pem"}
