@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +19,8 @@ from domain.errors import MetnosError
 PAIRING_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud safely
 PAIRING_CODE_LENGTH = 8
 PAIRING_CODE_LIFETIME = timedelta(minutes=10)
+# A device's name is also a host name in its certificate: letters, digits and dashes.
+DEVICE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 
 class RemoteRefused(MetnosError):
@@ -38,6 +41,39 @@ def pairing_code_from(entropy: bytes) -> str:
     return "".join(PAIRING_CODE_ALPHABET[b % len(PAIRING_CODE_ALPHABET)] for b in entropy[:PAIRING_CODE_LENGTH])
 
 
+def code_sha256(code: str) -> str:
+    """The digest a pairing code is kept as: typed in any case, with or without spaces around."""
+    return _sha256(code.strip().upper())
+
+
+def check_device_name(name: str) -> str:
+    if not DEVICE_NAME.match(name):
+        raise RemoteRefused(
+            "device-name-invalid",
+            f"device name {name!r} is not a host name; use lower-case letters, digits and dashes (e.g. laptop-1)",
+        )
+    return name
+
+
+def pairing_proof(code: str, payload: dict[str, Any]) -> str:
+    """An HMAC of the pairing answer under the code: only who holds the code can make it.
+
+    The device has no CA to trust before pairing; this proof is what tells it
+    the answer (and so the CA it will pin) comes from the server that printed the code.
+    """
+    message = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+    return hmac.new(code.strip().upper().encode(), message, hashlib.sha256).hexdigest()
+
+
+def check_pairing_proof(code: str, payload: dict[str, Any], proof: str) -> None:
+    if not hmac.compare_digest(pairing_proof(code, payload), proof):
+        raise RemoteRefused(
+            "pairing-proof-wrong",
+            "the pairing answer is not signed with this code (a wrong code, or someone in between); "
+            "check the server address and run `metnos pair` there again",
+        )
+
+
 @dataclass(frozen=True)
 class PairingOffer:
     """A one-time code issued by `metnos pair`; only its hash is kept."""
@@ -48,11 +84,11 @@ class PairingOffer:
 
     @classmethod
     def issue(cls, code: str, issued_at: datetime) -> PairingOffer:
-        return cls(code_sha256=_sha256(code.strip().upper()), issued_at=issued_at)
+        return cls(code_sha256=code_sha256(code), issued_at=issued_at)
 
     def redeem(self, code: str, now: datetime) -> PairingOffer:
         """The offer marked used, or a refusal naming why and what to do."""
-        if not hmac.compare_digest(self.code_sha256, _sha256(code.strip().upper())):
+        if not hmac.compare_digest(self.code_sha256, code_sha256(code)):
             raise RemoteRefused("pairing-code-wrong", "pairing code does not match; run `metnos pair` on the server for a new one")
         if self.used:
             raise RemoteRefused("pairing-code-used", "pairing code was already used; run `metnos pair` on the server for a new one")

@@ -155,3 +155,28 @@ def test_silent_device_is_a_timeout(instance):
         assert refused.value.kind == "timeout"
     finally:
         silent.close()
+
+
+def test_a_handler_that_fails_answers_a_structured_device_error_not_a_dropped_connection(instance):
+    from metnos.mechanisms.remote.server import CallServer
+    from metnos.mechanisms.remote.tls import server_context
+
+    _, server_dir, device_dir, _ = instance
+    listener = CallServer(server_context(device_dir / "ca.pem", device_dir / "device.pem", device_dir / "device.key"),
+                          lambda call: {"share": 1 / 0}).start()
+    try:
+        with pytest.raises(RemoteRefused) as failed:
+            _call(listener.url, server_dir)
+    finally:
+        listener.stop()
+    assert failed.value.kind == "device-error" and "ZeroDivisionError" in str(failed.value)
+    assert listener.refusals == [failed.value.as_record()] and listener.runs == 0
+
+
+def test_a_call_larger_than_a_device_reads_is_refused_with_its_reason(instance, device):
+    from metnos.mechanisms.remote.server import MAX_BODY_BYTES
+
+    _, server_dir, _, _ = instance
+    with pytest.raises(RemoteRefused) as large:
+        _call(device, server_dir, idempotency_id="big", arguments={"blob": "x" * (MAX_BODY_BYTES + 1)}, timeout=30)
+    assert large.value.kind == "call-too-large"

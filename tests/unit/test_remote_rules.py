@@ -63,3 +63,26 @@ def test_drift_check():
     with pytest.raises(RemoteRefused) as missing:
         check_drift("photo_organize", "ab" * 32, None)
     assert missing.value.kind == "executor-missing"
+
+
+def test_a_pairing_answer_is_accepted_only_with_the_proof_of_the_code_it_was_made_for() -> None:
+    from domain.remote import check_pairing_proof, pairing_proof
+
+    payload = {"ca_pem": "CA", "certificate_pem": "CERT", "name": "laptop"}
+    check_pairing_proof("abcd efgh", payload, pairing_proof("ABCD EFGH", payload))
+    with pytest.raises(RemoteRefused) as other_code:
+        check_pairing_proof("ABCDEFGJ", payload, pairing_proof("ABCDEFGH", payload))
+    assert other_code.value.kind == "pairing-proof-wrong"
+    with pytest.raises(RemoteRefused) as swapped_ca:  # someone in between sends their own CA
+        check_pairing_proof("ABCDEFGH", {**payload, "ca_pem": "EVIL"}, pairing_proof("ABCDEFGH", payload))
+    assert swapped_ca.value.kind == "pairing-proof-wrong"
+
+
+@pytest.mark.parametrize("name", ["", "Laptop", "-nas", "a b", "x" * 64, "nas."])
+def test_a_device_name_that_is_not_a_host_name_is_refused(name: str) -> None:
+    from domain.remote import check_device_name
+
+    with pytest.raises(RemoteRefused) as refused:
+        check_device_name(name)
+    assert refused.value.kind == "device-name-invalid"
+    assert check_device_name("laptop-1") == "laptop-1"

@@ -95,3 +95,37 @@ def _builder(subject: x509.Name, issuer: x509.Name, public_key, start: datetime)
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+
+
+def new_request(device_name: str) -> tuple[bytes, bytes]:
+    """A device's key and its certificate signing request: the key never leaves the device."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, device_name)])
+    request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+    return request.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def sign_request(authority: Issued, request_pem: bytes, device_name: str, now: datetime | None = None) -> bytes:
+    """The device's certificate for its request: client and listener both, named for the device.
+
+    The name comes from the server's side of the pairing, never from the request's subject.
+    """
+    request = x509.load_pem_x509_csr(request_pem)
+    if not request.is_signature_valid:
+        raise ValueError("the certificate request's signature does not match its key")
+    ca_cert = x509.load_pem_x509_certificate(authority.certificate_pem)
+    ca_key = serialization.load_pem_private_key(authority.key_pem, password=None)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, device_name)])
+    cert = (
+        _builder(subject, ca_cert.subject, request.public_key(), now or datetime.now(timezone.utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH, ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.DNSName(device_name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM)

@@ -34,6 +34,40 @@ def client_context(ca_path: Path, cert_path: Path | None, key_path: Path | None)
     return context
 
 
+def pinned_client_context(peer_certificate_pem: str, cert_path: Path, key_path: Path) -> ssl.SSLContext:
+    """A caller that trusts one peer certificate alone: the device it paired, not any other the CA signed."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.check_hostname = True
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # the pinned leaf is the anchor
+    context.load_verify_locations(cadata=peer_certificate_pem)
+    context.load_cert_chain(str(cert_path), str(key_path))
+    return context
+
+
+def pairing_server_context(cert_path: Path, key_path: Path) -> ssl.SSLContext:
+    """The pairing listener: TLS 1.3, no client certificate yet (the device has none before pairing)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(str(cert_path), str(key_path))
+    return context
+
+
+def pairing_client_context() -> ssl.SSLContext:
+    """The device before pairing trusts no CA yet: the answer carries a proof under the code instead.
+
+    The channel is still TLS 1.3 (nothing in clear on the wire); who answers is
+    checked by domain.remote.check_pairing_proof, not by a certificate.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 def post_json(url: str, body: dict[str, Any], context: ssl.SSLContext, timeout: float) -> dict[str, Any]:
     """POST one JSON call; every way it can fail ends as a RemoteRefused naming cause and fix."""
     request = urllib.request.Request(

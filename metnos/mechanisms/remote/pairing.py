@@ -1,0 +1,84 @@
+"""The pairing listener `metnos pair` runs: one POST /pair over TLS 1.3, then it stops.
+
+It knows nothing of codes or the log: the handler it is given decides and
+refuses (metnos.services.devices); a refusal goes back as its kind and message.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from domain.remote import RemoteRefused
+
+PairingHandler = Callable[[dict[str, Any]], dict[str, Any]]
+MAX_REQUEST_BYTES = 64 * 1024
+
+
+class PairingListener:
+    def __init__(self, context: ssl.SSLContext, handler: PairingHandler, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.handler = handler
+        self.paired = threading.Event()
+        self.refusals: list[dict[str, str]] = []
+        self._httpd = ThreadingHTTPServer((host, port), _handler_class(self))
+        self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"https://{host}:{port}/pair"
+
+    def start(self) -> PairingListener:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout: float) -> bool:
+        """Whether a device paired before ``timeout`` seconds passed."""
+        return self.paired.wait(timeout)
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def _handler_class(listener: PairingListener) -> type[BaseHTTPRequestHandler]:
+    class _PairHandler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            try:
+                length = int(self.headers.get("Content-Length", "0"))
+                if self.path != "/pair" or not 0 < length <= MAX_REQUEST_BYTES:
+                    raise RemoteRefused("pairing-malformed", "a pairing is one POST /pair of a JSON body; use `metnos pair CODE --server URL`")
+                try:
+                    body = json.loads(self.rfile.read(length))
+                except ValueError:
+                    raise RemoteRefused("pairing-malformed", "the pairing body is not JSON; use `metnos pair CODE --server URL`") from None
+                answer = listener.handler(body)
+                self._send(200, answer)
+                listener.paired.set()
+            except RemoteRefused as refusal:
+                listener.refusals.append(refusal.as_record())
+                self._send(403, refusal.as_record())
+            except Exception as error:  # noqa: BLE001 - the device gets a structured error, never a dropped connection
+                refusal = RemoteRefused("pairing-error", f"the server failed to pair ({type(error).__name__}: {error}); "
+                                        "run `metnos pair` there again")
+                listener.refusals.append(refusal.as_record())
+                self._send(500, refusal.as_record())
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: the log holds the facts
+            pass
+
+    return _PairHandler
