@@ -134,8 +134,10 @@ def test_an_approval_is_answered_over_http_then_the_turn_is_undone_with_a_previe
         assert target.read_text() == "hello"
         answered = [e for e in client.get(f"/api/turns/{result['turn_id']}").json()["events"] if e["type"] == "ApprovalAnswered"]
         assert answered and answered[0]["state"]["approved"] is True and answered[0]["state"]["by"] == "http:user"
-        # Answered once: a second answer finds nothing to answer.
-        assert client.post(f"/api/approvals/{pending[0]['id']}", json={"approve": False}).status_code == 404
+        # Answered once: a second answer is refused, told where the first came from.
+        again = client.post(f"/api/approvals/{pending[0]['id']}", json={"approve": False})
+        assert again.status_code == 409 and "already answered on http (http:user)" in again.json()["error"]["message"], again.text
+        assert client.post("/api/approvals/0123456789abcdef", json={"approve": False}).status_code == 404
 
         preview = client.get("/api/undo").json()
         assert preview["status"] == "dry-run" and preview["turn_id"] == result["turn_id"]
