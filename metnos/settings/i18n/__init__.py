@@ -10,8 +10,9 @@ starts a language and `metnos i18n promote` puts reviewed drafts; the
 nightly ``i18n_translate_pending`` job writes its drafts beside them, in
 ``<data>/i18n/_pending/<lang>.json``, never straight into use.
 
-The planner's prompts are not here: recorded turns replay against the
-prompt's exact bytes, and they stay in English.
+The prompts to the model are here too (``prompt.*``), their literal braces
+doubled as ``str.format`` wants; the model is told them in English, byte for
+byte what recorded turns replay against (tests/fixtures/prompts_en_frozen.json).
 """
 
 from __future__ import annotations
