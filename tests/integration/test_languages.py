@@ -95,6 +95,28 @@ def test_a_language_added_is_drafted_at_night_reviewed_and_promoted(rt: Runtime,
     assert not again["ok"] and again["kind"] == "NoModel"
 
 
+def test_adding_a_language_owes_every_text_prompts_included_and_one_night_drafts_them(rt: Runtime, capsys, monkeypatch) -> None:
+    assert cli(capsys, "i18n", "add", "de")[0] == 0
+    source = i18n.load().source
+    assert i18n.load(rt.workspace.i18n_dir).missing("de") == sorted(source)
+    assert any(k.startswith("prompt.") for k in source)
+    sid = str(builtin_schedule_id("i18n_translate_pending"))
+    ScheduleService(rt).modify(sid, {"args": {"limit": len(source)}})
+    drafts = {k: "DE " + v for k, v in source.items()}
+    drafts["prompt.planner"] = "DE {{stepN.field} halb verdoppelt"  # a lone brace: it cannot be filled
+    with ScriptedLLM([text(json.dumps(drafts, ensure_ascii=False))]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        record = Scheduler(rt, models=wiring.llm_router(rt.workspace).for_tier).run_now(sid)
+    assert record["ok"], record
+    assert set(orjson.loads(llm.requests[0].messages[-1]["content"])["texts"]) == set(source)
+    written = [e for e in rt.log.events.get(digest_id("i18n_translate_pending"))][-1]
+    assert written.figures["drafted"] == {"de": sorted(set(source) - {"prompt.planner"})}
+    assert "braces do not parse" in written.figures["refused"]["de"]["prompt.planner"]
+    rows = {r["language"]: r for r in orjson.loads(cli(capsys, "i18n", "status", "--json")[1])}
+    assert rows["de"]["drafts"] == len(source) - 1 and rows["de"]["missing"] == len(source)
+
+
 def test_a_translation_whose_english_changed_is_stale_and_english_is_said(rt: Runtime, capsys) -> None:
     key = "failure.step_refused"
     path = rt.workspace.i18n_dir / "it.json"

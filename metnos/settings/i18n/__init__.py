@@ -45,6 +45,15 @@ def fields_of(text: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
+def template_problem(text: str) -> str | None:
+    """Why ``text`` cannot be filled (a lone ``{`` or ``}``: literal braces are doubled), or None."""
+    try:
+        fields_of(text)
+    except ValueError as e:
+        return f"its braces do not parse ({e}); a literal brace is written doubled, {{{{ or }}}}"
+    return None
+
+
 def read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
