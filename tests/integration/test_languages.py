@@ -22,7 +22,7 @@ from metnos.services import wiring
 from metnos.settings import i18n
 from metnos.settings.workspace import Workspace
 from tests.support.layouts import LAYOUTS
-from tests.support.scripted_llm import ScriptedLLM, malformed, text
+from tests.support.scripted_llm import ScriptedLLM, call, malformed, text
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=1)
 
@@ -135,3 +135,29 @@ def test_a_turn_in_italian_is_told_in_italian(home: Path, capsys, monkeypatch) -
             monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
             code, _, err = cli(capsys, "ask", request)
         assert code != 0 and f"metnos: {said}" in err, err
+
+
+def test_a_request_not_in_english_asks_the_answer_in_its_language_and_replays_exactly(home: Path, capsys, monkeypatch) -> None:
+    """The model is asked to answer in the request's language by a line after the request, only when it is not English
+    (an English request is sent byte for byte as before); the language is recorded, the approval the turn could not ask
+    is said in it, and the turn replays exactly."""
+    asking = {"it": "Answer me in Italian, the language of my request."}
+    no_terminal = {"it": "metnos: passo 1: write_files chiede la tua approvazione e non c'è un terminale su cui chiederla",
+                   "en": "metnos: step 1: write_files needs your approval and there is no terminal to ask on"
+                         " (standard input is closed or not a terminal); taken as no. --yes approves, --no declines.\n"}
+    for language, request in (("it", "salva una nota nel file todo.md: compra il latte domani mattina"),
+                              ("en", "save a note to the file todo.md: buy milk tomorrow morning")):
+        script = [call("write_files", {"files": [{"path": str(home / "todo.md"), "content": "- milk\n"}]}), text("ok")]
+        with ScriptedLLM(script) as llm:
+            monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+            monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+            code, out, err = cli(capsys, "ask", request, "--json", "--no-cache")
+        sent = llm.requests[0].messages[1]
+        assert sent["role"] == "user"
+        assert sent["content"] == (f"{request}\n\n{asking[language]}" if language in asking else request), sent
+        assert no_terminal[language] in err, err
+        turn_id = orjson.loads(out)["turn_id"]
+        started = orjson.loads(cli(capsys, "events", "--json", "--aggregate", turn_id)[1].splitlines()[0])
+        assert started["state"]["language"] == language
+        code, out, _ = cli(capsys, "replay", turn_id, "--json")
+        assert code == 0, out

@@ -8,6 +8,7 @@ the model is told them in English whatever the request's language
 from __future__ import annotations
 
 from metnos.settings import i18n
+from metnos.settings.i18n.detect import language_name
 
 _said = i18n.texts()
 
@@ -19,6 +20,14 @@ PLANNER_PROMPT = _said.text("prompt.planner")
 PLACEHOLDER_CORRECTION = _said.text("prompt.placeholder_correction")
 FINAL_ONLY = _said.text("prompt.final_only")
 ANSWER_NOW = _said.text("prompt.answer_now")
+
+
+def asked_in(request: str, language: str) -> str:
+    """The request as the model reads it: a request not in English is followed by a line asking
+    for the answer in its language (an English request is sent as it is, so its bytes stay)."""
+    if language == i18n.SOURCE:
+        return request
+    return request + "\n\n" + _said.text("prompt.answer_in_language", language_name=language_name(language))
 
 
 def answer_from_results(request: str) -> str:
