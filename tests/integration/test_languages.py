@@ -161,3 +161,25 @@ def test_a_request_not_in_english_asks_the_answer_in_its_language_and_replays_ex
         assert started["state"]["language"] == language
         code, out, _ = cli(capsys, "replay", turn_id, "--json")
         assert code == 0, out
+
+
+def test_a_command_speaks_the_configured_or_locale_language_and_english_is_unchanged(home: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.delenv("METNOS_LANGUAGE", raising=False)
+    argv = ("schedule", "add", "every morning at 8", "--executor", "get_now", "--channel", "none")
+    said = {
+        "C.UTF-8": ("'every morning at 8' reads as cron '0 8 * * *' in ",
+                    "metnos: a cadence in words is used only once confirmed: run again with --yes, or give --cron\n"),
+        "it_IT.UTF-8": ("'every morning at 8' si legge come cron '0 8 * * *' in ",
+                        "metnos: una cadenza a parole si usa solo una volta confermata: esegui di nuovo con --yes, o dai --cron\n"),
+    }
+    for locale, (reading, refusal) in said.items():
+        monkeypatch.setenv("LANG", locale)
+        code, _, err = cli(capsys, *argv)
+        assert code != 0 and err.startswith(reading) and err.endswith(refusal), err
+    # Metnos's own setting wins over the locale; a language with no catalogue is English.
+    monkeypatch.setenv("METNOS_LANGUAGE", "it")
+    assert i18n.command_language() == "it"
+    monkeypatch.setenv("METNOS_LANGUAGE", "fr")
+    assert i18n.command_language() == "en"

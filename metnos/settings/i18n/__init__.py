@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -154,3 +156,25 @@ def in_force() -> Catalogue:
     """The catalogue of the workspace the command runs in (the shipped one outside a command)."""
     workspace = workspace_in_force()
     return texts(workspace.i18n_dir if workspace is not None else None)
+
+
+# Where a command reads its language, first found first: Metnos's own setting, then the POSIX locale's order.
+LANGUAGE_ENV = ("METNOS_LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+
+
+def command_language(environ: Mapping[str, str] | None = None) -> str:
+    """The language a command speaks in: ``$METNOS_LANGUAGE`` or the locale (``it_IT.UTF-8`` -> ``it``) when the
+    catalogue in force has it, English otherwise (``C``, ``POSIX``, or a language with no catalogue)."""
+    env = os.environ if environ is None else environ
+    for name in LANGUAGE_ENV:
+        value = env.get(name, "")
+        if value:
+            code = value.split(".")[0].split("_")[0].split("-")[0].lower()
+            return code if code in in_force().languages() else SOURCE
+    return SOURCE
+
+
+def said(key: str, **values: Any) -> str:
+    """``key`` in the command's language (:func:`command_language`)."""
+    return in_force().text(key, command_language(), **values)
+
