@@ -183,3 +183,19 @@ def test_a_command_speaks_the_configured_or_locale_language_and_english_is_uncha
     assert i18n.command_language() == "it"
     monkeypatch.setenv("METNOS_LANGUAGE", "fr")
     assert i18n.command_language() == "en"
+
+
+def test_an_online_plan_for_an_italian_request_is_asked_in_italian_and_replays_exactly(home: Path, capsys, monkeypatch) -> None:
+    (home / "note").mkdir()
+    (home / "note" / "latte.md").write_text("comprare il latte")
+    request = "trova i file markdown nella cartella delle note"
+    planned = orjson.dumps({"steps": [{"executor": "find_files", "args": {"base_path": "~/note", "pattern": "*.md"}}],
+                            "answer": "Trovato: {{step1.entries.0.path}}"}).decode()
+    with ScriptedLLM([text(planned)]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out, err = cli(capsys, "ask", request, "--json", "--no-cache", "--mode", "online")
+    assert code == 0, (out, err)
+    assert llm.requests[0].messages[-1]["content"] == f"{request}\n\nAnswer me in Italian, the language of my request."
+    code, replayed, _ = cli(capsys, "replay", orjson.loads(out)["turn_id"], "--json")
+    assert code == 0, replayed
