@@ -50,7 +50,7 @@ LATE_FIELDS = {
 # Fields added to an event after turns were recorded without them: a recorded event that
 # lacks one is read with its default, so an old turn replays as it ran.
 DEFAULTED_FIELDS = {
-    "TurnStarted": {"principal": "host", "conversation": None},
+    "TurnStarted": {"principal": "host", "conversation": None, "language": "en"},
 }
 
 
@@ -92,6 +92,9 @@ class Turn(MetnosAggregate):
         # The conversation the turn belongs to and what the model was shown of its earlier turns
         # (metnos/runtime/turn/conversation.py): {"id", "key", "earlier": [...]}; None: a turn alone (all before conversations).
         conversation: dict | None = None
+        # The request's language (metnos/settings/i18n/detect.py): the runtime's own words are said in it and, when
+        # it is not English, the model is asked to answer in it. Turns recorded before it was kept were English.
+        language: str = "en"
 
     class CatalogueResolved(DomainEvent):
         digest: str
@@ -422,8 +425,9 @@ class Turn(MetnosAggregate):
         def apply(self, turn: Turn) -> None:
             turn.undone = True
 
-    def __init__(self, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str) -> None:
+    def __init__(self, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, language: str = "en") -> None:
         self.text = text
+        self.language = language
         self.actor = actor
         self.channel = channel
         self.mode = mode
@@ -432,9 +436,11 @@ class Turn(MetnosAggregate):
 
     @classmethod
     def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, autonomy: str = "supervised",
-              runtime: dict | None = None, home: str | None = None, principal: str = "host", conversation: dict | None = None) -> Turn:  # noqa: A002
+              runtime: dict | None = None, home: str | None = None, principal: str = "host", conversation: dict | None = None,
+              language: str = "en") -> Turn:  # noqa: A002
         return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings,
-                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime, home=home, principal=principal, conversation=conversation)
+                           runtime_version=runtime_version, autonomy=autonomy, runtime=runtime, home=home, principal=principal, conversation=conversation,
+                           language=language)
 
     def record(self, event_class: type, *, at: Any, **fields: Any) -> None:
         """Append one of this aggregate's events; the loop decides which and when."""

@@ -199,7 +199,7 @@ class Replayer:
         try:
             loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode, autonomy=start.autonomy,
                                  principal=start.principal, conversation=start.conversation,
-                                 runtime=start.runtime, home=start.home if start.home is not None else ""))
+                                 runtime=start.runtime, home=start.home if start.home is not None else "", language=start.language))
         except ReplayExhausted as e:
             note = str(e)
         divergence = compare(turn_id, recorded, sink.events, note=note, up_to_recorded=bool(stopped))

@@ -55,6 +55,8 @@ def checked(catalogue: i18n.Catalogue, keys: list[str], reply: dict[str, Any]) -
         draft = reply.get(key)
         if not isinstance(draft, str) or not draft.strip():
             refused[key] = "no translation in the reply"
+        elif (problem := i18n.template_problem(draft)) is not None:
+            refused[key] = problem
         elif i18n.fields_of(draft) != i18n.fields_of(catalogue.source[key]):
             refused[key] = (f"the fields differ: {sorted(i18n.fields_of(draft))} for "
                             f"{sorted(i18n.fields_of(catalogue.source[key]))}")

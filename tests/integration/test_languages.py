@@ -22,7 +22,7 @@ from metnos.services import wiring
 from metnos.settings import i18n
 from metnos.settings.workspace import Workspace
 from tests.support.layouts import LAYOUTS
-from tests.support.scripted_llm import ScriptedLLM, malformed, text
+from tests.support.scripted_llm import ScriptedLLM, call, malformed, text
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=1)
 
@@ -95,6 +95,28 @@ def test_a_language_added_is_drafted_at_night_reviewed_and_promoted(rt: Runtime,
     assert not again["ok"] and again["kind"] == "NoModel"
 
 
+def test_adding_a_language_owes_every_text_prompts_included_and_one_night_drafts_them(rt: Runtime, capsys, monkeypatch) -> None:
+    assert cli(capsys, "i18n", "add", "de")[0] == 0
+    source = i18n.load().source
+    assert i18n.load(rt.workspace.i18n_dir).missing("de") == sorted(source)
+    assert any(k.startswith("prompt.") for k in source)
+    sid = str(builtin_schedule_id("i18n_translate_pending"))
+    ScheduleService(rt).modify(sid, {"args": {"limit": len(source)}})
+    drafts = {k: "DE " + v for k, v in source.items()}
+    drafts["prompt.planner"] = "DE {{stepN.field} halb verdoppelt"  # a lone brace: it cannot be filled
+    with ScriptedLLM([text(json.dumps(drafts, ensure_ascii=False))]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        record = Scheduler(rt, models=wiring.llm_router(rt.workspace).for_tier).run_now(sid)
+    assert record["ok"], record
+    assert set(orjson.loads(llm.requests[0].messages[-1]["content"])["texts"]) == set(source)
+    written = [e for e in rt.log.events.get(digest_id("i18n_translate_pending"))][-1]
+    assert written.figures["drafted"] == {"de": sorted(set(source) - {"prompt.planner"})}
+    assert "braces do not parse" in written.figures["refused"]["de"]["prompt.planner"]
+    rows = {r["language"]: r for r in orjson.loads(cli(capsys, "i18n", "status", "--json")[1])}
+    assert rows["de"]["drafts"] == len(source) - 1 and rows["de"]["missing"] == len(source)
+
+
 def test_a_translation_whose_english_changed_is_stale_and_english_is_said(rt: Runtime, capsys) -> None:
     key = "failure.step_refused"
     path = rt.workspace.i18n_dir / "it.json"
@@ -113,3 +135,67 @@ def test_a_turn_in_italian_is_told_in_italian(home: Path, capsys, monkeypatch) -
             monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
             code, _, err = cli(capsys, "ask", request)
         assert code != 0 and f"metnos: {said}" in err, err
+
+
+def test_a_request_not_in_english_asks_the_answer_in_its_language_and_replays_exactly(home: Path, capsys, monkeypatch) -> None:
+    """The model is asked to answer in the request's language by a line after the request, only when it is not English
+    (an English request is sent byte for byte as before); the language is recorded, the approval the turn could not ask
+    is said in it, and the turn replays exactly."""
+    asking = {"it": "Answer me in Italian, the language of my request."}
+    no_terminal = {"it": "metnos: passo 1: write_files chiede la tua approvazione e non c'è un terminale su cui chiederla",
+                   "en": "metnos: step 1: write_files needs your approval and there is no terminal to ask on"
+                         " (standard input is closed or not a terminal); taken as no. --yes approves, --no declines.\n"}
+    for language, request in (("it", "salva una nota nel file todo.md: compra il latte domani mattina"),
+                              ("en", "save a note to the file todo.md: buy milk tomorrow morning")):
+        script = [call("write_files", {"files": [{"path": str(home / "todo.md"), "content": "- milk\n"}]}), text("ok")]
+        with ScriptedLLM(script) as llm:
+            monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+            monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+            code, out, err = cli(capsys, "ask", request, "--json", "--no-cache")
+        sent = llm.requests[0].messages[1]
+        assert sent["role"] == "user"
+        assert sent["content"] == (f"{request}\n\n{asking[language]}" if language in asking else request), sent
+        assert no_terminal[language] in err, err
+        turn_id = orjson.loads(out)["turn_id"]
+        started = orjson.loads(cli(capsys, "events", "--json", "--aggregate", turn_id)[1].splitlines()[0])
+        assert started["state"]["language"] == language
+        code, out, _ = cli(capsys, "replay", turn_id, "--json")
+        assert code == 0, out
+
+
+def test_a_command_speaks_the_configured_or_locale_language_and_english_is_unchanged(home: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.delenv("METNOS_LANGUAGE", raising=False)
+    argv = ("schedule", "add", "every morning at 8", "--executor", "get_now", "--channel", "none")
+    said = {
+        "C.UTF-8": ("'every morning at 8' reads as cron '0 8 * * *' in ",
+                    "metnos: a cadence in words is used only once confirmed: run again with --yes, or give --cron\n"),
+        "it_IT.UTF-8": ("'every morning at 8' si legge come cron '0 8 * * *' in ",
+                        "metnos: una cadenza a parole si usa solo una volta confermata: esegui di nuovo con --yes, o dai --cron\n"),
+    }
+    for locale, (reading, refusal) in said.items():
+        monkeypatch.setenv("LANG", locale)
+        code, _, err = cli(capsys, *argv)
+        assert code != 0 and err.startswith(reading) and err.endswith(refusal), err
+    # Metnos's own setting wins over the locale; a language with no catalogue is English.
+    monkeypatch.setenv("METNOS_LANGUAGE", "it")
+    assert i18n.command_language() == "it"
+    monkeypatch.setenv("METNOS_LANGUAGE", "fr")
+    assert i18n.command_language() == "en"
+
+
+def test_an_online_plan_for_an_italian_request_is_asked_in_italian_and_replays_exactly(home: Path, capsys, monkeypatch) -> None:
+    (home / "note").mkdir()
+    (home / "note" / "latte.md").write_text("comprare il latte")
+    request = "trova i file markdown nella cartella delle note"
+    planned = orjson.dumps({"steps": [{"executor": "find_files", "args": {"base_path": "~/note", "pattern": "*.md"}}],
+                            "answer": "Trovato: {{step1.entries.0.path}}"}).decode()
+    with ScriptedLLM([text(planned)]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out, err = cli(capsys, "ask", request, "--json", "--no-cache", "--mode", "online")
+    assert code == 0, (out, err)
+    assert llm.requests[0].messages[-1]["content"] == f"{request}\n\nAnswer me in Italian, the language of my request."
+    code, replayed, _ = cli(capsys, "replay", orjson.loads(out)["turn_id"], "--json")
+    assert code == 0, replayed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 from metnos.runtime.turn.failures import FailureKind, turn_failure
@@ -54,3 +56,43 @@ def test_a_turn_ending_and_its_status_lines_in_the_request_language() -> None:
         'non trovato in nulla di ciò che i passi hanno restituito: "12"',
         "la risposta come l'ha scritta il modello, non verificata:", "Sono 12."]
     assert reply_text(outcome, "it").startswith("metnos: non verificata: la risposta")
+
+
+FROZEN_PROMPTS = Path(__file__).parents[1] / "fixtures" / "prompts_en_frozen.json"
+
+
+def test_the_prompts_built_from_the_catalogue_are_todays_bytes() -> None:
+    """Recorded turns replay against the prompt's exact bytes: the English catalogue must rebuild them unchanged."""
+    from metnos.runtime.turn import filler, intent_model, judge, online, prompt, summariser
+
+    built = {
+        "prompt.planner": prompt.PLANNER_PROMPT,
+        "prompt.placeholder_correction": prompt.PLACEHOLDER_CORRECTION,
+        "prompt.final_only": prompt.FINAL_ONLY,
+        "prompt.answer_now": prompt.ANSWER_NOW,
+        "prompt.answer_from_results": prompt.answer_from_results("REQUEST {x}"),
+        "prompt.act_reminder": prompt.act_reminder(["a", "b"]),
+        "prompt.answer_correction": prompt.answer_correction("REASON"),
+        "prompt.online": online.ONLINE_PROMPT,
+        "prompt.online_recovery": online.RECOVERY_PROMPT,
+        "prompt.judge": judge.JUDGE_PROMPT,
+        "prompt.intent": intent_model.INTENT_PROMPT,
+        "prompt.summariser": summariser.SUMMARISER_PROMPT,
+        "prompt.filler": filler.FILLER_PROMPT,
+        "prompt.filler_rule": filler.FILLER_RULE,
+    }
+    frozen = json.loads(FROZEN_PROMPTS.read_text(encoding="utf-8"))
+    # A text added since (the line asking for the answer in the request's language) is new, not today's.
+    assert set(built) == set(frozen) == {k for k in i18n.load().source if k.startswith("prompt.")} - {"prompt.answer_in_language"}
+    for key, text in built.items():
+        assert text.encode() == frozen[key].encode(), key
+
+
+def test_the_italian_prompts_keep_the_placeholders_the_model_must_write() -> None:
+    catalogue = i18n.load()
+    for key in (k for k in catalogue.source if k.startswith("prompt.")):
+        values = {name: "X" for name in i18n.fields_of(catalogue.source[key])}
+        english, italian = catalogue.text(key, **values), catalogue.text(key, "it", **values)
+        assert italian != english, key
+        for marker in ("{{step", "{{earlier", "${FILLER:", '"from_step"', '"score"', '"tools"', '"steps"'):
+            assert english.count(marker) == italian.count(marker), (key, marker)

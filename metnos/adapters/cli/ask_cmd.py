@@ -13,7 +13,9 @@ import orjson
 from domain.turn import Turn
 from metnos.adapters.cli.waiting import WaitingForModel
 from metnos.services import telling
+from metnos.settings import i18n
 from metnos.settings.commands import FREE_WARNING
+from metnos.settings.i18n.detect import language_of
 from metnos.settings.loader import in_force
 from metnos.settings.sandbox import OFF_WARNING, sandbox_off
 
@@ -53,7 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def approver_for(args: argparse.Namespace) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
+def approver_for(args: argparse.Namespace, language: str = i18n.SOURCE) -> Callable[[int, str, dict[str, Any], str], tuple[bool, str]]:
+    """The approval asked at the terminal, in the request's ``language``."""
+    said = i18n.in_force()
+
     def approve(step: int, executor: str, call_args: dict[str, Any], reason: str) -> tuple[bool, str]:
         if args.yes:
             return True, "flag:--yes"
@@ -62,36 +67,35 @@ def approver_for(args: argparse.Namespace) -> Callable[[int, str, dict[str, Any]
         stdin = sys.stdin
         if stdin is None or stdin.closed or not stdin.isatty():
             # Nobody can answer: the safe answer is no, and the user is told.
-            print(f"metnos: step {step}: {executor} needs your approval and there is no terminal to ask on"
-                  " (standard input is closed or not a terminal); taken as no. --yes approves, --no declines.", file=sys.stderr)
+            print(f"metnos: {said.text('ask.approval_no_terminal', language, step=step, executor=executor)}", file=sys.stderr)
             return False, "no-terminal"
         shown = orjson.dumps(call_args).decode()
         print(f"\nstep {step}: {executor} {shown[:300]}\n  {reason}", file=sys.stderr)
         try:
-            reply = input("  approve? [y/N] ").strip().lower()
+            reply = input(said.text("ask.approve_prompt", language)).strip().lower()
         except EOFError:
-            print(f"\nmetnos: standard input closed at the approval of step {step} ({executor}); taken as no", file=sys.stderr)
+            print(f"\nmetnos: {said.text('ask.approval_closed_input', language, step=step, executor=executor)}", file=sys.stderr)
             return False, "user:closed-input"
-        return reply in ("y", "yes"), "user:prompt"
+        return reply in said.text("ask.yes_words", language).split(), "user:prompt"
 
     return approve
 
 
-def asker_for(args: argparse.Namespace) -> Callable[[Any], tuple[str | None, str]]:
-    """A turn's question (a missing target, where the user is) asked at the terminal; with none, no answer:
-    the turn ends needs_input, saying how to give it."""
+def asker_for(args: argparse.Namespace, language: str = i18n.SOURCE) -> Callable[[Any], tuple[str | None, str]]:
+    """A turn's question (a missing target, where the user is) asked at the terminal, in the request's
+    ``language``; with none, no answer: the turn ends needs_input, saying how to give it."""
+    said = i18n.in_force()
 
     def ask(question: Any) -> tuple[str | None, str]:
         stdin = sys.stdin
         if stdin is None or stdin.closed or not stdin.isatty():
-            print(f"metnos: step {question.step} asks “{question.question}” and there is no terminal to answer on"
-                  " (standard input is closed or not a terminal)", file=sys.stderr)
+            print(f"metnos: {said.text('ask.question_no_terminal', language, step=question.step, question=question.question)}", file=sys.stderr)
             return None, "no-terminal"
         print(f"\nstep {question.step}: {question.question}", file=sys.stderr)
         try:
-            reply = input("  answer: ")
+            reply = input(said.text("ask.answer_prompt", language))
         except EOFError:
-            print(f"\nmetnos: standard input closed at the question of step {question.step}; no answer", file=sys.stderr)
+            print(f"\nmetnos: {said.text('ask.question_closed_input', language, step=question.step)}", file=sys.stderr)
             return None, "user:closed-input"
         return reply, "user:prompt"
 
@@ -148,8 +152,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"metnos: {OFF_WARNING}", file=sys.stderr)
     if in_force().settings.commands.shell == "free":
         print(f"metnos: {FREE_WARNING}", file=sys.stderr)
+    # The runtime's own words of this turn are said in the request's language, as the turn records it.
+    language = language_of(args.text, i18n.in_force().languages())
     asked = turns.asked(
-        args.text, approver=approver_for(args), asker=asker_for(args), model=getattr(args, "model", None),
+        args.text, approver=approver_for(args, language), asker=asker_for(args, language), model=getattr(args, "model", None),
         overrides=getattr(args, "runtime_set", None) or (), progress=progress_line,
         observer=step_printer if args.steps else phase_printer, waiting=lambda limits: WaitingForModel(limits).wrap,
         interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
@@ -159,10 +165,10 @@ def run(args: argparse.Namespace) -> int:
     outcome = asked.outcome
     if outcome.learning_error is not None:
         print(f"metnos: the mnestome did not learn from this turn: {outcome.learning_error}", file=sys.stderr)
-    return print_outcome(outcome, as_json=args.json, offer=asked.offer)
+    return print_outcome(outcome, as_json=args.json, offer=asked.offer, language=language)
 
 
-def print_outcome(outcome: Any, *, as_json: bool, offer: str | None = None) -> int:
+def print_outcome(outcome: Any, *, as_json: bool, offer: str | None = None, language: str = i18n.SOURCE) -> int:
     """The outcome on the terminal, and the exit code. Only an answer goes to standard output:
     an unverified one is on standard error, marked, with the parts found in no step's result."""
     if as_json:
@@ -177,7 +183,7 @@ def print_outcome(outcome: Any, *, as_json: bool, offer: str | None = None) -> i
         print(f"metnos: {outcome.message}; turn {outcome.turn_id} is recorded as interrupted"
               " (`metnos undo` puts back what its finished steps changed)", file=sys.stderr)
     elif outcome.status == telling.UNVERIFIED:
-        first, *rest = telling.unverified_lines(outcome)
+        first, *rest = telling.unverified_lines(outcome, language)
         print("\n".join([f"metnos: {first}", *(f"metnos: {line}" for line in rest[:-1]), rest[-1]]), file=sys.stderr)
     else:
         print(f"metnos: {telling.why(outcome)}", file=sys.stderr)

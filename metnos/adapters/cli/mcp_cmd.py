@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from domain.errors import MetnosError
+from metnos.settings import i18n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -111,10 +112,10 @@ def _confirm(args: argparse.Namespace, plan: Any) -> bool:
         return True
     stdin = sys.stdin
     if stdin is None or stdin.closed or not stdin.isatty():
-        out.write("metnos: nothing added: confirm with --yes, or run it on a terminal\n")
+        out.write(i18n.said("cli.mcp_add_no_terminal"))
         return False
     try:
-        return input("add these tools with these grants? [y/N] ").strip().lower() in ("y", "yes")
+        return input(i18n.said("cli.mcp_add_confirm")).strip().lower() in i18n.said("ask.yes_words").split()
     except EOFError:
         return False
 

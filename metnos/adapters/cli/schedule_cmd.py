@@ -15,6 +15,7 @@ import orjson
 
 from domain.schedule import CHANNELS, ON_FAILURE
 from domain.errors import MetnosError
+from metnos.settings import i18n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -99,13 +100,14 @@ def _cadence(args: argparse.Namespace, timezone: str) -> tuple[str | None, int |
     if reading["words"] is None:
         return reading["cron"], None
     times = "\n".join(f"  {t[:16].replace('T', ' ')} UTC" for t in reading["next_fires"])
-    once = " (once)" if reading["count"] == 1 else ""
-    print(f"{args.when!r} reads as cron {reading['cron']!r} in {reading['timezone']}{once}; next firings:\n{times}", file=sys.stderr)
+    once = i18n.said("cli.schedule_once") if reading["count"] == 1 else ""
+    print(i18n.said("cli.schedule_read_as", when=args.when, cron=reading["cron"], timezone=reading["timezone"], once=once, times=times),
+          file=sys.stderr)
     if not args.yes:
         if not sys.stdin.isatty():
-            raise MetnosError("a cadence in words is used only once confirmed: run again with --yes, or give --cron")
-        if input("is this right? [y/N] ").strip().lower() not in ("y", "yes", "s", "si", "sì"):
-            raise MetnosError("not confirmed; nothing was changed")
+            raise MetnosError(i18n.said("cli.schedule_confirm_needed"))
+        if input(i18n.said("cli.schedule_confirm")).strip().lower() not in ("y", "yes", "s", "si", "sì"):
+            raise MetnosError(i18n.said("cli.not_confirmed"))
     return reading["cron"], reading["count"]
 
 

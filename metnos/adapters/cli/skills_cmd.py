@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from domain.errors import MetnosError
+from metnos.settings import i18n
 
 # --allow KEY=VALUE: the capabilities a user may grant an imported executor.
 _LIST_KEYS = ("fs:read", "fs:write", "network", "env")
@@ -78,10 +79,10 @@ def _confirm(args: argparse.Namespace, plan: Any) -> bool:
         return True
     stdin = sys.stdin
     if stdin is None or stdin.closed or not stdin.isatty():
-        out.write("metnos: nothing imported: confirm with --yes, or run it on a terminal\n")
+        out.write(i18n.said("cli.skill_import_no_terminal"))
         return False
     try:
-        return input("import with these capabilities? [y/N] ").strip().lower() in ("y", "yes")
+        return input(i18n.said("cli.skill_import_confirm")).strip().lower() in i18n.said("ask.yes_words").split()
     except EOFError:
         return False
 

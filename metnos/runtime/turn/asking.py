@@ -16,7 +16,7 @@ from domain.canonical import canonical_hash
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
 from metnos.mechanisms.llm.messages import LLMReply, Message, UserMessage
 from metnos.runtime.turn.failures import FailureKind
-from metnos.runtime.turn.prompt import answer_from_results
+from metnos.runtime.turn.prompt import answer_from_results, asked_in
 from metnos.runtime.turn.shown import call_as_text, elapsed_ms, message_record
 from metnos.runtime.step.schedule_tools import SCHEDULED_CALLS
 from metnos.runtime.turn.call_schema import planner_constraint
@@ -35,7 +35,7 @@ def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, poo
     tools = loop.catalogue.tools(pool, with_scratchpad=state.has_scratch, step_refs=bool(state.observations))
     if words_only and not state.final_only and not state.asked_for_words:
         state.asked_for_words = True
-        messages.append(UserMessage(answer_from_results(request.text)))
+        messages.append(UserMessage(answer_from_results(asked_in(request.text, turn.language))))
     choice = "none" if words_only else "auto"
     asked: dict[str, Any] = {"messages": [message_record(m) for m in messages], "tools": [t.name for t in tools]}
     if words_only:

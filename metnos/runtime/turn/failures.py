@@ -97,9 +97,14 @@ class TurnFailure:
                 "message": self.message, "detail": self.detail}
 
 
+def request_language(text: str) -> str:
+    """The language of a request, among the catalogue's: its fixed texts are said in it."""
+    return language_of(text, i18n.in_force().languages())
+
+
 def language_of_turn(turn: Any) -> str:
-    """The language of the turn's request, among the catalogue's: its fixed texts are said in it."""
-    return language_of(turn.text, i18n.in_force().languages())
+    """The language the turn recorded for its request (metnos/settings/i18n/detect.py)."""
+    return turn.language
 
 
 def turn_failure(kind: FailureKind, detail: str = "", language: str = i18n.SOURCE) -> TurnFailure:

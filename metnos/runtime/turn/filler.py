@@ -27,18 +27,11 @@ from domain.turn import Turn
 from domain.errors import MetnosError
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.runtime.turn.side_call import AskModel, Record, ask_side
+from metnos.settings import i18n
 
-FILLER_PROMPT = (
-    "You write one piece of text that a program puts into a tool's argument or into the reply to a user. "
-    "Follow the instruction, using the data it holds and nothing else. Write only that text: no preamble, "
-    "no quotes around it, no code fences."
-)
+FILLER_PROMPT = i18n.texts().text("prompt.filler")  # the English catalogue, byte for byte
 # What the online planner is told, when fillers are on.
-FILLER_RULE = (
-    '- Text that can only be written once a step has run (a summary, a translation, a list of names) is written '
-    'where it is needed as ${FILLER: <what to write> {{stepN.path}}}, e.g. "content": "${FILLER: a three-line '
-    'summary of {{step1.content}}}", or the answer "${FILLER: the senders named in {{step2.entries}}}".\n'
-)
+FILLER_RULE = i18n.texts().text("prompt.filler_rule")  # the English catalogue, byte for byte
 FILLER = re.compile(r"\$\{FILLER:\s*((?:[^{}]|\{\{[^{}]*\}\})*?)\s*\}")
 _REF = re.compile(r"\{\{\s*step(\d+)((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
 MAX_DATA_CHARS = 12_000

@@ -28,6 +28,7 @@ from metnos.runtime.turn.call_schema import plan_constraint
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.filler import FILLER_RULE
 from metnos.runtime.turn.judge import capabilities_of
+from metnos.runtime.turn.prompt import asked_in
 from metnos.runtime.turn.online import ONLINE_PROMPT, PlanUnreadable, planner_messages, read_plan, recovery_messages, shift
 from metnos.settings.runtime import recorded_runtime
 from metnos.runtime.turn.side_call import sent_form
@@ -94,10 +95,10 @@ class OnlineDriver:
         """One planning call (a recovery when ``failure`` is given); the plan becomes the turn's plan."""
         tools = self.loop.catalogue.tools(pool, with_scratchpad=False)
         if failure is None:
-            messages, role = planner_messages(request.text, tools, self._prompt()), "online"
+            messages, role = planner_messages(asked_in(request.text, turn.language), tools, self._prompt()), "online"
         else:
             done = [{"step": n, "executor": name, "output": state.observations.get(n)} for n, (name, _) in sorted(state.executed.items())]
-            messages, role = recovery_messages(request.text, tools, done, failure, self._prompt()), "recovery"
+            messages, role = recovery_messages(asked_in(request.text, turn.language), tools, done, failure, self._prompt()), "recovery"
         tier = self.tier(request)
         sent = sent_form(messages)
         state.round += 1

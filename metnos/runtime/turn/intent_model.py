@@ -20,12 +20,9 @@ from dataclasses import dataclass
 
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.runtime.turn.side_call import AskModel, Record, ask_side, reply_object
+from metnos.settings import i18n
 
-INTENT_PROMPT = (
-    "You read a request a user makes to a personal assistant and name the tools it needs, in the order they would run. "
-    "The tools are listed below, one per line, as name: what it does. Reply with one JSON object and nothing else: "
-    '{"tools": ["<tool name>", ...]} with at most 4 names, only from the list.\n'
-)
+INTENT_PROMPT = i18n.texts().text("prompt.intent")  # the English catalogue, byte for byte
 MAX_TOOLS = 4
 
 

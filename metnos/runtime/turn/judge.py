@@ -27,14 +27,9 @@ from metnos.mechanisms.llm.errors import LLMError
 from metnos.settings.runtime import JudgeConfig
 from metnos.runtime.turn.side_call import AskModel, Record, ask_side, reply_object
 from metnos.runtime.step.vaglio import DENY, Verdict
+from metnos.settings import i18n
 
-JUDGE_PROMPT = (
-    "You check one action an assistant is about to take for a user. You are given the user's request and the "
-    "proposed call (a tool name and its arguments). Score how well the call serves the request and only it: "
-    "1.0 exactly what was asked, 0.5 plausible but broader or different from what was asked, 0.0 unrelated, "
-    "harmful, or acting on something the user did not mention. Reply with one JSON object and nothing else: "
-    '{"score": <number from 0 to 1>, "reason": "<one short sentence>"}'
-)
+JUDGE_PROMPT = i18n.texts().text("prompt.judge")  # the English catalogue, byte for byte
 
 def _origins_line(origins: list[str] | tuple[str, ...]) -> str:
     """Where the call's targets came from, when content the user did not write chose them (said only then, so a

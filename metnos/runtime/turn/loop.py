@@ -27,7 +27,7 @@ from metnos.runtime.turn.asking import ask_model
 from metnos.runtime.step.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.composing import ANSWER_LIMIT, compose_answer
 from metnos.runtime.turn.conversation import context_text
-from metnos.runtime.turn.failures import FailureKind, language_of_turn, turn_failure
+from metnos.runtime.turn.failures import FailureKind, language_of_turn, request_language, turn_failure
 from metnos.runtime.turn.following import consult_plans, follow_plan
 from metnos.runtime.turn.grounding import exact_ask
 from metnos.runtime.turn.guards import TurnGuards
@@ -38,7 +38,7 @@ from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.opening import open_reads, shortlist
 from metnos.runtime.turn.ports import TurnPorts
 from metnos.runtime.turn.provenance import provenance_json
-from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLANNER_PROMPT
+from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLANNER_PROMPT, asked_in
 from metnos.runtime.turn.quarantined import record_quarantined
 from metnos.runtime.turn.rules import Answer, BaseRule, Round, Rule, Step, default_rules
 from metnos.runtime.turn.rules.answers import answer_from_data
@@ -116,6 +116,7 @@ class TurnLoop:
             id=turn_id, at=started, text=request.text, actor=request.actor, channel=request.channel,
             mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
             runtime=request.runtime, home=self.shown_home, principal=request.principal, conversation=conversation,
+            language=request.language or request_language(request.text),
         )
         self.online = OnlineDriver(self, request.runtime)
         self.judge = LLMJudge(self.online.config.judge, self.online.config.system_prompt("judge", JUDGE_PROMPT))
@@ -149,7 +150,7 @@ class TurnLoop:
             return self._fail(turn, state, FailureKind.EMPTY_CATALOGUE, "")
         pool = shortlist(self, turn, request)
         state.plan = consult_plans(self, turn, request)
-        messages: list[Message] = [SystemMessage(self.online.config.system_prompt("proposer", PLANNER_PROMPT)), UserMessage(request.text)]
+        messages: list[Message] = [SystemMessage(self.online.config.system_prompt("proposer", PLANNER_PROMPT)), UserMessage(asked_in(request.text, turn.language))]
         earlier = context_text(request.conversation)
         if earlier is not None:
             # Only a follow-up is shown more: a turn alone (or the first of a conversation) keeps its prompt byte for byte.

@@ -31,19 +31,11 @@ from metnos.mechanisms.llm.messages import Message, SystemMessage, ToolSpec, Use
 from metnos.runtime.turn.filler import FILLER
 from metnos.runtime.step.piping import FROM_STEP
 from metnos.runtime.turn.side_call import reply_object
+from metnos.settings import i18n
 
-ONLINE_PROMPT = """You are Metnos's planner. Plan the whole of the user's request at once, as tool calls that a program will run in order without asking you again.
-Reply with one JSON object and nothing else:
-{"steps": [{"executor": "<tool name>", "args": {...}}, ...], "answer": "<the reply to the user>"}
-- Steps are numbered from 1. To pass the list made by step N, give "from_step": N; for one value of step N, write "{{stepN.field}}" as the whole argument.
-- The answer is shown to the user once the steps ran: write the values it needs as {{stepN.path}}, e.g. {{step1.content}} or {{step2.entries.0.path}}.
-- Use only the tools below, with arguments that match their schema. Paths may start with ~ (the user's home).
-"""
+ONLINE_PROMPT = i18n.texts().text("prompt.online")  # the English catalogue, byte for byte
 
-RECOVERY_PROMPT = """A step of your plan did not succeed. What ran and what went wrong is below.
-Reply with one JSON object for the rest of the work only (the earlier steps are done: do not list them again), in the same form, numbering its steps from 1 (the program renumbers them);
-to use what an earlier step already produced, refer to it as {{earlierN.path}} in the answer or "from_earlier": N in args.
-If the request cannot be done, reply {"steps": [], "answer": "<say plainly what could not be done and why>"}."""
+RECOVERY_PROMPT = i18n.texts().text("prompt.online_recovery")  # the English catalogue, byte for byte
 
 _REF = re.compile(r"\{\{\s*step(\d+)((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
 _EARLIER = re.compile(r"\{\{\s*earlier(\d+)((?:\.[A-Za-z0-9_]+)*)\s*\}\}")

@@ -23,12 +23,9 @@ import orjson
 
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.runtime.turn.side_call import AskModel, Record, ask_side
+from metnos.settings import i18n
 
-SUMMARISER_PROMPT = (
-    "You write the gist of a long tool output for an assistant that will answer a user's request from it. "
-    "In at most five short sentences, say what the output holds that matters for the request: names, figures, "
-    "dates, counts. Quote figures exactly. Write only the gist."
-)
+SUMMARISER_PROMPT = i18n.texts().text("prompt.summariser")  # the English catalogue, byte for byte
 MAX_INPUT_CHARS = 12_000
 MAX_GIST_CHARS = 800
 

@@ -40,6 +40,8 @@ class TurnRequest:
     # The conversation the turn belongs to, with the earlier turns it is shown (metnos/runtime/turn/conversation.py):
     # None, a turn alone; an "id" of None, a conversation this turn starts.
     conversation: dict[str, Any] | None = None
+    # The request's language: None, detected from its text; a replay gives the one recorded.
+    language: str | None = None
 
 
 @dataclass

@@ -10,15 +10,18 @@ starts a language and `metnos i18n promote` puts reviewed drafts; the
 nightly ``i18n_translate_pending`` job writes its drafts beside them, in
 ``<data>/i18n/_pending/<lang>.json``, never straight into use.
 
-The planner's prompts are not here: recorded turns replay against the
-prompt's exact bytes, and they stay in English.
+The prompts to the model are here too (``prompt.*``), their literal braces
+doubled as ``str.format`` wants; the model is told them in English, byte for
+byte what recorded turns replay against (tests/fixtures/prompts_en_frozen.json).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +45,15 @@ def source_hash(text: str) -> str:
 def fields_of(text: str) -> set[str]:
     """The ``{name}`` fields a text fills: a translation must keep exactly these."""
     return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def template_problem(text: str) -> str | None:
+    """Why ``text`` cannot be filled (a lone ``{`` or ``}``: literal braces are doubled), or None."""
+    try:
+        fields_of(text)
+    except ValueError as e:
+        return f"its braces do not parse ({e}); a literal brace is written doubled, {{{{ or }}}}"
+    return None
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -144,3 +156,25 @@ def in_force() -> Catalogue:
     """The catalogue of the workspace the command runs in (the shipped one outside a command)."""
     workspace = workspace_in_force()
     return texts(workspace.i18n_dir if workspace is not None else None)
+
+
+# Where a command reads its language, first found first: Metnos's own setting, then the POSIX locale's order.
+LANGUAGE_ENV = ("METNOS_LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+
+
+def command_language(environ: Mapping[str, str] | None = None) -> str:
+    """The language a command speaks in: ``$METNOS_LANGUAGE`` or the locale (``it_IT.UTF-8`` -> ``it``) when the
+    catalogue in force has it, English otherwise (``C``, ``POSIX``, or a language with no catalogue)."""
+    env = os.environ if environ is None else environ
+    for name in LANGUAGE_ENV:
+        value = env.get(name, "")
+        if value:
+            code = value.split(".")[0].split("_")[0].split("-")[0].lower()
+            return code if code in in_force().languages() else SOURCE
+    return SOURCE
+
+
+def said(key: str, **values: Any) -> str:
+    """``key`` in the command's language (:func:`command_language`)."""
+    return in_force().text(key, command_language(), **values)
+

@@ -31,6 +31,16 @@ def _detector(languages: tuple[str, ...]) -> tuple[Any, dict[Any, str]]:
     return LanguageDetectorBuilder.from_languages(*known).build(), known
 
 
+def language_name(code: str) -> str:
+    """The English name of a language code (``it`` -> ``Italian``), as the model is told it; the code when Lingua has none."""
+    # Imported here, as for detecting: only a turn in a language other than English needs the name.
+    from lingua import IsoCode639_1, Language
+
+    if not hasattr(IsoCode639_1, code.upper()):
+        return code
+    return Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper())).name.title()
+
+
 def language_of(text: str, languages: list[str] | tuple[str, ...]) -> str:
     """The code (``en``, ``it``, ...) of ``text``'s language among ``languages``; English when unsure."""
     detector, names = _detector(tuple(sorted(set(languages) | {SOURCE})))
