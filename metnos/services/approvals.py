@@ -43,7 +43,7 @@ class ApprovalAlreadyAnswered(ApprovalUnknown):
     """The approval was answered already, on this or another way in: the first answer counts."""
 
 
-# How many answered questions are remembered, so that a late second answer is told where the first came from.
+# How many answered questions are remembered, so that a second answer, given after, is told where the first came from.
 REMEMBERED_ANSWERS = 256
 
 
