@@ -81,6 +81,13 @@ function wireTurn() {
     const {data} = await api("POST", `/api/turns/${turn}/replay`);
     if (data.error) return show("replay-result", errorText(data));
     show("replay-result", data.same_path ? `same path: ${data.events} events replayed, no divergence` : `diverged\n${data.diff}`);
+    // A divergence side by side: the event the log holds, and the one the replay made in its place.
+    const d = data.divergence;
+    document.getElementById("replay-diff").hidden = !d;
+    if (d) {
+      document.getElementById("replay-recorded").textContent = d.expected ? JSON.stringify(d.expected, null, 1) : "(nothing: the recorded turn ended here)";
+      document.getElementById("replay-replayed").textContent = d.found ? JSON.stringify(d.found, null, 1) : "(nothing: the replay ended here)";
+    }
   });
   const undo = document.getElementById("undo");
   document.getElementById("undo-preview").addEventListener("click", async () => {
