@@ -76,6 +76,11 @@ class RuntimeHost:
         with self.writing() as rt:
             return actors.pair(rt, channel, address)
 
+    def approver_is_guest(self, channel: str, address: str) -> bool:
+        """The chat or device at ``address`` is paired, as a guest (one never paired is not asked here)."""
+        paired = actors.known(self.runtime, channel, address)
+        return paired is not None and actors.is_guest(paired)
+
     def model_for(self, tier: str) -> Any:
         """A tier's model on the host's one router (words of a schedule the rules cannot read)."""
         return self._the_router().for_tier(tier)

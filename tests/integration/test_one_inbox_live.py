@@ -106,6 +106,11 @@ def test_a_turn_started_in_telegram_is_approved_on_the_dashboard(daemon: Running
 
 def test_the_first_answer_counts_and_the_second_is_told_where_it_came_from(daemon: RunningDaemon, llm: ScriptedLLM,
                                                                            bot: FakeBotAPI) -> None:
+    # A second device speaks: paired as a guest (the chat paired first and is the host).
+    with daemon.client() as guest:
+        llm.add(text("Hello."))
+        said = guest.post("/api/ask", json={"text": "say hello"}, headers={"x-metnos-device": "guest-phone"}).json()
+        assert said["status"] == "answered", said
     target = home_of(daemon) / "inbox-second.txt"
     llm.add(call("write_files", {"files": [{"path": str(target), "content": "eggs"}]}), text("I wrote eggs."))
     before = len(bot.calls)
@@ -113,6 +118,9 @@ def test_the_first_answer_counts_and_the_second_is_told_where_it_came_from(daemo
     question = bot.wait_for("sendMessage", lambda p: "reply_markup" in p, after=before)
     with daemon.client() as client:
         [pending] = client.get("/api/approvals").json()
+        # A guest gives no approval, whichever way in asked.
+        refused = client.post(f"/api/approvals/{pending['id']}", json={"approve": True}, headers={"x-metnos-device": "guest-phone"})
+        assert refused.status_code == 403 and "guest" in refused.json()["error"]["message"], refused.text
         approve = question.params["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
         bot.press(question.result, approve)
         bot.wait_for("answerCallbackQuery", lambda p: p.get("text") == "Approved", after=before)

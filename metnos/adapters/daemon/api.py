@@ -186,6 +186,10 @@ def routes(host: DaemonHost) -> list[Route]:
         approved = body.get("approve")
         if not isinstance(approved, bool):
             raise BadRequest('answer with {"approve": true} or {"approve": false}')
+        # A device paired as a guest gives no approval, whichever turn asks.
+        if host.approver_is_guest(CHANNEL, device_of(request)):
+            raise GuestCannotApprove("this device is paired as a guest, and a guest gives no approval: "
+                                     "answer from the host's device or chat")
         return json_response(host.approvals.answer(request.path_params["approval_id"], approved=approved, by="user"))
 
     def dialogs(request: Request, body: dict[str, Any]) -> Response:
@@ -305,7 +309,13 @@ def _flag(body: dict[str, Any], name: str) -> bool:
     return value
 
 
+class GuestCannotApprove(MetnosError):
+    """An approval answered from a device paired as a guest."""
+
+
 def error_status(e: MetnosError) -> int:
+    if isinstance(e, GuestCannotApprove):
+        return 403
     if isinstance(e, (ApprovalAlreadyAnswered, TurnNotRunning)):
         return 409
     if isinstance(e, (TurnNotFound, ExecutorNotFound, ApprovalUnknown, DialogUnknown)):
