@@ -14,37 +14,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from domain.remote import RemoteRefused
+from metnos.mechanisms.remote.listener import TlsListener
 
 PairingHandler = Callable[[dict[str, Any]], dict[str, Any]]
 MAX_REQUEST_BYTES = 64 * 1024
 
 
-class PairingListener:
+class PairingListener(TlsListener):
+    path = "/pair"
+
     def __init__(self, context: ssl.SSLContext, handler: PairingHandler, host: str = "127.0.0.1", port: int = 0) -> None:
         self.handler = handler
         self.paired = threading.Event()
         self.refusals: list[dict[str, str]] = []
-        self._httpd = ThreadingHTTPServer((host, port), _handler_class(self))
-        self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"https://{host}:{port}/pair"
-
-    def start(self) -> PairingListener:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
+        self._listen(ThreadingHTTPServer((host, port), _handler_class(self)), context)
 
     def wait(self, timeout: float) -> bool:
         """Whether a device paired before ``timeout`` seconds passed."""
         return self.paired.wait(timeout)
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 def _handler_class(listener: PairingListener) -> type[BaseHTTPRequestHandler]:

@@ -19,13 +19,14 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 
 from domain.remote import IdempotencyRecord, RemoteRefused, arguments_digest
+from metnos.mechanisms.remote.listener import TlsListener
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 # A pushed executor is a folder of source files; anything larger is refused before it is read.
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
-class CallServer:
+class CallServer(TlsListener):
     """Serves POST /call: {"idempotency_id", "trace_id", "arguments"} -> the handler's outcome.
 
     ``routes`` answers other paths (POST /executor, /undo on a device) with the same
@@ -35,6 +36,8 @@ class CallServer:
     idempotency records are kept on disk, one JSON line each, so a restarted listener
     still answers a repeated id from its record instead of running the call again.
     """
+
+    path = "/call"
 
     def __init__(self, context: ssl.SSLContext, handler: Handler, host: str = "127.0.0.1", port: int = 0, *,
                  routes: dict[str, Handler] | None = None, callers: set[str] | None = None,
@@ -49,24 +52,9 @@ class CallServer:
         self.refusals: list[dict[str, str]] = []
         self.runs = 0
         self._lock = threading.Lock()
-        self._httpd = _AuditedServer((host, port), _handler_class(self))
-        self._httpd.on_refused = self._refused_handshake
-        self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"https://{host}:{port}/call"
-
-    def start(self) -> CallServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        httpd = _AuditedServer((host, port), _handler_class(self))
+        httpd.on_refused = self._refused_handshake
+        self._listen(httpd, context)
 
     def _refused_handshake(self, error: ssl.SSLError) -> None:
         record = RemoteRefused(
