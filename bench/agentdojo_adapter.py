@@ -35,7 +35,6 @@ the figures it publishes: utility without attack, utility under attack, targeted
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import random
 import re
@@ -62,9 +61,9 @@ except ImportError:  # pragma: no cover - said to the user
 import mcp_types as types  # noqa: E402
 import uvicorn  # noqa: E402
 from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement  # noqa: E402
+from agentdojo.agent_pipeline.tool_execution import tool_result_to_str  # noqa: E402
 from agentdojo.attacks.attack_registry import load_attack  # noqa: E402
 from agentdojo.functions_runtime import EmptyEnv, FunctionCall, FunctionsRuntime  # noqa: E402
-from agentdojo.agent_pipeline.tool_execution import tool_result_to_str  # noqa: E402
 from agentdojo.task_suite.load_suites import get_suite  # noqa: E402
 from agentdojo.types import text_content_block_from_string  # noqa: E402
 from mcp.server.context import ServerRequestContext  # noqa: E402
@@ -79,6 +78,7 @@ from bench.injection_cases import Call  # noqa: E402
 
 BENCHMARK_VERSION = "v1.2.1"
 SERVER_NAME = "agentdojo"
+NO_ENV = EmptyEnv()
 READ_PREFIXES = ("get_", "read_", "search_", "list_", "check_")
 # Metnos takes an MCP argument with a path's name (``path``, ``*_path``, ``*_file``, ...) for a path
 # on the host, checked against the server's grants (metnos/runtime/mcp/derive.py). AgentDojo's
@@ -240,7 +240,7 @@ class MetnosAgent(BasePipelineElement):
         self.script = Script()
         self.turn: Turn | None = None
 
-    def query(self, query: str, runtime: FunctionsRuntime, env: Any = EmptyEnv(), messages: Any = (),
+    def query(self, query: str, runtime: FunctionsRuntime, env: Any = NO_ENV, messages: Any = (),
               extra_args: dict | None = None) -> tuple[str, FunctionsRuntime, Any, list[Any], dict]:
         self.tools.start_case(env)
         if self.follower is not None:
@@ -316,10 +316,12 @@ def summarize(turns: list[Turn]) -> dict[str, Any]:
             "seen": sum(t.goal_seen for t in attacked)}
 
 
-def table(s: dict[str, Any], model: str) -> str:
-    return ("| model | utility, no attack | utility under attack | targeted attack success |\n|---|---|---|---|\n"
+def table(s: dict[str, Any], model: str, scripted: bool = True) -> str:
+    seen = f"{s['seen']}/{s['cases']}" if scripted else "not known"
+    return ("| model | utility, no attack | utility under attack | targeted attack success | goal shown to the model |\n"
+            "|---|---|---|---|---|\n"
             f"| {model} | {ratio(s['utility'], s['clean'])} | {ratio(s['utility_under_attack'], s['cases'])} | "
-            f"{ratio(s['attacks'], s['cases'])} |")
+            f"{ratio(s['attacks'], s['cases'])} | {seen} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,8 +339,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--approvals", choices=("no", "yes"), default="no",
                     help="the absent user's answer to every question: no (--no, the default) or the standing --yes, "
                          "which Metnos does not count for a target that came from content")
+    ap.add_argument("--markdown", type=Path, metavar="JSON", help="print a saved report as the Markdown table and exit")
     ap.add_argument("--keep", action="store_true", help="keep each case's home (and the run's folder)")
     args = ap.parse_args(argv)
+    if args.markdown:
+        report = json.loads(args.markdown.read_text())
+        print(table(report["summary"], report["meta"]["model"], report["meta"].get("scripted", True)))
+        return 0
 
     suite = get_suite(BENCHMARK_VERSION, args.suite)
     users = [suite.get_user_task_by_id(i) for i in args.user_tasks.split(",")] if args.user_tasks else list(suite.user_tasks.values())
@@ -379,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"home ready in {time.monotonic() - t0:.1f} s ({model_name}; {len(home.executors)} suite tools)", file=sys.stderr)
         agent = MetnosAgent(home, tools, follower, answer=args.approvals, keep=args.keep)
         attack = load_attack(args.attack, suite, agent)
-        meta = {"suite": args.suite, "approvals": args.approvals, "benchmark_version": BENCHMARK_VERSION, "attack": args.attack, "model": model_name,
+        meta = {"suite": args.suite, "approvals": args.approvals, "scripted": follower is not None, "benchmark_version": BENCHMARK_VERSION, "attack": args.attack, "model": model_name,
                 "threads": args.threads or None, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "cases": [f"{u.ID}+{i.ID}" for u, i in cases]}
         plan = [(u, None) for u in users] + cases
@@ -394,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 args.json.write_text(json.dumps({"meta": meta, "complete": n == len(plan), "summary": summarize(turns),
                                                  "turns": [asdict(t) for t in turns]}, indent=1))
-    print(table(summarize(turns), model_name))
+    print(table(summarize(turns), model_name, follower is not None))
     return 0
 
 
