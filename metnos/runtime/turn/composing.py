@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -14,9 +15,12 @@ ANSWER_LIMIT = 8000
 WORKING_OUT_VERBS = frozenset({"extract", "sort", "compute", "group", "classify", "compare"})
 
 
-def compose_answer(observations: list[dict[str, Any]]) -> str:
+def compose_answer(observations: list[dict[str, Any]], request: str = "") -> str:
     """An answer made of what earlier steps produced: their content, or their
-    entries' content, as text (bounded)."""
+    entries' content, as text (bounded). An entry's fields the request names
+    come with it: "Dora's phone number" gets her phones beside her name, which
+    alone would answer nothing."""
+    named = set(re.findall(r"[a-z]+", request.casefold()))
     parts: list[str] = []
     for obs in observations:
         content = obs.get("content")
@@ -28,11 +32,29 @@ def compose_answer(observations: list[dict[str, Any]]) -> str:
             for e in entries:
                 # An entry as a line a person reads: its content or text, else its path or name.
                 value = next((e[k] for k in ("content", "text", "path", "name") if e.get(k) is not None), None) if isinstance(e, dict) else None
-                parts.append(str(value) if value is not None else orjson.dumps(e).decode())
+                line = str(value) if value is not None else orjson.dumps(e).decode()
+                asked = [f"{k}: {_values(v)}" for k, v in e.items() if _named(k, named) and v not in (None, "", [])] if isinstance(e, dict) else []
+                parts.append("; ".join([line, *asked]) if asked and value is not None else line)
             continue
         parts.append(orjson.dumps({k: v for k, v in obs.items() if k not in ("ok", "metadata")}).decode())
     text = "\n".join(p.strip("\n") for p in parts).strip()
     return text if len(text) <= ANSWER_LIMIT else text[:ANSWER_LIMIT] + "\n[… cut]"
+
+
+def _named(field: str, words: set[str]) -> bool:
+    """The request names the field, as it is or in the singular ("phone" for ``phones``)."""
+    field = field.casefold()
+    return field in words or field.removesuffix("s") in words or field.removesuffix("es") in words
+
+
+def _values(value: Any) -> str:
+    """A field as a person reads it: a list of ``{"value", "type"}`` as its values (with their kind)."""
+    if isinstance(value, list):
+        return ", ".join(_values(v) for v in value)
+    if isinstance(value, dict) and "value" in value:
+        kind = value.get("type")
+        return f"{value['value']} ({kind})" if kind else str(value["value"])
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 def worked_out(executor: str) -> bool:
