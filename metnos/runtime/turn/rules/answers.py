@@ -88,45 +88,13 @@ class ActionTaken(BaseRule):
     def on_answer(self, answer: Answer) -> Verdict | None:
         state, loop = answer.state, answer.loop
         if not not_acted(loop, state, answer.pool):
-            return self._each_asked(answer)
+            return None
         # A plan (online, or the cascade's) that answers a request for an action without doing it ends here.
         if answer.source != "model" or state.problem is not None or state.reminded_to_act or state.final_only:
             return not_done(loop, state, answer.pool)
         state.reminded_to_act = True
         answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
         return SendBack((answer.reply.to_message(), UserMessage(act_reminder(actions_offered(loop.catalogue, answer.pool)))))
-
-
-    @staticmethod
-    def _each_asked(answer: Answer) -> Verdict | None:
-        """A request that names several actions is answered once each has run: the 1.5B deleted the files,
-        never sent the message the same request asked for, and answered that the files were deleted."""
-        state, loop = answer.state, answer.loop
-        if not state.acted:
-            return None
-        still = open_asks(loop, state, answer.request.text, answer.pool)
-        if not still:
-            return None
-        if answer.source != "model" or state.problem is not None or state.reminded_to_act or state.final_only:
-            return End(FailureKind.ACTION_NOT_TAKEN, " and ".join(still))
-        state.reminded_to_act = True
-        answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
-        return SendBack((answer.reply.to_message(), UserMessage(act_reminder(still))))
-
-
-def open_asks(loop, state: TurnState, request: str, pool: list[str]) -> list[str]:
-    """The actions the request names that no step has done: one executor for each named action,
-    of those on the shortlist (delete_files and delete_events, both named by "delete", are one
-    action, done by either)."""
-    index = loop.catalogue.index
-    if index is None:
-        return []
-    done = {state.executor_of(n) for n in state.successes()}
-    named: dict[tuple[str, ...], set[str]] = {}
-    for name, action in index.actions.asked(request).items():
-        if name in pool and name in loop.catalogue.executors and acts(loop.catalogue, name):
-            named.setdefault(tuple(sorted(action.words)), set()).add(name)
-    return sorted(min(names) for names in named.values() if not names & done)
 
 
 class ScheduleMade(BaseRule):
