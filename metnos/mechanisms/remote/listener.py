@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import ssl
 import threading
-from http.server import HTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 
@@ -31,3 +32,18 @@ class TlsListener:
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A handler that answers JSON and logs nothing to stderr: the log and the audit hold the facts."""
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from domain.remote import RemoteRefused
-from metnos.mechanisms.remote.listener import TlsListener
+from metnos.mechanisms.remote.listener import JsonHandler, TlsListener
 
 PairingHandler = Callable[[dict[str, Any]], dict[str, Any]]
 MAX_REQUEST_BYTES = 64 * 1024
@@ -35,7 +35,7 @@ class PairingListener(TlsListener):
 
 
 def _handler_class(listener: PairingListener) -> type[BaseHTTPRequestHandler]:
-    class _PairHandler(BaseHTTPRequestHandler):
+    class _PairHandler(JsonHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             try:
                 length = int(self.headers.get("Content-Length", "0"))
@@ -56,16 +56,5 @@ def _handler_class(listener: PairingListener) -> type[BaseHTTPRequestHandler]:
                                         "run `metnos pair` there again")
                 listener.refusals.append(refusal.as_record())
                 self._send(500, refusal.as_record())
-
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the log holds the facts
-            pass
 
     return _PairHandler

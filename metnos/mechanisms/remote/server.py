@@ -19,7 +19,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 
 from domain.remote import IdempotencyRecord, RemoteRefused, arguments_digest
-from metnos.mechanisms.remote.listener import TlsListener
+from metnos.mechanisms.remote.listener import JsonHandler, TlsListener
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 # A pushed executor is a folder of source files; anything larger is refused before it is read.
@@ -126,7 +126,7 @@ class _AuditedServer(ThreadingHTTPServer):
 
 
 def _handler_class(server: CallServer) -> type[BaseHTTPRequestHandler]:
-    class _CallHandler(BaseHTTPRequestHandler):
+    class _CallHandler(JsonHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             try:
                 peer = self.connection.getpeercert(binary_form=True)
@@ -151,16 +151,5 @@ def _handler_class(server: CallServer) -> type[BaseHTTPRequestHandler]:
             if server.on_refused is not None:
                 server.on_refused({**refusal.as_record(), "path": self.path})
             self._send(status, refusal.as_record())
-
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the audit is the record
-            pass
 
     return _CallHandler
