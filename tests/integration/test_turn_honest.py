@@ -127,6 +127,22 @@ def test_a_read_of_a_name_the_model_made_up_is_no_fact_to_answer_with(home: Path
     assert code == 0 and out["status"] == "answered", out
 
 
+def test_a_request_for_two_actions_is_not_answered_after_one(home: Path, capsys, monkeypatch) -> None:
+    (home / "old.tmp").write_text("x")
+    request = "delete ~/old.tmp and then send lucia a message saying it is done"
+    one = [call("delete_files", {"paths": ["~/old.tmp"]}), text("The file was deleted."), text("The file was deleted.")]
+    code, out, llm = run(monkeypatch, capsys, one, request, "--yes")
+    assert code != 0 and out["status"] != "answered", out
+    assert "send_messages" in out["failure"]["message"], out
+    reminder = llm.requests[2].body["messages"][-1]["content"]
+    assert "send_messages" in reminder, reminder
+    (home / "old.tmp").write_text("x")
+    both = [call("delete_files", {"paths": ["~/old.tmp"]}), text("The file was deleted."),
+            call("send_messages", {"messages": [{"to_user": "lucia", "body": "it is done"}]}), text("Deleted, and lucia is told.")]
+    code, out, _ = run(monkeypatch, capsys, both, request, "--yes")
+    assert code == 0 and out["status"] == "answered", out
+
+
 def test_an_old_turn_failed_event_without_status_reads_as_failed(home: Path, capsys, monkeypatch) -> None:
     # A TurnFailed written before statuses existed (class version 1, no status
     # field) still loads, folds and shows as failed.

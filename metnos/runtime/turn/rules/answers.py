@@ -88,13 +88,54 @@ class ActionTaken(BaseRule):
     def on_answer(self, answer: Answer) -> Verdict | None:
         state, loop = answer.state, answer.loop
         if not not_acted(loop, state, answer.pool):
-            return None
+            return self._each_asked(answer)
         # A plan (online, or the cascade's) that answers a request for an action without doing it ends here.
         if answer.source != "model" or state.problem is not None or state.reminded_to_act or state.final_only:
             return not_done(loop, state, answer.pool)
         state.reminded_to_act = True
         answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
         return SendBack((answer.reply.to_message(), UserMessage(act_reminder(actions_offered(loop.catalogue, answer.pool)))))
+
+
+    @staticmethod
+    def _each_asked(answer: Answer) -> Verdict | None:
+        """A request that names several actions is answered once each has run: the 1.5B deleted the files,
+        never sent the message the same request asked for, and answered that the files were deleted."""
+        state, loop = answer.state, answer.loop
+        if not state.acted:
+            return None
+        still = open_asks(loop, state, answer.request.text, answer.pool)
+        if not still:
+            return None
+        if answer.source != "model" or state.problem is not None or state.reminded_to_act or state.final_only:
+            return End(FailureKind.ACTION_NOT_TAKEN, " and ".join(still))
+        state.reminded_to_act = True
+        answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
+        return SendBack((answer.reply.to_message(), UserMessage(act_reminder(still))))
+
+
+def open_asks(loop, state: TurnState, request: str, pool: list[str]) -> list[str]:
+    """The actions the request names that no step has tried, one executor for each, of those offered.
+
+    Executors met by the same word of the request are one action, done by any of them: "delete"
+    meets delete_files and delete_events, and a delete of files answers it even when the shortlist
+    offered only the other. A step that was tried and failed is not open here: its failure is
+    reported by its own rule. A schedule made in the turn defers the actions it names."""
+    index = getattr(loop.catalogue, "index", None)
+    if index is None or state.scheduled:
+        return []
+    tried = {executor for executor, _ in state.executed.values()}
+    actions: list[tuple[set[str], set[str]]] = []  # (request words, executors)
+    for name, action in index.actions.asked(request).items():
+        if name not in loop.catalogue.executors or not acts(loop.catalogue, name):
+            continue
+        words, names = set(action.words), {name}
+        for other in [a for a in actions if a[0] & words]:
+            actions.remove(other)
+            words |= other[0]
+            names |= other[1]
+        actions.append((words, names))
+    return sorted(min(names & set(pool)) for _, names in actions if names & set(pool) and not names & tried)
 
 
 class ScheduleMade(BaseRule):
