@@ -419,3 +419,33 @@ def test_a_list_no_offered_tool_takes_is_answered_from_at_once() -> None:
     # Offered a tool that takes the list: the chain may go on.
     assert AnswerOnly().on_ask(a_round(loop, state, ["read_events", "sort_entries"])) is None
 
+
+
+def _seed_catalogue() -> Any:
+    from bench.shortlist_recall import catalogue
+    from metnos.runtime.step.prefilter import PrefilterIndex
+    entries = catalogue()
+    found = {e.name: SimpleNamespace(entry=e) for e in entries}
+    return SimpleNamespace(index=PrefilterIndex(entries), executors=found, builtins={}, get=found.get)
+
+
+@pytest.mark.parametrize(("request_text", "tried", "open_after"), [
+    # The 1.5B deleted the files and answered; the message was never sent.
+    ("Delete the .tmp files in ~/Downloads and then send a message saying it is done", ["delete_files"], ["send_messages"]),
+    ("Delete the .tmp files in ~/Downloads and then send a message saying it is done", ["delete_files", "send_messages"], []),
+    # "delete" meets delete_files and delete_events: one action, done by either, offered or not.
+    ("delete precious.txt", ["delete_files"], []),
+    # "add up" is no append: only the verb of an executor's name counts.
+    ("Add up the amount column of ~/receipts/dinner.csv and send the total to my brother", ["send_messages"], []),
+    ("Add up the amount column of ~/receipts/dinner.csv and send the total to my brother", ["read_files"], ["send_messages"]),
+])
+def test_the_actions_a_request_names_stay_open_until_each_was_tried(request_text: str, tried: list[str], open_after: list[str]) -> None:
+    from metnos.runtime.turn.rules.answers import open_asks
+    catalogue = _seed_catalogue()
+    loop = SimpleNamespace(catalogue=catalogue)
+    state = TurnState()
+    state.executed = {i + 1: (name, "1") for i, name in enumerate(tried)}
+    pool = ["find_files", "read_files", "delete_events", "send_messages", "write_files"]
+    assert open_asks(loop, state, request_text, pool) == open_after
+    state.scheduled = True
+    assert open_asks(loop, state, request_text, pool) == []

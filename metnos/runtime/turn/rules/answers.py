@@ -120,14 +120,17 @@ def open_asks(loop, state: TurnState, request: str, pool: list[str]) -> list[str
     Executors met by the same word of the request are one action, done by any of them: "delete"
     meets delete_files and delete_events, and a delete of files answers it even when the shortlist
     offered only the other. A step that was tried and failed is not open here: its failure is
-    reported by its own rule. A schedule made in the turn defers the actions it names."""
+    reported by its own rule. A schedule made in the turn defers the actions it names.
+
+    Only an action named by the verb of its executor's name counts ("delete", "send"): a tag met
+    by a word of several uses is not held against the answer ("add up the column" is no append)."""
     index = getattr(loop.catalogue, "index", None)
     if index is None or state.scheduled:
         return []
     tried = {executor for executor, _ in state.executed.values()}
     actions: list[tuple[set[str], set[str]]] = []  # (request words, executors)
     for name, action in index.actions.asked(request).items():
-        if name not in loop.catalogue.executors or not acts(loop.catalogue, name):
+        if name not in loop.catalogue.executors or not acts(loop.catalogue, name) or action.tag != (name.split("_")[0],):
             continue
         words, names = set(action.words), {name}
         for other in [a for a in actions if a[0] & words]:
