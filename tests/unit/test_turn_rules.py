@@ -449,3 +449,20 @@ def test_the_actions_a_request_names_stay_open_until_each_was_tried(request_text
     assert open_asks(loop, state, request_text, pool) == open_after
     state.scheduled = True
     assert open_asks(loop, state, request_text, pool) == []
+
+
+def test_an_action_turn_answered_from_its_data_says_what_the_action_did_not_what_it_read() -> None:
+    # The 1.5B read a file, scheduled a message, read the file again twice: the answer was the file.
+    from metnos.runtime.turn.rules.answers import answer_from_data
+    from metnos.runtime.turn.turn_state import AnswerFromData
+    loop = Loop({"read_files": executor(), "delete_files": executor(side_effects=True)})
+    state = TurnState()
+    state.observations = {1: {"ok": True, "entries": [{"path": "/h/a.md", "content": "the file's own words"}]},
+                          2: {"ok": True, "deleted": ["/h/a.md"]}}
+    state.acted, state.acted_steps = True, [2]
+    request = TurnRequest(text="read ~/a.md, then delete it")
+    answer = answer_from_data(loop, None, state, request, ["read_files", "delete_files"], AnswerFromData((1,)))
+    assert "/h/a.md" in answer and "the file's own words" not in answer, answer
+    state.acted, state.acted_steps = False, []
+    request = TurnRequest(text="read ~/a.md")
+    assert "the file's own words" in answer_from_data(loop, None, state, request, ["read_files"], AnswerFromData((1,)))

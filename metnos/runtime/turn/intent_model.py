@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from metnos.mechanisms.llm.constraint import JsonConstraint
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.runtime.turn.side_call import AskModel, Record, ask_side, reply_object
 from metnos.settings import i18n
@@ -47,11 +48,18 @@ def read_tools(text: str, known: Sequence[str]) -> tuple[tuple[str, ...], str | 
     return kept, (f"not in the catalogue: {', '.join(unknown)}" if unknown else None)
 
 
+def intent_constraint(names: Sequence[str]) -> JsonConstraint:
+    """The reply the prompt asks for, as a grammar: {"tools": [...]} of listed names, at most MAX_TOOLS."""
+    return JsonConstraint({"type": "object", "properties": {"tools": {"type": "array", "items": {"enum": list(names)}, "maxItems": MAX_TOOLS}},
+                           "required": ["tools"], "additionalProperties": False})
+
+
 def extract_intent(record: Record, ask_model: AskModel, *, tier: str, request_text: str,
                    executors: Sequence[tuple[str, str]], system_prompt: str = INTENT_PROMPT) -> ExtractedIntent:
     """Ask ``tier`` which of ``executors`` ((name, summary) pairs) the request needs."""
     listed = "\n".join(f"{name}: {summary}" for name, summary in executors)
-    reply = ask_side(record, ask_model, round=0, role="intent", tier=tier, system=system_prompt + listed, user=request_text)
+    reply = ask_side(record, ask_model, round=0, role="intent", tier=tier, system=system_prompt + listed, user=request_text,
+                     constraint=intent_constraint([name for name, _ in executors]))
     if isinstance(reply, LLMError):
         return ExtractedIntent((), f"the intent extractor could not be asked: {reply}")
     tools, problem = read_tools(reply.text, [name for name, _ in executors])

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from domain.canonical import canonical_hash
 from domain.turn import Turn
+from metnos.mechanisms.llm.constraint import JsonConstraint
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.messages import (
     LLMReply,
@@ -37,16 +38,17 @@ def sent_form(messages: Sequence[Message]) -> list[dict[str, str]]:
 
 
 def ask_side(record: Record, ask_model: AskModel, *, round: int, role: str, tier: str,  # noqa: A002
-             system: str, user: str) -> LLMReply | LLMError:
+             system: str, user: str, constraint: JsonConstraint | None = None) -> LLMReply | LLMError:
     """Ask ``tier`` with one system and one user message; the reply, or the
-    error that stopped it (recorded either way, never raised)."""
+    error that stopped it (recorded either way, never raised). With a
+    ``constraint``, a server that takes grammars holds the reply to it."""
     messages = [SystemMessage(system), UserMessage(user)]
     sent = sent_form(messages)
     record(Turn.LLMAsked, round=round, tier=tier, request_digest=canonical_hash({"messages": sent, "tools": []}),
            tools=[], role=role, sent=sent)
     started = time.perf_counter()
     try:
-        reply = ask_model(tier, messages, [])
+        reply = ask_model(tier, messages, []) if constraint is None else ask_model(tier, messages, [], constraint=constraint)
     except LLMError as e:
         record(Turn.LLMFailed, round=round, error_type=e.kind, message=str(e))
         return e

@@ -91,6 +91,9 @@ class TurnState:
     read_again: bool = False
     # A step with side effects succeeded.
     acted: bool = False
+    # The steps whose side effects ran, and every executor or builtin a step tried, by name.
+    acted_steps: list[int] = field(default_factory=list)
+    tried: set[str] = field(default_factory=set)
     # The model, in a request that acts, answered before any action ran and was reminded of it.
     reminded_to_act: bool = False
     # A schedule the request asks for was made; the model was told once that none was.

@@ -82,8 +82,10 @@ class ActionTaken(BaseRule):
     name = "action_taken"
 
     def on_observation(self, step: Step) -> None:
+        step.state.tried.add(step.name)
         if step.succeeded and acts(step.loop.catalogue, step.name):
             step.state.acted = True
+            step.state.acted_steps.append(step.number)
 
     def on_answer(self, answer: Answer) -> Verdict | None:
         state, loop = answer.state, answer.loop
@@ -127,7 +129,7 @@ def open_asks(loop, state: TurnState, request: str, pool: list[str]) -> list[str
     index = getattr(loop.catalogue, "index", None)
     if index is None or state.scheduled:
         return []
-    tried = {executor for executor, _ in state.executed.values()}
+    tried = state.tried | {executor for executor, _ in state.executed.values()}
     actions: list[tuple[set[str], set[str]]] = []  # (request words, executors)
     for name, action in index.actions.asked(request).items():
         if name not in loop.catalogue.executors or not acts(loop.catalogue, name) or action.tag != (name.split("_")[0],):
@@ -307,7 +309,11 @@ def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str
         # The data is no answer to a request that asked for an action none of whose steps ran.
         raise EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
     used = list(found.steps)
-    if found.reason != "presentation" and asks_for_a_figure(request.text):
+    if state.acted_steps and found.reason != "presentation":
+        # A request for an action is answered by what the action reported, not by data read on the
+        # way (the 1.5B scheduled a message, then the answer was the file it had read).
+        used = list(state.acted_steps)
+    elif found.reason != "presentation" and asks_for_a_figure(request.text):
         # The data handed back would read as answered; only a figure worked out from it answers.
         used = [s for s in used if is_a_figure(state.observations.get(s, {}))]
         if not used:
