@@ -86,3 +86,24 @@ def test_a_recovery_that_copies_back_a_step_that_ran_does_not_run_it_again() -> 
              ' "answer": "The move did not succeed."}\n```')
     assert read_plan(reply) == {"steps": [], "answer": "The move did not succeed."}
     assert read_plan('{"steps": [{"executor": "get_now"}], "answer": "x"}')["steps"] == [{"executor": "get_now", "args": {}}]
+
+
+def test_the_intent_extractor_asks_under_a_grammar_of_the_listed_names() -> None:
+    from metnos.mechanisms.llm.constraint import JsonConstraint
+    from metnos.mechanisms.llm.messages import LLMReply
+    from metnos.runtime.turn.intent_model import MAX_TOOLS, extract_intent
+
+    sent = {}
+
+    def ask(tier, messages, tools, **kw):
+        sent.update(kw)
+        return LLMReply(text='{"tools": ["find_files", "read_files"]}', tool_calls=(), model="m", call_form="none", raw={})
+
+    found = extract_intent(lambda *a, **k: None, ask, tier="middle", request_text="read ~/a.md",
+                           executors=[("read_files", "Read."), ("find_files", "Find.")])
+    assert found.tools == ("find_files", "read_files") and found.problem is None
+    constraint = sent["constraint"]
+    assert isinstance(constraint, JsonConstraint)
+    items = constraint.schema["properties"]["tools"]
+    assert items["items"]["enum"] == ["read_files", "find_files"] and items["maxItems"] == MAX_TOOLS
+    assert '"enum": ["read_files", "find_files"]' in constraint.grammar()
