@@ -228,3 +228,18 @@ def test_what_someone_did_is_reported_not_asked() -> None:
     assert "send_messages" in asked("can you send the list to Elena?")
     assert "send_messages" in asked("I have to send the list to Elena")
     assert "delete_files" in asked("did the backup finish? then delete ~/tmp/old.zip")
+
+
+def test_in_a_question_an_action_word_after_a_determiner_names_a_thing() -> None:
+    """A question about the last commit asked for no commit: the 1.5B read the log and
+    answered right, and the turn failed for not committing."""
+    index = PrefilterIndex([*ENTRIES, CatalogueEntry("read_git_log", affinity=("git", "log", "history")),
+                            CatalogueEntry("change_git_commit", affinity=("commit",), side_effects=True)])
+    asked = index.actions.asked
+    assert "change_git_commit" not in asked("what is the message of the last commit in ~/projects/x?")
+    assert "change_git_commit" not in asked("qual e il messaggio dell'ultimo commit in ~/progetti/x?")
+    assert "send_messages" not in asked("when was my last send?")
+    # Outside a question, or past its clause, the word is an instruction or the action's object.
+    assert "change_git_commit" in asked("commit the change in ~/projects/x")
+    assert "change_git_commit" in asked("what changed in ~/projects/x? then commit it")
+    assert "send_messages" in asked("write a message and send the message to Luca")

@@ -15,6 +15,9 @@ Two readings of the request keep a named action from counting:
 * an action word right after a negation or a first-person subject, within
   :data:`CONTEXT_WORDS` words, is not asked of the runtime: "don't delete
   anything", "senza eliminare", "before I send it", "prima di spedirla";
+* in a clause that opens with a question word, an action word right after
+  an article, a possessive or a demonstrative (or one and a word of order)
+  names a thing, not an instruction: "who wrote the latest commit?";
 * an action word after an auxiliary of what someone did or does, with its
   subject between, within :data:`REPORTED_WORDS` words, is what that someone
   did, not an instruction: "what did the landlord write me", "has Luisa sent
@@ -44,6 +47,24 @@ REPORTED_AFTER: frozenset[str] = frozenset("did does has had ha hanno aveva avev
 REPORTED_WORDS = 4
 # Words that start another clause between an auxiliary and a verb: "the file Luisa has, and send it".
 CLAUSE_JOINS: frozenset[str] = frozenset("and then or but e poi o ma".split())
+
+# Articles, possessives and demonstratives, English and Italian, and the few adjectives of order
+# that stand between them and a noun ("the last commit", "l'ultimo invio"): a closed class. In a
+# question, an action word right after one of them names a thing, not an instruction ("who wrote the
+# latest commit" asks for no commit). Outside a question it may name the action's
+# object, which some executors take as their tag ("add an appointment").
+DETERMINERS: frozenset[str] = frozenset(
+    "the a an my your his her its our their this that these those "
+    "il lo la l i gli le un uno una mio mia miei mie tuo tua suo sua questo questa quel quello quella "
+    # Italian articles joined to a preposition ("dell'ultimo commit", "nella cartella").
+    "del dello della dell dei degli delle al allo alla all ai agli alle dal dallo dalla dall dai dagli dalle "
+    "nel nello nella nell nei negli nelle sul sullo sulla sull sui sugli sulle".split()
+)
+ORDER_WORDS: frozenset[str] = frozenset("last first latest previous next ultimo ultima primo prossimo prossima".split())
+# The words a question opens with, English and Italian: a closed class.
+QUESTION_WORDS: frozenset[str] = frozenset(
+    "what which who whom whose when where why how cosa che qual quale quali chi quando dove perche come quanto quanta quanti quante".split()
+)
 
 # English nouns made from a verb's -ing form, in the plural ("settings", "savings", "meetings").
 _NAMED_THINGS = "ings"
@@ -85,7 +106,7 @@ class ActionWords:
         for i, word in enumerate(words):
             if word in STOPWORDS or NOT_ASKED_AFTER & set(words[max(0, i - CONTEXT_WORDS):i]):
                 continue
-            if _reported(words, i):
+            if _reported(words, i) or _named_thing(words, i):
                 continue
             if word.endswith(_NAMED_THINGS):
                 continue
@@ -93,6 +114,20 @@ class ActionWords:
             if met:
                 out.append((word, met))
         return out
+
+
+def _named_thing(words: list[str], i: int) -> bool:
+    """``words[i]``, in a clause that asks a question, is a noun: right after a determiner, or
+    after one and a word of order."""
+    start = max((j + 1 for j in range(i) if words[j] in CLAUSE_JOINS), default=0)
+    # "qual è", its accent folded away, reads as "qual e": the "e" there is the verb, not "and".
+    if start >= 2 and words[start - 1] == "e" and words[start - 2] in QUESTION_WORDS:
+        start -= 2
+    if words[start] not in QUESTION_WORDS:
+        return False
+    if i >= 1 and words[i - 1] in DETERMINERS:
+        return True
+    return i >= 2 and words[i - 1] in ORDER_WORDS and words[i - 2] in DETERMINERS
 
 
 def _reported(words: list[str], i: int) -> bool:
