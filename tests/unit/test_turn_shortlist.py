@@ -239,6 +239,8 @@ def test_in_a_question_an_action_word_after_a_determiner_names_a_thing() -> None
     assert "change_git_commit" not in asked("what is the message of the last commit in ~/projects/x?")
     assert "change_git_commit" not in asked("qual e il messaggio dell'ultimo commit in ~/progetti/x?")
     assert "send_messages" not in asked("when was my last send?")
+    # A determiner alone is not enough: some executors' tags are nouns.
+    assert "change_git_commit" in asked("which files go in my commit?")
     # Outside a question, or past its clause, the word is an instruction or the action's object.
     assert "change_git_commit" in asked("commit the change in ~/projects/x")
     assert "change_git_commit" in asked("what changed in ~/projects/x? then commit it")

@@ -15,8 +15,8 @@ Two readings of the request keep a named action from counting:
 * an action word right after a negation or a first-person subject, within
   :data:`CONTEXT_WORDS` words, is not asked of the runtime: "don't delete
   anything", "senza eliminare", "before I send it", "prima di spedirla";
-* in a clause that opens with a question word, an action word right after
-  an article, a possessive or a demonstrative (or one and a word of order)
+* in a clause that opens with a question word, an action word after an
+  article, a possessive or a demonstrative and a word of order ("the last")
   names a thing, not an instruction: "who wrote the latest commit?";
 * an action word after an auxiliary of what someone did or does, with its
   subject between, within :data:`REPORTED_WORDS` words, is what that someone
@@ -50,9 +50,9 @@ CLAUSE_JOINS: frozenset[str] = frozenset("and then or but e poi o ma".split())
 
 # Articles, possessives and demonstratives, English and Italian, and the few adjectives of order
 # that stand between them and a noun ("the last commit", "l'ultimo invio"): a closed class. In a
-# question, an action word right after one of them names a thing, not an instruction ("who wrote the
-# latest commit" asks for no commit). Outside a question it may name the action's
-# object, which some executors take as their tag ("add an appointment").
+# question, an action word after one of them and a word of order names a thing, not an instruction
+# ("who wrote the latest commit" asks for no commit). Outside a question it may name the action's
+# object, which some executors take as their tag ("forward the last message").
 DETERMINERS: frozenset[str] = frozenset(
     "the a an my your his her its our their this that these those "
     "il lo la l i gli le un uno una mio mia miei mie tuo tua suo sua questo questa quel quello quella "
@@ -117,16 +117,15 @@ class ActionWords:
 
 
 def _named_thing(words: list[str], i: int) -> bool:
-    """``words[i]``, in a clause that asks a question, is a noun: right after a determiner, or
-    after one and a word of order."""
+    """``words[i]``, in a clause that asks a question, is a noun: after a determiner and a word of
+    order ("the last", "l'ultimo"). A determiner alone is not enough: the tags of some executors
+    are nouns ("which is my repository" may well want a command run)."""
     start = max((j + 1 for j in range(i) if words[j] in CLAUSE_JOINS), default=0)
     # "qual è", its accent folded away, reads as "qual e": the "e" there is the verb, not "and".
     if start >= 2 and words[start - 1] == "e" and words[start - 2] in QUESTION_WORDS:
         start -= 2
     if words[start] not in QUESTION_WORDS:
         return False
-    if i >= 1 and words[i - 1] in DETERMINERS:
-        return True
     return i >= 2 and words[i - 1] in ORDER_WORDS and words[i - 2] in DETERMINERS
 
 
