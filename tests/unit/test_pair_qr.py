@@ -9,18 +9,24 @@ import segno
 from metnos.adapters.cli import qr
 
 
-class _Terminal(io.StringIO):
+class _Pipe(io.StringIO):
     encoding = "utf-8"
 
+
+class _Terminal(_Pipe):
     def isatty(self) -> bool:
         return True
 
 
 def test_a_qr_code_is_drawn_only_on_a_terminal_that_can_show_one() -> None:
     assert qr.can_show(_Terminal(), {"TERM": "xterm-256color"})
-    assert not qr.can_show(io.StringIO(), {"TERM": "xterm-256color"})  # piped or redirected
+    assert not qr.can_show(_Pipe(), {"TERM": "xterm-256color"})  # piped or redirected
+    assert not qr.can_show(io.StringIO(), {"TERM": "xterm-256color"})
     assert not qr.can_show(_Terminal(), {"TERM": "dumb"})
     assert not qr.can_show(_Terminal(), {})
+    latin = _Terminal()
+    latin.encoding = "latin-1"
+    assert not qr.can_show(latin, {"TERM": "xterm"})  # no block characters to draw with
 
 
 def test_the_drawing_is_the_command_as_segno_encodes_it_two_rows_a_line() -> None:
