@@ -172,7 +172,7 @@ class DeviceHost:
 
     @property
     def revoked_marker(self) -> Path:
-        return self.files.root / "revoked.json"
+        return self.files.revoked
 
     def revoked(self, body: dict[str, Any]) -> dict[str, Any]:
         """The server revoked this device: refuse its calls from now on, and after a restart."""

@@ -77,6 +77,8 @@ class DeviceFiles:
     device_key = property(lambda self: self.root / "device.key")
     instance_pub = property(lambda self: self.root / "instance.pub")
     pairing = property(lambda self: self.root / "pairing.json")
+    # Written when the server said it revoked this device; a new pairing removes it.
+    revoked = property(lambda self: self.root / "revoked.json")
 
     @property
     def paired(self) -> bool:
@@ -245,6 +247,7 @@ def join(workspace: Workspace, code: str, server_url: str, name: str, *, timeout
     record = {"name": name, "server": server, "caller_fingerprint": answer["caller_fingerprint"],
               "fingerprint": fingerprint(answer["certificate_pem"].encode())}
     write_private(files.pairing, json.dumps(record, indent=2).encode())
+    files.revoked.unlink(missing_ok=True)  # paired anew: the server's calls are welcome again
     return record
 
 

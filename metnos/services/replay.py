@@ -42,6 +42,8 @@ def _re_executor(runtime: Runtime) -> Callable[[str, dict[str, Any]], dict[str, 
         loaded = runtime.report.get(name)
         if loaded is None or loaded.manifest.contract.side_effects or not loaded.manifest.contract.idempotent:
             return None
+        if loaded.manifest.device is not None:
+            return None  # it observes another machine: running it here would compare the wrong world
         ctx = build_ctx(now=runtime.clock().isoformat(), workspace=runtime.workspace, profile=loaded.profile, name=name, version=loaded.version)
         outcome = invoke(loaded.dir, loaded.profile, args, loaded.input_schema, loaded.output_schema, workspace=runtime.workspace, ctx=ctx)
         if outcome.ok and outcome.output is not None:

@@ -145,4 +145,6 @@ def test_a_turn_runs_its_step_on_the_device_replays_from_the_log_and_is_undone_t
     finally:
         stop(serving)
     assert [a["fact"] for a in _audit(device) if a["fact"] in ("revoked", "refused")] == ["revoked", "refused"]
+    # Kept beside its keys, so a restarted `device serve` refuses the server too (until it is paired anew).
+    assert (Workspace.from_env(device.env()).keys_dir / "device" / "revoked.json").is_file()
     assert not note.exists()

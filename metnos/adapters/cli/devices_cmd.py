@@ -63,6 +63,7 @@ def run_revoke(args: argparse.Namespace) -> int:
 
 
 def run_address(args: argparse.Namespace) -> int:
+    # Deferred: booting the runtime is not for `metnos --help`.
     from metnos.services import devices, wiring
 
     with wiring.boot(birth=False) as runtime:
@@ -75,6 +76,7 @@ def run_address(args: argparse.Namespace) -> int:
 
 
 def run_push(args: argparse.Namespace) -> int:
+    # Deferred: booting the runtime is not for `metnos --help`.
     from metnos.services import remote_calls, wiring
 
     with wiring.boot(birth=False) as runtime:
