@@ -130,6 +130,13 @@ def test_a_turn_runs_its_step_on_the_device_replays_from_the_log_and_is_undone_t
 
         with _runtime(server) as rt:
             assert [type(e).__name__ for e in remote_calls.trace(rt, trace_id)] == ["CallPlanned", "CallAnswered", "CallUndone"]
+            # A device that lost the version the log says it was pushed: a drift, refused naming the fix, which works.
+            cached = Workspace.from_env(device.env()).data_dir / "device" / "executors" / "write_files" / "CURRENT"
+            cached.unlink()
+            with pytest.raises(RemoteRefused) as drifted:
+                remote_calls.step_runner(rt)(rt.report.get("write_files"), NOTE, trace_id="t-drift", idempotency_id="i-drift")
+            assert drifted.value.kind == "executor-missing" and "metnos devices push laptop write_files" in str(drifted.value)
+            assert remote_calls.push_to(rt, "laptop", "write_files")["cached"] == "now" and cached.is_file()
             # A revoked device: the server refuses to use it before anything is sent, and tells the device.
             assert devices.revoke(rt, "laptop")["device_told"] == {"told": True}
             with pytest.raises(RemoteRefused) as by_server:
@@ -144,7 +151,8 @@ def test_a_turn_runs_its_step_on_the_device_replays_from_the_log_and_is_undone_t
             assert by_device.value.kind == "device-revoked"
     finally:
         stop(serving)
-    assert [a["fact"] for a in _audit(device) if a["fact"] in ("revoked", "refused")] == ["revoked", "refused"]
+    assert [(a["fact"], a.get("kind")) for a in _audit(device) if a["fact"] in ("revoked", "refused")] == [
+        ("refused", "executor-missing"), ("revoked", None), ("refused", "device-revoked")]
     # Kept beside its keys, so a restarted `device serve` refuses the server too (until it is paired anew).
     assert (Workspace.from_env(device.env()).keys_dir / "device" / "revoked.json").is_file()
     assert not note.exists()
