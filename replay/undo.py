@@ -452,7 +452,6 @@ class Undoer:
             if kind == "undo-unknown":
                 # It never ran there, or an undo cut short put it back already: nothing the device can do.
                 return None
-
             return {**where, "kind": kind, "message": str(e)}
         remote.restored = list(answer.get("restored", []))
         return None

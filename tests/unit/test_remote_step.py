@@ -106,3 +106,19 @@ def test_a_runtime_not_wired_to_call_devices_refuses_the_step_naming_where_it_ca
     call = invoker.call("get_word", {"word": "hi"}, caller={"kind": "test"})
     assert not call.ok and call.observation()["error"]["cause"] == "remote-unwired"
     assert "metnos ask" in call.observation()["error"]["message"]
+
+
+def test_the_device_finds_a_path_changed_since_the_call_before_it_puts_anything_back(tmp_path: Path) -> None:
+    from metnos.mechanisms.filestate import take
+    from metnos.services.device_host import _changed_since
+
+    note = tmp_path / "note.md"
+    before = [{"path": str(note), "node": take(note)}]  # missing before the call
+    note.write_text("written by the call\n")
+    after = [{"path": str(note), "node": take(note)}]
+    assert _changed_since(before, after) == []  # as the call left it
+    note.write_text("changed by hand since\n")
+    assert _changed_since(before, after) == [str(note)]
+    note.unlink()
+    assert _changed_since(before, after) == []  # as it was before: nothing to put back, nothing lost
+    assert _changed_since(before, None) == []  # images kept before the check: no after to compare with
