@@ -106,3 +106,43 @@ class RemoteCall(MetnosAggregate):
     @classmethod
     def fact(cls, event: type, *, id: Any, at: Any, **fields: Any) -> RemoteCall:  # noqa: A002
         return cls._create(event, id=id, timestamp=at, **fields)
+
+
+class DeviceAddress(MetnosAggregate):
+    """`metnos devices address NAME URL`: where a paired device's `metnos device serve` listens."""
+
+    class DeviceAddressed(Created):
+        name: str
+        fingerprint: str
+        url: str
+
+    def __init__(self, name: str, fingerprint: str, url: str) -> None:
+        self.name = name
+        self.fingerprint = fingerprint
+        self.url = url
+
+    @classmethod
+    def addressed(cls, *, id: Any, at: Any, **fields: Any) -> DeviceAddress:  # noqa: A002
+        return cls._create(cls.DeviceAddressed, id=id, timestamp=at, **fields)
+
+
+class ExecutorPush(MetnosAggregate):
+    """A signed executor sent to a device, which verified and cached it: sent once for each version.
+
+    ``cached`` is the device's answer ("now", or "already" when it held that version).
+    """
+
+    class ExecutorPushed(Created):
+        device: str
+        device_fingerprint: str
+        executor: str
+        digest: str
+        cached: str
+
+    def __init__(self, **fields: Any) -> None:
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+    @classmethod
+    def pushed(cls, *, id: Any, at: Any, **fields: Any) -> ExecutorPush:  # noqa: A002
+        return cls._create(cls.ExecutorPushed, id=id, timestamp=at, **fields)

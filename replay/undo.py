@@ -17,12 +17,21 @@ resumes where it stopped: the paths already back are its own work, and the
 one it was at when killed may be in any state (what stands there is kept in
 the blob store before it is replaced). Files wait in the workspace's staging
 folder, never in the user's folders. A turn undone once is never undone again.
+
+A step that ran on a paired device (its invocation's trace id is a
+``RemoteCall`` in the log) keeps its before-images on the device: the plan
+lists it as a remote action, and ``apply`` asks the device to put its paths
+back (``remote_undo``, wired by the services) before any file here is touched;
+a device that cannot be reached, or that finds its files changed since,
+refuses the whole undo and nothing is changed. The device's answer is a
+``RemoteCall.CallUndone`` in the log, so a resumed undo does not ask twice.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +40,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.utils import get_topic
 
+from domain.device import RemoteCall
 from domain.invocation import Invocation
 from domain.turn import OPEN, Turn, status_of
 from domain.undo import UndoJournal, journal_id
@@ -89,6 +99,26 @@ class Action:
 
 
 @dataclass
+class RemoteAction:
+    """A step that ran on a device: its paths go back through the device, which kept their before-images."""
+
+    step: int
+    executor: str
+    device: str
+    trace_id: str
+    paths: list[str]
+    restored: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "executor": self.executor, "device": self.device, "trace_id": self.trace_id,
+                "paths": self.paths, "action": "put back on the device"}
+
+
+# A remote call refused with these may still have run on the device: its undo is asked for too.
+_MAY_HAVE_RUN = ("timeout", "device-error")
+
+
+@dataclass
 class Conflict:
     step: int
     executor: str
@@ -117,6 +147,8 @@ class UndoPlan:
     lost: list[dict[str, Any]] = field(default_factory=list)
     # An undo of this turn that was cut short: the plan is its plan, resumed.
     journal: UndoJournal | None = None
+    # Steps that ran on a device, put back through it.
+    remote: list[RemoteAction] = field(default_factory=list)
 
     @property
     def resuming(self) -> bool:
@@ -128,18 +160,23 @@ class UndoPlan:
             "actions": [a.to_json() for a in self.actions], "conflicts": [c.to_json() for c in self.conflicts],
             "not_undoable": self.not_undoable, "lost": self.lost, "resuming": self.resuming,
             "already_back": sorted(self.journal.restored) if self.journal else [],
+            "remote": [r.to_json() for r in self.remote],
         }
 
 
 @dataclass
 class UndoResult:
     plan: UndoPlan
-    status: str  # undone | already-undone | refused (conflicts) | refused-lost (kept files missing)
+    # undone | already-undone | refused (conflicts) | refused-lost (kept files missing) | refused-remote (a device said no)
+    status: str
     restored: list[dict[str, Any]] = field(default_factory=list)
     forced: bool = False
+    # Why a device refused its part: {"step", "executor", "device", "kind", "message"}.
+    remote_refusal: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.plan.to_json(), "status": self.status, "restored": self.restored, "forced": self.forced}
+        return {**self.plan.to_json(), "status": self.status, "restored": self.restored, "forced": self.forced,
+                "remote_refusal": self.remote_refusal}
 
 
 def _related(a: str, b: str) -> bool:
@@ -148,10 +185,14 @@ def _related(a: str, b: str) -> bool:
 
 
 class Undoer:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Any, *, remote_undo: Callable[[str, bool], dict[str, Any]] | None = None) -> None:
+        """``remote_undo(trace_id, force)`` asks a device to put back one call's paths (its answer:
+        ``{"restored": [...], "not_restored": [...]}``), raising a MetnosError when it cannot."""
         self.runtime = runtime
         self.log = runtime.log
         self.blobs = BlobStore(runtime.workspace.blobs_dir)
+        self.remote_undo = remote_undo
+        self._remote_calls: dict[str, dict[str, Any]] | None = None
 
     def last_turn(self) -> str:
         # An undo cut short comes first: until it is finished, the user's files are half one, half the other.
@@ -190,8 +231,45 @@ class Undoer:
             self._resume_plan(plan, journal)
         else:
             self._fresh_plan(plan, events)
+        self._remote_plan(plan, events)
         self._check_blobs(plan)
         return plan
+
+    def _remote_facts(self) -> dict[str, dict[str, Any]]:
+        """The log's remote calls by trace id: what was planned, answered, refused, undone."""
+        if self._remote_calls is None:
+            topics = tuple(get_topic(e) for e in (RemoteCall.CallPlanned, RemoteCall.CallAnswered, RemoteCall.CallRefused,
+                                                  RemoteCall.CallUndone))
+            facts: dict[str, dict[str, Any]] = {}
+            for _, event in self.log.domain_events(1, topics=topics):
+                facts.setdefault(event.trace_id, {})[type(event).__name__] = event
+            self._remote_calls = facts
+        return self._remote_calls
+
+    def _remote_trace(self, invocation_id: str) -> str | None:
+        recorded = list(self.log.events.get(UUID(invocation_id)))
+        trace_id = recorded[0].trace_id if recorded else None
+        return trace_id if trace_id in self._remote_facts() else None
+
+    def _remote_plan(self, plan: UndoPlan, events: list[Any]) -> None:
+        """The steps that ran on a device and are not yet put back there, last step first."""
+        for invoked in reversed([e for e in events if isinstance(e, Turn.StepInvoked) and e.invocation_id]):
+            trace_id = self._remote_trace(invoked.invocation_id)
+            if trace_id is None:
+                continue
+            facts = self._remote_facts()[trace_id]
+            refused = facts.get("CallRefused")
+            if "CallUndone" in facts or (refused is not None and refused.kind not in _MAY_HAVE_RUN):
+                continue  # put back already, or it never ran there
+            answered = facts.get("CallAnswered")
+            outcome = answered.outcome if answered is not None else {}
+            before = {r["path"]: r.get("node") for r in outcome.get("before", [])}
+            after = outcome.get("after", [])
+            changed = [r["path"] for r in after if r["path"] not in before or not same(before[r["path"]], r.get("node"))]
+            if answered is not None and not changed:
+                continue  # it changed nothing there
+            plan.remote.append(RemoteAction(invoked.step, invoked.executor, facts["CallPlanned"].device, trace_id,
+                                            changed or [r["path"] for r in after]))
 
     def unfinished_undo(self) -> str | None:
         """The turn of the latest undo that was started and never finished, if any."""
@@ -253,6 +331,8 @@ class Undoer:
                                       "digest": digest, "problem": checked[digest]})
 
     def _step_actions(self, invoked: Any, plan: UndoPlan) -> list[Action]:
+        if self._remote_trace(invoked.invocation_id) is not None:
+            return []  # its files are on the device: a remote action (_remote_plan)
         recorded = list(self.log.events.get(UUID(invoked.invocation_id)))
         if any(isinstance(e, Invocation.InvocationRefused) for e in recorded):
             return []  # it never ran
@@ -315,6 +395,11 @@ class Undoer:
             return UndoResult(plan, "refused-lost")
         if plan.conflicts and not force:
             return UndoResult(plan, "refused")
+        # The devices first: one that cannot put its part back leaves everything here as it is.
+        for remote in plan.remote:
+            refusal = self._undo_remote(remote, force)
+            if refusal is not None:
+                return UndoResult(plan, "refused-remote", remote_refusal=refusal)
         staging = self.runtime.workspace.runtime_dir / "undo" / plan.turn_id
         journal = plan.journal
         if journal is None:
@@ -339,7 +424,9 @@ class Undoer:
             self.log.save(journal)
         shutil.rmtree(staging, ignore_errors=True)
         _put_folder_times_back(plan.actions)
-        restored = self._restored(plan, journal)
+        restored = self._restored(plan, journal) + [
+            {"step": r.step, "executor": r.executor, "device": r.device, "path": path, "action": "restore on the device"}
+            for r in plan.remote for path in r.restored]
         forced = journal.forced or bool(force and plan.conflicts)
         turn = self.log.repository.get(UUID(plan.turn_id))
         turn.record(Turn.TurnUndone, at=self.runtime.clock(), restored=restored, not_undoable=plan.not_undoable, forced=forced)
@@ -351,6 +438,23 @@ class Undoer:
 
         record_drops(self.runtime)
         return UndoResult(plan, "undone", restored, forced)
+
+    def _undo_remote(self, remote: RemoteAction, force: bool) -> dict[str, Any] | None:
+        """Ask the device to put the step's paths back; None when it did, else why not."""
+        where = {"step": remote.step, "executor": remote.executor, "device": remote.device}
+        if self.remote_undo is None:
+            return {**where, "kind": "remote-unwired",
+                    "message": f"step {remote.step} ran on {remote.device}, and this process cannot call devices: run `metnos undo`"}
+        try:
+            answer = self.remote_undo(remote.trace_id, force)
+        except MetnosError as e:
+            kind = getattr(e, "kind", type(e).__name__)
+            if kind == "undo-unknown":
+                # It never ran there, or an undo cut short put it back already: nothing the device can do.
+                return None
+            return {**where, "kind": kind, "message": str(e)}
+        remote.restored = list(answer.get("restored", []))
+        return None
 
     def _keep_displaced(self, action: Action) -> dict[str, Any] | None:
         """What stands at the path now, kept in the blob store when it is neither side of the turn:

@@ -7,7 +7,10 @@ cached version against the server's (drift), checks the cached folder again
 (a file changed on the device since is refused), takes before-images of the
 paths the call may write, runs it in the device's own sandbox (bubblewrap,
 with this workspace's forbidden paths) and answers the outcome with the
-"after" record. POST /undo puts the paths of a call back from those images.
+"after" record. POST /undo puts the paths of a call back from those images,
+unless one changed since the call (then only when forced). POST /revoked is the
+server telling the device it revoked it: from then on the device refuses the
+server's calls, also after a restart (a marker kept beside its keys).
 Every fact, refusals too, goes to the device's audit trail (a JSON line each,
 in the workspace's audit folder), keyed by the server's trace id.
 """
@@ -31,7 +34,7 @@ from metnos.mechanisms.blobs import BlobStore
 from metnos.mechanisms.executors.context import build_ctx
 from metnos.mechanisms.executors.loader import LoadedExecutor
 from metnos.mechanisms.executors.signing import verify_executor
-from metnos.mechanisms.filestate import put_back
+from metnos.mechanisms.filestate import put_back, same, take
 from metnos.mechanisms.invocation.capture import FileCapture
 from metnos.mechanisms.invocation.runner import invoke
 from metnos.mechanisms.remote.server import CallServer
@@ -59,6 +62,7 @@ class DeviceHost:
         # Before-images by trace id, kept on disk so an undo outlives a restart of the listener.
         self.before_dir = workspace.data_dir / "device" / "before"
         self._audit_lock = threading.Lock()
+        self._listener: CallServer | None = None
 
     # The audit trail: append-only, one fact a line.
     def audit(self, fact: str, **fields: Any) -> None:
@@ -132,10 +136,10 @@ class DeviceHost:
                          workspace=self.workspace, ctx=ctx, env=self.env)
         after = self.capture.after(before)
         self.before_dir.mkdir(parents=True, exist_ok=True)
-        (self.before_dir / f"{_safe(trace_id)}.json").write_text(json.dumps(before))
+        (self.before_dir / f"{_safe(trace_id)}.json").write_text(json.dumps({"before": before, "after": after}))
         record = {"trace_id": trace_id, "idempotency_id": call["idempotency_id"], "executor": name, "digest": digest,
                   "ok": outcome.ok, "kind": outcome.kind, "output": outcome.output, "error": outcome.error,
-                  "sandbox": outcome.sandbox_mode, "layers": list(outcome.layers), "after": after}
+                  "sandbox": outcome.sandbox_mode, "layers": list(outcome.layers), "before": _described(before), "after": after}
         self.audit("call", **record)
         return record
 
@@ -143,9 +147,16 @@ class DeviceHost:
         """Put the paths one call changed back as they were before it."""
         trace_id = str(body.get("trace_id", ""))
         kept_images = self.before_dir / f"{_safe(trace_id)}.json"
-        before = json.loads(kept_images.read_text()) if kept_images.is_file() else None
-        if before is None:
+        images = json.loads(kept_images.read_text()) if kept_images.is_file() else None
+        if images is None:
             raise RemoteRefused("undo-unknown", f"this device holds no before-image for trace {trace_id}; it cannot undo that call")
+        # Kept as {"before", "after"}; a bare list is the before-images alone, as kept before the check.
+        before, left = (images["before"], images["after"]) if isinstance(images, dict) else (images, None)
+        changed = _changed_since(before, left)
+        if changed and not body.get("force"):
+            self.audit("undo-refused", trace_id=trace_id, kind="undo-conflict", paths=changed)
+            raise RemoteRefused("undo-conflict", f"{', '.join(changed)} changed on this device since the call; nothing was put back: "
+                                                 "look at them, then undo with --force to put them back anyway")
         restored, kept = [], []
         for record in before:
             if "refused" in record:
@@ -159,13 +170,58 @@ class DeviceHost:
         self.audit("undo", trace_id=trace_id, restored=restored, not_restored=kept)
         return {"trace_id": trace_id, "restored": restored, "not_restored": kept}
 
+    @property
+    def revoked_marker(self) -> Path:
+        return self.files.revoked
+
+    def revoked(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The server revoked this device: refuse its calls from now on, and after a restart."""
+        if str(body.get("fingerprint", "")) != self.pairing["fingerprint"]:
+            raise RemoteRefused("revocation-malformed", "the revocation names another device's certificate; nothing changed here")
+        self.revoked_marker.write_text(json.dumps({"fingerprint": self.pairing["fingerprint"],
+                                                   "at": datetime.now(timezone.utc).isoformat()}) + "\n")
+        if self._listener is not None:
+            self._listener.revoked.add(self.pairing["caller_fingerprint"])
+        self.audit("revoked", fingerprint=self.pairing["fingerprint"])
+        return {"revoked": True}
+
     def server(self, host: str = "127.0.0.1", port: int = 0) -> CallServer:
         """The mutual-TLS listener: the instance CA's certificates only, and of those the paired server's alone."""
         context: ssl.SSLContext = server_context(self.files.ca_pem, self.files.device_pem, self.files.device_key)
-        return CallServer(context, self.call, host, port, routes={"/executor": self.receive, "/undo": self.undo},
-                          callers={self.pairing["caller_fingerprint"]},
-                          on_refused=lambda refusal: self.audit("refused", **refusal),
-                          records_file=self.workspace.data_dir / "device" / "idempotency.jsonl")
+        listener = CallServer(context, self.call, host, port,
+                              routes={"/executor": self.receive, "/undo": self.undo, "/revoked": self.revoked},
+                              callers={self.pairing["caller_fingerprint"]},
+                              on_refused=lambda refusal: self.audit("refused", **refusal),
+                              records_file=self.workspace.data_dir / "device" / "idempotency.jsonl")
+        if self.revoked_marker.is_file():
+            # Revoked by the server: its certificate is refused before any handler, as a revoked client's is.
+            listener.revoked.add(self.pairing["caller_fingerprint"])
+        self._listener = listener
+        return listener
+
+
+def _described(before: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The before-images as the server's log keeps them: each path and its state, the bytes staying here."""
+    return [{"path": r["path"], **({"refused": r["refused"]} if "refused" in r else {"node": r["node"]})} for r in before]
+
+
+def _changed_since(before: list[dict[str, Any]], after: list[dict[str, Any]] | None) -> list[str]:
+    """The paths that are neither as the call left them nor as they were before it."""
+    if after is None:
+        return []
+    left = {r["path"]: r.get("node") for r in after}
+    changed = []
+    for record in before:
+        if "refused" in record or record["path"] not in left:
+            continue
+        try:
+            now = take(Path(record["path"]))
+        except Exception:  # noqa: BLE001 - unreadable now: not as the call left it
+            changed.append(record["path"])
+            continue
+        if not same(now, left[record["path"]]) and not same(now, record["node"]):
+            changed.append(record["path"])
+    return changed
 
 
 def _inside(relative: str) -> PurePosixPath:

@@ -23,7 +23,7 @@ from typing import Any
 from cryptography import x509
 from eventsourcing.utils import get_topic
 
-from domain.device import DevicePairingCode, DeviceRevocation, PairedDevice
+from domain.device import DeviceAddress, DevicePairingCode, DeviceRevocation, PairedDevice
 from domain.remote import (
     PAIRING_CODE_LIFETIME,
     PairingOffer,
@@ -45,7 +45,7 @@ from metnos.mechanisms.remote.certificates import (
     write_private,
 )
 from metnos.mechanisms.remote.pairing import PairingListener
-from metnos.mechanisms.remote.tls import pairing_client_context, pairing_server_context, post_json
+from metnos.mechanisms.remote.tls import pairing_client_context, pairing_server_context, pinned_client_context, post_json
 from metnos.settings.workspace import Workspace
 
 PAIRING_TIMEOUT_S = 10.0
@@ -77,6 +77,8 @@ class DeviceFiles:
     device_key = property(lambda self: self.root / "device.key")
     instance_pub = property(lambda self: self.root / "instance.pub")
     pairing = property(lambda self: self.root / "pairing.json")
+    # Written when the server said it revoked this device; a new pairing removes it.
+    revoked = property(lambda self: self.root / "revoked.json")
 
     @property
     def paired(self) -> bool:
@@ -159,31 +161,60 @@ def _offer_on_record(rt: Any, code: str) -> PairingOffer:
 
 
 def list_devices(rt: Any) -> list[dict[str, Any]]:
-    """Every device ever paired, oldest first, with whether it is revoked."""
-    topics = (get_topic(PairedDevice.DevicePaired), get_topic(DeviceRevocation.DeviceRevoked))
+    """Every device ever paired, oldest first, with whether it is revoked and where it was last said to listen."""
+    topics = (get_topic(PairedDevice.DevicePaired), get_topic(DeviceRevocation.DeviceRevoked), get_topic(DeviceAddress.DeviceAddressed))
     devices: dict[str, dict[str, Any]] = {}
     for _, event in rt.log.domain_events(1, topics=topics):
         if isinstance(event, PairedDevice.DevicePaired):
             devices[event.fingerprint] = {"name": event.name, "fingerprint": event.fingerprint,
                                           "paired_at": event.timestamp.isoformat(timespec="seconds"), "revoked": False,
-                                          "certificate_pem": event.certificate_pem}
-        elif event.fingerprint in devices:
+                                          "certificate_pem": event.certificate_pem, "url": None}
+        elif event.fingerprint not in devices:
+            continue
+        elif isinstance(event, DeviceAddress.DeviceAddressed):
+            devices[event.fingerprint]["url"] = event.url
+        else:
             devices[event.fingerprint]["revoked"] = True
     return list(devices.values())
+
+
+def set_address(rt: Any, name: str, url: str) -> dict[str, Any]:
+    """Record where the paired device ``name`` listens (the URL `metnos device serve` printed there)."""
+    live = [d for d in list_devices(rt) if d["name"] == name and not d["revoked"]]
+    if not live:
+        raise RemoteRefused("device-unknown", f"no paired device is called {name}; `metnos devices list` shows them")
+    url = url.strip().rstrip("/")
+    if not url.startswith("https://") or len(url) <= len("https://"):
+        raise RemoteRefused("device-address-invalid", f"{url!r} is not an https:// address; give the URL `metnos device serve` printed on {name}")
+    rt.log.save(DeviceAddress.addressed(id=rt.ids(), at=rt.clock(), name=name, fingerprint=live[-1]["fingerprint"], url=url))
+    return {**live[-1], "url": url}
 
 
 def revoked_fingerprints(rt: Any) -> set[str]:
     return {d["fingerprint"] for d in list_devices(rt) if d["revoked"]}
 
 
-def revoke(rt: Any, name: str) -> dict[str, Any]:
-    """Revoke the paired device called ``name``; its certificate is refused from then on."""
+def revoke(rt: Any, name: str, *, timeout: float = PAIRING_TIMEOUT_S) -> dict[str, Any]:
+    """Revoke the paired device called ``name``; its certificate is refused from then on.
+
+    The revocation is in the log first; then, where the device's address is known, the device is
+    told (``POST /revoked``), so that it refuses this server's calls too. ``told`` says whether it
+    heard; a device that was offline still stands revoked here, and is told nothing more."""
     live = [d for d in list_devices(rt) if d["name"] == name and not d["revoked"]]
     if not live:
         raise RemoteRefused("device-unknown", f"no paired device is called {name}; `metnos devices list` shows them")
     device = live[-1]
     rt.log.save(DeviceRevocation.revoked(id=rt.ids(), at=rt.clock(), name=name, fingerprint=device["fingerprint"]))
-    return {**device, "revoked": True}
+    told: dict[str, Any] = {"told": False, "why": "its address is not known (`metnos devices address`)"}
+    if device["url"]:
+        files = ensure_authority(rt.workspace)
+        context = pinned_client_context(device["certificate_pem"], files.caller_pem, files.caller_key)
+        try:
+            post_json(device["url"] + "/revoked", {"fingerprint": device["fingerprint"]}, context, timeout)
+            told = {"told": True}
+        except RemoteRefused as refusal:
+            told = {"told": False, "why": str(refusal)}
+    return {**device, "revoked": True, "device_told": told}
 
 
 def join(workspace: Workspace, code: str, server_url: str, name: str, *, timeout: float = PAIRING_TIMEOUT_S) -> dict[str, Any]:
@@ -216,6 +247,7 @@ def join(workspace: Workspace, code: str, server_url: str, name: str, *, timeout
     record = {"name": name, "server": server, "caller_fingerprint": answer["caller_fingerprint"],
               "fingerprint": fingerprint(answer["certificate_pem"].encode())}
     write_private(files.pairing, json.dumps(record, indent=2).encode())
+    files.revoked.unlink(missing_ok=True)  # paired anew: the server's calls are welcome again
     return record
 
 

@@ -12,7 +12,7 @@ from metnos.mechanisms.executors.context import build_ctx
 from metnos.mechanisms.invocation.runner import invoke
 from metnos.mechanisms.sandbox.hints import home_of
 from metnos.runtime.booted import Runtime
-from metnos.services import wiring
+from metnos.services import remote_calls, wiring
 from metnos.services.queries import find_turn
 from replay.rebuild import rebuild as refold
 from replay.replayer import Replayer
@@ -20,7 +20,7 @@ from replay.report import format_divergence, format_drift
 from replay.undo import NothingToUndo, Undoer
 
 # Re-exported for the adapters: what an undo may answer, and a divergence and a drift in words.
-__all__ = ["NothingToUndo", "Replayed", "Undoer", "format_divergence", "format_drift", "rebuild", "replay", "replay_one", "undo", "undo_plan", "user_home"]
+__all__ = ["NothingToUndo", "Replayed", "Undoer", "format_divergence", "format_drift", "rebuild", "replay", "replay_one", "undo", "undo_plan", "undoer_of", "user_home"]
 
 
 @dataclass
@@ -42,6 +42,8 @@ def _re_executor(runtime: Runtime) -> Callable[[str, dict[str, Any]], dict[str, 
         loaded = runtime.report.get(name)
         if loaded is None or loaded.manifest.contract.side_effects or not loaded.manifest.contract.idempotent:
             return None
+        if loaded.manifest.device is not None:
+            return None  # it observes another machine: running it here would compare the wrong world
         ctx = build_ctx(now=runtime.clock().isoformat(), workspace=runtime.workspace, profile=loaded.profile, name=name, version=loaded.version)
         outcome = invoke(loaded.dir, loaded.profile, args, loaded.input_schema, loaded.output_schema, workspace=runtime.workspace, ctx=ctx)
         if outcome.ok and outcome.output is not None:
@@ -82,9 +84,14 @@ def replay_one(runtime: Runtime, turn_ref: str) -> dict[str, Any]:
     return {**result.to_json(), "same_path": result.same_path, "diff": diff}
 
 
+def undoer_of(runtime: Runtime) -> Undoer:
+    """The undoer of a runtime, with a step that ran on a device put back through that device."""
+    return Undoer(runtime, remote_undo=lambda trace_id, force: remote_calls.undo(runtime, trace_id, force=force))
+
+
 def undo_plan(runtime: Runtime, turn_id: str | None) -> tuple[Undoer, Any] | None:
     """The undoer and its plan for ``turn_id`` (the last turn not yet undone when None); None: nothing to undo."""
-    undoer = Undoer(runtime)
+    undoer = undoer_of(runtime)
     try:
         return undoer, undoer.plan(turn_id)
     except NothingToUndo:
@@ -95,7 +102,7 @@ def undo(turn_ref: str | None, *, dry_run: bool, force: bool) -> tuple[Any, Any]
     """``metnos undo``: the plan for the turn (the last one not yet undone by default) and what came of it:
     a preview with ``dry_run``, else the files put back. Raises NothingToUndo."""
     with wiring.boot(birth=False) as rt:
-        undoer = Undoer(rt)
+        undoer = undoer_of(rt)
         turn_id = find_turn(rt.turns.catch_up(rt.log), turn_ref) if turn_ref else None
         plan = undoer.plan(turn_id)
         result = undoer.preview(plan, force=force) if dry_run else undoer.apply(plan, force=force)

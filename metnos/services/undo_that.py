@@ -18,6 +18,7 @@ from metnos.runtime import actors
 from metnos.runtime.turn.conversation import continued
 from metnos.runtime.turn.ports import Approver
 from metnos.runtime.turn.session import TurnOutcome
+from metnos.services import remote_calls
 from replay.undo import Undoer
 
 # The whole request is the undo ("undo that", "revert it", "annullalo"): a request that says more is a turn.
@@ -44,7 +45,7 @@ def undo_that(runtime: Any, *, key: str, channel: str, approver: Approver, princ
         return _failed("", "nothing_to_undo", "there is no turn before in this conversation to undo (a conversation ends after "
                        "[conversation] idle_minutes, or on request): name the turn with `metnos undo <turn id>` (see `metnos turns list`)")
     turn_id = earlier[-1]["turn"]
-    undoer = Undoer(runtime)
+    undoer = Undoer(runtime, remote_undo=lambda trace_id, force: remote_calls.undo(runtime, trace_id, force=force))
     try:
         plan = undoer.plan(turn_id)
     except MetnosError as e:
@@ -56,10 +57,11 @@ def undo_that(runtime: Any, *, key: str, channel: str, approver: Approver, princ
         return _failed(turn_id, "undo_refused", f"the turn before (“{plan.text}”) cannot be undone as it is: "
                        f"{len(plan.conflicts)} file(s) changed since, {len(plan.lost)} kept file(s) missing; "
                        f"see `metnos undo --dry-run {turn_id[:8]}`")
-    if not plan.actions:
+    if not plan.actions and not plan.remote:
         return _failed(turn_id, "nothing_to_undo", f"the turn before (“{plan.text}”) changed no file: there is nothing to undo")
     home = str(Path.home())
     paths = ["~" + a.path[len(home):] if a.path.startswith(home + "/") else a.path for a in plan.actions]
+    paths += [f"{r.device}:{p}" for r in plan.remote for p in r.paths]
     reason = f"undo the turn before (“{plan.text}”): put back {', '.join(paths)}"
     approved, by = actors.approver_for(principal, approver)(0, UNDO, {"turn": turn_id, "paths": paths}, reason)
     if not approved:

@@ -20,6 +20,7 @@ from metnos.mechanisms.llm.router import LLMRouter, embedded_model_files
 from metnos.mechanisms.llm.transport import public_url
 from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.clock import clock_from_env
+from metnos.services import remote_calls
 from metnos.settings.llm_tiers import ENV_EMBEDDED_MODEL, LLMSettings
 from metnos.settings.loader import for_workspace, in_force
 from metnos.settings.workspace import Workspace
@@ -32,7 +33,10 @@ def boot(workspace: Workspace | None = None, *, birth: bool = True, reuse_births
     """The booted runtime of the workspace (``METNOS_HOME``'s by default). ``birth=False`` only reads
     (the birth tests are not run); ``reuse_births=False`` runs every one (the daemon's start, ``executors verify``)."""
     extra = {} if clock is None else {"clock": clock}
-    return Runtime.boot(workspace or in_force().workspace, birth=birth, reuse_births=reuse_births, **extra)
+    runtime = Runtime.boot(workspace or in_force().workspace, birth=birth, reuse_births=reuse_births, **extra)
+    # An executor whose manifest names a device runs there (docs/remote.md).
+    runtime.invoker.remote = remote_calls.step_runner(runtime)
+    return runtime
 
 
 def boot_scheduled(*, birth: bool = False, reuse_births: bool = True) -> Runtime:

@@ -32,3 +32,34 @@ def pair(server: Home, device: Home, name: str = "laptop") -> dict:
     _, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, err
     return {**offered, **json.loads(joined.stdout)}
+
+
+def serve(device: Home):
+    """`metnos device serve` in its own process; the process and the URL it printed."""
+    serving = device.spawn("device", "serve", "--json")
+    return serving, json.loads(serving.stdout.readline())["url"]
+
+
+def stop(serving) -> None:
+    serving.terminate()
+    serving.wait(timeout=10)
+
+
+def place_on_device(server: Home, executor: str, device: str = "laptop", version: str = "1.1.0") -> None:
+    """The server's seed ``executor`` as a new version whose manifest names ``device``, signed with the server's key:
+    how a user puts an executor on a device (a changed manifest is a new version)."""
+    from metnos.mechanisms.executors.keys import load_signing_key
+    from metnos.mechanisms.executors.signing import sign_executor
+    from metnos.settings.workspace import Workspace
+
+    workspace = Workspace.from_env(server.env())
+    base = workspace.executors_origin_dir("seed") / executor
+    current = (base / "CURRENT").read_text().strip()
+    placed = base / version
+    shutil.copytree(base / current, placed)
+    manifest = placed / "manifest.toml"
+    text = manifest.read_text()
+    manifest.write_text(text.replace(f'version = "{current}"', f'version = "{version}"', 1)
+                        .replace("[executor]\n", f'[executor]\ndevice = "{device}"\n', 1))
+    sign_executor(placed, load_signing_key(workspace))
+    (base / "CURRENT").write_text(version + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 
 import orjson
@@ -31,6 +32,9 @@ def run_serve(args: argparse.Namespace) -> int:
     listener = host.server(*args.listen).start()
     url = listener.url.removesuffix("/call")
     host.audit("serving", url=url)
+    if host.revoked_marker.is_file():
+        print(f"metnos: {host.pairing['server']} revoked this device: every call is refused; "
+              "pair it again with `metnos pair CODE --server URL`", file=sys.stderr, flush=True)
     if args.json:
         print(orjson.dumps({"url": url, "name": host.pairing["name"]}).decode(), flush=True)
     else:

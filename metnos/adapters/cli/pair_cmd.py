@@ -9,6 +9,8 @@ import sys
 
 import orjson
 
+from metnos.adapters.cli import qr
+
 DEFAULT_LISTEN = "127.0.0.1:0"
 
 
@@ -58,6 +60,9 @@ def _serve(args: argparse.Namespace) -> int:
                 print(f"On the device, before {until}: metnos pair {window.code} --server {window.server}")
                 print(f"The device will pin this instance's CA, SHA-256 {window.ca_fingerprint[:16]}…; the code is good once.",
                       flush=True)
+                if qr.can_show(sys.stdout):
+                    # The same command, to scan on the device rather than type.
+                    print(qr.rendered(f"metnos pair {window.code} --server {window.server}"), end="", flush=True)
             paired = window.wait(max(0.0, (window.expires - runtime.clock()).total_seconds()))
         finally:
             window.close()

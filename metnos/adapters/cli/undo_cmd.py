@@ -36,7 +36,11 @@ def _lines(result: Any, *, dry_run: bool, home: str) -> list[str]:
     for action in plan.actions:
         done, would, how = _VERBS[action.verb]
         out.append(f"  {would if dry_run else done}  {_short(action.path, home)}  ({how}; step {action.step}, {action.executor})")
-    if not plan.actions:
+    for remote in plan.remote:
+        for path in remote.restored or remote.paths:
+            done = "restored" if remote.restored else "would restore"
+            out.append(f"  {done if not dry_run else 'would restore'}  {remote.device}:{path}  (on the device; step {remote.step}, {remote.executor})")
+    if not plan.actions and not plan.remote:
         out.append("  no file to put back")
     if plan.not_undoable:
         out.append("cannot be undone:")
@@ -85,6 +89,12 @@ def run(args: argparse.Namespace) -> int:
                 "Restore the blob store from a backup and run `metnos undo` again",
                 file=sys.stderr,
             )
+        return 1
+    if result.status == "refused-remote":
+        if not args.json:
+            refusal = result.remote_refusal
+            print(f"metnos: refused: step {refusal['step']} ran on {refusal['device']}, which did not put its files back "
+                  f"({refusal['kind']}): {refusal['message']}; nothing was changed and the turn is not marked undone", file=sys.stderr)
         return 1
     if result.status == "refused" or (args.dry_run and result.status == "would-refuse"):
         if not args.json:

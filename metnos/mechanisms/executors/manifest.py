@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from domain.remote import DEVICE_NAME
 from metnos.mechanisms.sandbox.netallow import NETWORK_ALLOW, valid_pattern
 from metnos.mechanisms.sandbox.profile import SandboxProfile
 
@@ -90,6 +91,16 @@ class Identity(_Strict):
     summary: str = Field(min_length=1, max_length=300)
     # Words the pre-filter matches user requests against (seeds/002 ch. 5).
     affinity: tuple[str, ...] = Field(min_length=1)
+    # The paired device it runs on (docs/remote.md); None: here, on this machine.
+    device: str | None = None
+
+    @field_validator("device")
+    @classmethod
+    def _device_name(cls, v: str | None) -> str | None:
+        if v is not None and not DEVICE_NAME.match(v):
+            raise ValueError(f"device {v!r} is not a paired device's name (lower-case letters, digits and dashes, "
+                             "as `metnos devices list` shows it)")
+        return v
 
     @field_validator("name")
     @classmethod
@@ -274,6 +285,11 @@ class Manifest(_Strict):
     @property
     def version(self) -> str:
         return self.executor.version
+
+    @property
+    def device(self) -> str | None:
+        """The paired device the executor runs on; None: on this machine."""
+        return self.executor.device
 
     @property
     def verb(self) -> str:

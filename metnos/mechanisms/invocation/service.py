@@ -24,6 +24,7 @@ from domain.invocation import Invocation
 from metnos.mechanisms.blobs import BlobStore
 from domain.canonical import canonical_hash, canonical_json
 from domain.errors import MetnosError
+from domain.remote import RemoteRefused
 from metnos.mechanisms.executors.context import build_ctx
 from metnos.mechanisms.executors.loader import LoadedExecutor, LoadReport, Quarantined
 from metnos.mechanisms.executors.signing import verify_executor
@@ -46,8 +47,17 @@ _BEFORE_SPAWN = (FailureKind.POLICY_VIOLATION.value, FailureKind.SANDBOX_UNAVAIL
 
 UNKNOWN = "UnknownExecutor"
 QUARANTINED = "Quarantined"
+# An executor whose manifest names a device (docs/remote.md): refused before the device ran it
+# (offline, revoked, certificate, drift), or failed once it may have run (a timeout, the device's own error).
+REMOTE_REFUSED = "RemoteRefused"
+REMOTE_FAILED = "RemoteFailed"
+_REMOTE_MAY_HAVE_RUN = ("timeout", "device-error")
 CREDENTIAL_MISSING = "CredentialMissing"
 READ_ONLY_REFUSED = "AutonomyReadOnly"
+
+# Runs an executor on the device its manifest names: (executor, arguments, trace_id=, idempotency_id=) -> the device's
+# answer ({"ok", "kind", "output", "error", "sandbox", "layers", "before", "after", ...}); raises RemoteRefused.
+RemoteRunner = Callable[..., dict[str, Any]]
 
 
 @dataclass
@@ -133,6 +143,8 @@ class Invoker:
         self.env = env
         self.blobs = BlobStore(workspace.blobs_dir)
         self.capture = FileCapture(workspace=workspace, blobs=self.blobs, env=env)
+        # Set where the runtime is wired (metnos/services/wiring.py): how a device's executor is called.
+        self.remote: RemoteRunner | None = None
 
     def resolve(self, name: str, version: str | None = None) -> LoadedExecutor | Refusal:
         found = self.report.get(name, version)
@@ -201,6 +213,8 @@ class Invoker:
             refusal = Refusal(READ_ONLY_REFUSED, f"{name} declares side effects and the call runs at autonomy {autonomy}")
             refused = self._refused(name, target.version, target.origin, target.digest, args, caller, turn_id, trace_id, refusal, sandbox, autonomy)
             return Call(invocation=refused, outcome=None, refusal=refusal, executor=target)
+        if target.manifest.device is not None:
+            return self._call_remote(target, args, caller, turn_id, trace_id, autonomy)
         profile = autonomy_levels.sandbox_profile(autonomy, target.profile)
         if target.manifest.capabilities.fs_write_arguments:
             # What the call may change is then exactly what undo keeps a before-image of.
@@ -239,6 +253,57 @@ class Invoker:
             # The server answered from inside the sandbox that the tool is no longer the one approved:
             # the call did not happen, and the executor is quarantined like one whose files changed.
             return Call(invocation=invocation, outcome=outcome, executor=target, quarantined=changed)
+        return Call(invocation=invocation, outcome=outcome, executor=target)
+
+    def _call_remote(self, target: LoadedExecutor, args: dict[str, Any], caller: dict[str, Any], turn_id: str | None,
+                     trace_id: str | None, autonomy: str) -> Call:
+        """The call on the device the manifest names, through the wired runner; recorded like a local one.
+
+        The invocation's trace id is the remote call's: ``RemoteCall`` facts in the log (the "before"
+        manifest, the device's "after" record) and the device's audit line carry it. The device keeps
+        the before-images, so the invocation records none: undo goes through the device."""
+        device = target.manifest.device
+        invocation_id = self.new_id()
+        at = self.clock()
+        trace = trace_id or str(invocation_id)
+        invocation = Invocation.request(
+            id=invocation_id, at=at, executor=target.name, version=target.version, origin=target.origin,
+            digest=target.digest, args=args, args_hash=canonical_hash(args), caller=caller,
+            turn_id=turn_id, trace_id=trace, autonomy=autonomy,
+        )
+        where = f"device:{device}"
+        try:
+            if self.remote is None:
+                raise RemoteRefused("remote-unwired", f"{target.name} runs on {device}, and this process cannot call devices; "
+                                                      "run it from `metnos ask`, the daemon or `metnos executors run`")
+            answer = self.remote(target, args, trace_id=trace, idempotency_id=str(invocation_id))
+        except RemoteRefused as refused:
+            done = self.clock()
+            error = {"cause": refused.kind, "device": device, "message": str(refused)}
+            if refused.kind in _REMOTE_MAY_HAVE_RUN:
+                outcome = InvocationOutcome(ok=False, kind=REMOTE_FAILED, output=None, exit_code=None,
+                                            duration_ms=_ms(at, done), stderr_tail="", output_sha=None, output_bytes=0,
+                                            error=error, sandbox_mode=where)
+                invocation.complete(at=done, ok=False, kind=REMOTE_FAILED, exit_code=None, duration_ms=outcome.duration_ms,
+                                    output_hash=None, output_size=0, output=None, error=error, stderr_tail="", network=None,
+                                    sandbox=where)
+                return Call(invocation=invocation, outcome=outcome, executor=target)
+            refusal = Refusal(REMOTE_REFUSED, str(refused), details=error)
+            invocation.refuse(kind=REMOTE_REFUSED, error=error, at=done, sandbox=where)
+            return Call(invocation=invocation, outcome=None, refusal=refusal, executor=target)
+        done = self.clock()
+        ok = bool(answer.get("ok"))
+        output = answer.get("output") if ok else None
+        error = dict(answer.get("error") or {})
+        kind = None if ok else str(answer.get("kind") or "Failed")
+        raw = canonical_json(output) if output is not None else b""
+        outcome = InvocationOutcome(ok=ok, kind=kind, output=output, exit_code=None, duration_ms=_ms(at, done), stderr_tail="",
+                                    output_sha=None, output_bytes=len(raw), error=error,
+                                    layers=tuple(answer.get("layers") or ()), sandbox_mode=where)
+        invocation.complete(
+            at=done, ok=ok, kind=kind or "ok", exit_code=None, duration_ms=outcome.duration_ms, output_hash=None,
+            output_size=len(raw), output=self._keep(output), error=error or None, stderr_tail="", network=None, sandbox=where,
+        )
         return Call(invocation=invocation, outcome=outcome, executor=target)
 
     def _call_env(self, target: LoadedExecutor) -> dict[str, str] | None:
@@ -282,3 +347,7 @@ class Invoker:
         if isinstance(recorded, dict) and set(recorded) == {"blob", "size"}:
             return orjson.loads(self.blobs.get(recorded["blob"]))
         return recorded
+
+
+def _ms(start: datetime, end: datetime) -> int:
+    return max(0, int((end - start).total_seconds() * 1000))

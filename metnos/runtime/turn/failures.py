@@ -146,6 +146,8 @@ _KIND_WORDS = {
     "SandboxUnavailable": "could not be sandboxed",
     "Quarantined": "is quarantined",
     "UnknownExecutor": "is not installed",
+    "RemoteRefused": "could not run on its device",
+    "RemoteFailed": "did not finish on its device",
 }
 # error_class of a step the loop refused -> words
 _CLASS_WORDS = {
