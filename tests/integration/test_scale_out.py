@@ -91,7 +91,7 @@ def test_a_schedule_fires_once_across_two_daemons(shared: SharedLog) -> None:
             daemon.wait_for(lambda line, d=daemon, n=seen: len(d.ticks()) >= n + 3, timeout=120)
     finally:
         page.close()
-    assert page.requests == 1, [t for d in (first, second) for t in d.ticks() if t['firings'] or t.get('errors')]
+    assert page.requests == 1, [t for d in (first, second) for t in d.ticks() if t.get('firings') or t.get('errors') or t.get('error')]
     fired = [(f["schedule_id"], f["slot"], f["attempt"], f["kind"]) for d in (first, second) for t in d.ticks() for f in t["firings"]]
     assert [f for f in fired if f[0] == sid] == [(sid, SLOT, 1, "ok")]
     started = [r for r in shared.rows() if r["aggregate_id"] == sid and kind(r) == "FiringStarted"]
