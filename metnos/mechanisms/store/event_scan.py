@@ -19,9 +19,11 @@ that decoded JSON cannot make. It runs again before the batch is handed on.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import operator
 import struct
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -31,6 +33,7 @@ from typing import Any
 
 from uuid import UUID
 
+import msgspec
 import orjson
 from eventsourcing.domain import AggregateEvent
 from eventsourcing.persistence import find_id_convertor, pass_through_convertor
@@ -67,7 +70,7 @@ def scan_events(
         fast = plain and class_version == 1 and find_id_convertor(cls, UUID) is pass_through_convertor and _dict_slot(cls) is _EVENT_DICT
         # A record this loop decodes has a UUID for its id (a tag and 16 bytes): its state starts where its topic and mark end.
         state_at = _HEAD.size + _UUID_OID_LEN + _HEAD.unpack_from(value)[2] + 1
-        return (cls if fast else None), topic, slice(state_at, None)
+        return (cls if fast else None), topic, slice(state_at, None), (_state_decoder(cls) if fast else None)
 
     def slow(nid: int, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
         return mapper.decode_rows(((nid, originator_id, version, topic, state),))[0]
@@ -187,14 +190,22 @@ def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow) -> None:
     ids = range(run.first, run.first + len(run.values))
     versions = list(map(_FIRST, map(_unpack_version, run.values, repeat(5))))
     raw_states = list(map(_getitem, run.values, map(_CUT, run.kinds)))
-    try:
-        states = list(map(_loads, raw_states))
-        stamps = list(map(_fromiso, map(dict.pop, states, repeat(STAMP))))
-    except Exception:  # noqa: BLE001 - one at a time, the layered path decodes them or says what is wrong
-        for nid, version, state, kind, originator_id in zip(ids, versions, raw_states, run.kinds, run.ids, strict=True):
-            events.append((nid, slow(nid, originator_id, version, kind[1], bytes([PLAIN_MARK]) + state)))
-        return
-    _consume(map(_setitem, states, repeat("timestamp"), stamps))
+    decoders = list(map(_DECODER, run.kinds))
+    states = None
+    if all(decoders):
+        try:
+            states = list(map(_asdict, map(_decode_state, decoders, raw_states)))
+        except Exception:  # noqa: BLE001 - a state its class's shape does not fit: read as below
+            states = None
+    if states is None:
+        try:
+            states = list(map(_loads, raw_states))
+            stamps = list(map(_fromiso, map(dict.pop, states, repeat(STAMP))))
+        except Exception:  # noqa: BLE001 - one at a time, the layered path decodes them or says what is wrong
+            for nid, version, state, kind, originator_id in zip(ids, versions, raw_states, run.kinds, run.ids, strict=True):
+                events.append((nid, slow(nid, originator_id, version, kind[1], bytes([PLAIN_MARK]) + state)))
+            return
+        _consume(map(_setitem, states, repeat("timestamp"), stamps))
     _consume(map(_setitem, states, repeat("originator_id"), run.ids))
     _consume(map(_setitem, states, repeat("originator_version"), versions))
     made = list(map(_new, map(_CLASS, run.kinds)))
@@ -224,6 +235,38 @@ _VERSION = struct.Struct(">q")
 _UUID_OID_LEN = 17
 _CLASS = itemgetter(0)
 _CUT = itemgetter(2)
+_DECODER = itemgetter(3)
+_decode_state = msgspec.json.Decoder.decode
+_asdict = msgspec.structs.asdict
+# The fields an event class's stored state has besides those the scan sets itself.
+_OWN = frozenset(("originator_id", "originator_version", "timestamp"))
+_DECODERS: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()
+
+
+def _state_decoder(cls: type) -> Any:
+    """A decoder of ``cls``'s plain stored states straight to its fields with the stamp as a
+    ``datetime`` under ``timestamp``, which fails on a key the class does not declare or a field
+    missing; None when the class's fields cannot be told (the states are then loaded as JSON)."""
+    try:
+        return _DECODERS[cls]
+    except KeyError:
+        pass
+    decoder = None
+    if dataclasses.is_dataclass(cls):
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in _OWN]
+        try:
+            shape = msgspec.defstruct(
+                f"{cls.__name__}State",
+                [(name, Any) for name in names] + [("timestamp", datetime)],
+                rename={"timestamp": STAMP},
+                forbid_unknown_fields=True,
+                gc=False,
+            )
+            decoder = msgspec.json.Decoder(shape)
+        except (TypeError, ValueError):
+            decoder = None
+    _DECODERS[cls] = decoder
+    return decoder
 _FIRST = itemgetter(0)
 _getitem = operator.getitem
 _unpack_version = _VERSION.unpack_from
