@@ -128,17 +128,16 @@ def _events_batch(
     originator_id: Any = None
     last_raw_oid: bytes | None = None  # no record's id, not even an empty one, equals it
     end = 0
-    read = 0
-    for read, value in enumerate(islice(cursor.iternext(keys=False, values=True), limit), 1):
+    for value in islice(cursor.iternext(keys=False, values=True), limit):
         if not (value.startswith(lengths) and value.startswith(same, head)):
             try:
                 fmt, oid_len, topic_len, _ = unpack_head(value)
             except struct.error:
-                return None, read
+                return None, 0
             end_oid = head + oid_len
             end = end_oid + topic_len
             if fmt != RECORD_FORMAT or len(value) < end + 2:
-                return None, read
+                return None, 0
             kind_key = value[end_oid : end + 2]
             kind = kinds.get(kind_key)
             if kind is None:
@@ -146,11 +145,11 @@ def _events_batch(
             raw_oid = value[head:end_oid]
             if raw_oid != last_raw_oid:
                 if raw_oid[:1] != _UUID_TAG:
-                    return None, read
+                    return None, 0
                 try:
                     originator_id = _decode_originator_id(raw_oid)
                 except ValueError:
-                    return None, read
+                    return None, 0
                 last_raw_oid = raw_oid
             lengths, same = value[:5], value[head : end + 2]
             plain = kind is not _SKIP and kind[0] is not None
@@ -159,17 +158,17 @@ def _events_batch(
             kinds_of_run.append(kind)
             ids.append(originator_id)
             continue
+        # Not one of a run: numbered after the run before it, which is decoded first.
+        nid = run.first + len(values)
         if values:
             _decode_run(run, events, slow)
-        run = _Run(first + read)
+        run = _Run(nid + 1)
         values, kinds_of_run, ids = run.values, run.kinds, run.ids
-        if kind is _SKIP:
-            continue
-        nid = first + read - 1
-        events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
+        if kind is not _SKIP:
+            events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
     if values:
         _decode_run(run, events, slow)
-    return events, read
+    return events, run.first + len(values) - first
 
 
 class _Run:
