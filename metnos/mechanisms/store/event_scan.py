@@ -153,6 +153,8 @@ def _events_batch(
                 last_raw_oid = raw_oid
             lengths, same = value[:5], value[head : end + 2]
             plain = kind is not _SKIP and kind[0] is not None
+            if plain and kind[3] is None:
+                run.loose = True
         if plain:
             values.append(value)
             kinds_of_run.append(kind)
@@ -161,41 +163,42 @@ def _events_batch(
         # Not one of a run: numbered after the run before it, which is decoded first.
         nid = run.first + len(values)
         if values:
-            _decode_run(run, events, slow)
+            _decode_run(run, events, slow, kinds)
         run = _Run(nid + 1)
         values, kinds_of_run, ids = run.values, run.kinds, run.ids
         if kind is not _SKIP:
             events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
     if values:
-        _decode_run(run, events, slow)
+        _decode_run(run, events, slow, kinds)
     return events, run.first + len(values) - first
 
 
 class _Run:
     """Plain records side by side, numbered from ``first``: the records whole, their kinds (class, topic, where the state starts) and originator ids."""
 
-    __slots__ = ("first", "ids", "kinds", "values")
+    __slots__ = ("first", "ids", "kinds", "loose", "values")
 
     def __init__(self, first: int) -> None:
         self.first = first
+        # Whether a record's class has no shape (``_state_decoder``): the run's states are then loaded as JSON.
+        self.loose = False
         self.values: list[bytes] = []
         self.kinds: list[tuple[type, str, slice]] = []
         self.ids: list[Any] = []
 
 
-def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow) -> None:
+def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow, kinds: dict[bytes, Any]) -> None:
     """The run's events, appended to ``events``: every step a ``map`` over the run, so that no
     Python line runs once an event."""
     ids = range(run.first, run.first + len(run.values))
     versions = list(map(_FIRST, map(_unpack_version, run.values, repeat(5))))
     raw_states = list(map(_getitem, run.values, map(_CUT, run.kinds)))
-    decoders = list(map(_DECODER, run.kinds))
     states = None
-    if all(decoders):
+    if not run.loose:
         try:
-            states = list(map(_asdict, map(_decode_state, decoders, raw_states)))
+            states = list(map(_asdict, map(_decode_state, map(_DECODER, run.kinds), raw_states)))
         except Exception:  # noqa: BLE001 - a state its class's shape does not fit: read as below
-            states = None
+            _drop_misfits(kinds, run.kinds, raw_states)
     if states is None:
         try:
             states = list(map(_loads, raw_states))
@@ -240,6 +243,24 @@ _asdict = msgspec.structs.asdict
 # The fields an event class's stored state has besides those the scan sets itself.
 _OWN = frozenset(("originator_id", "originator_version", "timestamp"))
 _DECODERS: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()
+
+
+def _drop_misfits(kinds: dict[bytes, Any], run_kinds: list[Any], states: list[bytes]) -> None:
+    """After a run's decoding by shape failed: the kinds with a state that does not fit their
+    shape (a field stored that the class no longer declares) lose it in ``kinds``, and their
+    states are loaded as JSON from then on."""
+    misfits = set()
+    for kind, state in zip(run_kinds, states, strict=True):
+        decoder = kind[3]
+        if decoder is None or id(kind) in misfits:
+            continue
+        try:
+            decoder.decode(state)
+        except Exception:  # noqa: BLE001 - any failure: not this shape's
+            misfits.add(id(kind))
+    for key, kind in list(kinds.items()):
+        if kind is not _SKIP and id(kind) in misfits:
+            kinds[key] = (*kind[:3], None)
 
 
 def _state_decoder(cls: type) -> Any:
