@@ -127,9 +127,9 @@ def _events_batch(
     plain = False  # whether the record before was of a kind this loop decodes itself
     originator_id: Any = None
     last_raw_oid: bytes | None = None  # no record's id, not even an empty one, equals it
-    end = 0
+    end = reach = 0
     for value in islice(cursor.iternext(keys=False, values=True), limit):
-        if not (value.startswith(lengths) and value.startswith(same, head)):
+        if not (value[:5] == lengths and value[head:reach] == same):
             try:
                 fmt, oid_len, topic_len, _ = unpack_head(value)
             except struct.error:
@@ -151,7 +151,7 @@ def _events_batch(
                 except ValueError:
                     return None, 0
                 last_raw_oid = raw_oid
-            lengths, same = value[:5], value[head : end + 2]
+            lengths, same, reach = value[:5], value[head : end + 2], end + 2
             plain = kind is not _SKIP and kind[0] is not None
             if plain and kind[3] is None:
                 run.loose = True
@@ -191,7 +191,7 @@ def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow, kinds: dic
     """The run's events, appended to ``events``: every step a ``map`` over the run, so that no
     Python line runs once an event."""
     ids = range(run.first, run.first + len(run.values))
-    versions = list(map(_FIRST, map(_unpack_version, run.values, repeat(5))))
+    versions = list(map(_FIRST, map(_unpack_version, run.values)))
     raw_states = list(map(_getitem, run.values, map(_CUT, run.kinds)))
     states = None
     if not run.loose:
@@ -289,7 +289,8 @@ def _state_decoder(cls: type) -> Any:
     return decoder
 _FIRST = itemgetter(0)
 _getitem = operator.getitem
-_unpack_version = _VERSION.unpack_from
+# A record's version, after its format and lengths.
+_unpack_version = struct.Struct(">5xq").unpack_from
 
 
 def _consume(iterator: Iterator[Any]) -> None:
