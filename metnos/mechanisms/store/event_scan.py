@@ -212,7 +212,7 @@ def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow, kinds: dic
     _consume(map(_setitem, states, repeat("originator_version"), versions))
     made = list(map(_new, map(_CLASS, run.kinds)))
     _consume(map(_set_dict, made, states))
-    events.extend(zip(ids, made, strict=True))
+    events.extend(zip(ids, made))
 
 
 _loads = orjson.loads
@@ -293,6 +293,6 @@ _getitem = operator.getitem
 _unpack_version = struct.Struct(">5xq").unpack_from
 
 
-def _consume(iterator: Iterator[Any]) -> None:
-    deque(iterator, maxlen=0)
+# Runs an iterator of calls to its end, keeping nothing (one deque for every scan: it stays empty).
+_consume = deque(maxlen=0).extend
 
