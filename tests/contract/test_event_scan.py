@@ -171,9 +171,12 @@ def test_a_state_that_does_not_fit_its_class_s_fields_reads_as_stored(tmp_path: 
         for n in range(3):
             later.trigger_event(Ledger.Noted, text="fits", extra=n, timestamp=AT)
         recorder.insert_events(stored + [fast().to_stored_event(e) for e in later.collect_events()])
-        got = scanned(recorder, None, 1, 7)
-        assert got == layered(recorder, None, 1)
-        read = [state for _, cls, state in got if cls is Ledger.Noted and state["text"] in ("old", "older")]
-        assert read[0]["gone"] == [1, 2] and "extra" not in read[1] and list(read[0]) == ["text", "extra", "gone", "timestamp", "originator_id", "originator_version"]
+        expected = layered(recorder, None, 1)
+        for batch in (1, 7, 5000):  # each record a run of its own, then with others
+            got = scanned(recorder, None, 1, batch)
+            assert got == expected, batch
+            read = [state for _, cls, state in got if cls is Ledger.Noted and state["text"] in ("old", "older")]
+            assert read[0]["gone"] == [1, 2] and "extra" not in read[1], batch
+            assert list(read[0]) == ["text", "extra", "gone", "timestamp", "originator_id", "originator_version"], batch
     finally:
         environments.release(shared)
