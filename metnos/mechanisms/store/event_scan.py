@@ -12,6 +12,13 @@ A batch is a few hundred records, not thousands: its events are handed on and fr
 the next is made, so the next reuses memory still in the processor's cache (a batch of 5,000
 events is megabytes, and the scan ran a quarter slower, a third on a busy machine).
 
+A run's states are decoded by their class's shape (``_state_decoder``: a msgspec
+struct of the class's fields that refuses a key the class does not declare and a field
+missing), which parses the stamp into its ``datetime`` as it reads the JSON and hands the
+fields over as one dict; a run with a state that does not fit is loaded as JSON as before,
+and that class's states from then on (a field stored by an older version of the class comes
+back as stored). The event's fields are in the order the layered path gives them.
+
 A batch is decoded with the garbage collector paused: it builds thousands of
 dicts that live on, and each collection would walk them all again for cycles
 that decoded JSON cannot make. It runs again before the batch is handed on.
@@ -174,7 +181,8 @@ def _events_batch(
 
 
 class _Run:
-    """Plain records side by side, numbered from ``first``: the records whole, their kinds (class, topic, where the state starts) and originator ids."""
+    """Plain records side by side, numbered from ``first``: the records whole, their kinds (class, topic, where the
+    state starts, the class's shape or None) and originator ids."""
 
     __slots__ = ("first", "ids", "kinds", "loose", "values")
 
@@ -183,7 +191,7 @@ class _Run:
         # Whether a record's class has no shape (``_state_decoder``): the run's states are then loaded as JSON.
         self.loose = False
         self.values: list[bytes] = []
-        self.kinds: list[tuple[type, str, slice]] = []
+        self.kinds: list[tuple[type, str, slice, Any]] = []
         self.ids: list[Any] = []
 
 
@@ -243,6 +251,10 @@ _asdict = msgspec.structs.asdict
 # The fields an event class's stored state has besides those the scan sets itself.
 _OWN = frozenset(("originator_id", "originator_version", "timestamp"))
 _DECODERS: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()
+_FIRST = itemgetter(0)
+_getitem = operator.getitem
+# A record's version, after its format and lengths.
+_unpack_version = struct.Struct(">5xq").unpack_from
 
 
 def _drop_misfits(kinds: dict[bytes, Any], run_kinds: list[Any], states: list[bytes]) -> None:
@@ -287,10 +299,6 @@ def _state_decoder(cls: type) -> Any:
             decoder = None
     _DECODERS[cls] = decoder
     return decoder
-_FIRST = itemgetter(0)
-_getitem = operator.getitem
-# A record's version, after its format and lengths.
-_unpack_version = struct.Struct(">5xq").unpack_from
 
 
 # Runs an iterator of calls to its end, keeping nothing (one deque for every scan: it stays empty).
