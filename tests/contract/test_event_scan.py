@@ -154,3 +154,29 @@ def test_a_record_with_an_empty_id_first_in_a_batch_stops_the_scan(tmp_path: Pat
             scanned(recorder, None, 1, nid - 1)
     finally:
         environments.release(shared)
+
+
+def test_a_state_that_does_not_fit_its_class_s_fields_reads_as_stored(tmp_path: Path) -> None:
+    """A plain state with a field its class no longer declares, or without one it now declares, comes
+    back from the one loop as the layered path reads it (the stored keys, no more, no fewer); its
+    class's states are loaded as JSON from then on, the other classes' still by their shape."""
+    shared = environments.acquire(tmp_path, sync=False)
+    try:
+        recorder = LMDBApplicationRecorder(shared, "events")
+        write_log(recorder, [{"n": n} for n in range(3)])
+        odd = [{"text": "old", "extra": 1, "gone": [1, 2]}, {"text": "older"}]
+        stored = [StoredEvent(originator_id=UUID(int=3), originator_version=n, topic=NOTED,
+                              state=b"\x00" + orjson.dumps({**state, "__ts__": AT.isoformat()})) for n, state in enumerate(odd, 1)]
+        later = Ledger._create(Ledger.Opened, id=UUID(int=4), owner="dee", timestamp=AT)
+        for n in range(3):
+            later.trigger_event(Ledger.Noted, text="fits", extra=n, timestamp=AT)
+        recorder.insert_events(stored + [fast().to_stored_event(e) for e in later.collect_events()])
+        expected = layered(recorder, None, 1)
+        for batch in (1, 7, 5000):  # each record a run of its own, then with others
+            got = scanned(recorder, None, 1, batch)
+            assert got == expected, batch
+            read = [state for _, cls, state in got if cls is Ledger.Noted and state["text"] in ("old", "older")]
+            assert read[0]["gone"] == [1, 2] and "extra" not in read[1], batch
+            assert list(read[0]) == ["text", "extra", "gone", "timestamp", "originator_id", "originator_version"], batch
+    finally:
+        environments.release(shared)

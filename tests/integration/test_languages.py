@@ -199,3 +199,82 @@ def test_an_online_plan_for_an_italian_request_is_asked_in_italian_and_replays_e
     assert llm.requests[0].messages[-1]["content"] == f"{request}\n\nAnswer me in Italian, the language of my request."
     code, replayed, _ = cli(capsys, "replay", orjson.loads(out)["turn_id"], "--json")
     assert code == 0, replayed
+
+
+def test_who_answered_is_said_in_the_request_language_whatever_the_command_language(home: Path, capsys, monkeypatch) -> None:
+    """`ask`'s "answered by" line, and the line for each step off a terminal, are the turn's words: in
+    the request's language (Italian for an Italian request, English for an English one even under
+    METNOS_LANGUAGE=it)."""
+    monkeypatch.setenv("METNOS_LANGUAGE", "it")
+    (home / "notes").mkdir()
+    (home / "notes" / "todo.txt").write_text("buy milk")
+    said = {
+        "leggi la mia lista delle cose da fare in ~/notes/todo.txt":
+            ("metnos: passo 1: read_files\nmetnos: sto pensando (giro 1) …\n",
+             "metnos: ha risposto scripted-model (livello wise, 2 chiamate come proposer)\n"),
+        "read my todo list in ~/notes/todo.txt":
+            ("metnos: step 1: read_files\nmetnos: thinking (round 1) …\n",
+             "metnos: answered by scripted-model (wise tier, 2 calls as proposer)\n"),
+    }
+    for request, (step, by) in said.items():
+        with ScriptedLLM([call("read_files", {"paths": ["~/notes/todo.txt"]}), text("todo.txt: buy milk")]) as llm:
+            monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+            monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+            code, out, err = cli(capsys, "ask", request, "--no-cache")
+        assert code == 0 and out == "todo.txt: buy milk\n", err
+        assert err.startswith(step) and err.endswith(by), err
+
+
+def test_synt_asks_at_its_gates_in_the_command_language(home: Path, capsys, monkeypatch) -> None:
+    """Under METNOS_LANGUAGE=it synt asks its gates in Italian on a terminal and takes "s" for yes, and
+    with no terminal says in Italian how to approve later."""
+    from tests.integration.test_synt_generate import draft, spec_reply
+
+    monkeypatch.setenv("METNOS_LANGUAGE", "it")
+
+    class Terminal:
+        closed = False
+
+        def isatty(self) -> bool:
+            return True
+
+    prompts: list[str] = []
+    replies = iter(["s", "n"])
+    with monkeypatch.context() as terminal, ScriptedLLM([text(spec_reply()), text(draft())]) as llm:
+        terminal.setattr("sys.stdin", Terminal())
+        terminal.setattr("builtins.input", lambda prompt: prompts.append(prompt) or next(replies))
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out, _ = cli(capsys, "synt", "generate", "count the words of a text")
+    # "s" approved the specification (the draft was written and tested), "n" declined the code.
+    assert prompts == ["approvi la specifica? [s/N] ", "approvi il codice? [s/N] "], prompts
+    assert code == 3 and "rejected" in out, out
+
+    with ScriptedLLM([text(spec_reply(name="compute_lines"))]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        code, _, err = cli(capsys, "synt", "generate", "count the lines of a text")
+    waiting = [p for p in orjson.loads(cli(capsys, "synt", "list", "--json")[1])["proposals"] if p["status"] == "awaiting_spec"]
+    run_id = waiting[0]["run_id"]
+    assert code == 0 and (f"metnos: la proposta {run_id} aspetta che approvi la specifica: `metnos synt approve {run_id}` "
+                          f"o `metnos synt reject {run_id} --reason ...`\n") in err, err
+
+
+def test_the_error_lines_of_every_command_are_said_in_the_command_language(home: Path, capsys, monkeypatch) -> None:
+    """The lines `metnos` itself prints for an unexpected error and an interruption follow METNOS_LANGUAGE."""
+    from metnos.adapters.cli import turns_cmd
+
+    def broken(args):  # noqa: ANN001, ANN202 - a bug planted in a command
+        return {}["missing"]
+
+    def stopped(args):  # noqa: ANN001, ANN202 - Ctrl-C outside a turn
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(turns_cmd, "run_list", broken)
+    monkeypatch.setenv("METNOS_LANGUAGE", "it")
+    code, _, err = cli(capsys, "turns", "list")
+    assert code == 70 and err == ("metnos: errore inatteso: KeyError: 'missing' (un difetto di Metnos; "
+                                  "esegui con --debug o METNOS_DEBUG=1 per vedere dove)\n"), err
+    monkeypatch.setattr(turns_cmd, "run_list", stopped)
+    assert cli(capsys, "turns", "list")[1:] == ("", "metnos: interrotto\n")
+    monkeypatch.setenv("METNOS_LANGUAGE", "en")
+    assert cli(capsys, "turns", "list")[1:] == ("", "metnos: interrupted\n")

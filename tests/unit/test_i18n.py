@@ -96,3 +96,10 @@ def test_the_italian_prompts_keep_the_placeholders_the_model_must_write() -> Non
         assert italian != english, key
         for marker in ("{{step", "{{earlier", "${FILLER:", '"from_step"', '"score"', '"tools"', '"steps"'):
             assert english.count(marker) == italian.count(marker), (key, marker)
+
+
+def test_the_cli_line_for_an_undecodable_record_gives_the_log_s_own_advice() -> None:
+    # The catalogue holds the advice written out (so that it can be translated); it must stay the store's.
+    from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE
+
+    assert i18n.load().text("cli.record_undecodable", error="E") == f"a record of the log cannot be decoded (E); {LOG_DAMAGE_ADVICE}"

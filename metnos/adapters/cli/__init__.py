@@ -14,8 +14,8 @@ from eventsourcing.persistence import MapperDeserialisationError, PersistenceErr
 import metnos
 from metnos.adapters.cli import events_cmd, init_cmd
 from domain.errors import MetnosError
-from metnos.services.events import LOG_DAMAGE_ADVICE
 from metnos.services.interrupts import InterruptGate, Interrupted
+from metnos.settings import i18n
 from metnos.settings.loader import LEAVES, Flag, Loaded, installed, load, runtime_flags, unknown_variables
 
 COMMANDS = [init_cmd, events_cmd]
@@ -59,13 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             with args.interrupts.installed():
                 return int(args.run(args) or 0)
     except Interrupted as e:
-        print(f"metnos: {e}; stopped", file=sys.stderr)
+        print(f"metnos: {_said('cli.stopped', error=e)}", file=sys.stderr)
         return e.exit_code
     except MetnosError as e:
         print(f"metnos: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("metnos: interrupted", file=sys.stderr)
+        print(f"metnos: {_said('cli.interrupted')}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (`metnos events | head`): not an error.
@@ -108,7 +108,7 @@ def unexpected(error: Exception, *, debug: bool) -> int:
         return 2
     if isinstance(error, MapperDeserialisationError):
         # Bytes of a record that no longer decode: the log was damaged where its pages still read.
-        print(f"metnos: a record of the log cannot be decoded ({error}); {LOG_DAMAGE_ADVICE}", file=sys.stderr)
+        print(f"metnos: {_said('cli.record_undecodable', error=error)}", file=sys.stderr)
         return 2
     if isinstance(error, OSError) and error.filename is not None:
         print(f"metnos: {error.strerror or error}: {error.filename}", file=sys.stderr)
@@ -116,8 +116,17 @@ def unexpected(error: Exception, *, debug: bool) -> int:
     if debug:
         traceback.print_exception(error, file=sys.stderr)
     cause = " ".join(f"{type(error).__name__}: {error}".split())
-    print(f"metnos: unexpected error: {cause[:300]} (a bug in Metnos; run with --debug or METNOS_DEBUG=1 to see where)", file=sys.stderr)
+    print(f"metnos: {_said('cli.unexpected_error', cause=cause[:300])}", file=sys.stderr)
     return 70
+
+
+def _said(key: str, **values: object) -> str:
+    """``key`` in the command's language; in the shipped English when the catalogues in force cannot be read
+    (these lines report errors, possibly that one)."""
+    try:
+        return i18n.said(key, **values)
+    except Exception:  # noqa: BLE001 - the error being reported must still be said
+        return i18n.load().text(key, **values)
 
 
 def _debug_env() -> bool:

@@ -70,7 +70,7 @@ def approver_for(args: argparse.Namespace, language: str = i18n.SOURCE) -> Calla
             print(f"metnos: {said.text('ask.approval_no_terminal', language, step=step, executor=executor)}", file=sys.stderr)
             return False, "no-terminal"
         shown = orjson.dumps(call_args).decode()
-        print(f"\nstep {step}: {executor} {shown[:300]}\n  {reason}", file=sys.stderr)
+        print(f"\n{said.text('ask.approval_step', language, step=step, executor=executor, args=shown[:300])}\n  {reason}", file=sys.stderr)
         try:
             reply = input(said.text("ask.approve_prompt", language)).strip().lower()
         except EOFError:
@@ -91,7 +91,7 @@ def asker_for(args: argparse.Namespace, language: str = i18n.SOURCE) -> Callable
         if stdin is None or stdin.closed or not stdin.isatty():
             print(f"metnos: {said.text('ask.question_no_terminal', language, step=question.step, question=question.question)}", file=sys.stderr)
             return None, "no-terminal"
-        print(f"\nstep {question.step}: {question.question}", file=sys.stderr)
+        print(f"\n{said.text('ask.question_step', language, step=question.step, question=question.question)}", file=sys.stderr)
         try:
             reply = input(said.text("ask.answer_prompt", language))
         except EOFError:
@@ -108,10 +108,18 @@ def progress_line(text: str) -> None:
     sys.stderr.flush()
 
 
-def phase_printer(event: Any) -> None:
-    """Without --steps, off a terminal: a line for each step, so a log shows where the time went."""
-    if isinstance(event, Turn.StepProposed) and not sys.stderr.isatty():
-        progress_line(f"step {event.step}: {event.executor}")
+def phase_printer_for(language: str = i18n.SOURCE) -> Callable[[Any], None]:
+    """Without --steps, off a terminal: a line for each step, in the request's ``language``, so a log shows where the time went."""
+    said = i18n.in_force()
+
+    def phase_printer(event: Any) -> None:
+        if isinstance(event, Turn.StepProposed) and not sys.stderr.isatty():
+            progress_line(said.text("ask.progress_step", language, step=event.step, executor=event.executor))
+
+    return phase_printer
+
+
+phase_printer = phase_printer_for()
 
 
 def step_printer(event: Any) -> None:
@@ -133,14 +141,16 @@ def step_printer(event: Any) -> None:
     out.flush()
 
 
-def answered_by(models: list[dict[str, str]]) -> str:
-    """Which models answered the turn, e.g. 'answered by qwen (wise tier, 2 calls as proposer)'."""
+def answered_by(models: list[dict[str, str]], language: str = i18n.SOURCE) -> str:
+    """Which models answered the turn, in ``language``, e.g. 'answered by qwen (wise tier, 2 calls as proposer)'."""
+    said = i18n.in_force()
     seen: dict[tuple[str, str], list[str]] = {}
     for m in models:
-        seen.setdefault((m["model"] or "an unnamed model", m["tier"]), []).append(m["role"])
-    parts = [f"{model} ({tier} tier, {len(roles)} call{'s' if len(roles) > 1 else ''} as {', '.join(dict.fromkeys(roles))})"
+        seen.setdefault((m["model"] or said.text("ask.unnamed_model", language), m["tier"]), []).append(m["role"])
+    parts = [said.text("ask.answered_by_model", language, model=model, tier=tier, roles=", ".join(dict.fromkeys(roles)),
+                       calls=said.text("ask.one_call", language) if len(roles) == 1 else said.text("ask.calls", language, count=len(roles)))
              for (model, tier), roles in seen.items()]
-    return "answered by " + "; ".join(parts)
+    return said.text("ask.answered_by", language, models="; ".join(parts))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,14 +167,15 @@ def run(args: argparse.Namespace) -> int:
     asked = turns.asked(
         args.text, approver=approver_for(args, language), asker=asker_for(args, language), model=getattr(args, "model", None),
         overrides=getattr(args, "runtime_set", None) or (), progress=progress_line,
-        observer=step_printer if args.steps else phase_printer, waiting=lambda limits: WaitingForModel(limits).wrap,
+        observer=step_printer if args.steps else phase_printer_for(language),
+        waiting=lambda limits: WaitingForModel(limits, language=language).wrap,
         interrupts=getattr(args, "interrupts", None), cache=not getattr(args, "no_cache", False),
         level=getattr(args, "autonomy", None), mode=getattr(args, "mode", None), offer_plan=sys.stdout.isatty(),
         continuing=getattr(args, "continuing", False),
     )
     outcome = asked.outcome
     if outcome.learning_error is not None:
-        print(f"metnos: the mnestome did not learn from this turn: {outcome.learning_error}", file=sys.stderr)
+        print(f"metnos: {i18n.in_force().text('ask.not_learnt', language, error=outcome.learning_error)}", file=sys.stderr)
     return print_outcome(outcome, as_json=args.json, offer=asked.offer, language=language)
 
 
@@ -176,12 +187,12 @@ def print_outcome(outcome: Any, *, as_json: bool, offer: str | None = None, lang
     elif outcome.status == "answered":
         print(outcome.answer)
         if outcome.models:
-            print(f"metnos: {answered_by(outcome.models)}", file=sys.stderr)
+            print(f"metnos: {answered_by(outcome.models, language)}", file=sys.stderr)
         if offer is not None:
             print(f"metnos: {offer}", file=sys.stderr)
     elif outcome.status == "interrupted":
-        print(f"metnos: {outcome.message}; turn {outcome.turn_id} is recorded as interrupted"
-              " (`metnos undo` puts back what its finished steps changed)", file=sys.stderr)
+        said = i18n.in_force().text("ask.interrupted", language, message=outcome.message, turn_id=outcome.turn_id)
+        print(f"metnos: {said}", file=sys.stderr)
     elif outcome.status == telling.UNVERIFIED:
         first, *rest = telling.unverified_lines(outcome, language)
         print("\n".join([f"metnos: {first}", *(f"metnos: {line}" for line in rest[:-1]), rest[-1]]), file=sys.stderr)

@@ -12,6 +12,7 @@ import orjson
 from domain.proposal import CLOSED
 from metnos.adapters.cli.ask_cmd import progress_line
 from domain.errors import MetnosError
+from metnos.settings import i18n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -96,16 +97,15 @@ def cli_approver(args: argparse.Namespace, *, first: str | None = None) -> Any:
         if args.yes:
             return True, "flag:--yes"
         stdin = sys.stdin
+        named = i18n.said(f"cli.synt_gate_{gate}")
         if stdin is None or stdin.closed or not stdin.isatty():
-            print(f"metnos: proposal {view['run_id']} waits for your approval of its {gate}: "
-                  f"`metnos synt approve {view['run_id']}` or `metnos synt reject {view['run_id']} --reason ...`",
-                  file=sys.stderr)
+            print(f"metnos: {i18n.said('cli.synt_waits', run_id=view['run_id'], gate=named)}", file=sys.stderr)
             return None, ""
         try:
-            reply = input(f"approve the {gate}? [y/N] ").strip().lower()
+            reply = input(i18n.said("cli.synt_approve", gate=named)).strip().lower()
         except EOFError:
             return None, ""
-        return reply in ("y", "yes"), "user:prompt"
+        return reply in i18n.said("ask.yes_words").split(), "user:prompt"
 
     return approve
 

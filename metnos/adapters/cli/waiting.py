@@ -15,14 +15,19 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from metnos.settings import i18n
+
 FIRST_LINE_S = 3.0
 EVERY_S = 15.0
 
 
 class WaitingForModel:
-    def __init__(self, limits: Callable[[str], tuple[str, float]], *, out: TextIO | None = None) -> None:
+    def __init__(self, limits: Callable[[str], tuple[str, float]], *, out: TextIO | None = None, language: str = i18n.SOURCE) -> None:
         # limits(tier) -> (where the model is, the seconds Metnos waits for its reply)
         self.limits = limits
+        # The request's language: the lines are said in it.
+        self.language = language
+        self.said = i18n.in_force()
         self.out = out or sys.stderr
         self.round = 0
 
@@ -32,7 +37,7 @@ class WaitingForModel:
             self.round += 1
             if not self.out.isatty():
                 # One line as each round starts, so a log shows every phase even when replies are quick.
-                self.out.write(f"metnos: thinking (round {self.round}) …\n")
+                self.out.write(f"metnos: {self.said.text('ask.thinking_round', self.language, round=self.round)}\n")
                 self.out.flush()
             stop = threading.Event()
             report = self._spin if self.out.isatty() else self._lines
@@ -53,7 +58,8 @@ class WaitingForModel:
                 self.out.write("\r\033[K")
                 self.out.flush()
                 return
-            self.out.write(f"\r{frame} thinking… {time.monotonic() - started:.0f} s (gives up after {bound:g} s)")
+            spinner = self.said.text("ask.thinking_spinner", self.language, spent=f"{time.monotonic() - started:.0f}", bound=f"{bound:g}")
+            self.out.write(f"\r{frame} {spinner}")
             self.out.flush()
 
     def _lines(self, stop: threading.Event, where: str, bound: float) -> None:
@@ -61,6 +67,7 @@ class WaitingForModel:
         wait = FIRST_LINE_S
         while not stop.wait(wait):
             spent = time.monotonic() - started
-            self.out.write(f"metnos: waiting for the model at {where}: {spent:.0f} s so far, gives up after {bound:g} s\n")
+            line = self.said.text("ask.waiting_for_model", self.language, where=where, spent=f"{spent:.0f}", bound=f"{bound:g}")
+            self.out.write(f"metnos: {line}\n")
             self.out.flush()
             wait = EVERY_S

@@ -12,6 +12,13 @@ A batch is a few hundred records, not thousands: its events are handed on and fr
 the next is made, so the next reuses memory still in the processor's cache (a batch of 5,000
 events is megabytes, and the scan ran a quarter slower, a third on a busy machine).
 
+A run's states are decoded by their class's shape (``_state_decoder``: a msgspec
+struct of the class's fields that refuses a key the class does not declare and a field
+missing), which parses the stamp into its ``datetime`` as it reads the JSON and hands the
+fields over as one dict; a run with a state that does not fit is loaded as JSON as before,
+and that class's states from then on (a field stored by an older version of the class comes
+back as stored). The event's fields are in the order the layered path gives them.
+
 A batch is decoded with the garbage collector paused: it builds thousands of
 dicts that live on, and each collection would walk them all again for cycles
 that decoded JSON cannot make. It runs again before the batch is handed on.
@@ -19,9 +26,11 @@ that decoded JSON cannot make. It runs again before the batch is handed on.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import operator
 import struct
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -31,6 +40,7 @@ from typing import Any
 
 from uuid import UUID
 
+import msgspec
 import orjson
 from eventsourcing.domain import AggregateEvent
 from eventsourcing.persistence import find_id_convertor, pass_through_convertor
@@ -67,7 +77,7 @@ def scan_events(
         fast = plain and class_version == 1 and find_id_convertor(cls, UUID) is pass_through_convertor and _dict_slot(cls) is _EVENT_DICT
         # A record this loop decodes has a UUID for its id (a tag and 16 bytes): its state starts where its topic and mark end.
         state_at = _HEAD.size + _UUID_OID_LEN + _HEAD.unpack_from(value)[2] + 1
-        return (cls if fast else None), topic, slice(state_at, None)
+        return (cls if fast else None), topic, slice(state_at, None), (_state_decoder(cls) if fast else None)
 
     def slow(nid: int, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
         return mapper.decode_rows(((nid, originator_id, version, topic, state),))[0]
@@ -124,18 +134,17 @@ def _events_batch(
     plain = False  # whether the record before was of a kind this loop decodes itself
     originator_id: Any = None
     last_raw_oid: bytes | None = None  # no record's id, not even an empty one, equals it
-    end = 0
-    read = 0
-    for read, value in enumerate(islice(cursor.iternext(keys=False, values=True), limit), 1):
-        if not (value.startswith(lengths) and value.startswith(same, head)):
+    end = reach = 0
+    for value in islice(cursor.iternext(keys=False, values=True), limit):
+        if not (value[:5] == lengths and value[head:reach] == same):
             try:
                 fmt, oid_len, topic_len, _ = unpack_head(value)
             except struct.error:
-                return None, read
+                return None, 0
             end_oid = head + oid_len
             end = end_oid + topic_len
             if fmt != RECORD_FORMAT or len(value) < end + 2:
-                return None, read
+                return None, 0
             kind_key = value[end_oid : end + 2]
             kind = kinds.get(kind_key)
             if kind is None:
@@ -143,63 +152,75 @@ def _events_batch(
             raw_oid = value[head:end_oid]
             if raw_oid != last_raw_oid:
                 if raw_oid[:1] != _UUID_TAG:
-                    return None, read
+                    return None, 0
                 try:
                     originator_id = _decode_originator_id(raw_oid)
                 except ValueError:
-                    return None, read
+                    return None, 0
                 last_raw_oid = raw_oid
-            lengths, same = value[:5], value[head : end + 2]
+            lengths, same, reach = value[:5], value[head : end + 2], end + 2
             plain = kind is not _SKIP and kind[0] is not None
+            if plain and kind[3] is None:
+                run.loose = True
         if plain:
             values.append(value)
             kinds_of_run.append(kind)
             ids.append(originator_id)
             continue
+        # Not one of a run: numbered after the run before it, which is decoded first.
+        nid = run.first + len(values)
         if values:
-            _decode_run(run, events, slow)
-        run = _Run(first + read)
+            _decode_run(run, events, slow, kinds)
+        run = _Run(nid + 1)
         values, kinds_of_run, ids = run.values, run.kinds, run.ids
-        if kind is _SKIP:
-            continue
-        nid = first + read - 1
-        events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
+        if kind is not _SKIP:
+            events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
     if values:
-        _decode_run(run, events, slow)
-    return events, read
+        _decode_run(run, events, slow, kinds)
+    return events, run.first + len(values) - first
 
 
 class _Run:
-    """Plain records side by side, numbered from ``first``: the records whole, their kinds (class, topic, where the state starts) and originator ids."""
+    """Plain records side by side, numbered from ``first``: the records whole, their kinds (class, topic, where the
+    state starts, the class's shape or None) and originator ids."""
 
-    __slots__ = ("first", "ids", "kinds", "values")
+    __slots__ = ("first", "ids", "kinds", "loose", "values")
 
     def __init__(self, first: int) -> None:
         self.first = first
+        # Whether a record's class has no shape (``_state_decoder``): the run's states are then loaded as JSON.
+        self.loose = False
         self.values: list[bytes] = []
-        self.kinds: list[tuple[type, str, slice]] = []
+        self.kinds: list[tuple[type, str, slice, Any]] = []
         self.ids: list[Any] = []
 
 
-def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow) -> None:
+def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow, kinds: dict[bytes, Any]) -> None:
     """The run's events, appended to ``events``: every step a ``map`` over the run, so that no
     Python line runs once an event."""
     ids = range(run.first, run.first + len(run.values))
-    versions = list(map(_FIRST, map(_unpack_version, run.values, repeat(5))))
+    versions = list(map(_FIRST, map(_unpack_version, run.values)))
     raw_states = list(map(_getitem, run.values, map(_CUT, run.kinds)))
-    try:
-        states = list(map(_loads, raw_states))
-        stamps = list(map(_fromiso, map(dict.pop, states, repeat(STAMP))))
-    except Exception:  # noqa: BLE001 - one at a time, the layered path decodes them or says what is wrong
-        for nid, version, state, kind, originator_id in zip(ids, versions, raw_states, run.kinds, run.ids, strict=True):
-            events.append((nid, slow(nid, originator_id, version, kind[1], bytes([PLAIN_MARK]) + state)))
-        return
-    _consume(map(_setitem, states, repeat("timestamp"), stamps))
+    states = None
+    if not run.loose:
+        try:
+            states = list(map(_asdict, map(_decode_state, map(_DECODER, run.kinds), raw_states)))
+        except Exception:  # noqa: BLE001 - a state its class's shape does not fit: read as below
+            _drop_misfits(kinds, run.kinds, raw_states)
+    if states is None:
+        try:
+            states = list(map(_loads, raw_states))
+            stamps = list(map(_fromiso, map(dict.pop, states, repeat(STAMP))))
+        except Exception:  # noqa: BLE001 - one at a time, the layered path decodes them or says what is wrong
+            for nid, version, state, kind, originator_id in zip(ids, versions, raw_states, run.kinds, run.ids, strict=True):
+                events.append((nid, slow(nid, originator_id, version, kind[1], bytes([PLAIN_MARK]) + state)))
+            return
+        _consume(map(_setitem, states, repeat("timestamp"), stamps))
     _consume(map(_setitem, states, repeat("originator_id"), run.ids))
     _consume(map(_setitem, states, repeat("originator_version"), versions))
     made = list(map(_new, map(_CLASS, run.kinds)))
     _consume(map(_set_dict, made, states))
-    events.extend(zip(ids, made, strict=True))
+    events.extend(zip(ids, made))
 
 
 _loads = orjson.loads
@@ -224,11 +245,62 @@ _VERSION = struct.Struct(">q")
 _UUID_OID_LEN = 17
 _CLASS = itemgetter(0)
 _CUT = itemgetter(2)
+_DECODER = itemgetter(3)
+_decode_state = msgspec.json.Decoder.decode
+_asdict = msgspec.structs.asdict
+# The fields an event class's stored state has besides those the scan sets itself.
+_OWN = frozenset(("originator_id", "originator_version", "timestamp"))
+_DECODERS: weakref.WeakKeyDictionary[type, Any] = weakref.WeakKeyDictionary()
 _FIRST = itemgetter(0)
 _getitem = operator.getitem
-_unpack_version = _VERSION.unpack_from
+# A record's version, after its format and lengths.
+_unpack_version = struct.Struct(">5xq").unpack_from
 
 
-def _consume(iterator: Iterator[Any]) -> None:
-    deque(iterator, maxlen=0)
+def _drop_misfits(kinds: dict[bytes, Any], run_kinds: list[Any], states: list[bytes]) -> None:
+    """After a run's decoding by shape failed: the kinds with a state that does not fit their
+    shape (a field stored that the class no longer declares) lose it in ``kinds``, and their
+    states are loaded as JSON from then on."""
+    misfits = set()
+    for kind, state in zip(run_kinds, states, strict=True):
+        decoder = kind[3]
+        if decoder is None or id(kind) in misfits:
+            continue
+        try:
+            decoder.decode(state)
+        except Exception:  # noqa: BLE001 - any failure: not this shape's
+            misfits.add(id(kind))
+    for key, kind in list(kinds.items()):
+        if kind is not _SKIP and id(kind) in misfits:
+            kinds[key] = (*kind[:3], None)
+
+
+def _state_decoder(cls: type) -> Any:
+    """A decoder of ``cls``'s plain stored states straight to its fields with the stamp as a
+    ``datetime`` under ``timestamp``, which fails on a key the class does not declare or a field
+    missing; None when the class's fields cannot be told (the states are then loaded as JSON)."""
+    try:
+        return _DECODERS[cls]
+    except KeyError:
+        pass
+    decoder = None
+    if dataclasses.is_dataclass(cls):
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in _OWN]
+        try:
+            shape = msgspec.defstruct(
+                f"{cls.__name__}State",
+                [(name, Any) for name in names] + [("timestamp", datetime)],
+                rename={"timestamp": STAMP},
+                forbid_unknown_fields=True,
+                gc=False,
+            )
+            decoder = msgspec.json.Decoder(shape)
+        except (TypeError, ValueError):
+            decoder = None
+    _DECODERS[cls] = decoder
+    return decoder
+
+
+# Runs an iterator of calls to its end, keeping nothing (one deque for every scan: it stays empty).
+_consume = deque(maxlen=0).extend
 
