@@ -231,9 +231,8 @@ def test_a_dead_llm_server_ends_the_turn_with_a_clear_message(home: Path, capsys
     # One line says what went wrong; off a terminal the others are the phases' progress lines.
     lines = err.splitlines()
     assert [line for line in lines if "unreachable" in line] == [lines[-1]]
-    # The progress lines are said in the request's language, and the detector reads "hello" as Italian.
-    progress = ("metnos: thinking", "metnos: waiting", "metnos: step", "metnos: starting", "metnos: sto pensando", "metnos: aspetto", "metnos: passo")
-    assert all(line.startswith(progress) for line in lines[:-1]), lines
+    # "hello" is one word, too little to tell a language by: the lines are English.
+    assert all(line.startswith(("metnos: thinking", "metnos: waiting", "metnos: step", "metnos: starting")) for line in lines[:-1]), lines
 
 
 def test_needs_action_target_and_pipeline_already_closed(home: Path, capsys, monkeypatch) -> None:

@@ -42,6 +42,9 @@ def test_the_request_language_is_detected_and_english_when_unsure() -> None:
     assert language_of("find the pdf files in my documents folder", languages) == "en"
     assert language_of("ok", languages) == "en"
     assert language_of("", languages) == "en"
+    # One word is told only when the detector is sure: "hello" leans Italian (0.69) and stays English.
+    assert language_of("hello", languages) == "en"
+    assert language_of("grazie", languages) == "it"
     # A language with no catalogue is never chosen.
     assert language_of("trova i file pdf nella cartella documenti", ["en"]) == "en"
 

@@ -2,7 +2,8 @@
 
 Lingua (a statistical detector that keeps its models in the wheel, nothing
 downloaded) picks among the catalogue's languages only. A request too short
-or too mixed to tell (the top language under ``MIN_CONFIDENCE``) is answered
+or too mixed to tell (the top language under ``MIN_CONFIDENCE``, or under
+``MIN_CONFIDENCE_ONE_WORD`` for a single word) is answered
 in English, the catalogue's source: a turn never switches language on a guess.
 The same text always gives the same language, so a replayed turn says the
 same fixed texts.
@@ -16,6 +17,8 @@ from typing import Any
 from metnos.settings.i18n import SOURCE
 
 MIN_CONFIDENCE = 0.6
+# One word is little to go on: Lingua gives "hello" to Italian at 0.69, "ciao" at 0.90.
+MIN_CONFIDENCE_ONE_WORD = 0.8
 
 
 @lru_cache(maxsize=4)
@@ -47,6 +50,7 @@ def language_of(text: str, languages: list[str] | tuple[str, ...]) -> str:
     if detector is None or not text.strip():
         return SOURCE
     values = detector.compute_language_confidence_values(text)
-    if not values or values[0].value < MIN_CONFIDENCE:
+    bar = MIN_CONFIDENCE_ONE_WORD if len(text.split()) == 1 else MIN_CONFIDENCE
+    if not values or values[0].value < bar:
         return SOURCE
     return names.get(values[0].language, SOURCE)
