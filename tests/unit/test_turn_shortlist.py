@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
 from metnos.runtime.turn.shortlist import shortlist
 
@@ -245,3 +247,22 @@ def test_in_a_question_an_action_word_after_a_determiner_names_a_thing() -> None
     assert "change_git_commit" in asked("commit the change in ~/projects/x")
     assert "change_git_commit" in asked("what changed in ~/projects/x? then commit it")
     assert "send_messages" in asked("write a message and send the message to Luca")
+
+
+@pytest.mark.parametrize(("text", "only_questions"), [
+    ("Who wrote the latest commit in the repository ~/projects/x?", True),
+    ("How much space does my ~/Videos folder take?", True),
+    ("Am I free on Monday morning?", True),
+    ("quanti file ci sono in ~/Scaricati?", True),
+    ("qual è il file più grande in ~/Scaricati?", True),
+    # A question and an instruction, a request through "can", a verb first: something is to be done.
+    ("Which is the largest file in ~/Downloads? Delete it.", False),
+    ("What is the total, and can you send it to Luca?", False),
+    ("Can you delete ~/a.txt?", False),
+    ("delete ~/a.txt?", False),
+    ("Find the largest file in ~/Downloads and delete it.", False),
+    ("puoi cancellare ~/a.txt?", False),
+])
+def test_a_request_of_questions_only_is_told_apart(text: str, only_questions: bool) -> None:
+    from metnos.runtime.step.asked import asks_only_questions
+    assert asks_only_questions(text) is only_questions

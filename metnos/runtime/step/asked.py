@@ -27,6 +27,7 @@ Two readings of the request keep a named action from counting:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -114,6 +115,47 @@ class ActionWords:
             if met:
                 out.append((word, met))
         return out
+
+
+# A sentence ends at ? ! ; or a full stop before a space (a path's dots are taken out before).
+_SENTENCES = re.compile(r"[^?!;]*?(?:[?!;]|\.(?=\s|$)|$)")
+# Words that turn a question into a request ("can you send it?", "puoi cancellarlo?"): a closed class.
+ASKING_WORDS: frozenset[str] = frozenset("can could would will puoi potresti potete riesci riusciresti".split())
+# A question's first word when it asks yes or no ("is there a file called x?").
+YES_NO_OPENERS: frozenset[str] = frozenset("am is are was were do does did has have any anything e ci c".split())
+
+
+def asks_only_questions(request_text: str) -> bool:
+    """Whether every clause of the request asks a question and none asks for something to be done.
+
+    A clause asks a question when it opens with a question word ("what", "how much", "quale") or,
+    as its sentence's first clause, ends with a question mark; a clause with "can", "could",
+    "puoi"... in it asks for something to be done ("can you send it to Luca?"), and so does one
+    that opens with a verb ("which is the largest? delete it"). An executor with side effects
+    offered for a question is a means ("how much space does the folder take": a command), not
+    what was asked: the answer in words may stand."""
+    targets = named_targets(request_text)
+    text = request_text
+    for target in (*targets.urls, *targets.files, *targets.folders):
+        text = text.replace(target, " ")
+    clauses = 0
+    for sentence in _SENTENCES.findall(text):
+        marked = sentence.strip().endswith("?")
+        words = tokens(sentence)
+        chunks: list[list[str]] = [[]]
+        for k, word in enumerate(words):
+            # "qual è", its accent folded away, is "qual e": that "e" is the verb, not "and".
+            if word in CLAUSE_JOINS and not (word == "e" and k >= 1 and words[k - 1] in QUESTION_WORDS):
+                chunks.append([])
+            else:
+                chunks[-1].append(word)
+        for n, chunk in enumerate(c for c in chunks if c):
+            clauses += 1
+            if ASKING_WORDS & set(chunk):
+                return False
+            if not (chunk[0] in QUESTION_WORDS or (n == 0 and marked and chunk[0] in YES_NO_OPENERS)):
+                return False
+    return clauses > 0
 
 
 def _named_thing(words: list[str], i: int) -> bool:

@@ -6,6 +6,7 @@ import re
 
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import UserMessage
+from metnos.runtime.step.asked import asks_only_questions
 from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.answers import NAMES_NOTHING, REASONS, admitted_failure, names_none_of, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
 from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence
@@ -89,6 +90,9 @@ class ActionTaken(BaseRule):
 
     def on_answer(self, answer: Answer) -> Verdict | None:
         state, loop = answer.state, answer.loop
+        if asks_only_questions(answer.request.text):
+            # An action offered for a question is a means to its answer, not what was asked.
+            return None
         if not not_acted(loop, state, answer.pool):
             return self._each_asked(answer)
         # A plan (online, or the cascade's) that answers a request for an action without doing it ends here.

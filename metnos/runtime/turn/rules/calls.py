@@ -17,6 +17,7 @@ from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
 from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
 from metnos.runtime.turn.completion import complete_arguments, complete_paths, keep_names, without_blank_optionals
+from metnos.runtime.step.asked import asks_only_questions
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
@@ -45,7 +46,7 @@ class Guards(BaseRule):
             return None
         observation = decision.observation()
         repeated = False
-        pending = [] if state.acted else actions_offered(step.loop.catalogue, step.pool)
+        pending = [] if state.acted or asks_only_questions(step.request.text) else actions_offered(step.loop.catalogue, step.pool)
         if decision.outcome == DUPLICATE_READ and pending:
             # The request asks for an action none of whose steps ran: that is the next call, not an answer.
             data = decision.previous_steps[-1]
