@@ -259,6 +259,7 @@ def test_in_a_question_an_action_word_after_a_determiner_names_a_thing() -> None
     ("Which is the largest file in ~/Downloads? Delete it.", False),
     ("What is the total, and can you send it to Luca?", False),
     ("Can you delete ~/a.txt?", False),
+    ("Which of the files in ~/Downloads could you delete for me?", False),
     ("delete ~/a.txt?", False),
     ("Find the largest file in ~/Downloads and delete it.", False),
     ("puoi cancellare ~/a.txt?", False),
