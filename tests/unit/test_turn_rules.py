@@ -466,3 +466,13 @@ def test_an_action_turn_answered_from_its_data_says_what_the_action_did_not_what
     state.acted, state.acted_steps = False, []
     request = TurnRequest(text="read ~/a.md")
     assert "the file's own words" in answer_from_data(loop, None, state, request, ["read_files"], AnswerFromData((1,)))
+
+
+def test_a_question_answered_in_words_is_not_held_to_the_action_it_was_offered() -> None:
+    # "What is the message of the last commit?": offered the commit tool on a shared word, the
+    # 1.5B read the log and answered right, and the turn failed for not committing.
+    loop, pool = Loop(), ["read_files", "delete_files"]
+    question = an_answer(loop, "The oldest one is a.txt.", TurnState(), pool=pool, request="which is the oldest file in ~/old?")
+    assert ActionTaken().on_answer(question) is None
+    order = an_answer(loop, "The oldest one is a.txt.", TurnState(), pool=pool, request="delete the oldest file in ~/old")
+    assert isinstance(ActionTaken().on_answer(order), SendBack)
