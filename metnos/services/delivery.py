@@ -26,8 +26,11 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from domain.delivery import WAITING, OutgoingMessage, RetryRule
+from eventsourcing.application import AggregateNotFoundError
+
+from domain.delivery import GIVEN_UP, WAITING, OutgoingMessage, RetryRule
 from domain.errors import MetnosError
+from metnos.services.pending import AlreadyAnswered, PendingUnknown, answered_on, by_of
 from projections import deliveries
 
 # A sender sends one message on its channel and returns the channel's receipt (a message id), or raises.
@@ -38,6 +41,18 @@ IDLE_S = 5.0
 
 class DeliveryFailed(MetnosError):
     """A channel could not deliver a message; the text is the cause, fit for the log (no secret in it)."""
+
+
+class MessageUnknown(PendingUnknown):
+    """No undelivered message with that id (never queued, or not given up)."""
+
+
+class MessageAlreadyAnswered(AlreadyAnswered, MessageUnknown):
+    """The undelivered message was retried or dismissed already, on this or another way in: the first answer counts."""
+
+
+# What can be done with a message given up.
+RETRY, DISMISS = "retry", "dismiss"
 
 
 class Outbox:
@@ -57,6 +72,9 @@ class Outbox:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
+        # One answer at a time to what was given up; who answered each, the last 256.
+        self._answering = threading.Lock()
+        self._answered_by: dict[str, str] = {}
 
     # Channels ------------------------------------------------------------------------
     def serve(self, channel: str, sender: Sender) -> None:
@@ -119,6 +137,51 @@ class Outbox:
         self._load()
         with self._cond:
             return deliveries.undelivered(self._state or self._fold.initial(), turn_id)
+
+    def knows(self, message_id: str) -> bool:
+        """Whether ``message_id`` is a message of the outbox (waiting, given up, or answered since)."""
+        self._load()
+        with self._cond:
+            return message_id in (self._state or {}).get("messages", {}) or message_id in self._answered_by
+
+    def answer(self, message_id: str, action: str, *, by: str, channel: str = "http") -> dict[str, Any]:
+        """Retry (queue again, for a new round of attempts) or dismiss a message given up, as ``by`` on
+        ``channel``; the first answer counts, a second is refused naming the way in that gave the first."""
+        if action not in (RETRY, DISMISS):
+            raise MessageUnknown(f"an undelivered message is answered with {RETRY!r} or {DISMISS!r}, not {action!r}")
+        self._load()
+        by = by_of(channel, by)
+        rt = self.host.runtime
+        with self._answering:
+            first = self._answered_by.get(message_id)
+            if not first:
+                message = self._given_up(message_id)
+                first = message.answered_by if message is not None and message.status != GIVEN_UP else ""
+            if first:
+                raise MessageAlreadyAnswered(f"undelivered message {message_id!r} was already answered on {answered_on(first)} ({first})")
+            if message is None or message.status != GIVEN_UP:
+                raise MessageUnknown(f"no undelivered message {message_id!r}: it was sent, is still being tried, or never queued")
+            if action == RETRY:
+                message.retry(by=by, at=rt.clock())
+            else:
+                message.dismiss(by=by, at=rt.clock())
+            self._record(message)
+            self._answered_by[message_id] = by
+            while len(self._answered_by) > 256:
+                del self._answered_by[next(iter(self._answered_by))]
+        if action == RETRY:
+            with self._cond:
+                self._waiting[message_id] = message
+                self._cond.notify_all()
+            self._log(f"the {message.kind} to {message.channel} {message.address} is queued again ({by})")
+        return {"id": message_id, "action": action, "by": by}
+
+    def _given_up(self, message_id: str) -> OutgoingMessage | None:
+        try:
+            found = self.host.runtime.log.repository.get(UUID(message_id))
+        except (ValueError, AggregateNotFoundError):
+            return None
+        return found if isinstance(found, OutgoingMessage) else None
 
     def _record(self, message: OutgoingMessage) -> None:
         """Write the message's new events (at once, also from inside a unit of work: a message must outlive
