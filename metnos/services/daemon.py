@@ -25,7 +25,7 @@ from metnos.mechanisms.llm.shared_server import start_shared, touch
 from metnos.runtime.scheduler.clock import clock_from_env
 from metnos.runtime.scheduler.service import ScheduleService
 from metnos.runtime.scheduler.tick import Scheduler
-from metnos.services import extensions, wiring
+from metnos.services import daemon_client, extensions, wiring
 from metnos.services.host import DaemonHost
 from metnos.settings.config_file import load_daemon_config
 from metnos.settings.workspace import Workspace
@@ -93,6 +93,8 @@ def serving(host: DaemonHost, address: str | None, *, warn: Callable[[str], None
         yield {}
         return
     server = extensions.start_http(host, address)
+    # Where it serves, for the commands that talk to it (`metnos inbox`).
+    daemon_client.note_served(host.runtime.workspace, server.url)
     started: list[Any] = []
     try:
         for channel in extensions.channels(host):
@@ -106,6 +108,7 @@ def serving(host: DaemonHost, address: str | None, *, warn: Callable[[str], None
         for channel in reversed(started):
             channel.stop()
         server.stop()
+        daemon_client.forget_served(host.runtime.workspace, server.url)
         host.close()
 
 

@@ -87,5 +87,15 @@ class DialogBroker(PendingBroker[PendingDialog]):
 
         return len(self._close_all(leave))
 
+    def leave(self, dialog_id: str, *, by: str) -> bool:
+        """Leave one question unanswered (the channel that showed it is stopping); False if it no longer waits."""
+        with self._lock:
+            pending = self._pending.get(dialog_id)
+            if pending is None or pending.answered.is_set():
+                return False
+            pending.answer, pending.by = None, by_of(pending.channel, by)
+            pending.answered.set()
+        return True
+
     def pending(self) -> list[dict[str, Any]]:
         return [p.to_json() for p in self._listed()]

@@ -214,13 +214,17 @@ def routes(host: DaemonHost) -> list[Route]:
             raise BadRequest('"answer" is the words the question asks for, as a string')
         if action is not None and action not in ("retry", "dismiss"):
             raise BadRequest('"action" is "retry" or "dismiss"')
+        # The command line answers through this API (`metnos inbox`): its answers are recorded as given on cli.
+        via = body.get("via", CHANNEL)
+        if via not in (CHANNEL, "cli"):
+            raise BadRequest('"via" is "cli" (`metnos inbox`) or left out (http)')
         if approve is None and text is None and action is None:
             raise BadRequest('answer with {"approve": true|false} (an approval), {"answer": "..."} (a question) '
                              'or {"action": "retry"|"dismiss"} (an undelivered message)')
         if (approve is not None or action is not None) and host.approver_is_guest(CHANNEL, device_of(request)):
             raise GuestCannotApprove("this device is paired as a guest, and a guest answers nothing of the host's inbox: "
                                      "answer from the host's device or chat")
-        return json_response(the_inbox.answer(host, item_id, channel=CHANNEL, by="user", approve=approve, text=text, action=action))
+        return json_response(the_inbox.answer(host, item_id, channel=via, by="user", approve=approve, text=text, action=action))
 
     def schedules(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
