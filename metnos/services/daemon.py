@@ -12,6 +12,7 @@ goes on. ``once`` runs one tick and returns.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,8 +25,9 @@ from metnos.mechanisms.llm.router import embedded_model_files
 from metnos.mechanisms.llm.shared_server import start_shared, touch
 from metnos.runtime.scheduler.clock import clock_from_env
 from metnos.runtime.scheduler.service import ScheduleService
+from metnos.runtime.scheduler.firing import recipient
 from metnos.runtime.scheduler.tick import Scheduler
-from metnos.services import daemon_client, extensions, wiring
+from metnos.services import daemon_client, delivery, extensions, wiring
 from metnos.services.host import DaemonHost
 from metnos.settings.config_file import load_daemon_config
 from metnos.settings.workspace import Workspace
@@ -62,7 +64,8 @@ def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn:
             emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
             # The nightly jobs that draft (i18n, synt) reach the model through the router, started on first use.
             models = None if options.no_model else wiring.llm_router(rt.workspace, os.environ).for_tier
-            scheduler = Scheduler(rt, models=models)
+            # A firing's message to a channel the daemon serves (Telegram) goes through its outbox.
+            scheduler = Scheduler(rt, models=models, deliver=delivery.scheduled_delivery(host, scheduled_address(rt)))
             while True:
                 started = time.monotonic()
                 if model.get("model_url"):
@@ -77,6 +80,21 @@ def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn:
                 if options.once:
                     return 0
                 time.sleep(max(0.0, options.tick_s - (time.monotonic() - started)))
+
+
+def scheduled_address(rt: Any) -> Callable[[str, str], str | None]:
+    """Where on a channel the scheduler's messages go: ``[scheduler] deliver_to`` (default "me") as send_messages
+    reads it, a name of ``[telegram.chat_ids]`` or a chat id; None when it names none (send_messages then says so)."""
+
+    def address(channel: str, schedule_id: str) -> str | None:
+        if channel != "telegram":
+            return None
+        to_user = recipient(rt)
+        mapped = str(for_workspace(rt.workspace).settings.telegram.chat_ids.get(to_user, to_user))
+        # A chat id; a @channel name is left to send_messages, which takes it.
+        return mapped if re.fullmatch(r"-?\d+", mapped) else None
+
+    return address
 
 
 def http_address(options: DaemonOptions, configured: str) -> str | None:

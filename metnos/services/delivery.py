@@ -35,6 +35,8 @@ from projections import deliveries
 
 # A sender sends one message on its channel and returns the channel's receipt (a message id), or raises.
 Sender = Callable[[OutgoingMessage], str]
+# The kind of a scheduled firing's message (its result, or why it failed).
+SCHEDULED = "scheduled"
 # How long the worker sleeps at most between looks, should a wake-up be missed.
 IDLE_S = 5.0
 
@@ -115,6 +117,11 @@ class Outbox:
                 if not busy or left <= 0:
                     return not busy
                 self._cond.wait(min(left, 0.1))
+
+    def serves(self, channel: str) -> bool:
+        """Whether a channel's sender is registered now (its messages go out from this outbox)."""
+        with self._cond:
+            return channel in self._senders
 
     def close(self) -> None:
         for channel in list(self._senders):
@@ -265,3 +272,22 @@ class Outbox:
     def _forget(self, message: OutgoingMessage) -> None:
         with self._cond:
             self._waiting.pop(str(message.id), None)
+
+
+def scheduled_delivery(host: Any, addresses: Callable[[str, str], str | None]) -> Callable[[str, str, str], dict[str, Any] | None]:
+    """The scheduler's port (metnos/runtime/scheduler/tick.py, ``Deliver``): a firing's message to ``channel`` is
+    queued in ``host``'s outbox when a channel there sends it and ``addresses(channel, recipient)`` finds where;
+    otherwise None, and the scheduler sends it through send_messages as before."""
+
+    def deliver(schedule_id: str, channel: str, body: str) -> dict[str, Any] | None:
+        outbox = host.outbox
+        if not outbox.serves(channel):
+            return None
+        address = addresses(channel, schedule_id)
+        if address is None:
+            return None
+        message_id = outbox.queue(channel=channel, address=address, text=body, kind=SCHEDULED)
+        # Queued, not yet sent: the outbox's own events say when it was (MessageSent), or given up.
+        return {"channel": channel, "ok": True, "kind": "queued", "message_id": message_id, "invocation_id": None}
+
+    return deliver
