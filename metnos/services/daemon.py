@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from domain.delivery import RetryRule
 from domain.errors import MetnosError
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.router import embedded_model_files
@@ -60,12 +61,15 @@ def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn:
         model = {} if options.no_model else warm_model(rt.workspace, options.tick_s)
         config = load_daemon_config(rt.workspace.config_file)
         host = DaemonHost(rt, env=os.environ, approval_timeout_s=config.approval_timeout_s)
+        host.outbox.rule = RetryRule(first_delay_s=config.delivery_first_delay_s, max_delay_s=config.delivery_max_delay_s,
+                                     max_attempts=config.delivery_attempts)
         with serving(host, http_address(options, config.http), warn=warn) as http:
             emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
             # The nightly jobs that draft (i18n, synt) reach the model through the router, started on first use.
             models = None if options.no_model else wiring.llm_router(rt.workspace, os.environ).for_tier
             # A firing's message to a channel the daemon serves (Telegram) goes through its outbox.
-            scheduler = Scheduler(rt, models=models, deliver=delivery.scheduled_delivery(host, scheduled_address(rt)))
+            host.deliver_scheduled = delivery.scheduled_delivery(host, scheduled_address(rt))
+            scheduler = Scheduler(rt, models=models, deliver=host.deliver_scheduled)
             while True:
                 started = time.monotonic()
                 if model.get("model_url"):

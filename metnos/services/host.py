@@ -129,6 +129,8 @@ class DaemonHost(RuntimeHost):
         self._gates_lock = threading.Lock()
         # The running turn's events as they are recorded, and its Stop (metnos/services/live.py).
         self.live = LiveTurns()
+        # How a scheduled firing's message reaches the outbox (set by metnos/services/daemon.py); None: send_messages.
+        self.deliver_scheduled: Callable[[str, str, str], Any] | None = None
 
     @contextmanager
     def writing(self) -> Iterator[Runtime]:

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+from uuid import uuid4
 
 from domain.errors import MetnosError
 
@@ -177,7 +178,5 @@ class PendingBroker(Generic[P]):
 
 def make_item(cls: type[P], *, channel: str, timeout_s: float, request: str = "", **fields: Any) -> P:
     """A new item of ``cls`` asked now on ``channel``, waiting ``timeout_s`` at most."""
-    from uuid import uuid4
-
     now = time.monotonic()
     return cls(id=uuid4().hex, channel=channel, asked_at=now, deadline=now + timeout_s, request=request, **fields)

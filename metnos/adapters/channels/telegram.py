@@ -61,7 +61,7 @@ from domain.errors import MetnosError
 from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
 from metnos.services import inbox, pairing
 from metnos.services.approvals import ApprovalBroker, ApprovalUnknown
-from metnos.services.pending import PendingUnknown
+from metnos.services.pending import AlreadyAnswered, PendingUnknown
 from metnos.services.channels import record_ignored
 from metnos.services.delivery import DeliveryFailed
 from metnos.services.telling import reply_text
@@ -555,15 +555,24 @@ class TelegramChannel:
             self._log(f"could not remove the buttons: {redact(str(e), self._token)}")
 
     async def _on_inbox_button(self, query: Any, chat_id: int, verdict: str, key: str) -> None:
-        if getattr(self.host, "dialogs", None) is None or await asyncio.to_thread(self.host.approver_is_guest, CHANNEL, str(chat_id)):
-            await query.answer("This chat cannot answer the host's inbox.")
+        closed = "This approval is no longer open." if verdict in (APPROVE, DENY) else "This message is no longer undelivered."
+        if getattr(self.host, "dialogs", None) is None:
+            # A host without the one inbox (a channel on its own): only the chat's own approvals, and this one ended.
+            await query.answer(closed)
+            return
+        if await asyncio.to_thread(self.host.approver_is_guest, CHANNEL, str(chat_id)):
+            await query.answer("This chat is paired as a guest, and a guest answers nothing of the host's inbox.")
             return
         fields: dict[str, Any] = ({"approve": verdict == APPROVE} if verdict in (APPROVE, DENY)
                                   else {"action": "retry" if verdict == RETRY else "dismiss"})
         try:
             await asyncio.to_thread(lambda: inbox.answer(self.host, key, channel=CHANNEL, by="button", **fields))
-        except PendingUnknown as e:
+        except AlreadyAnswered as e:
+            # The first answer counts: the chat is told where it came from.
             await query.answer(str(e)[:190])
+            return
+        except PendingUnknown:
+            await query.answer(closed)
             return
         await query.answer({APPROVE: "Approved", DENY: "Denied", RETRY: "Queued again", DISMISS: "Dismissed"}[verdict])
         try:

@@ -265,7 +265,8 @@ def routes(host: DaemonHost) -> list[Route]:
         with host.writing() as rt:
             if command not in schedule_service.COMMANDS:
                 raise BadRequest(f"unknown schedule command {command!r}; one of {', '.join(schedule_service.COMMANDS)}")
-            return json_response(schedule_service.command(rt, command, request.path_params["schedule_id"]))
+            return json_response(schedule_service.command(rt, command, request.path_params["schedule_id"],
+                                                          deliver=host.deliver_scheduled))
 
     def executors(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
