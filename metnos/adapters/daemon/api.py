@@ -170,12 +170,14 @@ def routes(host: DaemonHost) -> list[Route]:
         return json_response({**undoer.preview(plan, force=request.query_params.get("force") == "1").to_json(), "dry_run": True})
 
     def undo(request: Request, body: dict[str, Any]) -> Response:
+        # Every parameter checked first: a bad one is 400 whether or not there is a turn to undo.
+        force = _flag(body, "force")
         with host.writing():
             found = undo_plan(request, body)
             if found is None:
                 return json_response({"status": "nothing", "message": "there is no turn left to undo"})
             undoer, plan = found
-            result = undoer.apply(plan, force=_flag(body, "force"))
+            result = undoer.apply(plan, force=force)
         return json_response({**result.to_json(), "dry_run": False}, 200 if result.status == "undone" else 409)
 
     def approvals(request: Request, body: dict[str, Any]) -> Response:
