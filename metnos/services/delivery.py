@@ -160,6 +160,7 @@ class Outbox:
         by = by_of(channel, by)
         rt = self.host.runtime
         with self._answering:
+            message: OutgoingMessage | None = None
             first = self._answered_by.get(message_id)
             if not first:
                 message = self._given_up(message_id)
