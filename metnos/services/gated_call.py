@@ -200,6 +200,39 @@ class GatedCaller:
         kind = "ok" if ok else (call.refusal.kind if call.refusal else (call.outcome.kind if call.outcome and call.outcome.kind else "Failed"))
         return CallResult(ok, kind, observation, str(call.invocation.id) if call.invocation else "")
 
+    def run_turn(self, checked: Checked, *, approved_by: str | None = None) -> CallResult:
+        """The checked call as a turn of its own (docs/channels.md, "MCP calls are turns"): listed in
+        ``metnos turns list``, replayable, undoable with ``metnos undo``. The approval the channel obtained
+        (``approved_by``) answers the turn's question; without one, a question is a no."""
+        if checked.refusal is not None:
+            return self.refused(checked)
+        if checked.needs_approval and approved_by is None:
+            msg = f"{checked.name} needs approval before it runs"
+            raise ValueError(msg)
+        caller = {**checked.caller, **({"approved_by": approved_by} if approved_by else {})}
+        seen: dict[str, Any] = {}
+
+        def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+            return (True, approved_by) if approved_by else (False, "mcp:not-asked")
+
+        def observe(event: Any) -> None:
+            kind = type(event).__name__
+            if kind == "StepInvoked" and getattr(event, "invocation_id", None):
+                seen["invocation_id"] = event.invocation_id
+            elif kind == "ObservationRecorded":
+                seen["observation"] = event.observation
+
+        actor = f"mcp:{caller.get('client', 'unknown')}"
+        outcome = self.host.call(checked.name, checked.args, approver=approve, channel="mcp", actor=actor,
+                                 observer=observe, caller=caller)
+        observation = seen.get("observation")
+        if not isinstance(observation, dict):
+            message = outcome.message or f"{checked.name} did not run"
+            observation = {"ok": False, "error_class": outcome.status, "error": {"message": message}}
+        ok = outcome.status == "answered" and observation.get("ok") is not False
+        kind = "ok" if ok else str(observation.get("error_class") or (outcome.failure or {}).get("kind") or outcome.status)
+        return CallResult(ok, kind, observation, str(seen.get("invocation_id") or ""), extra={"turn_id": outcome.turn_id})
+
     def _record_refusal(self, rt: Runtime, checked: Checked) -> None:
         assert checked.refusal is not None
         catalogue = turn_catalogue(rt)

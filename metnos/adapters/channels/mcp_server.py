@@ -94,8 +94,10 @@ def annotations(tool: Tool) -> types.ToolAnnotations:
 
 def tool_result(result: CallResult) -> types.CallToolResult:
     text = orjson.dumps(result.observation, option=orjson.OPT_SORT_KEYS).decode()
+    # The turn the call ran as, for `metnos turns show`, `metnos replay` and `metnos undo`.
+    meta = {"metnos/turn_id": result.extra["turn_id"]} if result.extra.get("turn_id") else None
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structured_content=result.observation, is_error=not result.ok)
+                                structured_content=result.observation, is_error=not result.ok, meta=meta)
 
 
 def _elicitation_answer(answer: Any) -> bool:
@@ -150,7 +152,8 @@ def build_server(gate: GatedCaller, *, transport: str, approval_timeout_s: float
             if not _elicitation_answer(answer):
                 return tool_result(await anyio.to_thread.run_sync(lambda: gate.decline(checked, "mcp:elicitation")))
             approved_by = "mcp:elicitation"
-        result = await anyio.to_thread.run_sync(lambda: gate.run(checked, approved_by=approved_by))
+        # A turn of its own: listed in `metnos turns list`, replayable, undoable with `metnos undo`.
+        result = await anyio.to_thread.run_sync(lambda: gate.run_turn(checked, approved_by=approved_by))
         return tool_result(result)
 
     return Server("metnos", version=metnos.__version__,

@@ -84,8 +84,10 @@ class LivePorts:
 
     def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID],
                  autonomy: str = "supervised", asker: Asker | None = None, principal: str = "host",
-                 confirmer: Approver | None = None, actors: Any = None) -> None:
+                 confirmer: Approver | None = None, actors: Any = None, caller: dict[str, Any] | None = None) -> None:
         self.runtime = runtime
+        # What the channel adds to each invocation's caller (an MCP client's transport and name); None: nothing.
+        self.caller = dict(caller or {})
         # [actors] of the settings read for this turn (schedule quotas); None: the settings in force.
         self.actors = actors
         # Asks the user's yes to a schedule shown back before it is saved (a channel that wants it); None: not asked.
@@ -116,7 +118,7 @@ class LivePorts:
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         call = self.runtime.invoker.call(
-            name, args, caller={"kind": "user", "actor": actor, "channel": channel, "step": step}, turn_id=turn_id,
+            name, args, caller={"kind": "user", "actor": actor, "channel": channel, "step": step, **self.caller}, turn_id=turn_id,
             autonomy=self.autonomy,
         )
         # A check that failed at call time quarantines the version now, not at the next boot.
