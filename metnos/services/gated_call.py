@@ -1,4 +1,4 @@
-"""One executor call asked for by a channel (an MCP client), outside any turn.
+"""One executor call asked for by a channel (an MCP client): checked here, then run as a turn of its own.
 
 A tool call from outside passes the checks a turn's step passes, in the
 same order (metnos/runtime/turn/loop.py, "A step" in docs/architecture.md), with the
@@ -15,7 +15,10 @@ other check; ``full`` asks what ``supervised`` asks (metnos/mechanisms/sandbox/a
 
 The check and the run are two calls because the approval sits between them
 and is asked in the channel's own way (an MCP elicitation, awaited on an
-event loop). Every outcome is recorded: a call refused before the spawn is an
+event loop). A call that passes runs as a turn (:meth:`GatedCaller.run_turn`,
+metnos/runtime/turn/direct.py): listed, replayable and undoable like any
+other; :meth:`GatedCaller.run` runs it outside a turn (a bench, a test).
+Every outcome is recorded: a call refused before the spawn is an
 ``Invocation`` with ``InvocationRefused`` (kind ``UnknownExecutor``,
 ``Quarantined``, ``AutonomyReadOnly``, ``SchemaViolation``, ``PolicyViolation``,
 ``VaglioDenied`` or ``NotApproved``), a call that ran is
