@@ -106,6 +106,11 @@ class LivePorts:
     def now(self) -> datetime:
         return self._clock()
 
+    def _caller(self, actor: str, channel: str, step: int) -> dict[str, Any]:
+        """The invocation's caller: the turn's, with the channel's own fields first (an MCP client's kind and transport)."""
+        turn = {"kind": "user", "actor": actor, "channel": channel, "step": step}
+        return {**self.caller, **{k: v for k, v in turn.items() if k not in self.caller}}
+
     def new_id(self) -> UUID:
         return self._ids()
 
@@ -118,7 +123,7 @@ class LivePorts:
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         call = self.runtime.invoker.call(
-            name, args, caller={"kind": "user", "actor": actor, "channel": channel, "step": step, **self.caller}, turn_id=turn_id,
+            name, args, caller=self._caller(actor, channel, step), turn_id=turn_id,
             autonomy=self.autonomy,
         )
         # A check that failed at call time quarantines the version now, not at the next boot.
