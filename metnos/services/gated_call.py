@@ -40,6 +40,7 @@ from metnos.mechanisms.invocation.service import READ_ONLY_REFUSED
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.runtime.step.catalogue import TurnExecutor, inline_refs
+from metnos.runtime.turn.direct import call_text
 from metnos.runtime.turn.quarantined import quarantined_by_name, refusal_message, show_command
 from metnos.runtime.turn.session import guard_policy, policy_checker, turn_catalogue
 from metnos.settings.loader import for_workspace, load
@@ -202,6 +203,17 @@ class GatedCaller:
         ok = call.ok and observation.get("ok") is not False
         kind = "ok" if ok else (call.refusal.kind if call.refusal else (call.outcome.kind if call.outcome and call.outcome.kind else "Failed"))
         return CallResult(ok, kind, observation, str(call.invocation.id) if call.invocation else "")
+
+    def has_inbox(self) -> bool:
+        """Whether the host keeps the one inbox (the daemon's): a question a client cannot show can wait there."""
+        return getattr(self.host, "approvals", None) is not None
+
+    def ask_inbox(self, checked: Checked) -> tuple[bool, str]:
+        """The approval asked in the host's one inbox (docs/daemon.md, "One inbox"), where the dashboard, Telegram's
+        /inbox, the API and ``metnos inbox`` show it, for a client that cannot show it itself; the first answer
+        counts, nothing within the inbox's time is a no. (approved?, who answered)"""
+        reason = checked.verdict.reason if checked.verdict else "it needs your approval"
+        return self.host.approvals.ask("mcp", 1, checked.name, checked.args, reason, request=call_text(checked.name, checked.args))
 
     def run_turn(self, checked: Checked, *, approved_by: str | None = None) -> CallResult:
         """The checked call as a turn of its own (docs/channels.md, "MCP calls are turns"): listed in

@@ -261,3 +261,43 @@ def test_a_scheduled_message_to_telegram_goes_through_the_outbox(daemon: Running
     assert [e["aggregate_id"] for e in logged["MessageSent"]].count(notice["message_id"]) == 1
     # Not through send_messages: the outbox sent it.
     assert not [e for e in logged["InvocationRequested"] if e["state"].get("executor") == "send_messages"]
+
+
+def test_an_mcp_call_whose_client_cannot_ask_waits_in_the_inbox_and_runs_as_a_turn(daemon: RunningDaemon) -> None:
+    import asyncio
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    target = home_of(daemon) / "inbox-from-mcp.txt"
+    args = {"files": [{"path": str(target), "content": "tea\n"}]}
+    got: dict[str, Any] = {}
+
+    async def mcp_call() -> None:
+        # No elicitation callback: this client cannot show a question to its user.
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {daemon.token}"}, timeout=120) as http, \
+                Client(streamable_http_client(f"{daemon.url}/mcp/", http_client=http)) as client:
+            got["result"] = await client.call_tool("write_files", args)
+
+    calling = threading.Thread(target=lambda: asyncio.run(mcp_call()))
+    calling.start()
+    [approval] = wait_for(lambda: listed(daemon, "approval"), timeout=60, what="the MCP call's approval in the inbox")
+    assert (approval["channel"], approval["executor"], approval["args"]) == ("mcp", "write_files", args)
+    assert approval["request"].startswith("call write_files ")
+    assert not target.exists()
+    code, out, err = inbox(daemon, "yes", approval["id"][:8])
+    assert code == 0 and out.strip() == f"approved {approval['id'][:8]} (cli:user)", (out, err)
+    calling.join(timeout=120)
+    result = got["result"]
+    assert result.is_error is False, result.structured_content
+    assert target.read_text() == "tea\n"
+    turn_id = result.meta["metnos/turn_id"]
+    with daemon.client() as client:
+        events = client.get(f"/api/turns/{turn_id}").json()["events"]
+        again = client.post(f"/api/inbox/{approval['id']}", json={"approve": False})
+    assert again.status_code == 409 and "already answered on cli (cli:user)" in again.json()["error"]["message"], again.text
+    [started] = [e["state"] for e in events if e["type"] == "TurnStarted"]
+    assert (started["channel"], started["mode"]) == ("mcp", "call")
+    [answered] = [e["state"] for e in events if e["type"] == "ApprovalAnswered"]
+    assert (answered["approved"], answered["by"]) == (True, "cli:user")

@@ -131,6 +131,13 @@ def build_server(gate: GatedCaller, *, transport: str, approval_timeout_s: float
             return tool_result(gate.refused(checked))
         approved_by: str | None = None
         if checked.needs_approval:
+            if not _can_elicit(ctx) and gate.has_inbox():
+                # The client cannot ask the user: the daemon's one inbox does (the dashboard, Telegram, the CLI).
+                approved, by = await anyio.to_thread.run_sync(lambda: gate.ask_inbox(checked))
+                if not approved:
+                    return tool_result(await anyio.to_thread.run_sync(lambda: gate.decline(checked, by)))
+                result = await anyio.to_thread.run_sync(lambda: gate.run_turn(checked, approved_by=by))
+                return tool_result(result)
             if not _can_elicit(ctx):
                 return tool_result(await anyio.to_thread.run_sync(lambda: gate.decline(checked, NO_ELICITATION)))
             if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
