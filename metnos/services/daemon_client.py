@@ -23,6 +23,8 @@ from metnos.settings.config_file import load_daemon_config
 from metnos.settings.workspace import Workspace
 
 URL_FILE = "daemon.url"
+# How the daemon's API names the device a request comes from (metnos/adapters/daemon/api.py).
+DEVICE_HEADER, DEVICE = "x-metnos-device", "cli"
 TIMEOUT_S = 30.0
 
 
@@ -76,7 +78,8 @@ def call(workspace: Workspace, method: str, path: str, body: dict[str, Any] | No
     if not token_path(workspace).exists():
         raise DaemonUnreachable(f"no daemon token in {token_path(workspace)}: the daemon has never run for this workspace; "
                                 "start it with `metnos daemon`")
-    headers = {"Authorization": f"Bearer {load_or_create_token(workspace)}"}
+    # The command line is a device of its own: never paired (it asks nothing), so never a guest's.
+    headers = {"Authorization": f"Bearer {load_or_create_token(workspace)}", DEVICE_HEADER: DEVICE}
     try:
         with httpx.Client(base_url=url, headers=headers, timeout=TIMEOUT_S) as client:
             reply = client.request(method, path, json=body)

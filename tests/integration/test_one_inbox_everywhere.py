@@ -242,7 +242,9 @@ def test_an_undelivered_answer_is_on_the_dashboard_and_retried_there_once(daemon
 def test_a_scheduled_message_to_telegram_goes_through_the_outbox(daemon: RunningDaemon, bot: FakeBotAPI) -> None:
     with daemon.client() as client:
         made = client.post("/api/schedules", json={"when": "every day at 7", "executor": "get_now", "args": {},
-                                                   "channel": "telegram", "label": "morning time", "confirm": True})
+                                                   "channel": "telegram", "label": "morning time", "confirm": True},
+                           # A device of its own: the dashboard's stays unpaired for the inbox tests, whatever their order.
+                           headers={"x-metnos-device": "schedule-test"})
         assert made.status_code == 200, made.text
         schedule_id = made.json()["schedule_id"]
         # The first try fails: the message is retried with backoff and arrives once.
@@ -295,7 +297,8 @@ def test_an_mcp_call_whose_client_cannot_ask_waits_in_the_inbox_and_runs_as_a_tu
     turn_id = result.meta["metnos/turn_id"]
     with daemon.client() as client:
         events = client.get(f"/api/turns/{turn_id}").json()["events"]
-        again = client.post(f"/api/inbox/{approval['id']}", json={"approve": False})
+        # From a device of the host's (never paired, so no guest): refused as a second answer, not as a guest's.
+        again = client.post(f"/api/inbox/{approval['id']}", json={"approve": False}, headers={"x-metnos-device": "host-laptop"})
     assert again.status_code == 409 and "already answered on cli (cli:user)" in again.json()["error"]["message"], again.text
     [started] = [e["state"] for e in events if e["type"] == "TurnStarted"]
     assert (started["channel"], started["mode"]) == ("mcp", "call")
