@@ -4,7 +4,10 @@ An answer a channel could not deliver must not vanish with the Bot API's
 error. Every outgoing message is an aggregate of its own: ``MessageQueued``
 (what, to whom, for which turn), then each attempt is ``MessageSent`` or
 ``MessageFailed`` (the attempt, its cause, when the next one is due), and
-after the bound ``MessageGivenUp``. The rules below are pure: the delivery
+after the bound ``MessageGivenUp``. A message given up waits in the user's
+inbox until someone answers it, once, on any way in: ``MessageRetried``
+queues it again for a fresh round of attempts, ``MessageDismissed`` lets it
+go; both name who answered (``"<channel>:<how>"``). The rules below are pure: the delivery
 worker (metnos/services/delivery.py) asks them when to try again and when
 to stop; time comes in as an argument.
 """
@@ -17,7 +20,7 @@ from typing import Any
 
 from domain.base import Created, DomainEvent, MetnosAggregate
 
-QUEUED, FAILED, SENT, GIVEN_UP = "queued", "failed", "sent", "given_up"
+QUEUED, FAILED, SENT, GIVEN_UP, DISMISSED = "queued", "failed", "sent", "given_up", "dismissed"
 # What still waits for a worker: a queued message and one whose last attempt failed.
 WAITING = (QUEUED, FAILED)
 
@@ -82,6 +85,22 @@ class OutgoingMessage(MetnosAggregate):
         def apply(self, m: OutgoingMessage) -> None:
             m.status, m.attempts = GIVEN_UP, self.attempt
 
+    class MessageRetried(DomainEvent):
+        """A message given up, sent again on someone's word: a new round of attempts starts."""
+
+        by: str
+
+        def apply(self, m: OutgoingMessage) -> None:
+            m.status, m.attempts, m.next_attempt_at, m.answered_by = QUEUED, 0, "", self.by
+
+    class MessageDismissed(DomainEvent):
+        """A message given up, let go on someone's word: it leaves the inbox, and is never sent."""
+
+        by: str
+
+        def apply(self, m: OutgoingMessage) -> None:
+            m.status, m.answered_by = DISMISSED, self.by
+
     def __init__(self, channel: str, address: str, text: str, kind: str, turn_id: str = "", reply_to: str = "") -> None:
         self.channel = channel
         self.address = address
@@ -92,6 +111,8 @@ class OutgoingMessage(MetnosAggregate):
         self.status = QUEUED
         self.attempts = 0
         self.next_attempt_at = ""
+        # Who retried or dismissed it once it was given up ("" while nobody has).
+        self.answered_by = ""
 
     def due_in_s(self, now: datetime) -> float | None:
         """Seconds until this message is due (0: now); None: nothing more will be tried."""
@@ -107,6 +128,13 @@ class OutgoingMessage(MetnosAggregate):
 
     def sent(self, *, attempt: int, receipt: str, at: Any) -> None:
         self.trigger_event(self.MessageSent, attempt=attempt, receipt=receipt, timestamp=at)
+
+    def retry(self, *, by: str, at: Any) -> None:
+        """Queue a message given up again (the caller checked it is given up and unanswered)."""
+        self.trigger_event(self.MessageRetried, by=by, timestamp=at)
+
+    def dismiss(self, *, by: str, at: Any) -> None:
+        self.trigger_event(self.MessageDismissed, by=by, timestamp=at)
 
     def failed(self, *, attempt: int, cause: str, rule: RetryRule, at: datetime) -> bool:
         """One failed attempt: recorded as failed with its next time, or as given up past the bound. True: given up."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.delivery import FAILED, GIVEN_UP, OutgoingMessage
+from domain.delivery import FAILED, GIVEN_UP, QUEUED, OutgoingMessage
 from metnos.mechanisms.store.event_record import Record
 from projections.base import Fold, Handler
 
@@ -26,7 +26,7 @@ class DeliveriesFold(Fold):
     version = 1
 
     def initial(self) -> dict[str, Any]:
-        return {"messages": {}, "sent": 0}
+        return {"messages": {}, "sent": 0, "dismissed": 0}
 
     def handlers(self) -> dict[type, Handler]:
         return {
@@ -34,6 +34,8 @@ class DeliveriesFold(Fold):
             OutgoingMessage.MessageSent: _sent,
             OutgoingMessage.MessageFailed: _failed,
             OutgoingMessage.MessageGivenUp: _given_up,
+            OutgoingMessage.MessageRetried: _retried,
+            OutgoingMessage.MessageDismissed: _dismissed,
         }
 
 
@@ -63,6 +65,18 @@ def _given_up(state: dict[str, Any], e: Record, position: int) -> None:
     if m is not None:
         m.update(status=GIVEN_UP, attempts=e["attempt"], cause=e["cause"], next_attempt_at=None,
                  given_up_at=e["timestamp"], version=e["originator_version"])
+
+
+def _retried(state: dict[str, Any], e: Record, position: int) -> None:
+    m = state["messages"].get(e["originator_id"])
+    if m is not None:
+        m.update(status=QUEUED, attempts=0, cause=None, next_attempt_at=None, retried_by=e["by"], version=e["originator_version"])
+
+
+def _dismissed(state: dict[str, Any], e: Record, position: int) -> None:
+    # Let go: out of the outbox, as a message sent is (its text and who dismissed it stay in the log).
+    if state["messages"].pop(e["originator_id"], None) is not None:
+        state["dismissed"] = state.get("dismissed", 0) + 1
 
 
 def folded(log: Any) -> dict[str, Any]:

@@ -20,14 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.utils import get_topic
 
 from domain.approval import DECIDED, ApprovalClosed, ApprovalRequest
 from domain.due import parse, stamp
-from domain.errors import MetnosError
+from metnos.services.pending import GONE_POLL_S, AlreadyAnswered, Pending, PendingBroker, PendingUnknown, by_of, make_item
 
 # How often a daemon waiting on a shared question looks for an answer given through another.
 SHARED_POLL_S = 0.25
@@ -35,58 +35,41 @@ _TOPICS = tuple(get_topic(e) for e in (ApprovalRequest.ApprovalRequested, Approv
                                        ApprovalRequest.ApprovalWithdrawn))
 
 
-class ApprovalUnknown(MetnosError):
+class ApprovalUnknown(PendingUnknown):
     """No pending approval with that id (answered already, timed out, or never asked)."""
 
 
-class ApprovalAlreadyAnswered(ApprovalUnknown):
+class ApprovalAlreadyAnswered(AlreadyAnswered, ApprovalUnknown):
     """The approval was answered already, on this or another way in: the first answer counts."""
 
 
-# How many answered questions are remembered, so that a second answer, given after, is told where the first came from.
-REMEMBERED_ANSWERS = 256
-
-
 @dataclass
-class PendingApproval:
-    id: str
-    channel: str
-    step: int
-    executor: str
-    args: dict[str, Any]
-    reason: str
-    asked_at: float
-    deadline: float
-    # The turn's request, so that whoever answers, on whichever way in, sees what it is for.
-    request: str = ""
-    answered: threading.Event = field(default_factory=threading.Event)
+class PendingApproval(Pending):
+    step: int = 0
+    executor: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
     approved: bool = False
-    # Who answered, as "<channel>:<how>" ("telegram:button", "http:user"): the way in that answered, not the one that asked.
-    by: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "channel": self.channel, "step": self.step, "executor": self.executor, "args": self.args,
-                "reason": self.reason, "request": self.request, "seconds_left": max(0, round(self.deadline - time.monotonic()))}
+                "reason": self.reason, "request": self.request, "seconds_left": self.seconds_left()}
 
 
-# How often a waiting approval looks whether its client went away.
-GONE_POLL_S = 0.25
+class ApprovalBroker(PendingBroker[PendingApproval]):
+    what = "approval"
+    unknown = ApprovalUnknown
+    already = ApprovalAlreadyAnswered
 
-
-class ApprovalBroker:
     def __init__(self, *, timeout_s: float, shared_log: Any = None, clock: Callable[[], datetime] | None = None) -> None:
         """``shared_log``: the log other daemons write too, through which questions and answers pass; ``clock``
         stamps what is recorded there."""
-        self.timeout_s = timeout_s
-        self._pending: dict[str, PendingApproval] = {}
-        self._lock = threading.Lock()
+        super().__init__(timeout_s=timeout_s)
         self._log, self._clock = shared_log, clock
         # The open questions of the shared log, folded in memory from ``_read_from`` on.
         self._shared: dict[str, dict[str, Any]] = {}
         self._read_from = 1
         self._fold_lock = threading.Lock()
-        # Answered questions by id -> who answered, the last REMEMBERED_ANSWERS of them.
-        self._answered_by: dict[str, str] = {}
 
     def approver(self, channel: str, *, gone: threading.Event | None = None, request: str = ""):  # noqa: ANN201
         """A turn approver (metnos.runtime.turn.ports.Approver) whose questions wait here; ``gone``, once set
@@ -103,35 +86,21 @@ class ApprovalBroker:
         """Wait for an answer given on any way in (one inbox): the dashboard and the API list the question
         whichever channel asked; ``present`` shows it on the asking channel as well (Telegram's buttons),
         once it is listed. The first answer counts; ``by`` names the way in that gave it."""
-        now = time.monotonic()
-        pending = PendingApproval(id=uuid4().hex, channel=channel, step=step, executor=executor, args=args, reason=reason,
-                                  asked_at=now, deadline=now + (self.timeout_s if timeout_s is None else timeout_s), request=request)
+        pending = make_item(PendingApproval, channel=channel, timeout_s=self.timeout_s if timeout_s is None else timeout_s,
+                            request=request, step=step, executor=executor, args=args, reason=reason)
         if self._log is not None:
             self._publish(pending)
-        with self._lock:
-            self._pending[pending.id] = pending
-        try:
-            if present is not None:
-                present(pending)
-            answered = self._wait(pending, gone)
-            if answered is None:
-                return False, f"{channel}:client-gone"
-            if not answered:
-                return False, f"{channel}:timeout"
-            return pending.approved, pending.by
-        finally:
-            with self._lock:
-                self._pending.pop(pending.id, None)
+        answered = self._hold(pending, present, gone)
+        if answered is None:
+            return False, f"{channel}:client-gone"
+        if not answered:
+            return False, f"{channel}:timeout"
+        return pending.approved, pending.by
 
     def _wait(self, pending: PendingApproval, gone: threading.Event | None = None) -> bool | None:
         """True once answered, False at the deadline, None when the client that asked went away."""
         if self._log is None:
-            while not pending.answered.wait(min(GONE_POLL_S, max(0.0, pending.deadline - time.monotonic()))):
-                if gone is not None and gone.is_set():
-                    return None
-                if time.monotonic() >= pending.deadline:
-                    return False
-            return True
+            return super()._wait(pending, gone)
         while True:
             left = pending.deadline - time.monotonic()
             if pending.answered.wait(max(0.0, min(SHARED_POLL_S, GONE_POLL_S, left))):
@@ -176,49 +145,39 @@ class ApprovalBroker:
     def answer(self, approval_id: str, *, approved: bool, by: str, channel: str = "http") -> dict[str, Any]:
         """Answer a waiting question from ``channel`` (``by``: how, on that channel). A question already
         answered is refused, naming the way in whose answer counted."""
-        with self._lock:
-            pending = self._pending.get(approval_id)
-            first = self._answered_by.get(approval_id) or (pending.by if pending is not None and pending.answered.is_set() else "")
+        first = self.first_answer(approval_id)
         if first:
-            raise ApprovalAlreadyAnswered(f"approval {approval_id!r} was already answered on {first.partition(':')[0]} ({first})")
-        unknown = ApprovalUnknown(f"no pending approval {approval_id!r}: it was answered, timed out, or never asked")
-        by = f"{channel}:{by}"
+            raise self._already(approval_id, first)
+        by = by_of(channel, by)
         if self._log is not None:
+            with self._lock:
+                held = approval_id in self._pending
             # In the log first: the answer counts only if no other daemon's came first.
-            if (pending is None and approval_id not in self._shared_open()) or not self._close_in_log(approval_id, (approved, by), ""):
-                raise unknown
-            if pending is None:
+            if (not held and approval_id not in self._shared_open()) or not self._close_in_log(approval_id, (approved, by), ""):
+                raise self._unknown(approval_id)
+            if not held:
                 return {"id": approval_id, "approved": approved}
-        elif pending is None:
-            raise unknown
-        with self._lock:
-            if pending.answered.is_set():
-                raise ApprovalAlreadyAnswered(f"approval {approval_id!r} was already answered on {pending.by.partition(':')[0]} ({pending.by})")
-            pending.approved, pending.by = approved, by
-            pending.answered.set()
-            self._remember(approval_id, by)
-        return {"id": approval_id, "approved": approved, "by": by}
 
-    def _remember(self, approval_id: str, by: str) -> None:
-        self._answered_by[approval_id] = by
-        while len(self._answered_by) > REMEMBERED_ANSWERS:
-            del self._answered_by[next(iter(self._answered_by))]
+        def decide(pending: PendingApproval) -> None:
+            pending.approved = approved
+
+        self._settle(approval_id, by, decide)
+        return {"id": approval_id, "approved": approved, "by": by}
 
     def refuse_all(self, by: str) -> int:
         """Answer no to every question still waiting (the daemon is stopping): the turns end, refused."""
-        with self._lock:
-            waiting = [p for p in self._pending.values() if not p.answered.is_set()]
-            for pending in waiting:
-                pending.approved, pending.by = False, f"{pending.channel}:{by}"
-                pending.answered.set()
+
+        def refuse(pending: PendingApproval) -> None:
+            pending.approved, pending.by = False, f"{pending.channel}:{by}"
+
+        waiting = self._close_all(refuse)
         if self._log is not None:
             for pending in waiting:
                 self._close_in_log(pending.id, None, by)
         return len(waiting)
 
     def pending(self) -> list[dict[str, Any]]:
-        with self._lock:
-            own = [p.to_json() for p in sorted(self._pending.values(), key=lambda p: p.asked_at)]
+        own = [p.to_json() for p in self._listed()]
         if self._log is None:
             return own
         held = {p["id"] for p in own}

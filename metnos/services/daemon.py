@@ -12,20 +12,23 @@ goes on. ``once`` runs one tick and returns.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from domain.delivery import RetryRule
 from domain.errors import MetnosError
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.router import embedded_model_files
 from metnos.mechanisms.llm.shared_server import start_shared, touch
 from metnos.runtime.scheduler.clock import clock_from_env
 from metnos.runtime.scheduler.service import ScheduleService
+from metnos.runtime.scheduler.firing import recipient
 from metnos.runtime.scheduler.tick import Scheduler
-from metnos.services import extensions, wiring
+from metnos.services import daemon_client, delivery, extensions, wiring
 from metnos.services.host import DaemonHost
 from metnos.settings.config_file import load_daemon_config
 from metnos.settings.workspace import Workspace
@@ -58,11 +61,15 @@ def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn:
         model = {} if options.no_model else warm_model(rt.workspace, options.tick_s)
         config = load_daemon_config(rt.workspace.config_file)
         host = DaemonHost(rt, env=os.environ, approval_timeout_s=config.approval_timeout_s)
+        host.outbox.rule = RetryRule(first_delay_s=config.delivery_first_delay_s, max_delay_s=config.delivery_max_delay_s,
+                                     max_attempts=config.delivery_attempts)
         with serving(host, http_address(options, config.http), warn=warn) as http:
             emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
             # The nightly jobs that draft (i18n, synt) reach the model through the router, started on first use.
             models = None if options.no_model else wiring.llm_router(rt.workspace, os.environ).for_tier
-            scheduler = Scheduler(rt, models=models)
+            # A firing's message to a channel the daemon serves (Telegram) goes through its outbox.
+            host.deliver_scheduled = delivery.scheduled_delivery(host, scheduled_address(rt))
+            scheduler = Scheduler(rt, models=models, deliver=host.deliver_scheduled)
             while True:
                 started = time.monotonic()
                 if model.get("model_url"):
@@ -79,6 +86,21 @@ def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn:
                 time.sleep(max(0.0, options.tick_s - (time.monotonic() - started)))
 
 
+def scheduled_address(rt: Any) -> Callable[[str, str], str | None]:
+    """Where on a channel the scheduler's messages go: ``[scheduler] deliver_to`` (default "me") as send_messages
+    reads it, a name of ``[telegram.chat_ids]`` or a chat id; None when it names none (send_messages then says so)."""
+
+    def address(channel: str, schedule_id: str) -> str | None:
+        if channel != "telegram":
+            return None
+        to_user = recipient(rt)
+        mapped = str(for_workspace(rt.workspace).settings.telegram.chat_ids.get(to_user, to_user))
+        # A chat id; a @channel name is left to send_messages, which takes it.
+        return mapped if re.fullmatch(r"-?\d+", mapped) else None
+
+    return address
+
+
 def http_address(options: DaemonOptions, configured: str) -> str | None:
     """Where to serve HTTP: --http, else [daemon] http of config.toml; none for --once unless asked."""
     if options.http:
@@ -93,6 +115,8 @@ def serving(host: DaemonHost, address: str | None, *, warn: Callable[[str], None
         yield {}
         return
     server = extensions.start_http(host, address)
+    # Where it serves, for the commands that talk to it (`metnos inbox`).
+    daemon_client.note_served(host.runtime.workspace, server.url)
     started: list[Any] = []
     try:
         for channel in extensions.channels(host):
@@ -106,6 +130,7 @@ def serving(host: DaemonHost, address: str | None, *, warn: Callable[[str], None
         for channel in reversed(started):
             channel.stop()
         server.stop()
+        daemon_client.forget_served(host.runtime.workspace, server.url)
         host.close()
 
 

@@ -26,18 +26,35 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from domain.delivery import WAITING, OutgoingMessage, RetryRule
+from eventsourcing.application import AggregateNotFoundError
+
+from domain.delivery import GIVEN_UP, WAITING, OutgoingMessage, RetryRule
 from domain.errors import MetnosError
+from metnos.services.pending import AlreadyAnswered, PendingUnknown, answered_on, by_of
 from projections import deliveries
 
 # A sender sends one message on its channel and returns the channel's receipt (a message id), or raises.
 Sender = Callable[[OutgoingMessage], str]
+# The kind of a scheduled firing's message (its result, or why it failed).
+SCHEDULED = "scheduled"
 # How long the worker sleeps at most between looks, should a wake-up be missed.
 IDLE_S = 5.0
 
 
 class DeliveryFailed(MetnosError):
     """A channel could not deliver a message; the text is the cause, fit for the log (no secret in it)."""
+
+
+class MessageUnknown(PendingUnknown):
+    """No undelivered message with that id (never queued, or not given up)."""
+
+
+class MessageAlreadyAnswered(AlreadyAnswered, MessageUnknown):
+    """The undelivered message was retried or dismissed already, on this or another way in: the first answer counts."""
+
+
+# What can be done with a message given up.
+RETRY, DISMISS = "retry", "dismiss"
 
 
 class Outbox:
@@ -57,6 +74,9 @@ class Outbox:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
+        # One answer at a time to what was given up; who answered each, the last 256.
+        self._answering = threading.Lock()
+        self._answered_by: dict[str, str] = {}
 
     # Channels ------------------------------------------------------------------------
     def serve(self, channel: str, sender: Sender) -> None:
@@ -98,6 +118,11 @@ class Outbox:
                     return not busy
                 self._cond.wait(min(left, 0.1))
 
+    def serves(self, channel: str) -> bool:
+        """Whether a channel's sender is registered now (its messages go out from this outbox)."""
+        with self._cond:
+            return channel in self._senders
+
     def close(self) -> None:
         for channel in list(self._senders):
             self.withdraw(channel)
@@ -119,6 +144,52 @@ class Outbox:
         self._load()
         with self._cond:
             return deliveries.undelivered(self._state or self._fold.initial(), turn_id)
+
+    def knows(self, message_id: str) -> bool:
+        """Whether ``message_id`` is a message of the outbox (waiting, given up, or answered since)."""
+        self._load()
+        with self._cond:
+            return message_id in (self._state or {}).get("messages", {}) or message_id in self._answered_by
+
+    def answer(self, message_id: str, action: str, *, by: str, channel: str = "http") -> dict[str, Any]:
+        """Retry (queue again, for a new round of attempts) or dismiss a message given up, as ``by`` on
+        ``channel``; the first answer counts, a second is refused naming the way in that gave the first."""
+        if action not in (RETRY, DISMISS):
+            raise MessageUnknown(f"an undelivered message is answered with {RETRY!r} or {DISMISS!r}, not {action!r}")
+        self._load()
+        by = by_of(channel, by)
+        rt = self.host.runtime
+        with self._answering:
+            message: OutgoingMessage | None = None
+            first = self._answered_by.get(message_id)
+            if not first:
+                message = self._given_up(message_id)
+                first = message.answered_by if message is not None and message.status != GIVEN_UP else ""
+            if first:
+                raise MessageAlreadyAnswered(f"undelivered message {message_id!r} was already answered on {answered_on(first)} ({first})")
+            if message is None or message.status != GIVEN_UP:
+                raise MessageUnknown(f"no undelivered message {message_id!r}: it was sent, is still being tried, or never queued")
+            if action == RETRY:
+                message.retry(by=by, at=rt.clock())
+            else:
+                message.dismiss(by=by, at=rt.clock())
+            self._record(message)
+            self._answered_by[message_id] = by
+            while len(self._answered_by) > 256:
+                del self._answered_by[next(iter(self._answered_by))]
+        if action == RETRY:
+            with self._cond:
+                self._waiting[message_id] = message
+                self._cond.notify_all()
+            self._log(f"the {message.kind} to {message.channel} {message.address} is queued again ({by})")
+        return {"id": message_id, "action": action, "by": by}
+
+    def _given_up(self, message_id: str) -> OutgoingMessage | None:
+        try:
+            found = self.host.runtime.log.repository.get(UUID(message_id))
+        except (ValueError, AggregateNotFoundError):
+            return None
+        return found if isinstance(found, OutgoingMessage) else None
 
     def _record(self, message: OutgoingMessage) -> None:
         """Write the message's new events (at once, also from inside a unit of work: a message must outlive
@@ -202,3 +273,22 @@ class Outbox:
     def _forget(self, message: OutgoingMessage) -> None:
         with self._cond:
             self._waiting.pop(str(message.id), None)
+
+
+def scheduled_delivery(host: Any, addresses: Callable[[str, str], str | None]) -> Callable[[str, str, str], dict[str, Any] | None]:
+    """The scheduler's port (metnos/runtime/scheduler/tick.py, ``Deliver``): a firing's message to ``channel`` is
+    queued in ``host``'s outbox when a channel there sends it and ``addresses(channel, recipient)`` finds where;
+    otherwise None, and the scheduler sends it through send_messages as before."""
+
+    def deliver(schedule_id: str, channel: str, body: str) -> dict[str, Any] | None:
+        outbox = host.outbox
+        if not outbox.serves(channel):
+            return None
+        address = addresses(channel, schedule_id)
+        if address is None:
+            return None
+        message_id = outbox.queue(channel=channel, address=address, text=body, kind=SCHEDULED)
+        # Queued, not yet sent: the outbox's own events say when it was (MessageSent), or given up.
+        return {"channel": channel, "ok": True, "kind": "queued", "message_id": message_id, "invocation_id": None}
+
+    return deliver

@@ -10,18 +10,23 @@ metnos.services.approvals does for approvals.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import uuid4
 
 from domain.errors import MetnosError
 from metnos.runtime.step.dialog_tools import Question
+from metnos.services.pending import AlreadyAnswered, Pending, PendingBroker, PendingUnknown, by_of, make_item
 
 
-class DialogUnknown(MetnosError):
+class DialogUnknown(PendingUnknown):
     """No pending question with that id (answered already, timed out, or never asked)."""
+
+
+class DialogAlreadyAnswered(AlreadyAnswered, DialogUnknown):
+    """The question was answered already, on this or another way in: the first answer counts."""
 
 
 class EmptyAnswer(MetnosError):
@@ -29,66 +34,68 @@ class EmptyAnswer(MetnosError):
 
 
 @dataclass
-class PendingDialog:
-    id: str
-    question: Question
-    asked_at: float
-    deadline: float
-    answered: threading.Event = field(default_factory=threading.Event)
+class PendingDialog(Pending):
+    question: Question = field(default_factory=lambda: Question(step=0, tool="", question="", channel=""))
     answer: str | None = None
-    by: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, **self.question.to_json(), "seconds_left": max(0, round(self.deadline - time.monotonic()))}
+        return {"id": self.id, **self.question.to_json(), "request": self.request, "seconds_left": self.seconds_left()}
 
 
-class DialogBroker:
-    def __init__(self, *, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
-        self._pending: dict[str, PendingDialog] = {}
-        self._lock = threading.Lock()
+class DialogBroker(PendingBroker[PendingDialog]):
+    what = "question"
+    unknown = DialogUnknown
+    already = DialogAlreadyAnswered
 
-    def asker(self, channel: str):  # noqa: ANN201
-        """A turn asker (metnos.runtime.turn.ports.Asker) whose questions wait here; answers are said to come from ``channel``."""
+    def asker(self, channel: str, *, request: str = "", gone: threading.Event | None = None):  # noqa: ANN201
+        """A turn asker (metnos.runtime.turn.ports.Asker) whose questions wait here, listed with the turn's ``request``."""
 
         def ask(question: Question) -> tuple[str | None, str]:
-            return self.ask(channel, question)
+            return self.ask(channel, question, request=request, gone=gone)
 
         return ask
 
-    def ask(self, channel: str, question: Question) -> tuple[str | None, str]:
-        now = time.monotonic()
-        pending = PendingDialog(id=uuid4().hex, question=question, asked_at=now, deadline=now + self.timeout_s)
-        with self._lock:
-            self._pending[pending.id] = pending
-        try:
-            if not pending.answered.wait(self.timeout_s):
-                return None, f"{channel}:timeout"
-            return pending.answer, f"{channel}:{pending.by}"
-        finally:
-            with self._lock:
-                self._pending.pop(pending.id, None)
+    def ask(self, channel: str, question: Question, *, request: str = "", timeout_s: float | None = None,
+            gone: threading.Event | None = None, present: Callable[[PendingDialog], None] | None = None) -> tuple[str | None, str]:
+        """Wait for an answer given on any way in (one inbox); ``present`` shows the question on the asking channel
+        as well (a message in the chat). The answer, and who gave it as ``"<channel>:<how>"``; None with why not."""
+        pending = make_item(PendingDialog, channel=channel, timeout_s=self.timeout_s if timeout_s is None else timeout_s,
+                            request=request, question=question)
+        answered = self._hold(pending, present, gone)
+        if answered is None:
+            return None, f"{channel}:client-gone"
+        if not answered:
+            return None, f"{channel}:timeout"
+        return pending.answer, pending.by
 
-    def answer(self, dialog_id: str, text: str, *, by: str) -> dict[str, Any]:
-        if not text.strip():
+    def answer(self, dialog_id: str, text: str, *, by: str, channel: str = "http") -> dict[str, Any]:
+        """Answer a waiting question from ``channel`` (``by``: how, on that channel); the first answer counts."""
+        if not isinstance(text, str) or not text.strip():
             raise EmptyAnswer('the answer is empty: give it as {"answer": "..."} with the words the question asks for')
-        with self._lock:
-            pending = self._pending.get(dialog_id)
-            if pending is None or pending.answered.is_set():
-                raise DialogUnknown(f"no pending question {dialog_id!r}: it was answered, timed out, or never asked")
-            pending.answer, pending.by = text.strip(), by
-            pending.answered.set()
+
+        def reply(pending: PendingDialog) -> None:
+            pending.answer = text.strip()
+
+        self._settle(dialog_id, by_of(channel, by), reply)
         return {"id": dialog_id, "answered": True}
 
     def stop_all(self, by: str) -> int:
         """Leave every question still waiting unanswered (the daemon is stopping): the turns end needs_input."""
+
+        def leave(pending: PendingDialog) -> None:
+            pending.answer, pending.by = None, by_of(pending.channel, by)
+
+        return len(self._close_all(leave))
+
+    def leave(self, dialog_id: str, *, by: str) -> bool:
+        """Leave one question unanswered (the channel that showed it is stopping); False if it no longer waits."""
         with self._lock:
-            waiting = [p for p in self._pending.values() if not p.answered.is_set()]
-            for pending in waiting:
-                pending.answer, pending.by = None, by
-                pending.answered.set()
-        return len(waiting)
+            pending = self._pending.get(dialog_id)
+            if pending is None or pending.answered.is_set():
+                return False
+            pending.answer, pending.by = None, by_of(pending.channel, by)
+            pending.answered.set()
+        return True
 
     def pending(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [p.to_json() for p in sorted(self._pending.values(), key=lambda p: p.asked_at)]
+        return [p.to_json() for p in self._listed()]

@@ -1,4 +1,4 @@
-"""One executor call asked for by a channel (an MCP client), outside any turn.
+"""One executor call asked for by a channel (an MCP client): checked here, then run as a turn of its own.
 
 A tool call from outside passes the checks a turn's step passes, in the
 same order (metnos/runtime/turn/loop.py, "A step" in docs/architecture.md), with the
@@ -15,7 +15,10 @@ other check; ``full`` asks what ``supervised`` asks (metnos/mechanisms/sandbox/a
 
 The check and the run are two calls because the approval sits between them
 and is asked in the channel's own way (an MCP elicitation, awaited on an
-event loop). Every outcome is recorded: a call refused before the spawn is an
+event loop). A call that passes runs as a turn (:meth:`GatedCaller.run_turn`,
+metnos/runtime/turn/direct.py): listed, replayable and undoable like any
+other; :meth:`GatedCaller.run` runs it outside a turn (a bench, a test).
+Every outcome is recorded: a call refused before the spawn is an
 ``Invocation`` with ``InvocationRefused`` (kind ``UnknownExecutor``,
 ``Quarantined``, ``AutonomyReadOnly``, ``SchemaViolation``, ``PolicyViolation``,
 ``VaglioDenied`` or ``NotApproved``), a call that ran is
@@ -37,6 +40,7 @@ from metnos.mechanisms.invocation.service import READ_ONLY_REFUSED
 from metnos.runtime.booted import Runtime
 from metnos.mechanisms.sandbox import autonomy
 from metnos.runtime.step.catalogue import TurnExecutor, inline_refs
+from metnos.runtime.turn.direct import call_text
 from metnos.runtime.turn.quarantined import quarantined_by_name, refusal_message, show_command
 from metnos.runtime.turn.session import guard_policy, policy_checker, turn_catalogue
 from metnos.settings.loader import for_workspace, load
@@ -199,6 +203,50 @@ class GatedCaller:
         ok = call.ok and observation.get("ok") is not False
         kind = "ok" if ok else (call.refusal.kind if call.refusal else (call.outcome.kind if call.outcome and call.outcome.kind else "Failed"))
         return CallResult(ok, kind, observation, str(call.invocation.id) if call.invocation else "")
+
+    def has_inbox(self) -> bool:
+        """Whether the host keeps the one inbox (the daemon's): a question a client cannot show can wait there."""
+        return getattr(self.host, "approvals", None) is not None
+
+    def ask_inbox(self, checked: Checked) -> tuple[bool, str]:
+        """The approval asked in the host's one inbox (docs/daemon.md, "One inbox"), where the dashboard, Telegram's
+        /inbox, the API and ``metnos inbox`` show it, for a client that cannot show it itself; the first answer
+        counts, nothing within the inbox's time is a no. (approved?, who answered)"""
+        reason = checked.verdict.reason if checked.verdict else "it needs your approval"
+        return self.host.approvals.ask("mcp", 1, checked.name, checked.args, reason, request=call_text(checked.name, checked.args))
+
+    def run_turn(self, checked: Checked, *, approved_by: str | None = None) -> CallResult:
+        """The checked call as a turn of its own (docs/channels.md, "MCP calls are turns"): listed in
+        ``metnos turns list``, replayable, undoable with ``metnos undo``. The approval the channel obtained
+        (``approved_by``) answers the turn's question; without one, a question is a no."""
+        if checked.refusal is not None:
+            return self.refused(checked)
+        if checked.needs_approval and approved_by is None:
+            msg = f"{checked.name} needs approval before it runs"
+            raise ValueError(msg)
+        caller = {**checked.caller, **({"approved_by": approved_by} if approved_by else {})}
+        seen: dict[str, Any] = {}
+
+        def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+            return (True, approved_by) if approved_by else (False, "mcp:not-asked")
+
+        def observe(event: Any) -> None:
+            kind = type(event).__name__
+            if kind == "StepInvoked" and getattr(event, "invocation_id", None):
+                seen["invocation_id"] = event.invocation_id
+            elif kind == "ObservationRecorded":
+                seen["observation"] = event.observation
+
+        actor = f"mcp:{caller.get('client', 'unknown')}"
+        outcome = self.host.call(checked.name, checked.args, approver=approve, channel="mcp", actor=actor,
+                                 observer=observe, caller=caller)
+        observation = seen.get("observation")
+        if not isinstance(observation, dict):
+            message = outcome.message or f"{checked.name} did not run"
+            observation = {"ok": False, "error_class": outcome.status, "error": {"message": message}}
+        ok = outcome.status == "answered" and observation.get("ok") is not False
+        kind = "ok" if ok else str(observation.get("error_class") or (outcome.failure or {}).get("kind") or outcome.status)
+        return CallResult(ok, kind, observation, str(seen.get("invocation_id") or ""), extra={"turn_id": outcome.turn_id})
 
     def _record_refusal(self, rt: Runtime, checked: Checked) -> None:
         assert checked.refusal is not None

@@ -105,6 +105,15 @@ class RuntimeHost:
                              observer=observer, settings=settings, asker=asker, principal=principal, interrupts=interrupts,
                              conversation=conversation, new_conversation=new_conversation, confirm_schedules=confirm_schedules)
 
+    def call(self, name: str, args: dict[str, Any], *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str,
+             observer: Callable[[Any], None] | None = None, interrupts: InterruptGate | None = None,
+             caller: dict[str, Any] | None = None) -> Any:
+        """One call a channel chose (an MCP client's), run as a turn of its own (metnos.services.turns.call)."""
+        with self.writing() as rt:
+            settings = load(self._given_env, config_file=rt.workspace.config_file)
+            return turns.call(rt, name, args, approver=approver, channel=channel, actor=actor, env=self._given_env,
+                              observer=observer, interrupts=interrupts, settings=settings, caller=caller)
+
     def close(self) -> None:
         self.outbox.close()
         if self._router is not None:
@@ -129,6 +138,8 @@ class DaemonHost(RuntimeHost):
         self._gates_lock = threading.Lock()
         # The running turn's events as they are recorded, and its Stop (metnos/services/live.py).
         self.live = LiveTurns()
+        # How a scheduled firing's message reaches the outbox (set by metnos/services/daemon.py); None: send_messages.
+        self.deliver_scheduled: Callable[[str, str, str], Any] | None = None
 
     @contextmanager
     def writing(self) -> Iterator[Runtime]:
@@ -194,6 +205,24 @@ class DaemonHost(RuntimeHost):
             return self._ask(text, approver=approver, channel=channel, actor=actor, observer=observe, asker=asker,
                              principal=principal, interrupts=gate, wait_s=wait_s, confirm_schedules=confirm_schedules,
                              talk={"conversation": conversation, "new_conversation": new_conversation})
+        finally:
+            self.live.ended(observe)
+            with self._gates_lock:
+                self._gates.discard(gate)
+
+    def call(self, name: str, args: dict[str, Any], *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str,
+             observer: Callable[[Any], None] | None = None, interrupts: InterruptGate | None = None,
+             caller: dict[str, Any] | None = None) -> Any:
+        """A call turn, listed live and stoppable as any turn the daemon runs."""
+        if self.stopping:
+            raise DaemonStopping(STOPPING)
+        gate = interrupts or InterruptGate()
+        with self._gates_lock:
+            self._gates.add(gate)
+        observe = self.live.observer(gate, observer)
+        try:
+            return super().call(name, args, approver=approver, channel=channel, actor=actor, observer=observe,
+                                interrupts=gate, caller=caller)
         finally:
             self.live.ended(observe)
             with self._gates_lock:

@@ -83,11 +83,11 @@ def _act(service: ScheduleService, action: str, ref: str) -> dict[str, Any]:
     return getattr(service, action)(ref)
 
 
-def command(runtime: Runtime, action: str, ref: str) -> dict[str, Any]:
-    """One of COMMANDS on a held runtime (the daemon's)."""
+def command(runtime: Runtime, action: str, ref: str, *, deliver: Callable[[str, str, str], Any] | None = None) -> dict[str, Any]:
+    """One of COMMANDS on a held runtime (the daemon's); ``deliver``: its outbox, for a run-now's message."""
     if action not in COMMANDS:
         raise SchedulerError(f"unknown schedule command {action!r}; one of {', '.join(COMMANDS)}")
-    return _act(ScheduleService(runtime), action, ref)
+    return _act(ScheduleService(runtime, deliver=deliver), action, ref)
 
 
 def read_on(runtime: Runtime, when: str, timezone: str = "UTC", *, models: Callable[[str], Any] | None = None) -> dict[str, Any]:

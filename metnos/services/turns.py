@@ -17,6 +17,8 @@ from typing import Any
 
 from metnos.runtime.booted import Runtime
 from metnos.runtime.cascade.book import PlanBook
+from metnos.mechanisms.llm.errors import LLMError
+from metnos.runtime.turn.direct import CALL_MODE, call_text
 from metnos.runtime.turn.interrupts import InterruptGate
 from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.turn.ports import Approver, Asker
@@ -33,7 +35,8 @@ def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Ma
         actor: str = "user", principal: str = "host", observer: Callable[[Any], None] | None = None, wrap_llm: Callable[[Any], Any] | None = None,
         interrupts: InterruptGate | None = None, cache: bool = True, level: str | None = None, mode: str | None = None,
         overrides: Sequence[str] = (), settings: Loaded | None = None, asker: Asker | None = None,
-        conversation: str | None = None, new_conversation: bool = False, confirm_schedules: bool = False) -> TurnOutcome:
+        conversation: str | None = None, new_conversation: bool = False, confirm_schedules: bool = False,
+        caller: dict[str, Any] | None = None) -> TurnOutcome:
     """One turn on a booted runtime with a router kept by the caller (a host keeps it warm across turns).
     ``settings``: those read for this turn; None, the command's own (or those ``env`` gives).
     ``conversation``: the key of the conversation the turn continues (a chat, the dashboard, ``cli``), or starts
@@ -46,7 +49,7 @@ def run(runtime: Runtime, text: str, *, approver: Approver, router: Any, env: Ma
     return run_turn(runtime, text, approver=approver, router=router, env=env, actor=actor, principal=principal, channel=channel, observer=observer,
                     wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
                     settings=settings, asker=asker, conversation=conversation, new_conversation=new_conversation,
-                    confirm_schedules=confirm_schedules)
+                    confirm_schedules=confirm_schedules, caller=caller)
 
 
 # The key of the conversation `metnos ask --continue` follows: the last turn asked from the command line.
@@ -88,3 +91,25 @@ def asked(text: str, *, approver: Approver, model: str | None = None, overrides:
         # A follow-up's words are not a plan's (and "undo that" answers for the turn it undid): nothing to keep.
         offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and not continuing and outcome.status == "answered" else None
     return Asked(outcome, offer)
+
+
+class NoModel:
+    """The router of a call turn (metnos/runtime/turn/direct.py): the channel chose the call, so no model is
+    asked; should the loop ever ask one, the turn fails saying so, and nothing is made up."""
+
+    settings = None
+
+    def for_tier(self, tier: str) -> Any:
+        raise LLMError("a call a channel chose is run as it is: no model is asked in its turn")
+
+    def close(self) -> None:
+        pass
+
+
+def call(runtime: Runtime, name: str, args: dict[str, Any], *, approver: Approver, channel: str, actor: str,
+         env: Mapping[str, str] | None = None, observer: Callable[[Any], None] | None = None,
+         interrupts: InterruptGate | None = None, settings: Loaded | None = None,
+         caller: dict[str, Any] | None = None) -> TurnOutcome:
+    """One call a channel chose (an MCP client's tool call) as a turn of its own: listed, replayable, undoable."""
+    return run_turn(runtime, call_text(name, args), approver=approver, router=NoModel(), env=env, actor=actor, channel=channel,
+                    observer=observer, interrupts=interrupts, cache=False, mode=CALL_MODE, settings=settings, caller=caller)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from metnos.settings.declare import setting
@@ -25,6 +27,22 @@ class DaemonConfig(BaseModel):
     max_request_bytes: int = setting(DEFAULT_MAX_REQUEST_BYTES, "The most bytes a request's body may hold, on the API, the "
                                      "dashboard and MCP at /mcp; a larger one is refused with 413 (1024-1073741824).",
                                      ge=1024, le=1 << 30)
+
+    delivery_attempts: int = setting(10, "How many times the outbox tries to send a message before it gives up and the message "
+                                     "waits in the inbox, undelivered, to be retried or dismissed (1-1000).", ge=1, le=1000)
+    delivery_first_delay_s: float = setting(2.0, "How long the outbox waits after a failed send before the next try; doubled "
+                                            "after each failure up to delivery_max_delay_s (seconds).",
+                                            gt=0, le=86400, allow_inf_nan=False)
+    delivery_max_delay_s: float = setting(300.0, "The longest wait between two tries of a send (seconds, at least "
+                                          "delivery_first_delay_s).", gt=0, le=86400, allow_inf_nan=False)
+
+    @field_validator("delivery_max_delay_s")
+    @classmethod
+    def _ceiling(cls, v: float, info: Any) -> float:
+        first = info.data.get("delivery_first_delay_s")
+        if first is not None and v < first:
+            raise ValueError(f"must be at least delivery_first_delay_s ({first}), not {v}")
+        return v
 
     @field_validator("http")
     @classmethod

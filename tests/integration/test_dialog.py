@@ -219,8 +219,9 @@ def test_a_question_waits_at_the_api_and_its_answer_resumes_the_turn(dialog_daem
         asking.join(timeout=60)
         assert result["status"] == "answered", result
         assert not target.exists()
-        # Answered once: a second answer finds nothing to answer.
-        assert client.post(f"/api/dialogs/{pending['id']}", json={"answer": "again"}).status_code == 404
+        # Answered once: a second answer is refused, naming where the first came from (one inbox).
+        again = client.post(f"/api/dialogs/{pending['id']}", json={"answer": "again"})
+        assert again.status_code == 409 and "already answered on http (http:user)" in again.json()["error"]["message"], again.text
         assert client.get("/api/dialogs").json() == []
         events = client.get(f"/api/turns/{result['turn_id']}").json()["events"]
         [answered] = [e["state"] for e in events if e["type"] == "DialogAnswered"]

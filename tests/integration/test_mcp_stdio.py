@@ -97,7 +97,10 @@ def test_an_mcp_client_lists_calls_and_is_refused_outside_a_grant(tmp_path: Path
 
     calls = {events[0]["executor"]: events for events in _invocations(env).values() if events[0]["caller"].get("kind") == "mcp"}
     assert set(calls) == {"get_now", "read_files"}
-    assert calls["get_now"][0]["caller"] == {"kind": "mcp", "transport": "stdio", "client": "mcp"}
+    # A call that runs is a turn of its own (step 1 of a turn on the mcp channel); one refused before is not.
+    assert calls["get_now"][0]["caller"] == {"kind": "mcp", "transport": "stdio", "client": "mcp", "channel": "mcp",
+                                             "actor": "mcp:mcp", "step": 1}
+    assert calls["get_now"][0]["turn_id"]
     assert [e["type"] for e in calls["get_now"]] == ["InvocationRequested", "InvocationCompleted"]
     assert calls["get_now"][1]["ok"] is True and calls["get_now"][1]["sandbox"] == "bwrap"
     # Refused before any spawn, and recorded as such.
@@ -178,3 +181,35 @@ def test_a_client_cannot_forge_or_reuse_an_approval(tmp_path: Path) -> None:
     assert isinstance(unasked, types.InputRequiredResult)
     assert _outbox(env) == []
     assert not [e for e in _invocations(env).values() if e[-1]["type"] == "InvocationCompleted" and e[0]["executor"] == "send_messages"]
+
+
+def test_an_mcp_write_is_a_turn_listed_replayed_and_undone(tmp_path: Path) -> None:
+    """Issue 35 item 3: a tool call from an MCP client is a turn like any other, on the mcp channel."""
+    env = _env(tmp_path, "metnos_home")
+    _metnos(env, "init")
+    target = Path(env["HOME"]) / "from-mcp.txt"
+    target.write_text("before\n")
+    args = {"files": [{"path": str(target), "content": "after\n", "mode": "overwrite"}]}
+
+    async def elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def session() -> Any:
+        async with Client(_server(env), mode="legacy", elicitation_callback=elicit) as client:
+            return await client.call_tool("write_files", args)
+
+    wrote = asyncio.run(session())
+    assert wrote.is_error is False, wrote.structured_content
+    assert target.read_text() == "after\n"
+    turn_id = wrote.meta["metnos/turn_id"]
+    listed = orjson.loads(_metnos(env, "turns", "list", "--json"))
+    [row] = [t for t in listed if t["id"] == turn_id]
+    assert (row["channel"], row["status"], row["text"]) == ("mcp", "answered", f"call write_files {orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()}")
+    shown = _metnos(env, "turns", "show", turn_id[:8])
+    assert "ApprovalAnswered" in shown and "mcp:elicitation" in shown and "StepInvoked" in shown, shown
+    replayed = orjson.loads(_metnos(env, "replay", turn_id, "--json"))
+    [again] = replayed["results"]
+    assert (again["turn_id"], again["same_path"], replayed["diverged"]) == (turn_id, True, 0), replayed
+    undone = orjson.loads(_metnos(env, "undo", "--json"))
+    assert undone["status"] == "undone" and undone["turn_id"] == turn_id, undone
+    assert target.read_text() == "before\n"

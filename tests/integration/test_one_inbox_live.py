@@ -61,6 +61,11 @@ def daemon(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM, bot: Fake
                       f'base_url = "{bot.url}"\napproval_timeout_s = 120\npoll_timeout_s = 1\n')
     running = start_daemon(env)
     try:
+        # The chat speaks first, so it is paired as the host whichever test runs first (each xdist worker has its own daemon).
+        llm.add(text("Hello."))
+        before = len(bot.calls)
+        bot.user_says(CHAT, "say hello")
+        bot.wait_for("sendMessage", lambda p: "Hello." in p["text"], after=before)
         yield running
     finally:
         running.stop()

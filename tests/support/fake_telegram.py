@@ -41,6 +41,8 @@ from urllib.parse import parse_qs
 from tests.support.http_reply import send_json_bytes
 
 _NUMERIC = {"chat_id", "message_id", "offset", "limit", "timeout"}
+# The parameters python-telegram-bot sends as JSON inside a form; a text is a text even when it starts with "[".
+_NESTED = {"reply_markup", "reply_parameters", "allowed_updates", "entities", "link_preview_options"}
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def _params(raw: bytes, content_type: str) -> dict[str, Any]:
         value: Any = values[-1]
         if key in _NUMERIC and value.lstrip("-").isdigit():
             value = int(value)
-        elif value[:1] in "[{":
+        elif key in _NESTED and value[:1] in "[{":
             value = json.loads(value)
         out[key] = value
     return out
@@ -136,10 +138,13 @@ class FakeBotAPI:
         self._server.server_close()
 
     # The user's side -------------------------------------------------------
-    def user_says(self, chat_id: int, text: str, *, user_id: int | None = None) -> dict[str, Any]:
+    def user_says(self, chat_id: int, text: str, *, user_id: int | None = None, reply_to: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``reply_to``: the bot's message (a sendMessage's result) this one replies to, as Telegram's reply does."""
         message = {"message_id": next(self._message_ids), "date": int(time.time()), "text": text,
                    "chat": {"id": chat_id, "type": "private"},
                    "from": {"id": user_id or chat_id, "is_bot": False, "first_name": "User"}}
+        if reply_to is not None:
+            message["reply_to_message"] = reply_to
         self._queue({"message": message})
         return message
 

@@ -85,7 +85,8 @@ def test_a_close_misspelling_is_suggested(tmp_path: Path) -> None:
 def test_every_section_is_in_force_and_an_absent_file_is_every_default(tmp_path: Path) -> None:
     sections = check_config(tmp_path / "config" / "config.toml", env_for(tmp_path))
     assert set(sections) == {"llm", "model", "network", "telegram", "daemon", "turn", "runtime", "commands"}
-    assert sections["daemon"] == {"http": "127.0.0.1:8737", "approval_timeout_s": 300.0, "max_request_bytes": 1048576}
+    assert sections["daemon"] == {"http": "127.0.0.1:8737", "approval_timeout_s": 300.0, "max_request_bytes": 1048576,
+                                  "delivery_attempts": 10, "delivery_first_delay_s": 2.0, "delivery_max_delay_s": 300.0}
     assert sections["turn"]["cap_steps"] == {"value": 30, "from": "default"}
 
 

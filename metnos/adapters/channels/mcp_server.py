@@ -94,8 +94,10 @@ def annotations(tool: Tool) -> types.ToolAnnotations:
 
 def tool_result(result: CallResult) -> types.CallToolResult:
     text = orjson.dumps(result.observation, option=orjson.OPT_SORT_KEYS).decode()
+    # The turn the call ran as, for `metnos turns show`, `metnos replay` and `metnos undo`.
+    meta = {"metnos/turn_id": result.extra["turn_id"]} if result.extra.get("turn_id") else None
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structured_content=result.observation, is_error=not result.ok)
+                                structured_content=result.observation, is_error=not result.ok, meta=meta)
 
 
 def _elicitation_answer(answer: Any) -> bool:
@@ -129,6 +131,13 @@ def build_server(gate: GatedCaller, *, transport: str, approval_timeout_s: float
             return tool_result(gate.refused(checked))
         approved_by: str | None = None
         if checked.needs_approval:
+            if not _can_elicit(ctx) and gate.has_inbox():
+                # The client cannot ask the user: the daemon's one inbox does (the dashboard, Telegram, the CLI).
+                approved, by = await anyio.to_thread.run_sync(lambda: gate.ask_inbox(checked))
+                if not approved:
+                    return tool_result(await anyio.to_thread.run_sync(lambda: gate.decline(checked, by)))
+                result = await anyio.to_thread.run_sync(lambda: gate.run_turn(checked, approved_by=by))
+                return tool_result(result)
             if not _can_elicit(ctx):
                 return tool_result(await anyio.to_thread.run_sync(lambda: gate.decline(checked, NO_ELICITATION)))
             if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -150,7 +159,8 @@ def build_server(gate: GatedCaller, *, transport: str, approval_timeout_s: float
             if not _elicitation_answer(answer):
                 return tool_result(await anyio.to_thread.run_sync(lambda: gate.decline(checked, "mcp:elicitation")))
             approved_by = "mcp:elicitation"
-        result = await anyio.to_thread.run_sync(lambda: gate.run(checked, approved_by=approved_by))
+        # A turn of its own: listed in `metnos turns list`, replayable, undoable with `metnos undo`.
+        result = await anyio.to_thread.run_sync(lambda: gate.run_turn(checked, approved_by=approved_by))
         return tool_result(result)
 
     return Server("metnos", version=metnos.__version__,

@@ -59,8 +59,9 @@ import orjson
 
 from domain.errors import MetnosError
 from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
-from metnos.services import pairing
+from metnos.services import inbox, pairing
 from metnos.services.approvals import ApprovalBroker, ApprovalUnknown
+from metnos.services.pending import AlreadyAnswered, PendingUnknown
 from metnos.services.channels import record_ignored
 from metnos.services.delivery import DeliveryFailed
 from metnos.services.telling import reply_text
@@ -72,6 +73,8 @@ from metnos.settings.telegram import TelegramSettings
 CHANNEL = "telegram"
 MAX_TEXT = 4096  # Telegram's limit for one message
 APPROVE, DENY = "ok", "no"
+# The buttons of a message given up, shown by /inbox: send it again, or let it go.
+RETRY, DISMISS = "rt", "dm"
 # Telegram shows a chat action for about 5 s: renewed a little sooner, the indicator never blinks off.
 TYPING_EVERY_S = 4.0
 # At stop, how long the answers just queued get to go out before they are left queued for the next start.
@@ -100,10 +103,12 @@ class _Pending:
 
 @dataclass
 class _Question:
-    """A turn's question open in a chat: the chat's next message answers it."""
+    """A turn's question open in a chat: the chat's next message answers it. ``key``: its id in the host's
+    one inbox (metnos/services/dialogs.py), where the other ways in can answer it too; "" without one."""
     answered: threading.Event = field(default_factory=threading.Event)
     answer: str | None = None
     stopped: bool = False
+    key: str = ""
 
 
 class TelegramChannel:
@@ -123,6 +128,8 @@ class TelegramChannel:
         self.approvals: ApprovalBroker = getattr(host, "approvals", None) or ApprovalBroker(timeout_s=settings.approval_timeout_s)
         # chat id -> the question a turn asked there and waits on.
         self._questions: dict[int, _Question] = {}
+        # (chat id, message id) -> the question of the inbox that message showed (/inbox): a reply to it answers it.
+        self._listed_questions: dict[tuple[int, int], str] = {}
         self._pending_lock = threading.Lock()
         # allowed_chats and the chats the log paired; a pairing while the bot runs adds to it.
         self._allowed: set[int] = set(settings.allowed_chats)
@@ -186,9 +193,12 @@ class TelegramChannel:
         self._stopping = True
         with self._pending_lock:
             waiting = [p.key for p in self._pending.values()]
+            asked = [q.key for q in self._questions.values() if q.key]
             for question in self._questions.values():
                 question.stopped = True
                 question.answered.set()
+        for key in asked:
+            self.host.dialogs.leave(key, by=f"{CHANNEL}:stopped")
         for key in waiting:
             try:
                 self.approvals.answer(key, approved=False, by="stopped", channel=CHANNEL)
@@ -250,6 +260,16 @@ class TelegramChannel:
             self._fresh.add(chat.id)
             await message.reply_text("A new conversation starts with your next message.")
             return
+        if message.text.strip() == "/inbox":
+            # What waits for the user on every way in: approvals, questions, messages given up.
+            await asyncio.to_thread(self._show_inbox, chat.id)
+            return
+        replied = getattr(message, "reply_to_message", None)
+        listed = self._listed_questions.get((chat.id, replied.message_id)) if replied is not None else None
+        if listed is not None:
+            # A reply to a question /inbox showed: its answer, whichever way in asked it.
+            await asyncio.to_thread(self._answer_listed, chat.id, listed, message.text)
+            return
         if message.text.strip() == "/start":
             # No request to read a language from yet: the one the user's Telegram is set to, if the catalogue has it.
             code = (getattr(update.effective_user, "language_code", None) or "").split("-")[0]
@@ -258,11 +278,14 @@ class TelegramChannel:
         with self._pending_lock:
             question = self._questions.get(chat.id)
             answers = question is not None and not question.answered.is_set()
-            if answers:
+            if answers and not question.key:
                 # The turn waiting in this chat asked a question: this message is its answer, not a new request.
                 question.answer = message.text
                 question.answered.set()
         if answers:
+            if question.key:
+                # In the one inbox: the first answer counts, on whichever way in it is given.
+                await asyncio.to_thread(self._answer_listed, chat.id, question.key, message.text)
             return
         self._worker.submit(self._run_turn, chat.id, sender, message.text, message.message_id)
 
@@ -306,7 +329,7 @@ class TelegramChannel:
             fresh = chat_id in self._fresh
             self._fresh.discard(chat_id)
             outcome = self.host.ask(text, approver=self._approver(chat_id, language, text), channel=CHANNEL, actor=f"telegram:{sender}",
-                                    asker=self._asker(chat_id, language), principal=principal,
+                                    asker=self._asker(chat_id, language, text), principal=principal,
                                     conversation=f"{CHANNEL}:{chat_id}", new_conversation=fresh,
                                     # A schedule said in the chat is shown back with its next firings, saved on a yes.
                                     confirm_schedules=True)
@@ -400,13 +423,17 @@ class TelegramChannel:
         return approved, by
 
     # Questions ---------------------------------------------------------------------
-    def _asker(self, chat_id: int, language: str = i18n.SOURCE) -> Callable[[Any], tuple[str | None, str]]:
+    def _asker(self, chat_id: int, language: str = i18n.SOURCE, request: str = "") -> Callable[[Any], tuple[str | None, str]]:
         def ask(question: Any) -> tuple[str | None, str]:
-            return self._question(chat_id, question.question, language)
+            return self._question(chat_id, question.question, language, question, request)
 
         return ask
 
-    def _question(self, chat_id: int, text: str, language: str = i18n.SOURCE) -> tuple[str | None, str]:
+    def _question(self, chat_id: int, text: str, language: str = i18n.SOURCE, asked: Any = None,
+                  request: str = "") -> tuple[str | None, str]:
+        dialogs = getattr(self.host, "dialogs", None)
+        if dialogs is not None and asked is not None:
+            return self._question_in_inbox(dialogs, chat_id, asked, language, request)
         said = i18n.in_force()
         question = _Question()
         with self._pending_lock:
@@ -427,12 +454,90 @@ class TelegramChannel:
             return None, "telegram:timeout"
         return question.answer, "telegram:reply"
 
+    def _question_in_inbox(self, dialogs: Any, chat_id: int, asked: Any, language: str, request: str) -> tuple[str | None, str]:
+        """The question waits in the host's one inbox (the dashboard, the API and ``metnos inbox`` list it too) and
+        is shown in the chat, whose next message answers it; the first answer, on any way in, counts."""
+        said = i18n.in_force()
+        local = _Question()
+
+        def present(pending: Any) -> None:
+            local.key = pending.id
+            with self._pending_lock:
+                self._questions[chat_id] = local
+            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(said.text("telegram.question", language, question=asked.question))))
+            if sent is None:
+                self._log(f"the question for chat {chat_id} could not be shown there; it waits on the dashboard and in `metnos inbox`")
+
+        try:
+            answer, by = dialogs.ask(CHANNEL, asked, request=request, timeout_s=self.settings.approval_timeout_s, present=present)
+        finally:
+            with self._pending_lock:
+                if self._questions.get(chat_id) is local:
+                    del self._questions[chat_id]
+        if local.stopped or by == f"{CHANNEL}:stopped":
+            return None, f"{CHANNEL}:stopped"
+        if answer is None:
+            if by.endswith(":timeout"):
+                self._send(chat_id, said.text("telegram.question_timeout", language, seconds=f"{self.settings.approval_timeout_s:.0f}"))
+            return None, by
+        if not by.startswith(f"{CHANNEL}:"):
+            # Answered on another way in: the chat that was asked is told where, and what.
+            self._send(chat_id, f"Answered on {by.partition(':')[0]} ({by}): {answer}")
+        return answer, by
+
+    # The inbox ------------------------------------------------------------------------
+    def _show_inbox(self, chat_id: int) -> None:
+        """/inbox: each item waiting for the user, whichever way in asked, as a message with what answers it."""
+        from telegram import InlineKeyboardButton, InlineKeyboardMarkup  # deferred: as in _ask
+
+        if getattr(self.host, "dialogs", None) is None:
+            self._notify(chat_id, "The inbox is the daemon's: run `metnos daemon` to answer here what waits elsewhere.")
+            return
+        if self.host.approver_is_guest(CHANNEL, str(chat_id)):
+            self._notify(chat_id, "This chat is paired as a guest, and a guest answers nothing of the host's inbox.")
+            return
+        found = inbox.items(self.host)
+        if not found:
+            self._notify(chat_id, "Nothing is waiting for you.")
+            return
+        for item in found:
+            if item["kind"] == inbox.APPROVAL:
+                shown = orjson.dumps(item["args"], option=orjson.OPT_SORT_KEYS).decode()
+                text = (f"Approval (asked via {item['channel']}): step {item['step']} {item['executor']} {shown[:1500]}\n"
+                        f"{item['reason']}" + (f"\nfor: {item['request']}" if item.get("request") else ""))
+                buttons = [[InlineKeyboardButton("Approve", callback_data=f"{APPROVE}:{item['id']}"),
+                            InlineKeyboardButton("Deny", callback_data=f"{DENY}:{item['id']}")]]
+            elif item["kind"] == inbox.QUESTION:
+                text = (f"Question (asked via {item['channel']}): {item['question']}\n(reply to this message with your answer)"
+                        + (f"\nfor: {item['request']}" if item.get("request") else ""))
+                buttons = []
+            else:
+                text = (f"Undelivered {item['message_kind']} to {item['channel']} {item['address']} "
+                        f"(given up after {item['attempts']} attempt(s): {item['cause']}):\n{item['text']}")
+                buttons = [[InlineKeyboardButton("Retry", callback_data=f"{RETRY}:{item['id']}"),
+                            InlineKeyboardButton("Dismiss", callback_data=f"{DISMISS}:{item['id']}")]]
+            markup = InlineKeyboardMarkup(buttons) if buttons else None
+            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=markup))
+            if sent is not None and item["kind"] == inbox.QUESTION:
+                self._listed_questions[(chat_id, sent.message_id)] = item["id"]
+
+    def _answer_listed(self, chat_id: int, key: str, text: str) -> None:
+        """A chat's answer to a question of the inbox; a second answer is told where the first came from."""
+        try:
+            inbox.answer(self.host, key, channel=CHANNEL, by="reply", text=text)
+        except PendingUnknown as e:
+            self._notify(chat_id, f"metnos: {e}")
+
     async def _on_button(self, update: Any, context: Any) -> None:
         query = update.callback_query
         verdict, _, key = (query.data or "").partition(":")
         chat_id = query.message.chat.id if query.message is not None else None
         with self._pending_lock:
             pending = self._pending.get(key)
+        if pending is None and verdict in (APPROVE, DENY, RETRY, DISMISS) and chat_id in self._allowed:
+            # A button /inbox showed: an item of the one inbox, whichever way in it came from.
+            await self._on_inbox_button(query, chat_id, verdict, key)
+            return
         # Only the chat that was asked can answer here, and only once (whichever way in answers first).
         if pending is None or verdict not in (APPROVE, DENY) or chat_id != pending.chat_id or chat_id not in self._allowed:
             await query.answer("This approval is no longer open.")
@@ -444,6 +549,32 @@ class TelegramChannel:
             return
         said = "Approved" if verdict == APPROVE else "Denied"
         await query.answer(said)
+        try:
+            await query.edit_message_reply_markup(reply_markup=None)
+        except Exception as e:  # noqa: BLE001 - the answer counts even if the buttons stay
+            self._log(f"could not remove the buttons: {redact(str(e), self._token)}")
+
+    async def _on_inbox_button(self, query: Any, chat_id: int, verdict: str, key: str) -> None:
+        closed = "This approval is no longer open." if verdict in (APPROVE, DENY) else "This message is no longer undelivered."
+        if getattr(self.host, "dialogs", None) is None:
+            # A host without the one inbox (a channel on its own): only the chat's own approvals, and this one ended.
+            await query.answer(closed)
+            return
+        if await asyncio.to_thread(self.host.approver_is_guest, CHANNEL, str(chat_id)):
+            await query.answer("This chat is paired as a guest, and a guest answers nothing of the host's inbox.")
+            return
+        fields: dict[str, Any] = ({"approve": verdict == APPROVE} if verdict in (APPROVE, DENY)
+                                  else {"action": "retry" if verdict == RETRY else "dismiss"})
+        try:
+            await asyncio.to_thread(lambda: inbox.answer(self.host, key, channel=CHANNEL, by="button", **fields))
+        except AlreadyAnswered as e:
+            # The first answer counts: the chat is told where it came from.
+            await query.answer(str(e)[:190])
+            return
+        except PendingUnknown:
+            await query.answer(closed)
+            return
+        await query.answer({APPROVE: "Approved", DENY: "Denied", RETRY: "Queued again", DISMISS: "Dismissed"}[verdict])
         try:
             await query.edit_message_reply_markup(reply_markup=None)
         except Exception as e:  # noqa: BLE001 - the answer counts even if the buttons stay

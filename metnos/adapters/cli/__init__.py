@@ -24,7 +24,7 @@ COMMANDS = [init_cmd, events_cmd]
 def _optional_commands() -> list:
     """Sub-commands whose modules land with their own capability."""
     found = []
-    for name in ("executors_cmd", "sandbox_cmd", "model_cmd", "ask_cmd", "turns_cmd", "replay_cmd", "rebuild_cmd", "undo_cmd", "mnestome_cmd", "plans_cmd", "schedule_cmd", "daemon_cmd", "config_cmd", "mcp_cmd", "synt_cmd", "skills_cmd", "calendar_cmd", "mail_cmd", "log_cmd", "i18n_cmd", "telegram_cmd", "pair_cmd", "devices_cmd", "device_cmd"):
+    for name in ("executors_cmd", "sandbox_cmd", "model_cmd", "ask_cmd", "turns_cmd", "replay_cmd", "rebuild_cmd", "undo_cmd", "mnestome_cmd", "plans_cmd", "schedule_cmd", "daemon_cmd", "config_cmd", "mcp_cmd", "synt_cmd", "skills_cmd", "calendar_cmd", "mail_cmd", "log_cmd", "i18n_cmd", "telegram_cmd", "pair_cmd", "devices_cmd", "device_cmd", "inbox_cmd"):
         try:
             module = __import__(f"metnos.adapters.cli.{name}", fromlist=["register"])
         except ModuleNotFoundError as e:

@@ -22,10 +22,9 @@ from starlette.routing import Route
 
 from domain.errors import MetnosError
 from domain.household import HOST
-from metnos.services import mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
-from metnos.services.approvals import ApprovalAlreadyAnswered, ApprovalUnknown
+from metnos.services import inbox as the_inbox, mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
 from metnos.services.live import TurnNotRunning
-from metnos.services.dialogs import DialogUnknown
+from metnos.services.pending import AlreadyAnswered, PendingUnknown
 from metnos.services.host import DaemonBusy, DaemonHost, DaemonStopping
 from metnos.services.interrupts import InterruptGate
 from metnos.services.queries import ExecutorNotFound, TurnNotFound, log_page
@@ -120,7 +119,7 @@ def routes(host: DaemonHost) -> list[Route]:
             # A question the turn asks (a missing target, where the user is) waits at /api/dialogs. A turn already
             # running is answered 409 at once (after a scheduler tick's moment), not queued behind it.
             work = asyncio.ensure_future(run_in_threadpool(
-                lambda: host.ask(text, approver=approver, channel="http", asker=host.dialogs.asker("http"), interrupts=gate,
+                lambda: host.ask(text, approver=approver, channel="http", asker=host.dialogs.asker("http", request=text, gone=gone), interrupts=gate,
                                  wait_s=ASK_WAIT_S, conversation=conversation, new_conversation=fresh,
                                  principal=host.pair(CHANNEL, device))))
             while not (await asyncio.wait({work}, timeout=DISCONNECT_POLL_S))[0]:
@@ -171,12 +170,14 @@ def routes(host: DaemonHost) -> list[Route]:
         return json_response({**undoer.preview(plan, force=request.query_params.get("force") == "1").to_json(), "dry_run": True})
 
     def undo(request: Request, body: dict[str, Any]) -> Response:
+        # Every parameter checked first: a bad one is 400 whether or not there is a turn to undo.
+        force = _flag(body, "force")
         with host.writing():
             found = undo_plan(request, body)
             if found is None:
                 return json_response({"status": "nothing", "message": "there is no turn left to undo"})
             undoer, plan = found
-            result = undoer.apply(plan, force=_flag(body, "force"))
+            result = undoer.apply(plan, force=force)
         return json_response({**result.to_json(), "dry_run": False}, 200 if result.status == "undone" else 409)
 
     def approvals(request: Request, body: dict[str, Any]) -> Response:
@@ -199,7 +200,33 @@ def routes(host: DaemonHost) -> list[Route]:
         answer = body.get("answer")
         if not isinstance(answer, str):
             raise BadRequest('answer with {"answer": "..."}: the words the question asks for')
-        return json_response(host.dialogs.answer(request.path_params["dialog_id"], answer, by="user"))
+        return json_response(host.dialogs.answer(request.path_params["dialog_id"], answer, by="user", channel=CHANNEL))
+
+    def inbox(request: Request, body: dict[str, Any]) -> Response:
+        return json_response(the_inbox.items(host))
+
+    def inbox_answer(request: Request, body: dict[str, Any]) -> Response:
+        """One answer to an item of the inbox: ``{"approve": true|false}`` (an approval), ``{"answer": "..."}``
+        (a question), ``{"action": "retry"|"dismiss"}`` (an undelivered message)."""
+        item_id = request.path_params["item_id"]
+        approve, text, action = body.get("approve"), body.get("answer"), body.get("action")
+        if approve is not None and not isinstance(approve, bool):
+            raise BadRequest('"approve" is true or false')
+        if text is not None and not isinstance(text, str):
+            raise BadRequest('"answer" is the words the question asks for, as a string')
+        if action is not None and action not in ("retry", "dismiss"):
+            raise BadRequest('"action" is "retry" or "dismiss"')
+        # The command line answers through this API (`metnos inbox`): its answers are recorded as given on cli.
+        via = body.get("via", CHANNEL)
+        if via not in (CHANNEL, "cli"):
+            raise BadRequest('"via" is "cli" (`metnos inbox`) or left out (http)')
+        if approve is None and text is None and action is None:
+            raise BadRequest('answer with {"approve": true|false} (an approval), {"answer": "..."} (a question) '
+                             'or {"action": "retry"|"dismiss"} (an undelivered message)')
+        if (approve is not None or action is not None) and host.approver_is_guest(CHANNEL, device_of(request)):
+            raise GuestCannotApprove("this device is paired as a guest, and a guest answers nothing of the host's inbox: "
+                                     "answer from the host's device or chat")
+        return json_response(the_inbox.answer(host, item_id, channel=via, by="user", approve=approve, text=text, action=action))
 
     def schedules(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
@@ -240,7 +267,8 @@ def routes(host: DaemonHost) -> list[Route]:
         with host.writing() as rt:
             if command not in schedule_service.COMMANDS:
                 raise BadRequest(f"unknown schedule command {command!r}; one of {', '.join(schedule_service.COMMANDS)}")
-            return json_response(schedule_service.command(rt, command, request.path_params["schedule_id"]))
+            return json_response(schedule_service.command(rt, command, request.path_params["schedule_id"],
+                                                          deliver=host.deliver_scheduled))
 
     def executors(request: Request, body: dict[str, Any]) -> Response:
         with host.reading() as rt:
@@ -281,6 +309,8 @@ def routes(host: DaemonHost) -> list[Route]:
         Route("/api/approvals/{approval_id}", _handled(answer), methods=["POST"]),
         Route("/api/dialogs", _handled(dialogs)),
         Route("/api/dialogs/{dialog_id}", _handled(reply), methods=["POST"]),
+        Route("/api/inbox", _handled(inbox)),
+        Route("/api/inbox/{item_id}", _handled(inbox_answer), methods=["POST"]),
         Route("/api/schedules", _handled(schedules), methods=["GET"]),
         Route("/api/schedules", _handled(schedule_add), methods=["POST"]),
         Route("/api/schedules/when", _handled(schedule_when), methods=["GET"]),
@@ -316,9 +346,9 @@ class GuestCannotApprove(MetnosError):
 def error_status(e: MetnosError) -> int:
     if isinstance(e, GuestCannotApprove):
         return 403
-    if isinstance(e, (ApprovalAlreadyAnswered, TurnNotRunning)):
+    if isinstance(e, (AlreadyAnswered, TurnNotRunning)):
         return 409
-    if isinstance(e, (TurnNotFound, ExecutorNotFound, ApprovalUnknown, DialogUnknown)):
+    if isinstance(e, (TurnNotFound, ExecutorNotFound, PendingUnknown)):
         return 404
     if isinstance(e, DaemonBusy):
         return 409

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from metnos.services import mnestome as mnests, queries, schedules as schedule_service
+from metnos.services import inbox, mnestome as mnests, queries, schedules as schedule_service
 from metnos.services.host import DaemonHost
 from metnos.services.telling import without_status
 
@@ -66,7 +66,9 @@ def turn(host: DaemonHost) -> Any:
 def approvals(host: DaemonHost) -> Any:
     def gather(request: Any) -> dict[str, Any]:
         # A turn's question (the atomic dialog) waits here too, with a box for the answer.
-        return {"pending": host.approvals.pending(), "questions": host.dialogs.pending()}
+        # And what the outbox gave up on, to retry or dismiss: the one inbox (metnos/services/inbox.py).
+        return {"pending": host.approvals.pending(), "questions": host.dialogs.pending(),
+                "undelivered": [i for i in inbox.items(host) if i["kind"] == inbox.UNDELIVERED]}
 
     return gather
 

@@ -185,10 +185,18 @@ def summary(output: Any) -> str:
     return orjson.dumps(output, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def clipped(body: str) -> str:
+    return body if len(body) <= MAX_BODY else body[: MAX_BODY - 1] + "…"
+
+
+def recipient(runtime: Any) -> str:
+    """Who the scheduler's messages go to: ``[scheduler] deliver_to`` (default "me")."""
+    return ((runtime.config or {}).get("scheduler") or {}).get("deliver_to", "me")
+
+
 def send(runtime: Any, schedule_id: str, channel: str, body: str) -> tuple[dict[str, Any], Any]:
     """One message through send_messages; returns (notice for the log, its Invocation)."""
-    recipient = ((runtime.config or {}).get("scheduler") or {}).get("deliver_to", "me")
-    body = body if len(body) <= MAX_BODY else body[: MAX_BODY - 1] + "…"
-    call, invocation = _invoke(runtime, "send_messages", {"channel": channel, "messages": [{"to_user": recipient, "body": body}]}, schedule_id)
+    body = clipped(body)
+    call, invocation = _invoke(runtime, "send_messages", {"channel": channel, "messages": [{"to_user": recipient(runtime), "body": body}]}, schedule_id)
     notice = {"channel": channel, "ok": _ok(call), "kind": _kind_of(call), "invocation_id": str(invocation.id) if invocation else None}
     return notice, invocation

@@ -44,8 +44,10 @@ class ScheduleService:
     within its quota (``policy``: ``[actors]`` of config.toml, the settings in force by default)."""
 
     def __init__(self, runtime: Any, clock: Any = None, *, actor: str = HOST, policy: ActorsConfig | None = None,
-                 models: Models | None = None, confirm: Confirm | None = None) -> None:
+                 models: Models | None = None, confirm: Confirm | None = None, deliver: Any = None) -> None:
         self.runtime = runtime
+        # The daemon's outbox for a run-now's message (metnos/runtime/scheduler/tick.py, Deliver); None: send_messages.
+        self.deliver = deliver
         # Asks the user to confirm a schedule shown back (its cron and next firings) before it is saved:
         # (yes?, who said it). None: the caller confirmed already (the CLI's prompt, the API's "confirm").
         self.confirm = confirm
@@ -264,7 +266,7 @@ class ScheduleService:
         refused = approval.refusal(self.runtime.report, schedule.approval, schedule.target, schedule.args)
         if refused is not None:
             raise SchedulerError(f"run-now refused: {refused}")
-        record = Scheduler(self.runtime, self.clock).run_now(self.find(ref))
+        record = Scheduler(self.runtime, self.clock, deliver=self.deliver).run_now(self.find(ref))
         self.runtime.schedules.catch_up(self.runtime.log)
         return record
 

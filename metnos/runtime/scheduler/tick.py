@@ -112,13 +112,20 @@ def _silent(schedule: Schedule, result: firing.Attempt) -> bool:
     return schedule.target.get("kind") == "callback" and not (isinstance(result.output, dict) and result.output.get("content"))
 
 
+# A port the daemon gives: (schedule id, channel, body) -> the notice of a message queued in its outbox, or None
+# when the outbox does not serve that channel (the message then goes through send_messages, as it always has).
+Deliver = Callable[[str, str, str], "dict[str, Any] | None"]
+
+
 class Scheduler:
     def __init__(self, runtime: Any, clock: Callable[[], datetime] | None = None,
-                 models: Callable[[str], Any] | None = None) -> None:
+                 models: Callable[[str], Any] | None = None, deliver: Deliver | None = None) -> None:
         self.runtime = runtime
         self.clock = clock or runtime.clock
         # tier -> provider, for the builtin jobs that draft through the model.
         self.models = models
+        # The daemon's outbox, for the channels it serves (metnos/services/delivery.py); else send_messages.
+        self.deliver = deliver
         self.view = runtime.schedules
         # The folded store, kept between ticks while the log has not moved.
         self._cached: tuple[int, dict[str, Any]] | None = None
@@ -237,7 +244,7 @@ class Scheduler:
             if schedule.channel == "none" or result.kind == "unavailable" or _silent(schedule, result):
                 return None, []
             body = f"[{name}] {slot}: {firing.summary(result.output)}"
-            notice, invocation = firing.send(self.runtime, sid, schedule.channel, body)
+            return self._send(sid, schedule.channel, body)
         elif decision.action == "notify" or decision.cancel is not None:
             # A failure is told even when results go nowhere: the outbox is the user's inbox.
             channel = schedule.channel if schedule.channel != "none" else "outbox"
@@ -245,9 +252,17 @@ class Scheduler:
             body = f"[{name}] the firing at {slot} failed ({result.kind}): {message}"
             if decision.cancel is not None:
                 body += f"; the schedule is cancelled ({decision.cancel})"
-            notice, invocation = firing.send(self.runtime, sid, channel, body)
-        else:
-            return None, []
+            return self._send(sid, channel, body)
+        return None, []
+
+    def _send(self, sid: str, channel: str, body: str) -> tuple[dict[str, Any] | None, list[Any]]:
+        """A message to the user: queued in the daemon's outbox when it serves ``channel`` (sent, retried with
+        backoff, given up after the bound and then in the inbox, as a turn's answer is), else through send_messages."""
+        if self.deliver is not None:
+            queued = self.deliver(sid, channel, firing.clipped(body))
+            if queued is not None:
+                return queued, []
+        notice, invocation = firing.send(self.runtime, sid, channel, body)
         return notice, [invocation] if invocation is not None else []
 
     def _resolve_open(self, schedule: Schedule, report: TickReport) -> None:

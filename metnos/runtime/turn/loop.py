@@ -27,7 +27,8 @@ from metnos.runtime.turn.asking import ask_model
 from metnos.runtime.step.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.composing import ANSWER_LIMIT, compose_answer
 from metnos.runtime.turn.conversation import context_text
-from metnos.runtime.turn.failures import FailureKind, language_of_turn, request_language, turn_failure
+from metnos.runtime.turn.direct import CALL_MODE, NotACall, parse_call
+from metnos.runtime.turn.failures import FailureKind, language_of_turn, request_language, step_failure_words, turn_failure
 from metnos.runtime.turn.following import consult_plans, follow_plan
 from metnos.runtime.turn.grounding import exact_ask
 from metnos.runtime.turn.guards import TurnGuards
@@ -143,6 +144,8 @@ class TurnLoop:
 
     def _run(self, turn: Turn, state: TurnState, request: TurnRequest) -> TurnOutcome:
         self.record(turn, Turn.CatalogueResolved, digest=self.catalogue.digest, entries=self.catalogue.entries)
+        if request.mode == CALL_MODE:
+            return self._run_call(turn, state, request)
         # A quarantined executor the request would have been offered is said, never silently missing.
         record_quarantined(lambda cls, **f: self.record(turn, cls, **f), self.catalogue, request.text,
                            level=request.autonomy, pool_size=self.settings.pool_size, offer=self.settings.offer)
@@ -191,6 +194,28 @@ class TurnLoop:
             return self._fail(turn, state, end.kind, end.detail)
         except PlanFailed as failed:
             return self._fail(turn, state, *failed.failure(state.problem))
+
+    def _run_call(self, turn: Turn, state: TurnState, request: TurnRequest) -> TurnOutcome:
+        """A channel chose the call (metnos/runtime/turn/direct.py): one step, checked, approved and recorded
+        as any; its observation is the answer. No model, no shortlist, no plan."""
+        try:
+            name, args = parse_call(request.text)
+        except NotACall as e:
+            return self._fail(turn, state, FailureKind.INVALID_ARGUMENTS, str(e))
+        state.step = 1
+        try:
+            observation, others = self.step(turn, state, request, [name], ToolCall(id="call-1", name=name, arguments=args), "client")
+        except EndTurn as end:
+            return self._fail(turn, state, end.kind, end.detail)
+        self.commit(turn, *others)
+        if state.problem is not None:
+            return self._fail(turn, state, *state.problem)
+        if observation.get("ok") is False:
+            return self._fail(turn, state, FailureKind.STEP_FAILED, step_failure_words(name, observation))
+        text = shown_content(observation, self.shown_home)[:ANSWER_LIMIT]
+        self.record(turn, Turn.TurnAnswered, text=text, steps=state.step)
+        self.commit(turn)
+        return TurnOutcome(str(turn.id), "answered", answer=text, steps=state.step)
 
     # A round: the model (or the plan) proposes ------------------------------
     def _round(self, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], messages: list[Message]) -> tuple[str | None, str]:

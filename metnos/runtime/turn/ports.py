@@ -84,8 +84,10 @@ class LivePorts:
 
     def __init__(self, *, runtime: Any, router: Any, approver: Approver, clock: Callable[[], datetime], ids: Callable[[], UUID],
                  autonomy: str = "supervised", asker: Asker | None = None, principal: str = "host",
-                 confirmer: Approver | None = None, actors: Any = None) -> None:
+                 confirmer: Approver | None = None, actors: Any = None, caller: dict[str, Any] | None = None) -> None:
         self.runtime = runtime
+        # What the channel adds to each invocation's caller (an MCP client's transport and name); None: nothing.
+        self.caller = dict(caller or {})
         # [actors] of the settings read for this turn (schedule quotas); None: the settings in force.
         self.actors = actors
         # Asks the user's yes to a schedule shown back before it is saved (a channel that wants it); None: not asked.
@@ -104,6 +106,11 @@ class LivePorts:
     def now(self) -> datetime:
         return self._clock()
 
+    def _caller(self, actor: str, channel: str, step: int) -> dict[str, Any]:
+        """The invocation's caller: the turn's, with the channel's own fields first (an MCP client's kind and transport)."""
+        turn = {"kind": "user", "actor": actor, "channel": channel, "step": step}
+        return {**self.caller, **{k: v for k, v in turn.items() if k not in self.caller}}
+
     def new_id(self) -> UUID:
         return self._ids()
 
@@ -116,7 +123,7 @@ class LivePorts:
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         call = self.runtime.invoker.call(
-            name, args, caller={"kind": "user", "actor": actor, "channel": channel, "step": step}, turn_id=turn_id,
+            name, args, caller=self._caller(actor, channel, step), turn_id=turn_id,
             autonomy=self.autonomy,
         )
         # A check that failed at call time quarantines the version now, not at the next boot.

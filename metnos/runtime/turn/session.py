@@ -211,6 +211,7 @@ def run_turn(
     conversation: str | None = None,
     new_conversation: bool = False,
     confirm_schedules: bool = False,
+    caller: dict[str, Any] | None = None,
 ) -> TurnOutcome:
     """``asker`` asks the user a question on the channel (the atomic dialog); None: nobody can be asked.
     ``level`` is the autonomy level (``ask --autonomy``); None reads ``[runtime] autonomy`` of config.toml.
@@ -240,7 +241,7 @@ def run_turn(
     try:
         ports = LivePorts(runtime=runtime, router=router, approver=approver, clock=runtime.clock, ids=runtime.ids, autonomy=level,
                            asker=asker, principal=principal, confirmer=confirmer,
-                           actors=loaded.settings.actors)
+                           actors=loaded.settings.actors, caller=caller)
         if wrap_llm is not None:
             ports.ask_llm = wrap_llm(ports.ask_llm)  # type: ignore[method-assign]
         catalogue = turn_catalogue(runtime)

@@ -242,6 +242,55 @@ function wireDialogs() {
   }, 1000);
 }
 
+function undeliveredSection(m) {
+  const section = document.createElement("section");
+  section.className = "undelivered";
+  section.id = `undelivered-${m.id}`;
+  const h = document.createElement("h3");
+  h.textContent = `The ${m.message_kind} to ${m.channel} ${m.address} (given up after ${m.attempts} attempt(s))`;
+  const cause = document.createElement("p");
+  cause.className = "cause";
+  cause.textContent = `last cause: ${m.cause}`;
+  const pre = document.createElement("pre");
+  pre.className = "undelivered-text";
+  pre.textContent = m.text;
+  section.append(h, cause, pre);
+  for (const [label, action] of [["Retry", "retry"], ["Dismiss", "dismiss"]]) {
+    const b = document.createElement("button");
+    b.className = action;
+    b.textContent = label;
+    b.dataset.id = m.id;
+    b.dataset.action = action;
+    section.append(b);
+  }
+  return section;
+}
+
+// A message the outbox gave up on: Retry queues it again, Dismiss lets it go (POST /api/inbox/ID).
+function wireUndelivered() {
+  const box = document.getElementById("undelivered");
+  if (!box || !box.dataset.refresh) return;
+  box.addEventListener("click", async (event) => {
+    const b = event.target.closest("button[data-action]");
+    if (!b) return;
+    const {data} = await api("POST", `/api/inbox/${b.dataset.id}`, {action: b.dataset.action});
+    const section = document.getElementById(`undelivered-${b.dataset.id}`);
+    section.replaceChildren(document.createTextNode(data.error ? errorText(data) : (data.action === "retry" ? "queued again" : "dismissed")));
+    section.className = "undelivered answered";
+  });
+  setInterval(async () => {
+    const {ok, data} = await api("GET", box.dataset.refresh);
+    if (!ok) return;
+    const messages = data.filter((m) => m.kind === "undelivered");
+    const shown = new Set([...box.querySelectorAll("section.undelivered:not(.answered)")].map((s) => s.id));
+    const wanted = new Set(messages.map((m) => `undelivered-${m.id}`));
+    for (const id of shown) if (!wanted.has(id)) document.getElementById(id).remove();
+    for (const m of messages) if (!document.getElementById(`undelivered-${m.id}`)) box.append(undeliveredSection(m));
+    const none = document.getElementById("no-undelivered");
+    if (none) none.hidden = messages.length > 0;
+  }, 1000);
+}
+
 // A schedule in words: the daemon reads it into a cron and the next three firings; it is created only
 // when the user, having seen them, presses "Create it".
 function wireNewSchedule() {
@@ -309,6 +358,7 @@ document.addEventListener("DOMContentLoaded", () => {
   wireLive();
   wireApprovals();
   wireDialogs();
+  wireUndelivered();
   wireSchedules();
   wireEvents();
 });
