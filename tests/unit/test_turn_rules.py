@@ -27,7 +27,7 @@ from metnos.runtime.turn.rules.grounding import Grounded
 from metnos.runtime.turn.rules.recovery import ClimbTier, Presentation, Recovery
 from metnos.runtime.turn.rules.vaglio import Vaglio
 from metnos.runtime.step.shape import ShapeStep
-from metnos.runtime.turn.turn_state import TurnRequest, TurnState
+from metnos.runtime.turn.turn_state import EndTurn, TurnRequest, TurnState
 from metnos.runtime.step.vaglio import GuardPolicy
 
 HOME = "/home/u"
@@ -476,3 +476,15 @@ def test_a_question_answered_in_words_is_not_held_to_the_action_it_was_offered()
     assert ActionTaken().on_answer(question) is None
     order = an_answer(loop, "The oldest one is a.txt.", TurnState(), pool=pool, request="delete the oldest file in ~/old")
     assert isinstance(ActionTaken().on_answer(order), SendBack)
+
+
+def test_a_question_answered_from_its_data_is_not_failed_for_the_action_it_was_offered() -> None:
+    from metnos.runtime.turn.rules.answers import answer_from_data
+    from metnos.runtime.turn.turn_state import AnswerFromData
+    loop, pool = Loop(), ["read_files", "delete_files"]
+    state = TurnState()
+    state.observations = {1: {"ok": True, "entries": [{"path": "/h/old/a.txt", "content": "alpha"}]}}
+    answer = answer_from_data(loop, None, state, TurnRequest(text="what does the file in ~/old say?"), pool, AnswerFromData((1,)))
+    assert "alpha" in answer
+    with pytest.raises(EndTurn):
+        answer_from_data(loop, None, state, TurnRequest(text="delete the file in ~/old"), pool, AnswerFromData((1,)))

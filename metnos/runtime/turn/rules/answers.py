@@ -67,7 +67,8 @@ class AnswerForm(BaseRule):
                 # Asked twice to answer a request that changes nothing, it asks for
                 # a tool again: the answer is what the good steps produced.
                 return AnswerWith(good, "no_answer_after_data")
-            if problem in ("raw_tool_output", NAMES_NOTHING) and good and not actions_offered(loop.catalogue, answer.pool):
+            acting = actions_offered(loop.catalogue, answer.pool) and not asks_only_questions(answer.request.text)
+            if problem in ("raw_tool_output", NAMES_NOTHING) and good and not acting:
                 # Asked twice for words, it hands back a step's data as JSON again (the 1.5B,
                 # after slicing the lines asked for): the answer is the data the chain ended with.
                 return AnswerWith((good[-1],), "raw_output_repeated")
@@ -308,7 +309,7 @@ def takes_a_list(catalogue, name: str) -> bool:
 
 def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str], found: AnswerFromData) -> str:
     """The answer made from the data the steps hold; EndTurn when that data answers nothing."""
-    asked = actions_offered(loop.catalogue, pool)
+    asked = [] if asks_only_questions(request.text) else actions_offered(loop.catalogue, pool)
     if asked and not state.acted:
         # The data is no answer to a request that asked for an action none of whose steps ran.
         raise EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
