@@ -488,3 +488,23 @@ def test_a_question_answered_from_its_data_is_not_failed_for_the_action_it_was_o
     assert "alpha" in answer
     with pytest.raises(EndTurn):
         answer_from_data(loop, None, state, TurnRequest(text="delete the file in ~/old"), pool, AnswerFromData((1,)))
+
+
+def test_a_schedule_that_carries_what_a_step_read_now_is_refused_with_how_to_read_at_each_firing() -> None:
+    from domain.provenance import Provenance
+    from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
+    from metnos.runtime.turn.rules.answers import ScheduleMade
+    loop = Loop()
+    args = {"executor": "send_messages", "cron": "0 17 * * 5",
+            "args": {"messages": [{"to_user": "me", "body": "Quarterly review in room 4."}]}}
+    baked = a_step(loop, SCHEDULE_TOOL, args, text="every Friday at 17:00 send me the first line of ~/notes/m.md")
+    baked.provenance = {"args.messages.0.to_user": Provenance("request", span=(30, 32)),
+                        "args.messages.0.body": Provenance("step", step=1, field="content", source="named_file")}
+    verdict = ScheduleMade().on_resolved(baked)
+    rejected = [f for kind, f in loop.events if kind == "StepRejected"]
+    assert verdict is not None and rejected and rejected[0]["error"]["argument"] == "args.messages.0.body", rejected
+    assert '"chain"' in rejected[0]["observation"]["hint"]
+    # Words of the request itself, or a chain that reads at each firing, are what a schedule should carry.
+    said = a_step(loop, SCHEDULE_TOOL, args, text="every Friday at 17:00 send me 'Quarterly review in room 4.'")
+    said.provenance = {"args.messages.0.body": Provenance("request", span=(30, 58))}
+    assert ScheduleMade().on_resolved(said) is None

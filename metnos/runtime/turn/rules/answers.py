@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from domain import provenance as prov
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import UserMessage
 from metnos.runtime.step.asked import asks_only_questions
@@ -167,6 +168,23 @@ class ScheduleMade(BaseRule):
             "ok": False, "error_class": "outside_request", "error": error,
             "hint": f"call {SCHEDULE_TOOL} with the executor and its arguments, to run {when}"})
 
+    def on_resolved(self, step: Step) -> Verdict | None:
+        """A schedule that carries what a step read now (a file's line, a page's text) would send that
+        copy at every firing: the 1.5B scheduled "the first line of the meeting notes" as the line it read
+        today. The reading belongs in the schedule, as a chain that reads at each firing."""
+        if step.name != SCHEDULE_TOOL:
+            return None
+        baked = next(((path, p) for path, p in sorted(step.provenance.items())
+                      if p.kind == prov.STEP and p.source in READ_NOW and path.startswith(("args.", "chain."))), None)
+        if baked is None:
+            return None
+        path, origin = baked
+        error = (f"{path} holds what {origin.words()} says now, and the schedule would repeat that copy at every "
+                 "firing: schedule the reading too")
+        return step.reject("recurrence", {"argument": path, "origin": origin.to_json(), "message": error}, {
+            "ok": False, "error_class": "outside_request", "error": error,
+            "hint": f'call {SCHEDULE_TOOL} with "chain": the step that reads first, then the steps that use it with "from_step"'})
+
     def on_observation(self, step: Step) -> None:
         if step.name == SCHEDULE_TOOL and step.succeeded:
             step.state.scheduled = True
@@ -184,6 +202,10 @@ class ScheduleMade(BaseRule):
         state.reminded_to_schedule = True
         answer.record(Turn.AnswerRejected, round=state.round, reason="action_not_taken", text=answer.text[:2000])
         return SendBack((answer.reply.to_message(), UserMessage(act_reminder([SCHEDULE_TOOL]))))
+
+
+# What a step read that may say something else by the time a schedule fires.
+READ_NOW = prov.FILE_CONTENT | {prov.WEB, prov.MAIL, prov.MCP, prov.CALENDAR}
 
 
 def _recurring(request: str, pool: list[str]) -> str | None:
