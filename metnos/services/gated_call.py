@@ -193,10 +193,7 @@ class GatedCaller:
         """The checked call, through the Invoker (signature, sandbox, schemas), recorded."""
         if checked.refusal is not None:
             return self.refused(checked)
-        if checked.needs_approval and approved_by is None:
-            msg = f"{checked.name} needs approval before it runs"
-            raise ValueError(msg)
-        caller = {**checked.caller, **({"approved_by": approved_by} if approved_by else {})}
+        caller = approved_caller(checked, approved_by)
         with self.host.writing() as rt:
             call = rt.call(checked.name, checked.args, caller=caller, autonomy=checked.level)
         observation = call.observation()
@@ -221,10 +218,7 @@ class GatedCaller:
         (``approved_by``) answers the turn's question; without one, a question is a no."""
         if checked.refusal is not None:
             return self.refused(checked)
-        if checked.needs_approval and approved_by is None:
-            msg = f"{checked.name} needs approval before it runs"
-            raise ValueError(msg)
-        caller = {**checked.caller, **({"approved_by": approved_by} if approved_by else {})}
+        caller = approved_caller(checked, approved_by)
         seen: dict[str, Any] = {}
 
         def approve(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
@@ -268,3 +262,11 @@ class GatedCaller:
         rt.log.save(invocation)
         rt.refresh()
         checked.refusal["invocation_id"] = str(invocation_id)
+
+
+def approved_caller(checked: Checked, approved_by: str | None) -> dict[str, Any]:
+    """The caller a checked call runs as, with who approved it; a call that needs approval and has none is refused."""
+    if checked.needs_approval and approved_by is None:
+        msg = f"{checked.name} needs approval before it runs"
+        raise ValueError(msg)
+    return {**checked.caller, **({"approved_by": approved_by} if approved_by else {})}

@@ -195,25 +195,22 @@ class DaemonHost(RuntimeHost):
         ``wait_s``: how long to wait for a turn already running before answering busy (default: the host's wait).
         ``conversation``: the key of the conversation the turn continues (``new_conversation``: starts); None, a turn alone."""
         turns.check_request(text)
-        if self.stopping:
-            raise DaemonStopping(STOPPING)
-        gate = interrupts or InterruptGate()
-        with self._gates_lock:
-            self._gates.add(gate)
-        observe = self.live.observer(gate, observer)
-        try:
+        with self._running(interrupts, observer) as (gate, observe):
             return self._ask(text, approver=approver, channel=channel, actor=actor, observer=observe, asker=asker,
                              principal=principal, interrupts=gate, wait_s=wait_s, confirm_schedules=confirm_schedules,
                              talk={"conversation": conversation, "new_conversation": new_conversation})
-        finally:
-            self.live.ended(observe)
-            with self._gates_lock:
-                self._gates.discard(gate)
 
     def call(self, name: str, args: dict[str, Any], *, approver: Callable[..., tuple[bool, str]], channel: str, actor: str,
              observer: Callable[[Any], None] | None = None, interrupts: InterruptGate | None = None,
              caller: dict[str, Any] | None = None) -> Any:
         """A call turn, listed live and stoppable as any turn the daemon runs."""
+        with self._running(interrupts, observer) as (gate, observe):
+            return super().call(name, args, approver=approver, channel=channel, actor=actor, observer=observe,
+                                interrupts=gate, caller=caller)
+
+    @contextmanager
+    def _running(self, interrupts: InterruptGate | None, observer: Callable[[Any], None] | None):
+        """A turn about to run here: refused while stopping; its gate is one a stop interrupts, and it is listed live."""
         if self.stopping:
             raise DaemonStopping(STOPPING)
         gate = interrupts or InterruptGate()
@@ -221,8 +218,7 @@ class DaemonHost(RuntimeHost):
             self._gates.add(gate)
         observe = self.live.observer(gate, observer)
         try:
-            return super().call(name, args, approver=approver, channel=channel, actor=actor, observer=observe,
-                                interrupts=gate, caller=caller)
+            yield gate, observe
         finally:
             self.live.ended(observe)
             with self._gates_lock:
