@@ -595,3 +595,24 @@ def test_an_answer_with_no_schedule_for_a_recurring_request_is_not_done(home: Pa
     script = [text("Done: I will remind you every Monday."), text("Done: I will remind you every Monday.")]
     code, out, llm = run(monkeypatch, capsys, script, "Every Monday at 9:00 remind me to water the plants.", "--yes")
     assert (code, out["failure"]["kind"]) == (1, "action_not_taken") and "schedule_recurring" in out["failure"]["message"], out
+
+
+def test_a_schedule_that_carries_a_line_read_today_is_refused_and_a_chain_that_reads_each_time_is_made(
+        home: Path, capsys, monkeypatch) -> None:
+    # The 1.5B scheduled "the first line of the notes" as the line it read today, to be sent every Friday.
+    (home / "m.md").write_text("Review moved to room 4.\nBring the sheet.\n")
+    request = "Every Friday at 17:00 send me the first line of ~/m.md."
+    baked = {"executor": "send_messages", "cron": "0 17 * * 5",
+             "args": {"messages": [{"to_user": "me", "body": "Review moved to room 4."}]}}
+    chain = {"cron": "0 17 * * 5", "chain": [{"executor": "read_files", "args": {"paths": ["~/m.md"]}},
+                                             {"executor": "send_messages", "args": {"messages": [{"to_user": "me", "body": "{{step1.content}}"}]}}]}
+    script = [call("read_files", {"paths": ["~/m.md"]}), call("schedule_recurring", baked), call("schedule_recurring", chain),
+              text("Scheduled for every Friday at 17:00.")]
+    code, out, llm = run(monkeypatch, capsys, script, request, "--yes")
+    evs = events(capsys, out["turn_id"])
+    [rejected] = [r for r in of(evs, "StepRejected") if r["kind"] == "recurrence"]
+    assert rejected["error"]["argument"] == "args.messages.0.body" and rejected["error"]["origin"]["from"] == "step", rejected
+    assert '"chain"' in tool_messages(llm.requests[2])[-1]["hint"]
+    made = [b for b in of(evs, "BuiltinCalled") if b["name"] == "schedule_recurring"]
+    assert len(made) == 1 and made[0]["observation"]["ok"] is True, made
+    assert code == 0 and out["status"] == "answered", out

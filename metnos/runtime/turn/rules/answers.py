@@ -16,6 +16,7 @@ from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.step.piping import FROM_STEP, placeholders_in
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
+from metnos.runtime.turn.rules.provenance import builtin_provenance, scheduled_untrusted_origins
 from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
 
@@ -174,7 +175,12 @@ class ScheduleMade(BaseRule):
         today. The reading belongs in the schedule, as a chain that reads at each firing."""
         if step.name != SCHEDULE_TOOL:
             return None
-        baked = next(((path, p) for path, p in sorted(step.provenance.items())
+        builtin = step.loop.catalogue.builtins.get(SCHEDULE_TOOL)
+        if builtin is not None and scheduled_untrusted_origins(step, builtin.targets(step.args)):
+            return None  # a target taken from content is the provenance policy's to refuse, with its reason
+        # A builtin's arguments are traced where the vaglio judges them; here too, before it asks.
+        traced = step.provenance or {path: prov.Provenance.from_json(p) for path, p in builtin_provenance(step).items()}
+        baked = next(((path, p) for path, p in sorted(traced.items())
                       if p.kind == prov.STEP and p.source in READ_NOW and path.startswith(("args.", "chain."))), None)
         if baked is None:
             return None
