@@ -21,28 +21,18 @@ from metnos.mechanisms.remote.server import CallServer
 from metnos.mechanisms.remote.tls import client_context, post_json, server_context
 from metnos.settings.workspace import Workspace
 from tests.support.cli_process import Home
-from tests.support.remote_homes import device_home, pair, server_home
+from tests.support.remote_homes import device_home, pair, serve, server_home, stop
 
 NOTE = {"files": [{"path": "~/notes/remote.md", "content": "written on the laptop\n"}]}
-
-
-def _serve(device: Home):
-    serving = device.spawn("device", "serve", "--json")
-    return serving, json.loads(serving.stdout.readline())["url"]
-
-
-def _stop(serving) -> None:
-    serving.terminate()
-    serving.wait(timeout=10)
 
 
 @pytest.fixture
 def homes(tmp_path: Path, initialised_workspace: Callable[[str], Path]) -> Iterator[tuple[Home, Home, str]]:
     server, device = server_home(tmp_path / "server", initialised_workspace), device_home(tmp_path / "device")
     pair(server, device)
-    serving, url = _serve(device)
+    serving, url = serve(device)
     yield server, device, url
-    _stop(serving)
+    stop(serving)
 
 
 @pytest.fixture
@@ -116,13 +106,13 @@ def test_a_pushed_executor_runs_on_the_device_is_replayed_from_the_log_and_undon
 
     # A restarted device still answers the id from its record (kept on disk), and undoes from its own images.
     note.write_text("written on the laptop\n")
-    restarted, moved = _serve(device)
+    restarted, moved = serve(device)
     try:
         assert remote_calls.call(runtime, "laptop", moved, "write_files", NOTE, idempotency_id="note-1")["ok"]
         assert len([a for a in _audit(device) if a["fact"] == "call"]) == 1
         undone = remote_calls.undo(runtime, outcome["trace_id"], url=moved)
     finally:
-        _stop(restarted)
+        stop(restarted)
     assert undone["restored"] == [str(note)] and not note.exists() and not note.parent.exists()
     assert type(remote_calls.trace(runtime, outcome["trace_id"])[-1]).__name__ == "CallUndone"
     assert [a["fact"] for a in _audit(device)][-1] == "undo"
