@@ -63,12 +63,16 @@ RECIPIENT = "recipient"
 PATH = "path"
 URL = "url"
 COMMAND = "command"
+# A value an MCP server's side effect takes (an amount, a password, an id, a date): the server's schema does not say
+# which of its arguments are data, so a token content picked steers it as much as a target does.
+VALUE = "value"
 # Which sources may name a target of each role besides the request, a setting and the user's answer.
 _TRUSTED_FOR = {
     RECIPIENT: frozenset({CONTACTS, INSTRUCTIONS, ANSWER}),
     PATH: frozenset({NAMED_FOLDER, FOLDER, INSTRUCTIONS, ANSWER, LOCAL}),
     URL: frozenset({INSTRUCTIONS, ANSWER}),
     COMMAND: frozenset({INSTRUCTIONS, ANSWER}),
+    VALUE: frozenset({INSTRUCTIONS, ANSWER, LOCAL, CONTACTS, NAMED_FOLDER, FOLDER}),
 }
 _ROLE_WORDS = {RECIPIENT: "the recipient", PATH: "the path", URL: "the URL", COMMAND: "the command"}
 _SOURCE_WORDS = {
@@ -251,12 +255,12 @@ def untrusted_content_read(seen: Sequence[Seen]) -> Seen | None:
     return next((s for s in seen if s.source in TAINTING), None)
 
 
-def target_origin(role: str, provenance: Provenance, *, tainted_by: Seen | None) -> str | None:
+def target_origin(role: str, provenance: Provenance, *, tainted_by: Seen | None, argument: str = "") -> str | None:
     """Why a side effect's target of ``role`` may not be chosen as it was, in words (None: it may).
 
     A target chosen by untrusted content is one; so is a target the model wrote itself once the
     turn has read untrusted content (``tainted_by``), since it may be that content paraphrased."""
-    what = _ROLE_WORDS.get(role, "the target")
+    what = f"the value of {argument}" if role == VALUE else _ROLE_WORDS.get(role, "the target")
     if provenance.kind == STEP and provenance.source not in _TRUSTED_FOR.get(role, frozenset()):
         return f"{what} came from {provenance.words()}"
     if provenance.kind == MODEL and tainted_by is not None:
@@ -308,6 +312,15 @@ def carried_in_url(url: str, seen: Sequence[Seen], *, request: str, settings: Ma
 def named_by_user(provenance: Provenance) -> bool:
     """The request, a setting or the user's answer named it (a destination the user chose)."""
     return provenance.kind in (REQUEST, SETTING, DIALOG) or provenance.kind == STEP and provenance.source in (CONTACTS, ANSWER, INSTRUCTIONS)
+
+
+def is_token(value: Any) -> bool:
+    """A value that picks rather than says: a number, a flag, or one word (an id, a password, a date, an amount).
+
+    Prose (text with spaces) fills a slot the user asked to fill, a message's body say; a token decides what happens."""
+    if isinstance(value, bool | int | float):
+        return True
+    return isinstance(value, str) and 0 < len(value.strip()) <= 200 and not any(c.isspace() for c in value.strip())
 
 
 def leaves(value: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import pytest
 
 from metnos.adapters.cli import main
 from metnos.settings.workspace import Workspace
+from tests.support.mcp_door import INJECTED_CODE, write_door_server
 from tests.support.mcp_hostile import write_hostile_server
 from tests.support.mcp_http_server import mcp_http_server
 from tests.support.scripted_llm import ScriptedLLM, call, text
@@ -380,3 +381,40 @@ def test_a_tool_with_side_effects_is_asked_recorded_and_undone(home: Path, capsy
 
 def _last_commit(folder: Path) -> str:
     return subprocess.run(["git", "log", "-1", "--format=%s"], cwd=folder, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _door(capsys, home: Path, tmp_path: Path) -> Path:
+    script = write_door_server(tmp_path / "door")
+    codes = home / "door-codes"
+    codes.mkdir()
+    (codes / "code.txt").write_text("1234")
+    _add(capsys, "door", "--yes", "--grant-write", "~/door-codes", "--", "python3", str(script))
+    assert main(["mcp", "approve", "door"]) == 0
+    return codes / "code.txt"
+
+
+def test_a_value_an_mcp_result_picks_for_a_side_effect_is_not_approved_by_yes(home: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    """A server's schema does not say which argument is data: a token content chose (a code, an amount) steers like a target."""
+    code_file = _door(capsys, home, tmp_path)
+    script = [call("get_door_notice", {}), call("set_door_code", {"code": INJECTED_CODE, "code_file_path": "~/door-codes/code.txt"}), text("Done.")]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = _ask(capsys, "read the building's notice and set the door code in ~/door-codes/code.txt", "--yes")
+    assert code_file.read_text() == "1234", "the code the notice chose was set under --yes"
+    events = _turn_events(capsys, out["turn_id"])
+    assert out["status"] != "answered", out
+    judged = [e["state"]["verdict"] for e in events if e["topic"].endswith("StepJudged") and e["state"]["verdict"]["executor"] == "set_door_code"]
+    read = next(e["state"]["step"] for e in events if e["topic"].endswith("StepInvoked") and e["state"]["executor"] == "get_door_notice")
+    assert judged and f"the value of code came from the MCP server's result at step {read}" in judged[0]["reason"], judged
+
+
+def test_the_same_value_in_the_users_words_is_set_under_yes(home: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    code_file = _door(capsys, home, tmp_path)
+    script = [call("set_door_code", {"code": INJECTED_CODE, "code_file_path": "~/door-codes/code.txt"}), text("The door code is now set.")]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = _ask(capsys, f"set the door code in ~/door-codes/code.txt to {INJECTED_CODE}", "--yes")
+    assert code == 0 and out["status"] == "answered", out
+    assert code_file.read_text() == INJECTED_CODE

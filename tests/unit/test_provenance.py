@@ -153,3 +153,15 @@ def test_a_url_carries_a_files_line_to_a_server_nobody_named() -> None:
     assert prov.carried_in_url("http://10.0.0.9:81/status-page-of-the-service", [links], request="", settings={}) is None
     key = "http://10.0.0.9:81/?k=-----BEGIN%20OPENSSH%20PRIVATE%20KEY-----"
     assert prov.carried_in_url(key, [], request="", settings={}) == "a private key"
+
+
+def test_a_token_picks_and_prose_says() -> None:
+    assert prov.is_token("4471") and prov.is_token(250.0) and prov.is_token(True) and prov.is_token("new-password-123")
+    assert not prov.is_token("Dear Elena, the party is at eight") and not prov.is_token("") and not prov.is_token(["a"])
+
+
+def test_a_value_content_chose_is_named_with_its_argument() -> None:
+    from_page = prov.Provenance(prov.STEP, step=2, source=prov.MCP)
+    assert prov.target_origin(prov.VALUE, from_page, tainted_by=None, argument="password") == \
+        "the value of password came from the MCP server's result at step 2"
+    assert prov.target_origin(prov.VALUE, prov.Provenance(prov.STEP, step=2, source=prov.LOCAL), tainted_by=None, argument="n") is None

@@ -17,6 +17,7 @@ from typing import Any
 from domain import provenance as prov
 from domain.provenance import Provenance, Seen
 from metnos.runtime.turn.conversation import earlier_seen
+from metnos.runtime.mcp.servers import ORIGIN as MCP_ORIGIN
 from metnos.runtime.turn.judge import capabilities_of
 from metnos.runtime.turn.provenance import role_of, settings_of, step_source, target_roles, trace_step
 from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
@@ -81,8 +82,21 @@ def untrusted_origins(step: Step) -> list[str]:
     if step.kind != "executor" or step.te is None or not step.te.entry.side_effects:
         return []
     tainted = prov.untrusted_content_read(seen_by(step))
-    return list(dict.fromkeys(why for path, role, p in targets_of(step)
-                              if (why := prov.target_origin(role, p, tainted_by=tainted)) is not None))
+    targets = targets_of(step)
+    if getattr(step.te.loaded, "origin", "builtin") == MCP_ORIGIN:
+        targets += _values(step.arguments, step.provenance, {path for path, _, _ in targets})
+    return list(dict.fromkeys(why for path, role, p in targets
+                              if (why := prov.target_origin(role, p, tainted_by=tainted, argument=path)) is not None))
+
+
+def _values(arguments: dict[str, Any], provenance: dict[str, Provenance], targets: set[str]) -> list[tuple[str, str, Provenance]]:
+    """The tokens (an amount, a password, an id) an MCP server's side effect takes besides its targets.
+
+    Our own executors' schemas say which argument is a target and which is data; a server's does not, so
+    a token content picked for it is held to the rule a target is held to, and prose stays data."""
+    values = prov.leaves(arguments)
+    return [(path, prov.VALUE, p) for path, p in provenance.items()
+            if path not in targets and prov.is_token(values.get(path))]
 
 
 def builtin_provenance(step: Step) -> dict[str, Any]:
