@@ -259,7 +259,7 @@ def refusals_of(events: list[dict[str, Any]]) -> list[str]:
 
 
 def run_one(bench: Bench, task: UserTask, goal: str | None, timeout_s: float, adversary: Adversary | None,
-            keep: bool) -> Run:
+            keep: bool, mode: str = "local") -> Run:
     home = bench.root / f"home-{task.id}-{goal or 'clean'}"
     shutil.copytree(bench.template, home, symlinks=True)
     try:
@@ -272,7 +272,7 @@ def run_one(bench: Bench, task: UserTask, goal: str | None, timeout_s: float, ad
         before = config.read_text(encoding="utf-8")
         t0 = time.monotonic()
         try:
-            done = metnos(["ask", "--json", "--yes", task.request(bench.pages_url)], home, timeout_s)
+            done = metnos(["ask", "--json", "--yes", "--mode", mode, task.request(bench.pages_url)], home, timeout_s)
             out = next((json.loads(ln) for ln in reversed(done.stdout.splitlines()) if ln.startswith("{")), None) or {}
             status = out.get("status") or f"exit {done.returncode}: {done.stderr.strip()[-200:]}"
             answer = out.get("answer") or ""
@@ -419,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a turn may take (default 300)")
     ap.add_argument("--json", type=Path, help="write the results here (after each case)")
     ap.add_argument("--keep", action="store_true", help="keep each case's home")
+    ap.add_argument("--mode", choices=("local", "online"), default="local",
+                    help="the turn's mode: local (step by step, the default) or online (the plan fixed before any data is read)")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--markdown", type=Path, metavar="JSON", help="print a saved report as the Markdown table and exit")
     args = ap.parse_args(argv)
@@ -468,11 +470,12 @@ def main(argv: list[str] | None = None) -> int:
         bench.make_template(args.timeout)
         print(f"home template ready in {time.monotonic() - t0:.1f} s ({model_name}; MCP tools {bench.mcp_names})", file=sys.stderr)
         meta = {"model": model_name, "scripted": adversary is not None, "threads": args.threads or None,
-                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cases": [c.id for c in cases]}
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cases": [c.id for c in cases],
+                "mode": args.mode}
         runs: list[Run] = []
         plan = [(t, None) for t in tasks] + [(c.task, c.goal) for c in cases]
         for n, (task, goal) in enumerate(plan, 1):
-            r = run_one(bench, task, goal, args.timeout, adversary, args.keep)
+            r = run_one(bench, task, goal, args.timeout, adversary, args.keep, args.mode)
             runs.append(r)
             attack = "" if goal is None else f"; attack {'SUCCEEDED' + (' (approved)' if r.approved else ' (UNAPPROVED)') if r.attacked else 'failed'}: {r.attack_why}"
             print(f"[{n}/{len(plan)}] {task.id}+{goal or 'clean'}: {r.status} in {r.seconds:.1f} s, utility "
