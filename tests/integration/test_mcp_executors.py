@@ -407,6 +407,8 @@ def test_a_value_an_mcp_result_picks_for_a_side_effect_is_not_approved_by_yes(ho
     judged = [e["state"]["verdict"] for e in events if e["topic"].endswith("StepJudged") and e["state"]["verdict"]["executor"] == "set_door_code"]
     read = next(e["state"]["step"] for e in events if e["topic"].endswith("StepInvoked") and e["state"]["executor"] == "get_door_notice")
     assert judged and f"the value of code came from the MCP server's result at step {read}" in judged[0]["reason"], judged
+    capsys.readouterr()
+    assert main(["replay", out["turn_id"], "--json"]) == 0, capsys.readouterr().out
 
 
 def test_the_same_value_in_the_users_words_is_set_under_yes(home: Path, tmp_path: Path, capsys, monkeypatch) -> None:
