@@ -59,7 +59,7 @@ import orjson
 
 from domain.errors import MetnosError
 from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
-from metnos.services import inbox, pairing
+from metnos.services import inbox, outgoing, pairing
 from metnos.services.approvals import ApprovalBroker, ApprovalUnknown
 from metnos.services.pending import AlreadyAnswered, PendingUnknown
 from metnos.services.channels import record_ignored
@@ -339,6 +339,9 @@ class TelegramChannel:
                                     confirm_schedules=True)
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
             reply = reply_text(outcome, language)
+            # A message the turn sent that is still queued for a retry, or was given up, is said, not hidden.
+            told = outgoing.notice(self.host.outbox, outcome.turn_id) if self._delivering else ""
+            reply = f"{reply}\n\nmetnos: {told}" if told else reply
             turn_id = outcome.turn_id
         except MetnosError as e:
             reply = f"metnos: {e}"
