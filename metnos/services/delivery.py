@@ -373,6 +373,11 @@ class Outbox:
             if given_up:
                 self._forget(message)
                 self._log(f"gave up on the {message.kind} to {message.channel} {message.address} after {attempt} attempt(s): {cause}")
+                if message.kind in PROMPTS:
+                    # A prompt tells of an item that waits in the inbox on every other way in: listing the prompt
+                    # there too would only be one more item telling of the same, so it is let go, said in the log.
+                    message.dismiss(by="outbox:prompt-given-up", at=rt.clock())
+                    self._record(message)
             else:
                 self._log(f"could not send the {message.kind} to {message.channel} {message.address} (attempt {attempt}): "
                           f"{cause}; next try at {message.next_attempt_at}")

@@ -56,14 +56,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from eventsourcing.utils import get_topic
 
+from domain.delivery import OutgoingMessage
 from domain.errors import MetnosError
 from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
 from metnos.services import inbox, outgoing, pairing
 from metnos.services.approvals import ApprovalBroker, ApprovalUnknown
 from metnos.services.pending import AlreadyAnswered, PendingUnknown
 from metnos.services.channels import record_ignored
-from metnos.services.delivery import DeliveryFailed
+from metnos.services.delivery import PROMPTS, DeliveryFailed
 from metnos.services.telling import reply_text
 from metnos.settings import i18n
 from metnos.settings.i18n.detect import language_of
@@ -79,6 +81,10 @@ RETRY, DISMISS = "rt", "dm"
 TYPING_EVERY_S = 4.0
 # At stop, how long the answers just queued get to go out before they are left queued for the next start.
 FLUSH_AT_STOP_S = 3.0
+# How often the host's chats are told of what newly waits in the inbox (an approval asked on the dashboard, ...).
+PUSH_EVERY_S = 1.0
+# The heading of a push: the item follows, with what answers it.
+PUSHED = "New in your inbox: "
 
 
 class TelegramChannelError(MetnosError):
@@ -148,6 +154,10 @@ class TelegramChannel:
         self._delivering = False
         # A prompt's outbox id -> what to do with its Telegram message id once sent (remove the buttons later).
         self._on_sent: dict[str, Callable[[int], None]] = {}
+        # The items of the inbox the host's chats were told of (once each), and the thread that tells them.
+        self._pushed: set[str] = set()
+        self._pusher: threading.Thread | None = None
+        self._push_stop = threading.Event()
 
     # Start and stop ----------------------------------------------------------
     def start(self, timeout_s: float = 60.0) -> None:
@@ -189,12 +199,20 @@ class TelegramChannel:
         if getattr(self.host, "runtime", None) is not None:
             self.host.outbox.serve(CHANNEL, self._deliver)
             self._delivering = True
+            if getattr(self.host, "dialogs", None) is not None:
+                # The one inbox is pushed, not only pulled with /inbox: a new item is told to the host's chats, once.
+                self._pushed = pushed_before(self.host.runtime)
+                self._pusher = threading.Thread(target=self._push_loop, name="metnos-telegram-push", daemon=True)
+                self._pusher.start()
         self._log(f"polling as @{self.bot_username}; {len(self._allowed)} allowed chat(s)")
 
     def stop(self) -> None:
         """Stop polling, let a running turn finish (a pending approval is a no), tell the chats whose messages
         were not started yet, send what is due for a moment, close; what is left stays queued in the log."""
         self._stopping = True
+        self._push_stop.set()
+        if self._pusher is not None:
+            self._pusher.join(5)
         with self._pending_lock:
             waiting = [p.key for p in self._pending.values()]
             asked = [q.key for q in self._questions.values() if q.key]
@@ -512,7 +530,7 @@ class TelegramChannel:
         for item in found:
             self._show_item(chat_id, item)
 
-    def _show_item(self, chat_id: int, item: dict[str, Any], heading: str = "") -> None:
+    def _show_item(self, chat_id: int, item: dict[str, Any], heading: str = "", pushed: bool = False) -> None:
         """One item of the inbox as a message in the chat (through the outbox), with what answers it: buttons, or a
         reply to the message for a question."""
         if item["kind"] == inbox.APPROVAL:
@@ -534,7 +552,29 @@ class TelegramChannel:
                 # A reply to this message answers the question, whichever way in asked it.
                 self._listed_questions[(chat_id, message_id)] = item["id"]
 
-        self._prompt(chat_id, f"{heading}{text}", kind="inbox", buttons=buttons or None, on_sent=listed)
+        self._prompt(chat_id, f"{heading}{text}", kind="inbox", buttons=buttons or None, on_sent=listed,
+                     item=item["id"] if pushed else "")
+
+    # Pushing the inbox --------------------------------------------------------------------
+    def _push_loop(self) -> None:
+        while not self._push_stop.wait(PUSH_EVERY_S):
+            try:
+                self._push_new()
+            except Exception as e:  # noqa: BLE001 - a push that fails is said and tried at the next look
+                self._log(f"could not tell the host's chats of the inbox: {type(e).__name__}: {redact(str(e), self._token)}")
+
+    def _push_new(self) -> None:
+        """Tell the host's chats of each item newly waiting in the inbox, once: an approval or a question asked on
+        another way in (those asked here are in their chat already), a message given up (not one of these
+        notices, which would tell of itself)."""
+        fresh = [item for item in inbox.items(self.host) if item["id"] not in self._pushed and pushable(item)]
+        if not fresh:
+            return
+        chats = [chat for chat in sorted(self._allowed) if not self.host.approver_is_guest(CHANNEL, str(chat))]
+        for item in fresh:
+            self._pushed.add(item["id"])
+            for chat in chats:
+                self._show_item(chat, item, heading=PUSHED, pushed=True)
 
     def _answer_listed(self, chat_id: int, key: str, text: str) -> None:
         """A chat's answer to a question of the inbox; a second answer is told where the first came from."""
@@ -666,14 +706,16 @@ class TelegramChannel:
         return InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=data) for label, data in row] for row in buttons])
 
     def _prompt(self, chat_id: int, text: str, *, kind: str, buttons: Any = None,
-                on_sent: Callable[[int], None] | None = None) -> tuple[str, bool]:
+                on_sent: Callable[[int], None] | None = None, item: str = "") -> tuple[str, bool]:
         """A prompt (an approval's buttons, a question, an item of the inbox) through the outbox, so that a Bot API
         that is down delays it (retried, then in the inbox) instead of losing it. Its outbox id ("" when it went
         straight out), and whether it is on its way; ``on_sent`` gets its Telegram message id once sent."""
         if self._delivering:
             try:
+                # ``pushed``: the item of the inbox this message told of, so that a restart does not tell it again.
+                options = {**({"buttons": buttons} if buttons else {}), **({"pushed": item} if item else {})}
                 queued = self.host.outbox.queue(channel=CHANNEL, address=str(chat_id), text=text, kind=kind,
-                                                options={"buttons": buttons} if buttons else None)
+                                                options=options or None)
             except Exception as e:  # noqa: BLE001 - without the log, the prompt is still sent, once, straight out
                 self._log(f"could not queue a {kind} for chat {chat_id} ({type(e).__name__}: {e}); sending it at once")
             else:
@@ -702,6 +744,21 @@ class TelegramChannel:
         except Exception as e:  # noqa: BLE001 - said, then the plain text is tried
             self._log(f"the Bot API refused the formatted answer, sending it as plain text: {redact(f'{type(e).__name__}: {e}', self._token)}")
         self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_parameters=thread))
+
+
+def pushable(item: dict[str, Any]) -> bool:
+    """Whether an item of the inbox is pushed to the host's chats: not one asked in a chat (shown there already),
+    not a prompt of the channel given up (telling of it would be one more prompt to give up)."""
+    if item["kind"] in (inbox.APPROVAL, inbox.QUESTION):
+        return item.get("channel") != CHANNEL
+    return item.get("message_kind") not in PROMPTS
+
+
+def pushed_before(runtime: Any) -> set[str]:
+    """The items of the inbox a push told of already, from the log (a push is a message queued naming its item)."""
+    topic = get_topic(OutgoingMessage.MessageQueued)
+    return {str(e.options["pushed"]) for _, e in runtime.log.domain_events(topics=(topic,))
+            if e.kind == "inbox" and isinstance(e.options, dict) and e.options.get("pushed")}
 
 
 def channel(host: Any) -> TelegramChannel | None:
