@@ -23,6 +23,7 @@ import pytest
 from domain.delivery import RetryRule
 from metnos.adapters.channels.telegram import PUSHED, TelegramChannel
 from metnos.runtime.booted import Runtime
+from metnos.services import inbox
 from metnos.services.host import DaemonHost
 from metnos.settings.config_file import load_telegram_settings
 from metnos.settings.workspace import Workspace
@@ -106,3 +107,40 @@ def test_a_new_approval_and_a_message_given_up_are_pushed_to_the_host_chat_once(
     assert len(pushes(bot, HOST_CHAT)) == 2
     # A guest answers nothing of the host's inbox, so it is told nothing of it.
     assert pushes(bot, GUEST_CHAT) == []
+
+
+def test_an_approval_prompt_the_bot_api_refused_is_retried_and_still_answers(bot: FakeBotAPI, monkeypatch, home: Path) -> None:
+    """Issue 35 item 1: Telegram's approval prompt goes through the outbox too; a 502 delays it, it does not lose it."""
+    target = home / "prompted.txt"
+    with ScriptedLLM([call("write_files", {"files": [{"path": str(target), "content": "hi\n"}]}), text("Written.")]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        runtime = Runtime.boot(Workspace.from_env())
+        host = DaemonHost(runtime, env=dict(os.environ), approval_timeout_s=60)
+        host.outbox.rule = RetryRule(first_delay_s=0.3, max_delay_s=0.6, max_attempts=3)
+        host.pair("telegram", str(HOST_CHAT))
+        channel = TelegramChannel(host, load_telegram_settings(runtime.workspace.config_file), log=lambda _: None)
+        channel.start()
+        try:
+            bot.faults = ["fail"]
+            bot.user_says(HOST_CHAT, "write hi to prompted.txt")
+            prompt = bot.wait_for("sendMessage", lambda p: p["chat_id"] == HOST_CHAT and "reply_markup" in p, timeout=60)
+            [approval] = host.approvals.pending()
+            assert prompt.params["reply_markup"]["inline_keyboard"][0][0]["callback_data"] == f"ok:{approval['id']}"
+            # Answered on the dashboard's way in: the prompt's buttons are taken off the message the outbox sent.
+            inbox.answer(host, approval["id"], channel="http", by="user", approve=True)
+            removed = bot.wait_for("editMessageReplyMarkup", timeout=30)
+            bot.wait_for("sendMessage", lambda p: p["chat_id"] == HOST_CHAT and "Written." in p["text"], timeout=60)
+        finally:
+            channel.stop()
+            host.close()
+    events = [(type(e).__name__, e) for _, e in runtime.log.domain_events()
+              if type(e).__name__ in ("MessageQueued", "MessageFailed", "MessageSent")]
+    runtime.close()
+    [queued] = [e for name, e in events if name == "MessageQueued" and e.kind == "approval"]
+    assert [name for name, e in events if e.originator_id == queued.originator_id] == ["MessageQueued", "MessageFailed", "MessageSent"]
+    # The one 502 was the prompt's first attempt; the second carried it.
+    [refused] = bot.refused
+    assert "reply_markup" in refused.params and "write_files" in refused.params["text"] and "write_files" in queued.text
+    assert removed.params["message_id"] == prompt.result["message_id"]
+    assert target.read_text() == "hi\n"

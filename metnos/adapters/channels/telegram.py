@@ -107,6 +107,8 @@ class _Pending:
     message_id: int | None = None
     # The prompt's message in the outbox ("" when it went straight out): let go if the approval closes first.
     queued: str = ""
+    # Set once the approval is answered: a prompt that lands after has its buttons taken off at once.
+    closed: bool = False
 
 
 @dataclass
@@ -417,7 +419,12 @@ class TelegramChannel:
                         [said.text("telegram.deny", language), f"{DENY}:{approval.id}"]]]
 
             def shown_as(message_id: int) -> None:
-                local.message_id = message_id
+                with self._pending_lock:
+                    local.message_id = message_id
+                    late = local.closed
+                if late:
+                    # Answered elsewhere while the prompt was on its way: its buttons would answer nothing.
+                    self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, message_id, reply_markup=None))
 
             local.queued, sent = self._prompt(chat_id, text, kind="approval", buttons=buttons, on_sent=shown_as)
             if not sent:
@@ -434,15 +441,19 @@ class TelegramChannel:
         finally:
             with self._pending_lock:
                 self._pending.pop(local.key, None)
-            self._let_go(local.queued)
+                local.closed = True
+                shown_id = local.message_id
+            dropped = self._let_go(local.queued)
         if by == f"{CHANNEL}:stopped" or by.startswith(f"{CHANNEL}:button"):
             return approved, by
-        if local.message_id is not None:
-            self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, local.message_id, reply_markup=None))
+        if shown_id is not None:
+            self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, shown_id, reply_markup=None))
+        # Shown, or on its way (its buttons are taken off as it lands): the chat hears how it was answered.
+        seen = shown_id is not None or (bool(local.queued) and not dropped)
         if by == f"{CHANNEL}:timeout":
             self._send(chat_id, said.text("telegram.approval_timeout", language, seconds=f"{self.settings.approval_timeout_s:.0f}",
                                           executor=executor))
-        elif local.message_id is not None:
+        elif seen:
             # Answered on another way in: the chat that was asked is told where, and what.
             verdict = said.text("telegram.approve" if approved else "telegram.deny", language)
             self._send(chat_id, f"{verdict}: {executor} ({by})")
@@ -727,10 +738,12 @@ class TelegramChannel:
             on_sent(sent.message_id)
         return "", sent is not None
 
-    def _let_go(self, queued: str) -> None:
-        """A prompt whose approval or question closed before it went out is not sent after."""
+    def _let_go(self, queued: str) -> bool:
+        """A prompt whose approval or question closed before it went out is not sent after; True if let go."""
         if queued and self.host.outbox.drop(queued, by=f"{CHANNEL}:closed-before-sent"):
             self._on_sent.pop(queued, None)
+            return True
+        return False
 
     def _reply(self, chat_id: int, text: str, message_id: int | None) -> None:
         """The answer as formatted HTML, threaded to the request; as plain text if the markup is refused."""
