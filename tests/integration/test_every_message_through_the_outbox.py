@@ -230,3 +230,30 @@ def test_a_message_one_daemon_gave_up_on_is_listed_and_retried_through_another(b
         first.close()
         second.close()
         first.runtime.close()
+
+
+def test_a_message_a_cli_turn_could_not_send_is_said_and_sent_by_the_daemon_at_its_start(bot: FakeBotAPI, monkeypatch, capsys) -> None:
+    bot.down = True
+    with ScriptedLLM(tell_marco()) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        capsys.readouterr()
+        main(["ask", "--yes", "tell marco the train is late"])
+        said = capsys.readouterr().err
+    # Not silence: the command says the message waits, and for whom.
+    assert "1 message(s) could not be sent yet" in said and "retried with backoff by the daemon" in said, said
+    assert not bot.sent()
+    # The daemon's next start sends it, once.
+    bot.down = False
+    host = daemon_host(None, monkeypatch)
+    try:
+        sent = bot.wait_for("sendMessage", lambda p: p["chat_id"] == MARCO, timeout=30)
+        [queued] = [e for name, e in outbox_events(host.runtime) if name == "MessageQueued"]
+        wait_until("the MessageSent", lambda: any(n == "MessageSent" for n, _ in outbox_events(host.runtime, str(queued.originator_id))))
+        time.sleep(1.0)
+        names = [n for n, _ in outbox_events(host.runtime, str(queued.originator_id))]
+    finally:
+        host.close()
+        host.runtime.close()
+    assert sent.params["text"] == BODY and [p["text"] for p in bot.sent()] == [BODY]
+    assert names == ["MessageQueued", "MessageFailed", "MessageSent"]
