@@ -421,8 +421,8 @@ class TelegramChannel:
             def shown_as(message_id: int) -> None:
                 with self._pending_lock:
                     local.message_id = message_id
-                    late = local.closed
-                if late:
+                    closed = local.closed
+                if closed:
                     # Answered elsewhere while the prompt was on its way: its buttons would answer nothing.
                     self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, message_id, reply_markup=None))
 
