@@ -92,6 +92,8 @@ class Outbox:
         self._state: dict[str, Any] | None = None
         # Where the next look at the log starts (the outbox's events after the last one folded).
         self._read_from = 1
+        # Whether the waiting messages of the log were taken for this outbox's worker (at its first serve).
+        self._claimed = False
         self._load_lock = threading.Lock()
         # The one message being sent now, so that flush() knows the worker is busy with it.
         self._sending: str | None = None
@@ -105,7 +107,7 @@ class Outbox:
     # Channels ------------------------------------------------------------------------
     def serve(self, channel: str, sender: Sender) -> None:
         """Send ``channel``'s messages through ``sender`` from now on, those queued before a restart first."""
-        self._load()
+        self._claim()
         with self._cond:
             self._senders[channel] = sender
             self._stop = False
@@ -117,7 +119,7 @@ class Outbox:
     def serve_by_executor(self, sender: Sender) -> None:
         """Send through ``sender`` (send_messages) what a turn's step sent, and the messages of channels no
         channel of this process sends; those queued before a restart first."""
-        self._load()
+        self._claim()
         with self._cond:
             self._by_executor = sender
             self._stop = False
@@ -304,14 +306,22 @@ class Outbox:
             return state
 
     def _load(self) -> None:
-        """Fold the outbox from the log once; the messages it holds as waiting (queued or failed before this
-        start) are the worker's."""
+        """Fold the outbox from the log once (what is written after is read in by :meth:`_refreshed`)."""
         with self._load_lock:
-            if self._state is not None:
+            if self._state is None:
+                self._state, self._read_from = deliveries.folded_on(self.host.runtime.log, self._fold.initial(), 1)
+
+    def _claim(self) -> None:
+        """Once, as this outbox starts sending: the messages the log holds as waiting (queued or failed before this
+        start) become its worker's. Only a sending outbox claims: one that only records (a command's) leaves them
+        to the daemon's."""
+        self._refreshed()
+        rt = self.host.runtime
+        with self._load_lock:
+            if self._claimed:
                 return
-            rt = self.host.runtime
-            state, self._read_from = deliveries.folded_on(rt.log, self._fold.initial(), 1)
-            found = {key: rt.log.repository.get(UUID(key)) for key, m in state["messages"].items() if m["status"] in WAITING}
+            self._claimed = True
+            found = {key: rt.log.repository.get(UUID(key)) for key, m in self._state["messages"].items() if m["status"] in WAITING}
             # A prompt queued before a restart asks for an answer its broker no longer waits for: let go, said.
             stale = {key: m for key, m in found.items() if m.kind in PROMPTS}
             for key, message in stale.items():
@@ -319,7 +329,6 @@ class Outbox:
                 message.dismiss(by="outbox:closed-at-restart", at=rt.clock())
                 self._record(message)
             with self._cond:
-                self._state = state
                 for key, message in found.items():
                     self._waiting.setdefault(key, message)
         if found:

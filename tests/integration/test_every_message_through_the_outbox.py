@@ -257,3 +257,19 @@ def test_a_message_a_cli_turn_could_not_send_is_said_and_sent_by_the_daemon_at_i
         host.runtime.close()
     assert sent.params["text"] == BODY and [p["text"] for p in bot.sent()] == [BODY]
     assert names == ["MessageQueued", "MessageFailed", "MessageSent"]
+
+
+def test_a_commands_outbox_leaves_what_the_daemon_queued_alone(home: Path, monkeypatch) -> None:
+    """A command that reads the outbox while the daemon runs (`metnos ask` saying what its turn left queued) claims
+    nothing: a prompt the daemon queued is not taken for one left over from before a restart."""
+    host = daemon_host(None, monkeypatch)
+    try:
+        # No Telegram channel in this host: the prompt stays queued, as one in flight does.
+        prompt = host.outbox.queue(channel="telegram", address="4242", text="Approve write_files?", kind="approval")
+        command = outgoing.outbox_of(host.runtime)
+        assert command.undelivered() == [] and command.knows(prompt)
+        assert [m["id"] for m in command.waiting("")] == [prompt]
+        assert [n for n, _ in outbox_events(host.runtime, prompt)] == ["MessageQueued"]
+    finally:
+        host.close()
+        host.runtime.close()
