@@ -61,6 +61,8 @@ class OutgoingMessage(MetnosAggregate):
         turn_id: str = ""
         # The channel's own message this one answers (Telegram threads the reply to it); "" for none.
         reply_to: str = ""
+        # What the sender needs besides the text: a mail's subject, a prompt's buttons ([[label, data], ...]).
+        options: dict | None = None
 
     class MessageSent(DomainEvent):
         attempt: int
@@ -101,7 +103,9 @@ class OutgoingMessage(MetnosAggregate):
         def apply(self, m: OutgoingMessage) -> None:
             m.status, m.answered_by = DISMISSED, self.by
 
-    def __init__(self, channel: str, address: str, text: str, kind: str, turn_id: str = "", reply_to: str = "") -> None:
+    def __init__(self, channel: str, address: str, text: str, kind: str, turn_id: str = "", reply_to: str = "",
+                 options: dict | None = None) -> None:
+        self.options = dict(options or {})
         self.channel = channel
         self.address = address
         self.text = text

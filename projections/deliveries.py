@@ -81,12 +81,21 @@ def _dismissed(state: dict[str, Any], e: Record, position: int) -> None:
 
 def folded(log: Any) -> dict[str, Any]:
     """The outbox's state from the whole log, reading only its own events."""
+    return folded_on(log, DeliveriesFold().initial(), 1)[0]
+
+
+def folded_on(log: Any, state: dict[str, Any], start: int) -> tuple[dict[str, Any], int]:
+    """``state`` with the outbox's events from notification ``start`` on folded in; and where to go on from
+    (so that a daemon sees what another one on the same log queued, sent or gave up since it last looked)."""
     fold = DeliveriesFold()
-    state = fold.initial()
-    for batch in log.record_batches(fields=fold.fields):
+    # Read the head first: what is written meanwhile is read next time, and a scan never starts over.
+    head = log.recorder.max_notification_id() or 0
+    after = max(start, head + 1)
+    for batch in log.record_batches(start, fields=fold.fields):
         for position, topic, record in batch:
             fold.apply_record(state, topic, record, position)
-    return state
+            after = max(after, position + 1)
+    return state, after
 
 
 def undelivered(state: dict[str, Any], turn_id: str | None = None) -> list[dict[str, Any]]:

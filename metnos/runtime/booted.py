@@ -75,6 +75,9 @@ class Runtime:
         self.audit = self._views["audit"]
         self.turn_lines = self._views["turn_lines"]
         self.plans = self._views["plans"]
+        # Around a turn's executor call: the services' outbox port (metnos/services/outgoing.py) queues the
+        # messages a send_messages step sends; None: the call runs alone.
+        self.outgoing: Callable[..., Any] | None = None
         self.invoker = Invoker(
             workspace=workspace, report=report, verify_key=verify_key, clock=clock, new_id=ids,
             is_blocked=self._blocked_reason, config=config, credentials=skill_credentials(workspace),

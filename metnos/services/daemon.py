@@ -28,7 +28,8 @@ from metnos.runtime.scheduler.clock import clock_from_env
 from metnos.runtime.scheduler.service import ScheduleService
 from metnos.runtime.scheduler.firing import recipient
 from metnos.runtime.scheduler.tick import Scheduler
-from metnos.services import daemon_client, delivery, extensions, wiring
+from metnos.mechanisms.store.shared_lock import is_shared
+from metnos.services import daemon_client, delivery, extensions, outgoing, wiring
 from metnos.services.host import DaemonHost
 from metnos.settings.config_file import load_daemon_config
 from metnos.settings.workspace import Workspace
@@ -63,12 +64,17 @@ def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn:
         host = DaemonHost(rt, env=os.environ, approval_timeout_s=config.approval_timeout_s)
         host.outbox.rule = RetryRule(first_delay_s=config.delivery_first_delay_s, max_delay_s=config.delivery_max_delay_s,
                                      max_attempts=config.delivery_attempts)
+        # What a turn's send_messages step, or a firing, could not send is sent again through send_messages.
+        host.outbox.serve_by_executor(outgoing.executor_sender(host))
+        if not is_shared(rt.log):
+            # This daemon alone writes the log: a question still open in it was asked by a process that is gone.
+            host.dialogs.withdraw_open("daemon-restarted")
         with serving(host, http_address(options, config.http), warn=warn) as http:
             emit({"event": "started", "installed": installed, "abandoned": rt.orphans.closed, **model, **http})
             # The nightly jobs that draft (i18n, synt) reach the model through the router, started on first use.
             models = None if options.no_model else wiring.llm_router(rt.workspace, os.environ).for_tier
             # A firing's message to a channel the daemon serves (Telegram) goes through its outbox.
-            host.deliver_scheduled = delivery.scheduled_delivery(host, scheduled_address(rt))
+            host.deliver_scheduled = delivery.scheduled_delivery(host, scheduled_address(rt), lambda: recipient(rt))
             scheduler = Scheduler(rt, models=models, deliver=host.deliver_scheduled)
             while True:
                 started = time.monotonic()

@@ -9,8 +9,16 @@ failed with the time of the next try (exponential backoff with a ceiling),
 or given up after the bound. At start the worker folds the outbox from
 the log (projections/deliveries.py), so what was queued before a restart is
 sent after it, once: a message is dropped from the worker as soon as its
-``MessageSent`` is written. The fold is then kept in memory with every event
-the worker writes, for the dashboard to ask what was given up.
+``MessageSent`` is written. What was given up is read from the log each time
+it is asked (only the outbox's events written since the last look), so that
+a restart, or a second daemon on the same log, lists and answers the same.
+
+Two kinds of sender: a channel's own (Telegram's bot, which threads and
+formats its answers) and the executor's (:mod:`metnos.services.outgoing`,
+send_messages run again for one message), which sends what a turn's
+send_messages step could not, and a channel's messages when no channel of
+this process sends them (the scheduler's, to mail or to a Telegram the
+daemon does not poll).
 
 The worker writes the log on its own thread without the host's writer lock
 (the store serialises writers, and these events touch no turn), so a
@@ -39,10 +47,22 @@ Sender = Callable[[OutgoingMessage], str]
 SCHEDULED = "scheduled"
 # How long the worker sleeps at most between looks, should a wake-up be missed.
 IDLE_S = 5.0
+# The kind of a message a turn's send_messages step sent: it is always sent again through the executor, as the step sent it.
+MESSAGE = "message"
+# A message's option saying it goes through send_messages whoever else serves its channel (a scheduled one to a name).
+VIA_EXECUTOR = "send_messages"
+# The channels whose messages leave the machine (send_messages' "outbox" channel is a local folder).
+LEAVING = ("telegram", "mail")
+# The kinds of a channel's prompts (an approval's buttons, a question, an item of the inbox): worth nothing once
+# their item is closed (a restart closes them all).
+PROMPTS = ("approval", "question", "inbox")
 
 
 class DeliveryFailed(MetnosError):
-    """A channel could not deliver a message; the text is the cause, fit for the log (no secret in it)."""
+    """A channel could not deliver a message; the text is the cause, fit for the log (no secret in it).
+    ``final``: no later attempt can mend it (the message is given up at once)."""
+
+    final = False
 
 
 class MessageUnknown(PendingUnknown):
@@ -63,11 +83,17 @@ class Outbox:
         self.rule = rule or RetryRule()
         self._log = log or (lambda line: print(f"metnos: delivery: {line}", file=sys.stderr, flush=True))
         self._senders: dict[str, Sender] = {}
+        # The executor's sender (send_messages again): for MESSAGE, and for any channel no sender serves here.
+        self._by_executor: Sender | None = None
         # id -> the message, for every message queued or failed that the worker still has to send.
         self._waiting: dict[str, OutgoingMessage] = {}
         # The outbox folded (projections/deliveries.py): None until first needed.
         self._fold = deliveries.DeliveriesFold()
         self._state: dict[str, Any] | None = None
+        # Where the next look at the log starts (the outbox's events after the last one folded).
+        self._read_from = 1
+        # Whether the waiting messages of the log were taken for this outbox's worker (at its first serve).
+        self._claimed = False
         self._load_lock = threading.Lock()
         # The one message being sent now, so that flush() knows the worker is busy with it.
         self._sending: str | None = None
@@ -81,7 +107,7 @@ class Outbox:
     # Channels ------------------------------------------------------------------------
     def serve(self, channel: str, sender: Sender) -> None:
         """Send ``channel``'s messages through ``sender`` from now on, those queued before a restart first."""
-        self._load()
+        self._claim()
         with self._cond:
             self._senders[channel] = sender
             self._stop = False
@@ -90,6 +116,25 @@ class Outbox:
                 self._thread.start()
             self._cond.notify_all()
 
+    def serve_by_executor(self, sender: Sender) -> None:
+        """Send through ``sender`` (send_messages) what a turn's step sent, and the messages of channels no
+        channel of this process sends; those queued before a restart first."""
+        self._claim()
+        with self._cond:
+            self._by_executor = sender
+            self._stop = False
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="metnos-delivery", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def sender_for(self, message: OutgoingMessage) -> Sender | None:
+        """Who sends ``message`` here: the executor for a step's message (and one queued to go through it), else
+        its channel's own sender (an answer's chat id means nothing to send_messages' recipients)."""
+        if message.kind == MESSAGE or (message.options or {}).get("via") == VIA_EXECUTOR:
+            return self._by_executor
+        return self._senders.get(message.channel)
+
     def withdraw(self, channel: str, *, flush_s: float = 0.0) -> None:
         """Stop sending ``channel``'s messages, after up to ``flush_s`` seconds for those due now; what is
         left stays queued in the log for the next start. The worker ends with its last channel."""
@@ -97,7 +142,7 @@ class Outbox:
             self.flush(channel, flush_s)
         with self._cond:
             self._senders.pop(channel, None)
-            thread = self._thread if not self._senders else None
+            thread = self._thread if not self._senders and self._by_executor is None else None
             if thread is not None:
                 self._stop = True
                 self._thread = None
@@ -119,37 +164,94 @@ class Outbox:
                 self._cond.wait(min(left, 0.1))
 
     def serves(self, channel: str) -> bool:
-        """Whether a channel's sender is registered now (its messages go out from this outbox)."""
+        """Whether a channel's messages can go out from this outbox now (its own sender, or the executor's)."""
+        with self._cond:
+            return channel in self._senders or self._by_executor is not None
+
+    def serves_itself(self, channel: str) -> bool:
+        """Whether a channel of this process sends ``channel``'s messages itself (its bot), not the executor."""
         with self._cond:
             return channel in self._senders
 
+    def serves_by_executor(self) -> bool:
+        with self._cond:
+            return self._by_executor is not None
+
     def close(self) -> None:
+        with self._cond:
+            self._by_executor = None
         for channel in list(self._senders):
             self.withdraw(channel)
+        with self._cond:
+            thread, self._thread = self._thread, None
+            self._stop = True
+            self._cond.notify_all()
+        if thread is not None:
+            thread.join(timeout=1.0)
 
     # Messages ------------------------------------------------------------------------
-    def queue(self, *, channel: str, address: str, text: str, kind: str, turn_id: str = "", reply_to: str = "") -> str:
-        """Record a message for ``channel`` and wake the worker; returns the message's id."""
+    def queue(self, *, channel: str, address: str, text: str, kind: str, turn_id: str = "", reply_to: str = "",
+              options: dict[str, Any] | None = None, held: bool = False) -> str:
+        """Record a message for ``channel`` and wake the worker; returns the message's id. ``options``: what the
+        sender needs besides the text (a mail's subject, a prompt's buttons). ``held``: its first attempt is the
+        caller's (a turn's step), whose outcome :meth:`attempted` records; the worker leaves it alone until then."""
         rt = self.host.runtime
         message = OutgoingMessage.queued(id=rt.ids(), at=rt.clock(), channel=channel, address=address, text=text,
-                                         kind=kind, turn_id=turn_id, reply_to=reply_to)
+                                         kind=kind, turn_id=turn_id, reply_to=reply_to, options=dict(options or {}))
         self._record(message)
-        with self._cond:
-            self._waiting[str(message.id)] = message
-            self._cond.notify_all()
+        if not held:
+            with self._cond:
+                self._waiting[str(message.id)] = message
+                self._cond.notify_all()
         return str(message.id)
+
+    def attempted(self, message_id: str, *, receipt: str | None = None, cause: str = "", final: bool = False) -> str:
+        """The outcome of a held message's first attempt, made by its caller: sent (``receipt``), failed (retried
+        by the worker with backoff) or, with ``final``, given up at once (a cause no retry mends: shown in the
+        inbox, where it can be retried once mended). Returns the message's status."""
+        message = self.host.runtime.log.repository.get(UUID(message_id))
+        rt = self.host.runtime
+        if receipt is not None:
+            message.sent(attempt=1, receipt=receipt, at=rt.clock())
+            self._record(message)
+            return message.status
+        rule = RetryRule(first_delay_s=self.rule.first_delay_s, max_delay_s=self.rule.max_delay_s, max_attempts=1) if final else self.rule
+        given_up = message.failed(attempt=1, cause=cause, rule=rule, at=rt.clock())
+        self._record(message)
+        if given_up:
+            self._log(f"could not send the {message.kind} to {message.channel} {message.address}: {cause}; it waits in the inbox")
+        else:
+            with self._cond:
+                self._waiting[message_id] = message
+                self._cond.notify_all()
+        return message.status
+
+    def drop(self, message_id: str, *, by: str) -> bool:
+        """Let a message not sent yet go (a prompt whose approval or question closed before it went out); False
+        when it is being sent or was sent already."""
+        with self._cond:
+            message = self._waiting.get(message_id)
+            if message is None or self._sending == message_id:
+                return False
+            del self._waiting[message_id]
+        message.dismiss(by=by, at=self.host.runtime.clock())
+        self._record(message)
+        return True
 
     def undelivered(self, turn_id: str | None = None) -> list[dict[str, Any]]:
         """The messages given up on (a turn's, if given), oldest first."""
-        self._load()
-        with self._cond:
-            return deliveries.undelivered(self._state or self._fold.initial(), turn_id)
+        return deliveries.undelivered(self._refreshed(), turn_id)
+
+    def waiting(self, turn_id: str) -> list[dict[str, Any]]:
+        """A turn's messages not sent yet (queued, or failed and to be tried again), oldest first."""
+        found = [m for m in self._refreshed()["messages"].values() if m["turn_id"] == turn_id and m["status"] in WAITING]
+        return sorted(found, key=lambda m: m["queued_at"])
 
     def knows(self, message_id: str) -> bool:
         """Whether ``message_id`` is a message of the outbox (waiting, given up, or answered since)."""
-        self._load()
+        state = self._refreshed()
         with self._cond:
-            return message_id in (self._state or {}).get("messages", {}) or message_id in self._answered_by
+            return message_id in state.get("messages", {}) or message_id in self._answered_by
 
     def answer(self, message_id: str, action: str, *, by: str, channel: str = "http") -> dict[str, Any]:
         """Retry (queue again, for a new round of attempts) or dismiss a message given up, as ``by`` on
@@ -194,24 +296,39 @@ class Outbox:
     def _record(self, message: OutgoingMessage) -> None:
         """Write the message's new events (at once, also from inside a unit of work: a message must outlive
         whatever comes next) and fold them into the state kept in memory."""
-        events = message.collect_events()
-        self.host.runtime.log.save_now(*events)
-        with self._cond:
-            if self._state is not None:
-                for event in events:
-                    self._fold.apply(self._state, event, 0)
+        self.host.runtime.log.save_now(*message.collect_events())
+
+    def _refreshed(self) -> dict[str, Any]:
+        """The outbox folded up to now: the events written since the last look (by this daemon or another) read in."""
+        self._load()
+        with self._load_lock:
+            state, self._read_from = deliveries.folded_on(self.host.runtime.log, self._state, self._read_from)
+            return state
 
     def _load(self) -> None:
-        """Fold the outbox from the log once; the messages it holds as waiting (queued or failed before this
-        start) are the worker's."""
+        """Fold the outbox from the log once (what is written after is read in by :meth:`_refreshed`)."""
         with self._load_lock:
-            if self._state is not None:
+            if self._state is None:
+                self._state, self._read_from = deliveries.folded_on(self.host.runtime.log, self._fold.initial(), 1)
+
+    def _claim(self) -> None:
+        """Once, as this outbox starts sending: the messages the log holds as waiting (queued or failed before this
+        start) become its worker's. Only a sending outbox claims: one that only records (a command's) leaves them
+        to the daemon's."""
+        self._refreshed()
+        rt = self.host.runtime
+        with self._load_lock:
+            if self._claimed:
                 return
-            rt = self.host.runtime
-            state = deliveries.folded(rt.log)
-            found = {key: rt.log.repository.get(UUID(key)) for key, m in state["messages"].items() if m["status"] in WAITING}
+            self._claimed = True
+            found = {key: rt.log.repository.get(UUID(key)) for key, m in self._state["messages"].items() if m["status"] in WAITING}
+            # A prompt queued before a restart asks for an answer its broker no longer waits for: let go, said.
+            stale = {key: m for key, m in found.items() if m.kind in PROMPTS}
+            for key, message in stale.items():
+                del found[key]
+                message.dismiss(by="outbox:closed-at-restart", at=rt.clock())
+                self._record(message)
             with self._cond:
-                self._state = state
                 for key, message in found.items():
                     self._waiting.setdefault(key, message)
         if found:
@@ -227,7 +344,7 @@ class Outbox:
                 if message is None:
                     self._cond.wait(wait_s)
                     continue
-                sender = self._senders[message.channel]
+                sender = self.sender_for(message)
                 self._sending = str(message.id)
             try:
                 self._attempt(message, sender)
@@ -241,7 +358,7 @@ class Outbox:
         now = self.host.runtime.clock()
         wait_s = IDLE_S
         for message in self._waiting.values():
-            if message.channel not in self._senders:
+            if self.sender_for(message) is None:
                 continue
             due_in = message.due_in_s(now)
             if due_in == 0:
@@ -257,11 +374,19 @@ class Outbox:
             receipt = sender(message)
         except Exception as e:  # noqa: BLE001 - every failure is recorded with its cause, and retried
             cause = str(e) if isinstance(e, DeliveryFailed) else f"{type(e).__name__}: {e}"
-            given_up = message.failed(attempt=attempt, cause=cause, rule=self.rule, at=rt.clock())
+            # A cause no retry mends (no chat id, no token) gives up now: the inbox shows it, to retry once mended.
+            rule = self.rule if not getattr(e, "final", False) else RetryRule(
+                first_delay_s=self.rule.first_delay_s, max_delay_s=self.rule.max_delay_s, max_attempts=attempt)
+            given_up = message.failed(attempt=attempt, cause=cause, rule=rule, at=rt.clock())
             self._record(message)
             if given_up:
                 self._forget(message)
                 self._log(f"gave up on the {message.kind} to {message.channel} {message.address} after {attempt} attempt(s): {cause}")
+                if message.kind in PROMPTS:
+                    # A prompt tells of an item that waits in the inbox on every other way in: listing the prompt
+                    # there too would only be one more item telling of the same, so it is let go, said in the log.
+                    message.dismiss(by="outbox:prompt-given-up", at=rt.clock())
+                    self._record(message)
             else:
                 self._log(f"could not send the {message.kind} to {message.channel} {message.address} (attempt {attempt}): "
                           f"{cause}; next try at {message.next_attempt_at}")
@@ -275,19 +400,25 @@ class Outbox:
             self._waiting.pop(str(message.id), None)
 
 
-def scheduled_delivery(host: Any, addresses: Callable[[str, str], str | None]) -> Callable[[str, str, str], dict[str, Any] | None]:
-    """The scheduler's port (metnos/runtime/scheduler/tick.py, ``Deliver``): a firing's message to ``channel`` is
-    queued in ``host``'s outbox when a channel there sends it and ``addresses(channel, recipient)`` finds where;
-    otherwise None, and the scheduler sends it through send_messages as before."""
+def scheduled_delivery(host: Any, addresses: Callable[[str, str], str | None],
+                       recipient: Callable[[], str] | None = None) -> Callable[[str, str, str], dict[str, Any] | None]:
+    """The scheduler's port (metnos/runtime/scheduler/tick.py, ``Deliver``): a firing's message to a channel that
+    leaves the machine (Telegram, mail) is queued in ``host``'s outbox: to the chat ``addresses(channel, schedule)``
+    finds when a channel of the host sends it, else to ``recipient()`` through send_messages (the daemon's
+    executor sender). None (the scheduler then runs send_messages itself) for the local outbox folder, or
+    when nothing in this process sends that channel."""
 
     def deliver(schedule_id: str, channel: str, body: str) -> dict[str, Any] | None:
         outbox = host.outbox
-        if not outbox.serves(channel):
+        if channel not in LEAVING or not outbox.serves(channel):
             return None
-        address = addresses(channel, schedule_id)
+        address = addresses(channel, schedule_id) if outbox.serves_itself(channel) else None
+        options: dict[str, Any] = {}
         if address is None:
-            return None
-        message_id = outbox.queue(channel=channel, address=address, text=body, kind=SCHEDULED)
+            if recipient is None or not outbox.serves_by_executor():
+                return None
+            address, options = recipient(), {"via": VIA_EXECUTOR}
+        message_id = outbox.queue(channel=channel, address=address, text=body, kind=SCHEDULED, options=options)
         # Queued, not yet sent: the outbox's own events say when it was (MessageSent), or given up.
         return {"channel": channel, "ok": True, "kind": "queued", "message_id": message_id, "invocation_id": None}
 

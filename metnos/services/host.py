@@ -30,7 +30,7 @@ from domain.errors import MetnosError
 from metnos.mechanisms.store.shared_lock import is_shared
 from metnos.runtime import actors
 from metnos.runtime.booted import Runtime
-from metnos.services import turns, wiring
+from metnos.services import outgoing, turns, wiring
 from metnos.services.approvals import ApprovalBroker
 from metnos.services.delivery import Outbox
 from metnos.services.dialogs import DialogBroker
@@ -61,6 +61,9 @@ class RuntimeHost:
         self._router_made = threading.Lock()
         # What the channels send goes through here, so that a channel that is down loses nothing.
         self.outbox = Outbox(self)
+        if runtime is not None:
+            # A turn's own send_messages steps go through it too (metnos/services/outgoing.py).
+            runtime.outgoing = outgoing.step_port(self.outbox)
 
     @contextmanager
     def writing(self) -> Iterator[Runtime]:
@@ -129,7 +132,9 @@ class DaemonHost(RuntimeHost):
         shared = runtime.log if runtime is not None and is_shared(runtime.log) else None
         self.approvals = ApprovalBroker(timeout_s=approval_timeout_s, shared_log=shared, clock=runtime.clock if shared else None)
         # A question waits as long as an approval does.
-        self.dialogs = DialogBroker(timeout_s=approval_timeout_s)
+        # Questions are in the log as they are asked: another daemon on it, or the next start, sees them.
+        self.dialogs = DialogBroker(timeout_s=approval_timeout_s, log=runtime.log if runtime is not None else None,
+                                    clock=runtime.clock if runtime is not None else None)
         self._write_wait_s = write_wait_s
         # Set by begin_stop(): no new turn starts, and every way in says why.
         self.stopping = False

@@ -23,7 +23,7 @@ from metnos.runtime.turn.interrupts import InterruptGate
 from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.turn.ports import Approver, Asker
 from metnos.runtime.turn.session import EmptyRequest, TurnOutcome, check_request, run_turn
-from metnos.services import wiring
+from metnos.services import outgoing, wiring
 from metnos.services.undo_that import asks_to_undo, undo_that
 from metnos.settings.loader import Loaded, for_environment, for_workspace, in_force
 
@@ -62,6 +62,8 @@ class Asked:
 
     outcome: TurnOutcome
     offer: str | None
+    # The turn's messages not sent yet (queued for the daemon) or given up, in a sentence; "" when none.
+    outbox: str = ""
 
 
 def asked(text: str, *, approver: Approver, model: str | None = None, overrides: Sequence[str] = (),
@@ -90,7 +92,8 @@ def asked(text: str, *, approver: Approver, model: str | None = None, overrides:
                       settings=loaded if model is None else None, asker=asker, conversation=CLI_CONVERSATION if continuing else None)
         # A follow-up's words are not a plan's (and "undo that" answers for the turn it undid): nothing to keep.
         offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and not continuing and outcome.status == "answered" else None
-    return Asked(outcome, offer)
+        said = outgoing.notice(outgoing.outbox_of(runtime), outcome.turn_id)
+    return Asked(outcome, offer, said)
 
 
 class NoModel:

@@ -20,7 +20,7 @@ from metnos.mechanisms.llm.router import LLMRouter, embedded_model_files
 from metnos.mechanisms.llm.transport import public_url
 from metnos.runtime.booted import Runtime
 from metnos.runtime.scheduler.clock import clock_from_env
-from metnos.services import remote_calls
+from metnos.services import outgoing, remote_calls
 from metnos.settings.llm_tiers import ENV_EMBEDDED_MODEL, LLMSettings
 from metnos.settings.loader import for_workspace, in_force
 from metnos.settings.workspace import Workspace
@@ -36,6 +36,8 @@ def boot(workspace: Workspace | None = None, *, birth: bool = True, reuse_births
     runtime = Runtime.boot(workspace or in_force().workspace, birth=birth, reuse_births=reuse_births, **extra)
     # An executor whose manifest names a device runs there (docs/remote.md).
     runtime.invoker.remote = remote_calls.step_runner(runtime)
+    # A turn's send_messages to Telegram or mail is queued in the outbox of events (the daemon sends what fails).
+    runtime.outgoing = outgoing.step_port(outgoing.outbox_of(runtime))
     return runtime
 
 

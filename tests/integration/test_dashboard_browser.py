@@ -303,3 +303,54 @@ def test_the_event_list_is_live(daemon: RunningDaemon, browser: Any, daemon_llm:
     wait(browser, lambda b: "TurnAnswered" in new_kinds(b))
     assert "TurnStarted" in new_kinds(browser)
     shot(browser, "events")
+
+
+def test_a_replay_that_diverges_shows_the_two_events_side_by_side(daemon: RunningDaemon, browser: Any, daemon_llm: ScriptedLLM) -> None:
+    from uuid import UUID
+
+    from domain.turn import Turn
+    from metnos.mechanisms.eventlog import EventLog
+    from metnos.mechanisms.store.records import encode_event, event_key
+    from metnos.settings.workspace import Workspace
+
+    notes = Path(daemon.env["HOME"]) / "replayed-notes.md"
+    notes.write_text("the notes\n")
+    daemon_llm.add(call("read_files", {"paths": [str(notes)]}), text("The notes say: the notes."))
+    with daemon.client() as client:
+        done = client.post("/api/ask", json={"text": "read replayed-notes.md", "approve": "yes"}, timeout=120).json()
+    assert done["status"] == "answered", done
+    turn_id = done["turn_id"]
+
+    # The model's reply edited in the log after the turn (another path): a replay now takes another path from there.
+    log = EventLog(Workspace.from_env(daemon.env))
+    try:
+        recorder = log.recorder
+        index, stored = recorder.shared.db(recorder.table_name), recorder.shared.db(recorder.notifications_table)
+
+        def edit(txn: Any) -> None:
+            event = next(e for e in log.events.get(UUID(turn_id)) if isinstance(e, Turn.LLMReplied) and e.reply.get("tool_calls"))
+            reply = dict(event.reply)
+            reply["tool_calls"] = [{**reply["tool_calls"][0], "arguments": {"paths": ["~/edited-afterwards.md"]}}]
+            edited = Turn.LLMReplied(originator_id=event.originator_id, originator_version=event.originator_version,
+                                     timestamp=event.timestamp, round=event.round, reply=reply, intent_ms=event.intent_ms)
+            key = txn.get(event_key(UUID(turn_id), event.originator_version), db=index)
+            txn.put(key, encode_event(log.mapper.to_stored_event(edited)), db=stored)
+
+        recorder.shared.write(edit)
+    finally:
+        log.close()
+
+    sign_in(browser, daemon)
+    browser.get(f"{daemon.url}/turns/{turn_id}")
+    browser.find_element(By.ID, "replay").click()
+    wait(browser, seen.text_to_be_present_in_element((By.ID, "replay-result"), "diverged"))
+    table = wait(browser, seen.visibility_of_element_located((By.ID, "replay-diff")))
+    shot(browser, "replay-diff")
+    headings = [th.text for th in table.find_elements(By.TAG_NAME, "th")]
+    recorded, replayed = browser.find_element(By.ID, "replay-recorded"), browser.find_element(By.ID, "replay-replayed")
+    assert headings == ["recorded", "replayed"]
+    # Side by side: one row, the log's event on the left, the replay's on the right, each saying its path.
+    assert recorded.location["y"] == replayed.location["y"] and recorded.location["x"] < replayed.location["x"], (
+        recorded.location, replayed.location)
+    assert str(notes) in recorded.text and "edited-afterwards.md" not in recorded.text, recorded.text
+    assert "edited-afterwards.md" in replayed.text and str(notes) not in replayed.text, replayed.text

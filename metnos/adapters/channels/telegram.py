@@ -56,14 +56,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from eventsourcing.utils import get_topic
 
+from domain.delivery import OutgoingMessage
 from domain.errors import MetnosError
 from metnos.adapters.channels.telegram_format import PARSE_MODE, fitted_html
-from metnos.services import inbox, pairing
+from metnos.services import inbox, outgoing, pairing
 from metnos.services.approvals import ApprovalBroker, ApprovalUnknown
 from metnos.services.pending import AlreadyAnswered, PendingUnknown
 from metnos.services.channels import record_ignored
-from metnos.services.delivery import DeliveryFailed
+from metnos.services.delivery import PROMPTS, DeliveryFailed
 from metnos.services.telling import reply_text
 from metnos.settings import i18n
 from metnos.settings.i18n.detect import language_of
@@ -79,6 +81,10 @@ RETRY, DISMISS = "rt", "dm"
 TYPING_EVERY_S = 4.0
 # At stop, how long the answers just queued get to go out before they are left queued for the next start.
 FLUSH_AT_STOP_S = 3.0
+# How often the host's chats are told of what newly waits in the inbox (an approval asked on the dashboard, ...).
+PUSH_EVERY_S = 1.0
+# The heading of a push: the item follows, with what answers it.
+PUSHED = "New in your inbox: "
 
 
 class TelegramChannelError(MetnosError):
@@ -99,6 +105,10 @@ class _Pending:
     chat_id: int
     key: str = ""
     message_id: int | None = None
+    # The prompt's message in the outbox ("" when it went straight out): let go if the approval closes first.
+    queued: str = ""
+    # Set once the approval is answered: a prompt that lands after has its buttons taken off at once.
+    closed: bool = False
 
 
 @dataclass
@@ -142,8 +152,14 @@ class TelegramChannel:
         self.bot_username = ""
         # Set at stop: messages taken but not started get a notice instead of a turn.
         self._stopping = False
-        # Answers and notices go through the host's outbox (a host with a log); otherwise straight out.
+        # Answers, notices and prompts go through the host's outbox (a host with a log); otherwise straight out.
         self._delivering = False
+        # A prompt's outbox id -> what to do with its Telegram message id once sent (remove the buttons later).
+        self._on_sent: dict[str, Callable[[int], None]] = {}
+        # The items of the inbox the host's chats were told of (once each), and the thread that tells them.
+        self._pushed: set[str] = set()
+        self._pusher: threading.Thread | None = None
+        self._push_stop = threading.Event()
 
     # Start and stop ----------------------------------------------------------
     def start(self, timeout_s: float = 60.0) -> None:
@@ -185,12 +201,20 @@ class TelegramChannel:
         if getattr(self.host, "runtime", None) is not None:
             self.host.outbox.serve(CHANNEL, self._deliver)
             self._delivering = True
+            if getattr(self.host, "dialogs", None) is not None:
+                # The one inbox is pushed, not only pulled with /inbox: a new item is told to the host's chats, once.
+                self._pushed = pushed_before(self.host.runtime)
+                self._pusher = threading.Thread(target=self._push_loop, name="metnos-telegram-push", daemon=True)
+                self._pusher.start()
         self._log(f"polling as @{self.bot_username}; {len(self._allowed)} allowed chat(s)")
 
     def stop(self) -> None:
         """Stop polling, let a running turn finish (a pending approval is a no), tell the chats whose messages
         were not started yet, send what is due for a moment, close; what is left stays queued in the log."""
         self._stopping = True
+        self._push_stop.set()
+        if self._pusher is not None:
+            self._pusher.join(5)
         with self._pending_lock:
             waiting = [p.key for p in self._pending.values()]
             asked = [q.key for q in self._questions.values() if q.key]
@@ -335,6 +359,9 @@ class TelegramChannel:
                                     confirm_schedules=True)
             # An unverified answer is marked as such; a quarantined executor the request missed is named.
             reply = reply_text(outcome, language)
+            # A message the turn sent that is still queued for a retry, or was given up, is said, not hidden.
+            told = outgoing.notice(self.host.outbox, outcome.turn_id) if self._delivering else ""
+            reply = f"{reply}\n\nmetnos: {told}" if told else reply
             turn_id = outcome.turn_id
         except MetnosError as e:
             reply = f"metnos: {e}"
@@ -379,8 +406,6 @@ class TelegramChannel:
     def _ask(self, chat_id: int, step: int, executor: str, args: dict[str, Any], reason: str,
              language: str = i18n.SOURCE, request: str = "") -> tuple[bool, str]:
         # Deferred: as in _startup, which has always run before a question is asked.
-        from telegram import InlineKeyboardButton, InlineKeyboardMarkup
-
         said = i18n.in_force()
         local = _Pending(chat_id)
 
@@ -390,18 +415,25 @@ class TelegramChannel:
                 self._pending[approval.id] = local
             shown = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
             text = said.text("telegram.approve_question", language, step=step, executor=executor, args=shown[:1500], reason=reason)
-            buttons = InlineKeyboardMarkup([[
-                InlineKeyboardButton(said.text("telegram.approve", language), callback_data=f"{APPROVE}:{approval.id}"),
-                InlineKeyboardButton(said.text("telegram.deny", language), callback_data=f"{DENY}:{approval.id}")]])
-            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=buttons))
-            if sent is None:
+            buttons = [[[said.text("telegram.approve", language), f"{APPROVE}:{approval.id}"],
+                        [said.text("telegram.deny", language), f"{DENY}:{approval.id}"]]]
+
+            def shown_as(message_id: int) -> None:
+                with self._pending_lock:
+                    local.message_id = message_id
+                    closed = local.closed
+                if closed:
+                    # Answered elsewhere while the prompt was on its way: its buttons would answer nothing.
+                    self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, message_id, reply_markup=None))
+
+            local.queued, sent = self._prompt(chat_id, text, kind="approval", buttons=buttons, on_sent=shown_as)
+            if not sent:
                 # The question never reached the chat: the other ways in may still answer it; without any, nobody can.
                 if self.approvals is getattr(self.host, "approvals", None):
                     self._log(f"the approval for chat {chat_id} could not be shown there; it waits on the dashboard")
                 else:
                     self.approvals.answer(approval.id, approved=False, by="unreachable", channel=CHANNEL)
                 return
-            local.message_id = sent.message_id
 
         try:
             approved, by = self.approvals.ask(CHANNEL, step, executor, args, reason, request=request,
@@ -409,14 +441,19 @@ class TelegramChannel:
         finally:
             with self._pending_lock:
                 self._pending.pop(local.key, None)
+                local.closed = True
+                shown_id = local.message_id
+            dropped = self._let_go(local.queued)
         if by == f"{CHANNEL}:stopped" or by.startswith(f"{CHANNEL}:button"):
             return approved, by
-        if local.message_id is not None:
-            self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, local.message_id, reply_markup=None))
+        if shown_id is not None:
+            self._call_quietly(self._app.bot.edit_message_reply_markup(chat_id, shown_id, reply_markup=None))
+        # Shown, or on its way (its buttons are taken off as it lands): the chat hears how it was answered.
+        seen = shown_id is not None or (bool(local.queued) and not dropped)
         if by == f"{CHANNEL}:timeout":
             self._send(chat_id, said.text("telegram.approval_timeout", language, seconds=f"{self.settings.approval_timeout_s:.0f}",
                                           executor=executor))
-        elif local.message_id is not None:
+        elif seen:
             # Answered on another way in: the chat that was asked is told where, and what.
             verdict = said.text("telegram.approve" if approved else "telegram.deny", language)
             self._send(chat_id, f"{verdict}: {executor} ({by})")
@@ -439,10 +476,11 @@ class TelegramChannel:
         with self._pending_lock:
             self._questions[chat_id] = question
         try:
-            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(said.text("telegram.question", language, question=text))))
-            if sent is None:
+            queued, sent = self._prompt(chat_id, said.text("telegram.question", language, question=text), kind="question")
+            if not sent:
                 return None, "telegram:unreachable"
             answered = question.answered.wait(self.settings.approval_timeout_s)
+            self._let_go(queued)
         finally:
             with self._pending_lock:
                 if self._questions.get(chat_id) is question:
@@ -459,13 +497,14 @@ class TelegramChannel:
         is shown in the chat, whose next message answers it; the first answer, on any way in, counts."""
         said = i18n.in_force()
         local = _Question()
+        queued = [""]
 
         def present(pending: Any) -> None:
             local.key = pending.id
             with self._pending_lock:
                 self._questions[chat_id] = local
-            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(said.text("telegram.question", language, question=asked.question))))
-            if sent is None:
+            queued[0], sent = self._prompt(chat_id, said.text("telegram.question", language, question=asked.question), kind="question")
+            if not sent:
                 self._log(f"the question for chat {chat_id} could not be shown there; it waits on the dashboard and in `metnos inbox`")
 
         try:
@@ -474,6 +513,7 @@ class TelegramChannel:
             with self._pending_lock:
                 if self._questions.get(chat_id) is local:
                     del self._questions[chat_id]
+            self._let_go(queued[0])
         if local.stopped or by == f"{CHANNEL}:stopped":
             return None, f"{CHANNEL}:stopped"
         if answer is None:
@@ -488,8 +528,6 @@ class TelegramChannel:
     # The inbox ------------------------------------------------------------------------
     def _show_inbox(self, chat_id: int) -> None:
         """/inbox: each item waiting for the user, whichever way in asked, as a message with what answers it."""
-        from telegram import InlineKeyboardButton, InlineKeyboardMarkup  # deferred: as in _ask
-
         if getattr(self.host, "dialogs", None) is None:
             self._notify(chat_id, "The inbox is the daemon's: run `metnos daemon` to answer here what waits elsewhere.")
             return
@@ -501,25 +539,53 @@ class TelegramChannel:
             self._notify(chat_id, "Nothing is waiting for you.")
             return
         for item in found:
-            if item["kind"] == inbox.APPROVAL:
-                shown = orjson.dumps(item["args"], option=orjson.OPT_SORT_KEYS).decode()
-                text = (f"Approval (asked via {item['channel']}): step {item['step']} {item['executor']} {shown[:1500]}\n"
-                        f"{item['reason']}" + (f"\nfor: {item['request']}" if item.get("request") else ""))
-                buttons = [[InlineKeyboardButton("Approve", callback_data=f"{APPROVE}:{item['id']}"),
-                            InlineKeyboardButton("Deny", callback_data=f"{DENY}:{item['id']}")]]
-            elif item["kind"] == inbox.QUESTION:
-                text = (f"Question (asked via {item['channel']}): {item['question']}\n(reply to this message with your answer)"
-                        + (f"\nfor: {item['request']}" if item.get("request") else ""))
-                buttons = []
-            else:
-                text = (f"Undelivered {item['message_kind']} to {item['channel']} {item['address']} "
-                        f"(given up after {item['attempts']} attempt(s): {item['cause']}):\n{item['text']}")
-                buttons = [[InlineKeyboardButton("Retry", callback_data=f"{RETRY}:{item['id']}"),
-                            InlineKeyboardButton("Dismiss", callback_data=f"{DISMISS}:{item['id']}")]]
-            markup = InlineKeyboardMarkup(buttons) if buttons else None
-            sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=markup))
-            if sent is not None and item["kind"] == inbox.QUESTION:
-                self._listed_questions[(chat_id, sent.message_id)] = item["id"]
+            self._show_item(chat_id, item)
+
+    def _show_item(self, chat_id: int, item: dict[str, Any], heading: str = "", pushed: bool = False) -> None:
+        """One item of the inbox as a message in the chat (through the outbox), with what answers it: buttons, or a
+        reply to the message for a question."""
+        if item["kind"] == inbox.APPROVAL:
+            shown = orjson.dumps(item["args"], option=orjson.OPT_SORT_KEYS).decode()
+            text = (f"Approval (asked via {item['channel']}): step {item['step']} {item['executor']} {shown[:1500]}\n"
+                    f"{item['reason']}" + (f"\nfor: {item['request']}" if item.get("request") else ""))
+            buttons = [[["Approve", f"{APPROVE}:{item['id']}"], ["Deny", f"{DENY}:{item['id']}"]]]
+        elif item["kind"] == inbox.QUESTION:
+            text = (f"Question (asked via {item['channel']}): {item['question']}\n(reply to this message with your answer)"
+                    + (f"\nfor: {item['request']}" if item.get("request") else ""))
+            buttons = []
+        else:
+            text = (f"Undelivered {item['message_kind']} to {item['channel']} {item['address']} "
+                    f"(given up after {item['attempts']} attempt(s): {item['cause']}):\n{item['text']}")
+            buttons = [[["Retry", f"{RETRY}:{item['id']}"], ["Dismiss", f"{DISMISS}:{item['id']}"]]]
+
+        def listed(message_id: int) -> None:
+            if item["kind"] == inbox.QUESTION:
+                # A reply to this message answers the question, whichever way in asked it.
+                self._listed_questions[(chat_id, message_id)] = item["id"]
+
+        self._prompt(chat_id, f"{heading}{text}", kind="inbox", buttons=buttons or None, on_sent=listed,
+                     item=item["id"] if pushed else "")
+
+    # Pushing the inbox --------------------------------------------------------------------
+    def _push_loop(self) -> None:
+        while not self._push_stop.wait(PUSH_EVERY_S):
+            try:
+                self._push_new()
+            except Exception as e:  # noqa: BLE001 - a push that fails is said and tried at the next look
+                self._log(f"could not tell the host's chats of the inbox: {type(e).__name__}: {redact(str(e), self._token)}")
+
+    def _push_new(self) -> None:
+        """Tell the host's chats of each item newly waiting in the inbox, once: an approval or a question asked on
+        another way in (those asked here are in their chat already), a message given up (not one of these
+        notices, which would tell of itself)."""
+        fresh = [item for item in inbox.items(self.host) if item["id"] not in self._pushed and pushable(item)]
+        if not fresh:
+            return
+        chats = [chat for chat in sorted(self._allowed) if not self.host.approver_is_guest(CHANNEL, str(chat))]
+        for item in fresh:
+            self._pushed.add(item["id"])
+            for chat in chats:
+                self._show_item(chat, item, heading=PUSHED, pushed=True)
 
     def _answer_listed(self, chat_id: int, key: str, text: str) -> None:
         """A chat's answer to a question of the inbox; a second answer is told where the first came from."""
@@ -626,7 +692,7 @@ class TelegramChannel:
         chat_id = int(message.address)
         thread = ReplyParameters(int(message.reply_to), allow_sending_without_reply=True) if message.reply_to else None
         limits = {"read_timeout": self.settings.timeout_s, "write_timeout": self.settings.timeout_s,
-                  "connect_timeout": self.settings.timeout_s}
+                  "connect_timeout": self.settings.timeout_s, "reply_markup": self._markup((message.options or {}).get("buttons"))}
         try:
             try:
                 sent = self._call(self._app.bot.send_message(chat_id, fitted_html(message.text), parse_mode=PARSE_MODE,
@@ -636,7 +702,48 @@ class TelegramChannel:
                 sent = self._call(self._app.bot.send_message(chat_id, clip(message.text), reply_parameters=thread, **limits))
         except Exception as e:  # noqa: BLE001 - the outbox records the cause and tries again later
             raise DeliveryFailed(f"the Bot API at {self.settings.base_url}: {redact(f'{type(e).__name__}: {e}', self._token)}") from None
+        shown = self._on_sent.pop(str(message.id), None)
+        if shown is not None:
+            shown(sent.message_id)
         return str(sent.message_id)
+
+    @staticmethod
+    def _markup(buttons: Any) -> Any:
+        """Inline buttons from rows of ``[label, callback data]``; None for none."""
+        if not buttons:
+            return None
+        from telegram import InlineKeyboardButton, InlineKeyboardMarkup  # deferred: as in _startup
+
+        return InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=data) for label, data in row] for row in buttons])
+
+    def _prompt(self, chat_id: int, text: str, *, kind: str, buttons: Any = None,
+                on_sent: Callable[[int], None] | None = None, item: str = "") -> tuple[str, bool]:
+        """A prompt (an approval's buttons, a question, an item of the inbox) through the outbox, so that a Bot API
+        that is down delays it (retried, then in the inbox) instead of losing it. Its outbox id ("" when it went
+        straight out), and whether it is on its way; ``on_sent`` gets its Telegram message id once sent."""
+        if self._delivering:
+            try:
+                # ``pushed``: the item of the inbox this message told of, so that a restart does not tell it again.
+                options = {**({"buttons": buttons} if buttons else {}), **({"pushed": item} if item else {})}
+                queued = self.host.outbox.queue(channel=CHANNEL, address=str(chat_id), text=text, kind=kind,
+                                                options=options or None)
+            except Exception as e:  # noqa: BLE001 - without the log, the prompt is still sent, once, straight out
+                self._log(f"could not queue a {kind} for chat {chat_id} ({type(e).__name__}: {e}); sending it at once")
+            else:
+                if on_sent is not None:
+                    self._on_sent[queued] = on_sent
+                return queued, True
+        sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=self._markup(buttons)))
+        if sent is not None and on_sent is not None:
+            on_sent(sent.message_id)
+        return "", sent is not None
+
+    def _let_go(self, queued: str) -> bool:
+        """A prompt whose approval or question closed before it went out is not sent after; True if let go."""
+        if queued and self.host.outbox.drop(queued, by=f"{CHANNEL}:closed-before-sent"):
+            self._on_sent.pop(queued, None)
+            return True
+        return False
 
     def _reply(self, chat_id: int, text: str, message_id: int | None) -> None:
         """The answer as formatted HTML, threaded to the request; as plain text if the markup is refused."""
@@ -650,6 +757,21 @@ class TelegramChannel:
         except Exception as e:  # noqa: BLE001 - said, then the plain text is tried
             self._log(f"the Bot API refused the formatted answer, sending it as plain text: {redact(f'{type(e).__name__}: {e}', self._token)}")
         self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_parameters=thread))
+
+
+def pushable(item: dict[str, Any]) -> bool:
+    """Whether an item of the inbox is pushed to the host's chats: not one asked in a chat (shown there already),
+    not a prompt of the channel given up (telling of it would be one more prompt to give up)."""
+    if item["kind"] in (inbox.APPROVAL, inbox.QUESTION):
+        return item.get("channel") != CHANNEL
+    return item.get("message_kind") not in PROMPTS
+
+
+def pushed_before(runtime: Any) -> set[str]:
+    """The items of the inbox a push told of already, from the log (a push is a message queued naming its item)."""
+    topic = get_topic(OutgoingMessage.MessageQueued)
+    return {str(e.options["pushed"]) for _, e in runtime.log.domain_events(topics=(topic,))
+            if e.kind == "inbox" and isinstance(e.options, dict) and e.options.get("pushed")}
 
 
 def channel(host: Any) -> TelegramChannel | None:

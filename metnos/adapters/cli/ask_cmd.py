@@ -176,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
     outcome = asked.outcome
     if outcome.learning_error is not None:
         print(f"metnos: {i18n.in_force().text('ask.not_learnt', language, error=outcome.learning_error)}", file=sys.stderr)
+    if asked.outbox:
+        # A message the turn sent that waits in the outbox for the daemon, or was given up: said, never silent.
+        print(f"metnos: {asked.outbox}", file=sys.stderr)
     return print_outcome(outcome, as_json=args.json, offer=asked.offer, language=language)
 
 

@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from domain.errors import MetnosError
 from domain.household import HOST
-from metnos.services import inbox as the_inbox, mnestome as mnests, queries, replay as replays, schedules as schedule_service, telling
+from metnos.services import inbox as the_inbox, mnestome as mnests, outgoing, queries, replay as replays, schedules as schedule_service, telling
 from metnos.services.live import TurnNotRunning
 from metnos.services.pending import AlreadyAnswered, PendingUnknown
 from metnos.services.host import DaemonBusy, DaemonHost, DaemonStopping
@@ -128,7 +128,9 @@ def routes(host: DaemonHost) -> list[Route]:
                     # its next safe point (recorded as TurnInterrupted, SIGHUP: the client hung up).
                     gone.set()
                     gate.stop_at_next_checkpoint(signal.SIGHUP)
-            return json_response(outcome_json(work.result()))
+            outcome = work.result()
+            # The turn's messages that did not go out yet (queued for a retry) or were given up, said.
+            return json_response({**outcome_json(outcome), "outbox": outgoing.notice(host.outbox, outcome.turn_id)})
         except Exception as e:  # noqa: BLE001 - every error is an answer naming its cause, never a traceback
             return error_response(e)
 

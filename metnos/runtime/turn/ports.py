@@ -122,6 +122,14 @@ class LivePorts:
         return self.router.for_tier(tier).complete(list(messages), list(tools), tool_choice=tool_choice, constraint=constraint)
 
     def call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
+        # The runtime's outgoing port (the services' outbox) wraps the call: a message a step sends is queued first.
+        around = getattr(self.runtime, "outgoing", None)
+        if around is not None:
+            return around(name, args, turn_id, lambda: self._call_executor(name, args, turn_id=turn_id, step=step, actor=actor,
+                                                                           channel=channel))
+        return self._call_executor(name, args, turn_id=turn_id, step=step, actor=actor, channel=channel)
+
+    def _call_executor(self, name: str, args: dict[str, Any], *, turn_id: str, step: int, actor: str, channel: str) -> ExecutorResult:
         call = self.runtime.invoker.call(
             name, args, caller=self._caller(actor, channel, step), turn_id=turn_id,
             autonomy=self.autonomy,
