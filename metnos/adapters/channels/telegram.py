@@ -262,7 +262,8 @@ class TelegramChannel:
             return
         if message.text.strip() == "/inbox":
             # What waits for the user on every way in: approvals, questions, messages given up.
-            await asyncio.to_thread(self._show_inbox, chat.id)
+            code = (getattr(update.effective_user, "language_code", None) or "").split("-")[0]
+            await asyncio.to_thread(self._show_inbox, chat.id, code or i18n.SOURCE)
             return
         replied = getattr(message, "reply_to_message", None)
         listed = self._listed_questions.get((chat.id, replied.message_id)) if replied is not None else None
@@ -486,36 +487,38 @@ class TelegramChannel:
         return answer, by
 
     # The inbox ------------------------------------------------------------------------
-    def _show_inbox(self, chat_id: int) -> None:
-        """/inbox: each item waiting for the user, whichever way in asked, as a message with what answers it."""
+    def _show_inbox(self, chat_id: int, language: str = i18n.SOURCE) -> None:
+        """/inbox: each item waiting for the user, whichever way in asked, as a message with what answers it,
+        in ``language`` (the one the user's Telegram is set to, when the catalogue has it)."""
         from telegram import InlineKeyboardButton, InlineKeyboardMarkup  # deferred: as in _ask
 
+        said = i18n.in_force()
         if getattr(self.host, "dialogs", None) is None:
-            self._notify(chat_id, "The inbox is the daemon's: run `metnos daemon` to answer here what waits elsewhere.")
+            self._notify(chat_id, said.text("telegram.inbox_no_daemon", language))
             return
         if self.host.approver_is_guest(CHANNEL, str(chat_id)):
-            self._notify(chat_id, "This chat is paired as a guest, and a guest answers nothing of the host's inbox.")
+            self._notify(chat_id, said.text("telegram.inbox_guest", language))
             return
         found = inbox.items(self.host)
         if not found:
-            self._notify(chat_id, "Nothing is waiting for you.")
+            self._notify(chat_id, said.text("telegram.inbox_empty", language))
             return
         for item in found:
+            asked_for = said.text("telegram.inbox_for", language, request=item["request"]) if item.get("request") else ""
             if item["kind"] == inbox.APPROVAL:
                 shown = orjson.dumps(item["args"], option=orjson.OPT_SORT_KEYS).decode()
-                text = (f"Approval (asked via {item['channel']}): step {item['step']} {item['executor']} {shown[:1500]}\n"
-                        f"{item['reason']}" + (f"\nfor: {item['request']}" if item.get("request") else ""))
-                buttons = [[InlineKeyboardButton("Approve", callback_data=f"{APPROVE}:{item['id']}"),
-                            InlineKeyboardButton("Deny", callback_data=f"{DENY}:{item['id']}")]]
+                text = said.text("telegram.inbox_approval", language, channel=item["channel"], step=item["step"], executor=item["executor"],
+                                 args=shown[:1500], reason=item["reason"]) + asked_for
+                buttons = [[InlineKeyboardButton(said.text("telegram.approve", language), callback_data=f"{APPROVE}:{item['id']}"),
+                            InlineKeyboardButton(said.text("telegram.deny", language), callback_data=f"{DENY}:{item['id']}")]]
             elif item["kind"] == inbox.QUESTION:
-                text = (f"Question (asked via {item['channel']}): {item['question']}\n(reply to this message with your answer)"
-                        + (f"\nfor: {item['request']}" if item.get("request") else ""))
+                text = said.text("telegram.inbox_question", language, channel=item["channel"], question=item["question"]) + asked_for
                 buttons = []
             else:
-                text = (f"Undelivered {item['message_kind']} to {item['channel']} {item['address']} "
-                        f"(given up after {item['attempts']} attempt(s): {item['cause']}):\n{item['text']}")
-                buttons = [[InlineKeyboardButton("Retry", callback_data=f"{RETRY}:{item['id']}"),
-                            InlineKeyboardButton("Dismiss", callback_data=f"{DISMISS}:{item['id']}")]]
+                text = said.text("telegram.inbox_undelivered", language, kind=item["message_kind"], channel=item["channel"],
+                                 address=item["address"], attempts=item["attempts"], cause=item["cause"], text=item["text"])
+                buttons = [[InlineKeyboardButton(said.text("telegram.retry", language), callback_data=f"{RETRY}:{item['id']}"),
+                            InlineKeyboardButton(said.text("telegram.dismiss", language), callback_data=f"{DISMISS}:{item['id']}")]]
             markup = InlineKeyboardMarkup(buttons) if buttons else None
             sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=markup))
             if sent is not None and item["kind"] == inbox.QUESTION:
