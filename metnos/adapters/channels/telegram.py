@@ -286,7 +286,8 @@ class TelegramChannel:
             return
         if message.text.strip() == "/inbox":
             # What waits for the user on every way in: approvals, questions, messages given up.
-            await asyncio.to_thread(self._show_inbox, chat.id)
+            code = (getattr(update.effective_user, "language_code", None) or "").split("-")[0]
+            await asyncio.to_thread(self._show_inbox, chat.id, code or i18n.SOURCE)
             return
         replied = getattr(message, "reply_to_message", None)
         listed = self._listed_questions.get((chat.id, replied.message_id)) if replied is not None else None
@@ -526,37 +527,43 @@ class TelegramChannel:
         return answer, by
 
     # The inbox ------------------------------------------------------------------------
-    def _show_inbox(self, chat_id: int) -> None:
-        """/inbox: each item waiting for the user, whichever way in asked, as a message with what answers it."""
+    def _show_inbox(self, chat_id: int, language: str = i18n.SOURCE) -> None:
+        """/inbox: each item waiting for the user, whichever way in asked, as a message with what answers it,
+        in ``language`` (the one the user's Telegram is set to, when the catalogue has it)."""
+        said = i18n.in_force()
         if getattr(self.host, "dialogs", None) is None:
-            self._notify(chat_id, "The inbox is the daemon's: run `metnos daemon` to answer here what waits elsewhere.")
+            self._notify(chat_id, said.text("telegram.inbox_no_daemon", language))
             return
         if self.host.approver_is_guest(CHANNEL, str(chat_id)):
-            self._notify(chat_id, "This chat is paired as a guest, and a guest answers nothing of the host's inbox.")
+            self._notify(chat_id, said.text("telegram.inbox_guest", language))
             return
         found = inbox.items(self.host)
         if not found:
-            self._notify(chat_id, "Nothing is waiting for you.")
+            self._notify(chat_id, said.text("telegram.inbox_empty", language))
             return
         for item in found:
-            self._show_item(chat_id, item)
+            self._show_item(chat_id, item, language=language)
 
-    def _show_item(self, chat_id: int, item: dict[str, Any], heading: str = "", pushed: bool = False) -> None:
+    def _show_item(self, chat_id: int, item: dict[str, Any], heading: str = "", pushed: bool = False,
+                   language: str = i18n.SOURCE) -> None:
         """One item of the inbox as a message in the chat (through the outbox), with what answers it: buttons, or a
-        reply to the message for a question."""
+        reply to the message for a question; in ``language``."""
+        said = i18n.in_force()
+        asked_for = said.text("telegram.inbox_for", language, request=item["request"]) if item.get("request") else ""
         if item["kind"] == inbox.APPROVAL:
             shown = orjson.dumps(item["args"], option=orjson.OPT_SORT_KEYS).decode()
-            text = (f"Approval (asked via {item['channel']}): step {item['step']} {item['executor']} {shown[:1500]}\n"
-                    f"{item['reason']}" + (f"\nfor: {item['request']}" if item.get("request") else ""))
-            buttons = [[["Approve", f"{APPROVE}:{item['id']}"], ["Deny", f"{DENY}:{item['id']}"]]]
+            text = said.text("telegram.inbox_approval", language, channel=item["channel"], step=item["step"], executor=item["executor"],
+                             args=shown[:1500], reason=item["reason"]) + asked_for
+            buttons = [[[said.text("telegram.approve", language), f"{APPROVE}:{item['id']}"],
+                        [said.text("telegram.deny", language), f"{DENY}:{item['id']}"]]]
         elif item["kind"] == inbox.QUESTION:
-            text = (f"Question (asked via {item['channel']}): {item['question']}\n(reply to this message with your answer)"
-                    + (f"\nfor: {item['request']}" if item.get("request") else ""))
+            text = said.text("telegram.inbox_question", language, channel=item["channel"], question=item["question"]) + asked_for
             buttons = []
         else:
-            text = (f"Undelivered {item['message_kind']} to {item['channel']} {item['address']} "
-                    f"(given up after {item['attempts']} attempt(s): {item['cause']}):\n{item['text']}")
-            buttons = [[["Retry", f"{RETRY}:{item['id']}"], ["Dismiss", f"{DISMISS}:{item['id']}"]]]
+            text = said.text("telegram.inbox_undelivered", language, kind=item["message_kind"], channel=item["channel"],
+                             address=item["address"], attempts=item["attempts"], cause=item["cause"], text=item["text"])
+            buttons = [[[said.text("telegram.retry", language), f"{RETRY}:{item['id']}"],
+                        [said.text("telegram.dismiss", language), f"{DISMISS}:{item['id']}"]]]
 
         def listed(message_id: int) -> None:
             if item["kind"] == inbox.QUESTION:

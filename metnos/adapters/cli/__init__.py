@@ -36,13 +36,56 @@ def _optional_commands() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # argparse says its own words (usage:, options, its errors) through the translation function it
+    # looks up as ``argparse._`` at each call: ours says them in the command's language.
+    argparse._ = _said_text  # type: ignore[attr-defined]
     parser = argparse.ArgumentParser(prog="metnos", description="A local-first personal agent runtime on an append-only log.")
     parser.add_argument("--debug", action="store_true", help="on an unexpected error, show its traceback (or set METNOS_DEBUG=1)")
     parser.add_argument("--version", action="version", version=f"metnos {metnos.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS + _optional_commands():
         module.register(sub)
+    _translate_help(parser)
     return parser
+
+
+def _translate_help(parser: argparse.ArgumentParser) -> None:
+    """Every description and help line of ``parser`` and its sub-commands in the command's language (the
+    catalogue's ``help.*`` texts, found by their English words; tests/unit/test_cli_help_catalogue.py
+    holds every one of them to have its entry)."""
+    if _language() == i18n.SOURCE:
+        return
+    if parser.description:
+        parser.description = _said_text(parser.description)
+    for action in parser._actions:
+        if action.help and action.help != argparse.SUPPRESS:
+            action.help = _said_text(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = _said_text(choice.help) if choice.help else choice.help
+            for sub in dict.fromkeys(action.choices.values()):
+                _translate_help(sub)
+
+
+def _language() -> str:
+    try:
+        return i18n.command_language()
+    except Exception:  # noqa: BLE001 - a catalogue that cannot be read: the shipped English is said
+        return i18n.SOURCE
+
+
+def _said_text(text: str) -> str:
+    try:
+        return i18n.said_text(text)
+    except Exception:  # noqa: BLE001 - help and argparse's errors must still be said
+        return text
+
+
+def _said_error(message: str) -> str:
+    try:
+        return i18n.said_error(message)
+    except Exception:  # noqa: BLE001 - the error being reported must still be said
+        return message
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"metnos: {_said('cli.stopped', error=e)}", file=sys.stderr)
         return e.exit_code
     except MetnosError as e:
-        print(f"metnos: {e}", file=sys.stderr)
+        # Raised in English (what the log and the tests read); said in the command's language.
+        print(f"metnos: {_said_error(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"metnos: {_said('cli.interrupted')}", file=sys.stderr)

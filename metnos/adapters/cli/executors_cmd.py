@@ -12,6 +12,7 @@ from domain.errors import MetnosError
 from metnos.settings.commands import FREE_WARNING
 from metnos.settings.loader import in_force
 from metnos.settings.sandbox import OFF_WARNING, sandbox_off
+from metnos.settings import i18n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,7 +69,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
-    print(f"{'NAME':<18} {'VERSION':<9} {'ORIGIN':<6} {'STATE':<12} SUMMARY / REASON")
+    print(i18n.said("list.executors"))
     for r in rows:
         mark = "*" if r["current"] else " "
         note = r["reason"] if r["state"] not in ("active",) and r["reason"] else r["summary"]

@@ -7,6 +7,7 @@ import argparse
 import orjson
 
 from metnos.services import languages
+from metnos.settings import i18n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +38,7 @@ def run_status(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
-    print(f"{'LANGUAGE':<9} {'TRANSLATED':>10} {'MISSING':>8} {'STALE':>6} {'DRAFTS':>7}")
+    print(i18n.said("list.i18n"))
     for r in rows:
         print(f"{r['language']:<9} {r['translated']:>6}/{r['texts']:<3} {r['missing']:>8} {r['stale']:>6} {r['drafts']:>7}")
     return 0

@@ -23,6 +23,7 @@ import orjson
 
 from domain.errors import MetnosError
 from metnos.settings.loader import in_force
+from metnos.settings import i18n
 
 # The way in an answer from here is recorded as given on.
 VIA = "cli"
@@ -68,17 +69,18 @@ def _line(item: dict[str, Any]) -> str:
     short = item["id"][:8]
     if item["kind"] == "approval":
         args = orjson.dumps(item["args"], option=orjson.OPT_SORT_KEYS).decode()
-        line = f"{short}  approval  via {item['channel']}  step {item['step']} {item['executor']} {args[:200]}  ({item['seconds_left']} s left)"
+        line = i18n.said("inbox.approval", short=short, channel=item["channel"], step=item["step"], executor=item["executor"],
+                         args=args[:200], seconds=item["seconds_left"])
         hint = f"metnos inbox yes {short} | metnos inbox no {short}"
     elif item["kind"] == "question":
-        line = f"{short}  question  via {item['channel']}  {item['question']}  ({item['seconds_left']} s left)"
+        line = i18n.said("inbox.question", short=short, channel=item["channel"], question=item["question"], seconds=item["seconds_left"])
         hint = f"metnos inbox answer {short} WORDS..."
     else:
-        line = (f"{short}  undelivered  {item['message_kind']} to {item['channel']} {item['address']}, given up after "
-                f"{item['attempts']} attempt(s): {item['cause']}")
+        line = i18n.said("inbox.undelivered", short=short, kind=item["message_kind"], channel=item["channel"], address=item["address"],
+                         attempts=item["attempts"], cause=item["cause"])
         hint = f"metnos inbox retry {short} | metnos inbox dismiss {short}"
-    request = f'\n          for: "{item["request"][:120]}"' if item.get("request") else ""
-    text = f'\n          text: "{item["text"][:120]}"' if item["kind"] == "undelivered" else ""
+    request = "\n          " + i18n.said("inbox.for", request=item["request"][:120]) if item.get("request") else ""
+    text = "\n          " + i18n.said("inbox.text", text=item["text"][:120]) if item["kind"] == "undelivered" else ""
     return f"{line}{request}{text}\n          {hint}"
 
 
@@ -88,7 +90,7 @@ def run_list(args: argparse.Namespace) -> int:
         print(orjson.dumps(items).decode())
         return 0
     if not items:
-        print("nothing is waiting for you")
+        print(i18n.said("inbox.nothing"))
         return 0
     for item in items:
         print(_line(item))
@@ -113,9 +115,9 @@ def run_answer(args: argparse.Namespace) -> int:
         print(orjson.dumps(done).decode())
         return 0
     if done["kind"] == "approval":
-        print(f"{'approved' if done['approved'] else 'denied'} {done['id'][:8]} ({done.get('by', VIA)})")
+        print(i18n.said("inbox.approved" if done["approved"] else "inbox.denied", id=done["id"][:8], by=done.get("by", VIA)))
     elif done["kind"] == "question":
-        print(f"answered {done['id'][:8]} ({done.get('by', VIA)})")
+        print(i18n.said("inbox.answered", id=done["id"][:8], by=done.get("by", VIA)))
     else:
-        print(f"{'queued again' if done['action'] == 'retry' else 'dismissed'} {done['id'][:8]} ({done['by']})")
+        print(i18n.said("inbox.queued_again" if done["action"] == "retry" else "inbox.dismissed", id=done["id"][:8], by=done["by"]))
     return 0

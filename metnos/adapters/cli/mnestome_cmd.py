@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from metnos.settings import i18n
 
 from domain.errors import MetnosError
 
@@ -69,7 +70,7 @@ def run_list(args: argparse.Namespace) -> int:
     if not rows:
         print("no mnests" + (f" tagged {args.tag!r}" if args.tag else "") + " yet: they form when one step's output feeds another")
         return 0
-    print(f"{'WEIGHT':<6} {'USES':>5}  {'STATE':<10} SRC -> DST  [TAGS]")
+    print(i18n.said("list.mnestome"))
     for m in rows:
         print(_row(m))
     return 0

@@ -163,7 +163,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
-    print(f"{'SCHEDULE':<36}  {'STATUS':<9} {'CRON':<14} {'NEXT FIRE (UTC)':<19} {'FIRED':>7}  TARGET / LABEL")
+    print(i18n.said("list.schedules"))
     for s in rows:
         fired = f"{s['fired']}/{s['count']}" if s["count"] else str(s["fired"])
         nxt = (s["next_fire"] or "-")[:19]

@@ -102,7 +102,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
-    print(f"{'NAME':<24} {'VERSION':<8} {'SKILL':<20} {'STATE':<12} REASON")
+    print(i18n.said("list.skills"))
     for r in rows:
         print(f"{r['name']:<24} {r['version']:<8} {r['skill'] or '?':<20} {r['state']:<12} {r['reason'] or ''}")
     return 0

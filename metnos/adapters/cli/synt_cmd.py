@@ -186,7 +186,7 @@ def run_list(args: argparse.Namespace) -> int:
         print(orjson.dumps({"proposals": [{k: v for k, v in p.items() if k != "stages"} for p in proposals],
                             "suggestions": suggestions}).decode())
         return 0
-    print(f"{'ID':<9} {'KIND':<10} {'STATUS':<14} {'NAME':<20} REQUEST")
+    print(i18n.said("list.synt"))
     for p in proposals:
         print(f"{p['run_id']:<9} {p['kind']:<10} {p['status']:<14} {p['name'] or '-':<20} {p['request'][:60]}")
     if suggestions:

@@ -11,6 +11,7 @@ import orjson
 from domain.provenance import described
 from domain.turn import Turn
 from metnos.services.telling import step_failure_words
+from metnos.settings import i18n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,12 +41,12 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
-    print(f"{'TURN':<36}  {'STARTED (UTC)':<19}  {'STATUS':<12} {'STEPS':>5}  REQUEST")
+    print(i18n.said("list.turns"))
     for t in rows:
         status = t["status"] + ("*" if t["undone"] else "")
         print(f"{t['id']:<36}  {t['started'][:19]:<19}  {status:<12} {t['steps']:>5}  {t['text'][:60]}")
     if any(t["undone"] for t in rows):
-        print("(* undone)")
+        print(i18n.said("list.turns_undone"))
     return 0
 
 

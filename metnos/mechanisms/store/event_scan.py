@@ -10,7 +10,9 @@ from the same logs and compares what they give.
 
 A batch is a few hundred records, not thousands: its events are handed on and freed before
 the next is made, so the next reuses memory still in the processor's cache (a batch of 5,000
-events is megabytes, and the scan ran a quarter slower, a third on a busy machine).
+events is megabytes, and the scan ran a quarter slower, a third on a busy machine). A batch's
+events are paired with their ids as they are read (``zip``), not in a list of pairs made whole:
+that list was a tuple an event kept until the batch was freed.
 
 A run's states are decoded by their class's shape (``_state_decoder``: a msgspec
 struct of the class's fields that refuses a key the class does not declare and a field
@@ -34,7 +36,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from itertools import islice, repeat
+from itertools import chain, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -56,17 +58,20 @@ Slow = Callable[[int, Any, int, str, bytes], Any]
 
 def scan_events(
     recorder: Any, mapper: FastMapper, start: int = 1, topics: frozenset[str] | None = None, *, batch: int = BATCH
-) -> Iterator[list[tuple[int, Any]]]:
-    """Lists of ``(notification id, domain event)`` from ``start`` on, in log order.
+) -> Iterator[Iterator[tuple[int, Any]]]:
+    """Batches of ``(notification id, domain event)`` from ``start`` on, in log order, each
+    to be iterated once.
 
     With ``topics``, other events are skipped before they are decoded. Reads
     ``batch`` records a transaction, each short, as ``scan_batches`` does; a
-    list may be empty when none of its records matched.
+    batch none of whose records matched is not given.
     """
     table = recorder.notifications_table
     # (raw topic, the state's compression mark and first byte) -> the class its plain states
     # decode to (None: the layered path decodes them), or _SKIP for a topic nobody asked for.
     kinds: dict[bytes, Any] = {}
+    # A header's format and lengths -> where its id, its kind and what a segment shares are (``_shape``).
+    shapes: dict[bytes, Any] = {}
 
     def kind_of(key: bytes, value: bytes, end: int) -> Any:
         topic = _decode(table, key, value)[2]
@@ -91,136 +96,164 @@ def scan_events(
                 if not cursor.set_range(id_bytes(position)):
                     return
                 first = int.from_bytes(cursor.key(), "big")
-                events, read = _events_batch(cursor, first, batch, kinds, kind_of, slow)
+                ids, events, read = _events_batch(cursor, first, batch, kinds, kind_of, slow, shapes)
                 # A short batch ran the cursor off the end, where it has no key: its last record is the table's last.
                 last = int.from_bytes(cursor.key(), "big") if read == batch or (read and cursor.last()) else first
                 if events is None or last - first + 1 != read:
                     # A gap between ids, or a record the layered path must read with its key: this batch its way.
                     cursor.set_range(id_bytes(position))
                     rows, after = scan_rows(table, cursor, batch, topics)
-                    events = list(zip([row[0] for row in rows], mapper.decode_rows(rows), strict=True))
+                    ids, events = [row[0] for row in rows], mapper.decode_rows(rows)
                     read, last = (batch, after) if after is not None else (0, 0)
         finally:
             if collecting:
                 gc.enable()
         if events:
-            yield events
+            # Paired as they are read: a list of pairs made whole would be a tuple an event, kept.
+            yield zip(ids, events)
         if read < batch:
             return
         position = last + 1
 
 
 def _events_batch(
-    cursor: Any, first: int, limit: int, kinds: dict[bytes, Any], kind_of: Callable[[bytes, bytes, int], Any], slow: Slow
-) -> tuple[list[tuple[int, Any]] | None, int]:
+    cursor: Any, first: int, limit: int, kinds: dict[bytes, Any], kind_of: Callable[[bytes, bytes, int], Any], slow: Slow,
+    shapes: dict[bytes, Any],
+) -> tuple[Any, list[Any] | None, int]:
     """Up to ``limit`` records from where ``cursor`` stands, the first of them numbered ``first``
-    and the others taken to follow it without a gap (the caller checks); returns (the events, how
-    many records were read), or no events for a record this loop does not read (a bad header, an
-    id that is not a UUID). The header is read as ``scan_rows`` reads it.
+    and the others taken to follow it without a gap (the caller checks); returns (their ids, the
+    events, how many records were read), or no events for a record this loop does not read (a bad
+    header, an id that is not a UUID). The header is read as ``scan_rows`` reads it.
 
     Runs of plain states are decoded a run at a time (``_decode_run``), the others one by one
     through the layered path, in their place. A record whose header lengths, originator id, topic
     and kind of state are those of the record before it (a turn's steps, one after another) is
-    recognised by comparing bytes in place, and only its version and state are read.
+    recognised by comparing bytes in place and only kept: such a segment's records are given
+    their kind and originator id together where it ends.
     """
-    unpack_head = _HEAD.unpack_from
-    unpack_version = _VERSION.unpack_from
-    head = _HEAD.size
-    events: list[tuple[int, Any]] = []
-    run = _Run(first)
-    values, kinds_of_run, ids = run.values, run.kinds, run.ids
-    lengths = same = b"\xff"  # the header's format and lengths, and what follows its version, of the record before
+    events: list[Any] = []
+    spans: list[range] = []  # the events' ids, as ranges of consecutive ids
+    run_first = first
+    values: list[bytes] = []
+    run_kinds: list[Any] = []
+    run_ids: list[Any] = []
+    # Whether a record of the run has a class with no shape (``_state_decoder``): its states are then loaded as JSON.
+    loose = False
+    # The segment in hand: its kind, its originator id and where it starts in ``values``.
     kind: Any = None
-    plain = False  # whether the record before was of a kind this loop decodes itself
     originator_id: Any = None
+    segment = 0
+    plain = False  # whether the segment is of a kind this loop decodes itself
+    lengths = same = b"\xff"  # its header's format and lengths, and what follows its version
     last_raw_oid: bytes | None = None  # no record's id, not even an empty one, equals it
-    end = reach = 0
+    end = 0
+    # The slices compared, made once (a slice written in the loop is built for every record).
+    at_lengths, at_same = _LENGTHS, slice(0, 0)
     for value in islice(cursor.iternext(keys=False, values=True), limit):
-        if not (value[:5] == lengths and value[head:reach] == same):
-            try:
-                fmt, oid_len, topic_len, _ = unpack_head(value)
-            except struct.error:
-                return None, 0
-            end_oid = head + oid_len
-            end = end_oid + topic_len
-            if fmt != RECORD_FORMAT or len(value) < end + 2:
-                return None, 0
-            kind_key = value[end_oid : end + 2]
+        if not (value[at_lengths] == lengths and value[at_same] == same):
+            if plain:
+                run_kinds += [kind] * (len(values) - segment)
+                run_ids += [originator_id] * (len(values) - segment)
+            lengths = value[at_lengths]
+            shape = shapes.get(lengths)
+            if shape is None:
+                shape = _shape(lengths)
+                if shape is None:
+                    return None, None, 0
+                shapes[lengths] = shape
+            at_oid, at_kind, at_same, end = shape
+            if len(value) < end + 2:
+                return None, None, 0
+            kind_key = value[at_kind]
             kind = kinds.get(kind_key)
             if kind is None:
                 kind = kinds[kind_key] = kind_of(cursor.key(), value, end)
-            raw_oid = value[head:end_oid]
+            raw_oid = value[at_oid]
             if raw_oid != last_raw_oid:
                 if raw_oid[:1] != _UUID_TAG:
-                    return None, 0
+                    return None, None, 0
                 try:
                     originator_id = _decode_originator_id(raw_oid)
                 except ValueError:
-                    return None, 0
+                    return None, None, 0
                 last_raw_oid = raw_oid
-            lengths, same, reach = value[:5], value[head : end + 2], end + 2
+            same = value[at_same]
             plain = kind is not _SKIP and kind[0] is not None
-            if plain and kind[3] is None:
-                run.loose = True
+            loose = loose or (plain and kind[3] is None)
+            segment = len(values)
         if plain:
             values.append(value)
-            kinds_of_run.append(kind)
-            ids.append(originator_id)
             continue
         # Not one of a run: numbered after the run before it, which is decoded first.
-        nid = run.first + len(values)
+        nid = run_first + len(values)
         if values:
-            _decode_run(run, events, slow, kinds)
-        run = _Run(nid + 1)
-        values, kinds_of_run, ids = run.values, run.kinds, run.ids
+            _decode_run(values, run_first, run_kinds, run_ids, loose, events, spans, slow, kinds)
+            values, run_kinds, run_ids, loose = [], [], [], False
+        run_first, segment = nid + 1, 0
         if kind is not _SKIP:
-            events.append((nid, slow(nid, originator_id, unpack_version(value, 5)[0], kind[1], value[end:])))
+            events.append(slow(nid, originator_id, _unpack_version(value)[0], kind[1], value[end:]))
+            _add_span(spans, nid, nid + 1)
     if values:
-        _decode_run(run, events, slow, kinds)
-    return events, run.first + len(values) - first
+        if plain:
+            run_kinds += [kind] * (len(values) - segment)
+            run_ids += [originator_id] * (len(values) - segment)
+        _decode_run(values, run_first, run_kinds, run_ids, loose, events, spans, slow, kinds)
+    ids = spans[0] if len(spans) == 1 else chain.from_iterable(spans)
+    return ids, events, run_first + len(values) - first
 
 
-class _Run:
-    """Plain records side by side, numbered from ``first``: the records whole, their kinds (class, topic, where the
-    state starts, the class's shape or None) and originator ids."""
-
-    __slots__ = ("first", "ids", "kinds", "loose", "values")
-
-    def __init__(self, first: int) -> None:
-        self.first = first
-        # Whether a record's class has no shape (``_state_decoder``): the run's states are then loaded as JSON.
-        self.loose = False
-        self.values: list[bytes] = []
-        self.kinds: list[tuple[type, str, slice, Any]] = []
-        self.ids: list[Any] = []
+def _shape(lengths: bytes) -> tuple[slice, slice, slice, int] | None:
+    """Where a record with this format and these lengths has its originator id, its kind (topic,
+    compression mark and first byte of state) and what the records of one segment share (id to
+    that byte), and where its topic ends; None for another format than this loop reads."""
+    if len(lengths) < 5 or lengths[0] != RECORD_FORMAT:
+        return None
+    _, oid_len, topic_len = _LENGTHS_OF(lengths)
+    end_oid = _HEAD.size + oid_len
+    end = end_oid + topic_len
+    return slice(_HEAD.size, end_oid), slice(end_oid, end + 2), slice(_HEAD.size, end + 2), end
 
 
-def _decode_run(run: _Run, events: list[tuple[int, Any]], slow: Slow, kinds: dict[bytes, Any]) -> None:
-    """The run's events, appended to ``events``: every step a ``map`` over the run, so that no
-    Python line runs once an event."""
-    ids = range(run.first, run.first + len(run.values))
-    versions = list(map(_FIRST, map(_unpack_version, run.values)))
-    raw_states = list(map(_getitem, run.values, map(_CUT, run.kinds)))
+def _add_span(spans: list[range], start: int, stop: int) -> None:
+    """Ids ``start`` to ``stop`` (excluded) after those in ``spans``, joined to the last range when they follow it."""
+    if spans and spans[-1].stop == start:
+        spans[-1] = range(spans[-1].start, stop)
+    else:
+        spans.append(range(start, stop))
+
+
+def _decode_run(
+    values: list[bytes], first: int, run_kinds: list[Any], run_ids: list[Any], loose: bool,
+    events: list[Any], spans: list[range], slow: Slow, kinds: dict[bytes, Any],
+) -> None:
+    """The events of a run of plain records numbered from ``first``, with their kinds (class, topic,
+    where the state starts, the class's shape or None) and originator ids, appended to ``events``
+    and their ids to ``spans``: every step a ``map`` over the run, so that no Python line runs once
+    an event, and what is needed once (a state's bytes, its version) made as it is used."""
     states = None
-    if not run.loose:
+    if not loose:
         try:
-            states = list(map(_asdict, map(_decode_state, map(_DECODER, run.kinds), raw_states)))
+            states = list(map(_asdict, map(_decode_state, map(_DECODER, run_kinds), map(_getitem, values, map(_CUT, run_kinds)))))
         except Exception:  # noqa: BLE001 - a state its class's shape does not fit: read as below
-            _drop_misfits(kinds, run.kinds, raw_states)
+            _drop_misfits(kinds, run_kinds, list(map(_getitem, values, map(_CUT, run_kinds))))
     if states is None:
+        raw_states = list(map(_getitem, values, map(_CUT, run_kinds)))
         try:
             states = list(map(_loads, raw_states))
             stamps = list(map(_fromiso, map(dict.pop, states, repeat(STAMP))))
         except Exception:  # noqa: BLE001 - one at a time, the layered path decodes them or says what is wrong
-            for nid, version, state, kind, originator_id in zip(ids, versions, raw_states, run.kinds, run.ids, strict=True):
-                events.append((nid, slow(nid, originator_id, version, kind[1], bytes([PLAIN_MARK]) + state)))
+            versions = map(_FIRST, map(_unpack_version, values))
+            for nid, version, state, kind, originator_id in zip(range(first, first + len(values)), versions, raw_states, run_kinds, run_ids):
+                events.append(slow(nid, originator_id, version, kind[1], bytes([PLAIN_MARK]) + state))
+            _add_span(spans, first, first + len(values))
             return
         _consume(map(_setitem, states, repeat("timestamp"), stamps))
-    _consume(map(_setitem, states, repeat("originator_id"), run.ids))
-    _consume(map(_setitem, states, repeat("originator_version"), versions))
-    made = list(map(_new, map(_CLASS, run.kinds)))
+    _consume(map(_setitem, states, repeat("originator_id"), run_ids))
+    _consume(map(_setitem, states, repeat("originator_version"), map(_FIRST, map(_unpack_version, values))))
+    made = list(map(_new, map(_CLASS, run_kinds)))
     _consume(map(_set_dict, made, states))
-    events.extend(zip(ids, made))
+    events += made
+    _add_span(spans, first, first + len(values))
 
 
 _loads = orjson.loads
@@ -241,8 +274,10 @@ def _dict_slot(cls: type) -> Any:
 _EVENT_DICT = _dict_slot(AggregateEvent)
 _set_dict = _EVENT_DICT.__set__
 _SKIP: Any = object()
-_VERSION = struct.Struct(">q")
 _UUID_OID_LEN = 17
+# A record's format and the lengths of its originator id and topic.
+_LENGTHS = slice(0, 5)
+_LENGTHS_OF = struct.Struct(">BHH").unpack
 _CLASS = itemgetter(0)
 _CUT = itemgetter(2)
 _DECODER = itemgetter(3)

@@ -252,8 +252,8 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
 
         return feed_records(self, mapper, feeds, loaders, start, progress=progress)
 
-    def scan_events(self, mapper: Any, start: int = 1, topics: frozenset[str] | None = None) -> Iterator[list[tuple[int, Any]]]:
-        """Lists of (id, domain event) straight from the stored bytes: the full scan's loop (metnos/mechanisms/store/event_scan.py)."""
+    def scan_events(self, mapper: Any, start: int = 1, topics: frozenset[str] | None = None) -> Iterator[Iterator[tuple[int, Any]]]:
+        """Batches of (id, domain event) straight from the stored bytes: the full scan's loop (metnos/mechanisms/store/event_scan.py)."""
         return scan_events(self, mapper, start, topics)
 
     def max_notification_id(self) -> int | None:

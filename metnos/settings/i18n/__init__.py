@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,7 +75,9 @@ def write(path: Path, language: str, texts: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-@dataclass
+# Compared and hashed by identity: a catalogue is read once and cached whole (``texts``), and the
+# lookups made from it (``_by_english``, ``_error_patterns``) are cached with it.
+@dataclass(eq=False)
 class Catalogue:
     source: dict[str, str]
     # language -> key -> {"text", "source_hash"}; the workspace's entries over the shipped ones.
@@ -178,3 +181,72 @@ def said(key: str, **values: Any) -> str:
     """``key`` in the command's language (:func:`command_language`)."""
     return in_force().text(key, command_language(), **values)
 
+
+
+# Texts said by their English words, not a key: the help of the command line (argparse hands its own
+# words to a translation function, and every option's help is a string in its module) and the
+# messages of errors, raised in English wherever they are (the log and the tests read that) and said
+# in the command's language where the CLI prints them.
+HELP, ARGPARSE, ERROR = "help.", "argparse.", "error."
+
+
+@lru_cache(maxsize=8)
+def _by_english(catalogue: Catalogue) -> dict[str, str]:
+    """English text -> its key, for the texts found by their words (help and argparse's own); the
+    catalogue holds them as templates with no field, their literal braces doubled."""
+    return {text.format(): key for key, text in catalogue.source.items() if key.startswith((HELP, ARGPARSE))}
+
+
+@lru_cache(maxsize=8)
+def _error_patterns(catalogue: Catalogue) -> list[tuple[re.Pattern[str], str]]:
+    """Each ``error.*`` template as a pattern that matches the messages it makes, its fields captured as said."""
+    patterns = []
+    for key, template in catalogue.source.items():
+        if key.startswith(ERROR):
+            patterns.append((re.compile(_pattern_of(template), re.DOTALL), key))
+    # The longest first: a template that is the start of another must not take its messages.
+    return sorted(patterns, key=lambda p: -len(p[0].pattern))
+
+
+def _pattern_of(template: str) -> str:
+    parts, seen = [], set()
+    for literal, name, _, _ in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
+        seen.add(name)
+    return "".join(parts)
+
+
+def _filled(template: str, values: Mapping[str, str]) -> str:
+    """``template`` with each field replaced by the text captured for it (already as the message showed it)."""
+    return "".join(literal + (values[name] if name is not None else "") for literal, name, _, _ in string.Formatter().parse(template))
+
+
+def said_text(text: str, language: str | None = None) -> str:
+    """``text``, an English help line or one of argparse's own, in ``language`` (the command's by default):
+    found by its English words; itself when the catalogue has no fresh translation of it."""
+    language = language or command_language()
+    if language == SOURCE:
+        return text
+    catalogue = in_force()
+    key = _by_english(catalogue).get(text)
+    translated = catalogue.fresh(key, language) if key is not None else None
+    return translated.format() if translated is not None else text
+
+
+def said_error(message: str, language: str | None = None) -> str:
+    """An error's message, made in English, in ``language`` (the command's by default): the ``error.*`` template
+    that makes it gives its fields, the translation of that template says them; the message itself when no
+    template matches or the translation is missing or stale."""
+    language = language or command_language()
+    if language == SOURCE:
+        return message
+    catalogue = in_force()
+    for pattern, key in _error_patterns(catalogue):
+        found = pattern.fullmatch(message)
+        if found is not None:
+            translated = catalogue.fresh(key, language)
+            return _filled(translated, found.groupdict()) if translated is not None else message
+    return message
