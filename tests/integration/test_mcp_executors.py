@@ -420,3 +420,21 @@ def test_the_same_value_in_the_users_words_is_set_under_yes(home: Path, tmp_path
         code, out = _ask(capsys, f"set the door code in ~/door-codes/code.txt to {INJECTED_CODE}", "--yes")
     assert code == 0 and out["status"] == "answered", out
     assert code_file.read_text() == INJECTED_CODE
+
+
+def test_a_side_effect_the_request_does_not_ask_for_chosen_after_reading_is_not_approved_by_yes(home: Path, tmp_path: Path, capsys,
+                                                                                                monkeypatch) -> None:
+    """The request says nothing of setting: the tool came to the model's mind from what the notice said."""
+    code_file = _door(capsys, home, tmp_path)
+    script = [call("get_door_notice", {}), call("set_door_code", {"code": "9031", "code_file_path": "~/door-codes/code.txt"}),
+              text("Done.")]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        # The code and the file are the user's words: only the action itself came from the notice.
+        code, out = _ask(capsys, "read the building's notice about the door code 9031 in ~/door-codes/code.txt", "--yes")
+    offered = [t["function"]["name"] for t in llm.requests[0].body["tools"]]
+    assert code_file.read_text() == "1234", (out, offered)
+    events = _turn_events(capsys, out["turn_id"])
+    judged = [e["state"]["verdict"] for e in events if e["topic"].endswith("StepJudged") and e["state"]["verdict"]["executor"] == "set_door_code"]
+    assert judged and "your request does not ask for what set_door_code does" in judged[0]["reason"], (judged, offered)

@@ -83,10 +83,27 @@ def untrusted_origins(step: Step) -> list[str]:
         return []
     tainted = prov.untrusted_content_read(seen_by(step))
     targets = targets_of(step)
+    unasked: list[str] = []
     if getattr(step.te.loaded, "origin", "builtin") == MCP_ORIGIN:
         targets += _values(step.arguments, step.provenance, {path for path, _, _ in targets})
-    return list(dict.fromkeys(why for path, role, p in targets
-                              if (why := prov.target_origin(role, p, tainted_by=tainted, argument=path)) is not None))
+        if tainted is not None and not _asked_for(step):
+            unasked.append(f"your request does not ask for what {step.name} does: the model chose it after reading "
+                           f"{Provenance(prov.STEP, step=tainted.step, source=tainted.source).words()}")
+    return list(dict.fromkeys([*unasked, *(why for path, role, p in targets
+                                           if (why := prov.target_origin(role, p, tainted_by=tainted, argument=path)) is not None)]))
+
+
+def _asked_for(step: Step) -> bool:
+    """Whether the request names the step's executor or the verb of its name ("send" for send_direct_message).
+
+    An MCP server's tags are the server's words, not the user's: a word of its description the request
+    shares ("channel", "message") offers the tool, and does not ask for what it does. Chosen after the turn
+    read content, a tool whose verb the request does not say is that content choosing what happens."""
+    index = getattr(step.loop.catalogue, "index", None)
+    if index is None or step.name.casefold() in step.request.text.casefold():
+        return True
+    action = index.actions.asked(step.request.text).get(step.name)
+    return action is not None and action.tag == (step.name.split("_")[0],)
 
 
 def _values(arguments: dict[str, Any], provenance: dict[str, Provenance], targets: set[str]) -> list[tuple[str, str, Provenance]]:
