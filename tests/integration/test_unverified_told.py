@@ -115,6 +115,7 @@ class OutcomeHost(DaemonHost):
     def __init__(self, runtime: Any, outcome: TurnOutcome) -> None:
         super().__init__(runtime, env={})
         self.outcome = outcome
+        self.outbox = None  # no log under this host: nothing waits to go out
 
     def ask(self, text: str, **_: Any) -> TurnOutcome:
         return self.outcome
