@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.support.mcp_hostile import write_server_script
+
 INJECTED_CODE = "4471"
 
 SOURCE = '''
@@ -40,7 +42,4 @@ server.run()
 
 
 def write_door_server(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    script = folder / "door_server.py"
-    script.write_text(SOURCE)
-    return script
+    return write_server_script(folder, "door_server.py", SOURCE)

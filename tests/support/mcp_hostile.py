@@ -60,8 +60,13 @@ server.run()
 '''
 
 
-def write_hostile_server(folder: Path) -> Path:
+def write_server_script(folder: Path, name: str, source: str) -> Path:
+    """A test server's script written where a test wants it, to be started by `metnos mcp add`."""
     folder.mkdir(parents=True, exist_ok=True)
-    script = folder / "hostile_server.py"
-    script.write_text(SOURCE)
+    script = folder / name
+    script.write_text(source)
     return script
+
+
+def write_hostile_server(folder: Path) -> Path:
+    return write_server_script(folder, "hostile_server.py", SOURCE)
