@@ -309,3 +309,66 @@ def test_a_pattern_no_grammar_can_hold_is_left_to_the_executor() -> None:
     schema = call_schema([ToolSpec("tag", "Tag.", guarded)])
     assert "(?!" not in str(schema)
     assert admits(schema, {"name": "tag", "arguments": {"word": "tmpfile"}})
+
+
+def _seed_tools() -> list[ToolSpec]:
+    """Every seed executor offered as the runtime offers it (catalogue._tool's schemas), from its signed schema.json."""
+    import json
+    from pathlib import Path
+
+    from metnos.mechanisms.executors.schemas import check_contract_schemas
+    from metnos.runtime.step.catalogue import compact_schema, offered_arguments, tool_parameters
+
+    tools = []
+    for folder in sorted((Path(__file__).resolve().parents[2] / "executors").iterdir()):
+        schema_file = folder / "schema.json"
+        if not schema_file.is_file():
+            continue
+        schemas = check_contract_schemas(schema_file.read_bytes(), "schema.json#/definitions/Input", "schema.json#/definitions/Output")
+        offered = offered_arguments(tool_parameters(schemas.input, step_refs=False), {})
+        tools.append(ToolSpec(folder.name, "", compact_schema(offered), grammar_parameters=compact_schema(offered, bounds=True)))
+    assert len(tools) >= 20, [t.name for t in tools]
+    return tools
+
+
+def _strings(schema: object, key: str | None = None, at: str = ""):
+    """(where, name, schema) of each string argument, in arrays and objects."""
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") == "string":
+        yield at, key, schema
+    if isinstance(schema.get("items"), dict):
+        yield from _strings(schema["items"], key, at + "[]")
+    for name, sub in (schema.get("properties") or {}).items():
+        yield from _strings(sub, name, f"{at}/{name}")
+
+
+def test_the_grammar_admits_no_value_a_seed_executors_own_pattern_refuses() -> None:
+    """The grammar holds a path argument to the path form, but never over the executor's own pattern
+    or over opaque data: a mail folder held to "~/..." was a value read_messages refuses, every time."""
+    import re
+
+    from metnos.runtime.turn.call_schema import PATH_PATTERN, whole_match
+
+    tools = _seed_tools()
+    schema = call_schema(tools)
+    assert "x-opaque" not in str(schema)  # the mark is read, never sent
+    by_name = {branch["properties"]["name"]["const"]: branch["properties"]["arguments"] for branch in schema["anyOf"]}
+    checked = 0
+    for tool in tools:
+        held = dict((at, s) for at, _, s in _strings(by_name[tool.name]))
+        for at, _, own in _strings(tool.grammar_parameters):
+            if isinstance(own.get("pattern"), str):
+                checked += 1
+                assert held[at].get("pattern") == whole_match(own["pattern"]), (tool.name, at)
+            if own.get("x-opaque") is True:
+                assert held[at].get("pattern") != PATH_PATTERN, (tool.name, at)
+    assert checked >= 1
+    folder = by_name["read_messages"]["properties"]["folder"]
+    assert re.fullmatch(folder["pattern"][1:-1], "INBOX")
+    assert not re.fullmatch(folder["pattern"][1:-1], "~/Documents/courier")
+    assert admits(schema, {"name": "read_messages", "arguments": {"folder": "Couriers"}})
+    assert not admits(schema, {"name": "read_messages", "arguments": {"folder": "~/Documents/courier"}})
+    # A path argument still takes the path form.
+    assert not admits(schema, {"name": "read_files", "arguments": {"paths": ["notes/*.md"]}})
+    assert admits(schema, {"name": "read_files", "arguments": {"paths": ["~/notes/a.md"]}})

@@ -127,11 +127,15 @@ def tool_parameters(input_schema: dict[str, Any], *, step_refs: bool = True) -> 
 # still enforced: arguments are validated against the full signed schema, and
 # a violation comes back to the model with the reason.
 _SHAPE_KEYS = ("type", "enum", "const", "properties", "items", "required", "anyOf", "oneOf")
+# Data the executor computes on, naming nothing to open (the policy's mark): the grammar must not hold
+# it to the form of a path even when its name is a path's ("folder" of a mail box). Read by
+# call_schema, which takes it out before the grammar is sent.
+OPAQUE_KEY = "x-opaque"
 # What a round's grammar holds besides the shape: the bounds the 1.5B broke ("first": 0 for a
 # minimum of 1; "since": "yesterday" for a date of the form YYYY-MM-DD), which cost prompt tokens
 # and are cheap for the grammar.
 _BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems",
-               "pattern")
+               "pattern", OPAQUE_KEY)
 
 
 def compact_schema(node: Any, *, bounds: bool = False) -> Any:

@@ -10,8 +10,9 @@ offered tool with arguments of its schema, where:
 * any other argument may instead be a whole ``{{stepN.field}}`` reference to a
   field an earlier step that succeeded really holds (piping.py's "sole value"
   rule; the 1.5B wrote ``{{step2.text}}`` for a step whose text was in its entries);
-* a path argument (named as the sandbox policy names paths) is written in a
-  form the policy accepts: ``~``, ``~/...`` or absolute, and no glob;
+* a path argument (named as the sandbox policy names paths, not opaque data, and
+  with no pattern of its own) is written in a form the policy accepts: ``~``,
+  ``~/...`` or absolute, and no glob; an argument's own pattern is kept;
 * any other text holds no ``{{`` at all: piping refuses a reference inside a
   longer text and a ``{{name.field}}`` that names no step, and the 0.5B wrote
   ``{{from_step.content}}`` (a text that truly needs ``{{`` cannot be written
@@ -37,7 +38,7 @@ from metnos.mechanisms.llm.messages import ToolSpec
 from metnos.mechanisms.sandbox.policy import is_path_argument
 from metnos.runtime.step.piping import LIST_REFERENCES, PipingError, list_field_of
 from metnos.runtime.step.schedule_tools import SCHEDULED_CALLS
-from metnos.runtime.step.catalogue import SCRATCHPAD_READ as SCRATCHPAD
+from metnos.runtime.step.catalogue import OPAQUE_KEY, SCRATCHPAD_READ as SCRATCHPAD
 
 # The forms check_path accepts ("~", "~/...", "/..."), without the glob characters a
 # path never holds but a small model writes ("~/notes/*.md").
@@ -199,17 +200,21 @@ def plan_constraint(tools: Sequence[ToolSpec], *, recovery: bool) -> JsonConstra
                            "required": ["steps", "answer"], "additionalProperties": False})
 
 
-def _value(key: str, schema: Any, reference: dict[str, Any] | None) -> Any:
+def _value(key: str, schema: Any, reference: dict[str, Any] | None, *, opaque: bool = False) -> Any:
     if not isinstance(schema, dict):
         return schema
     schema = dict(schema)
+    # Opaque data names nothing to open, for the policy (policy._walk) and so here: a mail
+    # folder ("folder", x-opaque) held to the path form was a value its executor refuses.
+    opaque = schema.pop(OPAQUE_KEY, None) is True or opaque
     if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
         # An array's elements take their meaning from the array's key, as in the policy.
-        schema["items"] = _value(key, schema["items"], reference)
+        schema["items"] = _value(key, schema["items"], reference, opaque=opaque)
     elif schema.get("type") == "object" and isinstance(schema.get("properties"), dict):
-        schema["properties"] = {k: _value(k, v, reference) for k, v in schema["properties"].items()}
+        schema["properties"] = {k: _value(k, v, reference, opaque=opaque) for k, v in schema["properties"].items()}
         schema["additionalProperties"] = False
-    elif schema.get("type") == "string" and "enum" not in schema and is_path_argument(key, schema):
+    elif (schema.get("type") == "string" and not opaque and not ({"enum", "pattern"} & set(schema))
+          and is_path_argument(key, schema)):
         schema["pattern"] = PATH_PATTERN
     elif isinstance(schema.get("pattern"), str):
         if _LOOKAROUND.search(schema["pattern"]):
