@@ -291,3 +291,18 @@ def test_no_password_is_in_any_event_of_the_log(mail: Mail, capsys, monkeypatch)
     assert b"Via Roma 12" in decoded and b"read_messages" in raw  # the scans read the right bytes
     for secret in [*mail.passwords(), b"wrong-password-4711"]:
         assert secret not in raw and secret not in decoded, secret
+
+
+def test_a_mail_folder_taken_from_the_requests_words_that_does_not_exist_is_no_answer(mail: Mail, capsys, monkeypatch) -> None:
+    """The 1.5B took the request's sender for a mail folder, the read said there is no such
+    folder, and it answered that what was asked "is not available": `answered`, and wrong (the
+    mail was in INBOX). A failed read of no path or URL the user named is the turn's problem."""
+    asked = "when does the trip from the scuola leave?"
+    guess = [call("read_messages", {"folder": "scuola"}), text("The trip's time is not available.")]
+    code, out = ask(capsys, monkeypatch, guess, asked)
+    assert code != 0 and out["status"] == "failed", out
+    assert "no folder 'scuola'" in out["failure"]["message"] and "INBOX" in out["failure"]["message"], out
+    # The same read without the guess finds the mail, and the answer from it stands.
+    found = [call("read_messages", {"from": "scuola"}), text("The school wrote: La gita parte alle 8 dal cortile.")]
+    code, out = ask(capsys, monkeypatch, found, asked)
+    assert code == 0 and out["status"] == "answered", out

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from domain.provenance import MODEL, leaves
+from domain.provenance import DIALOG, MODEL, REQUEST, leaves
 from domain.turn import Turn
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
 from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.turn.rules.base import BaseRule, Round, Step, Verdict
+from metnos.runtime.turn.rules.provenance import targets_of
+
+# Where a value is the user's own words.
+USERS_WORDS = frozenset({REQUEST, DIALOG})
 
 
 class Recovery(BaseRule):
@@ -26,13 +30,17 @@ class Recovery(BaseRule):
             # unlike an answer that reports a missing file, that is the turn's problem.
             kind = FailureKind.STEP_REFUSED if step.result_kind == "PolicyViolation" else FailureKind.STEP_FAILED
             state.problem, state.since_problem = (kind, step_failure_words(step.name, step.observation)), []
-        elif not step.succeeded and (acts(step.loop.catalogue, step.name) or piped(step) or guessed(step)):
+        elif not step.succeeded and (acts(step.loop.catalogue, step.name) or piped(step) or guessed(step)
+                                     or not of_what_the_user_named(step)):
             # An action that reports it could not be done (a message to an unknown channel) is
             # the turn's problem too: the 1.5B answered that it had told someone after such a send.
             # So is a step on an earlier step's data that failed: the data was there, so what it
             # reports is how it was called (no such field), not a fact about the world to answer
             # with (the 1.5B answered a count with "the filter could not be applied"). So is a read
             # on a name the model made up: what it reports missing is the guess, not the user's world.
+            # And a read of no path or URL the user named (a mail folder, a calendar): the 1.5B took
+            # "courier", the request's sender, for a mail folder, and answered that the code "is not
+            # available" after the read said only that there is no such folder.
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(step.name, step.observation)), []
         elif step.succeeded:
             state.went_well(step.observation)
@@ -74,6 +82,12 @@ def guessed(step: Step) -> bool:
     its own and answered that what was asked for was not there)."""
     return any(origin.kind == MODEL and isinstance(value, str) and value.strip()
                for path, value in leaves(step.arguments).items() if (origin := step.provenance.get(path)) is not None)
+
+
+def of_what_the_user_named(step: Step) -> bool:
+    """The read's target (a path or a URL it reads) is one the user named, in the request or an answer:
+    what it reports missing ("no such file") is then a fact of their world, which an answer may give."""
+    return any(origin.kind in USERS_WORDS for _, _, origin in targets_of(step))
 
 
 def piped(step: Step) -> bool:
