@@ -306,3 +306,16 @@ def test_a_mail_folder_taken_from_the_requests_words_that_does_not_exist_is_no_a
     found = [call("read_messages", {"from": "scuola"}), text("The school wrote: La gita parte alle 8 dal cortile.")]
     code, out = ask(capsys, monkeypatch, found, asked)
     assert code == 0 and out["status"] == "answered", out
+
+
+def test_nothing_found_with_a_sender_the_model_made_up_is_no_answer(mail: Mail, capsys, monkeypatch) -> None:
+    """The 1.5B searched the mail "from" a sender nobody named and would answer that nothing came:
+    an empty result on a filter of the model's own words is a guess, not a fact. The same empty
+    result on the user's own words is one."""
+    made_up = [call("read_messages", {"from": "elevens"}), text("No mail came about the trip.")]
+    code, out = ask(capsys, monkeypatch, made_up, "did the school write about the trip?")
+    assert code != 0 and out["status"] == "failed", out
+    assert "from 'elevens'" in out["failure"]["message"], out
+    named = [call("read_messages", {"from": "bank"}), text("No mail came from the bank.")]
+    code, out = ask(capsys, monkeypatch, named, "did the bank write?")
+    assert code == 0 and out["status"] == "answered", out

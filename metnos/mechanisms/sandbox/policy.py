@@ -303,6 +303,14 @@ def path_arguments(args: Mapping[str, Any], input_schema: Mapping[str, Any] | No
     return [(pointer, value) for pointer, kind, _write, value, _entry in found if kind == "path"]
 
 
+def place_arguments(args: Mapping[str, Any], input_schema: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(JSON pointer, value) of every argument that names a place the call reaches: a path or a host."""
+    found: list = []
+    schema = dict(input_schema or {})
+    _walk(dict(args), schema, schema, None, "", found)
+    return [(pointer, value) for pointer, kind, _write, value, _entry in found if kind in ("path", "host")]
+
+
 def check_args(
     args: Mapping[str, Any],
     input_schema: Mapping[str, Any] | None,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from domain.provenance import DIALOG, MODEL, REQUEST, leaves
 from domain.turn import Turn
+from metnos.mechanisms.sandbox.policy import place_arguments
+from metnos.runtime.step.text import content_tokens
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
 from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.turn.rules.base import BaseRule, Round, Step, Verdict
-from metnos.runtime.turn.rules.provenance import targets_of
 
 # Where a value is the user's own words.
 USERS_WORDS = frozenset({REQUEST, DIALOG})
@@ -31,7 +34,7 @@ class Recovery(BaseRule):
             kind = FailureKind.STEP_REFUSED if step.result_kind == "PolicyViolation" else FailureKind.STEP_FAILED
             state.problem, state.since_problem = (kind, step_failure_words(step.name, step.observation)), []
         elif not step.succeeded and (acts(step.loop.catalogue, step.name) or piped(step) or guessed(step)
-                                     or not of_what_the_user_named(step)):
+                                     or not (state.remediating or of_what_the_user_named(step))):
             # An action that reports it could not be done (a message to an unknown channel) is
             # the turn's problem too: the 1.5B answered that it had told someone after such a send.
             # So is a step on an earlier step's data that failed: the data was there, so what it
@@ -40,8 +43,13 @@ class Recovery(BaseRule):
             # on a name the model made up: what it reports missing is the guess, not the user's world.
             # And a read of no path or URL the user named (a mail folder, a calendar): the 1.5B took
             # "courier", the request's sender, for a mail folder, and answered that the code "is not
-            # available" after the read said only that there is no such folder.
+            # available" after the read said only that there is no such folder. (A prerequisite the
+            # runtime runs to remedy a call reports its failure through the remedy.)
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(step.name, step.observation)), []
+        elif step.succeeded and not state.remediating and (guess := found_nothing_on_a_guess(step)) is not None:
+            # "Nothing" found with a filter of the model's own words is no fact either: the 1.5B
+            # searched the mail "from" a sender it made up, "since" a day nobody said.
+            state.problem, state.since_problem = (FailureKind.STEP_FAILED, guess), []
         elif step.succeeded:
             state.went_well(step.observation)
             if step.transition is not None and step.transition.category == "A":
@@ -84,10 +92,38 @@ def guessed(step: Step) -> bool:
                for path, value in leaves(step.arguments).items() if (origin := step.provenance.get(path)) is not None)
 
 
+def found_nothing_on_a_guess(step: Step) -> str | None:
+    """Why an empty result of a read is no fact, in words, when it is one: every list it returned is
+    empty and a text argument is the model's own, sharing no word with the request (a date the model
+    worked out from "Thursday" is not a guess: "am I free" is answered by an empty calendar)."""
+    lists = [v for v in step.observation.values() if isinstance(v, list)] if isinstance(step.observation, dict) else []
+    if not lists or any(lists) or acts(step.loop.catalogue, step.name):
+        return None
+    asked = content_tokens(step.request.text)
+    guesses = [f"{path} {value!r}" for path, value in sorted(leaves(step.arguments).items())
+               if (origin := step.provenance.get(path)) is not None and origin.kind == MODEL and isinstance(value, str)
+               and not _DAY.match(value.strip()) and content_tokens(value) and not content_tokens(value) & asked]
+    if not guesses:
+        return None
+    return (f"{step.name} found nothing with {' and '.join(guesses)}, in neither your request nor an earlier "
+            "result: a guess of the model's, not a fact")
+
+
+# A day or a time written as a date (ISO 8601): worked out from the request's words, not made up.
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?)?")
+
+
 def of_what_the_user_named(step: Step) -> bool:
-    """The read's target (a path or a URL it reads) is one the user named, in the request or an answer:
-    what it reports missing ("no such file") is then a fact of their world, which an answer may give."""
-    return any(origin.kind in USERS_WORDS for _, _, origin in targets_of(step))
+    """The read reaches a place (a path, a URL) the user named, in the request or an answer: what it
+    reports missing ("no such file") is then a fact of their world, which an answer may give."""
+    if step.te is None:
+        return True
+    for pointer, _ in place_arguments(step.arguments, step.te.loaded.input_schema):
+        dotted = ".".join(part.replace("~1", "/").replace("~0", "~") for part in pointer.strip("/").split("/"))
+        origin = step.provenance.get(dotted)
+        if origin is not None and origin.kind in USERS_WORDS:
+            return True
+    return False
 
 
 def piped(step: Step) -> bool:
