@@ -69,8 +69,10 @@ def _words(text: str) -> list[str]:
 
 
 def _marks(text: str) -> set[str]:
-    """The characters compared one by one: those of spaceless scripts, and symbols past ASCII."""
-    return {c for c in _fold(text) if _SPACELESS.match(c) or (ord(c) > 127 and unicodedata.category(c).startswith("S"))}
+    """The characters compared one by one: those of spaceless scripts, and every character past ASCII
+    that is neither a word's nor a space (symbols, punctuation, marks, unassigned code points: a file
+    holding U+D7FC alone taught a template whose literal text was that character)."""
+    return {c for c in _fold(text) if _SPACELESS.match(c) or (ord(c) > 127 and not c.isspace() and not _WORD.match(c))}
 
 
 def _asked_words(request: str, slots: list[Slot]) -> set[str]:

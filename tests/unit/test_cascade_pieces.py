@@ -303,3 +303,13 @@ def test_a_path_slots_file_name_is_a_hole_bound_to_the_new_files() -> None:
     assert template["answer"][0] == {"text": "⟦0:name⟧ says: "} and template["answer"][2] == {"text": " (not from data.txt)"}
     assert bind(template, ["~/notes/e.md"])["answer"][0] == {"text": "e.md says: "}
     assert derived_digits(template["answer"], "read ~/notes/e.md") == []
+
+
+@pytest.mark.parametrize("mark", ["\ud7fc", "\u00a7", "\u2014", "\u0301", "\ue000"])
+def test_a_lone_character_past_ascii_that_a_step_read_is_carried(mark: str) -> None:
+    """Hypothesis found a file holding U+D7FC alone (unassigned: no word, no symbol) whose answer,
+    that character, became a template's literal text: the next file's request got it back."""
+    from domain.cascade.provenance import carried_words
+    outputs = {1: {"ok": True, "entries": [{"path": "/h/a.txt", "content": mark}]}}
+    assert carried_words([{"text": mark}], outputs, "read ~/a.txt and tell me what it says") == [mark]
+    assert carried_words([{"text": "It says nothing."}], outputs, "read ~/a.txt and tell me what it says") == []
