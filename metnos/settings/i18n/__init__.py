@@ -208,6 +208,32 @@ def _error_patterns(catalogue: Catalogue) -> list[tuple[re.Pattern[str], str]]:
     return sorted(patterns, key=lambda p: -len(p[0].pattern))
 
 
+@lru_cache(maxsize=8)
+def _error_index(catalogue: Catalogue) -> tuple[dict[str, list[tuple[re.Pattern[str], str]]], list[tuple[re.Pattern[str], str]]]:
+    """The patterns by the first character of their template, those that open with a field among every
+    character's, each list in the order of :func:`_error_patterns`: a message is tried against the templates
+    that can make it only, hundreds of templates staying tens of tries."""
+    ordered = _error_patterns(catalogue)
+    opening: dict[str, str | None] = {}
+    for _, key in ordered:
+        literal = next(iter(string.Formatter().parse(catalogue.source[key])), ("",))[0]
+        opening[key] = literal[:1] or None
+    anywhere = [(p, k) for p, k in ordered if opening[k] is None]
+    by_first = {c: [(p, k) for p, k in ordered if opening[k] in (c, None)] for c in set(opening.values()) - {None}}
+    return by_first, anywhere
+
+
+def error_template(message: str, catalogue: Catalogue | None = None) -> tuple[str, dict[str, str]] | None:
+    """The key of the ``error.*`` template that makes ``message`` and the text of each of its fields, or None."""
+    catalogue = catalogue or in_force()
+    by_first, anywhere = _error_index(catalogue)
+    for pattern, key in by_first.get(message[:1], anywhere):
+        found = pattern.fullmatch(message)
+        if found is not None:
+            return key, found.groupdict()
+    return None
+
+
 def _pattern_of(template: str) -> str:
     parts, seen = [], set()
     for literal, name, _, _ in string.Formatter().parse(template):
@@ -239,14 +265,22 @@ def said_text(text: str, language: str | None = None) -> str:
 def said_error(message: str, language: str | None = None) -> str:
     """An error's message, made in English, in ``language`` (the command's by default): the ``error.*`` template
     that makes it gives its fields, the translation of that template says them; the message itself when no
-    template matches or the translation is missing or stale."""
+    template matches or the translation is missing or stale. A field that is itself a message a template makes
+    (the reason an invalid setting gives, the error a wrapper carries) is said the same way."""
     language = language or command_language()
     if language == SOURCE:
         return message
-    catalogue = in_force()
-    for pattern, key in _error_patterns(catalogue):
-        found = pattern.fullmatch(message)
-        if found is not None:
-            translated = catalogue.fresh(key, language)
-            return _filled(translated, found.groupdict()) if translated is not None else message
-    return message
+    return _said_error(in_force(), message, language, depth=3)
+
+
+def _said_error(catalogue: Catalogue, message: str, language: str, depth: int) -> str:
+    found = error_template(message, catalogue)
+    if found is None:
+        return message
+    key, values = found
+    translated = catalogue.fresh(key, language)
+    if translated is None:
+        return message
+    if depth > 1:
+        values = {name: _said_error(catalogue, value, language, depth - 1) for name, value in values.items()}
+    return _filled(translated, values)
