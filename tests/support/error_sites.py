@@ -165,16 +165,27 @@ def _message_args(call: ast.Call, message_at: int | str) -> list[ast.expr]:
     return [call.args[message_at]] if len(call.args) > message_at else []
 
 
-def _assigned(function: ast.AST | None, name: str) -> list[ast.expr]:
-    """The values a function assigns to a local ``name``: a message built before it is raised."""
+def _assignment(node: ast.AST, name: str) -> ast.expr | None:
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        return node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+        return node.value
+    return None
+
+
+def _assigned(function: ast.AST | None, before: ast.stmt | None, raised_at: int, name: str) -> list[ast.expr]:
+    """The values a function assigns to a local ``name`` before raising it: the statement just before the raise
+    when it is one (``msg = f"..."; raise X(msg)``), else every assignment above it (a message chosen by branches)."""
     if function is None:
         return []
+    just_before = _assignment(before, name) if before is not None else None
+    if just_before is not None:
+        return [just_before]
     found = []
     for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            found.append(node.value)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name and node.value:
-            found.append(node.value)
+        value = _assignment(node, name)
+        if value is not None and getattr(node, "lineno", 0) < raised_at:
+            found.append(value)
     return found
 
 
@@ -197,26 +208,37 @@ def scan(message_argument: dict[str, int | str] | None = None) -> tuple[list[Sit
     sites: list[Site] = []
     for path, tree in trees.items():
         rel = str(path.relative_to(ROOT))
-        for owner, function, call, cls in _calls(tree, classes):
+        for owner, function, before, call, cls in _calls(tree, classes):
             at = message_argument.get(cls, 0)
             if owner is not None and owner.name == cls and _callee(call) == "__init__":
                 # super().__init__ takes what the base's constructor takes.
                 at = next((message_argument[b] for b in _base_names(owner) if b in message_argument), 0)
             shape = _Shape()
             for arg in _message_args(call, at):
-                values = [arg] if not isinstance(arg, ast.Name) else _assigned(function, arg.id)
+                values = [arg] if not isinstance(arg, ast.Name) else _assigned(function, before, call.lineno, arg.id)
                 for value in values:
                     for template in shape.of(value):
                         sites.append(Site(rel, call.lineno, cls, template))
     return sorted(set(sites), key=lambda s: (s.path, s.line, s.shape)), classes
 
 
-def _calls(tree: ast.Module, classes: dict[str, set[str]]) -> Iterator[tuple[ast.ClassDef | None, ast.AST | None, ast.Call, str]]:
-    """(class, function, call, exception class) for each ``raise Own(...)`` and each ``super().__init__(...)``
-    in an own exception's ``__init__``."""
+def _calls(tree: ast.Module, classes: dict[str, set[str]]) -> Iterator[tuple[ast.ClassDef | None, ast.AST | None, ast.stmt | None, ast.Call, str]]:
+    """(class, function, the statement before, call, exception class) for each ``raise Own(...)`` and each
+    ``super().__init__(...)`` in an own exception's ``__init__``."""
+
+    def children(node: ast.AST) -> Iterator[tuple[ast.AST, ast.stmt | None]]:
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                previous = None
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        yield item, previous
+                        previous = item if isinstance(item, ast.stmt) else None
+            elif isinstance(value, ast.AST):
+                yield value, None
 
     def visit(node: ast.AST, owner: ast.ClassDef | None, function: ast.AST | None) -> Iterator:
-        for child in ast.iter_child_nodes(node):
+        for child, before in children(node):
             if isinstance(child, ast.ClassDef):
                 yield from visit(child, child, None)
                 continue
@@ -226,12 +248,12 @@ def _calls(tree: ast.Module, classes: dict[str, set[str]]) -> Iterator[tuple[ast
             if isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call):
                 name = _callee(child.exc)
                 if name in classes:
-                    yield owner, function, child.exc, name
+                    yield owner, function, before, child.exc, name
             if (isinstance(child, ast.Call) and owner is not None and owner.name in classes
                     and isinstance(function, ast.FunctionDef) and function.name == "__init__"
                     and isinstance(child.func, ast.Attribute) and child.func.attr == "__init__"
                     and isinstance(child.func.value, ast.Call) and _callee(child.func.value) == "super"):
-                yield owner, function, child, owner.name
+                yield owner, function, None, child, owner.name
             yield from visit(child, owner, function)
 
     yield from visit(tree, None, None)
