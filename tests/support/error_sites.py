@@ -156,7 +156,9 @@ def _name_of(node: ast.expr) -> str:
     return "value"
 
 
-def _message_args(call: ast.Call, message_at: int | str) -> list[ast.expr]:
+def _message_args(call: ast.Call, message_at: int | str | tuple[int, ...]) -> list[ast.expr]:
+    if isinstance(message_at, tuple):
+        return [arg for at in message_at for arg in _message_args(call, at)]
     if isinstance(message_at, str):
         for kw in call.keywords:
             if kw.arg == message_at:
@@ -197,7 +199,7 @@ def _callee(call: ast.Call) -> str | None:
     return None
 
 
-def scan(message_argument: dict[str, int | str] | None = None) -> tuple[list[Site], dict[str, set[str]]]:
+def scan(message_argument: dict[str, int | str | tuple[int, ...]] | None = None) -> tuple[list[Site], dict[str, set[str]]]:
     """Every raise site of the project's own exception classes whose message is text written there (a literal,
     an f-string, or a local assigned one), and the classes. ``message_argument`` names, for a class whose
     constructor does not take its message first, which argument is the message (a position or a keyword).
@@ -237,7 +239,7 @@ def _calls(tree: ast.Module, classes: dict[str, set[str]]) -> Iterator[tuple[ast
             elif isinstance(value, ast.AST):
                 yield value, None
 
-    def visit(node: ast.AST, owner: ast.ClassDef | None, function: ast.AST | None) -> Iterator:
+    def visit(node: ast.AST, owner: ast.ClassDef | None, function: ast.AST | None, made: bool = False) -> Iterator:
         for child, before in children(node):
             if isinstance(child, ast.ClassDef):
                 yield from visit(child, child, None)
@@ -249,11 +251,17 @@ def _calls(tree: ast.Module, classes: dict[str, set[str]]) -> Iterator[tuple[ast
                 name = _callee(child.exc)
                 if name in classes:
                     yield owner, function, before, child.exc, name
+                # Its arguments are looked into below: an error built there is not one more site.
+                yield from visit(child.exc, owner, function, made=True)
+                continue
+            if isinstance(child, ast.Call) and not made and _callee(child) in classes:
+                # An error made to be raised elsewhere (``return SettingsError(...)``, ``error = Refused(...)``).
+                yield owner, function, before, child, _callee(child)
             if (isinstance(child, ast.Call) and owner is not None and owner.name in classes
                     and isinstance(function, ast.FunctionDef) and function.name == "__init__"
                     and isinstance(child.func, ast.Attribute) and child.func.attr == "__init__"
                     and isinstance(child.func.value, ast.Call) and _callee(child.func.value) == "super"):
                 yield owner, function, None, child, owner.name
-            yield from visit(child, owner, function)
+            yield from visit(child, owner, function, made)
 
     yield from visit(tree, None, None)

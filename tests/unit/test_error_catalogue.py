@@ -19,12 +19,14 @@ from tests.support.error_sites import Site, descends, has_words, scan, skeleton
 
 # The argument that carries the message, for the classes whose constructor does not take it first. A
 # fragment (a reason, a fix) has its own template, said inside the one its class's __init__ makes.
-MESSAGE_ARGUMENT: dict[str, int | str] = {
+MESSAGE_ARGUMENT: dict[str, int | str | tuple[int, ...]] = {
     "TurnError": 1, "PipingError": 1, "CatalogueError": 1, "RecordsError": 1, "ScratchpadError": 1,
     "UnknownVerbError": 1, "SchemaDefectError": 1, "RemediationError": 1,
     "ManifestError": 1, "RemoteRefused": 1, "ReplayedLLMError": 1, "ReplayedUnreachable": 1,
     "ProviderUnreachable": 1, "MalformedReply": 1, "ModelNotInstalled": 1, "HintError": 1,
     "CorruptRecord": 2, "SettingsError": 2, "_Refused": 1,
+    # Why the sandbox cannot run, and what to do about it.
+    "SandboxUnavailable": (0, 1), "SandboxSettingError": (0, 1),
 }
 
 # Errors that reach the command line although they are not MetnosErrors: the log's own (the CLI prints a
