@@ -148,6 +148,9 @@ def _name_of(node: ast.expr) -> str:
         if isinstance(func, ast.Name) and func.id in ("str", "repr", "sorted", "list", "int", "float", "type") and node.args:
             return _name_of(node.args[0])
         if isinstance(func, ast.Attribute):
+            # self.state_of(version) shows a state; key.hex() shows the key.
+            if isinstance(func.value, ast.Name) and func.value.id == "self":
+                return func.attr.removesuffix("_of").removeprefix("get_").strip("_") or "value"
             return _name_of(func.value)
         if isinstance(func, ast.Name):
             return func.id.strip("_")
