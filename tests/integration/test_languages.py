@@ -311,3 +311,47 @@ def test_with_metnos_language_it_the_help_a_listing_and_an_error_are_italian(hom
     with pytest.raises(SystemExit):
         cli(capsys, "--help")
     assert capsys.readouterr().out.startswith("usage: metnos ")
+
+
+def test_errors_real_commands_raise_are_said_in_italian_and_english_is_byte_identical(home: Path, capsys, monkeypatch) -> None:
+    """Errors raised in English by real commands (an unknown turn, a bad cron, a schedule that does not exist, a
+    wrong METNOS_* setting, a flag out of range) are said by their error.* templates under METNOS_LANGUAGE=it,
+    a field that is a message of its own included (an invalid setting's reason); without it they are the raised
+    English, byte for byte (tests/unit/test_error_catalogue.py holds every raise site to its template)."""
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    cases = [
+        ({}, ("replay", "zzzz"),
+         "no turn starts with 'zzzz'; see `metnos turns list`",
+         "nessun turno inizia con 'zzzz'; vedi `metnos turns list`"),
+        ({}, ("schedule", "add", "--cron", "nope", "--executor", "get_now", "--channel", "none"),
+         "'nope' is not a cron expression (five fields, e.g. '*/5 * * * *', or @daily; optionally followed by a week rule such as /2w@2026-12-01)",
+         "'nope' non è un'espressione cron (cinque campi, per es. '*/5 * * * *', o @daily; seguiti se vuoi da una regola di settimana come /2w@2026-12-01)"),
+        ({}, ("schedule", "pause", "zz99"),
+         "no schedule 'zz99'; see `metnos schedule list`",
+         "nessuna pianificazione 'zz99'; vedi `metnos schedule list`"),
+        ({}, ("mnestome", "list", "--limit", "0"),
+         "--limit must be at least 1",
+         "--limit deve essere almeno 1"),
+        ({"METNOS_CAP_STEPS": "5000"}, ("turns", "list"),
+         "METNOS_CAP_STEPS='5000' is invalid: must be an integer in [1, 1000]",
+         "METNOS_CAP_STEPS='5000' non è valido: deve essere un intero in [1, 1000]"),
+        ({"METNOS_SANDBOX": "maybe"}, ("turns", "list"),
+         "the sandbox cannot run executors: METNOS_SANDBOX='maybe' is not a setting it knows; set METNOS_SANDBOX to on "
+         "(the default, also 1, yes, true) or off (also 0, no, false), or unset it",
+         "la sandbox non può eseguire gli esecutori: METNOS_SANDBOX='maybe' non è un valore che conosce; imposta METNOS_SANDBOX "
+         "a on (il predefinito, anche 1, yes, true) o off (anche 0, no, false), o toglila"),
+    ]
+    for env, argv, english, italian in cases:
+        with monkeypatch.context() as setting:
+            for name, value in env.items():
+                setting.setenv(name, value)
+            setting.delenv("METNOS_LANGUAGE", raising=False)
+            code, _, err = cli(capsys, *argv)
+            assert code == 2 and err == f"metnos: {english}\n", err
+            setting.setenv("METNOS_LANGUAGE", "en")
+            assert cli(capsys, *argv)[2] == f"metnos: {english}\n"
+            setting.setenv("METNOS_LANGUAGE", "it")
+            code, _, err = cli(capsys, *argv)
+            assert code == 2 and err == f"metnos: {italian}\n", err

@@ -148,7 +148,7 @@ def command_flags(args: argparse.Namespace) -> list[Flag]:
 def unexpected(error: Exception, *, debug: bool) -> int:
     """One line naming the cause; the traceback only when asked for."""
     if isinstance(error, PersistenceError):
-        print(f"metnos: {error}", file=sys.stderr)
+        print(f"metnos: {_said_error(str(error))}", file=sys.stderr)
         return 2
     if isinstance(error, MapperDeserialisationError):
         # Bytes of a record that no longer decode: the log was damaged where its pages still read.

@@ -6,6 +6,8 @@ import argparse
 import getpass
 import sys
 
+from metnos.settings import i18n
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calendar", help="the calendars and address books of read_events, set_events, read_contacts")
@@ -27,7 +29,7 @@ def run_password(args: argparse.Namespace) -> int:
     try:
         name = store_password(args.source, password)
     except UnknownDavSource as e:
-        print(f"metnos calendar password: {e}", file=sys.stderr)
+        print(f"metnos calendar password: {i18n.said_error(str(e))}", file=sys.stderr)
         return 2
     print(f"stored the password of {args.source} in the vault as {name!r}")
     return 0

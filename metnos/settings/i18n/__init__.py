@@ -197,15 +197,47 @@ def _by_english(catalogue: Catalogue) -> dict[str, str]:
     return {text.format(): key for key, text in catalogue.source.items() if key.startswith((HELP, ARGPARSE))}
 
 
+# An error template as it is tried: its pattern, its key, and its longest piece of words, which a message it
+# makes must hold (a substring test rules out most templates before their pattern is run).
+_Tried = tuple[re.Pattern[str], str, str]
+
+
 @lru_cache(maxsize=8)
-def _error_patterns(catalogue: Catalogue) -> list[tuple[re.Pattern[str], str]]:
+def _error_patterns(catalogue: Catalogue) -> list[_Tried]:
     """Each ``error.*`` template as a pattern that matches the messages it makes, its fields captured as said."""
-    patterns = []
+    tried = []
     for key, template in catalogue.source.items():
         if key.startswith(ERROR):
-            patterns.append((re.compile(_pattern_of(template), re.DOTALL), key))
-    # The longest first: a template that is the start of another must not take its messages.
-    return sorted(patterns, key=lambda p: -len(p[0].pattern))
+            literals = [literal for literal, _, _, _ in string.Formatter().parse(template)]
+            tried.append((re.compile(_pattern_of(template), re.DOTALL), key, max(literals, key=len), sum(map(len, literals))))
+    # The most words of its own first: a template that is the start of another, or says in a field what another
+    # says in words (``{key}={raw} is not {what}`` and ``{key}={raw} is not yes or no``), must not take its messages.
+    return [(pattern, key, longest) for pattern, key, longest, _ in sorted(tried, key=lambda t: -t[3])]
+
+
+@lru_cache(maxsize=8)
+def _error_index(catalogue: Catalogue) -> tuple[dict[str, list[_Tried]], list[_Tried]]:
+    """The templates by the character they open with, those that open with a field among every character's, each
+    list in the order of :func:`_error_patterns`; and those that open with a field, for any other character."""
+    ordered = _error_patterns(catalogue)
+    opening = {key: next(iter(string.Formatter().parse(catalogue.source[key])), ("",))[0][:1] or None for _, key, _ in ordered}
+    anywhere = [t for t in ordered if opening[t[1]] is None]
+    by_first = {c: [t for t in ordered if opening[t[1]] in (c, None)] for c in set(opening.values()) - {None}}
+    return by_first, anywhere
+
+
+def error_template(message: str, catalogue: Catalogue | None = None) -> tuple[str, dict[str, str]] | None:
+    """The key of the ``error.*`` template that makes ``message`` and the text of each of its fields, or None."""
+    catalogue = catalogue or in_force()
+    by_first, anywhere = _error_index(catalogue)
+    for pattern, key, longest in by_first.get(message[:1], anywhere):
+        # A pattern of several fields that fails tries every split of the message: the substring test first.
+        if longest not in message:
+            continue
+        found = pattern.fullmatch(message)
+        if found is not None:
+            return key, found.groupdict()
+    return None
 
 
 def _pattern_of(template: str) -> str:
@@ -239,14 +271,22 @@ def said_text(text: str, language: str | None = None) -> str:
 def said_error(message: str, language: str | None = None) -> str:
     """An error's message, made in English, in ``language`` (the command's by default): the ``error.*`` template
     that makes it gives its fields, the translation of that template says them; the message itself when no
-    template matches or the translation is missing or stale."""
+    template matches or the translation is missing or stale. A field that is itself a message a template makes
+    (the reason an invalid setting gives, the error a wrapper carries) is said the same way."""
     language = language or command_language()
     if language == SOURCE:
         return message
-    catalogue = in_force()
-    for pattern, key in _error_patterns(catalogue):
-        found = pattern.fullmatch(message)
-        if found is not None:
-            translated = catalogue.fresh(key, language)
-            return _filled(translated, found.groupdict()) if translated is not None else message
-    return message
+    return _said_error(in_force(), message, language, depth=3)
+
+
+def _said_error(catalogue: Catalogue, message: str, language: str, depth: int) -> str:
+    found = error_template(message, catalogue)
+    if found is None:
+        return message
+    key, values = found
+    translated = catalogue.fresh(key, language)
+    if translated is None:
+        return message
+    if depth > 1:
+        values = {name: _said_error(catalogue, value, language, depth - 1) for name, value in values.items()}
+    return _filled(translated, values)
