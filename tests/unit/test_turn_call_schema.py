@@ -149,7 +149,15 @@ def test_the_online_plan_is_held_to_its_form_over_the_offered_tools() -> None:
             "answer": "Sent: {{step1.content}}"}
     assert admits(constraint.schema, good)
     assert read_plan(__import__("json").dumps(good))["steps"][1]["executor"] == "send_message"
-    assert admits(constraint.schema, {"steps": [{"executor": "count_entries", "args": {"from_step": 2}}], "answer": "{{step1.count}}"})
+    listed = {"executor": "read_files", "args": {"paths": ["~/a.md"]}}
+    assert admits(constraint.schema, {"steps": [listed, {"executor": "count_entries", "args": {"from_step": 1}}], "answer": "{{step2.count}}"})
+    # A step names only the steps before it: the 1.5B piped step 1 from step 1.
+    assert not admits(constraint.schema, {"steps": [{"executor": "count_entries", "args": {"from_step": 1}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": [listed, {"executor": "count_entries", "args": {"from_step": 2}}], "answer": ""})
+    assert not admits(constraint.schema, {"steps": [listed, {"executor": "send_message", "args": {"to": "elena", "text": "{{step2.content}}"}}],
+                                          "answer": ""})
+    assert not admits(constraint.schema, {"steps": [{"executor": "send_message", "args": {"to": "elena", "text": "{{step1.content}}"}}],
+                                          "answer": ""})
     assert not admits(constraint.schema, {"steps": [{"executor": "delete_files", "args": {"paths": ["~/a"]}}], "answer": ""})
     assert not admits(constraint.schema, {"steps": [{"executor": "read_files", "args": {"paths": "~/a"}}], "answer": ""})
     assert not admits(constraint.schema, {"steps": [{"executor": "send_message", "args": {"to": "elena"}}], "answer": ""})

@@ -20,7 +20,7 @@ offered tool with arguments of its schema, where:
 * no argument the tool does not offer.
 
 The online mode's one-call plan gets the same arguments over its own step
-numbers (``plan_constraint``).
+numbers, each step referring only to the steps before it (``plan_constraint``).
 
 What the schema cannot say (whether a referenced field exists, whether a path is
 inside a grant) the loop still checks after the call, as before.
@@ -178,26 +178,32 @@ def _arguments(tool: ToolSpec, reference: dict[str, Any] | None, list_reference:
     return arguments
 
 
-# In a plan, steps are the plan's own, numbered from 1 (online.py): any number may be named.
-_PLAN_REFERENCE = r"^\{\{step[1-9][0-9]*\.[A-Za-z0-9_.\[\]-]+\}\}$"
+# The most steps a plan is written with under the grammar: each is held to reference only the steps before it.
+PLAN_STEPS = 8
 
 
 def plan_constraint(tools: Sequence[ToolSpec], *, recovery: bool) -> JsonConstraint | None:
     """The online planner's one reply: ``{"steps": [{"executor", "args"}], "answer"}`` over the offered tools.
 
+    Step N's ``from_step``, ``with_step`` and ``{{stepM.field}}`` name only steps before it (M < N):
+    the 1.5B's one-call plans piped step 1 from step 1, a step that had not run, and were refused.
     None for a recovery plan: it refers to steps already run in forms of its own
     (``from_earlier``, ``{{earlierN...}}``) that are not written here.
     """
     if recovery or not tools:
         return None
-    step = {"anyOf": [{"type": "object",
-                       "properties": {"executor": {"const": t.name},
-                                      "args": _arguments(t, {"type": "string", "pattern": _PLAN_REFERENCE},
-                                                         {"type": "integer", "minimum": 1})},
-                       "required": ["executor", "args"], "additionalProperties": False}
-                      for tool in tools for t in exclusive_forms(tool)]}
-    return JsonConstraint({"type": "object", "properties": {"steps": {"type": "array", "items": step}, "answer": {"type": "string"}},
+    positions = [{"anyOf": [_plan_step(t, n) for tool in tools for t in exclusive_forms(tool)]} for n in range(1, PLAN_STEPS + 1)]
+    steps = {"type": "array", "prefixItems": positions, "items": False}
+    return JsonConstraint({"type": "object", "properties": {"steps": steps, "answer": {"type": "string"}},
                            "required": ["steps", "answer"], "additionalProperties": False})
+
+
+def _plan_step(tool: ToolSpec, number: int) -> dict[str, Any]:
+    earlier = list(range(1, number))
+    reference = {"type": "string", "pattern": step_reference_pattern(earlier)} if earlier else None
+    list_reference = {"type": "integer", "enum": earlier} if earlier else None
+    return {"type": "object", "properties": {"executor": {"const": tool.name}, "args": _arguments(tool, reference, list_reference)},
+            "required": ["executor", "args"], "additionalProperties": False}
 
 
 def _value(key: str, schema: Any, reference: dict[str, Any] | None, *, opaque: bool = False) -> Any:
