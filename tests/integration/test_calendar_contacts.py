@@ -319,3 +319,16 @@ def test_two_events_that_match_are_refused_until_the_day_says_which(home: Path, 
     assert week_server.event("team-wed") is None and week_server.event("team-mon") is not None
     code, out, _ = run(capsys, "delete_events", {"find": "haircut"})
     assert out["error"]["class"] == "NotFound" and "read_events" in out["error"]["message"], out
+
+
+def test_a_closed_question_is_answered_by_a_no_that_names_nothing(home: Path, week_server: Radicale, capsys, monkeypatch) -> None:
+    """"Am I free on Thursday afternoon?" "No, I am not free on Thursday afternoon.": the 1.5B's right
+    answer was sent back for naming none of the events, and the turn ended unverified on raw JSON."""
+    configure(week_server)
+    script = [call("read_events", {"start": "thursday afternoon", "free_busy": True}), text("No, I am not free on Thursday afternoon.")]
+    code, out, _ = ask(capsys, monkeypatch, script, "Am I free on Thursday afternoon?", "--no")
+    assert code == 0 and out["status"] == "answered" and out["answer"] == "No, I am not free on Thursday afternoon.", out
+    # An answer that only says the list exists is still sent back (and, said twice, not answered).
+    vague = [call("read_events", {"start": "thursday afternoon"}), text("The events were found."), text("The events were found.")]
+    code, out, _ = ask(capsys, monkeypatch, vague, "what is on my calendar on Thursday afternoon?", "--no")
+    assert out["status"] != "answered" or "Project review" in out["answer"], out
