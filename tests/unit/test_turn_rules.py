@@ -290,9 +290,18 @@ def test_a_step_that_could_not_run_is_the_problem_until_an_action_goes_through()
 def test_a_step_on_earlier_data_that_fails_is_the_problem_a_failed_read_is_not() -> None:
     # "none of the 7 entries has the field 'content'" tells how the filter was called; the 1.5B
     # answered a count with it. A read that finds no file reports a fact the answer may give.
+    # A read of a path the user named that finds no file reports a fact; of a path nobody named, the guess.
+    from domain.provenance import MODEL, REQUEST, Provenance
     loop, state, rule = Loop({"read_files": executor(), "filter_entries": executor()}), TurnState(), Recovery()
-    rule.on_observation(ran(a_step(loop, "read_files", {"paths": ["~/gone"]}, state), {"ok": False, "error": "NotFound"}))
+    named = a_step(loop, "read_files", {"paths": ["~/gone"]}, state, text="what does ~/gone say?")
+    named.provenance = {"paths.0": Provenance(REQUEST, span=(10, 16))}
+    rule.on_observation(ran(named, {"ok": False, "error": "NotFound"}))
     assert state.problem is None
+    guessed_state = TurnState()
+    guessed = a_step(loop, "read_files", {"paths": ["~/gone"]}, guessed_state, text="what are my plans?")
+    guessed.provenance = {"paths.0": Provenance(MODEL)}
+    rule.on_observation(ran(guessed, {"ok": False, "error": "NotFound"}))
+    assert guessed_state.problem is not None and guessed_state.problem[0] is FailureKind.STEP_FAILED
     ran(a_step(loop, "read_files", {"paths": ["~/log"]}, state), {"ok": True, "entries": [{"line": "x"}]})
     filtering = a_step(loop, "filter_entries", {"from_step": 2, "field": "content"}, state)
     filtering.resolution = SimpleNamespace(pipings=("step 2 entries",))

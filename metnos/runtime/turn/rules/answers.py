@@ -260,15 +260,15 @@ def says_nothing_found(answer: Answer) -> bool:
         # A figure or a file name it gives is the grounding check's to verify, with what did not match.
         return False
     if _YES_OR_NO.match(answer.text) and asks_only_questions(answer.request.text):
-        # "Am I free on Thursday afternoon?" "No, ...": a closed question is answered by a yes or a
-        # no, which names nothing of the list it rests on (the 1.5B's right answer was sent back).
+        # A closed question ("is the office open on Sunday?") is answered by a yes or a no, which names
+        # nothing of the list it rests on (the 1.5B's right answer to one was sent back).
         return False
     last = state.observations[good[-1]]
     return isinstance(last, dict) and names_none_of(answer.text, last)
 
 
 _CLAIMS = re.compile(r"\d|\b\w+\.[A-Za-z0-9]{1,5}\b")
-# A reply that opens with a yes or a no, as its own word ("No, I am not free", "Sì."), not "No files".
+# A reply that opens with a yes or a no, as its own word ("No, it is closed.", "Sì."), not "No files".
 _YES_OR_NO = re.compile(r"^\W*(yes|no|s[iì])\s*[,.;:!—–-]", re.IGNORECASE)
 
 

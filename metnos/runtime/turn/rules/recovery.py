@@ -42,13 +42,13 @@ class Recovery(BaseRule):
             # with (the 1.5B answered a count with "the filter could not be applied"). So is a read
             # on a name the model made up: what it reports missing is the guess, not the user's world.
             # And a read of no path or URL the user named (a mail folder, a calendar): the 1.5B took
-            # "courier", the request's sender, for a mail folder, and answered that the code "is not
+            # the request's sender for a mail folder, and answered that what was asked "is not
             # available" after the read said only that there is no such folder. (A prerequisite the
             # runtime runs to remedy a call reports its failure through the remedy.)
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, step_failure_words(step.name, step.observation)), []
         elif step.succeeded and not state.remediating and (guess := found_nothing_on_a_guess(step)) is not None:
             # "Nothing" found with a filter of the model's own words is no fact either: the 1.5B
-            # searched the mail "from" a sender it made up, "since" a day nobody said.
+            # searched the mail from a sender it made up, since a day nobody said.
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, guess), []
         elif step.succeeded:
             state.went_well(step.observation)
@@ -95,7 +95,7 @@ def guessed(step: Step) -> bool:
 def found_nothing_on_a_guess(step: Step) -> str | None:
     """Why an empty result of a read is no fact, in words, when it is one: every list it returned is
     empty and a text argument is the model's own, sharing no word with the request (a date the model
-    worked out from "Thursday" is not a guess: "am I free" is answered by an empty calendar)."""
+    worked out from a weekday the user said is not a guess: an empty calendar answers whether an evening is free)."""
     lists = [v for v in step.observation.values() if isinstance(v, list)] if isinstance(step.observation, dict) else []
     if not lists or any(lists) or acts(step.loop.catalogue, step.name):
         return None
