@@ -297,18 +297,16 @@ def _walk(value: Any, schema: dict, root: Any, key: str | None, pointer: str, ou
 
 def path_arguments(args: Mapping[str, Any], input_schema: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """(JSON pointer, value) of every path argument, as the check below finds them."""
+    return place_arguments(args, input_schema, kinds=("path",))
+
+
+def place_arguments(args: Mapping[str, Any], input_schema: Mapping[str, Any] | None,
+                    kinds: tuple[str, ...] = ("path", "host")) -> list[tuple[str, str]]:
+    """(JSON pointer, value) of every argument that names a place the call reaches (a path or a host), as the check below finds them."""
     found: list = []
     schema = dict(input_schema or {})
     _walk(dict(args), schema, schema, None, "", found)
-    return [(pointer, value) for pointer, kind, _write, value, _entry in found if kind == "path"]
-
-
-def place_arguments(args: Mapping[str, Any], input_schema: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """(JSON pointer, value) of every argument that names a place the call reaches: a path or a host."""
-    found: list = []
-    schema = dict(input_schema or {})
-    _walk(dict(args), schema, schema, None, "", found)
-    return [(pointer, value) for pointer, kind, _write, value, _entry in found if kind in ("path", "host")]
+    return [(pointer, value) for pointer, kind, _write, value, _entry in found if kind in kinds]
 
 
 def check_args(
