@@ -95,14 +95,6 @@ def redact(text: str, secret: str) -> str:
     return text.replace(secret, "<token>") if secret else text
 
 
-def _said_error(message: str, language: str) -> str:
-    """An error raised in English, said to the chat in the turn's language (metnos/settings/i18n, ``said_error``)."""
-    try:
-        return i18n.said_error(message, language)
-    except Exception:  # noqa: BLE001 - the error being reported must still be said
-        return message
-
-
 def clip(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
@@ -373,7 +365,7 @@ class TelegramChannel:
             reply = f"{reply}\n\nmetnos: {told}" if told else reply
             turn_id = outcome.turn_id
         except MetnosError as e:
-            reply = f"metnos: {_said_error(str(e), language)}"
+            reply = f"metnos: {i18n.said_error_or_as_raised(str(e), language)}"
         except Exception as e:  # noqa: BLE001 - the chat is told; the bot goes on
             self._log(f"unexpected error in a turn: {type(e).__name__}: {e}")
             reply = f"metnos: unexpected error ({type(e).__name__}); the turn is in the log"

@@ -81,11 +81,7 @@ def _said_text(text: str) -> str:
         return text
 
 
-def _said_error(message: str) -> str:
-    try:
-        return i18n.said_error(message)
-    except Exception:  # noqa: BLE001 - the error being reported must still be said
-        return message
+_said_error = i18n.said_error_or_as_raised
 
 
 def main(argv: Sequence[str] | None = None) -> int:

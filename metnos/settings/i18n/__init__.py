@@ -279,6 +279,14 @@ def said_error(message: str, language: str | None = None) -> str:
     return _said_error(in_force(), message, language, depth=3)
 
 
+def said_error_or_as_raised(message: str, language: str | None = None) -> str:
+    """:func:`said_error`, or the message as raised when saying it fails: the error being reported must still be said."""
+    try:
+        return said_error(message, language)
+    except Exception:  # noqa: BLE001 - a broken catalogue must not hide the error it was saying
+        return message
+
+
 def _said_error(catalogue: Catalogue, message: str, language: str, depth: int) -> str:
     found = error_template(message, catalogue)
     if found is None:
