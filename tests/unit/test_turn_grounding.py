@@ -214,3 +214,13 @@ def test_an_answer_that_says_a_file_a_search_found_is_not_there_does_not_hold() 
     assert missing.denied == ("passport.pdf",)
     # A search says the file is there, not what it holds: "could not read it" is not contradicted by it.
     assert check_answer("I could not read passport.pdf.", request=ask, steps=[found], home="/home/u").denied == ()
+
+
+def test_a_record_set_out_as_json_quotes_its_field_names_which_the_step_returned() -> None:
+    events = StepData("read_events", False, {"ok": True, "entries": [
+        {"uid": "dentist-1", "summary": "Dentist", "start": "2026-12-01T10:00:00+01:00"}]})
+    said = '{"uid": "dentist-1", "summary": "Dentist", "start": "2026-12-01T10:00:00+01:00"}'
+    assert check_answer(said, request="what do I have on Tuesday", steps=[events]).holds
+    # A field the step did not return is still a claim of the answer's own.
+    made_up = '{"uid": "dentist-1", "summary": "Dentist", "room": "4B"}'
+    assert check_answer(made_up, request="what do I have on Tuesday", steps=[events]).unmatched == ("room", "4B")

@@ -190,6 +190,18 @@ def _leaves(value: Any) -> Iterable[str]:
         yield str(value)
 
 
+def _field_names(value: Any) -> Iterable[str]:
+    """The keys of an observation's records: a composed answer that sets a record out as JSON
+    quotes them ("uid", "summary"), and a key is what the step returned as much as its value."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k)
+            yield from _field_names(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _field_names(v)
+
+
 def _lengths(value: Any) -> Iterable[int]:
     """The length of every list in an observation: a count the step made."""
     if isinstance(value, Mapping):
@@ -492,7 +504,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run)."""
     observations = [s.observation for s in steps]
-    texts = [request, *(leaf for obs in observations for leaf in _leaves(obs))]
+    texts = [request, *(leaf for obs in observations for leaf in _leaves(obs)),
+             *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
     counts = [n for obs in observations for n in _lengths(obs)]
     known = _Known(texts, [float(n) for n in counts], home)
     unmatched = _claims_unmatched(answer, known)
