@@ -126,6 +126,15 @@ def test_the_whole_catalogue_is_offered_when_it_fits_the_pool_side_effects_still
     assert "delete_files" in asked and "send_messages" not in asked
 
 
+def test_the_whole_catalogue_is_offered_in_the_catalogues_order_whatever_the_request_matched() -> None:
+    # The tools open the prompt: in one order for every request, a server's prompt cache keeps them.
+    by_total = [c["name"] for c in shortlist(INDEX, "the total of ~/r/g.csv", pool_size=12, offer="catalogue")["candidates"]]
+    by_page = [c["name"] for c in shortlist(INDEX, "fetch the page https://example.org", pool_size=12, offer="catalogue")["candidates"]]
+    assert by_total == by_page == [e.name for e in INDEX.entries if not e.side_effects]
+    # The shortlist keeps the ranking's order: what the request matched comes first.
+    assert [c["name"] for c in shortlist(INDEX, "fetch the page https://example.org", pool_size=12)["candidates"]][0] == "get_urls"
+
+
 def test_a_catalogue_larger_than_the_pool_gets_the_shortlist_and_says_why() -> None:
     ranking = shortlist(INDEX, "what does ~/notes/a.md say", pool_size=3, offer="catalogue")
     assert [c["name"] for c in ranking["candidates"]] == [c["name"] for c in shortlist(INDEX, "what does ~/notes/a.md say", pool_size=3)["candidates"]]

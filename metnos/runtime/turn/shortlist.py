@@ -153,6 +153,11 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             kept.append(c)
         else:
             withheld.append({"name": c["name"], "reason": reason})
+    if out.get("offer", {}).get("made") == "catalogue":
+        # In the catalogue's own order, the same from request to request: the tools are the prompt's
+        # first part, and a server's prompt cache reuses what did not move since the last ask.
+        place = {e.name: n for n, e in enumerate(index.entries)}
+        kept.sort(key=lambda c: place.get(c["name"], len(place)))
     out["candidates"] = kept
     if withheld:
         out["withheld"] = withheld
