@@ -108,6 +108,9 @@ def metnos_env(home: Path) -> dict[str, str]:
 
 # Whether Metnos's planner calls are held to the round's grammar (--unconstrained: off, for the comparison).
 CONSTRAINED_CALLS = True
+# Settings every home's config.toml gets (--config): a variant of Metnos measured against its default.
+# The homes take no METNOS_* variable from the bench's own environment, so this is how a setting reaches them.
+EXTRA_CONFIG = ""
 
 
 def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "local", online_url: str | None = None,
@@ -137,6 +140,8 @@ def point_metnos_at(home: Path, llm_url: str, timeout_s: float, *, mode: str = "
     if settings:
         # What the task's user has set (get_location's [location]).
         text += "\n" + settings
+    if EXTRA_CONFIG:
+        text += "\n" + EXTRA_CONFIG + "\n"
     config.write_text(text, encoding="utf-8")
 
 
@@ -392,11 +397,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (default: its choice)")
     ap.add_argument("--shuffle", type=int, metavar="SEED", help="run the tasks in a random order (a run cut short is still a fair sample)")
     ap.add_argument("--unconstrained", action="store_true", help="Metnos's planner calls without the round's grammar (for the comparison)")
+    ap.add_argument("--config", default="", metavar="TOML",
+                    help='TOML added to every home\'s config.toml, e.g. \'[turn]\\noffer = "catalogue"\' (a variant against the default)')
     ap.add_argument("--list", action="store_true", help="list the tasks and exit")
     ap.add_argument("--markdown", type=Path, metavar="JSON", help="print a saved report's summary as a Markdown table and exit")
     args = ap.parse_args(argv)
-    global CONSTRAINED_CALLS
+    global CONSTRAINED_CALLS, EXTRA_CONFIG
     CONSTRAINED_CALLS = not args.unconstrained
+    EXTRA_CONFIG = args.config.replace("\\n", "\n")
     if args.markdown:
         print(markdown(json.loads(args.markdown.read_text())))
         return 0
