@@ -197,3 +197,18 @@ def test_a_grammar_built_otherwise_now_diverges_at_the_reply(home: Path, capsys,
     assert code == 1, result
     d = result["results"][0]["divergence"]
     assert d["expected"]["type"] == "LLMReplied", d
+
+
+def test_a_failed_call_the_model_sends_again_is_out_of_the_next_rounds_grammar(home: Path, capsys, monkeypatch) -> None:
+    again = text_call("read_files", {"paths": ["~/missing.md"]})
+    script = [again, again, text("I could not read ~/missing.md."), text("I could not read ~/missing.md.")]
+    with ScriptedLLM(script, llama_cpp=True) as llm:
+        out = ask(capsys, monkeypatch, llm, "read ~/missing.md")
+    grammars = [r.body["grammar"] for r in llm.requests]
+    # Failed, then sent again word for word (not run): from then on the grammar admits no call to it,
+    # while the prompt still lists it (the prefix the server's cache holds).
+    assert ["read_files" in g for g in grammars[:3]] == [True, True, False], grammars
+    assert all("read_files" in r.tool_names for r in llm.requests[:3])
+    assert out["status"] != "answered", out
+    code, result = replay(capsys, out["turn_id"])
+    assert code == 0 and result["diverged"] == 0, result

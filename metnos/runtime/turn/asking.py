@@ -46,7 +46,7 @@ def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, poo
         with loop.interrupts.waiting_as(state, "while waiting for the model"):
             # The round's reply held to the calls it accepts, or to words (call_schema.py).
             reply = loop.ports.ask_llm(state.tier, messages, tools, tool_choice=choice,
-                                       constraint=planner_constraint(tools, state.observations, words_only=words_only,
+                                       constraint=planner_constraint(callable_tools(state, tools), state.observations, words_only=words_only,
                                                                      schedulable=schedulable(loop, tools)))
     except LLMError as e:
         loop.record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
@@ -60,6 +60,15 @@ def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, poo
         # A server that ignores tool_choice "none" may still send a call: it is not what was asked.
         reply = dataclasses.replace(reply, text=call_as_text(reply), tool_calls=(), call_form="none")
     return reply
+
+
+def callable_tools(state: TurnState, tools: list[Any]) -> list[Any]:
+    """The tools the round's grammar admits a call to: not one whose failed call the model has already
+    proposed again word for word. Told once that it failed, a small model sends it to the step cap; the
+    prompt still lists the tool (its prefix stays the one the server's cache holds), the grammar
+    offers the other tools and the answer."""
+    barred = {name for name, _arguments in state.repeated_failures}
+    return [t for t in tools if t.name not in barred]
 
 
 def schedulable(loop: Any, tools: list[Any]) -> list[Any]:
