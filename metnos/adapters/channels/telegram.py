@@ -415,7 +415,8 @@ class TelegramChannel:
             with self._pending_lock:
                 self._pending[approval.id] = local
             shown = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
-            text = said.text("telegram.approve_question", language, step=step, executor=executor, args=shown[:1500], reason=reason)
+            text = said.text("telegram.approve_question", language, step=step, executor=executor, args=shown[:1500],
+                             reason=i18n.said_words(reason, language))
             buttons = [[[said.text("telegram.approve", language), f"{APPROVE}:{approval.id}"],
                         [said.text("telegram.deny", language), f"{DENY}:{approval.id}"]]]
 
@@ -553,7 +554,7 @@ class TelegramChannel:
         if item["kind"] == inbox.APPROVAL:
             shown = orjson.dumps(item["args"], option=orjson.OPT_SORT_KEYS).decode()
             text = said.text("telegram.inbox_approval", language, channel=item["channel"], step=item["step"], executor=item["executor"],
-                             args=shown[:1500], reason=item["reason"]) + asked_for
+                             args=shown[:1500], reason=i18n.said_words(item["reason"], language)) + asked_for
             buttons = [[[said.text("telegram.approve", language), f"{APPROVE}:{item['id']}"],
                         [said.text("telegram.deny", language), f"{DENY}:{item['id']}"]]]
         elif item["kind"] == inbox.QUESTION:

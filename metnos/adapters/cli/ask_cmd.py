@@ -70,7 +70,8 @@ def approver_for(args: argparse.Namespace, language: str = i18n.SOURCE) -> Calla
             print(f"metnos: {said.text('ask.approval_no_terminal', language, step=step, executor=executor)}", file=sys.stderr)
             return False, "no-terminal"
         shown = orjson.dumps(call_args).decode()
-        print(f"\n{said.text('ask.approval_step', language, step=step, executor=executor, args=shown[:300])}\n  {reason}", file=sys.stderr)
+        print(f"\n{said.text('ask.approval_step', language, step=step, executor=executor, args=shown[:300])}\n  {i18n.said_words(reason, language)}",
+              file=sys.stderr)
         try:
             reply = input(said.text("ask.approve_prompt", language)).strip().lower()
         except EOFError:
@@ -202,7 +203,7 @@ def print_outcome(outcome: Any, *, as_json: bool, offer: str | None = None, lang
     else:
         print(f"metnos: {telling.why(outcome)}", file=sys.stderr)
     if not as_json:
-        for notice in telling.notices(outcome):
+        for notice in telling.notices(outcome, language):
             print(f"metnos: {notice}", file=sys.stderr)
     if outcome.status == "interrupted":
         return 128 + signal.Signals[outcome.failure["signal"]].value

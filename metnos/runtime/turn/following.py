@@ -17,6 +17,7 @@ from metnos.runtime.turn.filler import FILLER_PROMPT, Filler, FillerFailed, has_
 from metnos.runtime.step.piping import placeholders_in
 from metnos.runtime.turn.shown import elapsed_ms, shown_content
 from metnos.runtime.turn.turn_state import EndTurn, TurnRequest, TurnState
+from metnos.settings import i18n
 from metnos.settings.llm_tiers import ROLE_TIERS
 
 
@@ -65,7 +66,7 @@ def follow_plan(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, p
             arguments = filler.fill_value(dict(call.arguments), state.observations, step=state.step + 1, where="args")
         except FillerFailed as e:
             # Like a step that failed: the turn's problem unless a later step goes through.
-            reason = f"step {state.step + 1} ({call.name}) could not be written: {e}"
+            reason = i18n.english("turn.plan.step_not_written", step=state.step + 1, name=call.name, error=e)
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, reason), []
             return _abandon(loop, turn, state, request, pool, reason)
         call = dataclasses.replace(call, arguments=arguments)

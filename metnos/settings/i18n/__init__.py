@@ -202,12 +202,13 @@ def _by_english(catalogue: Catalogue) -> dict[str, str]:
 _Tried = tuple[re.Pattern[str], str, str]
 
 
-@lru_cache(maxsize=8)
-def _error_patterns(catalogue: Catalogue) -> list[_Tried]:
-    """Each ``error.*`` template as a pattern that matches the messages it makes, its fields captured as said."""
+@lru_cache(maxsize=16)
+def _error_patterns(catalogue: Catalogue, family: str = ERROR) -> list[_Tried]:
+    """Each template of ``family`` (``error.*``, ``turn.*``) as a pattern that matches the messages it makes, its
+    fields captured as said."""
     tried = []
     for key, template in catalogue.source.items():
-        if key.startswith(ERROR):
+        if key.startswith(family):
             literals = [literal for literal, _, _, _ in string.Formatter().parse(template)]
             tried.append((re.compile(_pattern_of(template), re.DOTALL), key, max(literals, key=len), sum(map(len, literals))))
     # The most words of its own first: a template that is the start of another, or says in a field what another
@@ -215,21 +216,22 @@ def _error_patterns(catalogue: Catalogue) -> list[_Tried]:
     return [(pattern, key, longest) for pattern, key, longest, _ in sorted(tried, key=lambda t: -t[3])]
 
 
-@lru_cache(maxsize=8)
-def _error_index(catalogue: Catalogue) -> tuple[dict[str, list[_Tried]], list[_Tried]]:
+@lru_cache(maxsize=16)
+def _error_index(catalogue: Catalogue, family: str = ERROR) -> tuple[dict[str, list[_Tried]], list[_Tried]]:
     """The templates by the character they open with, those that open with a field among every character's, each
     list in the order of :func:`_error_patterns`; and those that open with a field, for any other character."""
-    ordered = _error_patterns(catalogue)
+    ordered = _error_patterns(catalogue, family)
     opening = {key: next(iter(string.Formatter().parse(catalogue.source[key])), ("",))[0][:1] or None for _, key, _ in ordered}
     anywhere = [t for t in ordered if opening[t[1]] is None]
     by_first = {c: [t for t in ordered if opening[t[1]] in (c, None)] for c in set(opening.values()) - {None}}
     return by_first, anywhere
 
 
-def error_template(message: str, catalogue: Catalogue | None = None) -> tuple[str, dict[str, str]] | None:
-    """The key of the ``error.*`` template that makes ``message`` and the text of each of its fields, or None."""
+def error_template(message: str, catalogue: Catalogue | None = None, family: str = ERROR) -> tuple[str, dict[str, str]] | None:
+    """The key of the template of ``family`` (``error.*`` by default) that makes ``message`` and the text of each
+    of its fields, or None."""
     catalogue = catalogue or in_force()
-    by_first, anywhere = _error_index(catalogue)
+    by_first, anywhere = _error_index(catalogue, family)
     for pattern, key, longest in by_first.get(message[:1], anywhere):
         # A pattern of several fields that fails tries every split of the message: the substring test first.
         if longest not in message:
@@ -298,3 +300,48 @@ def _said_error(catalogue: Catalogue, message: str, language: str, depth: int) -
     if depth > 1:
         values = {name: _said_error(catalogue, value, language, depth - 1) for name, value in values.items()}
     return _filled(translated, values)
+
+
+# The runtime's own words in what a turn tells (a failure's detail, a refusal's reason, an approval's reason, a
+# quarantine notice): made in English from the catalogue's ``turn.*`` templates, the words events record and the
+# model reads, byte for byte as before; said in the request's language where the person reads them, found again
+# by their English words like an error's message. Data in them (a file name, an executor's own error) is left as is.
+TURN = "turn."
+# Joins the runtime makes of names (``delete_files or send_message``), said with the language's word for each.
+_JOINED = {" or ": "turn.joined.or", " and ": "turn.joined.and"}
+_NAMES_JOINED = {sep: re.compile(rf"[\w.\-]+(?:{sep}[\w.\-]+)+") for sep in _JOINED}
+
+
+def english(key: str, **values: Any) -> str:
+    """The ``turn.*`` text ``key`` in English, filled: what the runtime records and the model reads."""
+    return texts().text(key, SOURCE, **values)
+
+
+def said_words(text: str, language: str) -> str:
+    """``text``, made by the runtime from ``turn.*`` templates (and the ``error.*`` messages it may carry), in
+    ``language``: each template found by its English words says its fields in the translation; a part no template
+    makes, or whose translation is missing or stale, is said as it is."""
+    if language == SOURCE or not text:
+        return text
+    return _said_words(in_force(), text, language, depth=4)
+
+
+def _said_words(catalogue: Catalogue, text: str, language: str, depth: int) -> str:
+    for family in (TURN, ERROR):
+        found = error_template(text, catalogue, family)
+        if found is None:
+            continue
+        key, values = found
+        translated = catalogue.fresh(key, language)
+        if translated is None:
+            return text
+        if depth > 1:
+            values = {name: _said_words(catalogue, value, language, depth - 1) for name, value in values.items()}
+        return _filled(translated, values)
+    for separator, key in _JOINED.items():
+        if _NAMES_JOINED[separator].fullmatch(text):
+            return catalogue.text(key, language).join(text.split(separator))
+    if "; " in text and depth > 1:
+        # Reasons the runtime joins (a verdict's reason and the hint added to it; a grounding's problems).
+        return "; ".join(_said_words(catalogue, part, language, depth - 1) for part in text.split("; "))
+    return text

@@ -19,6 +19,7 @@ from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRE
 from metnos.runtime.turn.rules.provenance import builtin_provenance, scheduled_untrusted_origins
 from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
+from metnos.settings import i18n
 
 
 class AnswerOnly(BaseRule):
@@ -357,7 +358,7 @@ def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str
         used = [s for s in used if is_a_figure(state.observations.get(s, {}))]
         if not used:
             steps = ", ".join(str(s) for s in found.steps)
-            raise EndTurn(FailureKind.UNUSABLE_ANSWER, f"the figure asked for was never worked out from the data of step {steps}")
+            raise EndTurn(FailureKind.UNUSABLE_ANSWER, i18n.english("turn.answer.figure_never_worked_out", steps=steps))
     answer = compose_answer([state.observations.get(s, {}) for s in used], request.text)
     loop.record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
     return answer
