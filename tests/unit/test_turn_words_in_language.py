@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from domain import provenance as prov
 from metnos.mechanisms.llm.messages import LLMReply
 from metnos.runtime.step import vaglio as guard
 from metnos.runtime.step.dialog_tools import Question
@@ -132,8 +133,9 @@ def test_the_reasons_an_approval_is_asked_with_are_said_in_italian() -> None:
     policy = GuardPolicy.core(HOME)
     asked = [guard.vaglio("delete_files", {"paths": ["~/a.md"]}, intent_text="delete ~/a.md", policy=policy, side_effects=True,
                           idempotent=False, autonomy=level).reason for level in ("supervised", "full")]
+    came_from = prov.target_origin(prov.PATH, prov.Provenance(prov.STEP, step=2, source=prov.WEB), tainted_by=None)
     asked.append(guard.vaglio("delete_files", {"paths": ["~/a.md"]}, intent_text="delete ~/a.md", policy=policy, side_effects=True,
-                              untrusted=["for delete_files, paths.0 came from a web page"]).reason)
+                              untrusted=[i18n.english("turn.origin.for", name="delete_files", reason=came_from)]).reason)
     asked.append(guard.vaglio("delete_files", {"paths": ["~/a.md"]}, intent_text="delete ~/a.md", policy=policy, side_effects=True,
                               idempotent=False, principal="ospite").reason)
     asked.append(guard.vaglio("delete_files", {"paths": ["~/a.md"]}, intent_text="delete ~/a.md", policy=policy, side_effects=True,
@@ -142,7 +144,7 @@ def test_the_reasons_an_approval_is_asked_with_are_said_in_italian() -> None:
     assert asked[1] == asked[0] + ", even at autonomy full"
     for reason in asked:
         said = i18n.said_words(reason, "it")
-        assert said != reason and not english_left(said.replace("for delete_files, paths.0 came from a web page", "")), said
+        assert said != reason and not english_left(said), said
         assert i18n.said_words(reason, "en") == reason
 
 
@@ -236,6 +238,34 @@ def test_a_quarantine_notice_is_said_in_italian_and_in_english_as_before() -> No
     assert said.startswith("get_now 1.0.0 sarebbe stato offerto") and not english_left(said), said
     reply = telling.reply_text(SimpleNamespace(status="failed", failure={"message": "Non fatto"}, answer=None, quarantined=held), "it")
     assert said in reply
+
+
+def test_where_a_target_came_from_and_what_a_call_would_carry_away_are_said_in_italian() -> None:
+    """The domain says where a value came from in words (domain/provenance.py, which reads no catalogue): each of its
+    sentences is one a ``turn.origin.*``, ``turn.role.*`` or ``turn.carried.*`` template makes, so the telling finds it."""
+    origins = [prov.Provenance(kind) for kind in (prov.REQUEST, prov.DIALOG, prov.MODEL)]
+    origins += [prov.Provenance(prov.SETTING, setting="mail.to")]
+    origins += [prov.Provenance(prov.STEP, step=3, source=source) for source in sorted(prov._SOURCE_WORDS)]
+    for origin in origins:
+        found = i18n.error_template(origin.words(), family=i18n.TURN)
+        assert found is not None and found[0].startswith("turn.origin."), origin.words()
+        for role in (prov.RECIPIENT, prov.PATH, prov.URL, prov.COMMAND, prov.VALUE, "other"):
+            for tainted in (None, prov.Seen(2, prov.WEB, {})):
+                why = prov.target_origin(role, origin, tainted_by=tainted, argument="args.to")
+                if why is not None:
+                    said = i18n.said_words(i18n.english("turn.origin.for", name="send_message", reason=why), "it")
+                    assert not english_left(said), said
+    step = prov.Provenance(prov.STEP, step=1, source=prov.FILE)
+    for carried in (prov.carries_file_or_secret({"text": step}, {}), prov.carries_file_or_secret({}, {"text": "-----BEGIN PRIVATE KEY-----"}),
+                    "a private key", f"text of {step.words()} ('a line of it')"):
+        refused = i18n.english("turn.exfiltration.target", name="send_message", carried=carried, role="recipient", path="to", origin=step.words())
+        words = step_failure_words("send_message", {"ok": False, "error_class": "exfiltration", "error": refused})
+        said = told_in(FailureKind.STEP_REFUSED, words, "it")
+        # The role is the schema's name for the argument (``recipient``), as the call's arguments are: data.
+        assert not english_left(said.replace("a line of it", "").replace("recipient", "")), said
+    # Cut at 200 characters where it was made, the refusal is said whole from what is left of it.
+    assert words.endswith("If you mean it…") and told_in(FailureKind.STEP_REFUSED, words, "en") == f"Not done: {words[:200]}…"
+    assert "send_message rifiutato come esfiltrazione: del testo preso da ciò che conteneva il file letto al passo 1" in said, said
 
 
 # Every template is found again by its English words, and no other template takes it ----------------------------

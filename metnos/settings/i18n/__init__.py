@@ -323,12 +323,53 @@ def said_words(text: str, language: str) -> str:
     makes, or whose translation is missing or stale, is said as it is."""
     if language == SOURCE or not text:
         return text
-    return _said_words(in_force(), text, language, depth=4)
+    return _said_words(in_force(), text, language, depth=6)
+
+
+# Where the runtime cuts a text it makes (a step's cause, a failure's detail, at 200 characters).
+CUT = "…"
+
+
+@lru_cache(maxsize=8)
+def _cut_patterns(catalogue: Catalogue) -> list[tuple[re.Pattern[str], str]]:
+    """Each ``turn.*`` template with a field as a pattern of the texts it makes cut after its last field began: every
+    field is captured, the last one perhaps cut short, and of the words after it any beginning (none, some, all but
+    the last character)."""
+    tried = []
+    for pattern, key, _ in _error_patterns(catalogue, TURN):
+        parts = list(string.Formatter().parse(catalogue.source[key]))
+        if not any(name for _, name, _, _ in parts):
+            continue
+        *fields, (tail, last_name, _, _) = parts
+        whole = _pattern_of("".join(literal + ("{" + name + "}" if name else "") for literal, name, _, _ in fields))
+        if last_name is not None:
+            whole += re.escape(tail) + f"(?P<{last_name}>.+?)" if last_name not in {n for _, n, _, _ in fields} else re.escape(tail) + ".+?"
+            tail = ""
+        beginning = "".join(f"(?:{re.escape(c)}" for c in tail[:-1]) + ")?" * len(tail[:-1])
+        tried.append((re.compile(whole + beginning, re.DOTALL), key))
+    return tried
+
+
+def _cut_template(body: str, catalogue: Catalogue) -> tuple[str, dict[str, str]] | None:
+    """The ``turn.*`` template that makes ``body`` followed by more the runtime cut, and its fields; the field the
+    cut fell in (the last, when nothing after it is left) marked cut."""
+    for pattern, key in _cut_patterns(catalogue):
+        found = pattern.fullmatch(body)
+        if found is None:
+            continue
+        values = found.groupdict()
+        last = [name for _, name, _, _ in string.Formatter().parse(catalogue.source[key]) if name][-1]
+        if found.end(last) == len(body):
+            values[last] += CUT
+        return key, values
+    return None
 
 
 def _said_words(catalogue: Catalogue, text: str, language: str, depth: int) -> str:
     for family in (TURN, ERROR):
-        found = error_template(text, catalogue, family)
+        # A cut text is taken by the template that makes the most of it, not by one whose last field takes the rest.
+        cut = family == TURN and text.endswith(CUT)
+        found = _cut_template(text[:-len(CUT)], catalogue) if cut else error_template(text, catalogue, family)
         if found is None:
             continue
         key, values = found

@@ -165,7 +165,7 @@ class ScheduleMade(BaseRule):
             return None
         if asks_for_now(step.request.text):
             return None  # "delete it, and every hour from now on": once now, then the schedule.
-        error = f"the request asks for this {when}: nothing is scheduled yet, and doing it now is not what was asked"
+        error = i18n.english("turn.schedule.not_yet", when=when)
         return step.reject("recurrence", {"when": when, "message": error}, {
             "ok": False, "error_class": "outside_request", "error": error,
             "hint": f"call {SCHEDULE_TOOL} with the executor and its arguments, to run {when}"})
@@ -186,8 +186,7 @@ class ScheduleMade(BaseRule):
         if baked is None:
             return None
         path, origin = baked
-        error = (f"{path} holds what {origin.words()} says now, and the schedule would repeat that copy at every "
-                 "firing: schedule the reading too")
+        error = i18n.english("turn.schedule.read_now", path=path, origin=origin.words())
         return step.reject("recurrence", {"argument": path, "origin": origin.to_json(), "message": error}, {
             "ok": False, "error_class": "outside_request", "error": error,
             "hint": f'call {SCHEDULE_TOOL} with "chain": the step that reads first, then the steps that use it with "from_step"'})
