@@ -51,10 +51,14 @@ def _literals(template: str) -> str:
     return " ".join(literal for literal, _, _, _ in string.Formatter().parse(template))
 
 
-# The English words of the runtime's own templates that no Italian template says too ("JSON", "sandbox", "vaglio" are
-# said in both): one of them left in what an Italian request is told is English the runtime made.
-ENGLISH_ONLY = ({w.lower() for k, v in SOURCE.items() if k.startswith(("turn.", "failure.", "telling.")) for w in _WORD.findall(_literals(v))}
-                - {w.lower() for k, v in ITALIAN.items() for w in _WORD.findall(_literals(v))})
+# Words the Italian templates say as the English ones do: names (commands, settings, terms of Metnos), loan words, and
+# words both languages spell alike ("data", given; "non"; "private"). Any other English word of the runtime's own
+# templates left in what an Italian request is told is English the runtime made, or a translation that kept it.
+SAID_ALIKE = frozenset({
+    "actors", "ask", "dashboard", "data", "executor", "executors", "file", "full", "guest", "input", "json", "llm", "mcp", "metnos",
+    "mnest", "non", "output", "private", "rehabilitate", "sandbox", "schema", "server", "standard", "telos", "url", "vaglio", "yes"})
+ENGLISH_ONLY = {w.lower() for k, v in SOURCE.items() if k.startswith(("turn.", "failure.", "telling."))
+                for w in _WORD.findall(_literals(v))} - SAID_ALIKE
 
 
 def english_left(text: str) -> set[str]:
@@ -256,7 +260,7 @@ def test_where_a_target_came_from_and_what_a_call_would_carry_away_are_said_in_i
                     said = i18n.said_words(i18n.english("turn.origin.for", name="send_message", reason=why), "it")
                     assert not english_left(said), said
     step = prov.Provenance(prov.STEP, step=1, source=prov.FILE)
-    for carried in (prov.carries_file_or_secret({"text": step}, {}), prov.carries_file_or_secret({}, {"text": "-----BEGIN PRIVATE KEY-----"}),
+    for carried in (prov.carries_file_or_secret({"body": step}, {}), prov.carries_file_or_secret({}, {"body": "-----BEGIN PRIVATE KEY-----"}),
                     "a private key", f"text of {step.words()} ('a line of it')"):
         refused = i18n.english("turn.exfiltration.target", name="send_message", carried=carried, role="recipient", path="to", origin=step.words())
         words = step_failure_words("send_message", {"ok": False, "error_class": "exfiltration", "error": refused})

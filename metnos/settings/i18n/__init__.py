@@ -22,7 +22,7 @@ import json
 import os
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -291,14 +291,19 @@ def said_error_or_as_raised(message: str, language: str | None = None) -> str:
 
 def _said_error(catalogue: Catalogue, message: str, language: str, depth: int) -> str:
     found = error_template(message, catalogue)
-    if found is None:
-        return message
+    return message if found is None else _said_as_found(catalogue, found, message, language, depth, _said_error)
+
+
+def _said_as_found(catalogue: Catalogue, found: tuple[str, dict[str, str]], text: str, language: str, depth: int,
+                   say: Callable[[Catalogue, str, str, int], str]) -> str:
+    """``text``, which the template ``found`` makes, in the translation of that template (``text`` itself when it has
+    none fresh), each field said by ``say`` while ``depth`` lasts."""
     key, values = found
     translated = catalogue.fresh(key, language)
     if translated is None:
-        return message
+        return text
     if depth > 1:
-        values = {name: _said_error(catalogue, value, language, depth - 1) for name, value in values.items()}
+        values = {name: say(catalogue, value, language, depth - 1) for name, value in values.items()}
     return _filled(translated, values)
 
 
@@ -370,15 +375,8 @@ def _said_words(catalogue: Catalogue, text: str, language: str, depth: int) -> s
         # A cut text is taken by the template that makes the most of it, not by one whose last field takes the rest.
         cut = family == TURN and text.endswith(CUT)
         found = _cut_template(text[:-len(CUT)], catalogue) if cut else error_template(text, catalogue, family)
-        if found is None:
-            continue
-        key, values = found
-        translated = catalogue.fresh(key, language)
-        if translated is None:
-            return text
-        if depth > 1:
-            values = {name: _said_words(catalogue, value, language, depth - 1) for name, value in values.items()}
-        return _filled(translated, values)
+        if found is not None:
+            return _said_as_found(catalogue, found, text, language, depth, _said_words)
     for separator, key in _JOINED.items():
         if _NAMES_JOINED[separator].fullmatch(text):
             return catalogue.text(key, language).join(text.split(separator))
