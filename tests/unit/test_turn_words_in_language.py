@@ -55,8 +55,8 @@ def _literals(template: str) -> str:
 # words both languages spell alike ("data", given; "non"; "private"). Any other English word of the runtime's own
 # templates left in what an Italian request is told is English the runtime made, or a translation that kept it.
 SAID_ALIKE = frozenset({
-    "actors", "ask", "dashboard", "data", "executor", "executors", "file", "full", "guest", "input", "json", "llm", "mcp", "metnos",
-    "mnest", "non", "output", "private", "rehabilitate", "sandbox", "schema", "server", "standard", "telos", "url", "vaglio", "yes"})
+    "actors", "ask", "dashboard", "data", "executor", "executors", "file", "full", "guest", "input", "json", "lat", "llm", "lon", "mcp",
+    "metnos", "mnest", "non", "output", "private", "rehabilitate", "sandbox", "schema", "server", "standard", "telos", "url", "vaglio", "yes"})
 ENGLISH_ONLY = {w.lower() for k, v in SOURCE.items() if k.startswith(("turn.", "failure.", "telling."))
                 for w in _WORD.findall(_literals(v))} - SAID_ALIKE
 
@@ -270,6 +270,28 @@ def test_where_a_target_came_from_and_what_a_call_would_carry_away_are_said_in_i
     # Cut at 200 characters where it was made, the refusal is said whole from what is left of it.
     assert words.endswith("If you mean it…") and told_in(FailureKind.STEP_REFUSED, words, "en") == f"Not done: {words[:200]}…"
     assert "send_message rifiutato come esfiltrazione: del testo preso da ciò che conteneva il file letto al passo 1" in said, said
+
+
+def test_the_terminal_asks_a_question_and_an_approval_with_its_reason_in_italian(monkeypatch, capsys) -> None:
+    from metnos.adapters.cli.ask_cmd import approver_for, asker_for
+    from metnos.runtime.step.dialog_tools import LOCATION_QUESTION
+    from metnos.runtime.turn.remediation import REMEDIATIONS
+    from metnos.runtime.step.shape import NEEDS_ACTION_TARGET
+    monkeypatch.setattr("sys.stdin", SimpleNamespace(closed=False, isatty=lambda: True))
+    monkeypatch.setattr("builtins.input", lambda prompt="": "n")
+    flags = SimpleNamespace(yes=False, no=False)
+    reason = guard.vaglio("delete_files", {"paths": ["~/a.md"]}, intent_text="delete ~/a.md", policy=GuardPolicy.core(HOME),
+                          side_effects=True, idempotent=False).reason
+    which = REMEDIATIONS[NEEDS_ACTION_TARGET].arg_builder(None, SimpleNamespace(executor="delete_files"))["question"]
+    assert which == "Which files should I delete?"
+    for language, said in (("it", ["delete_files cambia il mondo e non si può ripetere in sicurezza: serve la tua approvazione",
+                                   "Dove sei? (una città", "Su quali files devo agire (delete)?", "Su cosa deve agire send_message?"]),
+                           ("en", [reason, LOCATION_QUESTION, which, "What should send_message act on?"])):
+        approver_for(flags, language)(1, "delete_files", {"paths": ["~/a.md"]}, reason)
+        for question in (LOCATION_QUESTION, which, i18n.english("turn.question.what_target", name="send_message")):
+            asker_for(flags, language)(Question(step=2, tool="get_inputs", question=question, channel="cli"))
+        err = capsys.readouterr().err
+        assert all(s in err for s in said), err
 
 
 # Every template is found again by its English words, and no other template takes it ----------------------------

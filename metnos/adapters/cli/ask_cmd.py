@@ -89,10 +89,11 @@ def asker_for(args: argparse.Namespace, language: str = i18n.SOURCE) -> Callable
 
     def ask(question: Any) -> tuple[str | None, str]:
         stdin = sys.stdin
+        asked = i18n.said_words(question.question, language)
         if stdin is None or stdin.closed or not stdin.isatty():
-            print(f"metnos: {said.text('ask.question_no_terminal', language, step=question.step, question=question.question)}", file=sys.stderr)
+            print(f"metnos: {said.text('ask.question_no_terminal', language, step=question.step, question=asked)}", file=sys.stderr)
             return None, "no-terminal"
-        print(f"\n{said.text('ask.question_step', language, step=question.step, question=question.question)}", file=sys.stderr)
+        print(f"\n{said.text('ask.question_step', language, step=question.step, question=asked)}", file=sys.stderr)
         try:
             reply = input(said.text("ask.answer_prompt", language))
         except EOFError:

@@ -117,7 +117,7 @@ def ask_for_target(step: Step, action: Any, observation: dict[str, Any]) -> Verd
     """``needs_action_target``: ask for the target; None, the call goes on with it."""
     target = target_argument(step.te.loaded.input_schema)
     # The registry words it with the verb and the object of the call ("Which files should I delete?").
-    words = str(action.prereq_args.get("question") or f"What should {step.name} act on?")
+    words = str(action.prereq_args.get("question") or i18n.english("turn.question.what_target", name=step.name))
     question = Question(step=step.number, tool=GET_INPUTS, question=words, channel=step.request.channel, executor=step.name,
                         argument=target[0] if target else "")
     reply = ask(step, question)
