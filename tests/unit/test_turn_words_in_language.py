@@ -56,7 +56,7 @@ def _literals(template: str) -> str:
 # templates left in what an Italian request is told is English the runtime made, or a translation that kept it.
 SAID_ALIKE = frozenset({
     "actors", "ask", "dashboard", "data", "executor", "executors", "file", "full", "guest", "input", "json", "lat", "llm", "lon", "mcp",
-    "metnos", "mnest", "non", "output", "private", "rehabilitate", "sandbox", "schema", "server", "standard", "telos", "url", "vaglio", "yes"})
+    "metnos", "mnest", "non", "online", "output", "private", "rehabilitate", "sandbox", "schema", "server", "standard", "telos", "url", "vaglio", "yes"})
 ENGLISH_ONLY = {w.lower() for k, v in SOURCE.items() if k.startswith(("turn.", "failure.", "telling."))
                 for w in _WORD.findall(_literals(v))} - SAID_ALIKE
 
@@ -179,6 +179,11 @@ def test_what_the_rules_end_a_turn_with_is_told_in_italian() -> None:
                    "The language model gave a reply I could not use (a tool call after the pipeline was closed).")
     assert_italian(FailureKind.NEEDS_INPUTS, i18n.english("turn.needs_target", name="delete_files"),
                    "I need more information before acting: delete_files needs a target (which files, which items?)")
+    crashed = step_failure_words("get_now", {"ok": False, "error": {"kind": "Crash"}})
+    assert_italian(FailureKind.STEP_FAILED, i18n.english("turn.plan.step_failed.because", step=2, name="get_now", words=crashed),
+                   "I could not do it: step 2 (get_now) did not succeed: get_now crashed")
+    assert_italian(FailureKind.BAD_LLM_REPLY, i18n.english("turn.plan.placeholders_left", left="{{step1.path}}"),
+                   "The language model gave a reply I could not use (the answer holds {{step1.path}}, which names no step's value).")
 
 
 def test_a_read_on_the_model_s_guess_that_found_nothing_is_told_in_italian() -> None:
@@ -314,7 +319,7 @@ def test_names_joined_by_the_runtime_are_joined_in_italian_and_data_with_or_in_i
 # A person-facing text the runtime makes from a literal, outside the catalogue ------------------------------------
 
 # Where a turn's detail, a step's problem, a refusal or a verdict's reason is made: (file, call, argument index or keyword).
-_MADE_AT = {"End": 1, "EndTurn": 1, "turn_failure": 1, "_fail": 3, "Verdict": 2, "reason": "reason", "error": "error"}
+_MADE_AT = {"End": 1, "EndTurn": 1, "turn_failure": 1, "_fail": 3, "Verdict": 2, "PlanFailed": 0, "_abandon": 5}
 _SCANNED = [*sorted((ROOT / "metnos/runtime/turn").rglob("*.py")), ROOT / "metnos/runtime/step/vaglio.py"]
 
 
@@ -360,6 +365,7 @@ def test_the_scan_finds_a_literal_detail_a_reason_and_a_problem(tmp_path: Path) 
     made = tmp_path / "made.py"
     made.write_text('End(k, f"{name} is gone")\nstate.problem = (k, "it broke")\nVerdict(n, DENY, "not allowed", 1)\n'
                     'step.refuse({"ok": False, "error": f"{x} said no"}, a)\nEnd(k, i18n.english("turn.no_detail"))\n'
-                    'state.problem, state.since_problem = (k, f"{a}; {b}"), []\n')
+                    'state.problem, state.since_problem = (k, f"{a}; {b}"), []\nraise PlanFailed(f"no plan: {e}")\n'
+                    '_abandon(loop, turn, state, request, pool, "gave up")\nVerdict(n, ALLOW, "approved", 1)\n')
     lines = sorted(int(site.rsplit(":", 1)[1]) for site in literal_texts(made, tmp_path))
-    assert lines == [1, 2, 3, 4]
+    assert lines == [1, 2, 3, 4, 7, 8]

@@ -55,7 +55,7 @@ def follow_plan(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, p
         left = placeholders_in(answer)
         if left:
             # Shown as is, the user would read "{{get_urls.result}}" as the answer.
-            return _abandon(loop, turn, state, request, pool, f"the answer holds {', '.join(left)}, which names no step's value")
+            return _abandon(loop, turn, state, request, pool, i18n.english("turn.plan.placeholders_left", left=", ".join(left)))
         if state.online and state.problem is not None and not grounded_in(answer, state.since_problem):
             # An online plan's answer after a failed step must rest on what succeeded since.
             raise EndTurn(*state.problem)
@@ -79,9 +79,8 @@ def follow_plan(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, p
     loop.commit(turn, *others)
     # An online plan after a recovery goes on past the earlier failure; only a new one stops it.
     if observation.get("ok") is False or (state.problem is not None and (not state.online or state.problem is not before)):
-        reason = f"step {state.step} ({call.name}) did not succeed"
-        if state.online and observation.get("ok") is False:
-            reason += f": {step_failure_words(call.name, observation)}"
+        words = step_failure_words(call.name, observation) if state.online and observation.get("ok") is False else ""
+        reason = i18n.english("turn.plan.step_failed.because" if words else "turn.plan.step_failed", step=state.step, name=call.name, words=words)
         return _abandon(loop, turn, state, request, pool, reason)
     return None
 
