@@ -148,6 +148,10 @@ def test_a_request_not_in_english_asks_the_answer_in_its_language_and_replays_ex
     no_terminal = {"it": "metnos: passo 1: write_files chiede la tua approvazione e non c'è un terminale su cui chiederla",
                    "en": "metnos: step 1: write_files needs your approval and there is no terminal to ask on"
                          " (standard input is closed or not a terminal); taken as no. --yes approves, --no declines.\n"}
+    refused = {"it": "Non fatto: write_files non è stato approvato: l'utente non ha approvato write_files; non va ritentato",
+               "en": "Not done: write_files was not approved: the user did not approve write_files; do not retry it"}
+    recorded = {"it": "Non fatto: write_files was not approved: the user did not approve write_files; do not retry it",
+                "en": refused["en"]}
     for language, request in (("it", "salva una nota nel file todo.md: compra il latte domani mattina"),
                               ("en", "save a note to the file todo.md: buy milk tomorrow morning")):
         script = [call("write_files", {"files": [{"path": str(home / "todo.md"), "content": "- milk\n"}]}), text("ok")]
@@ -159,9 +163,14 @@ def test_a_request_not_in_english_asks_the_answer_in_its_language_and_replays_ex
         assert sent["role"] == "user"
         assert sent["content"] == (f"{request}\n\n{asking[language]}" if language in asking else request), sent
         assert no_terminal[language] in err, err
-        turn_id = orjson.loads(out)["turn_id"]
-        started = orjson.loads(cli(capsys, "events", "--json", "--aggregate", turn_id)[1].splitlines()[0])
-        assert started["state"]["language"] == language
+        told = orjson.loads(out)
+        assert told["failure"]["message"] == refused[language], told["failure"]
+        turn_id = told["turn_id"]
+        events = [orjson.loads(line) for line in cli(capsys, "events", "--json", "--aggregate", turn_id)[1].splitlines()]
+        assert events[0]["state"]["language"] == language
+        # The event keeps the refusal's English words, as it always did: only the person is told them in Italian.
+        failed = next(e for e in events if e["topic"].endswith("TurnFailed"))
+        assert failed["state"]["message"] == recorded[language], failed
         code, out, _ = cli(capsys, "replay", turn_id, "--json")
         assert code == 0, out
 

@@ -415,7 +415,8 @@ class TelegramChannel:
             with self._pending_lock:
                 self._pending[approval.id] = local
             shown = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
-            text = said.text("telegram.approve_question", language, step=step, executor=executor, args=shown[:1500], reason=reason)
+            text = said.text("telegram.approve_question", language, step=step, executor=executor, args=shown[:1500],
+                             reason=i18n.said_words(reason, language))
             buttons = [[[said.text("telegram.approve", language), f"{APPROVE}:{approval.id}"],
                         [said.text("telegram.deny", language), f"{DENY}:{approval.id}"]]]
 
@@ -463,7 +464,7 @@ class TelegramChannel:
     # Questions ---------------------------------------------------------------------
     def _asker(self, chat_id: int, language: str = i18n.SOURCE, request: str = "") -> Callable[[Any], tuple[str | None, str]]:
         def ask(question: Any) -> tuple[str | None, str]:
-            return self._question(chat_id, question.question, language, question, request)
+            return self._question(chat_id, i18n.said_words(question.question, language), language, question, request)
 
         return ask
 
@@ -504,7 +505,8 @@ class TelegramChannel:
             local.key = pending.id
             with self._pending_lock:
                 self._questions[chat_id] = local
-            queued[0], sent = self._prompt(chat_id, said.text("telegram.question", language, question=asked.question), kind="question")
+            queued[0], sent = self._prompt(chat_id, said.text("telegram.question", language, question=i18n.said_words(asked.question, language)),
+                                         kind="question")
             if not sent:
                 self._log(f"the question for chat {chat_id} could not be shown there; it waits on the dashboard and in `metnos inbox`")
 
@@ -553,11 +555,12 @@ class TelegramChannel:
         if item["kind"] == inbox.APPROVAL:
             shown = orjson.dumps(item["args"], option=orjson.OPT_SORT_KEYS).decode()
             text = said.text("telegram.inbox_approval", language, channel=item["channel"], step=item["step"], executor=item["executor"],
-                             args=shown[:1500], reason=item["reason"]) + asked_for
+                             args=shown[:1500], reason=i18n.said_words(item["reason"], language)) + asked_for
             buttons = [[[said.text("telegram.approve", language), f"{APPROVE}:{item['id']}"],
                         [said.text("telegram.deny", language), f"{DENY}:{item['id']}"]]]
         elif item["kind"] == inbox.QUESTION:
-            text = said.text("telegram.inbox_question", language, channel=item["channel"], question=item["question"]) + asked_for
+            text = said.text("telegram.inbox_question", language, channel=item["channel"],
+                             question=i18n.said_words(item["question"], language)) + asked_for
             buttons = []
         else:
             text = said.text("telegram.inbox_undelivered", language, kind=item["message_kind"], channel=item["channel"],

@@ -70,7 +70,8 @@ def approver_for(args: argparse.Namespace, language: str = i18n.SOURCE) -> Calla
             print(f"metnos: {said.text('ask.approval_no_terminal', language, step=step, executor=executor)}", file=sys.stderr)
             return False, "no-terminal"
         shown = orjson.dumps(call_args).decode()
-        print(f"\n{said.text('ask.approval_step', language, step=step, executor=executor, args=shown[:300])}\n  {reason}", file=sys.stderr)
+        print(f"\n{said.text('ask.approval_step', language, step=step, executor=executor, args=shown[:300])}\n  {i18n.said_words(reason, language)}",
+              file=sys.stderr)
         try:
             reply = input(said.text("ask.approve_prompt", language)).strip().lower()
         except EOFError:
@@ -88,10 +89,11 @@ def asker_for(args: argparse.Namespace, language: str = i18n.SOURCE) -> Callable
 
     def ask(question: Any) -> tuple[str | None, str]:
         stdin = sys.stdin
+        asked = i18n.said_words(question.question, language)
         if stdin is None or stdin.closed or not stdin.isatty():
-            print(f"metnos: {said.text('ask.question_no_terminal', language, step=question.step, question=question.question)}", file=sys.stderr)
+            print(f"metnos: {said.text('ask.question_no_terminal', language, step=question.step, question=asked)}", file=sys.stderr)
             return None, "no-terminal"
-        print(f"\n{said.text('ask.question_step', language, step=question.step, question=question.question)}", file=sys.stderr)
+        print(f"\n{said.text('ask.question_step', language, step=question.step, question=asked)}", file=sys.stderr)
         try:
             reply = input(said.text("ask.answer_prompt", language))
         except EOFError:
@@ -202,7 +204,7 @@ def print_outcome(outcome: Any, *, as_json: bool, offer: str | None = None, lang
     else:
         print(f"metnos: {telling.why(outcome)}", file=sys.stderr)
     if not as_json:
-        for notice in telling.notices(outcome):
+        for notice in telling.notices(outcome, language):
             print(f"metnos: {notice}", file=sys.stderr)
     if outcome.status == "interrupted":
         return 128 + signal.Signals[outcome.failure["signal"]].value

@@ -73,7 +73,8 @@ def _line(item: dict[str, Any]) -> str:
                          args=args[:200], seconds=item["seconds_left"])
         hint = f"metnos inbox yes {short} | metnos inbox no {short}"
     elif item["kind"] == "question":
-        line = i18n.said("inbox.question", short=short, channel=item["channel"], question=item["question"], seconds=item["seconds_left"])
+        line = i18n.said("inbox.question", short=short, channel=item["channel"], question=i18n.said_words(item["question"], i18n.command_language()),
+                         seconds=item["seconds_left"])
         hint = f"metnos inbox answer {short} WORDS..."
     else:
         line = i18n.said("inbox.undelivered", short=short, kind=item["message_kind"], channel=item["channel"], address=item["address"],

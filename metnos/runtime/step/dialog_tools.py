@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from metnos.runtime.step.schedule_tools import BuiltinTool
+from metnos.settings import i18n
 
 GET_INPUTS = "get_inputs"
 REQUEST_LOCATION = "request_location_from_user"
 USER_ANSWER = "user answer"
-LOCATION_QUESTION = "Where are you? (a town or an address; coordinates as lat, lon also do)"
+LOCATION_QUESTION = i18n.english("turn.question.location")
 
 # What brings each dialog tool into a round's shortlist (the pre-filter's affinity tags).
 DIALOG_AFFINITY: dict[str, tuple[str, ...]] = {

@@ -67,6 +67,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from metnos.mechanisms.sandbox import autonomy as levels
+from metnos.settings import i18n
 from metnos.settings.turn import DEFAULT_JUDGE_THRESHOLD
 from metnos.runtime.step.shape import A_VERBS, verb_of
 from metnos.runtime.step.text import tokens
@@ -162,8 +163,8 @@ def hinted(verdict: Verdict, hint: dict[str, Any] | None) -> Verdict:
     """The judge's verdict with the mnestome's hint in its reason (a guard or autonomy stop is not judged)."""
     if hint is None or verdict.blocked_by in ("guard", "autonomy"):
         return verdict
-    said = (f"a strong mnest from {hint['from']} (weight {hint['weight']:.2f}, {hint['uses']} uses) leads to "
-            f"{verdict.executor}: a hint of telos alignment")
+    said = i18n.english("turn.vaglio.mnest_hint", source=hint["from"], weight=f"{hint['weight']:.2f}", uses=hint["uses"],
+                        executor=verdict.executor)
     return replace(verdict, reason=f"{verdict.reason}; {said}", rules=(*verdict.rules, "judge:mnest_hint"), mnest_hint=hint)
 
 
@@ -221,17 +222,17 @@ def _guard(name: str, args: Mapping[str, Any], policy: GuardPolicy) -> tuple[str
             if _inside(path, root):
                 if not mutating and any(_inside(path, ok) for ok in policy.read_exceptions):
                     continue
-                return ("core_forbidden_path", f"{raw!r} is inside the forbidden path {root}")
+                return ("core_forbidden_path", i18n.english("turn.vaglio.forbidden_path", path=repr(raw), root=root))
         if mutating:
             if path in SYSTEM_TOP_DIRS or path == policy.home:
-                return ("no_mass_harm", f"{name} may not act on the whole of {path}")
+                return ("no_mass_harm", i18n.english("turn.vaglio.whole_of", name=name, path=path))
             for root in policy.forbidden:
                 if _inside(root, path):
-                    return ("no_mass_harm", f"{name} on {raw!r} would reach the forbidden path {root}")
+                    return ("no_mass_harm", i18n.english("turn.vaglio.reaches_forbidden", name=name, path=repr(raw), root=root))
     if mutating:
         for _, s in _walk_strings(args, None):
             if _PRIVATE_KEY.search(s):
-                return ("no_secret_exfiltration", f"{name} carries private key material")
+                return ("no_secret_exfiltration", i18n.english("turn.vaglio.private_key", name=name))
     return None
 
 
@@ -281,8 +282,7 @@ def _for_principal(verdict: Verdict, principal: str) -> Verdict:
         return verdict
     if verdict.decision == ASK:
         return replace(verdict, decision=DENY, principal=principal, blocked_by="actor", rules=(*verdict.rules, "actor:guest"),
-                       reason=f"{verdict.reason}; the turn works for {principal}, a guest, who gives no approval "
-                              "([actors.guest]): only the host may approve it")
+                       reason=f"{verdict.reason}; {i18n.english('turn.vaglio.guest', principal=principal)}")
     return replace(verdict, principal=principal)
 
 
@@ -295,20 +295,18 @@ def _verdict(name: str, args: Mapping[str, Any], *, intent_text: str, policy: Gu
         law, reason = blocked
         return Verdict(name, DENY, reason, None, "guard", (f"guard:{law}",), keys, ts=ts)
     if not levels.offers(autonomy, side_effects=side_effects):
-        return Verdict(name, DENY, f"{name} changes things and the call runs at autonomy {autonomy}: only looking is allowed",
+        return Verdict(name, DENY, i18n.english("turn.vaglio.autonomy", name=name, autonomy=autonomy),
                        None, "autonomy", (f"autonomy:{autonomy}",), keys, ts=ts)
     score, fired = judge(name, args, intent_text)
     if score < threshold:
-        return Verdict(name, DENY, f"judge score {score:.2f} is below the threshold {threshold:.2f}",
+        return Verdict(name, DENY, i18n.english("turn.vaglio.judge_score", score=f"{score:.2f}", threshold=f"{threshold:.2f}"),
                        score, "judge", fired, keys, ts=ts)
     if side_effects and untrusted and not user_approved:
-        return Verdict(name, ASK, f"{name} needs your explicit approval: {'; '.join(untrusted)}. Content the turn read may not "
-                       "choose what an action acts on; an approval given ahead (--yes) does not count for this one",
+        return Verdict(name, ASK, i18n.english("turn.vaglio.untrusted_target", name=name, why="; ".join(untrusted)),
                        score, None, fired + ("provenance:untrusted_target",), keys, ts=ts)
     if side_effects and not idempotent and not user_approved:
         # Worded as before for supervised, so a turn recorded then replays to the same verdict.
-        even_full = "" if autonomy != levels.FULL else ", even at autonomy full"
-        return Verdict(name, ASK, f"{name} changes the world and cannot be repeated safely: "
-                       f"it needs your approval{even_full}", score, None,
+        even_full = "" if autonomy != levels.FULL else "_even_full"
+        return Verdict(name, ASK, i18n.english(f"turn.vaglio.cannot_repeat{even_full}", name=name), score, None,
                        fired + ("guard:precautionary_asymmetry",), keys, ts=ts)
     return Verdict(name, ALLOW, "approved", score, None, fired, keys, ts=ts)

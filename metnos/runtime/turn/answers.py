@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from metnos.runtime.step.text import content_tokens
+from metnos.settings import i18n
 
 EMPTY = "empty"
 TOOL_NAME = "tool_name"
@@ -26,15 +27,9 @@ STUB = "stub"
 INSTRUCTIONS_ECHOED = "instructions_echoed"
 
 NAMES_NOTHING = "names_nothing"
-REASONS: Mapping[str, str] = {
-    NAMES_NOTHING: "it named none of the items the steps found; say which they are",
-    EMPTY: "it was empty",
-    TOOL_NAME: "it was only the name of a tool",
-    RAW_TOOL_OUTPUT: "it was raw tool output (JSON), not an answer in words",
-    TOOL_CALL_AS_TEXT: "it was a tool call written as text; tools are called through the tool-calling interface",
-    STUB: "it stopped before saying anything (a lead-in ending with ':')",
-    INSTRUCTIONS_ECHOED: "it repeated the instructions it was given instead of answering",
-}
+# Why an answer is no answer, in the catalogue's words (``turn.answer.<problem>``): the model is told them, and the person.
+REASONS: Mapping[str, str] = {problem: i18n.english(f"turn.answer.{problem}") for problem in (
+    NAMES_NOTHING, EMPTY, TOOL_NAME, RAW_TOOL_OUTPUT, TOOL_CALL_AS_TEXT, STUB, INSTRUCTIONS_ECHOED)}
 # An answer that is mostly a run of this many words or more of an instruction it was given.
 _ECHO_RUN = 6
 _ECHO_SHARE = 0.6

@@ -87,6 +87,9 @@ class TurnFailure:
     final_kind: str
     message: str
     detail: str
+    # The message as ``TurnFailed`` records it: the detail in English whatever the language (recorded turns replay
+    # against it); ``message`` says the detail in the request's language too, for the person.
+    recorded: str = ""
 
     @property
     def status(self) -> str:
@@ -113,8 +116,15 @@ def turn_failure(kind: FailureKind, detail: str = "", language: str = i18n.SOURC
     if not isinstance(kind, FailureKind):
         raise TypeError(f"not a FailureKind: {kind!r}")
     final_kind = _FINAL_KIND[kind]
-    one_line = " ".join(_excerpt(str(detail), 200).split()) or "no detail"
-    return TurnFailure(kind, final_kind, i18n.in_force().text(f"failure.{kind.value}", language, detail=one_line), one_line)
+    said = i18n.in_force()
+    one_line = _one_line(str(detail)) or i18n.english("turn.no_detail")
+    recorded = said.text(f"failure.{kind.value}", language, detail=one_line)
+    told = _one_line(i18n.said_words(str(detail), language)) or said.text("turn.no_detail", language)
+    return TurnFailure(kind, final_kind, said.text(f"failure.{kind.value}", language, detail=told), one_line, recorded)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_excerpt(text, 200).split())
 
 
 def executor_crashed(stdout: str, stderr: str) -> dict[str, Any]:
@@ -135,49 +145,24 @@ def unknown_executor(name: str, available: list[str] | tuple[str, ...]) -> dict[
             "available": sorted(available)}
 
 
-# What an invocation failure kind means, in words.
-_KIND_WORDS = {
-    "Crash": "crashed",
-    "Timeout": "ran out of time",
-    "TooLarge": "produced more output than it may",
-    "NonJSONOutput": "answered with something that is not JSON",
-    "SchemaViolation": "did not keep to its schema",
-    "PolicyViolation": "was stopped by the sandbox policy",
-    "SandboxUnavailable": "could not be sandboxed",
-    "Quarantined": "is quarantined",
-    "UnknownExecutor": "is not installed",
-    "RemoteRefused": "could not run on its device",
-    "RemoteFailed": "did not finish on its device",
-}
-# error_class of a step the loop refused -> words
-_CLASS_WORDS = {
-    "policy_violation": "was refused by the sandbox policy",
-    "vaglio_denied": "was refused by the vaglio",
-    "declined": "was not approved",
-    "schema_violation": "was called with arguments that do not fit its schema",
-    "invalid_arguments": "was called with arguments that are not valid JSON",
-    "unknown_executor": "does not exist",
-    "needs_data_source": "had no data to work on",
-    "unknown_verb": "is not a known kind of executor",
-    "duplicate_read": "was not run again (its data is already there)",
-    "pipeline_already_closed": "was not run (the work was already done)",
-    "cap_steps": "was not run (step limit)",
-    "cap_same_executor": "was not run (called too often)",
-}
+# What went wrong in a step is said by ``turn.step.kind.<kind>`` (an invocation's failure) or
+# ``turn.step.class.<error_class>`` (a step the loop refused), with ``.because`` when there is a cause to give.
+_STEP_WORDS = "turn.step."
 
 
 def step_failure_words(executor: str, observation: dict[str, Any]) -> str:
     """What went wrong in a step, in one line a person can read:
     ``get_now crashed: RuntimeError: boom`` rather than ``-> Crash``."""
     error = observation.get("error")
+    known = i18n.texts().source
     if isinstance(error, dict) and error.get("kind"):
-        what = _KIND_WORDS.get(str(error["kind"]), f"failed ({error['kind']})")
+        key, what = f"{_STEP_WORDS}kind.{error['kind']}", str(error["kind"])
         cause = ": ".join(str(error[k]) for k in ("type", "message") if error.get(k) and error.get(k) != "Exited")
         if not cause:
             cause = str(error.get("detail") or error.get("rule") or "")
     else:
         error_class = str(observation.get("error_class") or "")
-        what = _CLASS_WORDS.get(error_class, f"failed ({error_class})" if error_class else "failed")
+        key, what = f"{_STEP_WORDS}class.{error_class}", error_class
         if isinstance(error, dict):
             cause = str(error.get("message") or error.get("detail") or "")
         else:
@@ -185,5 +170,7 @@ def step_failure_words(executor: str, observation: dict[str, Any]) -> str:
         if not cause and observation.get("errors"):
             first = observation["errors"][0]
             cause = f"{first.get('path') or '(top)'}: {first.get('message', '')}"
-    cause = " ".join(_excerpt(cause, 200).split())
-    return f"{executor} {what}: {cause}" if cause else f"{executor} {what}"
+    cause = _one_line(cause)
+    if key not in known:
+        key = f"{_STEP_WORDS}failed_as" if what else f"{_STEP_WORDS}failed"
+    return i18n.english(f"{key}.because" if cause else key, executor=executor, what=what, cause=cause)

@@ -17,6 +17,7 @@ from metnos.runtime.turn.filler import FILLER_PROMPT, Filler, FillerFailed, has_
 from metnos.runtime.step.piping import placeholders_in
 from metnos.runtime.turn.shown import elapsed_ms, shown_content
 from metnos.runtime.turn.turn_state import EndTurn, TurnRequest, TurnState
+from metnos.settings import i18n
 from metnos.settings.llm_tiers import ROLE_TIERS
 
 
@@ -54,7 +55,7 @@ def follow_plan(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, p
         left = placeholders_in(answer)
         if left:
             # Shown as is, the user would read "{{get_urls.result}}" as the answer.
-            return _abandon(loop, turn, state, request, pool, f"the answer holds {', '.join(left)}, which names no step's value")
+            return _abandon(loop, turn, state, request, pool, i18n.english("turn.plan.placeholders_left", left=", ".join(left)))
         if state.online and state.problem is not None and not grounded_in(answer, state.since_problem):
             # An online plan's answer after a failed step must rest on what succeeded since.
             raise EndTurn(*state.problem)
@@ -65,7 +66,7 @@ def follow_plan(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, p
             arguments = filler.fill_value(dict(call.arguments), state.observations, step=state.step + 1, where="args")
         except FillerFailed as e:
             # Like a step that failed: the turn's problem unless a later step goes through.
-            reason = f"step {state.step + 1} ({call.name}) could not be written: {e}"
+            reason = i18n.english("turn.plan.step_not_written", step=state.step + 1, name=call.name, error=e)
             state.problem, state.since_problem = (FailureKind.STEP_FAILED, reason), []
             return _abandon(loop, turn, state, request, pool, reason)
         call = dataclasses.replace(call, arguments=arguments)
@@ -78,9 +79,8 @@ def follow_plan(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, p
     loop.commit(turn, *others)
     # An online plan after a recovery goes on past the earlier failure; only a new one stops it.
     if observation.get("ok") is False or (state.problem is not None and (not state.online or state.problem is not before)):
-        reason = f"step {state.step} ({call.name}) did not succeed"
-        if state.online and observation.get("ok") is False:
-            reason += f": {step_failure_words(call.name, observation)}"
+        words = step_failure_words(call.name, observation) if state.online and observation.get("ok") is False else ""
+        reason = i18n.english("turn.plan.step_failed.because" if words else "turn.plan.step_failed", step=state.step, name=call.name, words=words)
         return _abandon(loop, turn, state, request, pool, reason)
     return None
 

@@ -30,6 +30,7 @@ from typing import Any
 from metnos.runtime.step.records import RecordsError, file_rows, is_file_list
 from metnos.runtime.step.text import content_tokens
 from metnos.runtime.turn.composing import textual
+from metnos.settings import i18n
 
 # Past this many unmatched parts, the rest are counted rather than named.
 MAX_NAMED = 8
@@ -68,8 +69,8 @@ class ExactAsk:
     count: int | None
 
     def words(self) -> str:
-        amount = "" if self.count is None else f"{self.count} "
-        return f"the {self.end} {amount}{self.what}"
+        counted = "" if self.count is None else ".count"
+        return i18n.english(f"turn.exact.{self.end}.{self.what}{counted}", count=self.count)
 
 
 @dataclass(frozen=True)
@@ -85,15 +86,15 @@ class Grounding:
         return not self.unmatched and not self.exactness and not self.denied
 
     def problems(self) -> list[str]:
-        named = [f"{part!r}" for part in self.unmatched[:MAX_NAMED]]
-        if len(self.unmatched) > MAX_NAMED:
-            named.append(f"and {len(self.unmatched) - MAX_NAMED} more")
-        out = [f"not found in any step's result: {', '.join(named)}"] if named else []
+        named = ", ".join(f"{part!r}" for part in self.unmatched[:MAX_NAMED])
+        more = len(self.unmatched) - MAX_NAMED
+        out = []
+        if named:
+            out.append(i18n.english("turn.grounding.not_found_more" if more > 0 else "turn.grounding.not_found", parts=named, more=more))
         if self.exactness:
             out.append(self.exactness)
         if self.denied:
-            out.append("the answer says " + ", ".join(repr(d) for d in self.denied[:MAX_NAMED])
-                       + " cannot be found or read, yet a step found or read it")
+            out.append(i18n.english("turn.grounding.denied", said=", ".join(repr(d) for d in self.denied[:MAX_NAMED])))
         return out
 
     def summary(self) -> str:
@@ -368,22 +369,22 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
         if not sorts and lists and not texts and all(len(found) <= (ask.count or 1) for found in lists):
             return ""
         if not sorts:
-            return f"the request asks for {asked}, and no step sorted the data to find it (only a sort ranks)"
+            return i18n.english("turn.grounding.no_sort", asked=asked)
         top = sorted_top(sorts[-1].observation, ask.count or 1, wanted)
         names = [leaf for e in top for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z /]+", leaf)]
         if names and not any(n.casefold() in answer.casefold() for n in names):
-            return f"the request asks for {asked}, and the answer names none of the sort's top: {names[0]!r}"
+            return i18n.english("turn.grounding.not_the_top", asked=asked, first=repr(names[0]))
     elif not any(s.computed for s in steps):
-        return f"the request asks for {asked}, and no step worked them out (only a step that slices or sorts the data can)"
+        return i18n.english("turn.grounding.not_worked_out", asked=asked)
     given = _items(answer) or [line.strip() for line in answer.splitlines() if line.strip()]
     if ask.count is not None and len(given) > 1 and len(given) != ask.count:
-        return f"the request asks for {asked}, and the answer gives {len(given)}"
+        return i18n.english("turn.grounding.how_many", asked=asked, given=len(given))
     # What it quotes as the answer is what the working out returned (the 1.5B sent a list's heading
     # and answered with its first item, quoted from the plain read).
     outside = [q for q in _quotes(answer) if not _item_found(q, known_computed)]
     outside += [g for g in given if len(given) > 1 and not _item_found(g, known_computed)]
     if outside:
-        return f"the request asks for {asked}, and {outside[0]!r} is not among what the step that worked them out returned"
+        return i18n.english("turn.grounding.not_among", asked=asked, outside=repr(outside[0]))
     return ""
 
 
@@ -427,8 +428,8 @@ def _against_superlative(request: str, answer: str, steps: Sequence[StepData]) -
         said = [leaf for e in ends for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z ]+", leaf)
                 and leaf.casefold() in folded]
         if said:
-            return (f"the request asks for the {'most' if wanted == 'desc' else 'least'} of {meta.get('field')!r}, and "
-                    f"{said[0]!r} comes from a sort in {meta.get('order')}ending order (its other end)")
+            return i18n.english(f"turn.grounding.other_end.{'most' if wanted == 'desc' else 'least'}", field=repr(meta.get("field")),
+                                said=repr(said[0]), order=meta.get("order"))
     return ""
 
 

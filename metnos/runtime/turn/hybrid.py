@@ -30,6 +30,7 @@ from metnos.runtime.turn.filler import FILLER_RULE
 from metnos.runtime.turn.judge import capabilities_of
 from metnos.runtime.turn.prompt import asked_in
 from metnos.runtime.turn.online import ONLINE_PROMPT, PlanUnreadable, planner_messages, read_plan, recovery_messages, shift
+from metnos.settings import i18n
 from metnos.settings.runtime import recorded_runtime
 from metnos.runtime.turn.side_call import sent_form
 
@@ -120,7 +121,7 @@ class OnlineDriver:
                 state.recovered = True
                 self.propose(turn, state, request, pool, failure=f"your reply was not a plan: {e}")
                 return
-            raise PlanFailed(f"the online planner's reply is not a plan: {e}") from None
+            raise PlanFailed(i18n.english("turn.plan.not_a_plan", error=e)) from None
         self.loop.record(turn, Turn.OnlinePlanProposed, round=state.round, plan=plan, problem=None, recovery=failure is not None)
         self.loop.commit(turn)
         state.plan, state.online = PlanPlayer(plan, None), True

@@ -51,7 +51,7 @@ def read_verdict(text: str) -> tuple[float, str] | None:
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
         return None
     reason = data.get("reason")
-    return float(score), (reason.strip()[:500] if isinstance(reason, str) and reason.strip() else "no reason given")
+    return float(score), (reason.strip()[:500] if isinstance(reason, str) and reason.strip() else i18n.english("turn.judge.no_reason"))
 
 
 def _habit(verdict: Verdict) -> str:
@@ -94,11 +94,11 @@ class LLMJudge:
                          + _principal_line(verdict))
         model = ""
         if isinstance(reply, LLMError):
-            found, why = None, f"the judge could not be asked: {reply}"
+            found, why = None, i18n.english("turn.judge.not_asked", error=reply)
         else:
             model = reply.model
             found = read_verdict(reply.text)
-            why = f"the judge's reply is not a verdict: {reply.text[:200]!r}"
+            why = i18n.english("turn.judge.not_a_verdict", reply=repr(reply.text[:200]))
         threshold = self.config.threshold
         if found is None:
             score, reason, decision = None, why, DENY
@@ -110,7 +110,8 @@ class LLMJudge:
             "decision": decision, "tier": tier, "model": model})
         if decision != DENY:
             return verdict
-        shown = "no score" if score is None else f"score {score:.2f} under {threshold:.2f}"
-        return dataclasses.replace(verdict, decision=DENY, reason=f"the LLM judge refused {name} ({shown}): {reason}",
+        shown = (i18n.english("turn.judge.no_score") if score is None
+                 else i18n.english("turn.judge.score_under", score=f"{score:.2f}", threshold=f"{threshold:.2f}"))
+        return dataclasses.replace(verdict, decision=DENY, reason=i18n.english("turn.judge.refused", name=name, shown=shown, reason=reason),
                                    score=score, blocked_by="llm_judge", judge_kind="llm",
                                    rules=(*verdict.rules, "judge:llm"))

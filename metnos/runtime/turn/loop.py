@@ -49,6 +49,7 @@ from metnos.runtime.turn.running import run_call
 from metnos.runtime.turn.shown import pipes, shown_content
 from metnos.runtime.turn.turn_state import AnswerFromData, EndTurn, TurnOutcome, TurnRequest, TurnState
 from metnos.runtime.step.vaglio import GuardPolicy
+from metnos.settings import i18n
 from metnos.settings.runtime import RuntimeConfig
 from metnos.settings.turn import TurnSettings
 
@@ -241,7 +242,7 @@ class TurnLoop:
             if state.problem is not None:
                 # Asked for words after a step went wrong, it calls again: what went wrong is the outcome.
                 raise EndTurn(*state.problem)
-            raise EndTurn(FailureKind.BAD_LLM_REPLY, "a tool call after the pipeline was closed")
+            raise EndTurn(FailureKind.BAD_LLM_REPLY, i18n.english("turn.tool_call_after_close"))
         critical = next((why for c in reply.tool_calls if (why := self.online.critical(request, c.name))), None) if not state.escalated else None
         if critical is not None:
             self.online.escalate(turn, state, request, pool, critical)
@@ -347,6 +348,6 @@ class TurnLoop:
         return TurnOutcome(str(turn.id), failure.status, failure=failure.to_json(), steps=state.step)
 
     def _record_failure(self, turn: Turn, state: TurnState, failure: Any) -> None:
-        self.record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.message,
+        self.record(turn, Turn.TurnFailed, kind=failure.kind.value, final_kind=failure.final_kind, message=failure.recorded,
                     steps=state.step, status=failure.status)
         self.commit(turn)

@@ -37,6 +37,7 @@ from metnos.runtime.step.catalogue import QuarantinedExecutor, TurnCatalogue, ca
 from metnos.runtime.step.prefilter import CatalogueEntry, CatalogueError
 from metnos.runtime.turn.shortlist import complete
 from projections.catalog import invocable
+from metnos.settings import i18n
 
 # Seeds first, as the catalogue offers them: a seed's name is never shadowed.
 _ORIGIN_ORDER = {"seed": 0, "synt": 1, "skill": 2}
@@ -66,7 +67,7 @@ def held_versions(catalogue_state: Mapping[str, Any]) -> tuple[Held, ...]:
         if version is None:
             continue
         state = entry["versions"][version]
-        found[name] = Held(name, entry["origin"], version, state.get("reason") or "quarantined (no reason recorded)", state.get("check") or "")
+        found[name] = Held(name, entry["origin"], version, state.get("reason") or i18n.english("turn.quarantine.no_reason"), state.get("check") or "")
     return tuple(found[n] for n in sorted(found))
 
 
@@ -154,19 +155,20 @@ _APPROVAL = "approval"
 def _commands(executor: Mapping[str, Any]) -> str:
     name = executor["name"]
     if executor.get("check") == _APPROVAL:
-        return f"`{show_command(name)}` shows it."
-    return f"`{show_command(name)}` shows it; once its files verify again, `metnos executors rehabilitate {name}` returns it."
+        return i18n.english("turn.quarantine.shows", command=show_command(name))
+    return i18n.english("turn.quarantine.shows_and_rehabilitates", command=show_command(name), name=name)
 
 
 def notice(executor: Mapping[str, Any]) -> str:
     """One sentence for the user: which executor the request missed, why it is quarantined, the command that shows it."""
-    return (f"{executor['name']} {executor['version']} would have been offered for this request, but it is quarantined: "
-            f"{executor['reason']}. {_commands(executor)}")
+    return i18n.english("turn.quarantine.offered", name=executor["name"], version=executor["version"], reason=executor["reason"],
+                        commands=_commands(executor))
 
 
 def refusal_message(executor: Mapping[str, Any]) -> str:
     """The same for a call that names a quarantined executor (an MCP client's)."""
-    return f"{executor['name']} {executor['version']} is quarantined: {executor['reason']}. {_commands(executor)}"
+    return i18n.english("turn.quarantine.called", name=executor["name"], version=executor["version"], reason=executor["reason"],
+                        commands=_commands(executor))
 
 
 def told(executors: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:

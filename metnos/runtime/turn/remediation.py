@@ -43,6 +43,7 @@ import orjson
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.step.intent import named_targets
 from metnos.runtime.step.shape import NEEDS_ACTION_TARGET, NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
+from metnos.settings import i18n
 
 NEEDS_CONTENT_FETCH = "needs_content_fetch"
 CONTENT_FETCH_TOP = 5
@@ -170,7 +171,7 @@ def _action_target_args(_: Any, ctx: RemediationContext) -> dict[str, Any]:
         "mode": "free_text",
         "verb": verb,
         "object": obj,
-        "question": f"Which {obj or 'target'} should I {verb}?",
+        "question": i18n.english("turn.question.which" if obj else "turn.question.which_target", obj=obj, verb=verb),
     }
 
 

@@ -70,9 +70,9 @@ def unverified_lines(outcome: Any, language: str = i18n.SOURCE) -> list[str]:
     return lines
 
 
-def notices(outcome: Any) -> list[str]:
-    """One sentence for each quarantined executor the request would have been offered."""
-    return [q["notice"] for q in getattr(outcome, "quarantined", None) or []]
+def notices(outcome: Any, language: str = i18n.SOURCE) -> list[str]:
+    """One sentence for each quarantined executor the request would have been offered, in ``language``."""
+    return [i18n.said_words(q["notice"], language) for q in getattr(outcome, "quarantined", None) or []]
 
 
 def outcome_json(outcome: Any) -> dict[str, Any]:
@@ -93,5 +93,5 @@ def reply_text(outcome: Any, language: str = i18n.SOURCE) -> str:
         body = "\n".join([f"metnos: {first}", *rest[:-2], "", *rest[-2:]])
     else:
         body = f"metnos: {why(outcome)}"
-    told = notices(outcome)
+    told = notices(outcome, language)
     return "\n\n".join([body, *(f"metnos: {n}" for n in told)])

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -202,12 +202,13 @@ def _by_english(catalogue: Catalogue) -> dict[str, str]:
 _Tried = tuple[re.Pattern[str], str, str]
 
 
-@lru_cache(maxsize=8)
-def _error_patterns(catalogue: Catalogue) -> list[_Tried]:
-    """Each ``error.*`` template as a pattern that matches the messages it makes, its fields captured as said."""
+@lru_cache(maxsize=16)
+def _error_patterns(catalogue: Catalogue, family: str = ERROR) -> list[_Tried]:
+    """Each template of ``family`` (``error.*``, ``turn.*``) as a pattern that matches the messages it makes, its
+    fields captured as said."""
     tried = []
     for key, template in catalogue.source.items():
-        if key.startswith(ERROR):
+        if key.startswith(family):
             literals = [literal for literal, _, _, _ in string.Formatter().parse(template)]
             tried.append((re.compile(_pattern_of(template), re.DOTALL), key, max(literals, key=len), sum(map(len, literals))))
     # The most words of its own first: a template that is the start of another, or says in a field what another
@@ -215,21 +216,22 @@ def _error_patterns(catalogue: Catalogue) -> list[_Tried]:
     return [(pattern, key, longest) for pattern, key, longest, _ in sorted(tried, key=lambda t: -t[3])]
 
 
-@lru_cache(maxsize=8)
-def _error_index(catalogue: Catalogue) -> tuple[dict[str, list[_Tried]], list[_Tried]]:
+@lru_cache(maxsize=16)
+def _error_index(catalogue: Catalogue, family: str = ERROR) -> tuple[dict[str, list[_Tried]], list[_Tried]]:
     """The templates by the character they open with, those that open with a field among every character's, each
     list in the order of :func:`_error_patterns`; and those that open with a field, for any other character."""
-    ordered = _error_patterns(catalogue)
+    ordered = _error_patterns(catalogue, family)
     opening = {key: next(iter(string.Formatter().parse(catalogue.source[key])), ("",))[0][:1] or None for _, key, _ in ordered}
     anywhere = [t for t in ordered if opening[t[1]] is None]
     by_first = {c: [t for t in ordered if opening[t[1]] in (c, None)] for c in set(opening.values()) - {None}}
     return by_first, anywhere
 
 
-def error_template(message: str, catalogue: Catalogue | None = None) -> tuple[str, dict[str, str]] | None:
-    """The key of the ``error.*`` template that makes ``message`` and the text of each of its fields, or None."""
+def error_template(message: str, catalogue: Catalogue | None = None, family: str = ERROR) -> tuple[str, dict[str, str]] | None:
+    """The key of the template of ``family`` (``error.*`` by default) that makes ``message`` and the text of each
+    of its fields, or None."""
     catalogue = catalogue or in_force()
-    by_first, anywhere = _error_index(catalogue)
+    by_first, anywhere = _error_index(catalogue, family)
     for pattern, key, longest in by_first.get(message[:1], anywhere):
         # A pattern of several fields that fails tries every split of the message: the substring test first.
         if longest not in message:
@@ -289,12 +291,96 @@ def said_error_or_as_raised(message: str, language: str | None = None) -> str:
 
 def _said_error(catalogue: Catalogue, message: str, language: str, depth: int) -> str:
     found = error_template(message, catalogue)
-    if found is None:
-        return message
+    return message if found is None else _said_as_found(catalogue, found, message, language, depth, _said_error)
+
+
+def _said_as_found(catalogue: Catalogue, found: tuple[str, dict[str, str]], text: str, language: str, depth: int,
+                   say: Callable[[Catalogue, str, str, int], str]) -> str:
+    """``text``, which the template ``found`` makes, in the translation of that template (``text`` itself when it has
+    none fresh), each field said by ``say`` while ``depth`` lasts."""
     key, values = found
     translated = catalogue.fresh(key, language)
     if translated is None:
-        return message
+        return text
     if depth > 1:
-        values = {name: _said_error(catalogue, value, language, depth - 1) for name, value in values.items()}
+        values = {name: say(catalogue, value, language, depth - 1) for name, value in values.items()}
     return _filled(translated, values)
+
+
+# The runtime's own words in what a turn tells (a failure's detail, a refusal's reason, an approval's reason, a
+# quarantine notice): made in English from the catalogue's ``turn.*`` templates, the words events record and the
+# model reads, byte for byte as before; said in the request's language where the person reads them, found again
+# by their English words like an error's message. Data in them (a file name, an executor's own error) is left as is.
+TURN = "turn."
+# Joins the runtime makes of names (``delete_files or send_message``), said with the language's word for each.
+_JOINED = {" or ": "turn.joined.or", " and ": "turn.joined.and"}
+_NAMES_JOINED = {sep: re.compile(rf"[\w.\-]+(?:{sep}[\w.\-]+)+") for sep in _JOINED}
+
+
+def english(key: str, **values: Any) -> str:
+    """The ``turn.*`` text ``key`` in English, filled: what the runtime records and the model reads."""
+    return texts().text(key, SOURCE, **values)
+
+
+def said_words(text: str, language: str) -> str:
+    """``text``, made by the runtime from ``turn.*`` templates (and the ``error.*`` messages it may carry), in
+    ``language``: each template found by its English words says its fields in the translation; a part no template
+    makes, or whose translation is missing or stale, is said as it is."""
+    if language == SOURCE or not text:
+        return text
+    return _said_words(in_force(), text, language, depth=6)
+
+
+# Where the runtime cuts a text it makes (a step's cause, a failure's detail, at 200 characters).
+CUT = "…"
+
+
+@lru_cache(maxsize=8)
+def _cut_patterns(catalogue: Catalogue) -> list[tuple[re.Pattern[str], str]]:
+    """Each ``turn.*`` template with a field as a pattern of the texts it makes cut after its last field began: every
+    field is captured, the last one perhaps cut short, and of the words after it any beginning (none, some, all but
+    the last character)."""
+    tried = []
+    for pattern, key, _ in _error_patterns(catalogue, TURN):
+        parts = list(string.Formatter().parse(catalogue.source[key]))
+        if not any(name for _, name, _, _ in parts):
+            continue
+        *fields, (tail, last_name, _, _) = parts
+        whole = _pattern_of("".join(literal + ("{" + name + "}" if name else "") for literal, name, _, _ in fields))
+        if last_name is not None:
+            whole += re.escape(tail) + f"(?P<{last_name}>.+?)" if last_name not in {n for _, n, _, _ in fields} else re.escape(tail) + ".+?"
+            tail = ""
+        beginning = "".join(f"(?:{re.escape(c)}" for c in tail[:-1]) + ")?" * len(tail[:-1])
+        tried.append((re.compile(whole + beginning, re.DOTALL), key))
+    return tried
+
+
+def _cut_template(body: str, catalogue: Catalogue) -> tuple[str, dict[str, str]] | None:
+    """The ``turn.*`` template that makes ``body`` followed by more the runtime cut, and its fields; the field the
+    cut fell in (the last, when nothing after it is left) marked cut."""
+    for pattern, key in _cut_patterns(catalogue):
+        found = pattern.fullmatch(body)
+        if found is None:
+            continue
+        values = found.groupdict()
+        last = [name for _, name, _, _ in string.Formatter().parse(catalogue.source[key]) if name][-1]
+        if found.end(last) == len(body):
+            values[last] += CUT
+        return key, values
+    return None
+
+
+def _said_words(catalogue: Catalogue, text: str, language: str, depth: int) -> str:
+    for family in (TURN, ERROR):
+        # A cut text is taken by the template that makes the most of it, not by one whose last field takes the rest.
+        cut = family == TURN and text.endswith(CUT)
+        found = _cut_template(text[:-len(CUT)], catalogue) if cut else error_template(text, catalogue, family)
+        if found is not None:
+            return _said_as_found(catalogue, found, text, language, depth, _said_words)
+    for separator, key in _JOINED.items():
+        if _NAMES_JOINED[separator].fullmatch(text):
+            return catalogue.text(key, language).join(text.split(separator))
+    if "; " in text and depth > 1:
+        # Reasons the runtime joins (a verdict's reason and the hint added to it; a grounding's problems).
+        return "; ".join(_said_words(catalogue, part, language, depth - 1) for part in text.split("; "))
+    return text

@@ -19,6 +19,7 @@ from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRE
 from metnos.runtime.turn.rules.provenance import builtin_provenance, scheduled_untrusted_origins
 from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
+from metnos.settings import i18n
 
 
 class AnswerOnly(BaseRule):
@@ -164,7 +165,7 @@ class ScheduleMade(BaseRule):
             return None
         if asks_for_now(step.request.text):
             return None  # "delete it, and every hour from now on": once now, then the schedule.
-        error = f"the request asks for this {when}: nothing is scheduled yet, and doing it now is not what was asked"
+        error = i18n.english("turn.schedule.not_yet", when=when)
         return step.reject("recurrence", {"when": when, "message": error}, {
             "ok": False, "error_class": "outside_request", "error": error,
             "hint": f"call {SCHEDULE_TOOL} with the executor and its arguments, to run {when}"})
@@ -185,8 +186,7 @@ class ScheduleMade(BaseRule):
         if baked is None:
             return None
         path, origin = baked
-        error = (f"{path} holds what {origin.words()} says now, and the schedule would repeat that copy at every "
-                 "firing: schedule the reading too")
+        error = i18n.english("turn.schedule.read_now", path=path, origin=origin.words())
         return step.reject("recurrence", {"argument": path, "origin": origin.to_json(), "message": error}, {
             "ok": False, "error_class": "outside_request", "error": error,
             "hint": f'call {SCHEDULE_TOOL} with "chain": the step that reads first, then the steps that use it with "from_step"'})
@@ -357,7 +357,7 @@ def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str
         used = [s for s in used if is_a_figure(state.observations.get(s, {}))]
         if not used:
             steps = ", ".join(str(s) for s in found.steps)
-            raise EndTurn(FailureKind.UNUSABLE_ANSWER, f"the figure asked for was never worked out from the data of step {steps}")
+            raise EndTurn(FailureKind.UNUSABLE_ANSWER, i18n.english("turn.answer.figure_never_worked_out", steps=steps))
     answer = compose_answer([state.observations.get(s, {}) for s in used], request.text)
     loop.record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
     return answer

@@ -32,6 +32,7 @@ from metnos.runtime.turn.ports import TurnPorts
 from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.runtime.turn.turn_state import TurnRequest, TurnState
 from metnos.runtime.step.vaglio import GuardPolicy
+from metnos.settings import i18n
 from metnos.settings.turn import TurnSettings
 
 
@@ -178,7 +179,7 @@ class Step:
         if kind in ("policy", "autonomy", "exfiltration"):
             state.problem = (FailureKind.STEP_REFUSED, words)
         elif error_class == NEEDS_DATA_SOURCE:
-            state.problem = (FailureKind.NEEDS_INPUTS, f"{name} needs data to work on (which file, folder or items?)")
+            state.problem = (FailureKind.NEEDS_INPUTS, i18n.english("turn.needs_data", name=name))
         else:
             state.problem = (FailureKind.STEP_FAILED, words)
             if not acts(self.loop.catalogue, name):

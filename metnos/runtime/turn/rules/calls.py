@@ -29,6 +29,7 @@ from metnos.runtime.turn.remediation import RemediationAction, RemediationContex
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
 from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED, ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
 from metnos.runtime.step.validation import validate_args
+from metnos.settings import i18n
 
 
 # The verbs whose action takes existing files as its object.
@@ -188,7 +189,7 @@ class PipelineShape(BaseRule):
         if action.kind == "force_final_answer":
             state.final_only = state.pipeline_closed = True
         elif action.kind == "dialog":
-            return End(FailureKind.NEEDS_INPUTS, f"{name} needs a target (which files, which items?)", commit=True)
+            return End(FailureKind.NEEDS_INPUTS, i18n.english("turn.needs_target", name=name), commit=True)
         elif action.kind == "prereq_then_retry" and not state.remediating:
             return remediate(step, action)
         return verdict

@@ -32,6 +32,7 @@ from metnos.runtime.step.dialog_tools import DIALOG_TOOLS, GET_INPUTS, LOCATION_
 from metnos.runtime.step.shape import next_state
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
+from metnos.settings import i18n
 
 # Arguments that refer to earlier steps are never a target the user types.
 _NOT_TARGETS = frozenset({"from_step", "with_step", "entries", "with_entries"})
@@ -67,14 +68,15 @@ def ask(step: Step, question: Question) -> Reply:
 def unanswered(question: Question, reply: Reply) -> str:
     """Why the turn stops at an unanswered question, and how to go on."""
     if reply.by.endswith("timeout"):
-        why = f"nobody answered on {question.channel} in time"
+        what = "timeout"
     elif reply.by.endswith("no-terminal"):
-        why = "there is no terminal to ask on (standard input is not one); run the request at a terminal"
+        what = "no_terminal"
     elif reply.by.endswith("stopped") or reply.by.endswith("stopping"):
-        why = f"the {question.channel} channel stopped while it waited"
+        what = "stopped"
     else:
-        why = f"no answer came ({reply.by})"
-    return f"“{question.question}” {why}, or ask again naming it in the request"
+        what = "no_answer"
+    why = i18n.english(f"turn.dialog.{what}", channel=question.channel, by=reply.by)
+    return i18n.english("turn.dialog.unanswered", question=question.question, why=why)
 
 
 def target_argument(schema: dict[str, Any]) -> tuple[str, str] | None:
@@ -115,7 +117,7 @@ def ask_for_target(step: Step, action: Any, observation: dict[str, Any]) -> Verd
     """``needs_action_target``: ask for the target; None, the call goes on with it."""
     target = target_argument(step.te.loaded.input_schema)
     # The registry words it with the verb and the object of the call ("Which files should I delete?").
-    words = str(action.prereq_args.get("question") or f"What should {step.name} act on?")
+    words = str(action.prereq_args.get("question") or i18n.english("turn.question.what_target", name=step.name))
     question = Question(step=step.number, tool=GET_INPUTS, question=words, channel=step.request.channel, executor=step.name,
                         argument=target[0] if target else "")
     reply = ask(step, question)
@@ -143,8 +145,7 @@ def run_dialog_tool(step: Step) -> Verdict:
     else:
         question = Question(step=step.number, tool=step.name, question=asked, channel=channel)
     if not can_ask(step):
-        return End(FailureKind.NEEDS_INPUTS, f"“{question.question}” needs an answer and nobody can be asked on {channel}; "
-                                             "name it in the request", commit=True)
+        return End(FailureKind.NEEDS_INPUTS, i18n.english("turn.dialog.nobody_to_ask", question=question.question, channel=channel), commit=True)
     reply = ask(step, question)
     if not reply.answered:
         return End(FailureKind.NEEDS_INPUTS, unanswered(question, reply), commit=True)

@@ -21,6 +21,7 @@ from metnos.runtime.mcp.servers import ORIGIN as MCP_ORIGIN
 from metnos.runtime.turn.judge import capabilities_of
 from metnos.runtime.turn.provenance import role_of, settings_of, step_source, target_roles, trace_step
 from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
+from metnos.settings import i18n
 
 # Answers given before any question was asked: they approve what the user foresaw, not a target content chose.
 BLANKET_ANSWERS = frozenset({"flag:--yes", "http:approve=yes"})
@@ -87,8 +88,8 @@ def untrusted_origins(step: Step) -> list[str]:
     if getattr(step.te.loaded, "origin", "builtin") == MCP_ORIGIN:
         targets += _values(step.arguments, step.provenance, {path for path, _, _ in targets})
         if tainted is not None and not _asked_for(step):
-            unasked.append(f"your request does not ask for what {step.name} does: the model chose it after reading "
-                           f"{Provenance(prov.STEP, step=tainted.step, source=tainted.source).words()}")
+            unasked.append(i18n.english("turn.origin.not_asked", name=step.name,
+                                        origin=Provenance(prov.STEP, step=tainted.step, source=tainted.source).words()))
     return list(dict.fromkeys([*unasked, *(why for path, role, p in targets
                                            if (why := prov.target_origin(role, p, tainted_by=tainted, argument=path)) is not None)]))
 
@@ -138,7 +139,7 @@ def scheduled_untrusted_origins(step: Step, calls: list[tuple[str, dict[str, Any
             continue
         traced = prov.trace(args, request=step.request.text, settings=settings, seen=seen, piped={}, answered={}, home=_home(step))
         roles = target_roles(te.loaded.input_schema, name, capabilities_of(te.loaded))
-        why += [f"for {name}, {reason}" for _, role, p in _targets(roles, traced)
+        why += [i18n.english("turn.origin.for", name=name, reason=reason) for _, role, p in _targets(roles, traced)
                 if (reason := prov.target_origin(role, p, tainted_by=tainted)) is not None]
     return list(dict.fromkeys(why))
 
@@ -173,8 +174,7 @@ class Exfiltration(BaseRule):
         if carried is None:
             return None
         path, role, p = away
-        message = (f"{step.name} refused as exfiltration: {carried}, and its {role} ({path}) came from {p.words()}, not from "
-                   "your request or your settings. If you mean it, name the destination in your request")
+        message = i18n.english("turn.exfiltration.target", name=step.name, carried=carried, role=role, path=path, origin=p.words())
         error = {"kind": EXFILTRATION, "message": message, "argument": path, "origin": p.to_json()}
         return step.reject(EXFILTRATION, error, {"ok": False, "error_class": EXFILTRATION, "error": message})
 
@@ -190,8 +190,7 @@ def _url_leak(step: Step) -> Verdict | None:
         carried = prov.carried_in_url(value, seen, request=step.request.text, settings=settings)
         if carried is None:
             continue
-        message = (f"{step.name} refused as exfiltration: the URL ({path}) carries {carried} to a server neither your request nor "
-                   "your settings name. If you mean it, name the address in your request")
+        message = i18n.english("turn.exfiltration.url", name=step.name, path=path, carried=carried)
         error = {"kind": EXFILTRATION, "message": message, "argument": path}
         return step.reject(EXFILTRATION, error, {"ok": False, "error_class": EXFILTRATION, "error": message})
     return None

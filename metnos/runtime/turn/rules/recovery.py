@@ -11,6 +11,7 @@ from metnos.runtime.step.text import content_tokens
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
 from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.turn.rules.base import BaseRule, Round, Step, Verdict
+from metnos.settings import i18n
 
 # Where a value is the user's own words.
 USERS_WORDS = frozenset({REQUEST, DIALOG})
@@ -105,8 +106,7 @@ def found_nothing_on_a_guess(step: Step) -> str | None:
                and not _DAY.match(value.strip()) and content_tokens(value) and not content_tokens(value) & asked]
     if not guesses:
         return None
-    return (f"{step.name} found nothing with {' and '.join(guesses)}, in neither your request nor an earlier "
-            "result: a guess of the model's, not a fact")
+    return i18n.english("turn.guess", name=step.name, guesses=" and ".join(guesses))
 
 
 # A day or a time written as a date (ISO 8601): worked out from the request's words, not made up.

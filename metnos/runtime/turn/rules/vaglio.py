@@ -11,6 +11,7 @@ from metnos.runtime.turn.rules.base import BaseRule, Step, Verdict
 from metnos.runtime.turn.rules.provenance import blanket, builtin_provenance, scheduled_untrusted_origins, untrusted_origins
 from metnos.runtime.turn.shown import elapsed_ms
 from metnos.runtime.step.vaglio import ALLOW, ASK, DENY, vaglio
+from metnos.settings import i18n
 
 _SEVERITY = {ALLOW: 0, ASK: 1, DENY: 2}
 
@@ -63,7 +64,7 @@ def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tup
                         idempotent=not te.entry.side_effects, autonomy=request.autonomy, principal=request.principal,
                         untrusted=[why for why in untrusted if why.startswith(f"for {target}, ")])
         if _SEVERITY[judged.decision] > _SEVERITY[verdict.decision]:
-            verdict = dataclasses.replace(judged, executor=name, reason=f"{name} would run {target} again and again: {judged.reason}")
+            verdict = dataclasses.replace(judged, executor=name, reason=i18n.english("turn.vaglio.again_and_again", name=name, target=target, reason=judged.reason))
     traced = builtin_provenance(step) if step.kind == "builtin" else {}
     step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started), provenance=traced or None)
     return _decided(step, verdict, step.args, untrusted=untrusted)
@@ -84,11 +85,10 @@ def _decided(step: Step, verdict: Any, args: dict[str, Any], *, untrusted: list[
             approved, by = step.loop.ports.approve(step.number, name, args, verdict.reason)
         step.record(Turn.ApprovalAnswered, step=step.number, approved=bool(approved), by=by)
         if approved and untrusted and blanket(by):
-            return step.refuse({"ok": False, "error_class": "declined", "error": (
-                f"{name} was not run: {'; '.join(untrusted)}, and {by} approves only what you asked for. To run it, approve it when asked (metnos ask without "
-                "--yes, or the dashboard), or name the target in your request; do not retry it")}, args)
+            return step.refuse({"ok": False, "error_class": "declined",
+                                "error": i18n.english("turn.vaglio.approved_ahead", name=name, why="; ".join(untrusted), by=by)}, args)
         if not approved:
-            return step.refuse({"ok": False, "error_class": "declined", "error": f"the user did not approve {name}; do not retry it"}, args)
+            return step.refuse({"ok": False, "error_class": "declined", "error": i18n.english("turn.vaglio.not_approved", name=name)}, args)
         step.approval = {"by": by, "turn_id": str(step.turn.id), "step": step.number}
     return None
 
