@@ -82,33 +82,37 @@ def encode_event(event: StoredEvent) -> bytes:
     return _HEAD.pack(RECORD_FORMAT, len(oid), len(topic), event.originator_version) + oid + topic + event.state
 
 
-def encode_batch(events: Sequence[StoredEvent], ids: Sequence[int]) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
-    """The index items ``(event key, id key)`` and the records ``(id key, record)`` of a batch, as
-    ``event_key`` and ``encode_event`` make them: the hot loop of a save, where a turn's
-    events share one originator and a few topics."""
+def encode_batch(rows: Sequence[tuple[Any, int, str, bytes]], ids: Sequence[int]) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+    """The index items ``(event key, id key)`` and the records ``(id key, record)`` of a batch of
+    ``(originator id, version, topic, state)``, as ``event_key`` and ``encode_event`` make them:
+    the hot loop of a save, where a turn's events share one originator and a few topics."""
     index: list[tuple[bytes, bytes]] = []
     records: list[tuple[bytes, bytes]] = []
+    index_append = index.append
+    records_append = records.append
     pack_id = _U64.pack
     pack_head = _HEAD.pack
-    # (originator id, topic) -> the record's lengths and the bytes after its header, for the run in hand.
-    last: tuple[Any, str] | None = None
+    join = b"".join
+    # The record's lengths and the bytes after its header, for the run of one originator and topic in hand.
+    last_oid: Any = _NO_ID
+    last_topic = ""
     prefix = tail = b""
     oid_len = topic_len = 0
-    for event, notification_id in zip(events, ids, strict=True):
-        state = event.__dict__
-        oid, topic = state["originator_id"], state["topic"]
-        if last is None or oid is not last[0] or topic != last[1]:
+    for (oid, version, topic, state), notification_id in zip(rows, ids):
+        if oid is not last_oid or topic != last_topic:
             raw_oid = _encode_originator_id(oid)
             raw_topic = topic.encode("utf-8")
             prefix = _OID_LEN.pack(len(raw_oid)) + raw_oid
             tail = raw_oid + raw_topic
             oid_len, topic_len = len(raw_oid), len(raw_topic)
-            last = (oid, topic)
-        version = state["originator_version"]
+            last_oid, last_topic = oid, topic
         key = pack_id(notification_id)
-        index.append((prefix + pack_id(version + _VERSION_OFFSET), key))
-        records.append((key, b"".join((pack_head(RECORD_FORMAT, oid_len, topic_len, version), tail, state["state"]))))
+        index_append((prefix + pack_id(version + _VERSION_OFFSET), key))
+        records_append((key, join((pack_head(RECORD_FORMAT, oid_len, topic_len, version), tail, state))))
     return index, records
+
+
+_NO_ID: Any = object()
 
 
 def decode_event(table: str, key: bytes, value: bytes) -> StoredEvent:
