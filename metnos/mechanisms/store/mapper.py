@@ -20,7 +20,7 @@ from eventsourcing.utils import get_topic, resolve_topic
 
 from metnos.mechanisms.store.compressor import RAW_MARK, ZstdCompressor
 from metnos.mechanisms.store.event_record import Record, record_of
-from metnos.mechanisms.store.transcoder import TAGGED, OrjsonTranscoder
+from metnos.mechanisms.store.transcoder import TAGGED, OrjsonTranscoder, is_plain
 
 _TS = "__ts__"
 # A stored state that starts with this byte is the JSON after it, as the
@@ -172,7 +172,6 @@ class FastMapper(Mapper):
         topics = self._topics
         general = FastMapper.to_stored_event.__get__(self)
         wrap = self.transcoder.wrap
-        is_plain = self.transcoder.is_plain
         dumps = orjson.dumps
         encode_error = orjson.JSONEncodeError
         compressor = self.compressor

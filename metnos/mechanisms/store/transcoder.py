@@ -124,11 +124,6 @@ class OrjsonTranscoder(JSONTranscoder):
         """``obj`` with every value that is not native JSON tagged; ``obj`` itself when none is."""
         return self._wrap(obj)
 
-    @staticmethod
-    def is_plain(obj: Any) -> bool:
-        """Whether ``wrap(obj)`` is ``obj`` itself: nothing in it to tag."""
-        return _is_plain(obj)
-
     def unwrap(self, loaded: Any) -> Any:
         """Loaded JSON back to the types it was written from."""
         return self._unwrap(loaded)
@@ -160,23 +155,26 @@ class OrjsonTranscoder(JSONTranscoder):
         return {k: (v if type(v) in _NATIVE else self._unwrap(v)) for k, v in o.items()}
 
 
-def _is_plain(o: Any) -> bool:
-    # ``_wrap`` less the building of what it would give back: a save asks this of every state,
-    # and most states have nothing to tag. Exact types only, as there: a subclass of str is tagged.
+def is_plain(o: Any) -> bool:
+    """Whether ``OrjsonTranscoder.wrap(o)`` is ``o`` itself: nothing in it to tag.
+
+    ``_wrap`` less the building of what it would give back: a save asks this of every state,
+    and most states have nothing to tag. Exact types only, as there: a subclass of str is tagged.
+    """
     t = type(o)
     if t is dict:
         for v in o.values():
             tv = type(v)
             if tv in _NATIVE or (tv is list and _all_native(map(type, v))):
                 continue
-            if not _is_plain(v):
+            if not is_plain(v):
                 return False
         return True
     if t is list:
         if _all_native(map(type, o)):
             return True
         for v in o:
-            if type(v) not in _NATIVE and not _is_plain(v):
+            if type(v) not in _NATIVE and not is_plain(v):
                 return False
         return True
     return t in _NATIVE
