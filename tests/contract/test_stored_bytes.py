@@ -131,7 +131,7 @@ def test_a_state_is_stored_as_before(extra: Any) -> None:
     stored_both_ways(mapper, [event])
 
 
-@pytest.mark.parametrize("extra", [{"x": [Unknown()]}, Colour.RED, [{"set": {1}}]], ids=repr)
+@pytest.mark.parametrize("extra", [{"x": [Unknown()]}, Colour.RED, [{"set": {1}}]], ids=["unknown", "enum", "set"])
 def test_a_value_the_transcoder_cannot_write_fails_as_before(extra: Any) -> None:
     mapper = fast()
     event = Ledger.Noted(originator_id=UUID(int=3), originator_version=2, timestamp=AT, text="t", extra=extra)
