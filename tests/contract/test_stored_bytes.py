@@ -11,7 +11,6 @@ write, a class that upcasts or a version past the made ones goes the way it went
 from __future__ import annotations
 
 import enum
-import shutil
 from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -30,7 +29,7 @@ from pydantic import BaseModel
 from metnos.mechanisms.store.mapper import FastMapper, _with_stamp
 from metnos.mechanisms.store.records import encode_batch, encode_event, event_key
 from metnos.mechanisms.store.transcoder import is_plain
-from tests.contract.test_domain_event_scan import CLASSES, made_by_the_constructor
+from tests.contract.test_domain_event_scan import CLASSES, made_by_the_constructor, recorded_log
 from tests.contract.test_record_feed import AT, Ledger, fast
 
 OWN = ("originator_id", "originator_version", "timestamp")
@@ -180,13 +179,7 @@ def test_the_recorded_layered_log_is_stored_again_byte_for_byte(tmp_path: Path) 
     """Every event of a log an older Metnos recorded (tests/fixtures/layered_log), read and stored
     again, gives the bytes it was stored with (but for those stored by the stock mapper or at an
     older class version, which it gives as the general path does)."""
-    from metnos.mechanisms.eventlog import EventLog
-    from metnos.settings.workspace import Workspace
-
-    recorded = Path(__file__).resolve().parents[1] / "fixtures" / "layered_log" / "recorded" / "log" / "data.mdb"
-    (tmp_path / "log").mkdir()
-    shutil.copyfile(recorded, tmp_path / "log" / "data.mdb")
-    log = EventLog(Workspace(tmp_path / "data", tmp_path / "config"), env={"LMDB_PATH": str(tmp_path / "log"), "LMDB_SYNC": "no"})
+    log = recorded_log(tmp_path)
     try:
         notifications = list(log.notifications())
         events = [log.mapper.to_domain_event(n) for n in notifications]
