@@ -23,6 +23,7 @@ from eventsourcing.persistence import InfrastructureFactoryError, Notification, 
 
 from domain.errors import MetnosError
 from metnos.mechanisms.store.event_record import Record, record_of
+from metnos.mechanisms.store.mapper import StoredRow, row_of
 from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.environment import DATA_FILE
@@ -124,7 +125,7 @@ class EventLog(Application[UUID]):
             else:
                 stored = [mapper.to_stored_event(e) for e in events]
                 ids = recorder.insert_events(stored, **kwargs)
-                rows = [(s.originator_id, s.originator_version, s.topic, s.state) for s in stored]
+                rows = [row_of(s) for s in stored]
         except LogUnavailable as e:
             raise LogUnavailable(f"{e}. Not written: {_unwritten(events, aggregates)}. Everything recorded before is in the log") from e
         repository = self.repository
@@ -267,7 +268,7 @@ _READS = ("select_events", "select_notifications", "max_notification_id", "scan"
 class _Recordings(Sequence[Recording[Any]]):
     """What ``save`` returns, as eventsourcing's: each recording made when it is read (nothing reads them on the hot path)."""
 
-    def __init__(self, events: list[Any], rows: list[tuple[Any, int, str, bytes]], ids: Sequence[int]) -> None:
+    def __init__(self, events: list[Any], rows: list[StoredRow], ids: Sequence[int]) -> None:
         self._events, self._rows, self._ids = events, rows, ids
 
     def __len__(self) -> int:

@@ -43,7 +43,7 @@ from eventsourcing.utils import Environment, resolve_topic, strtobool
 
 from metnos.mechanisms.store import environment as environments
 from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE, BadLogSetting, LogFromNewerVersion
-from metnos.mechanisms.store.mapper import FastMapper, StoredRow
+from metnos.mechanisms.store.mapper import FastMapper, StoredRow, row_of
 from metnos.mechanisms.store.records import (
     decode_event,
     decode_notification,
@@ -140,8 +140,7 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         return self.table_name + ".notifications"
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        rows = [(s.originator_id, s.originator_version, s.topic, s.state) for s in stored_events]
-        return self.insert_rows(rows, **kwargs)
+        return self.insert_rows([row_of(s) for s in stored_events], **kwargs)
 
     def insert_rows(self, rows: Sequence[StoredRow], **kwargs: Any) -> Sequence[int] | None:
         """``insert_events`` of ``(originator id, originator version, topic, state)``, which a

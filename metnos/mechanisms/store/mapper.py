@@ -43,7 +43,7 @@ def stored_event(originator_id: Any, originator_version: int, topic: str, state:
     return stored
 
 
-def _row_of(stored: StoredEvent) -> StoredRow:
+def row_of(stored: StoredEvent) -> StoredRow:
     return (stored.originator_id, stored.originator_version, stored.topic, stored.state)
 
 
@@ -215,7 +215,7 @@ class FastMapper(Mapper):
     def stored_rows(self, domain_events: Iterable[Any]) -> list[StoredRow]:
         """``(originator id, originator version, topic, state)`` of each event, as ``to_stored_event``
         stores it, without a ``StoredEvent`` an event: what the LMDB recorder's ``insert_rows`` takes."""
-        return [_row_of(self.to_stored_event(e)) for e in domain_events]
+        return [row_of(self.to_stored_event(e)) for e in domain_events]
 
     def _fast_stored_event(self, domain_event: Any) -> StoredEvent:
         return stored_event(*self.stored_rows((domain_event,))[0])

@@ -97,7 +97,7 @@ def encode_batch(rows: Sequence[tuple[Any, int, str, bytes]], ids: Sequence[int]
     last_topic = ""
     prefix = lengths = tail = b""
     oid_len = topic_len = 0
-    for (oid, version, topic, state), key in zip(rows, keys):
+    for (oid, version, topic, state), key in zip(rows, keys, strict=True):
         if oid is not last_oid or topic != last_topic:
             raw_oid = _encode_originator_id(oid)
             raw_topic = topic.encode("utf-8")
