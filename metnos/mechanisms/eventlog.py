@@ -23,6 +23,7 @@ from eventsourcing.persistence import InfrastructureFactoryError, Notification, 
 
 from domain.errors import MetnosError
 from metnos.mechanisms.store.event_record import Record, record_of
+from metnos.mechanisms.store.mapper import StoredRow, row_of
 from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.environment import DATA_FILE
@@ -113,17 +114,25 @@ class EventLog(Application[UUID]):
 
     def _write(self, events: list[Any], aggregates: dict[Any, Any], **kwargs: Any) -> list[Any]:
         """``events`` in one insert of the recorder (one transaction), as eventsourcing's save records them."""
-        mapper = self.mapper
-        stored = [mapper.to_stored_event(e) for e in events]
+        recorder, mapper = self.recorder, self.mapper
+        insert_rows = getattr(recorder, "insert_rows", None)
+        stored_rows = getattr(mapper, "stored_rows", None)
         try:
-            ids = self.recorder.insert_events(stored, **kwargs)
+            if insert_rows is not None and stored_rows is not None:
+                # No StoredEvent an event: on a turn's save they cost as much as laying out the records.
+                rows = stored_rows(events)
+                ids = insert_rows(rows, **kwargs)
+            else:
+                stored = [mapper.to_stored_event(e) for e in events]
+                ids = recorder.insert_events(stored, **kwargs)
+                rows = [row_of(s) for s in stored]
         except LogUnavailable as e:
             raise LogUnavailable(f"{e}. Not written: {_unwritten(events, aggregates)}. Everything recorded before is in the log") from e
         repository = self.repository
         if repository.cache and not repository.fastforward:
             for aggregate_id, aggregate in aggregates.items():
                 repository.cache.put(aggregate_id, aggregate)
-        recordings = _Recordings(events, stored, ids or ())
+        recordings = _Recordings(events, rows, ids or ())
         processing: ProcessingEvent[Any] = ProcessingEvent(kwargs.get("tracking"))
         processing.events, processing.aggregates = events, aggregates
         self._take_snapshots(processing)
@@ -259,8 +268,8 @@ _READS = ("select_events", "select_notifications", "max_notification_id", "scan"
 class _Recordings(Sequence[Recording[Any]]):
     """What ``save`` returns, as eventsourcing's: each recording made when it is read (nothing reads them on the hot path)."""
 
-    def __init__(self, events: list[Any], stored: list[Any], ids: Sequence[int]) -> None:
-        self._events, self._stored, self._ids = events, stored, ids
+    def __init__(self, events: list[Any], rows: list[StoredRow], ids: Sequence[int]) -> None:
+        self._events, self._rows, self._ids = events, rows, ids
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -268,9 +277,9 @@ class _Recordings(Sequence[Recording[Any]]):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        stored = self._stored[index]
-        notification = Notification(originator_id=stored.originator_id, originator_version=stored.originator_version,
-                                    topic=stored.topic, state=stored.state, id=self._ids[index])
+        originator_id, originator_version, topic, state = self._rows[index]
+        notification = Notification(originator_id=originator_id, originator_version=originator_version,
+                                    topic=topic, state=state, id=self._ids[index])
         return Recording(domain_event=self._events[index], notification=notification)
 
 

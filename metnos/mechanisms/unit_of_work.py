@@ -2,7 +2,7 @@
 
 While a unit of work is open in a thread, what that thread saves to the log
 is held here instead of written; ``commit`` writes everything held in one
-transaction of the recorder (one ``insert_events``), so a kill leaves either
+transaction of the recorder (one ``insert_rows`` on LMDB, ``insert_events`` elsewhere), so a kill leaves either
 all of it or none. The log commits a unit before any read of it in this
 process (read-your-writes), so nothing in the process ever reads past what
 it saved; other processes see the events when they are committed.

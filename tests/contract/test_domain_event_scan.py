@@ -115,9 +115,8 @@ def test_every_domain_event_class_scans_back_to_what_its_constructor_made(tmp_pa
         assert type(got.timestamp) is datetime and type(got.originator_id) is UUID and type(got.originator_version) is int
 
 
-def test_the_recorded_layered_log_scans_to_what_the_layered_path_reads_field_order_included(tmp_path: Path) -> None:
-    """A log recorded by an older Metnos (tests/fixtures/layered_log) reads back through the full scan's
-    one loop as through the layered path: the same events, their fields in the same order."""
+def recorded_log(tmp_path: Path) -> Any:
+    """A copy of the log an older Metnos recorded (tests/fixtures/layered_log), opened; the caller closes it."""
     import shutil
 
     from metnos.mechanisms.eventlog import EventLog
@@ -126,7 +125,13 @@ def test_the_recorded_layered_log_scans_to_what_the_layered_path_reads_field_ord
     recorded = Path(__file__).resolve().parents[1] / "fixtures" / "layered_log" / "recorded" / "log" / "data.mdb"
     (tmp_path / "log").mkdir()
     shutil.copyfile(recorded, tmp_path / "log" / "data.mdb")
-    log = EventLog(Workspace(tmp_path / "data", tmp_path / "config"), env={"LMDB_PATH": str(tmp_path / "log"), "LMDB_SYNC": "no"})
+    return EventLog(Workspace(tmp_path / "data", tmp_path / "config"), env={"LMDB_PATH": str(tmp_path / "log"), "LMDB_SYNC": "no"})
+
+
+def test_the_recorded_layered_log_scans_to_what_the_layered_path_reads_field_order_included(tmp_path: Path) -> None:
+    """A log recorded by an older Metnos (tests/fixtures/layered_log) reads back through the full scan's
+    one loop as through the layered path: the same events, their fields in the same order."""
+    log = recorded_log(tmp_path)
     try:
         scanned = list(log.domain_events())
         layered = list(log._decoded_events(1, frozenset()))

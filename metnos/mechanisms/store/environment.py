@@ -39,23 +39,19 @@ class _Gate:
     """Many transactions at once, or one resize alone."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        # A plain lock under the condition: ``with`` on it runs in C, where an RLock's
+        # Condition goes through Python on every transaction.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._active = 0
         self._resizing = False
+        self._held = _Shared(self)
 
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._cond:
-            while self._resizing:
-                self._cond.wait()
-            self._active += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._active -= 1
-                if self._active == 0:
-                    self._cond.notify_all()
+    def shared(self) -> _Shared:
+        """A hold for one transaction (``with gate.shared():``); the same object for every one,
+        since it keeps nothing of its own: a generator's context manager cost a transaction
+        more than an empty LMDB commit."""
+        return self._held
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -71,6 +67,28 @@ class _Gate:
             with self._cond:
                 self._resizing = False
                 self._cond.notify_all()
+
+
+class _Shared:
+    __slots__ = ("_gate",)
+
+    def __init__(self, gate: _Gate) -> None:
+        self._gate = gate
+
+    def __enter__(self) -> None:
+        gate = self._gate
+        with gate._lock:
+            while gate._resizing:
+                gate._cond.wait()
+            gate._active += 1
+
+    def __exit__(self, *exc: object) -> None:
+        gate = self._gate
+        with gate._lock:
+            gate._active -= 1
+            # Only a resize waits for none to be active, and it says so first.
+            if gate._active == 0 and gate._resizing:
+                gate._cond.notify_all()
 
 
 class SharedEnvironment:

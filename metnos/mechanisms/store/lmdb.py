@@ -43,7 +43,7 @@ from eventsourcing.utils import Environment, resolve_topic, strtobool
 
 from metnos.mechanisms.store import environment as environments
 from metnos.mechanisms.store.errors import LOG_DAMAGE_ADVICE, BadLogSetting, LogFromNewerVersion
-from metnos.mechanisms.store.mapper import FastMapper
+from metnos.mechanisms.store.mapper import FastMapper, StoredRow, row_of
 from metnos.mechanisms.store.records import (
     decode_event,
     decode_notification,
@@ -140,23 +140,28 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         return self.table_name + ".notifications"
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        return self.insert_rows([row_of(s) for s in stored_events], **kwargs)
+
+    def insert_rows(self, rows: Sequence[StoredRow], **kwargs: Any) -> Sequence[int] | None:
+        """``insert_events`` of ``(originator id, originator version, topic, state)``, which a
+        save makes without a ``StoredEvent`` an event (``FastMapper.stored_rows``)."""
         tracking: Tracking | None = kwargs.get("tracking")
-        return self.shared.write(lambda txn: self._insert(txn, stored_events, tracking))
+        return self.shared.write(lambda txn: self._insert(txn, rows, tracking))
 
     def _insert(
         self,
         txn: lmdb.Transaction,
-        stored_events: Sequence[StoredEvent],
+        rows: Sequence[StoredRow],
         tracking: Tracking | None,
     ) -> list[int]:
         with txn.cursor(db=self._notifications_db) as cursor:
             last_id = id_from_bytes(cursor.key()) if cursor.last() else 0
-            ids = list(range(last_id + 1, last_id + 1 + len(stored_events)))
-            index_items, records = encode_batch(stored_events, ids)
+            ids = list(range(last_id + 1, last_id + 1 + len(rows)))
+            index_items, records = encode_batch(rows, ids)
             with txn.cursor(db=self._index_db) as index:
                 _, added = index.putmulti(index_items, overwrite=False)
             if added != len(index_items):
-                raise IntegrityError(_duplicate_message(stored_events))
+                raise IntegrityError(_duplicate_message(rows))
             cursor.putmulti(records, append=True)
         if tracking is not None:
             self._insert_tracking_in(txn, tracking)
@@ -494,16 +499,15 @@ def _scan_aggregate(
         return found
 
 
-def _duplicate_message(stored_events: Sequence[StoredEvent]) -> str:
+def _duplicate_message(rows: Sequence[StoredRow]) -> str:
     seen = set()
-    for s in stored_events:
-        key = (s.originator_id, s.originator_version)
+    for originator_id, originator_version, _, _ in rows:
+        key = (originator_id, originator_version)
         if key in seen:
-            return f"Stored events are not unique: {s.originator_id} version {s.originator_version} twice in one batch"
+            return f"Stored events are not unique: {originator_id} version {originator_version} twice in one batch"
         seen.add(key)
     # Not a repeat inside the batch, so one of them was recorded before.
-    first = stored_events[0]
-    return f"Stored event already recorded: a batch of {len(stored_events)} events from {first.originator_id} repeats a version already in the log"
+    return f"Stored event already recorded: a batch of {len(rows)} events from {rows[0][0]} repeats a version already in the log"
 
 
 def _dangling(table: str, id_key: bytes) -> Exception:

@@ -20,7 +20,7 @@ from eventsourcing.utils import get_topic, resolve_topic
 
 from metnos.mechanisms.store.compressor import RAW_MARK, ZstdCompressor
 from metnos.mechanisms.store.event_record import Record, record_of
-from metnos.mechanisms.store.transcoder import TAGGED, OrjsonTranscoder
+from metnos.mechanisms.store.transcoder import TAGGED, OrjsonTranscoder, is_plain
 
 _TS = "__ts__"
 # A stored state that starts with this byte is the JSON after it, as the
@@ -32,6 +32,19 @@ STAMP = _TS
 
 # topic -> the function turning its stored JSON into a record's fields
 Loaders = dict[str, Callable[[bytes], dict[str, Any]]]
+# (originator id, originator version, topic, state): a StoredEvent's fields, as a save lays them out
+StoredRow = tuple[Any, int, str, bytes]
+
+
+def stored_event(originator_id: Any, originator_version: int, topic: str, state: bytes) -> StoredEvent:
+    stored = object.__new__(StoredEvent)
+    # The frozen dataclass's __init__ costs a microsecond an event.
+    object.__setattr__(stored, "__dict__", {"originator_id": originator_id, "originator_version": originator_version, "topic": topic, "state": state})
+    return stored
+
+
+def row_of(stored: StoredEvent) -> StoredRow:
+    return (stored.originator_id, stored.originator_version, stored.topic, stored.state)
 
 
 def _with_stamp(data: bytes, stamp: bytes) -> bytes:
@@ -58,7 +71,8 @@ class FastMapper(Mapper):
         if self._own_codecs:
             self.decode_rows = self._fast_rows_decoder()  # type: ignore[method-assign]
             self.decode_records = self._fast_records_decoder()  # type: ignore[method-assign]
-            self.to_stored_event = self._fast_encoder()  # type: ignore[method-assign]
+            self.stored_rows = self._fast_encoder()  # type: ignore[method-assign]
+            self.to_stored_event = self._fast_stored_event  # type: ignore[method-assign]
 
     def _fast_rows_decoder(self) -> Any:
         """``decode_rows`` with everything it touches bound once: the hot loop of scans."""
@@ -152,7 +166,7 @@ class FastMapper(Mapper):
         return decode_records
 
     def _fast_encoder(self) -> Any:
-        """``to_stored_event`` with everything it touches bound once, for the common event (a
+        """``stored_rows`` with everything it touches bound once, for the common event (a
         ``datetime`` timestamp, class version 1, a state within orjson's integers): the hot loop
         of a save. Any other event goes the general way; both write the same bytes."""
         topics = self._topics
@@ -164,38 +178,47 @@ class FastMapper(Mapper):
         compress = compressor.compress if compressor is not None else None
         threshold = compressor.threshold if compressor is not None else 0
         raw_mark = bytes([RAW_MARK])
-        new = object.__new__
-        set_dict = object.__setattr__
 
-        def to_stored_event(domain_event: Any) -> StoredEvent:
-            cls = type(domain_event)
-            found = topics.get(cls)
-            if found is None:
-                found = topics[cls] = (get_topic(cls), getattr(cls, "class_version", 1))
-            if found[1] > 1:
-                return general(domain_event)
-            state = domain_event.__dict__.copy()
-            originator_id = state.pop("originator_id")
-            originator_version = state.pop("originator_version")
-            timestamp = state.pop("timestamp", None)
-            if type(timestamp) is not datetime:
-                return general(domain_event)
-            # The same dict when nothing needed a tag, else a new one: either way ours to add to.
-            wrapped = wrap(state)
-            wrapped[_TS] = timestamp
-            try:
-                data = dumps(wrapped)
-            except encode_error:
-                return general(domain_event)  # an integer beyond 64 bits, said as text there
-            if wrapped is not state:
-                data = TAGGED + data
-            if compress is not None:
-                data = raw_mark + data if len(data) < threshold else compress(data)
-            stored = new(StoredEvent)
-            set_dict(stored, "__dict__", {"originator_id": originator_id, "originator_version": originator_version, "topic": found[0], "state": data})
-            return stored
+        def stored_rows(domain_events: Iterable[Any]) -> list[StoredRow]:
+            rows: list[StoredRow] = []
+            append = rows.append
+            for domain_event in domain_events:
+                cls = type(domain_event)
+                found = topics.get(cls)
+                if found is None:
+                    found = topics[cls] = (get_topic(cls), getattr(cls, "class_version", 1))
+                state = domain_event.__dict__.copy()
+                originator_id = state.pop("originator_id")
+                originator_version = state.pop("originator_version")
+                timestamp = state.pop("timestamp", None)
+                try:
+                    if found[1] > 1 or type(timestamp) is not datetime:
+                        raise LookupError  # noqa: TRY301 - the general way's to write
+                    if is_plain(state):
+                        state[_TS] = timestamp
+                        data = dumps(state)
+                    else:
+                        wrapped = wrap(state)  # a new dict, ours to add to
+                        wrapped[_TS] = timestamp
+                        data = TAGGED + dumps(wrapped)
+                except (LookupError, encode_error):  # an integer beyond 64 bits is said as text there
+                    stored = general(domain_event)
+                    append((originator_id, originator_version, stored.topic, stored.state))
+                    continue
+                if compress is not None:
+                    data = raw_mark + data if len(data) < threshold else compress(data)
+                append((originator_id, originator_version, found[0], data))
+            return rows
 
-        return to_stored_event
+        return stored_rows
+
+    def stored_rows(self, domain_events: Iterable[Any]) -> list[StoredRow]:
+        """``(originator id, originator version, topic, state)`` of each event, as ``to_stored_event``
+        stores it, without a ``StoredEvent`` an event: what the LMDB recorder's ``insert_rows`` takes."""
+        return [row_of(self.to_stored_event(e)) for e in domain_events]
+
+    def _fast_stored_event(self, domain_event: Any) -> StoredEvent:
+        return stored_event(*self.stored_rows((domain_event,))[0])
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         cls = type(domain_event)
@@ -223,10 +246,7 @@ class FastMapper(Mapper):
             data = self.compressor.compress(data)
         if self.cipher:
             data = self.cipher.encrypt(data)
-        stored = object.__new__(StoredEvent)
-        # The frozen dataclass's __init__ costs a microsecond an event.
-        object.__setattr__(stored, "__dict__", {"originator_id": originator_id, "originator_version": originator_version, "topic": topic, "state": data})
-        return stored
+        return stored_event(originator_id, originator_version, topic, data)
 
     def _encode_stamped(self, state: dict[str, Any], timestamp: datetime) -> bytes:
         """The transcoder's bytes for ``state`` with the timestamp as its last member, in one ``orjson.dumps``.

@@ -155,6 +155,31 @@ class OrjsonTranscoder(JSONTranscoder):
         return {k: (v if type(v) in _NATIVE else self._unwrap(v)) for k, v in o.items()}
 
 
+def is_plain(o: Any) -> bool:
+    """Whether ``OrjsonTranscoder.wrap(o)`` is ``o`` itself: nothing in it to tag.
+
+    ``_wrap`` less the building of what it would give back: a save asks this of every state,
+    and most states have nothing to tag. Exact types only, as there: a subclass of str is tagged.
+    """
+    t = type(o)
+    if t is dict:
+        for v in o.values():
+            tv = type(v)
+            if tv in _NATIVE or (tv is list and _all_native(map(type, v))):
+                continue
+            if not is_plain(v):
+                return False
+        return True
+    if t is list:
+        if _all_native(map(type, o)):
+            return True
+        for v in o:
+            if type(v) not in _NATIVE and not is_plain(v):
+                return False
+        return True
+    return t in _NATIVE
+
+
 def _big_ints(o: Any) -> Any:
     if type(o) is int and not _I64[0] <= o <= _I64[1]:
         return {"_type_": _BIG_INT, "_data_": str(o)}
