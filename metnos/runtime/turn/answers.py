@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from metnos.runtime.turn.grounding import leaves as _leaves
 from metnos.runtime.step.text import content_tokens
 from metnos.settings import i18n
 
@@ -207,19 +208,6 @@ def figures_from(text: str, observations: Iterable[Mapping[str, Any]]) -> bool:
         for leaf in _leaves(obs):
             known |= _numbers(leaf)
     return said <= known
-
-
-def _leaves(value: Any) -> Iterable[str]:
-    """The values of an observation as text, without its keys (an answer saying
-    "content" uses nothing by that)."""
-    if isinstance(value, Mapping):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _leaves(v)
-    elif value is not None and not isinstance(value, bool):
-        yield str(value)
 
 
 # Words by which a request asks for a figure worked out from data (a total, a count, the

@@ -180,13 +180,14 @@ def exact_ask(request: str) -> ExactAsk | None:
 
 # --- what the steps returned --------------------------------------------------------
 
-def _leaves(value: Any) -> Iterable[str]:
+def leaves(value: Any) -> Iterable[str]:
+    """The values of an observation as text, without its keys."""
     if isinstance(value, Mapping):
         for v in value.values():
-            yield from _leaves(v)
+            yield from leaves(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from _leaves(v)
+            yield from leaves(v)
     elif value is not None and not isinstance(value, bool):
         yield str(value)
 
@@ -371,7 +372,7 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
         if not sorts:
             return i18n.english("turn.grounding.no_sort", asked=asked)
         top = sorted_top(sorts[-1].observation, ask.count or 1, wanted)
-        names = [leaf for e in top for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z /]+", leaf)]
+        names = [leaf for e in top for leaf in leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z /]+", leaf)]
         if names and not any(n.casefold() in answer.casefold() for n in names):
             return i18n.english("turn.grounding.not_the_top", asked=asked, first=repr(names[0]))
     elif not any(s.computed for s in steps):
@@ -425,7 +426,7 @@ def _against_superlative(request: str, answer: str, steps: Sequence[StepData]) -
             ends = [entries[0]]
         else:
             ends = entries  # Cut to the wrong end: all it kept is the wrong end.
-        said = [leaf for e in ends for leaf in _leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z ]+", leaf)
+        said = [leaf for e in ends for leaf in leaves(e) if len(leaf) >= 2 and not re.fullmatch(r"[\d.,:\-T+Z ]+", leaf)
                 and leaf.casefold() in folded]
         if said:
             return i18n.english(f"turn.grounding.other_end.{'most' if wanted == 'desc' else 'least'}", field=repr(meta.get("field")),
@@ -505,7 +506,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run)."""
     observations = [s.observation for s in steps]
-    texts = [request, *(leaf for obs in observations for leaf in _leaves(obs)),
+    texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
     counts = [n for obs in observations for n in _lengths(obs)]
     known = _Known(texts, [float(n) for n in counts], home)
@@ -515,7 +516,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)) if exact else ""
     if ask is not None and exact and not exactness:
         computed = [s.observation for s in steps if s.computed]
-        known_computed = _Known([leaf for obs in computed for leaf in _leaves(obs)],
+        known_computed = _Known([leaf for obs in computed for leaf in leaves(obs)],
                                 [float(n) for obs in computed for n in _lengths(obs)], home)
         exactness = _exactness(ask, answer, steps, known_computed, wanted=superlative_order(request))
     return Grounding(tuple(unmatched), exactness, tuple(_denied(answer, steps)))
