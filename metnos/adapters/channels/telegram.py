@@ -156,6 +156,9 @@ class TelegramChannel:
         self._delivering = False
         # A prompt's outbox id -> what to do with its Telegram message id once sent (remove the buttons later).
         self._on_sent: dict[str, Callable[[int], None]] = {}
+        # The outbox's worker may send a prompt before _prompt has noted what to do once it is sent: this lock makes
+        # the noting and the sender's look-up one after the other, never crossed.
+        self._on_sent_lock = threading.Lock()
         # The items of the inbox the host's chats were told of (once each), and the thread that tells them.
         self._pushed: set[str] = set()
         self._pusher: threading.Thread | None = None
@@ -712,7 +715,8 @@ class TelegramChannel:
                 sent = self._call(self._app.bot.send_message(chat_id, clip(message.text), reply_parameters=thread, **limits))
         except Exception as e:  # noqa: BLE001 - the outbox records the cause and tries again later
             raise DeliveryFailed(f"the Bot API at {self.settings.base_url}: {redact(f'{type(e).__name__}: {e}', self._token)}") from None
-        shown = self._on_sent.pop(str(message.id), None)
+        with self._on_sent_lock:
+            shown = self._on_sent.pop(str(message.id), None)
         if shown is not None:
             shown(sent.message_id)
         return str(sent.message_id)
@@ -735,13 +739,14 @@ class TelegramChannel:
             try:
                 # ``pushed``: the item of the inbox this message told of, so that a restart does not tell it again.
                 options = {**({"buttons": buttons} if buttons else {}), **({"pushed": item} if item else {})}
-                queued = self.host.outbox.queue(channel=CHANNEL, address=str(chat_id), text=text, kind=kind,
-                                                options=options or None)
+                with self._on_sent_lock:
+                    queued = self.host.outbox.queue(channel=CHANNEL, address=str(chat_id), text=text, kind=kind,
+                                                    options=options or None)
+                    if on_sent is not None:
+                        self._on_sent[queued] = on_sent
             except Exception as e:  # noqa: BLE001 - without the log, the prompt is still sent, once, straight out
                 self._log(f"could not queue a {kind} for chat {chat_id} ({type(e).__name__}: {e}); sending it at once")
             else:
-                if on_sent is not None:
-                    self._on_sent[queued] = on_sent
                 return queued, True
         sent = self._call_quietly(self._app.bot.send_message(chat_id, clip(text), reply_markup=self._markup(buttons)))
         if sent is not None and on_sent is not None:
@@ -751,7 +756,8 @@ class TelegramChannel:
     def _let_go(self, queued: str) -> bool:
         """A prompt whose approval or question closed before it went out is not sent after; True if let go."""
         if queued and self.host.outbox.drop(queued, by=f"{CHANNEL}:closed-before-sent"):
-            self._on_sent.pop(queued, None)
+            with self._on_sent_lock:
+                self._on_sent.pop(queued, None)
             return True
         return False
 
