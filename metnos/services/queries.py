@@ -13,6 +13,7 @@ from domain.base import event_state
 from domain.errors import MetnosError
 from domain.provenance import described
 from metnos.runtime.turn.quarantined import told
+from metnos.settings import i18n
 from projections import deliveries
 
 class TurnNotFound(MetnosError):
@@ -87,7 +88,8 @@ def quarantined_not_offered(events: list[dict[str, Any]]) -> list[dict[str, str]
     """The quarantined executors a turn would have been offered (its ``QuarantinedNotOffered``),
     each with the notice and the command every way in gives."""
 
-    return told(e for event in events if event["type"] == "QuarantinedNotOffered" for e in event["state"]["executors"])
+    language = next((e["state"].get("language") or i18n.SOURCE for e in events if e["type"] == "TurnStarted"), i18n.SOURCE)
+    return told((e for event in events if event["type"] == "QuarantinedNotOffered" for e in event["state"]["executors"]), language)
 
 
 def logged_event(notification: Any, event: Any) -> dict[str, Any]:

@@ -232,3 +232,21 @@ def test_an_mcp_call_to_it_says_why_not_that_it_does_not_exist(mcp_served: tuple
     runtime.refresh()
     refused = [e for _, e in runtime.log.domain_events() if type(e).__name__ == "InvocationRefused"]
     assert [e.kind for e in refused] == ["Quarantined"]
+
+
+def test_the_daemon_api_says_it_in_the_requests_language(tampered: Path) -> None:
+    """The notice the API gives is said in the request's language; the event keeps the English every replay reads."""
+    with ScriptedLLM([text("Non ho potuto leggere quel file.")]) as llm:
+        daemon = start_daemon(metnos_env(METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted"))
+        try:
+            with daemon.client() as client:
+                outcome = client.post("/api/ask", json={"text": "leggi il file ~/notes/a.md e dimmi cosa c'è scritto"}).json()
+                turn = client.get(f"/api/turns/{outcome['turn_id']}").json()
+        finally:
+            daemon.stop()
+    [told] = outcome["quarantined"]
+    assert told["name"] == "read_files" and told["notice"].startswith("read_files 1.0.0 sarebbe stato offerto"), told
+    # The reason's data (the digests) as recorded, its words said too; the command as it is typed.
+    assert told["reason"].split("(", 1)[1] in told["notice"] and f"`{SHOW}`" in told["notice"], told
+    [started] = [e["state"] for e in turn["events"] if e["type"] == "TurnStarted"]
+    assert started["language"] == "it"

@@ -171,14 +171,18 @@ def refusal_message(executor: Mapping[str, Any]) -> str:
                         commands=_commands(executor))
 
 
-def told(executors: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """Recorded quarantined executors as every way in gives them: each with its command and notice."""
-    return [{**e, "show": show_command(e["name"]), "notice": notice(e)} for e in executors]
+def told(executors: Iterable[Mapping[str, Any]], language: str = i18n.SOURCE) -> list[dict[str, str]]:
+    """Recorded quarantined executors as every way in gives them: each with its command and notice, the notice in
+    ``language`` (the request's; the event keeps the English)."""
+    return [{**e, "show": show_command(e["name"]), "notice": i18n.said_words(notice(e), language)} for e in executors]
 
 
 def notices_of(events: Iterable[Any]) -> list[dict[str, str]]:
-    """The quarantined executors a turn's events say it was not offered, as :func:`told` gives them."""
-    return told(e for event in events if isinstance(event, Turn.QuarantinedNotOffered) for e in event.executors)
+    """The quarantined executors a turn's events say it was not offered, as :func:`told` gives them, in the
+    language its ``TurnStarted`` recorded."""
+    events = list(events)
+    language = next((e.language for e in events if isinstance(e, Turn.TurnStarted)), i18n.SOURCE)
+    return told((e for event in events if isinstance(event, Turn.QuarantinedNotOffered) for e in event.executors), language)
 
 
 def quarantined_by_name(catalogue: TurnCatalogue, name: str) -> QuarantinedExecutor | None:
