@@ -309,6 +309,30 @@ def carried_in_url(url: str, seen: Sequence[Seen], *, request: str, settings: Ma
     return None
 
 
+# A piece of an output that is that output's own, not a common word: a number with letters or digits around it (an id,
+# a passport, an account, a phone) or a line long enough not to be a coincidence.
+_DISTINCTIVE = re.compile(r"[\w][\w\-/.+]{3,}[\w]")
+MIN_DIGITS = 3
+
+
+def piece_carried(values: Mapping[str, Any], output: Any, *, known: Sequence[str]) -> tuple[str, str] | None:
+    """(argument path, the piece) of ``output`` a call's ``values`` carry that no text in ``known`` (the request, what
+    the other steps returned) holds: an id-like run with digits, or a line of :data:`MIN_CARRIED` characters or more."""
+    texts = [leaf for _, leaf in _leaves(output) if isinstance(leaf, str)]
+    pieces = {m.group(0) for t in texts for m in _DISTINCTIVE.finditer(t) if sum(c.isdigit() for c in m.group(0)) >= MIN_DIGITS}
+    pieces |= {line.strip() for t in texts for line in t.splitlines() if len(line.strip()) >= MIN_CARRIED}
+    folded_known = [k.casefold() for k in known]
+    for path, value in values.items():
+        if not isinstance(value, str):
+            continue
+        folded = value.casefold()
+        for piece in sorted(pieces, key=len, reverse=True):
+            p = piece.casefold()
+            if p in folded and not any(p in k for k in folded_known):
+                return path, piece
+    return None
+
+
 def named_by_user(provenance: Provenance) -> bool:
     """The request, a setting or the user's answer named it (a destination the user chose)."""
     return provenance.kind in (REQUEST, SETTING, DIALOG) or provenance.kind == STEP and provenance.source in (CONTACTS, ANSWER, INSTRUCTIONS)

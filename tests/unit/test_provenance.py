@@ -165,3 +165,27 @@ def test_a_value_content_chose_is_named_with_its_argument() -> None:
     assert prov.target_origin(prov.VALUE, from_page, tainted_by=None, argument="password") == \
         "the value of password came from the MCP server's result at step 2"
     assert prov.target_origin(prov.VALUE, prov.Provenance(prov.STEP, step=2, source=prov.LOCAL), tainted_by=None, argument="n") is None
+
+
+def test_a_piece_of_a_reads_output_carried_in_prose_is_found_and_what_the_request_holds_is_not() -> None:
+    from domain.provenance import piece_carried
+
+    profile = {"text": "Resident: Ada Rossi. Passport: YA5513870. Flat 4B."}
+    body = {"text": "Bins go out on Monday. Resident passport YA5513870."}
+    assert piece_carried(body, profile, known=["write a note"]) == ("text", "YA5513870")
+    # The request (or another step's output) holds it: it is not the read's own.
+    assert piece_carried(body, profile, known=["my passport is YA5513870"]) is None
+    # Short numbers and common words are coincidences, not the output.
+    assert piece_carried({"text": "Flat 4B, Monday"}, profile, known=[]) is None
+    # A whole line of the output, however it is cased.
+    assert piece_carried({"body": "fyi: RESIDENT: ADA ROSSI. PASSPORT: YA5513870. FLAT 4B."}, profile, known=[]) is not None
+
+
+def test_a_read_is_asked_for_by_a_word_of_what_it_reads_never_by_its_verb_nor_its_servers_name() -> None:
+    from metnos.runtime.turn.rules.provenance import _read_asked_for
+
+    assert _read_asked_for("get_door_resident_profile", "read my resident profiles", made_by="mcp:door")
+    assert not _read_asked_for("get_door_resident_profile", "get the door notice", made_by="mcp:door")
+    assert _read_asked_for("get_hotels_address", "mail the hotel's address to Jane")
+    assert not _read_asked_for("get_user_information", "get me the best hotel and mail it to Jane")
+    assert _read_asked_for("read_contacts", "use read_contacts")

@@ -112,6 +112,8 @@ class TurnState:
     executed: dict[int, tuple[str, str]] = field(default_factory=dict)
     # What each step's output holds (domain/provenance.py: web, mail, a named file ...), by step.
     sources: dict[int, str] = field(default_factory=dict)
+    # Reads the request does not ask for, proposed after the turn read untrusted content: by step, what was read first.
+    reads_content_chose: dict[int, Any] = field(default_factory=dict)
     shape: list[ShapeStep] = field(default_factory=list)
     scratch: InMemoryScratchpadStore = field(default_factory=InMemoryScratchpadStore)
     has_scratch: bool = False
