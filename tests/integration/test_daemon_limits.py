@@ -181,3 +181,35 @@ def test_no_route_answers_500_to_odd_parameters_or_bodies(daemon: RunningDaemon,
     assert status < 500, (method, path, params, content, head[:300])
     if status >= 400:
         assert orjson.loads(head)["error"]["message"], (method, path, params, content, head[:300])
+
+
+def _response(conn: socket.socket) -> bytes:
+    """One HTTP/1.1 response read whole off ``conn`` (its head, then Content-Length bytes); b"" if the server closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+    while len(body) < length:
+        body += conn.recv(65536)
+    return head
+
+
+def test_an_idle_connection_outlives_the_clients_own_keep_alive(daemon: RunningDaemon) -> None:
+    """httpx keeps an idle connection 5 s; the daemon keeps it longer, so a request sent on it as the client's 5 s run
+    out is answered, never met by the server closing it (a reset under load)."""
+    host, port = daemon.url.removeprefix("http://").rsplit(":", 1)
+    request = f"GET /api/dialogs HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {daemon.token}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(request)
+        assert _response(conn).startswith(b"HTTP/1.1 200"), "the first request on the connection"
+        time.sleep(6.5)
+        try:
+            conn.sendall(request)
+            again = _response(conn)
+        except ConnectionError as e:
+            again = repr(e).encode()
+        assert again.startswith(b"HTTP/1.1 200"), f"the daemon closed a connection idle for 6.5 s: {again[:200]!r}"

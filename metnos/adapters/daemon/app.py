@@ -26,6 +26,9 @@ from metnos.settings.config_file import load_daemon_config
 from metnos.settings.daemon import DEFAULT_MAX_REQUEST_BYTES
 from metnos.settings.http_address import HttpAddressError, parse_address
 
+# Seconds an idle HTTP connection stays open (uvicorn's default is 5).
+KEEP_ALIVE_S = 30
+
 
 def build_app(host: DaemonHost, token: str, *, mounts: list[tuple[str, Any]] | None = None,
               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> Any:
@@ -60,8 +63,10 @@ class HttpServer:
             self.socket.close()
             raise HttpAddressError(f"cannot listen on {address}: {e.strerror or e}; choose another with --http HOST:PORT") from None
         self.host, self.port = host, self.socket.getsockname()[1]
+        # Keep-alive past the 5 s that httpx (the CLI, Telegram, the tests) keeps an idle connection: with the same 5 s on
+        # both ends, a server whose loop wakes late closes a connection a request is already on (a reset, not an answer).
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3,
-                                server_header=False)
+                                server_header=False, timeout_keep_alive=KEEP_ALIVE_S)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, name="metnos-http", daemon=True)
 
