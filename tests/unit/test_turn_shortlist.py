@@ -276,3 +276,21 @@ def test_in_a_question_an_action_word_after_a_determiner_names_a_thing() -> None
 def test_a_request_of_questions_only_is_told_apart(text: str, only_questions: bool) -> None:
     from metnos.runtime.step.asked import asks_only_questions
     assert asks_only_questions(text) is only_questions
+
+
+@pytest.mark.parametrize(("text", "executor", "offered"), [
+    ("rm -rf ~/scratch", "delete_files", True),  # the shell's verbs are everyday words to some
+    ("mv ~/a.txt ~/b.txt", "move_files", True),
+    ("sovrascrivi ~/bozze/lettera.md con il nuovo testo", "write_files", True),
+    ("i due video piu pesanti in ~/Video", "sort_entries", True),
+    ("list ~/Documents except the .bak ones", "filter_entries", True),
+    # A verb whose noun a reader asks about is no action tag: "inform" would be met by "information".
+    ("the information in ~/notes/a.txt", "send_messages", False),
+    # "week" is not the clock's tag: it would be met by "weekly", and no cadence would stay schedule_recurring's.
+    ("water the plants weekly", "schedule_recurring", True),
+])
+def test_the_seed_tags_name_each_verb_in_everyday_words(text: str, executor: str, offered: bool) -> None:
+    from bench.shortlist_recall import catalogue
+
+    index = PrefilterIndex(catalogue())
+    assert (executor in [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]) is offered
