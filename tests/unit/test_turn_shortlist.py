@@ -294,3 +294,17 @@ def test_the_seed_tags_name_each_verb_in_everyday_words(text: str, executor: str
 
     index = PrefilterIndex(catalogue())
     assert (executor in [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]) is offered
+
+
+def test_shaped_offers_the_shapers_beside_an_executor_that_reads_entries() -> None:
+    index = PrefilterIndex([*ENTRIES, CatalogueEntry("filter_entries", affinity=("filter", "only"))])
+
+    def offered(text: str, offer: str) -> dict[str, dict]:
+        return {c["name"]: c for c in shortlist(index, text, pool_size=12, offer=offer)["candidates"]}
+
+    shaped = offered("the files in ~/work edited on monday", "shaped")
+    assert {"find_files", "filter_entries", "compute_entries"} <= set(shaped)
+    assert shaped["filter_entries"]["via"] == "alongside" and shaped["filter_entries"]["phrase"] == "find_files"
+    assert "filter_entries" not in offered("the files in ~/work edited on monday", "shortlist")
+    # Nothing that reads entries, nothing to shape.
+    assert set(offered("send a message to Anna", "shaped")) == {"send_messages"}
