@@ -308,3 +308,21 @@ def test_shaped_offers_the_shapers_beside_an_executor_that_reads_entries() -> No
     assert "filter_entries" not in offered("the files in ~/work edited on monday", "shortlist")
     # Nothing that reads entries, nothing to shape.
     assert set(offered("send a message to Anna", "shaped")) == {"send_messages"}
+
+
+@pytest.mark.parametrize(("text", "moved"), [
+    ("put the photos from ~/camera into ~/albums/2024", True),
+    ("shift every .csv in ~/exports to ~/archive/", True),
+    ("sposta le bozze dalla ~/scrivania in ~/bozze", True),  # "in" after a path marked as a source
+    ("i file sia in ~/casa che in ~/ufficio", False),  # "in" says where, not where to
+    ("which notes are in both ~/a and ~/b", False),
+    ("fetch https://example.org/x and put it to ~/x.html", False),  # a file is not a folder to move into
+    ("don't put the photos from ~/camera into ~/albums", False),
+])
+def test_a_folder_named_as_where_something_goes_asks_for_a_move(text: str, moved: bool) -> None:
+    index = PrefilterIndex([*ENTRIES, CatalogueEntry("move_files", affinity=("move", "rename", "files"), side_effects=True)])
+    # A pool smaller than the catalogue: nothing comes in as the whole catalogue when no word matched.
+    candidates = {c["name"]: c for c in shortlist(index, text, pool_size=4)["candidates"]}
+    assert ("move_files" in candidates) is moved
+    if moved:
+        assert candidates["move_files"]["via"] == "named_action"

@@ -15,6 +15,10 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   which and why. One whose action the request names comes in even when the
   ranking cut it ("fetch the page, save it to X": ``save`` is write_files's,
   which tied with two others past the pre-filter's K).
+* A folder the request names as where something goes, after another path
+  ("... from ~/logs into ~/logs/old", "di ~/Scaricati in ~/Immagini";
+  :func:`metnos.runtime.step.intent.destination`), asks for move_files whatever
+  verb says it, unless the request holds a negation.
 * An executor with side effects whose tags say it acts on files (move_files,
   write_files) is withheld when the request names no file, folder or path and
   another executor it asks for acts on something else: "move my
@@ -58,7 +62,7 @@ from typing import Any
 from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
 from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY
 from metnos.runtime.step.asked import AskedAction
-from metnos.runtime.step.intent import named_targets
+from metnos.runtime.step.intent import destination, named_targets
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
 from metnos.runtime.step.text import content_tokens
@@ -76,6 +80,10 @@ EVERYDAY_VERBS = frozenset({"cancel", "annulla"})
 def acts_on_files(entry: Any) -> bool:
     return any(tag in FILE_WORDS for tag in entry.affinity)
 
+
+# The executor that puts files where a request says they go, and the words that say not to.
+MOVER = "move_files"
+NEGATIONS = frozenset("not no never don dont without non senza mai".split())
 
 # executor -> which of the request's named targets it reads
 # The executors that read entries from a source, and those that shape a list of entries, offered beside
@@ -126,6 +134,11 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         cadence = next((tag for tag in index.action_tags.get(name, ()) if tag <= words), None)
         if cadence is not None:
             asked[name] = AskedAction(name, tuple(sorted(cadence)), tuple(sorted(cadence)))
+    # A folder named as where something goes asks for a move, whatever verb says it ("shove the
+    # photos in ~/a over to ~/b"), unless the request says not to.
+    goes_to = destination(request_text)
+    if goes_to is not None and MOVER in index.action_tags and MOVER not in asked and not words & NEGATIONS:
+        asked[MOVER] = AskedAction(MOVER, (goes_to,), ("destination folder",))
     lowered = request_text.casefold()
     for entry in index.entries:
         action = asked.get(entry.name)
