@@ -326,3 +326,14 @@ def test_a_folder_named_as_where_something_goes_asks_for_a_move(text: str, moved
     assert ("move_files" in candidates) is moved
     if moved:
         assert candidates["move_files"]["via"] == "named_action"
+
+
+@pytest.mark.parametrize(("text", "sent"), [
+    ("tell Marta how many files are in ~/shared", True),  # a name after the tag's verb stands for "someone"
+    ("tell me how many files are in ~/shared", False),
+    ("Tell me about ~/shared", False),  # a capital that opens the request is no name
+    ("tell whether ~/shared is empty", False),  # a word in lower case is no name
+    ("don't tell Marta what is in ~/shared", False),
+])
+def test_a_name_stands_for_the_person_of_a_tag(text: str, sent: bool) -> None:
+    assert ("send_messages" in names(text)) is sent
