@@ -286,6 +286,8 @@ def test_a_request_of_questions_only_is_told_apart(text: str, only_questions: bo
     ("list ~/Documents except the .bak ones", "filter_entries", True),
     # A verb whose noun a reader asks about is no action tag: "inform" would be met by "information".
     ("the information in ~/notes/a.txt", "send_messages", False),
+    # "add up" is not compute_entries's tag: "add" would then be a word of a reader, no longer write_files's action.
+    ("add a line saying hello to ~/journal/today.md", "write_files", True),
     # "week" is not the clock's tag: it would be met by "weekly", and no cadence would stay schedule_recurring's.
     ("water the plants weekly", "schedule_recurring", True),
 ])
