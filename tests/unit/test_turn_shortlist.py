@@ -339,3 +339,16 @@ def test_a_folder_named_as_where_something_goes_asks_for_a_move(text: str, moved
 ])
 def test_a_name_stands_for_the_person_of_a_tag(text: str, sent: bool) -> None:
     assert ("send_messages" in names(text)) is sent
+
+
+@pytest.mark.parametrize(("text", "offered"), [
+    ("what happens if you remove ~/a.tmp?", set()),  # a question asks for no change
+    ("remove ~/a.tmp", {"delete_files"}),
+    ("what happens if you remove ~/a.tmp? remove it", {"delete_files"}),  # an instruction after the question
+    ("how much space does ~/music take?", {"run_commands"}),  # its output reads the world: it answers
+])
+def test_a_request_of_questions_only_is_offered_no_change(text: str, offered: set[str]) -> None:
+    commands = CatalogueEntry("run_commands", affinity=("command", "space"), side_effects=True, output_varies="world")
+    index = PrefilterIndex([*ENTRIES, commands])
+    pool = {c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]}
+    assert pool & {"delete_files", "send_messages", "run_commands"} == offered

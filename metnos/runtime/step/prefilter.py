@@ -102,7 +102,8 @@ class CatalogueEntry:
     language; ``affinity`` holds the manifest's affinity tags, single words
     or multi-word phrases. ``vectorial`` executors get the tighter
     same-executor cap; ``side_effects`` and ``idempotent`` come from the
-    manifest's ``[contract]`` and drive the vaglio's precautionary "ask".
+    manifest's ``[contract]`` and drive the vaglio's precautionary "ask";
+    ``output_varies`` too, and tells the shortlist which of them may answer a question.
     """
 
     name: str
@@ -113,6 +114,9 @@ class CatalogueEntry:
     vectorial: bool = False
     side_effects: bool = False
     idempotent: bool = True
+    # What its output depends on besides its arguments ("time", "world"; the manifest's
+    # ``output_varies``): an executor with side effects that reads the world answers questions too.
+    output_varies: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):

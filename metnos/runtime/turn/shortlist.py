@@ -24,6 +24,11 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   another executor it asks for acts on something else: "move my
   appointment" asks set_events, not move_files, and "add lunch to my calendar"
   set_events, not write_files.
+* An executor with side effects is withheld from a request of questions only
+  (:func:`metnos.runtime.step.asked.asks_only_questions`: "which files did I
+  save yesterday?") unless its output reads the world (``output_varies``:
+  run_commands answers "how much space does ~/Music take?") or the request
+  says its name.
 * A dialog tool (get_inputs, request_location_from_user) stays only when one of
   its own tags or its name is in the request: met by a word of its description
   ("saying"), it was offered beside send_messages and the 1.5B asked the user for
@@ -61,7 +66,7 @@ from typing import Any
 
 from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
 from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY
-from metnos.runtime.step.asked import AskedAction
+from metnos.runtime.step.asked import AskedAction, asks_only_questions
 from metnos.runtime.step.intent import destination, named_targets
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
@@ -150,6 +155,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     names_files = bool(named["files"] or named["folders"]) or bool(words & FILE_WORDS)
     other_taker = any(name in index.action_tags and not acts_on_files(known[name]) for name in asked if name in known)
 
+    # A request of questions only asks for no change: an executor with side effects stays for it only
+    # when its output reads the world (run_commands: "how much space does ~/Music take?").
+    only_questions = asks_only_questions(request_text)
+
     def withheld_because(c: Mapping[str, Any]) -> str | None:
         if c["name"] in DIALOG_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered and c.get("via") != "intent":
             return "a question to the user the request does not call for"
@@ -158,6 +167,9 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             return "a recurring-task tool the request does not ask for"
         if c["name"] in index.action_tags and c["name"] not in lowered and c["name"] not in asked:
             return "side effects the request does not ask for"
+        if (only_questions and c["name"] in index.action_tags and c["name"] in known
+                and known[c["name"]].output_varies is None and c["name"] not in lowered):
+            return "a request of questions only asks for no change"
         if (c["name"] in index.action_tags and not names_files and other_taker and c["name"] in known
                 and acts_on_files(known[c["name"]]) and c["name"] not in lowered):
             return "acts on files, and the request names none while another tool takes its action"
