@@ -7,7 +7,7 @@ word is met in any of its forms (:mod:`metnos.runtime.step.wording`: "removing",
 "cancellare", "mandami", "delte"); a tag of several words is met only whole.
 A tag's "someone" (:data:`PERSON_WORDS`) is met by a name: a capitalised word
 right after the word that met the tag's verb, or after "to" or "a" that
-follows it ("tell Paolo", "scrivi a Marta"); "tell me" names nobody.
+follows it ("tell Ginevra", "scrivi a Tobia"); "tell me" names nobody.
 
 Two readings of the request keep a named action from counting:
 
@@ -71,7 +71,7 @@ QUESTION_WORDS: frozenset[str] = frozenset(
 )
 
 # In a tag, the word that stands for a person ("tell someone"): met by a name, a capitalised word
-# right after the tag's verb or after "to" or "a" that follows it ("tell Paolo", "scrivi a Marta").
+# right after the tag's verb or after "to" or "a" that follows it ("tell Ginevra", "scrivi a Tobia").
 PERSON_WORDS: frozenset[str] = frozenset("someone somebody qualcuno".split())
 _ADDRESSEE = re.compile(r"(?=\b([^\W\d_]+)[ \t]+(?:(?:to|a|ad)[ \t]+)?([^\W\d_][^\W_]*))")
 
