@@ -188,7 +188,7 @@ def written_figures(rows: list[Written], pools: dict[str, list[str]], side_effec
     }
 
 
-VARIANTS = (("ranking only (baseline)", "ranking"), ("shortlist", "shortlist"),
+VARIANTS = (("ranking only (baseline)", "ranking"), ("shortlist", "shortlist"), ("shortlist, shapers alongside", "shaped"),
             ("whole catalogue when it fits", "catalogue"), ("whole catalogue, nothing withheld", "everything"))
 
 
@@ -257,7 +257,7 @@ def print_written(report: dict, misses: str | None) -> None:
     print(f"  whole catalogue when it fits against the shortlist: recall x{whole['recall'] / short['recall']:.2f} "
           f"({short['recall']:.1%} -> {whole['recall']:.1%}), side effects offered "
           f"{short['side_effects_offered']:.1%} -> {whole['side_effects_offered']:.1%}")
-    for label in ("shortlist", "whole catalogue when it fits"):
+    for label in ("shortlist", "shortlist, shapers alongside", "whole catalogue when it fits"):
         print(f"  {label}, per executor: " + ", ".join(f"{k} {v}" for k, v in report[label]["all"]["per_executor"].items()))
     if misses:
         for label in ("shortlist", "whole catalogue when it fits"):

@@ -46,8 +46,10 @@ DEFAULT_POOL_SIZE = 12
 # "shortlist", the pre-filter's ranking completed. Both withhold the side
 # effects the request does not ask for. The shortlist stays the default: the
 # whole seed catalogue is about 550 tokens of first prompt, up to 654, past the
-# 600 of tests/integration/test_first_prompt.py (docs/benchmarks.md).
-OFFERS = ("catalogue", "shortlist")
+# 600 of tests/integration/test_first_prompt.py (docs/benchmarks.md). "shaped", the
+# shortlist with filter_entries and compute_entries beside any executor that reads
+# entries: more of what a request needs, some first prompts past those 600.
+OFFERS = ("catalogue", "shaped", "shortlist")
 DEFAULT_OFFER = "shortlist"
 DEFAULT_JUDGE_THRESHOLD = 0.30
 DEFAULT_CAP_STEPS = 30
@@ -82,8 +84,9 @@ class TurnSettings:
     # Read what the request names before the model is asked (metnos.runtime.turn.sources).
     opening_reads: bool = setting(True, "Read the files and pages a request names before the model is asked.",
                                   env=ENV_OPENING_READS)
-    offer: str = setting(DEFAULT_OFFER, "What the model is offered: `shortlist` (the pre-filter's ranking) or `catalogue` "
-                         "(every executor the request may use, when they fit in the pool).", env=ENV_OFFER)
+    offer: str = setting(DEFAULT_OFFER, "What the model is offered: `shortlist` (the pre-filter's ranking), `shaped` (the "
+                         "shortlist, filter_entries and compute_entries beside an executor that reads entries) or "
+                         "`catalogue` (every executor the request may use, when they fit in the pool).", env=ENV_OFFER)
 
     @field_validator(*_NUMBERS, "opening_reads", mode="before")
     @classmethod

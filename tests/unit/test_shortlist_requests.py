@@ -8,7 +8,10 @@ recall, or offers side effects to more read-only requests, fails here.
 Issue 30 asks for 99% recall; the rules reached 83% with the whole catalogue of
 13 seeds offered; with 20 seeds (mail, calendar, contacts and the web added) the
 catalogue no longer fits the pool, every request gets the shortlist, and the
-shortlist's 65% is the figure (docs/benchmarks.md names the misses).
+shortlist's 65% is the figure (docs/benchmarks.md names the misses). The second
+pass (request words in other forms, everyday verbs among the tags, a folder named
+as a destination, a name for "someone", no change offered to a question) took
+it to 81% (78% on the held-out half), and ``offer = "shaped"`` to 86%.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def test_the_set_is_what_the_issue_asks_for() -> None:
 
 
 @pytest.mark.parametrize(("variant", "recall", "per_executor"), [
-    ("shortlist", 0.65, 0.78),
+    ("shortlist", 0.81, 0.87),
+    ("shortlist, shapers alongside", 0.86, 0.91),
 ])
 def test_recall_does_not_fall(report: dict, variant: str, recall: float, per_executor: float) -> None:
     figures = report[variant]["all"]
@@ -49,9 +53,10 @@ def test_recall_does_not_fall(report: dict, variant: str, recall: float, per_exe
     assert figures["recall_per_executor"] >= per_executor
 
 
-@pytest.mark.parametrize("variant", ["whole catalogue when it fits", "shortlist"])
-def test_side_effects_are_offered_to_few_read_only_requests(report: dict, variant: str) -> None:
-    figures = report[variant]["all"]
+@pytest.mark.parametrize("variant", ["whole catalogue when it fits", "shortlist", "shortlist, shapers alongside"])
+@pytest.mark.parametrize("part", ["all", "dev", "held_out"])
+def test_side_effects_are_offered_to_few_read_only_requests(report: dict, variant: str, part: str) -> None:
+    figures = report[variant][part]
     assert figures["side_effects_offered"] <= SIDE_EFFECTS_OFFERED_AT_MOST, figures["offered"]
 
 

@@ -247,3 +247,30 @@ def test_query_speed_on_ten_thousand_entries_is_reasonable():
     # The benchmark holds the real target; this is a regression tripwire
     # loose enough for a loaded CI machine.
     assert per_query < 0.1
+
+
+SORT = CatalogueEntry("sort_entries", "1.0.0", "Sort a list of entries.", {}, ("sort", "newest", "recenti"))
+
+
+@pytest.mark.parametrize(("text", "hit"), [
+    ("read the newset log", "newest"),  # two letters swapped
+    ("the newst log", "newest"),  # a letter missing
+    ("leggi il log piu recente", "recenti"),  # another Italian form
+    ("sorted by name", "sort"),  # an English inflection
+])
+def test_a_request_word_meets_a_tag_in_another_form_or_with_a_slip_of_typing(text: str, hit: str) -> None:
+    r = prefilter(text, [*SEED, SORT], pool_size=12)
+    assert "sort_entries" in r.names
+    assert dict((c.name, c.affinity_hits) for c in r.candidates)["sort_entries"] == (hit,)
+    assert r.query_tokens == tuple(sorted(content_tokens(text)))  # the request's own words are recorded
+
+
+def test_a_word_of_a_named_path_meets_a_tag_only_as_written() -> None:
+    assert "sort_entries" not in prefilter("read ~/newset/log.txt", [*SEED, SORT], pool_size=12).names
+    assert "sort_entries" in prefilter("read ~/newest/log.txt", [*SEED, SORT], pool_size=12).names
+
+
+def test_a_word_a_tag_has_as_written_is_not_looked_up_in_other_forms() -> None:
+    # "save" is write_files's tag: it does not also stand for "salva" or anything near it.
+    r = prefilter("save it", [*SEED, SORT, CatalogueEntry("save_notes", affinity=("saves",))], pool_size=12)
+    assert r.names == ("write_files",)

@@ -52,6 +52,7 @@ def test_direct_construction_is_validated_too():
 def test_the_offer_is_the_shortlist_by_default_and_the_whole_catalogue_on_request():
     assert load_turn_settings({}).offer == "shortlist"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "catalogue"}).offer == "catalogue"
+    assert load_turn_settings({"METNOS_ENGINE_OFFER": "shaped"}).offer == "shaped"
     with pytest.raises(SettingsError) as e:
         load_turn_settings({"METNOS_ENGINE_OFFER": "everything"})
-    assert e.value.variable == "METNOS_ENGINE_OFFER" and "catalogue, shortlist" in e.value.reason
+    assert e.value.variable == "METNOS_ENGINE_OFFER" and "catalogue, shaped, shortlist" in e.value.reason

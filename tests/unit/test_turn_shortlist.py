@@ -276,3 +276,79 @@ def test_in_a_question_an_action_word_after_a_determiner_names_a_thing() -> None
 def test_a_request_of_questions_only_is_told_apart(text: str, only_questions: bool) -> None:
     from metnos.runtime.step.asked import asks_only_questions
     assert asks_only_questions(text) is only_questions
+
+
+@pytest.mark.parametrize(("text", "executor", "offered"), [
+    ("rm -rf ~/scratch", "delete_files", True),  # the shell's verbs are everyday words to some
+    ("mv ~/a.txt ~/b.txt", "move_files", True),
+    ("sovrascrivi ~/bozze/lettera.md con il nuovo testo", "write_files", True),
+    ("i due video piu pesanti in ~/Video", "sort_entries", True),
+    ("list ~/Documents except the .bak ones", "filter_entries", True),
+    # A verb whose noun a reader asks about is no action tag: "inform" would be met by "information".
+    ("the information in ~/notes/a.txt", "send_messages", False),
+    # "add up" is not compute_entries's tag: "add" would then be a word of a reader, no longer write_files's action.
+    ("add a line saying hello to ~/journal/today.md", "write_files", True),
+    # "week" is not the clock's tag: it would be met by "weekly", and no cadence would stay schedule_recurring's.
+    ("water the plants weekly", "schedule_recurring", True),
+])
+def test_the_seed_tags_name_each_verb_in_everyday_words(text: str, executor: str, offered: bool) -> None:
+    from bench.shortlist_recall import catalogue
+
+    index = PrefilterIndex(catalogue())
+    assert (executor in [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]) is offered
+
+
+def test_shaped_offers_the_shapers_beside_an_executor_that_reads_entries() -> None:
+    index = PrefilterIndex([*ENTRIES, CatalogueEntry("filter_entries", affinity=("filter", "only"))])
+
+    def offered(text: str, offer: str) -> dict[str, dict]:
+        return {c["name"]: c for c in shortlist(index, text, pool_size=12, offer=offer)["candidates"]}
+
+    shaped = offered("the files in ~/work edited on monday", "shaped")
+    assert {"find_files", "filter_entries", "compute_entries"} <= set(shaped)
+    assert shaped["filter_entries"]["via"] == "alongside" and shaped["filter_entries"]["phrase"] == "find_files"
+    assert "filter_entries" not in offered("the files in ~/work edited on monday", "shortlist")
+    # Nothing that reads entries, nothing to shape.
+    assert set(offered("send a message to Anna", "shaped")) == {"send_messages"}
+
+
+@pytest.mark.parametrize(("text", "moved"), [
+    ("put the photos from ~/camera into ~/albums/2024", True),
+    ("shift every .csv in ~/exports to ~/archive/", True),
+    ("sposta le bozze dalla ~/scrivania in ~/bozze", True),  # "in" after a path marked as a source
+    ("i file sia in ~/casa che in ~/ufficio", False),  # "in" says where, not where to
+    ("which notes are in both ~/a and ~/b", False),
+    ("fetch https://example.org/x and put it to ~/x.html", False),  # a file is not a folder to move into
+    ("don't put the photos from ~/camera into ~/albums", False),
+])
+def test_a_folder_named_as_where_something_goes_asks_for_a_move(text: str, moved: bool) -> None:
+    index = PrefilterIndex([*ENTRIES, CatalogueEntry("move_files", affinity=("move", "rename", "files"), side_effects=True)])
+    # A pool smaller than the catalogue: nothing comes in as the whole catalogue when no word matched.
+    candidates = {c["name"]: c for c in shortlist(index, text, pool_size=4)["candidates"]}
+    assert ("move_files" in candidates) is moved
+    if moved:
+        assert candidates["move_files"]["via"] == "named_action"
+
+
+@pytest.mark.parametrize(("text", "sent"), [
+    ("tell Marta how many files are in ~/shared", True),  # a name after the tag's verb stands for "someone"
+    ("tell me how many files are in ~/shared", False),
+    ("Tell me about ~/shared", False),  # a capital that opens the request is no name
+    ("tell whether ~/shared is empty", False),  # a word in lower case is no name
+    ("don't tell Marta what is in ~/shared", False),
+])
+def test_a_name_stands_for_the_person_of_a_tag(text: str, sent: bool) -> None:
+    assert ("send_messages" in names(text)) is sent
+
+
+@pytest.mark.parametrize(("text", "offered"), [
+    ("what happens if you remove ~/a.tmp?", set()),  # a question asks for no change
+    ("remove ~/a.tmp", {"delete_files"}),
+    ("what happens if you remove ~/a.tmp? remove it", {"delete_files"}),  # an instruction after the question
+    ("how much space does ~/music take?", {"run_commands"}),  # its output reads the world: it answers
+])
+def test_a_request_of_questions_only_is_offered_no_change(text: str, offered: set[str]) -> None:
+    commands = CatalogueEntry("run_commands", affinity=("command", "space"), side_effects=True, output_varies="world")
+    index = PrefilterIndex([*ENTRIES, commands])
+    pool = {c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]}
+    assert pool & {"delete_files", "send_messages", "run_commands"} == offered

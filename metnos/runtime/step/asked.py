@@ -5,6 +5,9 @@ action (metnos/runtime/turn/shortlist.py): one of its action tags
 (:func:`metnos.runtime.step.prefilter.action_tags`) or the verb of its name. A tag's
 word is met in any of its forms (:mod:`metnos.runtime.step.wording`: "removing",
 "cancellare", "mandami", "delte"); a tag of several words is met only whole.
+A tag's "someone" (:data:`PERSON_WORDS`) is met by a name: a capitalised word
+right after the word that met the tag's verb, or after "to" or "a" that
+follows it ("tell Ginevra", "scrivi a Tobia"); "tell me" names nobody.
 
 Two readings of the request keep a named action from counting:
 
@@ -67,6 +70,26 @@ QUESTION_WORDS: frozenset[str] = frozenset(
     "what which who whom whose when where why how cosa che qual quale quali chi quando dove perche come quanto quanta quanti quante".split()
 )
 
+# In a tag, the word that stands for a person ("tell someone"): met by a name, a capitalised word
+# right after the tag's verb or after "to" or "a" that follows it ("tell Ginevra", "scrivi a Tobia").
+PERSON_WORDS: frozenset[str] = frozenset("someone somebody qualcuno".split())
+_ADDRESSEE = re.compile(r"(?=\b([^\W\d_]+)[ \t]+(?:(?:to|a|ad)[ \t]+)?([^\W\d_][^\W_]*))")
+
+
+def _addressed(request_text: str) -> frozenset[str]:
+    """The request's words followed by a name, as :func:`tokens` gives them."""
+    targets = named_targets(request_text)
+    text = request_text
+    for target in (*targets.urls, *targets.files, *targets.folders):
+        text = text.replace(target, " ")
+    found = set()
+    for m in _ADDRESSEE.finditer(text):
+        verb, name = m.group(1), m.group(2)
+        if name[:1].isupper() and name.casefold() not in STOPWORDS:
+            found.update(tokens(verb))
+    return frozenset(found)
+
+
 # English nouns made from a verb's -ing form, in the plural ("settings", "savings", "meetings").
 _NAMED_THINGS = "ings"
 
@@ -88,13 +111,22 @@ class ActionWords:
     def asked(self, request_text: str) -> dict[str, AskedAction]:
         """The executors with side effects whose action the request asks for, each with why."""
         meant = self._meant_words(request_text)
+        addressed: frozenset[str] | None = None
         found: dict[str, AskedAction] = {}
         for name, tags in self.tags.items():
             for tag in tags:
-                used = [next((w for w, met in meant if word in met), None) for word in tag]
-                if all(u is not None for u in used):
-                    found[name] = AskedAction(name, tuple(u for u in used if u is not None), tag)
-                    break
+                words = [word for word in tag if word not in PERSON_WORDS]
+                used = [next((w for w, met in meant if word in met), None) for word in words]
+                if not all(u is not None for u in used):
+                    continue
+                if len(words) < len(tag):
+                    # The tag's own word ("tell someone"), or a name after one of the words that met it.
+                    person = next((w for w, met in meant if met & PERSON_WORDS), None)
+                    addressed = _addressed(request_text) if addressed is None else addressed
+                    if person is None and not addressed & set(used):
+                        continue
+                found[name] = AskedAction(name, tuple(u for u in used if u is not None), tag)
+                break
         return found
 
     def _meant_words(self, request_text: str) -> list[tuple[str, frozenset[str]]]:

@@ -171,6 +171,7 @@ def catalogue_entry(m: Manifest) -> CatalogueEntry:
         affinity=tuple(m.executor.affinity),
         side_effects=m.contract.side_effects,
         idempotent=m.contract.idempotent,
+        output_varies=m.contract.output_varies,
     )
 
 

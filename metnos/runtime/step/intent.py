@@ -33,6 +33,38 @@ class NamedTargets:
         return {"files": list(self.files), "folders": list(self.folders), "urls": list(self.urls)}
 
 
+# The words that mark a folder as where something goes, English and Italian (closed classes of
+# prepositions): "into ~/b" always; "in ~/b" only when an earlier path is marked as where it comes
+# from ("from ~/a in ~/b", "di ~/a in ~/b"), since "in ~/a" alone says where something is.
+TO_WORDS = frozenset("to into onto dentro verso".split())
+TO_WORDS_AFTER_FROM = frozenset("in a nella nel".split())
+FROM_WORDS = frozenset("from da dal dalla dai dalle di".split())
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def destination(text: str) -> str | None:
+    """The folder ``text`` names as where something goes: its last named path, when it is a folder,
+    another path comes before it, and the word before it is a preposition of destination
+    ("move the .log files from ~/logs into ~/logs/old", "porta le foto di ~/Scaricati in ~/Immagini")."""
+    targets = named_targets(text)
+    if not targets.folders:
+        return None
+    without_urls = _URL.sub(" ", text)
+    found = [(m.start(1), _clean(m.group(1))) for m in _PATH.finditer(without_urls)]
+    found = [(at, path) for at, path in found if path and path != "/"]
+    if len(found) < 2 or found[-1][1].rstrip("/") not in targets.folders and found[-1][1] not in targets.folders:
+        return None
+
+    def before(at: int) -> str:
+        words = _WORDS.findall(without_urls[:at].casefold())
+        return words[-1] if words else ""
+
+    marker = before(found[-1][0])
+    if marker in TO_WORDS or (marker in TO_WORDS_AFTER_FROM and any(before(at) in FROM_WORDS for at, _ in found[:-1])):
+        return found[-1][1].rstrip("/") or found[-1][1]
+    return None
+
+
 def _clean(token: str) -> str:
     return token.rstrip(_TRAILING)
 

@@ -15,11 +15,20 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   which and why. One whose action the request names comes in even when the
   ranking cut it ("fetch the page, save it to X": ``save`` is write_files's,
   which tied with two others past the pre-filter's K).
+* A folder the request names as where something goes, after another path
+  ("... from ~/logs into ~/logs/old", "di ~/Scaricati in ~/Immagini";
+  :func:`metnos.runtime.step.intent.destination`), asks for move_files whatever
+  verb says it, unless the request holds a negation.
 * An executor with side effects whose tags say it acts on files (move_files,
   write_files) is withheld when the request names no file, folder or path and
   another executor it asks for acts on something else: "move my
   appointment" asks set_events, not move_files, and "add lunch to my calendar"
   set_events, not write_files.
+* An executor with side effects is withheld from a request of questions only
+  (:func:`metnos.runtime.step.asked.asks_only_questions`: "which files did I
+  save yesterday?") unless its output reads the world (``output_varies``:
+  run_commands answers "how much space does ~/Music take?") or the request
+  says its name.
 * A dialog tool (get_inputs, request_location_from_user) stays only when one of
   its own tags or its name is in the request: met by a word of its description
   ("saying"), it was offered beside send_messages and the 1.5B asked the user for
@@ -35,7 +44,11 @@ ones, when they fit in the pool (``via: "catalogue"``; the ``offer`` field
 says which was made and, if the shortlist, why): on the 420 written requests
 of bench/shortlist_requests.jsonl it finds what a request needs far more often
 than the ranking, for about 230 more tokens of first prompt (docs/benchmarks.md).
-``offer = "shortlist"``, the default, keeps the ranking, completed.
+``offer = "shaped"`` is the shortlist with filter_entries and compute_entries
+offered beside any executor that reads entries (``via: "alongside"``, the
+reader its ``phrase``): on the same requests the shortlist's recall goes from
+77% to 82% on the held-out half, for about 70 more tokens of first prompt at
+the median. ``offer = "shortlist"``, the default, keeps the ranking, completed.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.runtime.turn.intent_model`) join too, before the rule on side effects,
@@ -53,8 +66,8 @@ from typing import Any
 
 from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
 from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY
-from metnos.runtime.step.asked import AskedAction
-from metnos.runtime.step.intent import named_targets
+from metnos.runtime.step.asked import AskedAction, asks_only_questions
+from metnos.runtime.step.intent import destination, named_targets
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
 from metnos.runtime.step.text import content_tokens
@@ -73,7 +86,18 @@ def acts_on_files(entry: Any) -> bool:
     return any(tag in FILE_WORDS for tag in entry.affinity)
 
 
+# The executor that puts files where a request says they go, and the words that say not to.
+MOVER = "move_files"
+NEGATIONS = frozenset("not no never don dont without non senza mai".split())
+
 # executor -> which of the request's named targets it reads
+# The executors that read entries from a source, and those that shape a list of entries, offered beside
+# any of them with ``offer = "shaped"``: the two a request most often needs without saying it in their words
+# ("files changed today", "the peak value"). sort_entries, describe_entries and filter_lists were measured
+# too and earned less than the tokens they cost (docs/benchmarks.md).
+READERS = frozenset({"read_files", "find_files", "get_urls", "read_events", "read_messages", "read_contacts", "find_urls",
+                     "read_urls_html"})
+SHAPERS = ("filter_entries", "compute_entries")
 NAMED_SOURCES: tuple[tuple[str, str], ...] = (("read_files", "files"), ("find_files", "folders"), ("get_urls", "urls"))
 
 
@@ -102,6 +126,11 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     for name in intent_tools:
         if name in known and name not in in_pool:
             add(name, "intent")
+    if offer == "shaped":
+        reader = next((c["name"] for c in candidates if c["name"] in READERS), None)
+        for name in SHAPERS if reader is not None else ():
+            if name in known and name not in in_pool:
+                add(name, "alongside", reader)
     # The recurring-task builtins' tags are cadences ("weekly", "every monday"), met
     # only as written: in another form they are everyday words ("week", "day").
     words = content_tokens(request_text)
@@ -110,6 +139,11 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         cadence = next((tag for tag in index.action_tags.get(name, ()) if tag <= words), None)
         if cadence is not None:
             asked[name] = AskedAction(name, tuple(sorted(cadence)), tuple(sorted(cadence)))
+    # A folder named as where something goes asks for a move, whatever verb says it ("shove the
+    # photos in ~/a over to ~/b"), unless the request says not to.
+    goes_to = destination(request_text)
+    if goes_to is not None and MOVER in index.action_tags and MOVER not in asked and not words & NEGATIONS:
+        asked[MOVER] = AskedAction(MOVER, (goes_to,), ("destination folder",))
     lowered = request_text.casefold()
     for entry in index.entries:
         action = asked.get(entry.name)
@@ -121,6 +155,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     names_files = bool(named["files"] or named["folders"]) or bool(words & FILE_WORDS)
     other_taker = any(name in index.action_tags and not acts_on_files(known[name]) for name in asked if name in known)
 
+    # A request of questions only asks for no change: an executor with side effects stays for it only
+    # when its output reads the world (run_commands: "how much space does ~/Music take?").
+    only_questions = asks_only_questions(request_text)
+
     def withheld_because(c: Mapping[str, Any]) -> str | None:
         if c["name"] in DIALOG_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered and c.get("via") != "intent":
             return "a question to the user the request does not call for"
@@ -129,6 +167,9 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             return "a recurring-task tool the request does not ask for"
         if c["name"] in index.action_tags and c["name"] not in lowered and c["name"] not in asked:
             return "side effects the request does not ask for"
+        if (only_questions and c["name"] in index.action_tags and c["name"] in known
+                and known[c["name"]].output_varies is None and c["name"] not in lowered):
+            return "a request of questions only asks for no change"
         if (c["name"] in index.action_tags and not names_files and other_taker and c["name"] in known
                 and acts_on_files(known[c["name"]]) and c["name"] not in lowered):
             return "acts on files, and the request names none while another tool takes its action"
