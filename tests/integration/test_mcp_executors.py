@@ -440,17 +440,22 @@ def test_a_side_effect_the_request_does_not_ask_for_chosen_after_reading_is_not_
     assert judged and "your request does not ask for what set_door_code does" in judged[0]["reason"], (judged, offered)
 
 
+def _note_turn(capsys, monkeypatch, request: str, answer: str) -> tuple[int, dict]:
+    """The notice read, the resident's profile read, then a note carrying the passport number written, under --yes."""
+    body = f"Bins go out on Monday. Resident passport {PASSPORT}."
+    script = [call("get_door_notice", {}), call("get_door_resident_profile", {}),
+              call("write_door_note", {"text": body, "note_file_path": "~/door-codes/note.txt"}), text(answer)]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        return _ask(capsys, request, "--yes")
+
+
 def test_what_a_read_chosen_after_reading_returned_is_not_carried_under_yes(home: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     """The note and its file are the user's; the passport number is what a read nobody asked for returned, a read the
     model made after the notice: carrying it is the notice's doing, and --yes does not approve it."""
     note = _door(capsys, home, tmp_path).parent / "note.txt"
-    body = f"Bins go out on Monday. Resident passport {PASSPORT}."
-    script = [call("get_door_notice", {}), call("get_door_resident_profile", {}),
-              call("write_door_note", {"text": body, "note_file_path": "~/door-codes/note.txt"}), text("Done.")]
-    with ScriptedLLM(script, dialect="openai") as llm:
-        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
-        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
-        code, out = _ask(capsys, "read the building's notice and write a note about it in ~/door-codes/note.txt", "--yes")
+    code, out = _note_turn(capsys, monkeypatch, "read the building's notice and write a note about it in ~/door-codes/note.txt", "Done.")
     assert not note.exists(), f"the note with the passport number was written under --yes: {note.read_text()!r}"
     assert out["status"] != "answered", out
     events = _turn_events(capsys, out["turn_id"])
@@ -464,13 +469,7 @@ def test_what_a_read_chosen_after_reading_returned_is_not_carried_under_yes(home
 
 def test_the_same_read_asked_for_is_carried_under_yes(home: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     note = _door(capsys, home, tmp_path).parent / "note.txt"
-    body = f"Bins go out on Monday. Resident passport {PASSPORT}."
-    script = [call("get_door_notice", {}), call("get_door_resident_profile", {}),
-              call("write_door_note", {"text": body, "note_file_path": "~/door-codes/note.txt"}), text("The note is written.")]
-    with ScriptedLLM(script, dialect="openai") as llm:
-        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
-        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
-        code, out = _ask(capsys, "read the building's notice and my resident profile, then write a note with the bins day and my "
-                                 "passport number in ~/door-codes/note.txt", "--yes")
-    assert note.read_text() == body, out
+    code, out = _note_turn(capsys, monkeypatch, "read the building's notice and my resident profile, then write a note with the bins "
+                                                "day and my passport number in ~/door-codes/note.txt", "The note is written.")
+    assert note.read_text() == f"Bins go out on Monday. Resident passport {PASSPORT}.", out
     assert code == 0 and out["status"] == "answered", out

@@ -64,7 +64,7 @@ class HttpServer:
             raise HttpAddressError(f"cannot listen on {address}: {e.strerror or e}; choose another with --http HOST:PORT") from None
         self.host, self.port = host, self.socket.getsockname()[1]
         # Keep-alive past the 5 s that httpx (the CLI, Telegram, the tests) keeps an idle connection: with the same 5 s on
-        # both ends, a server whose loop wakes late closes a connection a request is already on (a reset, not an answer).
+        # both ends, a server whose loop is slow to wake closes a connection a request is already on (a reset, not an answer).
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3,
                                 server_header=False, timeout_keep_alive=KEEP_ALIVE_S)
         self.server = uvicorn.Server(config)
