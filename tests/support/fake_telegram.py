@@ -14,7 +14,8 @@ It fails and hangs on purpose: while ``down`` is set, ``sendMessage`` gets
 502 Bad Gateway; ``faults`` is a list the next calls of ``sendMessage`` take
 one each from: ``"fail"`` (502 at once) or ``"hang"`` (no answer for
 ``hang_s`` seconds, as a Bot API that hangs, then 502). Those calls are kept
-in ``refused``, not in ``calls``.
+in ``refused``, not in ``calls``. ``answer_late_s`` answers each sendMessage that long after it is
+seen, as a slow network does: the user can reply to a message before the bot knows its id.
 
 The test plays the user: ``user_says(chat, text)`` queues a message,
 ``press(message, data)`` queues a press of an inline button, and
@@ -114,6 +115,8 @@ class FakeBotAPI:
         self.down = False
         self.faults: list[str] = []
         self.hang_s = 5.0
+        # A slow way back: a sendMessage is seen (in ``calls``) this many seconds before the bot gets its answer.
+        self.answer_late_s = 0.0
         self.refused: list[Call] = []
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
@@ -197,6 +200,8 @@ class FakeBotAPI:
         with self._cond:
             self.calls.append(Call(method, params, result))
             self._cond.notify_all()
+        if method == "sendMessage" and self.answer_late_s:
+            time.sleep(self.answer_late_s)
         return status, result
 
     def _fault(self, params: dict[str, Any]) -> bool:

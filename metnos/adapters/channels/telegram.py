@@ -159,6 +159,10 @@ class TelegramChannel:
         # The outbox's worker may send a prompt before _prompt has noted what to do once it is sent: this lock makes
         # the noting and the sender's look-up one after the other, never crossed.
         self._on_sent_lock = threading.Lock()
+        # Messages the Bot API is being sent now: a reply to one of them can reach us before its send returns, so the
+        # reply waits for the sends to be noted before it is read as an answer or a new request.
+        self._in_flight = 0
+        self._sends_noted = threading.Condition(self._on_sent_lock)
         # The items of the inbox the host's chats were told of (once each), and the thread that tells them.
         self._pushed: set[str] = set()
         self._pusher: threading.Thread | None = None
@@ -294,6 +298,10 @@ class TelegramChannel:
             return
         replied = getattr(message, "reply_to_message", None)
         listed = self._listed_questions.get((chat.id, replied.message_id)) if replied is not None else None
+        if replied is not None and listed is None:
+            # A reply to a message whose send has not returned yet: what that message was is known once it has.
+            await asyncio.to_thread(self._sends_settled)
+            listed = self._listed_questions.get((chat.id, replied.message_id))
         if listed is not None:
             # A reply to a question /inbox showed: its answer, whichever way in asked it.
             await asyncio.to_thread(self._answer_listed, chat.id, listed, message.text)
@@ -316,6 +324,10 @@ class TelegramChannel:
                 await asyncio.to_thread(self._answer_listed, chat.id, question.key, message.text)
             return
         self._worker.submit(self._run_turn, chat.id, sender, message.text, message.message_id)
+
+    def _sends_settled(self, wait_s: float = 10.0) -> None:
+        with self._sends_noted:
+            self._sends_noted.wait_for(lambda: self._in_flight == 0, timeout=wait_s)
 
     def _pair_or_ignore(self, chat_id: int, sender: str, text: str) -> None:
         try:
@@ -700,12 +712,23 @@ class TelegramChannel:
         """The outbox's sender: one message as formatted HTML (plain text if the markup is refused); its message id.
         Any other failure raises DeliveryFailed with a cause fit for the log (the token redacted)."""
         from telegram import ReplyParameters  # deferred: as in _startup, which has always run before a delivery
-        from telegram.error import BadRequest  # the same
 
         chat_id = int(message.address)
         thread = ReplyParameters(int(message.reply_to), allow_sending_without_reply=True) if message.reply_to else None
         limits = {"read_timeout": self.settings.timeout_s, "write_timeout": self.settings.timeout_s,
                   "connect_timeout": self.settings.timeout_s, "reply_markup": self._markup((message.options or {}).get("buttons"))}
+        with self._sends_noted:
+            self._in_flight += 1
+        try:
+            return self._send_noted(message, chat_id, thread, limits)
+        finally:
+            with self._sends_noted:
+                self._in_flight -= 1
+                self._sends_noted.notify_all()
+
+    def _send_noted(self, message: Any, chat_id: int, thread: Any, limits: dict[str, Any]) -> str:
+        from telegram.error import BadRequest  # deferred: as in _startup, which has always run before a delivery
+
         try:
             try:
                 sent = self._call(self._app.bot.send_message(chat_id, fitted_html(message.text), parse_mode=PARSE_MODE,
