@@ -182,6 +182,21 @@ def bench_saves(root: Path, label: str, saves: int, per_save: int, sync: bool, r
     return {name: median_rate(each * per_save, seconds) for name, seconds in times.items()}
 
 
+_RECORD_HEAD = struct.Struct(">BHHq")
+
+
+def read_records_as_raw(log: EventLog) -> int:
+    """The log's own records, read as raw LMDB would (the header's lengths, then orjson.loads of the state); how many."""
+    recorder = log.recorder
+    count = 0
+    with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as cursor:
+        for _, v in cursor:
+            _, oid_len, topic_len, _ = _RECORD_HEAD.unpack_from(v)
+            orjson.loads(v[_RECORD_HEAD.size + oid_len + topic_len + 1 :])
+            count += 1
+    return count
+
+
 def bench_scan(root: Path, total: int, rounds: int) -> dict[str, float]:
     home = root / "scan"
     log = EventLog(Workspace(home / "data", home / "config"), env={"LMDB_SYNC": "no"})
@@ -214,19 +229,9 @@ def bench_scan(root: Path, total: int, rounds: int) -> dict[str, float]:
         counts["raw"] = count
         return time.perf_counter() - start
 
-    recorder = log.recorder
-    head = struct.Struct(">BHHq")
-
     def same(_round: int) -> float:
-        # The log's own records, read as raw LMDB would: the header's lengths, then orjson.loads of the state.
         start = time.perf_counter()
-        count = 0
-        with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as cursor:
-            for _, v in cursor:
-                _, oid_len, topic_len, _ = head.unpack_from(v)
-                orjson.loads(v[head.size + oid_len + topic_len + 1 :])
-                count += 1
-        counts["same"] = count
+        counts["same"] = read_records_as_raw(log)
         return time.perf_counter() - start
 
     # Each side's CPU time too (time.process_time): what other work on a shared machine inflates least.

@@ -23,7 +23,6 @@ would: the header's lengths, then ``orjson.loads`` of the state).
 
 from __future__ import annotations
 
-import struct
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lmdb  # noqa: E402
 import orjson  # noqa: E402
 
-from bench.log_throughput import STEP, T0, make_turn  # noqa: E402
+from bench.log_throughput import STEP, T0, make_turn, read_records_as_raw  # noqa: E402
 from metnos.mechanisms.eventlog import EventLog  # noqa: E402
 from metnos.settings.workspace import Workspace  # noqa: E402
 
@@ -53,9 +52,6 @@ def main() -> None:
         with env.begin(write=True) as txn:
             for key in range(1, EVENTS + 1):
                 txn.put(key.to_bytes(8, "big"), value, append=True)
-    recorder = log.recorder
-    head = struct.Struct(">BHHq")
-
     def ours() -> int:
         count = 0
         for _ in log.domain_events():
@@ -71,13 +67,7 @@ def main() -> None:
         return count
 
     def same() -> int:
-        count = 0
-        with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as cursor:
-            for _, v in cursor:
-                _, oid_len, topic_len, _ = head.unpack_from(v)
-                orjson.loads(v[head.size + oid_len + topic_len + 1 :])
-                count += 1
-        return count
+        return read_records_as_raw(log)
 
     scan = {"ours": ours, "raw": raw, "same": same}.get(part)
     if scan is None:

@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from metnos.runtime.step.intent import named_targets
+from metnos.runtime.step.intent import without_named_targets
 from metnos.runtime.step.text import STOPWORDS, tokens
 from metnos.runtime.step.wording import Lexicon
 
@@ -78,10 +78,7 @@ _ADDRESSEE = re.compile(r"(?=\b([^\W\d_]+)[ \t]+(?:(?:to|a|ad)[ \t]+)?([^\W\d_][
 
 def _addressed(request_text: str) -> frozenset[str]:
     """The request's words followed by a name, as :func:`tokens` gives them."""
-    targets = named_targets(request_text)
-    text = request_text
-    for target in (*targets.urls, *targets.files, *targets.folders):
-        text = text.replace(target, " ")
+    text = without_named_targets(request_text)
     found = set()
     for m in _ADDRESSEE.finditer(text):
         verb, name = m.group(1), m.group(2)
@@ -130,10 +127,7 @@ class ActionWords:
         return found
 
     def _meant_words(self, request_text: str) -> list[tuple[str, frozenset[str]]]:
-        targets = named_targets(request_text)
-        text = request_text
-        for target in (*targets.urls, *targets.files, *targets.folders):
-            text = text.replace(target, " ")
+        text = without_named_targets(request_text)
         words = tokens(text)
         out = []
         for i, word in enumerate(words):
@@ -166,10 +160,7 @@ def asks_only_questions(request_text: str) -> bool:
     that opens with a verb ("which is the largest? delete it"). An executor with side effects
     offered for a question is a means ("how much space does the folder take": a command), not
     what was asked: the answer in words may stand."""
-    targets = named_targets(request_text)
-    text = request_text
-    for target in (*targets.urls, *targets.files, *targets.folders):
-        text = text.replace(target, " ")
+    text = without_named_targets(request_text)
     clauses = 0
     for sentence in _SENTENCES.findall(text):
         marked = sentence.strip().endswith("?")

@@ -65,6 +65,14 @@ def destination(text: str) -> str | None:
     return None
 
 
+def without_named_targets(text: str) -> str:
+    """``text`` with its named URLs, files and folders blanked out: what is left are the request's own words."""
+    targets = named_targets(text)
+    for target in (*targets.urls, *targets.files, *targets.folders):
+        text = text.replace(target, " ")
+    return text
+
+
 def _clean(token: str) -> str:
     return token.rstrip(_TRAILING)
 

@@ -61,7 +61,7 @@ from typing import Any
 
 from metnos.runtime.step.asked import ActionWords
 from metnos.runtime.step.errors import TurnError
-from metnos.runtime.step.intent import named_targets
+from metnos.runtime.step.intent import without_named_targets
 from metnos.runtime.step.text import STOPWORDS, content_tokens
 from metnos.runtime.step.wording import Lexicon
 
@@ -272,10 +272,7 @@ class PrefilterIndex:
         """The affinity words the request's other words stand for: a word no tag has as written is
         looked up in its other forms and with one slip of typing (:mod:`metnos.runtime.step.wording`).
         The words of a named path or URL are names, not words of the request, and meet only as written."""
-        targets = named_targets(request_text)
-        text = request_text
-        for target in (*targets.urls, *targets.files, *targets.folders):
-            text = text.replace(target, " ")
+        text = without_named_targets(request_text)
         found: set[str] = set()
         for word in content_tokens(text):
             if word in self._aff or word.isdigit():
