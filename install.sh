@@ -11,7 +11,14 @@ with_bench=no
 [ "${1:-}" = "--test" ] && with_tests=yes
 [ "${1:-}" = "--bench" ] && with_bench=yes
 
+python=${PYTHON:-python3}
+
 packages=(bubblewrap libseccomp2)
+# A C compiler and Python's headers build the full scan's compiled loop (setup.py); without them
+# the install goes on and the scan runs its Python loop, slower, with the same events.
+packages+=(gcc libc6-dev)
+headers=$("$python" -c 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null || echo False)
+[ "$headers" = True ] || packages+=(python3-dev)
 # chromium and its driver: the dashboard is tested in a real headless browser.
 [ "$with_tests" = yes ] && packages+=(postgresql graphviz chromium chromium-driver)
 # dovecot: the real IMAP server read_messages is tested against.
@@ -29,7 +36,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-python=${PYTHON:-python3}
 extras="embedded"
 [ "$with_tests" = yes ] && extras="test,embedded"
 [ "$with_bench" = yes ] && extras="embedded,bench"

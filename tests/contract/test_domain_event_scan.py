@@ -29,6 +29,7 @@ from metnos.mechanisms.store import event_scan
 from metnos.mechanisms.store.event_scan import scan_events
 from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
 from tests.contract.test_record_feed import fast
+from tests.contract.scan_loops import each_scan_loop  # noqa: F401 - every test here runs with both loops
 
 AT = datetime(2026, 11, 22, 8, 0, 0, 250000, tzinfo=timezone(timedelta(hours=1)))
 SAMPLES: dict[Any, Any] = {

@@ -30,6 +30,7 @@ from metnos.mechanisms.store.lmdb import LMDBApplicationRecorder
 from metnos.mechanisms.store.mapper import _with_stamp
 from metnos.mechanisms.store.records import _HEAD, id_bytes
 from tests.contract.test_record_feed import AT, IGNORED, NOTED, OPENED, RENAMED, Ledger, fast, json_values, write_log
+from tests.contract.scan_loops import each_scan_loop  # noqa: F401 - every test here runs with both loops
 
 TOPICS = [None, frozenset({OPENED, NOTED, RENAMED}), frozenset({NOTED}), frozenset({IGNORED}), frozenset()]
 
