@@ -43,10 +43,10 @@ cdef inline long long _version(const unsigned char* record):
 
 
 def events_batch(cursor, Py_ssize_t first, Py_ssize_t limit, dict kinds, kind_of, slow, dict shapes, tuple helpers):
-    """``event_scan._events_batch``'s arguments and answer; ``helpers`` are the Python functions and
-    markers it shares with that loop: (shape of a header, decoder of a run, decoder of an originator
-    id, the tag of a UUID id, the marker of a skipped kind, a struct's fields as a dict, adder of a span)."""
-    shape_of, decode_run, originator_of, uuid_tag, skip, asdict, add_span = helpers
+    """``event_scan._events_batch``'s arguments and answer; ``helpers`` are what it shares with that
+    loop: the reading of a segment's first record (``_segment_start``), the Python decoding of a run,
+    the marker of a kind no one asked for, a struct's fields as a dict, the adding of a span of ids."""
+    segment_start, decode_run, skip, asdict, add_span = helpers
     cdef list events = []
     cdef list spans = []
     cdef list values = []
@@ -60,38 +60,17 @@ def events_batch(cursor, Py_ssize_t first, Py_ssize_t limit, dict kinds, kind_of
     cdef const char* reference = NULL
     cdef const char* record
     cdef Py_ssize_t size, same_start = 0, same_stop = 0, end = 0, nid
-    cdef bytes last_raw_oid = None
+    cdef object last_raw_oid = None
     cdef bytes value
     for value in islice(cursor.iternext(keys=False, values=True), limit):
         record = PyBytes_AS_STRING(value)
         size = PyBytes_GET_SIZE(value)
         if not (reference != NULL and size >= same_stop and memcmp(record, reference, _LENGTHS) == 0
                 and memcmp(record + same_start, reference + same_start, same_stop - same_start) == 0):
-            if size < _LENGTHS:
+            started = segment_start(value, cursor, kinds, kind_of, shapes, last_raw_oid, originator_id)
+            if started is None:
                 return None, None, 0
-            lengths = value[:_LENGTHS]
-            shape = shapes.get(lengths)
-            if shape is None:
-                shape = shape_of(lengths)
-                if shape is None:
-                    return None, None, 0
-                shapes[lengths] = shape
-            at_oid, at_kind, at_same, end = shape
-            if size < end + 2:
-                return None, None, 0
-            kind_key = value[at_kind]
-            kind = kinds.get(kind_key)
-            if kind is None:
-                kind = kinds[kind_key] = kind_of(cursor.key(), value, end)
-            raw_oid = value[at_oid]
-            if raw_oid != last_raw_oid:
-                if raw_oid[:1] != uuid_tag:
-                    return None, None, 0
-                try:
-                    originator_id = originator_of(raw_oid)
-                except ValueError:
-                    return None, None, 0
-                last_raw_oid = raw_oid
+            (_, _, at_same, end), kind, last_raw_oid, originator_id = started
             same_start, same_stop = at_same.start, at_same.stop
             segment_first = value
             reference = record

@@ -160,28 +160,10 @@ def _events_batch(
                 run_kinds += [kind] * (len(values) - segment)
                 run_ids += [originator_id] * (len(values) - segment)
             lengths = value[at_lengths]
-            shape = shapes.get(lengths)
-            if shape is None:
-                shape = _shape(lengths)
-                if shape is None:
-                    return None, None, 0
-                shapes[lengths] = shape
-            at_oid, at_kind, at_same, end = shape
-            if len(value) < end + 2:
+            started = _segment_start(value, cursor, kinds, kind_of, shapes, last_raw_oid, originator_id)
+            if started is None:
                 return None, None, 0
-            kind_key = value[at_kind]
-            kind = kinds.get(kind_key)
-            if kind is None:
-                kind = kinds[kind_key] = kind_of(cursor.key(), value, end)
-            raw_oid = value[at_oid]
-            if raw_oid != last_raw_oid:
-                if raw_oid[:1] != _UUID_TAG:
-                    return None, None, 0
-                try:
-                    originator_id = _decode_originator_id(raw_oid)
-                except ValueError:
-                    return None, None, 0
-                last_raw_oid = raw_oid
+            (at_oid, at_kind, at_same, end), kind, last_raw_oid, originator_id = started
             same = value[at_same]
             plain = kind is not _SKIP and kind[0] is not None
             loose = loose or (plain and kind[3] is None)
@@ -205,6 +187,39 @@ def _events_batch(
         _decode_run(values, run_first, run_kinds, run_ids, loose, events, spans, slow, kinds)
     ids = spans[0] if len(spans) == 1 else chain.from_iterable(spans)
     return ids, events, run_first + len(values) - first
+
+
+def _segment_start(
+    value: bytes, cursor: Any, kinds: dict[bytes, Any], kind_of: Callable[[bytes, bytes, int], Any], shapes: dict[bytes, Any],
+    last_raw_oid: bytes | None, originator_id: Any,
+) -> tuple[tuple[slice, slice, slice, int], Any, bytes, Any] | None:
+    """What the first record of a segment is, for both loops over records (this module's and the
+    compiled one): its shape (``_shape``), its kind, its originator id raw and decoded (decoded
+    again only when it differs from the record's before); None for a record neither loop reads (a
+    bad header, an id that is not a UUID). Once a segment, not once a record."""
+    lengths = value[_LENGTHS]
+    shape = shapes.get(lengths)
+    if shape is None:
+        shape = _shape(lengths)
+        if shape is None:
+            return None
+        shapes[lengths] = shape
+    at_oid, at_kind, _, end = shape
+    if len(value) < end + 2:
+        return None
+    kind_key = value[at_kind]
+    kind = kinds.get(kind_key)
+    if kind is None:
+        kind = kinds[kind_key] = kind_of(cursor.key(), value, end)
+    raw_oid = value[at_oid]
+    if raw_oid != last_raw_oid:
+        if raw_oid[:1] != _UUID_TAG:
+            return None
+        try:
+            originator_id = _decode_originator_id(raw_oid)
+        except ValueError:
+            return None
+    return shape, kind, raw_oid, originator_id
 
 
 def _shape(lengths: bytes) -> tuple[slice, slice, slice, int] | None:
@@ -347,7 +362,7 @@ _consume = deque(maxlen=0).extend
 
 
 # What the compiled loop shares with the Python one (``_scan_loop.events_batch``'s ``helpers``).
-_HELPERS = (_shape, _decode_run, _decode_originator_id, _UUID_TAG, _SKIP, _asdict, _add_span)
+_HELPERS = (_segment_start, _decode_run, _SKIP, _asdict, _add_span)
 
 try:
     from metnos.mechanisms.store._scan_loop import events_batch as _compiled_batch
