@@ -380,3 +380,18 @@ def test_the_grammar_admits_no_value_a_seed_executors_own_pattern_refuses() -> N
     # A path argument still takes the path form.
     assert not admits(schema, {"name": "read_files", "arguments": {"paths": ["notes/*.md"]}})
     assert admits(schema, {"name": "read_files", "arguments": {"paths": ["~/notes/a.md"]}})
+
+
+def test_a_schedule_s_expiry_is_held_to_an_instant_the_scheduler_reads() -> None:
+    """The 1.5B wrote "expiry": "never" under the grammar and the scheduler refused the schedule
+    ('never' is not an ISO 8601 timestamp): the grammar admits only what domain/due.py:parse takes, or null."""
+    from domain.due import parse
+    from metnos.runtime.step.catalogue import builtin_tools
+    schema = call_schema([builtin_tools()["schedule_recurring"].tool])
+    base = {"executor": "get_now", "args": {}, "cron": "0 9 * * 1"}
+    for expiry in ("never", "2027-01-01", "2027-01-01T09:00:00", "", "tomorrow"):
+        assert not admits(schema, {"name": "schedule_recurring", "arguments": {**base, "expiry": expiry}}), expiry
+    for expiry in ("2027-01-01T09:00:00Z", "2027-01-01 09:00+01:00", "2027-01-01T09:00:00.5-05:00"):
+        assert admits(schema, {"name": "schedule_recurring", "arguments": {**base, "expiry": expiry}}), expiry
+        parse(expiry)
+    assert admits(schema, {"name": "schedule_recurring", "arguments": {**base, "expiry": None}})

@@ -44,6 +44,9 @@ class BuiltinTool:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
+# An ISO 8601 instant with its zone, the one form an expiry is read in (domain/due.py:parse).
+INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$"
+
 _REF = {"type": "object", "required": ["schedule_id"], "additionalProperties": False,
         "properties": {"schedule_id": {"type": "string", "minLength": 4, "description": "the schedule's id (or a unique prefix)"}}}
 
@@ -66,7 +69,8 @@ _SCHEDULE = {
         "timezone": {"type": "string", "description": "IANA zone for the cron times; default UTC"},
         "channel": {"enum": list(CHANNELS), "description": "where each result goes; default outbox"},
         "count": {"type": ["integer", "null"], "minimum": 1, "description": "1 = once, N = N firings, null = forever"},
-        "expiry": {"type": ["string", "null"], "description": "ISO timestamp after which it stops"},
+        # Held to the form domain/due.py:parse takes (a zone included): the grammar admitted "never" before.
+        "expiry": {"type": ["string", "null"], "pattern": INSTANT_PATTERN, "description": "ISO timestamp after which it stops"},
         "on_failure": {"enum": list(ON_FAILURE), "description": "default notify (after one retry)"},
         "max_consecutive_failures": {"type": ["integer", "null"], "minimum": 1},
         "label": {"type": "string", "maxLength": 200, "description": "a short name the user will recognise"},
