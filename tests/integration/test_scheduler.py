@@ -900,6 +900,39 @@ def test_words_the_rules_cannot_read_are_asked_of_the_model_and_its_cron_is_chec
     assert "read_by" not in ScheduleService(rt, models=router.for_tier).read_when("every morning at 8")
 
 
+def test_modify_reads_words_the_rules_cannot_read_as_add_does_asking_the_model_once(
+        home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.services import schedules
+    from tests.support.scripted_llm import ScriptedLLM, text
+
+    clock_file = tmp_path / "now"
+    clock_file.write_text(stamp(START))
+    monkeypatch.setenv(CLOCK_FILE_ENV, str(clock_file))
+    words = "whenever the fortnightly book club meets, friday evenings at eight"
+    capsys.readouterr()
+    assert main(["schedule", "add", "--cron", "*/5 * * * *", "--executor", "get_now", "--channel", "none"]) == 0
+    sid = orjson.loads(capsys.readouterr().out)["schedule_id"]
+    # One answer only: the words are read once, shown, confirmed, and that reading is what is recorded.
+    with ScriptedLLM([text('{"cron": "0 20 * * 5", "once": false}'), text('{"cron": "30 7 * * 1", "once": false}')]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code = main(["schedule", "modify", sid, words, "--yes"])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        assert orjson.loads(out.out)["cron"] == "0 20 * * 5" and "reads as cron '0 20 * * 5'" in out.err
+        assert len(llm.requests) == 1 and words in llm.requests[0].messages[-1]["content"]
+        # The service, given the words alone, reads them as add does: the rules, dateparser, then the model.
+        row = schedules.modify(sid, {}, when=words)
+    assert row["cron"] == "30 7 * * 1" and len(llm.requests) == 2
+    assert [e["changes"] for e in history_of(sid) if e["type"] == "ScheduleModified"] == [{"cron": "0 20 * * 5"}, {"cron": "30 7 * * 1"}]
+
+
+def history_of(sid: str) -> list[dict]:
+    from metnos.services import schedules
+
+    return schedules.act("history", sid)["events"]
+
+
 def test_a_mnest_marked_private_is_the_hosts_and_a_guest_turn_does_not_read_it(rt: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
     from uuid import UUID
 

@@ -218,8 +218,9 @@ class ScheduleService:
         return self._command(ref, lambda s: s.cancel(reason=reason, by=by, at=self.clock()))
 
     def modify(self, ref: str, changes: dict[str, Any], *, by: str = "user", approved_by: str | None = None,
-               when: str | None = None) -> dict[str, Any]:
-        """``when`` is a new cadence in words (or cron), read as at creation.
+               when: str | None = None, reading: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``when`` is a new cadence in words (or cron), read as at creation; ``reading``: ``when`` as
+        read_when read it already (shown to the user and confirmed), kept as it is rather than read again.
         Changing the target or the arguments of a schedule with side effects needs a new
         approval (``approved_by``); without one nothing changes."""
         schedule = self._load(ref)
@@ -230,7 +231,8 @@ class ScheduleService:
         now = self.clock()
         changes = dict(changes)
         if when is not None:
-            reading = self.read_when(when, changes.get("timezone", schedule.timezone))
+            if reading is None:
+                reading = self.read_when(when, changes.get("timezone", schedule.timezone))
             changes["cron"] = reading["cron"]
             if "count" not in changes and reading["words"] is not None:
                 # The words say how often: a one-shot closes after the one firing
