@@ -18,6 +18,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from domain.household import HOST
 from domain.schedule import ACTIVE, PAUSED, Schedule, ScheduleError, builtin_schedule_id
+from domain.invocation import Invocation
 from domain.errors import MetnosError
 from metnos.runtime.scheduler import approval, callbacks
 from metnos.runtime.scheduler.tick import Scheduler
@@ -335,10 +336,12 @@ class ScheduleService:
         events = list(self.runtime.log.events.get(UUID(invocation_id)))
         if not events:
             return {"id": invocation_id, "missing": True}
-        first, last = events[0], events[-1]
+        first = events[0]
         out = {"id": invocation_id, "executor": first.executor, "version": first.version, "caller": first.caller, "args": first.args}
-        if last is not first:
-            out.update(ok=getattr(last, "ok", False), kind=last.kind, duration_ms=getattr(last, "duration_ms", 0))
+        # How it ended: its completion or refusal, not the files' before- and after-images around them.
+        ended = [e for e in events[1:] if isinstance(e, (Invocation.InvocationCompleted, Invocation.InvocationRefused))]
+        if ended:
+            out.update(ok=getattr(ended[-1], "ok", False), kind=ended[-1].kind, duration_ms=getattr(ended[-1], "duration_ms", 0))
         return out
 
     def _next_fire(self, schedule: Schedule) -> str | None:
