@@ -50,7 +50,7 @@ LATE_FIELDS = {
 # Fields added to an event after turns were recorded without them: a recorded event that
 # lacks one is read with its default, so an old turn replays as it ran.
 DEFAULTED_FIELDS = {
-    "TurnStarted": {"principal": "host", "conversation": None, "language": "en"},
+    "TurnStarted": {"principal": "host", "conversation": None, "language": "en", "approvals": None},
 }
 
 
@@ -95,6 +95,9 @@ class Turn(MetnosAggregate):
         # The request's language (metnos/settings/i18n/detect.py): the runtime's own words are said in it and, when
         # it is not English, the model is asked to answer in it. Turns recorded before it was kept were English.
         language: str = "en"
+        # The executors a guest's turn could ask the guest to approve ([actors.guest] approvals); None: none, and
+        # every host turn (the host is asked anything), as all turns recorded before guests could approve.
+        approvals: list | None = None
 
     class CatalogueResolved(DomainEvent):
         digest: str
@@ -437,10 +440,10 @@ class Turn(MetnosAggregate):
     @classmethod
     def start(cls, *, id: Any, at: Any, text: str, actor: str, channel: str, mode: str, settings: dict, runtime_version: str, autonomy: str = "supervised",
               runtime: dict | None = None, home: str | None = None, principal: str = "host", conversation: dict | None = None,
-              language: str = "en") -> Turn:  # noqa: A002
+              language: str = "en", approvals: list | None = None) -> Turn:  # noqa: A002
         return cls._create(cls.TurnStarted, id=id, timestamp=at, text=text, actor=actor, channel=channel, mode=mode, settings=settings,
                            runtime_version=runtime_version, autonomy=autonomy, runtime=runtime, home=home, principal=principal, conversation=conversation,
-                           language=language)
+                           language=language, approvals=approvals)
 
     def record(self, event_class: type, *, at: Any, **fields: Any) -> None:
         """Append one of this aggregate's events; the loop decides which and when."""

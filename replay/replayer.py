@@ -198,7 +198,7 @@ class Replayer:
         note = ""
         try:
             loop.run(TurnRequest(text=start.text, actor=start.actor, channel=start.channel, mode=start.mode, autonomy=start.autonomy,
-                                 principal=start.principal, conversation=start.conversation,
+                                 principal=start.principal, approvals=tuple(start.approvals or ()), conversation=start.conversation,
                                  runtime=start.runtime, home=start.home if start.home is not None else "", language=start.language))
         except ReplayExhausted as e:
             note = str(e)

@@ -6,8 +6,12 @@ first is the host, the others guests. The actor then decides, per turn:
 * autonomy: ``[actors.guest] autonomy`` (``read_only`` by default: it looks,
   it does not act), whatever ``[runtime] autonomy`` says for the host;
   ``[actors.host] autonomy``, when set, is the host's;
-* approvals: a guest may give none; a question for one is answered no,
+* approvals: a guest may give only those ``[actors.guest] approvals`` lists
+  (none by default); a question about any other executor is answered no,
   without asking, and the log says why (``by`` = ``guest:not_allowed``).
+  A listed approval is asked only where the vaglio asks: it never widens what
+  the guest's autonomy level allows (at ``read_only`` a side effect is refused
+  before anyone is asked).
 
 The approval router stays single-channel (step 1): a guest's turn never
 reaches the host's chat.
@@ -58,11 +62,16 @@ def level_for(actor: str, level: str, policy: ActorsConfig | None = None) -> str
     return (policy or ActorsConfig()).autonomy_of(actor, level)
 
 
-def approver_for(actor: str, approver: Approver) -> Approver:
+def approver_for(actor: str, approver: Approver, policy: ActorsConfig | None = None) -> Approver:
+    """Who answers a question of ``actor``'s turn: the host's approver; for a guest, its own for the
+    executors ``[actors.guest] approvals`` lists, no without asking for every other."""
     if not is_guest(actor):
         return approver
+    approvable = frozenset((policy or ActorsConfig()).approvals_of(actor))
 
-    def refuse(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+    def guest_answer(step: int, executor: str, args: dict[str, Any], reason: str) -> tuple[bool, str]:
+        if executor in approvable:
+            return approver(step, executor, args, reason)
         return False, REFUSED_BY
 
-    return refuse
+    return guest_answer

@@ -58,10 +58,13 @@ def _models(rt: Runtime) -> Iterator[Callable[[str], Any]]:
             router.close()
 
 
-def modify(ref: str, changes: dict[str, Any], *, approved_by: str | None = None, when: str | None = None) -> dict[str, Any]:
-    """Change a schedule's cadence (``when``: words or cron), target, arguments or options, as an event."""
-    with wiring.boot_scheduled() as rt:
-        return ScheduleService(rt).modify(ref, changes, approved_by=approved_by, when=when)
+def modify(ref: str, changes: dict[str, Any], *, approved_by: str | None = None, when: str | None = None,
+           reading: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Change a schedule's cadence (``when``: words or cron), target, arguments or options, as an event.
+    Words are read as add reads them (the model only for what the rules and dateparser cannot);
+    ``reading``: ``when`` as read_when already read it (shown to the user), kept rather than read again."""
+    with wiring.boot_scheduled() as rt, _models(rt) as models:
+        return ScheduleService(rt, models=models).modify(ref, changes, approved_by=approved_by, when=when, reading=reading)
 
 
 def listed(status: str | None = None) -> list[dict[str, Any]]:

@@ -8,7 +8,11 @@ max_schedules = 100       # schedules this actor may keep open (active or paused
 [actors.guest]            # every guest_<id>
 autonomy = "read_only"    # read_only | supervised | full
 max_schedules = 3
+approvals = []            # executors a guest may approve on its own channel; empty: none
 ```
+
+A guest's approval never widens its autonomy: at ``read_only`` a call with side
+effects is refused before anyone is asked, whatever ``approvals`` lists.
 
 The level is checked strictly: a value that is not one of the three names is
 refused when the file is read, naming the key.
@@ -41,6 +45,9 @@ class GuestPolicy(BaseModel):
 
     autonomy: Level = setting("read_only", "A guest's autonomy level: read_only, supervised or full.")
     max_schedules: int = setting(3, "How many open (active or paused) schedules each guest may keep.", ge=0)
+    approvals: tuple[str, ...] = setting((), "Executors a guest may approve on its own channel (a call that would ask the host "
+                                             "asks the guest); empty: none, its questions are answered no. Never widens the "
+                                             "guest's autonomy: at read_only nothing with side effects is asked.", strict=False)
 
 
 class ActorsConfig(BaseModel):
@@ -56,6 +63,11 @@ class ActorsConfig(BaseModel):
         if actor == "host":
             return self.host.autonomy or level
         return self.guest.autonomy
+
+    def approvals_of(self, actor: str) -> tuple[str, ...]:
+        """The executors ``actor`` may approve as a guest: ``[actors.guest] approvals``; nothing to say for the host,
+        who approves what the vaglio asks."""
+        return () if actor == "host" else self.guest.approvals
 
     def max_schedules_of(self, actor: str) -> tuple[int, str]:
         """The quota on ``actor``'s open schedules and the setting that decides it."""

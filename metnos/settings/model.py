@@ -85,7 +85,7 @@ class Settings(BaseSettings):
     conversation: ConversationSettings = Field(default_factory=ConversationSettings,
                                                description="`[conversation]`: when a follow-up continues a conversation, and what it sees of it.")
     actors: ActorsConfig = Field(default_factory=ActorsConfig,
-                                 description="`[actors]`: what the host and the guests may do (autonomy, schedule quotas).")
+                                 description="`[actors]`: what the host and the guests may do (autonomy, schedule quotas, what a guest may approve).")
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig, description="Where the workspace is (environment only).")
     process: ProcessConfig = Field(default_factory=ProcessConfig, description="Switches of one process (environment only).")
     cascade: CascadeConfig = Field(default_factory=CascadeConfig, description="The cascade's thresholds (environment only).")

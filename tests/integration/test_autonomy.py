@@ -242,3 +242,37 @@ def test_a_turn_recorded_when_full_answered_for_the_user_replays_to_a_question_a
     [cause] = divergence["causes"]
     assert cause["kind"] == "approval-now-asked"
     assert cause["message"].startswith("step 1: delete_files ran without a question because autonomy full answered for the user")
+
+
+def test_a_guest_approves_what_actors_guest_approvals_lists_on_its_own_and_nothing_else(home: Path, capsys, monkeypatch) -> None:
+    """[actors.guest] approvals: a listed executor asks the guest (its own approver) and runs once approved; one not
+    listed is refused without asking, as for every guest before the setting. Both replay from the log as they ran."""
+    from metnos.runtime.booted import Runtime
+    from metnos.runtime.turn.session import run_turn
+
+    Workspace.from_env().config_file.write_text('[actors.guest]\nautonomy = "supervised"\napprovals = ["write_files"]\n')
+    (home / "old.md").write_text("keep me")
+    asked = []
+
+    def guest_says_yes(step: int, executor: str, args: dict, reason: str) -> tuple[bool, str]:
+        asked.append(executor)
+        return True, "guest:test"
+
+    script = [*write_note(home), call("delete_files", {"paths": [str(home / "old.md")]}), text("deleted")]
+    with ScriptedLLM(script) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+            wrote = run_turn(rt, "save a note to todo.md: buy milk", approver=guest_says_yes, principal="guest_abc123", cache=False)
+            deleted = run_turn(rt, "delete old.md", approver=guest_says_yes, principal="guest_abc123", cache=False)
+    assert wrote.status == "answered" and (home / "todo.md").read_text() == "- buy milk\n"
+    assert (home / "old.md").read_text() == "keep me" and asked == ["write_files"]
+    events = events_of(capsys, wrote.turn_id)
+    assert events[0]["state"]["approvals"] == ["write_files"] and events[0]["state"]["principal"] == "guest_abc123"
+    [answered] = [e["state"] for e in events if kind(e) == "ApprovalAnswered"]
+    assert (answered["approved"], answered["by"]) == (True, "guest:test")
+    [judged] = [e["state"]["verdict"] for e in events_of(capsys, deleted.turn_id) if kind(e) == "StepJudged"]
+    assert (judged["decision"], judged["blocked_by"]) == ("deny", "actor")
+    for turn_id in (wrote.turn_id, deleted.turn_id):
+        capsys.readouterr()
+        assert main(["replay", turn_id, "--json"]) == 0, capsys.readouterr().out

@@ -201,3 +201,47 @@ def test_an_invocation_past_its_memory_cap_is_recorded_as_memory_exceeded(home: 
     assert completed["kind"] == "MemoryExceeded" and completed["ok"] is False
     assert completed["error"]["limit_mb"] == 256
     assert completed["error"]["enforced_by"] in ("cgroup-v2", "cgroup-v1", "watchdog")
+
+
+def test_a_below_threshold_executor_is_served_with_its_state_and_archived_by_the_user(home: Path, capsys) -> None:
+    """seeds/000 ch. 6: an executor unused past the threshold is shown so by the daemon (API and
+    dashboard), still offered, and the user retires it with `metnos executors archive`."""
+    from datetime import datetime, timedelta, timezone
+
+    from starlette.testclient import TestClient
+
+    from domain.executor import executor_id
+
+    from metnos.adapters.daemon.app import build_app
+    from metnos.runtime.booted import Runtime
+    from metnos.runtime.jobs import CallbackContext
+    from metnos.runtime.scheduler.ager import run_executor_ager
+    from metnos.runtime.scheduler.clock import ManualClock
+    from metnos.services.host import DaemonHost
+    from projections.catalog import invocable
+
+    token = "a-daemon-token-for-this-test-only-0123456789"
+    clock = ManualClock(datetime.now(timezone.utc) + timedelta(days=40))
+    with Runtime.boot(Workspace.from_env(), birth=False, clock=clock) as rt:
+        aged = run_executor_ager(CallbackContext(runtime=rt, now=clock(), schedule_id="test"), {"idle_days": 30, "include_seeds": True})
+        assert aged.ok, aged.error
+        rt.log.save(*aged.aggregates)
+        rt.refresh()
+        headers = {"Authorization": f"Bearer {token}"}
+        with TestClient(build_app(DaemonHost(rt, env={}), token, mounts=[])) as client:
+            rows = client.get("/api/executors", headers=headers).json()
+            page = client.get("/executors", headers={**headers, "Accept": "text/html"}).text
+        [row] = [r for r in rows if r["name"] == "get_now"]
+        assert (row["state"], row["current"]) == ("below_threshold", True)
+        assert "`metnos executors archive get_now` retires it" in row["reason"]
+        assert '<span class="badge below_threshold">below_threshold</span>' in page
+        assert "get_now" in invocable(rt.catalogue.catch_up(rt.log))
+    assert main(["executors", "archive", "get_now"]) == 0
+    [archived] = [e for e in events(capsys, "ExecutorArchived") if e["aggregate_id"] == str(executor_id("seed", "get_now"))]
+    assert archived["state"]["version"] == "1.0.0" and archived["state"]["by"] == "user"
+    code, rows = cli_json(capsys, "executors", "list")
+    assert next(r for r in rows if r["name"] == "get_now")["state"] == "archived"
+    with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+        assert "get_now" not in invocable(rt.catalogue.catch_up(rt.log))
+    assert main(["executors", "run", "get_now", "{}"]) == 1
+    assert (Workspace.from_env().executors_origin_dir("seed") / ".archive" / "get_now" / "1.0.0").is_dir()

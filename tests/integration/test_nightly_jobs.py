@@ -98,8 +98,10 @@ def test_every_job_is_installed_once_with_its_schedule_and_channel(rt: Runtime) 
     rows = {r["target"]["key"]: r for r in ScheduleService(rt).list(owner="builtin")}
     expected = {"proposals_eta": "30 4 * * *", "promoter": "45 4 * * *", "introspection_apply": "30 5 * * *",
                 "proposals_cleanup": "0 6 * * *", "lifecycle_summary": "30 6 * * *",
-                "skill_sandbox_watchdog": "35 6 * * *", "promoter_digest": "0 7 * * *"}
+                "skill_sandbox_watchdog": "35 6 * * *", "promoter_digest": "0 7 * * *", "i18n_translate_pending": "0 2 * * *"}
     assert {k: rows[k]["cron"] for k in expected} == expected
+    # The translations' night job drafts a bounded batch, and tells nobody (its drafts wait for review).
+    assert (rows["i18n_translate_pending"]["args"], rows["i18n_translate_pending"]["channel"]) == ({"limit": 20}, "none")
     told = {k for k, r in rows.items() if r["channel"] == "outbox"}
     assert told == {"lifecycle_summary", "skill_sandbox_watchdog", "promoter_digest"}
     assert ScheduleService(rt).install_builtin_jobs() == []

@@ -867,6 +867,30 @@ def test_a_guest_schedule_records_its_actor_fires_as_it_and_is_held_to_the_guest
     assert as_guest.create(**base)["schedule_id"] != sid
 
 
+def test_a_guest_schedule_fires_at_the_guests_autonomy_and_is_judged_as_the_guest(rt: Runtime, clock: ManualClock, home: Path) -> None:
+    """[actors.guest] autonomy is read_only by default: a guest's schedule whose target has side effects runs
+    nothing when it fires, approved or not; the vaglio refuses it as the guest's, at the guest's level."""
+    guest = "guest_abc123"
+    user = Path(os.environ["HOME"])
+    write = {"target": {"kind": "executor", "name": "write_files"}, "cron": "*/5 * * * *", "channel": "none", "approved_by": "user:test"}
+    sid = ScheduleService(rt, actor=guest).create(**write, args={"files": [{"path": str(user / "guest.txt"), "content": "guest"}]})["schedule_id"]
+    host_sid = ScheduleService(rt).create(**write, args={"files": [{"path": str(user / "host.txt"), "content": "host"}]})["schedule_id"]
+    looks = add(rt, target={"kind": "executor", "name": "get_now"})
+    looks_as_guest = ScheduleService(rt, actor=guest).create(target={"kind": "executor", "name": "get_now"}, cron="*/5 * * * *",
+                                                               channel="none")["schedule_id"]
+    tick_at(rt, clock, at(8, 0, 1))
+    [fired] = [e for e in history(rt, sid) if e["type"] == "FiringFinished"]
+    assert not fired["ok"] and fired["invocations"] == [] and not (user / "guest.txt").exists()
+    verdict = fired["error"]["verdict"]
+    assert (verdict["principal"], verdict["blocked_by"], verdict["decision"]) == (guest, "autonomy", "deny")
+    assert "read_only" in fired["error"]["message"]
+    # The host's, the same but its own, runs; what only looks runs for the guest too, as the guest.
+    assert [e["ok"] for e in history(rt, host_sid) if e["type"] == "FiringFinished"] == [True] and (user / "host.txt").read_text() == "host"
+    assert all(e["ok"] for s in (looks, looks_as_guest) for e in history(rt, s) if e["type"] == "FiringFinished")
+    [looked] = [e for e in history(rt, looks_as_guest) if e["type"] == "FiringFinished"]
+    assert looked["invocations"][0]["caller"] == {"kind": "scheduler", "schedule_id": looks_as_guest, "actor": guest}
+
+
 # Words the rules cannot read ----------------------------------------------------
 def test_words_the_rules_cannot_read_are_asked_of_the_model_and_its_cron_is_checked(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
     from metnos.services import wiring
@@ -898,6 +922,39 @@ def test_words_the_rules_cannot_read_are_asked_of_the_model_and_its_cron_is_chec
     assert len(llm.requests) == 3 and words in llm.requests[0].messages[-1]["content"]
     # Words the rules read never reach the model.
     assert "read_by" not in ScheduleService(rt, models=router.for_tier).read_when("every morning at 8")
+
+
+def test_modify_reads_words_the_rules_cannot_read_as_add_does_asking_the_model_once(
+        home: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.services import schedules
+    from tests.support.scripted_llm import ScriptedLLM, text
+
+    clock_file = tmp_path / "now"
+    clock_file.write_text(stamp(START))
+    monkeypatch.setenv(CLOCK_FILE_ENV, str(clock_file))
+    words = "whenever the fortnightly book club meets, friday evenings at eight"
+    capsys.readouterr()
+    assert main(["schedule", "add", "--cron", "*/5 * * * *", "--executor", "get_now", "--channel", "none"]) == 0
+    sid = orjson.loads(capsys.readouterr().out)["schedule_id"]
+    # One answer only: the words are read once, shown, confirmed, and that reading is what is recorded.
+    with ScriptedLLM([text('{"cron": "0 20 * * 5", "once": false}'), text('{"cron": "30 7 * * 1", "once": false}')]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code = main(["schedule", "modify", sid, words, "--yes"])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        assert orjson.loads(out.out)["cron"] == "0 20 * * 5" and "reads as cron '0 20 * * 5'" in out.err
+        assert len(llm.requests) == 1 and words in llm.requests[0].messages[-1]["content"]
+        # The service, given the words alone, reads them as add does: the rules, dateparser, then the model.
+        row = schedules.modify(sid, {}, when=words)
+    assert row["cron"] == "30 7 * * 1" and len(llm.requests) == 2
+    assert [e["changes"] for e in history_of(sid) if e["type"] == "ScheduleModified"] == [{"cron": "0 20 * * 5"}, {"cron": "30 7 * * 1"}]
+
+
+def history_of(sid: str) -> list[dict]:
+    from metnos.services import schedules
+
+    return schedules.act("history", sid)["events"]
 
 
 def test_a_mnest_marked_private_is_the_hosts_and_a_guest_turn_does_not_read_it(rt: Runtime, capsys: pytest.CaptureFixture[str]) -> None:

@@ -174,6 +174,45 @@ def test_a_large_file_spills_to_the_scratchpad_and_can_be_read_back(home: Path, 
     assert spills[0]["spilled"] is True
 
 
+def test_a_guests_turn_cannot_read_what_a_host_turn_spilled_by_its_id(home: Path, capsys, monkeypatch) -> None:
+    """The scratchpad is the turn's own (metnos/runtime/step/scratchpad.py): a guest's turn that names the id
+    a host's turn spilled under, or the host turn's step, is refused, and nothing of the entry reaches its model."""
+    from metnos.runtime.booted import Runtime
+    from metnos.runtime.turn.session import run_turn
+
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
+    lines = [f"line {i:05d} " + "x" * 40 for i in range(400)]
+    lines[123] = "line 00123 THE HOSTS NEEDLE"
+    (home / "big.log").write_text("\n".join(lines))
+    spilled: list[str] = []
+
+    def host_grep(recorded):
+        tool = [m for m in recorded.body["messages"] if m["role"] == "tool"][-1]
+        spilled.append(orjson.loads(tool["content"])["scratchpad_id"])
+        return call("scratchpad_read", {"scratchpad_id": spilled[0], "mode": "grep", "pattern": "NEEDLE"})
+
+    def guest_grep(recorded):
+        return call("scratchpad_read", {"scratchpad_id": spilled[0], "mode": "grep", "pattern": "NEEDLE"})
+
+    script = [call("read_files", {"paths": ["~/big.log"]}), host_grep, text("found it at line 124"),
+              guest_grep, call("describe_entries", {"from_step": 1}), text("I could not read it.")]
+    with ScriptedLLM(script) as llm:
+        scripted(monkeypatch, llm)
+        with Runtime.boot(Workspace.from_env(), birth=False) as rt:
+            host = run_turn(rt, "read ~/big.log and find the needle", approver=lambda *a: (False, "test"))
+            hosts_requests = len(llm.requests)
+            guest = run_turn(rt, "find the needle in what was read before", approver=lambda *a: (False, "test"), principal="guest_abc123")
+        host_saw = [m["content"] for m in llm.requests[hosts_requests - 1].body["messages"] if m["role"] == "tool"][-1]
+        guest_saw = [m for r in llm.requests[hosts_requests:] for m in r.body["messages"]]
+    assert host.status == "answered" and "THE HOSTS NEEDLE" in host_saw
+    tool_answers = [orjson.loads(m["content"]) for m in guest_saw if m["role"] == "tool"]
+    assert tool_answers and all(answer.get("ok") is False for answer in tool_answers), tool_answers
+    assert tool_answers[0]["error_class"] == "unknown_scratchpad_id" and f"no scratchpad entry {spilled[0]} in this turn" in tool_answers[0]["error"]
+    assert not any("NEEDLE" in str(m.get("content")) for m in guest_saw if m["role"] != "user")
+    events = turn_events(capsys, guest.turn_id)
+    assert "HOSTS NEEDLE" not in orjson.dumps(events).decode()
+
+
 def test_the_duplicate_read_guard_intercepts_a_second_read(home: Path, capsys, monkeypatch) -> None:
     # The model makes the first read itself here (no opening read): this test is about what follows it.
     monkeypatch.setenv("METNOS_OPENING_READS", "0")

@@ -73,3 +73,48 @@ def test_the_vaglio_sees_the_principal_and_refuses_for_a_guest_what_would_ask_th
     assert looked.decision == "allow" and looked.to_json()["principal"] == "guest_abc123"
     # The LLM judge is told a guest's call is a guest's; the host's prompt is as it was.
     assert _principal_line(host) == "" and "guest_abc123, a guest" in _principal_line(guest)
+
+
+def test_a_guest_approves_only_the_executors_actors_guest_approvals_lists_and_never_past_its_level(tmp_path) -> None:
+    from metnos.runtime.step.vaglio import GuardPolicy, vaglio
+    from metnos.settings import load
+    from metnos.settings.actors import ActorsConfig
+
+    asked = []
+
+    def approve(step: int, executor: str, args: dict, reason: str) -> tuple[bool, str]:
+        asked.append(executor)
+        return True, "telegram"
+
+    guest, policy = "guest_abc123", GuardPolicy.core("/home/u")
+    writes = {"files": [{"path": "/home/u/notes.txt", "content": "hi"}]}
+    sends = {"messages": [{"to_user": "lucia", "body": "hi"}]}
+
+    def judged(name: str, args: dict, level: str, approvable: tuple[str, ...]) -> tuple[str, str | None]:
+        verdict = vaglio(name, args, intent_text="do it", policy=policy, side_effects=True, idempotent=False, autonomy=level,
+                         principal=guest, approvable=approvable)
+        return verdict.decision, verdict.blocked_by
+
+    # Unset: none, as before the setting.
+    assert ActorsConfig().guest.approvals == () and ActorsConfig().approvals_of(guest) == ()
+    assert approver_for(guest, approve, ActorsConfig())(1, "write_files", writes, "") == (False, "guest:not_allowed")
+    assert judged("write_files", writes, "supervised", ()) == ("deny", "actor")
+    # One listed: the guest is asked about it (on its own channel), and about nothing else.
+    config = tmp_path / "config.toml"
+    config.write_text('[actors.guest]\nautonomy = "supervised"\napprovals = ["write_files"]\n')
+    actors = load({}, config_file=config).settings.actors
+    assert actors.approvals_of(guest) == ("write_files",) and actors.approvals_of("host") == ()
+    answer = approver_for(guest, approve, actors)
+    assert answer(1, "write_files", writes, "") == (True, "telegram")
+    assert answer(2, "send_messages", sends, "") == (False, "guest:not_allowed")
+    assert asked == ["write_files"]
+    assert judged("write_files", writes, "supervised", actors.approvals_of(guest)) == ("ask", None)
+    assert judged("send_messages", sends, "supervised", actors.approvals_of(guest)) == ("deny", "actor")
+    # The asymmetry holds: a listed approval is asked only where the vaglio asks; at read_only the level refuses first,
+    # and what the guard stops no approval reaches.
+    assert judged("write_files", writes, "read_only", actors.approvals_of(guest)) == ("deny", "autonomy")
+    assert judged("write_files", {"files": [{"path": "/home/u/.ssh/id_rsa", "content": "x"}]}, "full",
+                  actors.approvals_of(guest)) == ("deny", "guard")
+    # A listed executor is still not the host's: the host's own turn is asked as ever.
+    assert vaglio("write_files", writes, intent_text="do it", policy=policy, side_effects=True, idempotent=False,
+                  autonomy="supervised", principal="host").decision == "ask"

@@ -184,3 +184,18 @@ def test_the_hint_is_the_strongest_walked_mnest_from_what_the_turn_ran():
     # Unwalked seed, proto and weak mnests are no hint.
     assert telos_hint(state, "describe_entries", ["list_dir", "get_now", "get_urls"]) is None
     assert telos_hint(state, "describe_entries", []) is None
+
+
+def test_the_llm_judge_is_told_the_users_habit_when_a_strong_mnest_hints():
+    from metnos.runtime.turn.judge import judge_message
+
+    args = {"from_step": 1}
+    plain = judge_message("describe what you found", "describe_entries", args, v("describe_entries", args))
+    told = judge_message("describe what you found", "describe_entries", args, v("describe_entries", args, mnest_hint=HINT))
+    habit = ("\nFrom the user's history: after find_files, describe_entries has followed 2 times "
+             "(a strong habit; a hint that the call fits what the user wants, not a proof).")
+    assert told == plain + habit
+    assert plain == 'User\'s request: describe what you found\nProposed call: {"arguments":{"from_step":1},"tool":"describe_entries"}'
+    # A guard stop carries no hint, so neither does what the judge would be asked.
+    blocked = v("read_files", {"path": "/etc/passwd"}, mnest_hint=HINT)
+    assert "user's history" not in judge_message("read it", "read_files", {"path": "/etc/passwd"}, blocked)

@@ -92,13 +92,22 @@ def _json_arg(text: str, what: str, kind: type) -> Any:
 def _cadence(args: argparse.Namespace, timezone: str) -> tuple[str | None, int | None]:
     """The cron given, or the words read into one (and its count: 1 for a
     one-shot), shown back with the next firings and confirmed."""
+    reading = _confirmed_reading(args, timezone)
+    if reading is None:
+        return args.cron, None
+    return reading["cron"], reading["count"]
+
+
+def _confirmed_reading(args: argparse.Namespace, timezone: str) -> dict[str, Any] | None:
+    """The cadence given in words (or as a cron in their place), read as add and modify read it,
+    shown back with the next firings and confirmed; None when none was given in words."""
     if args.when and args.cron:
         raise MetnosError("give the cadence once: in words or as --cron, not both")
     if not args.when:
-        return args.cron, None
+        return None
     reading = _schedules().read_when(args.when, timezone)
     if reading["words"] is None:
-        return reading["cron"], None
+        return reading
     times = "\n".join(f"  {t[:16].replace('T', ' ')} UTC" for t in reading["next_fires"])
     once = i18n.said("cli.schedule_once") if reading["count"] == 1 else ""
     print(i18n.said("cli.schedule_read_as", when=args.when, cron=reading["cron"], timezone=reading["timezone"], once=once, times=times),
@@ -108,7 +117,7 @@ def _cadence(args: argparse.Namespace, timezone: str) -> tuple[str | None, int |
             raise MetnosError(i18n.said("cli.schedule_confirm_needed"))
         if input(i18n.said("cli.schedule_confirm")).strip().lower() not in ("y", "yes", "s", "si", "sì"):
             raise MetnosError(i18n.said("cli.not_confirmed"))
-    return reading["cron"], reading["count"]
+    return reading
 
 
 def run_add(args: argparse.Namespace) -> int:
@@ -132,10 +141,12 @@ def run_add(args: argparse.Namespace) -> int:
 def run_modify(args: argparse.Namespace) -> int:
     changes: dict[str, Any] = {}
     timezone = args.timezone or _schedules().act("show", args.schedule_id)["timezone"]
-    cron, _ = _cadence(args, timezone)
+    # Words are read once, here, and what the user confirmed is what is recorded (the model, when it
+    # read them, is not asked again).
+    reading = _confirmed_reading(args, timezone)
     when = args.when if args.when else None
-    if cron is not None and when is None:
-        changes["cron"] = cron
+    if args.cron is not None and when is None:
+        changes["cron"] = args.cron
     if args.executor:
         changes["target"] = {"kind": "executor", "name": args.executor}
     elif args.chain:
@@ -148,7 +159,7 @@ def run_modify(args: argparse.Namespace) -> int:
     if not changes and when is None:
         raise MetnosError("nothing to change: give a cadence, --executor/--chain, --args, --timezone, --count, --channel or --label")
     # The user typed the command: that is the approval new arguments or a new target need.
-    out = _schedules().modify(args.schedule_id, changes, approved_by="user:cli", when=when)
+    out = _schedules().modify(args.schedule_id, changes, approved_by="user:cli", when=when, reading=reading)
     print(orjson.dumps(out, default=str).decode())
     return 0
 

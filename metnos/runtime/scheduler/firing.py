@@ -69,15 +69,22 @@ class _Refused(Exception):
         self.error: dict[str, Any] = {"message": message, **({"verdict": verdict} if verdict else {})}
 
 
+def _level_of(actor: str) -> str:
+    """The autonomy a firing of ``actor``'s schedule runs and is judged at: a guest's from ``[actors.guest]``."""
+    return DEFAULT_LEVEL if actor == HOST else actors.level_for(actor, DEFAULT_LEVEL, in_force().settings.actors)
+
+
 def _judge(runtime: Any, name: str, args: dict[str, Any], intent: str, approved: bool, actor: str = HOST) -> None:
-    """The vaglio on one call of a firing (guard and judge), as in a turn."""
+    """The vaglio on one call of a firing (guard and judge), as in a turn: as ``actor``, at its level, so a
+    guest's read_only schedule is refused what has side effects before anything is invoked."""
 
     found = runtime.report.get(name)
     if found is None:
         return  # the invoker refuses an unknown executor with its own kind
     contract = found.manifest.contract
     verdict = vaglio(name, args, intent_text=intent, policy=guard_policy(runtime, os.environ),
-                     side_effects=contract.side_effects, idempotent=contract.idempotent, user_approved=approved, principal=actor)
+                     side_effects=contract.side_effects, idempotent=contract.idempotent, user_approved=approved, principal=actor,
+                     autonomy=_level_of(actor))
     if verdict.decision != ALLOW:
         kind = approvals.NOT_APPROVED if verdict.blocked_by is None else approvals.VAGLIO_DENIED
         raise _Refused(kind, f"the vaglio refuses {name}: {verdict.reason}", verdict.to_json())
@@ -87,8 +94,7 @@ def _invoke(runtime: Any, name: str, args: dict[str, Any], schedule_id: str, act
     if actor == HOST:
         call = runtime.invoker.call(name, args, caller=caller_of(schedule_id))
     else:
-        level = actors.level_for(actor, DEFAULT_LEVEL, in_force().settings.actors)
-        call = runtime.invoker.call(name, args, caller=caller_of(schedule_id, actor), autonomy=level)
+        call = runtime.invoker.call(name, args, caller=caller_of(schedule_id, actor), autonomy=_level_of(actor))
     # A call-time signature failure quarantines the executor, as for any caller.
     runtime._record_quarantine(call)  # noqa: SLF001
     return call, call.invocation

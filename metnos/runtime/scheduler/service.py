@@ -18,6 +18,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from domain.household import HOST
 from domain.schedule import ACTIVE, PAUSED, Schedule, ScheduleError, builtin_schedule_id
+from domain.invocation import Invocation
 from domain.errors import MetnosError
 from metnos.runtime.scheduler import approval, callbacks
 from metnos.runtime.scheduler.tick import Scheduler
@@ -218,8 +219,9 @@ class ScheduleService:
         return self._command(ref, lambda s: s.cancel(reason=reason, by=by, at=self.clock()))
 
     def modify(self, ref: str, changes: dict[str, Any], *, by: str = "user", approved_by: str | None = None,
-               when: str | None = None) -> dict[str, Any]:
-        """``when`` is a new cadence in words (or cron), read as at creation.
+               when: str | None = None, reading: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``when`` is a new cadence in words (or cron), read as at creation; ``reading``: ``when`` as
+        read_when read it already (shown to the user and confirmed), kept as it is rather than read again.
         Changing the target or the arguments of a schedule with side effects needs a new
         approval (``approved_by``); without one nothing changes."""
         schedule = self._load(ref)
@@ -230,7 +232,8 @@ class ScheduleService:
         now = self.clock()
         changes = dict(changes)
         if when is not None:
-            reading = self.read_when(when, changes.get("timezone", schedule.timezone))
+            if reading is None:
+                reading = self.read_when(when, changes.get("timezone", schedule.timezone))
             changes["cron"] = reading["cron"]
             if "count" not in changes and reading["words"] is not None:
                 # The words say how often: a one-shot closes after the one firing
@@ -333,10 +336,12 @@ class ScheduleService:
         events = list(self.runtime.log.events.get(UUID(invocation_id)))
         if not events:
             return {"id": invocation_id, "missing": True}
-        first, last = events[0], events[-1]
+        first = events[0]
         out = {"id": invocation_id, "executor": first.executor, "version": first.version, "caller": first.caller, "args": first.args}
-        if last is not first:
-            out.update(ok=getattr(last, "ok", False), kind=last.kind, duration_ms=getattr(last, "duration_ms", 0))
+        # How it ended: its completion or refusal, not the files' before- and after-images around them.
+        ended = [e for e in events[1:] if isinstance(e, (Invocation.InvocationCompleted, Invocation.InvocationRefused))]
+        if ended:
+            out.update(ok=getattr(ended[-1], "ok", False), kind=ended[-1].kind, duration_ms=getattr(ended[-1], "duration_ms", 0))
         return out
 
     def _next_fire(self, schedule: Schedule) -> str | None:

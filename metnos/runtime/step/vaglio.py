@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -263,7 +263,7 @@ def vaglio(name: str, args: Mapping[str, Any], *, intent_text: str, policy: Guar
            threshold: float = DEFAULT_JUDGE_THRESHOLD, side_effects: bool = False,
            idempotent: bool = True, user_approved: bool = False, autonomy: str = levels.DEFAULT,
            ts: str | None = None, untrusted: Sequence[str] = (), mnest_hint: dict[str, Any] | None = None,
-           principal: str = "host") -> Verdict:
+           principal: str = "host", approvable: Collection[str] = ()) -> Verdict:
     """Judge one resolved call at the autonomy level ``autonomy``. ``ts`` is
     recorded as given (no clock here); ``user_approved`` is the outcome of an
     approval the loop obtained: only the user's answer turns an ``ask`` into
@@ -271,16 +271,18 @@ def vaglio(name: str, args: Mapping[str, Any], *, intent_text: str, policy: Guar
     content the user did not write (metnos/runtime/turn/rules/provenance.py); a
     side effect with any asks, whatever else holds, and says where they came from.
     ``mnest_hint``: see the module's note. ``principal``: who the call works for; a guest gives no
-    approval, so what would ask the user is refused for a guest, saying so."""
+    approval, so what would ask the user is refused for a guest, saying so, unless the executor is among
+    ``approvable`` (``[actors.guest] approvals``): then it asks the guest. Only an ask becomes one: what the
+    guard or the guest's level refuses stays refused."""
     verdict = _verdict(name, args, intent_text=intent_text, policy=policy, threshold=threshold, side_effects=side_effects,
                        idempotent=idempotent, user_approved=user_approved, autonomy=autonomy, ts=ts, untrusted=untrusted)
-    return hinted(_for_principal(verdict, principal), mnest_hint)
+    return hinted(_for_principal(verdict, principal, approvable), mnest_hint)
 
 
-def _for_principal(verdict: Verdict, principal: str) -> Verdict:
+def _for_principal(verdict: Verdict, principal: str, approvable: Collection[str] = ()) -> Verdict:
     if principal == "host":
         return verdict
-    if verdict.decision == ASK:
+    if verdict.decision == ASK and verdict.executor not in approvable:
         return replace(verdict, decision=DENY, principal=principal, blocked_by="actor", rules=(*verdict.rules, "actor:guest"),
                        reason=f"{verdict.reason}; {i18n.english('turn.vaglio.guest', principal=principal)}")
     return replace(verdict, principal=principal)

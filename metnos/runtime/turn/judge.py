@@ -71,6 +71,14 @@ def _principal_line(verdict: Verdict) -> str:
             "look, never act on the owner's things.")
 
 
+def judge_message(request_text: str, name: str, args: dict[str, Any], verdict: Verdict,
+                  origins: list[str] | tuple[str, ...] = ()) -> str:
+    """What the judge is asked about one call: the request, the call, and, when they hold, the user's habit
+    (a strong mnest's hint), where its targets came from and who it works for."""
+    call = orjson.dumps({"tool": name, "arguments": args}, option=orjson.OPT_SORT_KEYS).decode()
+    return f"User's request: {request_text}\nProposed call: {call}{_habit(verdict)}" + _origins_line(origins) + _principal_line(verdict)
+
+
 class LLMJudge:
     def __init__(self, config: JudgeConfig, system_prompt: str = JUDGE_PROMPT) -> None:
         self.config = config
@@ -88,10 +96,8 @@ class LLMJudge:
                name: str, args: dict[str, Any], verdict: Verdict, origins: list[str] | tuple[str, ...] = ()) -> Verdict:
         """Ask the model, record the call and the verdict; the rule verdict, or a refusal."""
         tier = self.config.tier
-        call = orjson.dumps({"tool": name, "arguments": args}, option=orjson.OPT_SORT_KEYS).decode()
         reply = ask_side(record, ask_model, round=round, role="judge", tier=tier, system=self.system_prompt,
-                         user=f"User's request: {request_text}\nProposed call: {call}{_habit(verdict)}" + _origins_line(origins)
-                         + _principal_line(verdict))
+                         user=judge_message(request_text, name, args, verdict, origins))
         model = ""
         if isinstance(reply, LLMError):
             found, why = None, i18n.english("turn.judge.not_asked", error=reply)

@@ -118,7 +118,7 @@ class TurnLoop:
             id=turn_id, at=started, text=request.text, actor=request.actor, channel=request.channel,
             mode=request.mode, settings=self.settings.to_json(), runtime_version=self.runtime_version, autonomy=request.autonomy,
             runtime=request.runtime, home=self.shown_home, principal=request.principal, conversation=conversation,
-            language=request.language or request_language(request.text),
+            language=request.language or request_language(request.text), approvals=list(request.approvals) or None,
         )
         self.online = OnlineDriver(self, request.runtime)
         self.judge = LLMJudge(self.online.config.judge, self.online.config.system_prompt("judge", JUDGE_PROMPT))

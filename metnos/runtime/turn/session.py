@@ -227,7 +227,7 @@ def run_turn(
     # A schedule made by the turn is shown back for the user's yes (Telegram): confirming one's own
     # schedule is not an approval of an action, so a guest may give it.
     confirmer = approver if confirm_schedules else None
-    approver = actors.approver_for(principal, approver)
+    approver = actors.approver_for(principal, approver, loaded.settings.actors)
     env = dict(os.environ if env is None else env)
     # A turn runs executors: where none may run, it does not start.
     require_sandbox(env)
@@ -259,6 +259,7 @@ def run_turn(
             interrupts=interrupts,
         )
         outcome = loop.run(TurnRequest(text=text, actor=actor, channel=channel, autonomy=level, principal=principal,
+                                       approvals=loaded.settings.actors.approvals_of(principal),
                                        mode=mode or section.mode, runtime=runtime_record(section, router), conversation=joined))
     finally:
         sink.release()

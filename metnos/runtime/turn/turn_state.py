@@ -37,6 +37,8 @@ class TurnRequest:
     home: str | None = None
     # Who the turn works for: "host" or "guest_<id>" (metnos/runtime/actors.py).
     principal: str = "host"
+    # The executors a guest's turn may ask the guest to approve ([actors.guest] approvals); () for the host, who is asked anything.
+    approvals: tuple[str, ...] = ()
     # The conversation the turn belongs to, with the earlier turns it is shown (metnos/runtime/turn/conversation.py):
     # None, a turn alone; an "id" of None, a conversation this turn starts.
     conversation: dict[str, Any] | None = None

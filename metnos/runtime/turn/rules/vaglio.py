@@ -38,7 +38,7 @@ class Vaglio(BaseRule):
             hint = loop.ports.mnest_hint(step.name, ran, step.number) if ran else None
         verdict = vaglio(step.name, args, intent_text=step.request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
                          side_effects=te.entry.side_effects, idempotent=te.entry.idempotent, autonomy=step.request.autonomy,
-                         untrusted=untrusted, mnest_hint=hint, principal=step.request.principal)
+                         untrusted=untrusted, mnest_hint=hint, principal=step.request.principal, approvable=step.request.approvals)
         step.record(Turn.StepJudged, step=step.number, verdict=verdict.to_json(), vaglio_ms=elapsed_ms(started))
         if verdict.decision != DENY and loop.judge.applies(step.name, te.loaded, side_effects=te.entry.side_effects):
             verdict = loop.judge.review(step.record, loop.ports.ask_llm, round=step.state.round, step=step.number,
@@ -53,7 +53,8 @@ def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tup
     loop, request, name = step.loop, step.request, step.name
     started = time.perf_counter()
     verdict = vaglio(name, step.args, intent_text=request.text, policy=loop.policy, threshold=loop.settings.judge_threshold,
-                     side_effects=side_effects, idempotent=idempotent, autonomy=request.autonomy, principal=request.principal)
+                     side_effects=side_effects, idempotent=idempotent, autonomy=request.autonomy, principal=request.principal,
+                     approvable=request.approvals)
     untrusted = scheduled_untrusted_origins(step, targets or [])
     for target, target_args in targets or ():
         te = loop.catalogue.get(target)
@@ -62,6 +63,7 @@ def _gate(step: Step, *, side_effects: bool, idempotent: bool, targets: list[tup
         judged = vaglio(target, target_args, intent_text=request.text, policy=loop.policy,
                         threshold=loop.settings.judge_threshold, side_effects=te.entry.side_effects,
                         idempotent=not te.entry.side_effects, autonomy=request.autonomy, principal=request.principal,
+                        approvable=request.approvals,
                         untrusted=[why for why in untrusted if why.startswith(f"for {target}, ")])
         if _SEVERITY[judged.decision] > _SEVERITY[verdict.decision]:
             verdict = dataclasses.replace(judged, executor=name, reason=i18n.english("turn.vaglio.again_and_again", name=name, target=target, reason=judged.reason))
