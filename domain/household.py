@@ -51,6 +51,10 @@ class Household(MetnosAggregate):
     def actor_of(self, channel: str, address: str) -> str | None:
         return self.pairings.get(f"{channel}:{address}")
 
+    def address_of(self, channel: str, actor: str) -> str | None:
+        """The address on ``channel`` paired as ``actor`` (the host's Telegram chat), or None."""
+        return next((key.split(":", 1)[1] for key, who in self.pairings.items() if who == actor and key.split(":", 1)[0] == channel), None)
+
     def pair(self, *, channel: str, address: str, at: Any) -> str:
         """The actor of ``channel:address``, paired now if it never was."""
         known = self.actor_of(channel, address)

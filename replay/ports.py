@@ -23,7 +23,8 @@ from domain.turn import Turn
 from metnos.mechanisms.invocation.outcome import failure_observation
 from metnos.mechanisms.llm.errors import LLMError, ProviderUnreachable
 from metnos.mechanisms.llm.constraint import Constraint
-from metnos.mechanisms.llm.messages import LLMReply, Message, ToolSpec
+from metnos.mechanisms.llm.messages import LLMReply, Message, SystemMessage, ToolSpec, UserMessage
+from metnos.runtime.scheduler.words_model import ROLE as WORDS_ROLE
 from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.turn.ports import ExecutorResult
 
@@ -65,6 +66,7 @@ class RecordedPorts:
         # A turn that asked the user had someone to ask; one recorded without a dialog had nobody (or needed none).
         self._could_ask = any(isinstance(e, Turn.DialogAsked) for e in recorded)
         self._builtins = {e.step: e for e in recorded if isinstance(e, Turn.BuiltinCalled)}
+        self._builtin_asks = _builtin_asks(recorded)
         self._rejections = {e.step: e for e in recorded if isinstance(e, Turn.StepRejected)}
         # The vaglio's mnest hint as each step recorded it (the mnestome has moved since).
         self._hints = {e.step: e.verdict.get("mnest_hint") for e in recorded if isinstance(e, Turn.StepJudged)}
@@ -163,11 +165,20 @@ class RecordedPorts:
             raise ReplayExhausted(msg)
         return event.answer, event.by
 
-    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None,
+                     models: Callable[[str], Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         recorded = self._builtins.get(step)
         if recorded is None or recorded.name != name:
             msg = f"step {step} calls the builtin {name}, which the recorded turn did not call there"
             raise ReplayExhausted(msg)
+        # The model calls the builtin made (a schedule's words) asked again as recorded: through ``models`` they
+        # are recorded once more and answered by ask_llm from the log, never by a model.
+        for asked in self._builtin_asks.get(step, []) if models is not None else []:
+            try:
+                models(asked.tier).complete([SystemMessage(m["text"]) if m["role"] == "system" else UserMessage(m["text"])
+                                             for m in asked.sent])
+            except LLMError:
+                pass  # recorded as LLMFailed again; the builtin's observation is the recorded one
         return recorded.observation, []
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None:
@@ -184,6 +195,18 @@ class RecordedPorts:
     def mnest_suggest(self, name: str, args: dict[str, Any], invoked: dict[int, tuple[str, str]], step: int) -> dict[str, Any] | None:
         recorded = self._rejections.get(step)
         return recorded.observation.get("synt") if recorded is not None else None
+
+
+def _builtin_asks(recorded: Sequence[Any]) -> dict[int, list[Any]]:
+    """The side calls a builtin made (role: the schedule's words), by the step of the builtin they preceded."""
+    asks: dict[int, list[Any]] = {}
+    waiting: list[Any] = []
+    for e in recorded:
+        if isinstance(e, Turn.LLMAsked) and e.role == WORDS_ROLE:
+            waiting.append(e)
+        elif isinstance(e, Turn.BuiltinCalled) and waiting:
+            asks[e.step], waiting = waiting, []
+    return asks
 
 
 def output_resolver(blobs: Any) -> Callable[[Any], Any]:

@@ -41,6 +41,15 @@ def known(runtime: Any, channel: str, address: str) -> str | None:
     return household.actor_of(channel, address)
 
 
+def address_of(runtime: Any, channel: str, actor: str = HOST) -> str | None:
+    """The chat or device on ``channel`` paired as ``actor`` (the host's, by default); None if none was. Reads only."""
+    try:
+        household: Household = runtime.log.repository.get(household_id())
+    except AggregateNotFoundError:
+        return None
+    return household.address_of(channel, actor)
+
+
 def pair(runtime: Any, channel: str, address: str) -> str:
     """The actor of ``channel:address``; its pairing is recorded the first time."""
     try:

@@ -24,6 +24,7 @@ from domain.errors import MetnosError
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.router import embedded_model_files
 from metnos.mechanisms.llm.shared_server import start_shared, touch
+from metnos.runtime import actors
 from metnos.runtime.scheduler.clock import clock_from_env
 from metnos.runtime.scheduler.service import ScheduleService
 from metnos.runtime.scheduler.firing import recipient
@@ -74,7 +75,7 @@ def run(options: DaemonOptions, *, emit: Callable[[dict[str, Any]], None], warn:
             # The nightly jobs that draft (i18n, synt) reach the model through the router, started on first use.
             models = None if options.no_model else wiring.llm_router(rt.workspace, os.environ).for_tier
             # A firing's message to a channel the daemon serves (Telegram) goes through its outbox.
-            host.deliver_scheduled = delivery.scheduled_delivery(host, scheduled_address(rt), lambda: recipient(rt))
+            host.deliver_scheduled = delivery.scheduled_delivery(host, scheduled_address(rt), lambda: recipient(rt), told=told_chat(rt))
             scheduler = Scheduler(rt, models=models, deliver=host.deliver_scheduled)
             while True:
                 started = time.monotonic()
@@ -105,6 +106,19 @@ def scheduled_address(rt: Any) -> Callable[[str, str], str | None]:
         return mapped if re.fullmatch(r"-?\d+", mapped) else None
 
     return address
+
+
+def told_chat(rt: Any) -> Callable[[str], str | None]:
+    """The host's paired chat on Telegram for a builtin job that tells the user (its channel the outbox), or None:
+    the watchdog's, the promoter's digest, the lifecycle summary reach that chat as well (seeds/002 ch. 11.2)."""
+
+    def chat(schedule_id: str) -> str | None:
+        row = rt.schedules.state()["schedules"].get(schedule_id)
+        if row is None or row["owner"] != "builtin" or row["channel"] != delivery.LOCAL:
+            return None
+        return actors.address_of(rt, delivery.TOLD_ON)
+
+    return chat
 
 
 def http_address(options: DaemonOptions, configured: str) -> str | None:

@@ -53,6 +53,9 @@ MESSAGE = "message"
 VIA_EXECUTOR = "send_messages"
 # The channels whose messages leave the machine (send_messages' "outbox" channel is a local folder).
 LEAVING = ("telegram", "mail")
+LOCAL = "outbox"
+# Where the jobs that tell the user reach the host's chat besides the outbox folder (seeds/002 ch. 11.2).
+TOLD_ON = "telegram"
 # The kinds of a channel's prompts (an approval's buttons, a question, an item of the inbox): worth nothing once
 # their item is closed (a restart closes them all).
 PROMPTS = ("approval", "question", "inbox")
@@ -401,15 +404,23 @@ class Outbox:
 
 
 def scheduled_delivery(host: Any, addresses: Callable[[str, str], str | None],
-                       recipient: Callable[[], str] | None = None) -> Callable[[str, str, str], dict[str, Any] | None]:
+                       recipient: Callable[[], str] | None = None,
+                       told: Callable[[str], str | None] | None = None) -> Callable[[str, str, str], dict[str, Any] | None]:
     """The scheduler's port (metnos/runtime/scheduler/tick.py, ``Deliver``): a firing's message to a channel that
     leaves the machine (Telegram, mail) is queued in ``host``'s outbox: to the chat ``addresses(channel, schedule)``
     finds when a channel of the host sends it, else to ``recipient()`` through send_messages (the daemon's
     executor sender). None (the scheduler then runs send_messages itself) for the local outbox folder, or
-    when nothing in this process sends that channel."""
+    when nothing in this process sends that channel. ``told(schedule)``: the host's chat for a job that tells
+    the user (the nightly jobs of seeds/002 ch. 11.2 whose channel is the outbox), or None: its message is
+    queued to that chat on Telegram as well, the outbox folder keeping it as the record."""
 
     def deliver(schedule_id: str, channel: str, body: str) -> dict[str, Any] | None:
         outbox = host.outbox
+        if channel == LOCAL and told is not None and outbox.serves_itself(TOLD_ON):
+            chat = told(schedule_id)
+            if chat is not None:
+                outbox.queue(channel=TOLD_ON, address=chat, text=body, kind=SCHEDULED, options={"schedule_id": schedule_id})
+            return None
         if channel not in LEAVING or not outbox.serves(channel):
             return None
         address = addresses(channel, schedule_id) if outbox.serves_itself(channel) else None

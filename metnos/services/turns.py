@@ -89,7 +89,9 @@ def asked(text: str, *, approver: Approver, model: str | None = None, overrides:
         wrap_llm = waiting(wiring.model_limits(workspace, settings)) if waiting is not None else None
         outcome = run(runtime, text, approver=approver, router=router, env=env, channel="cli", observer=observer,
                       wrap_llm=wrap_llm, interrupts=interrupts, cache=cache, level=level, mode=mode, overrides=overrides,
-                      settings=loaded if model is None else None, asker=asker, conversation=CLI_CONVERSATION if continuing else None)
+                      settings=loaded if model is None else None, asker=asker, conversation=CLI_CONVERSATION if continuing else None,
+                      # A schedule the turn makes is shown at the terminal with its next firings, saved on a yes (or --yes).
+                      confirm_schedules=True)
         # A follow-up's words are not a plan's (and "undo that" answers for the turn it undid): nothing to keep.
         offer = PlanBook(runtime).offer(outcome.turn_id) if offer_plan and not continuing and outcome.status == "answered" else None
         said = outgoing.notice(outgoing.outbox_of(runtime), outcome.turn_id)

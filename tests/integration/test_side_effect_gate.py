@@ -111,7 +111,9 @@ def test_an_approved_schedule_records_its_approval_with_the_turn(home: Path, vic
     assert code == 0, out
     [row] = schedules(capsys)
     history = events_of(capsys, row["id"])
-    assert [kind(e) for e in history] == ["ScheduleCreated", "ScheduleApproved"]
+    # The turn's schedule was shown back and confirmed too (issue 37 item 1), under the same --yes.
+    assert [kind(e) for e in history] == ["ScheduleCreated", "ScheduleApproved", "ScheduleConfirmed"]
+    assert history[2]["state"]["by"] == "flag:--yes" and len(history[2]["state"]["next_fires"]) == 3
     approved = history[1]["state"]
     assert approved["by"] == "flag:--yes" and approved["turn_id"] == out["turn_id"]
     assert approved["executors"] == ["delete_files"]

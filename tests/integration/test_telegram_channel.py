@@ -360,3 +360,75 @@ def test_a_chat_that_sends_a_pairing_code_is_let_in_once_and_by_an_event(bot: Fa
     again.stop()
     assert "2 allowed chat(s)" in lines[0]  # allowed_chats' one, and the paired one
     runtime.close()
+
+
+WATCHDOG_SAYS = "A sandbox per skill is now advised"
+
+
+def _fire_the_watchdog(runtime: Runtime, channel: TelegramChannel) -> None:
+    """The sandbox watchdog fired as the daemon's scheduler fires it, through the daemon's delivery port."""
+    from domain.schedule import builtin_schedule_id
+    from metnos.runtime.scheduler.service import ScheduleService
+    from metnos.runtime.scheduler.tick import Scheduler
+    from metnos.services import daemon, delivery
+
+    ScheduleService(runtime).install_builtin_jobs()
+    deadline = time.monotonic() + 30
+    while not channel.host.outbox.serves_itself("telegram"):
+        assert time.monotonic() < deadline, "the channel never served its outbox"
+        time.sleep(0.05)
+    deliver = delivery.scheduled_delivery(channel.host, daemon.scheduled_address(runtime), told=daemon.told_chat(runtime))
+    Scheduler(runtime, deliver=deliver).run_now(str(builtin_schedule_id("skill_sandbox_watchdog")))
+
+
+def _told_in_the_outbox(workspace: Workspace) -> list[str]:
+    import json
+
+    return [json.loads(p.read_text())["body"] for p in _outbox(workspace)]
+
+
+def test_a_nightly_job_that_tells_the_user_reaches_the_hosts_paired_chat_and_stays_in_the_outbox(
+        bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.runtime.actors import pair
+
+    with ScriptedLLM([]) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120, allowed=(ALLOWED, GUEST))
+        try:
+            # The host's chat, then a guest's: the watchdog has something to tell.
+            assert pair(runtime, "telegram", str(ALLOWED)) == "host"
+            pair(runtime, "telegram", str(GUEST))
+            asked = len(bot.calls)
+            _fire_the_watchdog(runtime, channel)
+            told = bot.wait_for("sendMessage", lambda p: p["chat_id"] == ALLOWED and WATCHDOG_SAYS in p["text"], after=asked)
+            # Only the host's chat: a guest is not told the host's maintenance.
+            assert [c.params["chat_id"] for c in bot.calls[asked:] if c.method == "sendMessage"] == [ALLOWED]
+        finally:
+            channel.stop()
+    # The outbox folder keeps it as the record; the log says it was queued for the chat and sent.
+    [kept] = _told_in_the_outbox(runtime.workspace)
+    assert WATCHDOG_SAYS in kept and WATCHDOG_SAYS in told.params["text"]
+    runtime.refresh()
+    queued = [e for name, e in _events(runtime) if name == "MessageQueued" and e.kind == "scheduled"]
+    assert [(e.channel, e.address) for e in queued] == [("telegram", str(ALLOWED))]
+    assert any(name == "MessageSent" for name, _ in _events(runtime))
+    runtime.close()
+
+
+def test_a_nightly_job_stays_in_the_outbox_when_no_telegram_chat_is_the_hosts(bot: FakeBotAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.runtime.actors import pair
+
+    with ScriptedLLM([]) as llm:
+        runtime, channel = _channel(bot, llm, monkeypatch, approval_timeout_s=120, allowed=(ALLOWED, GUEST))
+        try:
+            # The dashboard was paired first: the host is that device, both chats are guests.
+            assert pair(runtime, "http", "dashboard-device") == "host"
+            pair(runtime, "telegram", str(ALLOWED))
+            asked = len(bot.calls)
+            _fire_the_watchdog(runtime, channel)
+            time.sleep(1.0)  # time enough for a queued message to be sent, were there one
+            assert not [c for c in bot.calls[asked:] if c.method == "sendMessage"]
+        finally:
+            channel.stop()
+    [kept] = _told_in_the_outbox(runtime.workspace)
+    assert WATCHDOG_SAYS in kept
+    runtime.close()

@@ -49,7 +49,7 @@ class InProcessPorts:
                      output=output, error=None, stderr_tail="")
         return ExecutorResult(str(inv.id), name, le.version, le.digest, inv.args_hash, True, "ok", output, [inv])
 
-    def call_builtin(self, name, args, *, step, approval=None):  # noqa: ANN001, ANN201
+    def call_builtin(self, name, args, *, step, approval=None, models=None):  # noqa: ANN001, ANN201
         return {"ok": True, "schedules": [], "builtin": name}, []
 
     def can_ask(self) -> bool:

@@ -121,7 +121,9 @@ def routes(host: DaemonHost) -> list[Route]:
             work = asyncio.ensure_future(run_in_threadpool(
                 lambda: host.ask(text, approver=approver, channel="http", asker=host.dialogs.asker("http", request=text, gone=gone), interrupts=gate,
                                  wait_s=ASK_WAIT_S, conversation=conversation, new_conversation=fresh,
-                                 principal=host.pair(CHANNEL, device))))
+                                 principal=host.pair(CHANNEL, device),
+                                 # A schedule the turn makes waits at /api/approvals with its next firings, saved on a yes.
+                                 confirm_schedules=True)))
             while not (await asyncio.wait({work}, timeout=DISCONNECT_POLL_S))[0]:
                 if not gone.is_set() and await request.is_disconnected():
                     # Nobody is left to read the answer: refuse what waits for an approval and stop the turn at

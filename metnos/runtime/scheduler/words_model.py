@@ -22,6 +22,8 @@ from metnos.mechanisms.llm.reply_json import reply_object
 
 # The tier of the roles beside the proposer that read the user's words (the intent extractor's).
 TIER = "middle"
+# The role a turn records this call under (a side call of the step that makes the schedule).
+ROLE = "schedule_words"
 MAX_TOKENS = 120
 INSTRUCTIONS = (
     "You turn a schedule said in words into a five-field cron expression (minute hour day-of-month month day-of-week, "

@@ -22,6 +22,7 @@ from metnos.runtime.mnestome.compose import suggest
 from metnos.runtime.mnestome.hint import telos_hint
 from domain.household import HOST
 from metnos.runtime.scheduler.service import ScheduleService
+from metnos.runtime.scheduler.words_model import Models
 from projections.mnestome import without_private
 from metnos.runtime.step.dialog_tools import Question
 from metnos.runtime.step.schedule_tools import call_tool
@@ -63,7 +64,11 @@ class TurnPorts(Protocol):
         """The user's answer (None: none came) and who or what gave it ("http:user", "telegram:reply", "http:timeout")."""
         ...
 
-    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]: ...
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None,
+                     models: Models | None = None) -> tuple[dict[str, Any], list[Any]]:
+        """The builtin's observation and aggregates; ``models``: the turn's models as side calls it records
+        (a schedule's words the rules cannot read)."""
+        ...
 
     def mnest_boost(self, ranking: dict[str, Any], context: list[str]) -> dict[str, Any] | None: ...
 
@@ -162,10 +167,12 @@ class LivePorts:
             return None, "no-asker"
         return self.asker(question)
 
-    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
+    def call_builtin(self, name: str, args: dict[str, Any], *, step: int, approval: dict[str, Any] | None = None,
+                     models: Models | None = None) -> tuple[dict[str, Any], list[Any]]:
         # The scheduler's service records its own events as it acts.
         confirm = self._confirm_at(step, name) if self.confirmer is not None else None
-        return call_tool(ScheduleService(self.runtime, actor=self.principal, policy=self.actors, confirm=confirm), name, args, approval), []
+        service = ScheduleService(self.runtime, actor=self.principal, policy=self.actors, confirm=confirm, models=models)
+        return call_tool(service, name, args, approval), []
 
     def _confirm_at(self, step: int, name: str) -> Callable[[dict[str, Any]], tuple[bool, str]]:
         confirmer = self.confirmer

@@ -11,7 +11,9 @@ import time
 from typing import Any
 
 from domain.turn import Turn
+from metnos.runtime.scheduler.words_model import ROLE as WORDS_ROLE
 from metnos.runtime.turn.rules.base import Step
+from metnos.runtime.turn.side_call import side_models
 from metnos.runtime.step.scratchpad import scratchpad_read, spill
 from metnos.runtime.turn.shown import elapsed_ms
 from metnos.runtime.turn.summariser import SUMMARISER_PROMPT, summarise
@@ -28,7 +30,9 @@ def run_call(step: Step) -> tuple[dict[str, Any], list[Any]]:
 
 
 def _run_builtin(step: Step) -> tuple[dict[str, Any], list[Any]]:
-    observation, others = step.loop.ports.call_builtin(step.name, step.args, step=step.number, approval=step.approval)
+    # Words of a schedule only the model can read are asked of it as a side call, recorded on the turn.
+    models = side_models(step.record, step.loop.ports.ask_llm, round=step.state.round, role=WORDS_ROLE)
+    observation, others = step.loop.ports.call_builtin(step.name, step.args, step=step.number, approval=step.approval, models=models)
     step.record(Turn.BuiltinCalled, step=step.number, name=step.name, observation=observation)
     ok = observation.get("ok") is not False
     step.record(Turn.ObservationRecorded, step=step.number, ok=ok, observation=observation, spill={})

@@ -56,5 +56,26 @@ def ask_side(record: Record, ask_model: AskModel, *, round: int, role: str, tier
     return reply
 
 
+class _SideModel:
+    """A tier's model as a service asks it (``complete(messages)``), each call a side call of the turn."""
+
+    def __init__(self, record: Record, ask_model: AskModel, *, round: int, role: str, tier: str) -> None:  # noqa: A002
+        self._record, self._ask, self._round, self._role, self._tier = record, ask_model, round, role, tier
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), **_limits: object) -> LLMReply:
+        # The tier's own token budget holds: a side call is sent as the turn's other calls are.
+        system, user = (next((m.text for m in messages if isinstance(m, kind)), "") for kind in (SystemMessage, UserMessage))
+        reply = ask_side(self._record, self._ask, round=self._round, role=self._role, tier=self._tier, system=system, user=user)
+        if isinstance(reply, LLMError):
+            raise reply
+        return reply
+
+
+def side_models(record: Record, ask_model: AskModel, *, round: int, role: str) -> Callable[[str], _SideModel]:  # noqa: A002
+    """The models a service beside the turn asks (a schedule's words read by the model), as ``models(tier)``:
+    each call recorded on the turn like its other side calls, so a replay feeds the reply back."""
+    return lambda tier: _SideModel(record, ask_model, round=round, role=role, tier=tier)
+
+
 # Re-exported: the side calls take their answers out of a reply with it.
-__all__ = ["AskModel", "Record", "ask_side", "reply_object", "sent_form"]
+__all__ = ["AskModel", "Record", "ask_side", "reply_object", "sent_form", "side_models"]
