@@ -12,7 +12,6 @@ The model is served with one thread (two CPUs shared with the rest of the step).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,13 +19,9 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.llm.model_files import ENV_MODEL_CHOICE, MODELS, resolve_model
-from metnos.mechanisms.llm.shared_server import stop_announced
+from metnos.mechanisms.llm.model_files import MODELS
 from metnos.mechanisms.sandbox.bwrap import probe
-from metnos.services.models import serving
-from metnos.settings.workspace import Workspace
-from tests.support.embedded import embedded_model_or_skip
-from tests.support.layouts import apply_layout
+from tests.support.embedded import served_home
 
 pytestmark = [pytest.mark.embedded, pytest.mark.bwrap, pytest.mark.timeout(900),
               pytest.mark.skipif(not probe().works, reason=f"bubblewrap cannot run: {probe().error}")]
@@ -38,28 +33,15 @@ LAST = "Return the zanzibar atlas to Lucia."
 NOTE = f"{FIRST}\nWater the lemon tree.\nCall the plumber about the sink.\n{LAST}\n"
 
 
+def write_note(user: Path) -> None:
+    (user / "notes").mkdir(parents=True, exist_ok=True)
+    (user / "notes" / "a.txt").write_text(NOTE)
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    model = embedded_model_or_skip()
-    if model.name != CLAIMED:
-        pytest.skip(f"the conversation turns are claimed for the 1.5B ({CLAIMED}), not {model.name}: run with {ENV_MODEL_CHOICE}=1.5b")
-    root = tmp_path_factory.mktemp("embedded-conversation")
-    with pytest.MonkeyPatch.context() as mp:
-        user = apply_layout("xdg", root, mp, os.environ)
-        mp.delenv("METNOS_LLM_PROVIDER", raising=False)
-        (user / "notes").mkdir(parents=True, exist_ok=True)
-        (user / "notes" / "a.txt").write_text(NOTE)
-        assert main(["init"]) == 0
-        ws = Workspace.from_env()
-        ws.models_dir.mkdir(parents=True, exist_ok=True)
-        resolve_model(ws.models_dir, os.environ.get(ENV_MODEL_CHOICE)).symlink_to(model)
-        served = serving(None, port=0, threads=1)
-        served.start()
-        try:
-            yield user
-        finally:
-            served.stop()
-            stop_announced(ws.runtime_dir)
+    with served_home(tmp_path_factory, "embedded-conversation", CLAIMED, "the conversation turns are", write_note) as user:
+        yield user
 
 
 def ask(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:

@@ -14,7 +14,6 @@ The model is served with one thread (two CPUs shared with the rest of the step).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,16 +22,13 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from metnos.mechanisms.llm.model_files import ENV_MODEL_CHOICE, MODELS, resolve_model
-from metnos.mechanisms.llm.shared_server import stop_announced
+from metnos.mechanisms.llm.model_files import MODELS
 from metnos.mechanisms.sandbox.bwrap import probe
 from metnos.runtime.booted import Runtime
 from metnos.services.host import RuntimeHost
-from metnos.services.models import serving
 from metnos.settings.i18n.detect import language_of
 from metnos.settings.workspace import Workspace
-from tests.support.embedded import embedded_model_or_skip
-from tests.support.layouts import apply_layout
+from tests.support.embedded import served_home
 
 pytestmark = [pytest.mark.embedded, pytest.mark.bwrap, pytest.mark.timeout(1200),
               pytest.mark.skipif(not probe().works, reason=f"bubblewrap cannot run: {probe().error}")]
@@ -49,33 +45,20 @@ class Home:
     workspace: Workspace
 
 
+def write_files(user: Path) -> None:
+    (user / "note").mkdir(parents=True, exist_ok=True)
+    (user / "note" / "spesa.txt").write_text(SHOPPING)
+    (user / "drafts").mkdir()
+    (user / "drafts" / "old.txt").write_text(OLD_NOTE)
+    (user / "docs").mkdir()
+    for name in ("zanzibar.md", "lisbon.md"):
+        (user / "docs" / name).write_text(f"# {name[:-3].title()}\nA page about {name[:-3]}.\n")
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
-    model = embedded_model_or_skip()
-    if model.name != CLAIMED:
-        pytest.skip(f"these turns are claimed for the 1.5B ({CLAIMED}), not {model.name}: run with {ENV_MODEL_CHOICE}=1.5b")
-    root = tmp_path_factory.mktemp("embedded-seed-rows")
-    with pytest.MonkeyPatch.context() as mp:
-        user = apply_layout("xdg", root, mp, os.environ)
-        mp.delenv("METNOS_LLM_PROVIDER", raising=False)
-        (user / "note").mkdir(parents=True, exist_ok=True)
-        (user / "note" / "spesa.txt").write_text(SHOPPING)
-        (user / "drafts").mkdir()
-        (user / "drafts" / "old.txt").write_text(OLD_NOTE)
-        (user / "docs").mkdir()
-        for name in ("zanzibar.md", "lisbon.md"):
-            (user / "docs" / name).write_text(f"# {name[:-3].title()}\nA page about {name[:-3]}.\n")
-        assert main(["init"]) == 0
-        ws = Workspace.from_env()
-        ws.models_dir.mkdir(parents=True, exist_ok=True)
-        resolve_model(ws.models_dir, os.environ.get(ENV_MODEL_CHOICE)).symlink_to(model)
-        served = serving(None, port=0, threads=1)
-        served.start()
-        try:
-            yield Home(user, ws)
-        finally:
-            served.stop()
-            stop_announced(ws.runtime_dir)
+    with served_home(tmp_path_factory, "embedded-seed-rows", CLAIMED, "issue 37's turns are", write_files) as user:
+        yield Home(user, Workspace.from_env())
 
 
 def ask(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
