@@ -27,11 +27,25 @@ started on the same GGUF:
 * **plain**: the GGUF's own chat template (llama.cpp ``--jinja``), the request
   sent as OpenAI ``tools`` to /v1/chat/completions with no system prompt, the
   calls read from ``tool_calls`` only, no grammar: what BFCL's OpenAI-style
-  function-calling handler sends.
+  function-calling handler sends. The same replies are scored twice:
+
+  - **plain (tool_calls only)**: as above, what the server parsed;
+  - **plain (+ calls read from text)**: where the server parsed no call, the calls a
+    user of the plain template would read from the reply's text (``text_calls``:
+    each JSON object written in the text, bare, fenced or in ``<tool_call>`` tags,
+    with a ``name`` and ``arguments`` is a call, and each such object of a list).
+    The coder models write their calls as fenced JSON, which llama.cpp's
+    parser for the GGUF's Hermes-style template does not read, so the first column
+    can never call (and never calls wrongly on irrelevance). No extra model call:
+    one reply, two readings. The reader is the bench's own, not the runtime's
+    ``textcalls.parse_text_call``: that one takes a reply only when it is one lone
+    call whose arguments validate against the tool's schema, so a wrong call would
+    read as no call (a point on irrelevance it did not earn) and a second call
+    would be dropped; here the checker judges what was written.
 
 Both get the same tools: BFCL's functions converted by bfcl-eval's own
 ``convert_to_tool`` (OpenAI form: ``dict`` -> ``object``, ``float`` -> ``number``,
-dots in names -> underscores), and both are scored by bfcl-eval's ``ast_checker``
+dots in names -> underscores), and all three columns are scored by bfcl-eval's ``ast_checker``
 (with ``underscore_to_dot``, as BFCL scores the OpenAI-style models) and, for
 irrelevance, by its rule: right when the reply holds no call.
 
@@ -80,6 +94,10 @@ from metnos.runtime.turn.prompt import PLANNER_PROMPT  # noqa: E402
 # Our name for a category -> BFCL's (its data file is BFCL_v4_<name>.json).
 CATEGORIES = {"simple": "simple_python", "multiple": "multiple", "parallel": "parallel", "irrelevance": "irrelevance"}
 SYSTEMS = ("metnos", "plain")
+# The columns of the report: the plain replies are scored twice, their tool_calls alone and with calls read from their text.
+PLAIN_TEXT = "plain_text"
+COLUMNS = ("metnos", "plain", PLAIN_TEXT)
+COLUMN_NAMES = {"metnos": "Metnos's layer", "plain": "plain (tool_calls only)", PLAIN_TEXT: "plain (+ calls read from text)"}
 INSTALL_HINT = "install it: ./install.sh --bench (pip install --no-deps 'bfcl-eval>=2026.3.23,<2026.4' filelock)"
 # The key the checker's stand-in table is read with (convert_func_name swaps "_" for "/").
 CHECKER_MODEL = "metnos_bench"
@@ -273,6 +291,60 @@ def plain_output(raw: dict[str, Any]) -> Output:
         return Output(None, f"tool_calls not decodable ({type(e).__name__}: {e})", text)
 
 
+def text_calls(text: str) -> list[dict[str, Any]] | None:
+    """The calls a user of the plain template would read from a reply's text, in BFCL's decoded form.
+
+    Each JSON object (or list) written in the text, bare, fenced (```json) or in ``<tool_call>``
+    tags alike, is read; an object with a string ``name`` and an object ``arguments`` (or
+    ``parameters``; a JSON string of one is decoded) is a call, and so is each such object of a
+    list. The name need not be an offered tool and the arguments are not checked against its
+    schema: the checker judges them, and for the irrelevance rule a call is a call. None: no
+    call in the text.
+    """
+    calls = [call for value in _json_objects(text) for call in _as_calls(value)]
+    return calls or None
+
+
+def _json_objects(text: str) -> list[Any]:
+    """Each JSON object or list written in ``text``, outermost first, left to right."""
+    decoder = json.JSONDecoder()
+    found, i = [], 0
+    while True:
+        starts = [j for j in (text.find("{", i), text.find("[", i)) if j >= 0]
+        if not starts:
+            return found
+        i = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i += 1
+            continue
+        found.append(value)
+        i = end
+
+
+def _as_calls(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, list):
+        return [call for item in value for call in _as_calls(item)]
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return []
+    arguments = value.get("arguments", value.get("parameters"))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return []
+    return [{value["name"]: arguments}] if isinstance(arguments, dict) else []
+
+
+def plain_text_output(plain: Output) -> Output:
+    """The plain reply with calls also read from its text: its tool_calls when the server parsed any, else the text's."""
+    if plain.calls is not None:
+        return plain
+    calls = text_calls(plain.text)
+    return Output(calls, None if calls else f"{plain.error}; no call in the text", plain.text)
+
+
 def question_messages(case: dict[str, Any]) -> list[dict[str, str]]:
     """The case's one turn (these categories have one)."""
     return [{"role": m["role"], "content": m["content"]} for m in case["question"][0]]
@@ -293,6 +365,8 @@ class CaseRun:
     text: str = ""
     # Plain only, not scored: the reply wrote a valid call to an offered tool as text, which the server did not parse.
     call_in_text: bool | None = None
+    # The calls as scored, in BFCL's decoded form (None: no call decoded).
+    decoded: list[dict[str, Any]] | None = None
 
 
 def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_call: bool) -> tuple[Output, bool]:
@@ -329,7 +403,8 @@ def ask_plain(url: str, case: dict[str, Any], openai_tools: list[dict[str, Any]]
 
 
 def run_case(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any] | None, system: str, url: str,
-             *, one_call: bool) -> CaseRun:
+             *, one_call: bool) -> list[CaseRun]:
+    """The case asked of one system: one run, or for plain two, its one reply scored both ways."""
     specs, openai_tools = offered_tools(bfcl, case["function"])
     started = time.monotonic()
     constrained = None
@@ -341,15 +416,23 @@ def run_case(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, 
     except Exception as e:  # noqa: BLE001 - one case's failure is that case's, said
         output = Output(None, f"bench error: {type(e).__name__}: {e}")
     seconds = time.monotonic() - started
+    runs = [scored_run(bfcl, category, case, answer, system, output, seconds, constrained, specs)]
+    if system == "plain":
+        runs.append(scored_run(bfcl, category, case, answer, PLAIN_TEXT, plain_text_output(output), seconds, None, specs))
+    return runs
+
+
+def scored_run(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any] | None, column: str, output: Output,
+               seconds: float, constrained: bool | None, specs: list[ToolSpec]) -> CaseRun:
     passed, why = score(bfcl, category, case, answer, output)
     why = why or ""
     if output.error and not passed:
         why = why if why.startswith("not decoded") else f"{why}; {output.error}"
     call_in_text = None
-    if system == "plain" and output.calls is None and output.text:
+    if column == "plain" and output.calls is None and output.text:
         call_in_text = parse_text_call(output.text, specs, call_id="text") is not None
-    return CaseRun(category, case["id"], system, passed, why, round(seconds, 2), len(output.calls or []), constrained, output.text[:300],
-                   call_in_text)
+    return CaseRun(category, case["id"], column, passed, why, round(seconds, 2), len(output.calls or []), constrained, output.text,
+                   call_in_text, output.calls)
 
 
 # Summary and output.
@@ -358,7 +441,7 @@ def summarize(runs: Sequence[CaseRun]) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
     for category in CATEGORIES:
         row: dict[str, Any] = {}
-        for system in SYSTEMS:
+        for system in COLUMNS:
             mine = [r for r in runs if r.category == category and r.system == system]
             if mine:
                 row[system] = {"n": len(mine), "passed": sum(r.passed for r in mine),
@@ -366,10 +449,12 @@ def summarize(runs: Sequence[CaseRun]) -> dict[str, dict[str, Any]]:
                                "median_s": round(sorted(r.seconds for r in mine)[len(mine) // 2], 2)}
                 if system == "metnos":
                     row[system]["constrained"] = sum(bool(r.constrained) for r in mine)
-                else:
+                elif system == "plain":
                     row[system]["call_in_text"] = sum(bool(r.call_in_text) for r in mine)
         if "metnos" in row and "plain" in row:
             row["ratio"] = round(row["metnos"]["accuracy"] / row["plain"]["accuracy"], 2) if row["plain"]["accuracy"] else None
+        if "metnos" in row and PLAIN_TEXT in row:
+            row["ratio_text"] = round(row["metnos"]["accuracy"] / row[PLAIN_TEXT]["accuracy"], 2) if row[PLAIN_TEXT]["accuracy"] else None
         if row:
             table[category] = row
     return table
@@ -382,13 +467,13 @@ def _cell(row: dict[str, Any], system: str) -> str:
 
 def table_lines(report: dict[str, Any]) -> list[str]:
     names = list(PUBLISHED)
-    head = ["category", "n", "Metnos's layer", "plain template", "ratio", *names]
+    head = ["category", "n", *COLUMN_NAMES.values(), "ratio to text-read", *names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for category, row in report["summary"].items():
-        n = max((row[s]["n"] for s in SYSTEMS if s in row), default=0)
-        ratio = row.get("ratio")
+        n = max((row[s]["n"] for s in COLUMNS if s in row), default=0)
+        ratio = row.get("ratio_text")
         published = [f"{PUBLISHED[m][category]:.1f}%" if category in PUBLISHED[m] else "n/a" for m in names]
-        lines.append("| " + " | ".join([category, str(n), _cell(row, "metnos"), _cell(row, "plain"),
+        lines.append("| " + " | ".join([category, str(n), *(_cell(row, c) for c in COLUMNS),
                                          "n/a" if ratio is None else f"{ratio:.2f}", *published]) + " |")
     return lines
 
@@ -403,7 +488,8 @@ def markdown(report: dict[str, Any]) -> str:
     in_text = sum(r["plain"].get("call_in_text", 0) for r in rows if "plain" in r)
     plain = sum(r["plain"]["n"] for r in rows if "plain" in r)
     notes = [f"Metnos's rounds under the grammar: {taken}/{asked}.",
-             f"Plain replies with no tool_calls that wrote a valid call to an offered tool as text (not scored): {in_text}/{plain}.",
+             f"Plain replies with no tool_calls that wrote a valid call to an offered tool as text: {in_text}/{plain}"
+             " (scored in the text-read column only).",
              f"Published rows: {PUBLISHED_SOURCE}."]
     return "\n".join([meta, "", *table_lines(report), "", *notes])
 
@@ -468,10 +554,10 @@ def main(argv: list[str] | None = None) -> int:
         for n, (category, case, answer) in enumerate(work, 1):
             # Case by case, each system in turn: a run cut short still compares them on the same cases.
             for system in systems:
-                r = run_case(bfcl, category, case, answer, system, urls[system], one_call=args.one_call)
-                runs.append(r)
-                print(f"[{n}/{len(work)} {system}] {r.case}: {'pass' if r.passed else 'FAIL'} in {r.seconds:.1f} s"
-                      f"{'' if r.passed else ' (' + r.why[:160] + ')'}", file=sys.stderr, flush=True)
+                for r in run_case(bfcl, category, case, answer, system, urls[system], one_call=args.one_call):
+                    runs.append(r)
+                    print(f"[{n}/{len(work)} {r.system}] {r.case}: {'pass' if r.passed else 'FAIL'} in {r.seconds:.1f} s"
+                          f"{'' if r.passed else ' (' + r.why[:160] + ')'}", file=sys.stderr, flush=True)
             if args.json:
                 write_report(args.json, meta, runs, complete=n == len(work))
     finally:
