@@ -89,6 +89,7 @@ from metnos.mechanisms.llm.messages import (  # noqa: E402
 )
 from metnos.mechanisms.llm.textcalls import parse_text_call  # noqa: E402
 from metnos.runtime.turn.call_schema import planner_constraint  # noqa: E402
+from metnos.runtime.turn.invented import made_up_arguments  # noqa: E402
 from metnos.runtime.turn.prompt import PLANNER_PROMPT  # noqa: E402
 
 # Our name for a category -> BFCL's (its data file is BFCL_v4_<name>.json).
@@ -98,6 +99,8 @@ SYSTEMS = ("metnos", "plain")
 PLAIN_TEXT = "plain_text"
 COLUMNS = ("metnos", "plain", PLAIN_TEXT)
 COLUMN_NAMES = {"metnos": "Metnos's layer", "plain": "plain (tool_calls only)", PLAIN_TEXT: "plain (+ calls read from text)"}
+# Metnos's replies scored again as if the runtime had no made_up_values rule: what the rule changed, on the same replies.
+UNCHECKED = "metnos_unchecked"
 INSTALL_HINT = "install it: ./install.sh --bench (pip install --no-deps 'bfcl-eval>=2026.3.23,<2026.4' filelock)"
 # The key the checker's stand-in table is read with (convert_func_name swaps "_" for "/").
 CHECKER_MODEL = "metnos_bench"
@@ -253,6 +256,8 @@ class Output:
     calls: list[dict[str, Any]] | None
     error: str | None = None
     text: str = ""
+    # Metnos's layer: the calls its made_up_values rule intercepted, with the arguments it found made up.
+    intercepted: list[str] = dataclasses.field(default_factory=list)
 
 
 def score(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any] | None, output: Output) -> tuple[bool, str]:
@@ -269,13 +274,35 @@ def score(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any
     return bool(verdict["valid"]), "" if verdict["valid"] else f"{verdict.get('error_type')}: {str(verdict.get('error'))[:200]}"
 
 
-def metnos_output(calls: Sequence[ToolCall], text: str) -> Output:
-    """A call Metnos's validation refused is a call it would not run: the reply is not decoded (for
-    irrelevance, which counts any attempt, it still is a call)."""
+def metnos_output(calls: Sequence[ToolCall], text: str, *, tools: Sequence[ToolSpec] = (), known: str | None = None) -> Output:
+    """A call Metnos's validation refused is a call it would not run: the reply is not decoded.
+    With ``known`` (the request), a call the runtime's ``made_up_values`` rule intercepts is not run
+    either: the turn is asked for words, so a reply all of whose calls it intercepts is no call."""
     refused = [c for c in calls if c.arguments_error]
     if refused:
         return Output(None, f"refused by Metnos's validation: {refused[0].arguments_error}", text)
-    return Output([{c.name: dict(c.arguments)} for c in calls] if calls else None, None if calls else "no call", text)
+    intercepted: list[str] = []
+    if known is not None:
+        calls, made_up = run_or_intercepted(calls, tools, known)
+        intercepted = [f"{c.name}({', '.join(made_up_arguments(c.arguments, _spec(tools, c.name).parameters, known))})" for c in made_up]
+    if not calls:
+        return Output(None, f"intercepted as made up: {'; '.join(intercepted)}" if intercepted else "no call", text, intercepted)
+    return Output([{c.name: dict(c.arguments)} for c in calls], None, text, intercepted)
+
+
+def _spec(tools: Sequence[ToolSpec], name: str) -> ToolSpec:
+    return next(t for t in tools if t.name == name)
+
+
+def run_or_intercepted(calls: Sequence[ToolCall], tools: Sequence[ToolSpec], known: str) -> tuple[list[ToolCall], list[ToolCall]]:
+    """The first reply's calls the runtime would run, and those its ``made_up_values`` rule
+    (rules/calls.py, on invented.py) intercepts: each call of the turn's first reply comes
+    before any step ran, and an intercepted call adds no observation, so each is judged alike."""
+    run, made_up = [], []
+    for call in calls:
+        spec = next((t for t in tools if t.name == call.name), None)
+        (made_up if spec is not None and made_up_arguments(call.arguments, spec.parameters, known) else run).append(call)
+    return run, made_up
 
 
 def plain_output(raw: dict[str, Any]) -> Output:
@@ -345,6 +372,11 @@ def plain_text_output(plain: Output) -> Output:
     return Output(calls, None if calls else f"{plain.error}; no call in the text", plain.text)
 
 
+def request_text(case: dict[str, Any]) -> str:
+    """What the request (and the conversation it continues) wrote: where a call's values may come from."""
+    return "\n".join(m["content"] for m in question_messages(case))
+
+
 def question_messages(case: dict[str, Any]) -> list[dict[str, str]]:
     """The case's one turn (these categories have one)."""
     return [{"role": m["role"], "content": m["content"]} for m in case["question"][0]]
@@ -367,10 +399,12 @@ class CaseRun:
     call_in_text: bool | None = None
     # The calls as scored, in BFCL's decoded form (None: no call decoded).
     decoded: list[dict[str, Any]] | None = None
+    # Metnos's layer only: the calls its made_up_values rule intercepted.
+    intercepted: list[str] | None = None
 
 
-def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_call: bool) -> tuple[Output, bool]:
-    """One planner round on the case: Metnos's prompt, tools, grammar and validation; (output, grammar taken)."""
+def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_call: bool) -> tuple[tuple[ToolCall, ...], str, bool]:
+    """One planner round on the case: Metnos's prompt, tools, grammar and validation; (calls, reply text, grammar taken)."""
     from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
 
     messages: list[Message] = [SystemMessage(PLANNER_PROMPT)]
@@ -390,7 +424,7 @@ def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_cal
     calls = reply.tool_calls
     if taken and isinstance(constraint, SeveralCalls):
         calls = constraint.read_calls(reply.text, call_id="call", cut_off=reply.stop_reason == "length")
-    return metnos_output(calls, reply.text), taken
+    return tuple(calls), reply.text, taken
 
 
 def ask_plain(url: str, case: dict[str, Any], openai_tools: list[dict[str, Any]]) -> Output:
@@ -408,9 +442,12 @@ def run_case(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, 
     specs, openai_tools = offered_tools(bfcl, case["function"])
     started = time.monotonic()
     constrained = None
+    unchecked = None
     try:
         if system == "metnos":
-            output, constrained = ask_metnos(url, case, specs, one_call=one_call)
+            calls, text, constrained = ask_metnos(url, case, specs, one_call=one_call)
+            output = metnos_output(calls, text, tools=specs, known=request_text(case))
+            unchecked = metnos_output(calls, text)
         else:
             output = ask_plain(url, case, openai_tools)
     except Exception as e:  # noqa: BLE001 - one case's failure is that case's, said
@@ -419,6 +456,8 @@ def run_case(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, 
     runs = [scored_run(bfcl, category, case, answer, system, output, seconds, constrained, specs)]
     if system == "plain":
         runs.append(scored_run(bfcl, category, case, answer, PLAIN_TEXT, plain_text_output(output), seconds, None, specs))
+    elif unchecked is not None:
+        runs.append(scored_run(bfcl, category, case, answer, UNCHECKED, unchecked, seconds, constrained, specs))
     return runs
 
 
@@ -432,7 +471,7 @@ def scored_run(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str
     if column == "plain" and output.calls is None and output.text:
         call_in_text = parse_text_call(output.text, specs, call_id="text") is not None
     return CaseRun(category, case["id"], column, passed, why, round(seconds, 2), len(output.calls or []), constrained, output.text,
-                   call_in_text, output.calls)
+                   call_in_text, output.calls, output.intercepted or None)
 
 
 # Summary and output.
@@ -441,7 +480,7 @@ def summarize(runs: Sequence[CaseRun]) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
     for category in CATEGORIES:
         row: dict[str, Any] = {}
-        for system in COLUMNS:
+        for system in (*COLUMNS, UNCHECKED):
             mine = [r for r in runs if r.category == category and r.system == system]
             if mine:
                 row[system] = {"n": len(mine), "passed": sum(r.passed for r in mine),
@@ -449,6 +488,7 @@ def summarize(runs: Sequence[CaseRun]) -> dict[str, dict[str, Any]]:
                                "median_s": round(sorted(r.seconds for r in mine)[len(mine) // 2], 2)}
                 if system == "metnos":
                     row[system]["constrained"] = sum(bool(r.constrained) for r in mine)
+                    row[system]["intercepted"] = sum(bool(r.intercepted) for r in mine)
                 elif system == "plain":
                     row[system]["call_in_text"] = sum(bool(r.call_in_text) for r in mine)
         if "metnos" in row and "plain" in row:
@@ -491,6 +531,10 @@ def markdown(report: dict[str, Any]) -> str:
              f"Plain replies with no tool_calls that wrote a valid call to an offered tool as text: {in_text}/{plain}"
              " (scored in the text-read column only).",
              f"Published rows: {PUBLISHED_SOURCE}."]
+    unchecked = [f"{category} {_cell(row, UNCHECKED)} ({row['metnos'].get('intercepted', 0)} intercepted)"
+                 for category, row in report["summary"].items() if UNCHECKED in row and "metnos" in row]
+    if unchecked:
+        notes.insert(1, "Metnos's layer on the same replies without its made_up_values rule: " + "; ".join(unchecked) + ".")
     return "\n".join([meta, "", *table_lines(report), "", *notes])
 
 

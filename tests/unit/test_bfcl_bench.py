@@ -81,6 +81,21 @@ def test_a_call_metnos_refuses_is_not_decoded_and_no_call_is_none():
     assert metnos_output([], "words").calls is None
 
 
+def test_a_call_the_runtimes_made_up_values_rule_intercepts_is_no_call_of_metnos_layer():
+    hypot = ToolCall(id="a", name="math_hypot", arguments={"x": 3, "y": 4})
+    tools = [_tool()]
+    made_up = metnos_output([hypot], "", tools=tools, known="What is the tallest mountain?")
+    assert made_up.calls is None and made_up.intercepted == ["math_hypot(x, y)"] and "intercepted as made up" in (made_up.error or "")
+    asked = metnos_output([hypot], "", tools=tools, known="The sides are 3 and 4: the hypotenuse?")
+    assert asked.calls == [{"math_hypot": {"x": 3, "y": 4}}] and asked.intercepted == []
+    # Of several calls, the made-up one is not run and the other is.
+    other = ToolCall(id="b", name="math_hypot", arguments={"x": 8, "y": 9})
+    both = metnos_output([hypot, other], "", tools=tools, known="The sides are 3 and 4: the hypotenuse?")
+    assert both.calls == [{"math_hypot": {"x": 3, "y": 4}}] and both.intercepted == ["math_hypot(x, y)"]
+    # Without the request, as the runtime without the rule: the call is the layer's.
+    assert metnos_output([hypot], "").calls == [{"math_hypot": {"x": 3, "y": 4}}]
+
+
 def test_plain_calls_come_from_tool_calls_only():
     def raw(message):
         return {"choices": [{"message": message}]}
@@ -232,3 +247,21 @@ def test_the_text_read_column_is_scored_by_the_same_checker_and_irrelevance_rule
     assert score(bfcl, "irrelevance", irrelevant, None, called)[0], "tool_calls only: never a call"
     assert not score(bfcl, "irrelevance", irrelevant, None, plain_text_output(called))[0]
     assert score(bfcl, "irrelevance", irrelevant, None, plain_text_output(Output(None, "no tool_calls", "I cannot.")))[0]
+
+
+def test_an_intercepted_call_is_right_on_irrelevance_and_a_miss_elsewhere(bfcl):
+    from bench.bfcl import offered_tools, request_text, score
+
+    case, answer = _case(bfcl, "simple", "simple_python_1")  # math.factorial(number=5)
+    specs, _ = offered_tools(bfcl, case["function"])
+    right = ToolCall(id="a", name="math_factorial", arguments={"number": 5})
+    assert score(bfcl, "simple", case, answer, metnos_output([right], "", tools=specs, known=request_text(case))) == (True, "")
+    made_up = metnos_output([right], "", tools=specs, known="What is the tallest mountain?")
+    assert not score(bfcl, "simple", case, answer, made_up)[0]
+    irrelevant, _ = _case(bfcl, "irrelevance", "irrelevance_0")
+    specs, _ = offered_tools(bfcl, irrelevant["function"])
+    spec = specs[0]
+    invented = {k: 987654 if v.get("type") in ("integer", "number") else "zzqx" for k, v in spec.parameters["properties"].items()}
+    call = ToolCall(id="a", name=spec.name, arguments=invented)
+    assert not score(bfcl, "irrelevance", irrelevant, None, metnos_output([call], ""))[0]
+    assert score(bfcl, "irrelevance", irrelevant, None, metnos_output([call], "", tools=specs, known=request_text(irrelevant)))[0]
