@@ -39,6 +39,8 @@ def test_what_the_tool_offers_the_clock_works_out_or_the_policy_reads_as_a_path_
         "day": {"type": "string"}, "folder": {"type": "string"}}}
     args = {"mode": "fast", "flag": True, "level": 3, "day": "2026-12-04", "folder": "/srv/archive"}
     assert made_up_arguments(args, schema, "what is due on friday?") == ()
+    # A flag is not judged even where its schema gives no type.
+    assert made_up_arguments({"flag": True}, {"type": "object", "properties": {"flag": {}}, "required": ["flag"]}, "what now?") == ()
     # A value that differs from the default is judged.
     assert made_up_arguments({**args, "level": 4}, schema, "what is due on friday?") == ("level",)
 

@@ -225,6 +225,10 @@ def test_made_up_values_are_judged_only_before_any_step_ran_and_only_on_the_mode
     state = TurnState()
     ran(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state), {"ok": True, "text": "rates"})
     assert rule.on_call(a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, state, text="Which is the longest river?")) is None
+    # An observation that no executor made (the user's answer to a question of the turn) is something the values may come from.
+    answered = TurnState()
+    answered.observations[1] = {"ok": True, "answer": "Swiss francs"}
+    assert rule.on_call(a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, answered, text="Which is the longest river?")) is None
     planned = TurnState()
     planned.plan = object()
     assert rule.on_call(a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, planned, text="Which is the longest river?")) is None
