@@ -23,7 +23,13 @@ started on the same GGUF:
   grammar admits one call a reply; the reply form (its template, the loop's
   ``for call in reply.tool_calls``) carries several, so this bench widens the
   grammar to one or more fenced calls (``several_calls``), the same for every
-  category; ``--one-call`` measures the runtime's grammar as it is.
+  category; ``--one-call`` measures the runtime's grammar as it is. The first
+  reply's calls then pass the runtime's ``made_up_values`` rule (rules/calls.py,
+  on turn/invented.py): a call before any step ran that gives required values and
+  takes none of them from the request is not run, and the turn is asked for words,
+  so it counts as no call. The same replies are also scored without the rule
+  (``metnos_unchecked``, in the report's notes): what the rule changed, with no
+  extra model call.
 * **plain**: the GGUF's own chat template (llama.cpp ``--jinja``), the request
   sent as OpenAI ``tools`` to /v1/chat/completions with no system prompt, the
   calls read from ``tool_calls`` only, no grammar: what BFCL's OpenAI-style
