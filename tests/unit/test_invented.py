@@ -41,6 +41,9 @@ def test_what_the_tool_offers_the_clock_works_out_or_the_policy_reads_as_a_path_
     assert made_up_arguments(args, schema, "what is due on friday?") == ()
     # A flag is not judged even where its schema gives no type.
     assert made_up_arguments({"flag": True}, {"type": "object", "properties": {"flag": {}}, "required": ["flag"]}, "what now?") == ()
+    # A program's name is one of the commands the configuration allows: a choice, like an enum's.
+    run = {"type": "object", "properties": {"program": {"type": "string", "x-program": True}}, "required": ["program"]}
+    assert made_up_arguments({"program": "du"}, run, "how much space does my music take?") == ()
     # A value that differs from the default is judged.
     assert made_up_arguments({**args, "level": 4}, schema, "what is due on friday?") == ("level",)
 

@@ -13,9 +13,11 @@ one value that must come from there and none of them does. What is judged: the
 required arguments the call gives (an optional one the model adds on its own
 is often a guess made in good faith, and a tool that needs nothing needs no
 value from anyone). What is not: booleans, values of an ``enum`` or a
-``const``, a value equal to the schema's ``default`` (choices the tool itself
-offers), paths (the sandbox policy's path arguments: "my home" is ``~``),
-step references, and dates and times (worked out from "friday", "tomorrow").
+``const``, a value equal to the schema's ``default``, a program's name
+(``x-program``, one of the commands the configuration allows: "du" for "how
+much space"), all choices the tool itself offers; paths (the sandbox policy's
+path arguments: "my home" is ``~``), step references, and dates and times
+(worked out from "friday", "tomorrow").
 A value is *found* when one of its words is a word of the request (or shares
 its stem: one is the start of the other, four letters or more), or when it is
 a number the request writes, in digits, as a small number word, or as a
@@ -47,6 +49,8 @@ _SCALES = {"thousand": 1e3, "mila": 1e3, "million": 1e6, "milione": 1e6, "milion
 _DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?")
 _STEM = 4
 _STEP_ARGUMENTS = frozenset(ref for ref, _ in LIST_REFERENCES)
+# A program's name, held to the commands the configuration allows (run_commands): a choice like an enum's.
+_PROGRAM = "x-program"
 
 
 def made_up_arguments(arguments: Mapping[str, Any], parameters: Mapping[str, Any], known: str) -> tuple[str, ...]:
@@ -67,7 +71,8 @@ def made_up_arguments(arguments: Mapping[str, Any], parameters: Mapping[str, Any
 def _judged(key: str, value: Any, schema: Mapping[str, Any]) -> bool:
     if value is None or value == "" or value == [] or value == {} or isinstance(value, bool) or key in _STEP_ARGUMENTS:
         return False
-    if {"enum", "const"} & set(schema) or schema.get("type") == "boolean" or ("default" in schema and schema["default"] == value):
+    if ({"enum", "const"} & set(schema) or schema.get("type") == "boolean" or schema.get(_PROGRAM) is True
+            or ("default" in schema and schema["default"] == value)):
         return False
     if isinstance(value, str) and ("{{" in value or _DATE_OR_TIME.fullmatch(value.strip())):
         return False

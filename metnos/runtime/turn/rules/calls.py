@@ -5,6 +5,7 @@ Each refusal becomes an observation the model can correct, with a hint.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from metnos.mechanisms.sandbox.policy import path_arguments
 from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
 from metnos.runtime.turn.completion import complete_arguments, complete_paths, keep_names, without_blank_optionals
 from metnos.runtime.step.asked import asks_only_questions
+from metnos.runtime.step.catalogue import inline_refs
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.conversation import context_text
@@ -315,7 +317,9 @@ class MadeUpValues(BaseRule):
         if step.kind != "executor" or step.te is None or state.observations or state.executed or state.plan is not None:
             return None
         known = "\n".join(t for t in (step.request.text, context_text(step.request.conversation)) if t)
-        made_up = made_up_arguments(step.args, step.te.tool.parameters, known)
+        # The signed schema, whole: the one offered to the model keeps only the shape (no default, format, x-program).
+        schema = step.te.loaded.input_schema
+        made_up = made_up_arguments(step.args, inline_refs(copy.deepcopy(schema), schema), known)
         if not made_up:
             return None
         observation = {"ok": False, "error_class": "made_up_values",
