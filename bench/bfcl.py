@@ -23,15 +23,35 @@ started on the same GGUF:
   grammar admits one call a reply; the reply form (its template, the loop's
   ``for call in reply.tool_calls``) carries several, so this bench widens the
   grammar to one or more fenced calls (``several_calls``), the same for every
-  category; ``--one-call`` measures the runtime's grammar as it is.
+  category; ``--one-call`` measures the runtime's grammar as it is. The first
+  reply's calls then pass the runtime's ``made_up_values`` rule (rules/calls.py,
+  on turn/invented.py): a call before any step ran that gives required values and
+  takes none of them from the request is not run, and the turn is asked for words,
+  so it counts as no call. The same replies are also scored without the rule
+  (``metnos_unchecked``, in the report's notes): what the rule changed, with no
+  extra model call.
 * **plain**: the GGUF's own chat template (llama.cpp ``--jinja``), the request
   sent as OpenAI ``tools`` to /v1/chat/completions with no system prompt, the
   calls read from ``tool_calls`` only, no grammar: what BFCL's OpenAI-style
-  function-calling handler sends.
+  function-calling handler sends. The same replies are scored twice:
+
+  - **plain (tool_calls only)**: as above, what the server parsed;
+  - **plain (+ calls read from text)**: where the server parsed no call, the calls a
+    user of the plain template would read from the reply's text (``text_calls``:
+    each JSON object written in the text, bare, fenced or in ``<tool_call>`` tags,
+    with a ``name`` and ``arguments`` is a call, and each such object of a list).
+    The coder models write their calls as fenced JSON, which llama.cpp's
+    parser for the GGUF's Hermes-style template does not read, so the first column
+    can never call (and never calls wrongly on irrelevance). No extra model call:
+    one reply, two readings. The reader is the bench's own, not the runtime's
+    ``textcalls.parse_text_call``: that one takes a reply only when it is one lone
+    call whose arguments validate against the tool's schema, so a wrong call would
+    read as no call (a point on irrelevance it did not earn) and a second call
+    would be dropped; here the checker judges what was written.
 
 Both get the same tools: BFCL's functions converted by bfcl-eval's own
 ``convert_to_tool`` (OpenAI form: ``dict`` -> ``object``, ``float`` -> ``number``,
-dots in names -> underscores), and both are scored by bfcl-eval's ``ast_checker``
+dots in names -> underscores), and all three columns are scored by bfcl-eval's ``ast_checker``
 (with ``underscore_to_dot``, as BFCL scores the OpenAI-style models) and, for
 irrelevance, by its rule: right when the reply holds no call.
 
@@ -75,11 +95,18 @@ from metnos.mechanisms.llm.messages import (  # noqa: E402
 )
 from metnos.mechanisms.llm.textcalls import parse_text_call  # noqa: E402
 from metnos.runtime.turn.call_schema import planner_constraint  # noqa: E402
+from metnos.runtime.turn.invented import made_up_arguments  # noqa: E402
 from metnos.runtime.turn.prompt import PLANNER_PROMPT  # noqa: E402
 
 # Our name for a category -> BFCL's (its data file is BFCL_v4_<name>.json).
 CATEGORIES = {"simple": "simple_python", "multiple": "multiple", "parallel": "parallel", "irrelevance": "irrelevance"}
 SYSTEMS = ("metnos", "plain")
+# The columns of the report: the plain replies are scored twice, their tool_calls alone and with calls read from their text.
+PLAIN_TEXT = "plain_text"
+COLUMNS = ("metnos", "plain", PLAIN_TEXT)
+COLUMN_NAMES = {"metnos": "Metnos's layer", "plain": "plain (tool_calls only)", PLAIN_TEXT: "plain (+ calls read from text)"}
+# Metnos's replies scored again as if the runtime had no made_up_values rule: what the rule changed, on the same replies.
+UNCHECKED = "metnos_unchecked"
 INSTALL_HINT = "install it: ./install.sh --bench (pip install --no-deps 'bfcl-eval>=2026.3.23,<2026.4' filelock)"
 # The key the checker's stand-in table is read with (convert_func_name swaps "_" for "/").
 CHECKER_MODEL = "metnos_bench"
@@ -235,6 +262,8 @@ class Output:
     calls: list[dict[str, Any]] | None
     error: str | None = None
     text: str = ""
+    # Metnos's layer: the calls its made_up_values rule intercepted, with the arguments it found made up.
+    intercepted: list[str] = dataclasses.field(default_factory=list)
 
 
 def score(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any] | None, output: Output) -> tuple[bool, str]:
@@ -251,13 +280,35 @@ def score(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any
     return bool(verdict["valid"]), "" if verdict["valid"] else f"{verdict.get('error_type')}: {str(verdict.get('error'))[:200]}"
 
 
-def metnos_output(calls: Sequence[ToolCall], text: str) -> Output:
-    """A call Metnos's validation refused is a call it would not run: the reply is not decoded (for
-    irrelevance, which counts any attempt, it still is a call)."""
+def metnos_output(calls: Sequence[ToolCall], text: str, *, tools: Sequence[ToolSpec] = (), known: str | None = None) -> Output:
+    """A call Metnos's validation refused is a call it would not run: the reply is not decoded.
+    With ``known`` (the request), a call the runtime's ``made_up_values`` rule intercepts is not run
+    either: the turn is asked for words, so a reply all of whose calls it intercepts is no call."""
     refused = [c for c in calls if c.arguments_error]
     if refused:
         return Output(None, f"refused by Metnos's validation: {refused[0].arguments_error}", text)
-    return Output([{c.name: dict(c.arguments)} for c in calls] if calls else None, None if calls else "no call", text)
+    intercepted: list[str] = []
+    if known is not None:
+        calls, made_up = run_or_intercepted(calls, tools, known)
+        intercepted = [f"{c.name}({', '.join(made_up_arguments(c.arguments, _spec(tools, c.name).parameters, known))})" for c in made_up]
+    if not calls:
+        return Output(None, f"intercepted as made up: {'; '.join(intercepted)}" if intercepted else "no call", text, intercepted)
+    return Output([{c.name: dict(c.arguments)} for c in calls], None, text, intercepted)
+
+
+def _spec(tools: Sequence[ToolSpec], name: str) -> ToolSpec:
+    return next(t for t in tools if t.name == name)
+
+
+def run_or_intercepted(calls: Sequence[ToolCall], tools: Sequence[ToolSpec], known: str) -> tuple[list[ToolCall], list[ToolCall]]:
+    """The first reply's calls the runtime would run, and those its ``made_up_values`` rule
+    (rules/calls.py, on invented.py) intercepts: each call of the turn's first reply comes
+    before any step ran, and an intercepted call adds no observation, so each is judged alike."""
+    run, made_up = [], []
+    for call in calls:
+        spec = next((t for t in tools if t.name == call.name), None)
+        (made_up if spec is not None and made_up_arguments(call.arguments, spec.parameters, known) else run).append(call)
+    return run, made_up
 
 
 def plain_output(raw: dict[str, Any]) -> Output:
@@ -271,6 +322,65 @@ def plain_output(raw: dict[str, Any]) -> Output:
         return Output([{c["function"]["name"]: json.loads(c["function"]["arguments"] or "{}")} for c in tool_calls], None, text)
     except (ValueError, KeyError, TypeError) as e:
         return Output(None, f"tool_calls not decodable ({type(e).__name__}: {e})", text)
+
+
+def text_calls(text: str) -> list[dict[str, Any]] | None:
+    """The calls a user of the plain template would read from a reply's text, in BFCL's decoded form.
+
+    Each JSON object (or list) written in the text, bare, fenced (```json) or in ``<tool_call>``
+    tags alike, is read; an object with a string ``name`` and an object ``arguments`` (or
+    ``parameters``; a JSON string of one is decoded) is a call, and so is each such object of a
+    list. The name need not be an offered tool and the arguments are not checked against its
+    schema: the checker judges them, and for the irrelevance rule a call is a call. None: no
+    call in the text.
+    """
+    calls = [call for value in _json_objects(text) for call in _as_calls(value)]
+    return calls or None
+
+
+def _json_objects(text: str) -> list[Any]:
+    """Each JSON object or list written in ``text``, outermost first, left to right."""
+    decoder = json.JSONDecoder()
+    found, i = [], 0
+    while True:
+        starts = [j for j in (text.find("{", i), text.find("[", i)) if j >= 0]
+        if not starts:
+            return found
+        i = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i += 1
+            continue
+        found.append(value)
+        i = end
+
+
+def _as_calls(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, list):
+        return [call for item in value for call in _as_calls(item)]
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return []
+    arguments = value.get("arguments", value.get("parameters"))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return []
+    return [{value["name"]: arguments}] if isinstance(arguments, dict) else []
+
+
+def plain_text_output(plain: Output) -> Output:
+    """The plain reply with calls also read from its text: its tool_calls when the server parsed any, else the text's."""
+    if plain.calls is not None:
+        return plain
+    calls = text_calls(plain.text)
+    return Output(calls, None if calls else f"{plain.error}; no call in the text", plain.text)
+
+
+def request_text(case: dict[str, Any]) -> str:
+    """What the request (and the conversation it continues) wrote: where a call's values may come from."""
+    return "\n".join(m["content"] for m in question_messages(case))
 
 
 def question_messages(case: dict[str, Any]) -> list[dict[str, str]]:
@@ -293,10 +403,14 @@ class CaseRun:
     text: str = ""
     # Plain only, not scored: the reply wrote a valid call to an offered tool as text, which the server did not parse.
     call_in_text: bool | None = None
+    # The calls as scored, in BFCL's decoded form (None: no call decoded).
+    decoded: list[dict[str, Any]] | None = None
+    # Metnos's layer only: the calls its made_up_values rule intercepted.
+    intercepted: list[str] | None = None
 
 
-def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_call: bool) -> tuple[Output, bool]:
-    """One planner round on the case: Metnos's prompt, tools, grammar and validation; (output, grammar taken)."""
+def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_call: bool) -> tuple[tuple[ToolCall, ...], str, bool]:
+    """One planner round on the case: Metnos's prompt, tools, grammar and validation; (calls, reply text, grammar taken)."""
     from metnos.mechanisms.llm.openai_compat import OpenAICompatProvider
 
     messages: list[Message] = [SystemMessage(PLANNER_PROMPT)]
@@ -316,7 +430,7 @@ def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_cal
     calls = reply.tool_calls
     if taken and isinstance(constraint, SeveralCalls):
         calls = constraint.read_calls(reply.text, call_id="call", cut_off=reply.stop_reason == "length")
-    return metnos_output(calls, reply.text), taken
+    return tuple(calls), reply.text, taken
 
 
 def ask_plain(url: str, case: dict[str, Any], openai_tools: list[dict[str, Any]]) -> Output:
@@ -329,27 +443,41 @@ def ask_plain(url: str, case: dict[str, Any], openai_tools: list[dict[str, Any]]
 
 
 def run_case(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any] | None, system: str, url: str,
-             *, one_call: bool) -> CaseRun:
+             *, one_call: bool) -> list[CaseRun]:
+    """The case asked of one system: one run, or for plain two, its one reply scored both ways."""
     specs, openai_tools = offered_tools(bfcl, case["function"])
     started = time.monotonic()
     constrained = None
+    unchecked = None
     try:
         if system == "metnos":
-            output, constrained = ask_metnos(url, case, specs, one_call=one_call)
+            calls, text, constrained = ask_metnos(url, case, specs, one_call=one_call)
+            output = metnos_output(calls, text, tools=specs, known=request_text(case))
+            unchecked = metnos_output(calls, text)
         else:
             output = ask_plain(url, case, openai_tools)
     except Exception as e:  # noqa: BLE001 - one case's failure is that case's, said
         output = Output(None, f"bench error: {type(e).__name__}: {e}")
     seconds = time.monotonic() - started
+    runs = [scored_run(bfcl, category, case, answer, system, output, seconds, constrained, specs)]
+    if system == "plain":
+        runs.append(scored_run(bfcl, category, case, answer, PLAIN_TEXT, plain_text_output(output), seconds, None, specs))
+    elif unchecked is not None:
+        runs.append(scored_run(bfcl, category, case, answer, UNCHECKED, unchecked, seconds, constrained, specs))
+    return runs
+
+
+def scored_run(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any] | None, column: str, output: Output,
+               seconds: float, constrained: bool | None, specs: list[ToolSpec]) -> CaseRun:
     passed, why = score(bfcl, category, case, answer, output)
     why = why or ""
     if output.error and not passed:
         why = why if why.startswith("not decoded") else f"{why}; {output.error}"
     call_in_text = None
-    if system == "plain" and output.calls is None and output.text:
+    if column == "plain" and output.calls is None and output.text:
         call_in_text = parse_text_call(output.text, specs, call_id="text") is not None
-    return CaseRun(category, case["id"], system, passed, why, round(seconds, 2), len(output.calls or []), constrained, output.text[:300],
-                   call_in_text)
+    return CaseRun(category, case["id"], column, passed, why, round(seconds, 2), len(output.calls or []), constrained, output.text,
+                   call_in_text, output.calls, output.intercepted or None)
 
 
 # Summary and output.
@@ -358,7 +486,7 @@ def summarize(runs: Sequence[CaseRun]) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
     for category in CATEGORIES:
         row: dict[str, Any] = {}
-        for system in SYSTEMS:
+        for system in (*COLUMNS, UNCHECKED):
             mine = [r for r in runs if r.category == category and r.system == system]
             if mine:
                 row[system] = {"n": len(mine), "passed": sum(r.passed for r in mine),
@@ -366,10 +494,13 @@ def summarize(runs: Sequence[CaseRun]) -> dict[str, dict[str, Any]]:
                                "median_s": round(sorted(r.seconds for r in mine)[len(mine) // 2], 2)}
                 if system == "metnos":
                     row[system]["constrained"] = sum(bool(r.constrained) for r in mine)
-                else:
+                    row[system]["intercepted"] = sum(bool(r.intercepted) for r in mine)
+                elif system == "plain":
                     row[system]["call_in_text"] = sum(bool(r.call_in_text) for r in mine)
         if "metnos" in row and "plain" in row:
             row["ratio"] = round(row["metnos"]["accuracy"] / row["plain"]["accuracy"], 2) if row["plain"]["accuracy"] else None
+        if "metnos" in row and PLAIN_TEXT in row:
+            row["ratio_text"] = round(row["metnos"]["accuracy"] / row[PLAIN_TEXT]["accuracy"], 2) if row[PLAIN_TEXT]["accuracy"] else None
         if row:
             table[category] = row
     return table
@@ -382,13 +513,13 @@ def _cell(row: dict[str, Any], system: str) -> str:
 
 def table_lines(report: dict[str, Any]) -> list[str]:
     names = list(PUBLISHED)
-    head = ["category", "n", "Metnos's layer", "plain template", "ratio", *names]
+    head = ["category", "n", *COLUMN_NAMES.values(), "ratio to text-read", *names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for category, row in report["summary"].items():
-        n = max((row[s]["n"] for s in SYSTEMS if s in row), default=0)
-        ratio = row.get("ratio")
+        n = max((row[s]["n"] for s in COLUMNS if s in row), default=0)
+        ratio = row.get("ratio_text")
         published = [f"{PUBLISHED[m][category]:.1f}%" if category in PUBLISHED[m] else "n/a" for m in names]
-        lines.append("| " + " | ".join([category, str(n), _cell(row, "metnos"), _cell(row, "plain"),
+        lines.append("| " + " | ".join([category, str(n), *(_cell(row, c) for c in COLUMNS),
                                          "n/a" if ratio is None else f"{ratio:.2f}", *published]) + " |")
     return lines
 
@@ -403,8 +534,13 @@ def markdown(report: dict[str, Any]) -> str:
     in_text = sum(r["plain"].get("call_in_text", 0) for r in rows if "plain" in r)
     plain = sum(r["plain"]["n"] for r in rows if "plain" in r)
     notes = [f"Metnos's rounds under the grammar: {taken}/{asked}.",
-             f"Plain replies with no tool_calls that wrote a valid call to an offered tool as text (not scored): {in_text}/{plain}.",
+             f"Plain replies with no tool_calls that wrote a valid call to an offered tool as text: {in_text}/{plain}"
+             " (scored in the text-read column only).",
              f"Published rows: {PUBLISHED_SOURCE}."]
+    unchecked = [f"{category} {_cell(row, UNCHECKED)} ({row['metnos'].get('intercepted', 0)} intercepted)"
+                 for category, row in report["summary"].items() if UNCHECKED in row and "metnos" in row]
+    if unchecked:
+        notes.insert(1, "Metnos's layer on the same replies without its made_up_values rule: " + "; ".join(unchecked) + ".")
     return "\n".join([meta, "", *table_lines(report), "", *notes])
 
 
@@ -468,10 +604,10 @@ def main(argv: list[str] | None = None) -> int:
         for n, (category, case, answer) in enumerate(work, 1):
             # Case by case, each system in turn: a run cut short still compares them on the same cases.
             for system in systems:
-                r = run_case(bfcl, category, case, answer, system, urls[system], one_call=args.one_call)
-                runs.append(r)
-                print(f"[{n}/{len(work)} {system}] {r.case}: {'pass' if r.passed else 'FAIL'} in {r.seconds:.1f} s"
-                      f"{'' if r.passed else ' (' + r.why[:160] + ')'}", file=sys.stderr, flush=True)
+                for r in run_case(bfcl, category, case, answer, system, urls[system], one_call=args.one_call):
+                    runs.append(r)
+                    print(f"[{n}/{len(work)} {r.system}] {r.case}: {'pass' if r.passed else 'FAIL'} in {r.seconds:.1f} s"
+                          f"{'' if r.passed else ' (' + r.why[:160] + ')'}", file=sys.stderr, flush=True)
             if args.json:
                 write_report(args.json, meta, runs, complete=n == len(work))
     finally:

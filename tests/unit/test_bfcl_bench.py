@@ -16,8 +16,12 @@ from bench.bfcl import (
     interleave,
     metnos_output,
     plain_output,
+    plain_text_output,
     sample,
     several_calls,
+    summarize,
+    table_lines,
+    text_calls,
 )
 from metnos.mechanisms.llm.messages import ToolCall, ToolSpec
 from metnos.runtime.turn.call_schema import planner_constraint
@@ -77,6 +81,21 @@ def test_a_call_metnos_refuses_is_not_decoded_and_no_call_is_none():
     assert metnos_output([], "words").calls is None
 
 
+def test_a_call_the_runtimes_made_up_values_rule_intercepts_is_no_call_of_metnos_layer():
+    hypot = ToolCall(id="a", name="math_hypot", arguments={"x": 3, "y": 4})
+    tools = [_tool()]
+    made_up = metnos_output([hypot], "", tools=tools, known="What is the tallest mountain?")
+    assert made_up.calls is None and made_up.intercepted == ["math_hypot(x, y)"] and "intercepted as made up" in (made_up.error or "")
+    asked = metnos_output([hypot], "", tools=tools, known="The sides are 3 and 4: the hypotenuse?")
+    assert asked.calls == [{"math_hypot": {"x": 3, "y": 4}}] and asked.intercepted == []
+    # Of several calls, the made-up one is not run and the other is.
+    other = ToolCall(id="b", name="math_hypot", arguments={"x": 8, "y": 9})
+    both = metnos_output([hypot, other], "", tools=tools, known="The sides are 3 and 4: the hypotenuse?")
+    assert both.calls == [{"math_hypot": {"x": 3, "y": 4}}] and both.intercepted == ["math_hypot(x, y)"]
+    # Without the request, as the runtime without the rule: the call is the layer's.
+    assert metnos_output([hypot], "").calls == [{"math_hypot": {"x": 3, "y": 4}}]
+
+
 def test_plain_calls_come_from_tool_calls_only():
     def raw(message):
         return {"choices": [{"message": message}]}
@@ -87,6 +106,56 @@ def test_plain_calls_come_from_tool_calls_only():
     assert plain_output(raw({"content": written})).calls is None
     broken = {"type": "function", "function": {"name": "math_hypot", "arguments": '{"x": 3,'}}
     assert "not decodable" in (plain_output(raw({"tool_calls": [broken]})).error or "")
+
+
+def test_calls_are_read_from_the_text_in_each_form_a_plain_reply_writes_them():
+    hypot = {"math_hypot": {"x": 3, "y": 4}}
+    # Fenced, as the coder models write them under the GGUF's own template.
+    assert text_calls('```json\n{"name": "math_hypot", "arguments": {"x": 3, "y": 4}}\n```') == [hypot]
+    assert text_calls('Sure:\n```\n{"name": "math_hypot", "arguments": {"x": 3, "y": 4}}\n```\nDone.') == [hypot]
+    # In <tool_call> tags (the template's own form), one block a call.
+    tagged = ('<tool_call>\n{"name": "math_hypot", "arguments": {"x": 3, "y": 4}}\n</tool_call>\n'
+              '<tool_call>\n{"name": "math_hypot", "arguments": {"x": 5, "y": 12}}\n</tool_call>')
+    assert text_calls(tagged) == [hypot, {"math_hypot": {"x": 5, "y": 12}}]
+    # Bare, in words, with "parameters" and arguments as a JSON string.
+    assert text_calls('I will call {"name": "math_hypot", "parameters": {"x": 3, "y": 4}} now.') == [hypot]
+    assert text_calls('{"name": "math_hypot", "arguments": "{\\"x\\": 3, \\"y\\": 4}"}') == [hypot]
+    # A list of calls in one block, and several blocks.
+    assert text_calls('```json\n[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"k": 1}}]\n```') == [{"a": {}}, {"b": {"k": 1}}]
+    assert text_calls('```json\n{"name": "a", "arguments": {}}\n```\n```json\n{"name": "b", "arguments": {}}\n```') == [{"a": {}}, {"b": {}}]
+    # Wrong arguments are still a call (the checker judges them; for irrelevance it is a call).
+    assert text_calls('```json\n{"name": "math_hypot", "arguments": {"x": "three"}}\n```') == [{"math_hypot": {"x": "three"}}]
+
+
+def test_words_and_json_that_is_no_call_read_as_no_call():
+    assert text_calls("The hypotenuse is 5.") is None
+    assert text_calls("") is None
+    assert text_calls('```json\n{"result": 5}\n```') is None
+    assert text_calls('{"name": "math_hypot"}') is None
+    assert text_calls('{"arguments": {"x": 3, "y": 4}}') is None
+    assert text_calls('{"name": 7, "arguments": {"x": 3}}') is None
+    assert text_calls('{"name": "math_hypot", "arguments": [3, 4]}') is None
+    assert text_calls('```json\n{"name": "math_hypot", "arguments": {"x": 3,\n```') is None
+
+
+def test_the_text_read_column_keeps_parsed_tool_calls_and_reads_the_text_only_without_them():
+    parsed = Output([{"math_hypot": {"x": 3, "y": 4}}], None, '```json\n{"name": "other", "arguments": {}}\n```')
+    assert plain_text_output(parsed) is parsed
+    written = Output(None, "no tool_calls", '```json\n{"name": "math_hypot", "arguments": {"x": 3, "y": 4}}\n```')
+    assert plain_text_output(written).calls == [{"math_hypot": {"x": 3, "y": 4}}]
+    words = plain_text_output(Output(None, "no tool_calls", "No tool fits."))
+    assert words.calls is None and "no call in the text" in (words.error or "")
+
+
+def test_the_table_shows_all_three_columns():
+    from bench.bfcl import CaseRun
+
+    runs = [CaseRun("simple", "s1", "metnos", True, "", 1.0, 1), CaseRun("simple", "s1", "plain", False, "", 1.0, 0),
+            CaseRun("simple", "s1", "plain_text", True, "", 1.0, 1), CaseRun("simple", "s2", "metnos", True, "", 1.0, 1),
+            CaseRun("simple", "s2", "plain", False, "", 1.0, 0), CaseRun("simple", "s2", "plain_text", False, "", 1.0, 0)]
+    head, _, row = table_lines({"summary": summarize(runs)})
+    assert "Metnos's layer | plain (tool_calls only) | plain (+ calls read from text) | ratio to text-read" in head
+    assert row.startswith("| simple | 2 | 100.0% (2/2) | 0.0% (0/2) | 50.0% (1/2) | 2.00 |")
 
 
 # With bfcl-eval: its cases, its conversion and its checker.
@@ -161,3 +230,38 @@ def test_irrelevance_is_right_only_without_a_call(bfcl):
     assert score(bfcl, "irrelevance", case, None, Output(None, "no call", "I cannot do that with these tools."))[0]
     assert score(bfcl, "irrelevance", case, None, Output([{}]))[0], "BFCL reads [{}] as no call"
     assert not score(bfcl, "irrelevance", case, None, Output([{name: {}}]))[0]
+
+
+def test_the_text_read_column_is_scored_by_the_same_checker_and_irrelevance_rule(bfcl):
+    from bench.bfcl import score
+
+    case, answer = _case(bfcl, "simple", "simple_python_1")  # math.factorial(number=5)
+    fenced = Output(None, "no tool_calls", '```json\n{"name": "math_factorial", "arguments": {"number": 5}}\n```')
+    assert not score(bfcl, "simple", case, answer, fenced)[0], "tool_calls only: the text is not read"
+    assert score(bfcl, "simple", case, answer, plain_text_output(fenced)) == (True, "")
+    wrong = Output(None, "no tool_calls", '```json\n{"name": "math_factorial", "arguments": {"number": 6}}\n```')
+    assert not score(bfcl, "simple", case, answer, plain_text_output(wrong))[0]
+    irrelevant, _ = _case(bfcl, "irrelevance", "irrelevance_0")
+    name = irrelevant["function"][0]["name"].replace(".", "_")
+    called = Output(None, "no tool_calls", f'```json\n{{"name": "{name}", "arguments": {{}}}}\n```')
+    assert score(bfcl, "irrelevance", irrelevant, None, called)[0], "tool_calls only: never a call"
+    assert not score(bfcl, "irrelevance", irrelevant, None, plain_text_output(called))[0]
+    assert score(bfcl, "irrelevance", irrelevant, None, plain_text_output(Output(None, "no tool_calls", "I cannot.")))[0]
+
+
+def test_an_intercepted_call_is_right_on_irrelevance_and_a_miss_elsewhere(bfcl):
+    from bench.bfcl import offered_tools, request_text, score
+
+    case, answer = _case(bfcl, "simple", "simple_python_1")  # math.factorial(number=5)
+    specs, _ = offered_tools(bfcl, case["function"])
+    right = ToolCall(id="a", name="math_factorial", arguments={"number": 5})
+    assert score(bfcl, "simple", case, answer, metnos_output([right], "", tools=specs, known=request_text(case))) == (True, "")
+    made_up = metnos_output([right], "", tools=specs, known="What is the tallest mountain?")
+    assert not score(bfcl, "simple", case, answer, made_up)[0]
+    irrelevant, _ = _case(bfcl, "irrelevance", "irrelevance_0")
+    specs, _ = offered_tools(bfcl, irrelevant["function"])
+    spec = specs[0]
+    invented = {k: 987654 if v.get("type") in ("integer", "number") else "zzqx" for k, v in spec.parameters["properties"].items()}
+    call = ToolCall(id="a", name=spec.name, arguments=invented)
+    assert not score(bfcl, "irrelevance", irrelevant, None, metnos_output([call], ""))[0]
+    assert score(bfcl, "irrelevance", irrelevant, None, metnos_output([call], "", tools=specs, known=request_text(irrelevant)))[0]

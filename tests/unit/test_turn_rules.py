@@ -20,8 +20,8 @@ from metnos.runtime.turn.rules import Timed, default_rules, without
 from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery
 from metnos.runtime.turn.rules.base import Answer, AnswerInstead, AnswerWith, End, Round, SendBack, Settle, Step, Unfounded, WordsOnly
 from metnos.runtime.turn.rules.calls import (
-    ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, PipelineShape, ReadableArguments, RepeatedFailure, SandboxPolicy,
-    StepReferences,
+    ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, MadeUpValues, PipelineShape, ReadableArguments, RepeatedFailure,
+    SandboxPolicy, StepReferences,
 )
 from metnos.runtime.turn.rules.grounding import Grounded
 from metnos.runtime.turn.rules.recovery import ClimbTier, Presentation, Recovery
@@ -111,7 +111,7 @@ def ran(step: Step, observation: dict[str, Any], *, ok: bool = True, result_kind
 def test_the_rules_run_in_the_order_the_spec_gives_a_step_and_an_answer() -> None:
     assert [r.name for r in default_rules()] == [
         "climb_tier", "answer_only", "guards", "repeated_failure", "readable_arguments", "autonomy", "known_executor", "pipeline_shape",
-        "step_references", "argument_schema", "requested_kind", "requested_top", "schedule_made", "sandbox_policy", "exfiltration", "vaglio", "dialog", "recovery", "presentation", "action_taken",
+        "step_references", "argument_schema", "made_up_values", "requested_kind", "requested_top", "schedule_made", "sandbox_policy", "exfiltration", "vaglio", "dialog", "recovery", "presentation", "action_taken",
         "placeholders", "answer_form", "rests_on_recovery", "says_not_done", "grounded",
     ]
 
@@ -195,6 +195,47 @@ def test_unreadable_arguments_get_one_correction_round() -> None:
     assert state.problem == (FailureKind.STEP_FAILED, state.problem[1]) and loop.kinds() == ["StepRejected"]
     second = rule.on_call(a_step(loop, "read_files", {}, state, arguments_error="Expecting value"))
     assert isinstance(second, End) and second.kind is FailureKind.INVALID_ARGUMENTS and second.commit
+
+
+CONVERT = {"type": "object", "properties": {"amount": {"type": "number"}, "currency": {"type": "string"}},
+           "required": ["amount", "currency"], "additionalProperties": False}
+
+
+def test_a_first_call_that_takes_none_of_its_values_from_the_request_is_not_run_and_words_are_asked_for() -> None:
+    loop, state, rule = Loop({"convert_money": executor(schema=CONVERT)}), TurnState(), MadeUpValues()
+    verdict = rule.on_call(a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, state, text="Which is the longest river?"))
+    assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "made_up_values"
+    assert "amount, currency" in verdict.observation["error"] and state.final_only
+    assert loop.kinds() == ["StepIntercepted"] and loop.events[0][1]["decision"]["arguments"] == ["amount", "currency"]
+
+
+def test_a_first_call_with_one_value_of_the_request_or_of_the_conversation_runs() -> None:
+    loop, rule = Loop({"convert_money": executor(schema=CONVERT)}), MadeUpValues()
+    state = TurnState()
+    assert rule.on_call(a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, state, text="Change 100 into euros")) is None
+    step = a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, state, text="and into pounds?")
+    step.request = TurnRequest(text="and into pounds?", conversation={"earlier": [{"request": "How much are 100 francs in euros?",
+                                                                                  "answer": "92 euros", "outcome": "answered"}]})
+    assert rule.on_call(step) is None
+    assert not state.final_only and loop.kinds() == []
+
+
+def test_made_up_values_are_judged_only_before_any_step_ran_and_only_on_the_models_calls() -> None:
+    loop, rule = Loop({"convert_money": executor(schema=CONVERT), "read_files": executor()}), MadeUpValues()
+    state = TurnState()
+    ran(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state), {"ok": True, "text": "rates"})
+    assert rule.on_call(a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, state, text="Which is the longest river?")) is None
+    # An observation that no executor made (the user's answer to a question of the turn) is something the values may come from.
+    answered = TurnState()
+    answered.observations[1] = {"ok": True, "answer": "Swiss francs"}
+    assert rule.on_call(a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, answered, text="Which is the longest river?")) is None
+    planned = TurnState()
+    planned.plan = object()
+    assert rule.on_call(a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, planned, text="Which is the longest river?")) is None
+    builtin = a_step(loop, "convert_money", {"amount": 100, "currency": "CHF"}, TurnState(), text="Which is the longest river?")
+    builtin.kind = "builtin"
+    assert rule.on_call(builtin) is None
+    assert loop.kinds() == []
 
 
 def test_read_only_autonomy_refuses_an_action_and_lets_a_read_through() -> None:

@@ -5,6 +5,7 @@ Each refusal becomes an observation the model can correct, with a hint.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -18,9 +19,12 @@ from metnos.mechanisms.sandbox.policy import path_arguments
 from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
 from metnos.runtime.turn.completion import complete_arguments, complete_paths, keep_names, without_blank_optionals
 from metnos.runtime.step.asked import asks_only_questions
+from metnos.runtime.step.catalogue import inline_refs
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
+from metnos.runtime.turn.conversation import context_text
 from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
+from metnos.runtime.turn.invented import made_up_arguments
 from metnos.runtime.turn.grounding import sorted_top, superlative_order
 from metnos.runtime.turn.kinds import outside_kind, sources, without_sources
 from metnos.runtime.turn.offering import actions_offered, offered
@@ -299,6 +303,34 @@ class ArgumentSchema(BaseRule):
         hint = f"call {step.name} again with arguments that fit its schema" + (f" (required: {', '.join(required)})" if required else "")
         return step.reject("schema", {"errors": problems},
                            {"ok": False, "error_class": "schema_violation", "errors": problems, "hint": hint})
+
+
+class MadeUpValues(BaseRule):
+    """A call before any step ran that gives required values and takes none of them from the request
+    (metnos/runtime/turn/invented.py) is not run: offered tools none of which serves the request,
+    the small models call one with values of their own. The call is intercepted and the turn is
+    asked for words (the next round offers no call)."""
+    name = "made_up_values"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        state = step.state
+        if step.kind != "executor" or step.te is None or state.observations or state.executed or state.plan is not None:
+            return None
+        known = "\n".join(t for t in (step.request.text, context_text(step.request.conversation)) if t)
+        # The signed schema, whole: the one offered to the model keeps only the shape (no default, format, x-program).
+        schema = step.te.loaded.input_schema
+        made_up = made_up_arguments(step.args, inline_refs(copy.deepcopy(schema), schema), known)
+        if not made_up:
+            return None
+        observation = {"ok": False, "error_class": "made_up_values",
+                       "error": f"not run: the request gives none of the values of {', '.join(made_up)}",
+                       "hint": "no tool was run; answer in words, and say which values the request would need to give"}
+        decision = {"outcome": "made_up_values", "message": observation["error"], "arguments": list(made_up), "ends_turn": False,
+                    "answer_now": True}
+        step.record(Turn.StepIntercepted, step=step.number, decision=decision, observation=observation)
+        state.guards = state.guards.record(step.number, step.name, step.args, executed=False, succeeded=False)
+        state.final_only = True
+        return Settle(observation)
 
 
 class RequestedKind(BaseRule):
