@@ -60,12 +60,12 @@ def test_piping_in_a_turn_reinforces_a_mnest(home: Path, capsys, monkeypatch) ->
     assert main(["replay", "--all"]) == 0
 
 
-def _ask(monkeypatch, capsys, script, text_: str) -> dict:
+def _ask(monkeypatch, capsys, script, text_: str, *flags: str) -> dict:
     with ScriptedLLM(list(script)) as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
         capsys.readouterr()
-        main(["ask", text_, "--json"])
+        main(["ask", text_, "--json", *flags])
         return orjson.loads(capsys.readouterr().out)
 
 
@@ -115,7 +115,8 @@ def test_strong_mnests_boost_the_prefilter_and_compose_closes_a_gap(home: Path, 
 
 def test_the_planner_schedules_a_recurring_task(home: Path, capsys, monkeypatch) -> None:
     script = [call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 8 * * *"}), text("every day at 8")]
-    out = _ask(monkeypatch, capsys, script, "every day at 8 tell me the time, schedule it")
+    # A schedule the planner makes is shown back and saved on a yes: here --yes, recorded as such.
+    out = _ask(monkeypatch, capsys, script, "every day at 8 tell me the time, schedule it", "--yes")
     assert out["status"] == "answered"
     called = [e["state"] for e in _events(capsys, out["turn_id"]) if e["topic"].endswith("BuiltinCalled")]
     assert called and called[0]["name"] == "schedule_recurring" and called[0]["observation"]["ok"] is True
