@@ -109,6 +109,8 @@ class TurnState:
     answer_from: tuple[int, ...] = ()
     # A presentation step (describe, render) that closed a request that changes nothing.
     presented: int | None = None
+    # What the user answered the turn's questions: values the request did not give but the user did.
+    user_answers: list[str] = field(default_factory=list)
     guards: TurnGuards = field(default_factory=TurnGuards)
     observations: dict[int, Any] = field(default_factory=dict)
     executed: dict[int, tuple[str, str]] = field(default_factory=dict)

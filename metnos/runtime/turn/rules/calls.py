@@ -306,7 +306,8 @@ class ArgumentSchema(BaseRule):
 
 
 class MadeUpValues(BaseRule):
-    """A call before any step ran that gives required values and takes none of them from the request
+    """A call before any step ran that gives required values and takes none of them from the request,
+    the conversation it continues or the user's answers to the turn's questions
     (metnos/runtime/turn/invented.py) is not run: offered tools none of which serves the request,
     the small models call one with values of their own. The call is intercepted and the turn is
     asked for words (the next round offers no call)."""
@@ -316,7 +317,7 @@ class MadeUpValues(BaseRule):
         state = step.state
         if step.kind != "executor" or step.te is None or state.observations or state.executed or state.plan is not None:
             return None
-        known = "\n".join(t for t in (step.request.text, context_text(step.request.conversation)) if t)
+        known = "\n".join(t for t in (step.request.text, context_text(step.request.conversation), *state.user_answers) if t)
         # The signed schema, whole: the one offered to the model keeps only the shape (no default, format, x-program).
         schema = step.te.loaded.input_schema
         made_up = made_up_arguments(step.args, inline_refs(copy.deepcopy(schema), schema), known)

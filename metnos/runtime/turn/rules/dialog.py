@@ -61,6 +61,8 @@ def ask(step: Step, question: Question) -> Reply:
         answer, by = step.loop.ports.ask_user(question)
     answer = answer.strip() if isinstance(answer, str) else None
     reply = Reply(answer or None, by)
+    if reply.answer is not None:
+        step.state.user_answers.append(reply.answer)
     step.record(Turn.DialogAnswered, step=question.step, channel=question.channel, answered=reply.answered, answer=reply.answer, by=by)
     return reply
 
