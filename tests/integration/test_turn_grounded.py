@@ -100,6 +100,24 @@ def test_the_top_row_of_a_table_is_worked_out_by_the_column_the_request_names(ho
         assert "olive oil" in out["answer"] and "rice" not in out["answer"], out["answer"]
 
 
+def test_the_first_item_is_worked_out_of_the_file_not_of_the_model_s_own_first_line(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B took the file's first line ("# Todo") for its first item, then answered right twice:
+    Metnos works the ask out of the file it read, not of that line, which holds no item."""
+    (home / "lists").mkdir()
+    (home / "lists" / "todo.md").write_text("# Todo\n\n- renew the library card\n- call the plumber\n")
+    right = 'The first item on your todo list is "renew the library card".'
+    script = [call("read_files", {"paths": ["~/lists/todo.md"]}),
+              call("extract_lines", {"content": "{{step1.content}}", "first": 1}), text(right), text(right)]
+    code, out = scripted_ask(capsys, monkeypatch, script, "What is the first item on my todo list in ~/lists/todo.md?")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert out["answer"] == "renew the library card", out
+    events = topics(capsys, out["turn_id"])
+    proposed = [e["state"] for e in events if e["topic"].endswith("StepProposed")]
+    assert proposed[-1]["executor"] == "extract_lines" and proposed[-1]["args"]["from_step"] == 1, proposed[-1]
+    capsys.readouterr()
+    assert main(["replay", "--all"]) == 0
+
+
 def test_an_exact_ask_no_step_can_work_out_ends_unverified(home: Path, capsys, monkeypatch) -> None:
     guess = "Your diary ends with:\nsee you\ngoodbye"
     with ScriptedLLM([text(guess), text(guess)], dialect="openai") as llm:

@@ -45,8 +45,8 @@ class Grounded(BaseRule):
             ask = state.exact
             if grounding.exactness and ask is not None and steps:
                 state.working_out = True
-                last = state.successes()[-1]
-                hint = working_out_call(ask, working_out_tools(loop), last, textual=textual(state.observations[last]),
+                source = data_step(state)
+                hint = working_out_call(ask, working_out_tools(loop), source, textual=textual(state.observations[source]),
                                         **sort_by(answer))
             return SendBack((AssistantMessage(text=answer.text), UserMessage(repair_prompt(grounding, hint))))
         if grounding.exactness and not state.worked_out_by_runtime:
@@ -74,7 +74,8 @@ def work_out(answer: Answer) -> str | None:
     good = state.successes()
     if ask is None or not good:
         return None
-    proposed = working_out_call(ask, working_out_tools(loop), good[-1], textual=textual(state.observations[good[-1]]),
+    source = data_step(state)
+    proposed = working_out_call(ask, working_out_tools(loop), source, textual=textual(state.observations[source]),
                                 **sort_by(answer))
     if proposed is None:
         return None
@@ -86,6 +87,13 @@ def work_out(answer: Answer) -> str | None:
         return None
     answer.record(Turn.AnswerComposed, from_steps=[state.step], reason="exact_ask")
     return listing(observation, loop.shown_home)
+
+
+def data_step(state: Any) -> int:
+    """The step whose data an exact ask is worked out of: the last good step that got data, not one
+    that already worked some out (the first line of a list, "# Todo", holds none of its items)."""
+    good = state.successes()
+    return next((n for n in reversed(good) if not worked_out(state.executor_of(n))), good[-1])
 
 
 def sort_by(answer: Answer) -> dict[str, Any]:
