@@ -100,14 +100,30 @@ def test_the_top_row_of_a_table_is_worked_out_by_the_column_the_request_names(ho
         assert "olive oil" in out["answer"] and "rice" not in out["answer"], out["answer"]
 
 
+def test_a_slice_call_without_its_count_takes_the_count_the_request_gives(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B sent extract_lines with no first or last for "the last three lines": the request's count is
+    the call's, said as completed from the request (it failed before, and the turn with it)."""
+    _diary(home)
+    script = [call("read_files", {"paths": ["~/notes/diary.md"]}), call("extract_lines", {"from_step": 1}),
+              text("wed: wind\nthu: snow\nfri: fog")]
+    code, out = scripted_ask(capsys, monkeypatch, script, ASK)
+    assert (code, out["status"]) == (0, "answered"), out
+    events = topics(capsys, out["turn_id"])
+    resolved = [e["state"] for e in events if e["topic"].endswith("StepResolved")][-1]
+    assert resolved["args"]["last"] == 3 and resolved["completed"]["last"] == 3, resolved
+    capsys.readouterr()
+    assert main(["replay", "--all"]) == 0
+
+
 def test_the_first_item_is_worked_out_of_the_file_not_of_the_model_s_own_first_line(home: Path, capsys, monkeypatch) -> None:
-    """The 1.5B took the file's first line ("# Todo") for its first item, then answered right twice:
-    Metnos works the ask out of the file it read, not of that line, which holds no item."""
+    """The 1.5B took the file's first line ("# Todo") for its first item (here by saying lines, not items,
+    which a call that says neither now gets completed), then answered right twice: Metnos works the ask
+    out of the file it read, not of that line, which holds no item."""
     (home / "lists").mkdir()
     (home / "lists" / "todo.md").write_text("# Todo\n\n- renew the library card\n- call the plumber\n")
     right = 'The first item on your todo list is "renew the library card".'
     script = [call("read_files", {"paths": ["~/lists/todo.md"]}),
-              call("extract_lines", {"content": "{{step1.content}}", "first": 1}), text(right), text(right)]
+              call("extract_lines", {"content": "{{step1.content}}", "first": 1, "items": False}), text(right), text(right)]
     code, out = scripted_ask(capsys, monkeypatch, script, "What is the first item on my todo list in ~/lists/todo.md?")
     assert (code, out["status"]) == (0, "answered"), out
     assert out["answer"] == "renew the library card", out

@@ -224,3 +224,21 @@ def test_a_record_set_out_as_json_quotes_its_field_names_which_the_step_returned
     # A field the step did not return is still a claim of the answer's own.
     made_up = '{"uid": "dentist-1", "summary": "Dentist", "room": "4B"}'
     assert check_answer(made_up, request="what do I have on Tuesday", steps=[events]).unmatched == ("room", "4B")
+
+
+def test_a_slice_call_is_completed_with_the_exact_ask_only_where_it_gives_none() -> None:
+    from metnos.runtime.turn.completion import complete_exact_ask
+    from metnos.runtime.turn.grounding import exact_ask
+
+    properties = {p: {} for p in ("entries", "content", "first", "last", "start", "end", "items")}
+    last_three = exact_ask("read ~/notes/diary.md and tell me the last three lines")
+    assert complete_exact_ask({"from_step": 1}, properties, last_three) == ({"from_step": 1, "last": 3}, {"last": 3})
+    # The model's own slice stands, and a request with no exact ask changes nothing.
+    assert complete_exact_ask({"from_step": 1, "first": 2}, properties, last_three)[1] == {}
+    assert complete_exact_ask({"from_step": 1}, properties, None)[1] == {}
+    # "The end of the file" gives no count; a tool without the slice's argument is left alone.
+    assert complete_exact_ask({"from_step": 1}, properties, exact_ask("show me the end of the file"))[1] == {}
+    assert complete_exact_ask({"paths": ["~/a"]}, {"paths": {}}, last_three)[1] == {}
+    first_item = exact_ask("What is the first item on my todo list?")
+    assert complete_exact_ask({"content": "x"}, properties, first_item)[1] == {"first": 1, "items": True}
+    assert complete_exact_ask({"content": "x", "items": False}, properties, first_item)[1] == {"first": 1}

@@ -70,6 +70,22 @@ def complete_arguments(args: Mapping[str, Any], properties: Mapping[str, Any], e
     return out, added
 
 
+SLICE_ARGUMENTS = ("first", "last", "start", "end")
+
+
+def complete_exact_ask(args: Mapping[str, Any], properties: Mapping[str, Any], ask: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``args`` with the slice the request asks for exactly ("the last three lines": ``last`` 3) when the
+    call gives none, and the switch for items when the request asks for items; what was added."""
+    out, added = dict(args), {}
+    if ask is None:
+        return out, added
+    if ask.count is not None and ask.end in properties and not any(a in out for a in SLICE_ARGUMENTS if a in properties):
+        out[ask.end] = added[ask.end] = ask.count
+    if ask.what != "lines" and ask.what in properties and ask.what not in out:
+        out[ask.what] = added[ask.what] = True
+    return out, added
+
+
 def _named_field(entries: Sequence[Any], words: set[str]) -> str | None:
     fields: dict[str, None] = {}
     for e in entries[:200]:

@@ -17,7 +17,7 @@ from metnos.mechanisms.llm.messages import ToolCall
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
 from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
-from metnos.runtime.turn.completion import complete_arguments, complete_paths, keep_names, without_blank_optionals
+from metnos.runtime.turn.completion import complete_arguments, complete_exact_ask, complete_paths, keep_names, without_blank_optionals
 from metnos.runtime.step.asked import asks_only_questions
 from metnos.runtime.step.catalogue import inline_refs
 from metnos.runtime.step.errors import TurnError
@@ -284,6 +284,8 @@ class ArgumentSchema(BaseRule):
                                                        resolution.args.get("entries"), text)
         completed_args, paths_completed = complete_paths(completed_args, path_arguments(completed_args, te.loaded.input_schema), text)
         completed.update(paths_completed)
+        completed_args, asked_exactly = complete_exact_ask(completed_args, te.tool.parameters.get("properties", {}), step.state.exact)
+        completed.update(asked_exactly)
         completed_args, kept = keep_names(completed_args, te.loaded.input_schema, text)
         if kept:
             completed["kept_name"] = kept
