@@ -242,3 +242,18 @@ def test_a_slice_call_is_completed_with_the_exact_ask_only_where_it_gives_none()
     first_item = exact_ask("What is the first item on my todo list?")
     assert complete_exact_ask({"content": "x"}, properties, first_item)[1] == {"first": 1, "items": True}
     assert complete_exact_ask({"content": "x", "items": False}, properties, first_item)[1] == {"first": 1}
+
+
+def test_the_last_lines_given_out_of_order_do_not_hold_up() -> None:
+    from metnos.runtime.turn.grounding import StepData, check_answer
+
+    diary = "2026-03-01 one\n2026-03-02 two\n2026-03-03 three\n2026-03-04 four\n2026-03-05 five\n"
+    read = StepData("read_files", False, {"ok": True, "entries": [{"path": "/h/notes/diary.md", "content": diary}]})
+    sliced = StepData("extract_lines", True, {"ok": True, "entries": [
+        {"line": n, "text": t} for n, t in ((3, "2026-03-03 three"), (4, "2026-03-04 four"), (5, "2026-03-05 five"))]})
+    request = "read ~/notes/diary.md and tell me the last three lines"
+    swapped = check_answer("2026-03-04 four\n2026-03-05 five\n2026-03-03 three", request=request, steps=[read, sliced])
+    assert not swapped.holds and "another order" in swapped.exactness, swapped
+    for right in ("2026-03-03 three\n2026-03-04 four\n2026-03-05 five", "- 2026-03-03 three\n- 2026-03-04 four\n- 2026-03-05 five",
+                  "1. 2026-03-03 three\n2. 2026-03-04 four\n3. 2026-03-05 five"):
+        assert check_answer(right, request=request, steps=[read, sliced]).holds, right

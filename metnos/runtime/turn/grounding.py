@@ -386,7 +386,30 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
     outside += [g for g in given if len(given) > 1 and not _item_found(g, known_computed)]
     if outside:
         return i18n.english("turn.grounding.not_among", asked=asked, outside=repr(outside[0]))
+    if ask.what == "lines" and len(given) > 1:
+        swapped = _out_of_order(given, steps)
+        if swapped is not None:
+            return i18n.english("turn.grounding.out_of_order", asked=asked, first=repr(swapped[0]), second=repr(swapped[1]))
     return ""
+
+
+def _out_of_order(given: Sequence[str], steps: Sequence[StepData]) -> tuple[str, str] | None:
+    """Two lines the answer gives the other way round from the last slice of lines that worked them out
+    (the 1.5B gave a diary's last three lines as the fourth, the fifth, the third), or None."""
+    sliced = [s for s in steps if s.computed and isinstance(s.observation.get("entries"), list)
+              and any(isinstance(e, Mapping) and isinstance(e.get("text"), str) for e in s.observation["entries"])]
+    if not sliced:
+        return None
+    texts = [str(e.get("text", "")).strip().casefold() for e in sliced[-1].observation["entries"] if isinstance(e, Mapping)]
+    at: list[tuple[int, str]] = []
+    for line in given:
+        said = line.strip().casefold()
+        # The line it is: the same text, else the longest line it holds (a bullet or a number before it).
+        held = [(t == said, len(t), i) for i, t in enumerate(texts) if t and t in said]
+        if not held:
+            return None
+        at.append((max(held)[2], line.strip()))
+    return next(((a[1], b[1]) for a, b in zip(at, at[1:]) if b[0] < a[0]), None)
 
 
 def sorted_top(observation: Mapping[str, Any], count: int, wanted: str | None) -> list[Any]:
