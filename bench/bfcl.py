@@ -27,8 +27,10 @@ started on the same GGUF:
   reply's calls then pass the runtime's ``made_up_values`` rule (rules/calls.py,
   on turn/invented.py): a call before any step ran that gives required values and
   takes none of them from the request is not run, and the turn is asked for words,
-  so it counts as no call. The same replies are also scored without the rule
-  (``metnos_unchecked``, in the report's notes): what the rule changed, with no
+  so it counts as no call; the calls that run lose the optional values the
+  runtime's ``unasked_options`` rule leaves out (strings none of whose words the
+  request gives). The same replies are also scored without either rule
+  (``metnos_unchecked``, in the report's notes): what the rules changed, with no
   extra model call.
 * **plain**: the GGUF's own chat template (llama.cpp ``--jinja``), the request
   sent as OpenAI ``tools`` to /v1/chat/completions with no system prompt, the
@@ -95,7 +97,7 @@ from metnos.mechanisms.llm.messages import (  # noqa: E402
 )
 from metnos.mechanisms.llm.textcalls import parse_text_call  # noqa: E402
 from metnos.runtime.turn.call_schema import planner_constraint  # noqa: E402
-from metnos.runtime.turn.invented import made_up_arguments  # noqa: E402
+from metnos.runtime.turn.invented import made_up_arguments, unasked_options  # noqa: E402
 from metnos.runtime.turn.prompt import PLANNER_PROMPT  # noqa: E402
 
 # Our name for a category -> BFCL's (its data file is BFCL_v4_<name>.json).
@@ -264,6 +266,8 @@ class Output:
     text: str = ""
     # Metnos's layer: the calls its made_up_values rule intercepted, with the arguments it found made up.
     intercepted: list[str] = dataclasses.field(default_factory=list)
+    # Metnos's layer: the optional values its unasked_options rule left out, as call(argument).
+    unasked: list[str] = dataclasses.field(default_factory=list)
 
 
 def score(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any] | None, output: Output) -> tuple[bool, str]:
@@ -283,17 +287,29 @@ def score(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str, Any
 def metnos_output(calls: Sequence[ToolCall], text: str, *, tools: Sequence[ToolSpec] = (), known: str | None = None) -> Output:
     """A call Metnos's validation refused is a call it would not run: the reply is not decoded.
     With ``known`` (the request), a call the runtime's ``made_up_values`` rule intercepts is not run
-    either: the turn is asked for words, so a reply all of whose calls it intercepts is no call."""
+    either: the turn is asked for words, so a reply all of whose calls it intercepts is no call; and the
+    calls that run lose the optional values its ``unasked_options`` rule leaves out."""
     refused = [c for c in calls if c.arguments_error]
     if refused:
         return Output(None, f"refused by Metnos's validation: {refused[0].arguments_error}", text)
     intercepted: list[str] = []
+    unasked: list[str] = []
+    decoded = [{c.name: dict(c.arguments)} for c in calls]
     if known is not None:
         calls, made_up = run_or_intercepted(calls, tools, known)
         intercepted = [f"{c.name}({', '.join(made_up_arguments(c.arguments, _spec(tools, c.name).parameters, known))})" for c in made_up]
+        decoded = []
+        for c in calls:
+            left_out = unasked_options(c.arguments, _spec(tools, c.name).parameters, known) if _has_spec(tools, c.name) else ()
+            unasked += [f"{c.name}({key})" for key in left_out]
+            decoded.append({c.name: {k: v for k, v in c.arguments.items() if k not in left_out}})
     if not calls:
         return Output(None, f"intercepted as made up: {'; '.join(intercepted)}" if intercepted else "no call", text, intercepted)
-    return Output([{c.name: dict(c.arguments)} for c in calls], None, text, intercepted)
+    return Output(decoded, None, text, intercepted, unasked)
+
+
+def _has_spec(tools: Sequence[ToolSpec], name: str) -> bool:
+    return any(t.name == name for t in tools)
 
 
 def _spec(tools: Sequence[ToolSpec], name: str) -> ToolSpec:
@@ -407,6 +423,8 @@ class CaseRun:
     decoded: list[dict[str, Any]] | None = None
     # Metnos's layer only: the calls its made_up_values rule intercepted.
     intercepted: list[str] | None = None
+    # Metnos's layer only: the optional values its unasked_options rule left out.
+    unasked: list[str] | None = None
 
 
 def ask_metnos(url: str, case: dict[str, Any], tools: list[ToolSpec], *, one_call: bool) -> tuple[tuple[ToolCall, ...], str, bool]:
@@ -477,7 +495,7 @@ def scored_run(bfcl: Bfcl, category: str, case: dict[str, Any], answer: dict[str
     if column == "plain" and output.calls is None and output.text:
         call_in_text = parse_text_call(output.text, specs, call_id="text") is not None
     return CaseRun(category, case["id"], column, passed, why, round(seconds, 2), len(output.calls or []), constrained, output.text,
-                   call_in_text, output.calls, output.intercepted or None)
+                   call_in_text, output.calls, output.intercepted or None, output.unasked or None)
 
 
 # Summary and output.
@@ -495,6 +513,7 @@ def summarize(runs: Sequence[CaseRun]) -> dict[str, dict[str, Any]]:
                 if system == "metnos":
                     row[system]["constrained"] = sum(bool(r.constrained) for r in mine)
                     row[system]["intercepted"] = sum(bool(r.intercepted) for r in mine)
+                    row[system]["unasked_left_out"] = sum(bool(r.unasked) for r in mine)
                 elif system == "plain":
                     row[system]["call_in_text"] = sum(bool(r.call_in_text) for r in mine)
         if "metnos" in row and "plain" in row:
@@ -537,10 +556,11 @@ def markdown(report: dict[str, Any]) -> str:
              f"Plain replies with no tool_calls that wrote a valid call to an offered tool as text: {in_text}/{plain}"
              " (scored in the text-read column only).",
              f"Published rows: {PUBLISHED_SOURCE}."]
-    unchecked = [f"{category} {_cell(row, UNCHECKED)} ({row['metnos'].get('intercepted', 0)} intercepted)"
+    unchecked = [f"{category} {_cell(row, UNCHECKED)} ({row['metnos'].get('intercepted', 0)} intercepted, "
+                 f"{row['metnos'].get('unasked_left_out', 0)} with optional values left out)"
                  for category, row in report["summary"].items() if UNCHECKED in row and "metnos" in row]
     if unchecked:
-        notes.insert(1, "Metnos's layer on the same replies without its made_up_values rule: " + "; ".join(unchecked) + ".")
+        notes.insert(1, "Metnos's layer on the same replies without its made_up_values and unasked_options rules: " + "; ".join(unchecked) + ".")
     return "\n".join([meta, "", *table_lines(report), "", *notes])
 
 

@@ -103,6 +103,8 @@ class RuntimeConfig(BaseModel):
     fillers: bool = setting(True, "An online plan may leave ${FILLER: ...} for the fast tier to write once its steps ran.")
     mnest_hint: bool = setting(True, "The vaglio reads the mnestome: a strong mnest to the executor from one the turn "
                                      "ran is recorded in the verdict's reason as a hint of telos alignment.")
+    unasked_options: bool = setting(True, "A turn's first call keeps none of the optional values the model wrote as words "
+                                          "the request never gave (a sender, a title's words, a zone): the tool's default holds.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -132,7 +134,7 @@ class RuntimeConfig(BaseModel):
 
 
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
-RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False}
+RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -332,3 +332,17 @@ def test_a_closed_question_is_answered_by_a_no_that_names_nothing(home: Path, we
     vague = [call("read_events", {"start": "thursday afternoon"}), text("The events were found."), text("The events were found.")]
     code, out, _ = ask(capsys, monkeypatch, vague, "what is on my calendar on Thursday afternoon?", "--no")
     assert out["status"] != "answered" or "Project review" in out["answer"], out
+
+
+def test_a_filter_the_request_never_gave_is_left_out_of_the_first_call(home: Path, week_server: Radicale, capsys, monkeypatch) -> None:
+    """The small models fill optional filters with words of their own ("UTC", a calendar "home", a league):
+    read_events filtered by "meeting" would have found nothing on a Thursday that holds two events."""
+    configure(week_server)
+    script = [call("read_events", {"when": "thursday", "text": "meeting"}),
+              text("On Thursday: Call with the bank at 09:00 and Project review at 14:00.")]
+    code, out, body = ask(capsys, monkeypatch, script, "What do I have on Thursday?", "--no")
+    assert code == 0 and out["status"] == "answered", out
+    [tool] = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    assert "Call with the bank" in tool and "Project review" in tool, tool
+    [resolved] = [json.loads(line)["state"] for line in log_text(capsys).splitlines() if "StepResolved" in json.loads(line)["topic"]]
+    assert resolved["completed"]["unasked"] == ["text"] and resolved["args"] == {"when": "thursday"}, resolved

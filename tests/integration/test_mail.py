@@ -312,10 +312,15 @@ def test_nothing_found_with_a_sender_the_model_made_up_is_no_answer(mail: Mail, 
     """The 1.5B searched the mail "from" a sender nobody named and would answer that nothing came:
     an empty result on a filter of the model's own words is a guess, not a fact. The same empty
     result on the user's own words is one."""
+    # With the filter kept (unasked_options off: as in a turn recorded before it) its empty result is no fact.
     made_up = [call("read_messages", {"from": "elevens"}), text("No mail came about the trip.")]
-    code, out = ask(capsys, monkeypatch, made_up, "did the school write about the trip?")
+    code, out = ask(capsys, monkeypatch, made_up, "did the school write about the trip?", "--set", "unasked_options=false")
     assert code != 0 and out["status"] == "failed", out
     assert "from 'elevens'" in out["failure"]["message"], out
+    # On the turn's first call the filter the request never gave is left out (unasked_options): the school's mail is read.
+    first = [call("read_messages", {"from": "elevens"}), text("The school wrote: La gita parte alle 8 dal cortile.")]
+    code, out = ask(capsys, monkeypatch, first, "did the school write about the trip?")
+    assert code == 0 and out["status"] == "answered", out
     named = [call("read_messages", {"from": "bank"}), text("No mail came from the bank.")]
     code, out = ask(capsys, monkeypatch, named, "did the bank write?")
     assert code == 0 and out["status"] == "answered", out

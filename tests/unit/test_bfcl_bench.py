@@ -96,6 +96,18 @@ def test_a_call_the_runtimes_made_up_values_rule_intercepts_is_no_call_of_metnos
     assert metnos_output([hypot], "").calls == [{"math_hypot": {"x": 3, "y": 4}}]
 
 
+def test_the_calls_metnos_runs_lose_the_optional_values_its_unasked_options_rule_leaves_out():
+    circle = ToolSpec(name="geometry_circumference", description="circumference", parameters={
+        "type": "object", "properties": {"radius": {"type": "integer"}, "units": {"type": "string"}}, "required": ["radius"]})
+    call = ToolCall(id="a", name="geometry_circumference", arguments={"radius": 3, "units": "m"})
+    left = metnos_output([call], "", tools=[circle], known="Calculate the circumference of a circle with radius 3")
+    assert left.calls == [{"geometry_circumference": {"radius": 3}}] and left.unasked == ["geometry_circumference(units)"]
+    kept = metnos_output([call], "", tools=[circle], known="the circumference of a circle of radius 3 m")
+    assert kept.calls == [{"geometry_circumference": {"radius": 3, "units": "m"}}] and kept.unasked == []
+    # Without the request, as the runtime without the rules: the call as the model wrote it.
+    assert metnos_output([call], "").calls == [{"geometry_circumference": {"radius": 3, "units": "m"}}]
+
+
 def test_plain_calls_come_from_tool_calls_only():
     def raw(message):
         return {"choices": [{"message": message}]}

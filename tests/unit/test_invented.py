@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metnos.runtime.turn.invented import made_up_arguments
+from metnos.runtime.turn.invented import made_up_arguments, unasked_options
 
 CONVERT = {"type": "object", "properties": {"amount": {"type": "number"}, "currency": {"type": "string"}, "into": {"type": "string"}},
            "required": ["amount", "currency", "into"]}
@@ -66,3 +66,32 @@ def test_lists_and_objects_are_found_by_any_of_their_leaves():
 def test_references_to_steps_are_not_judged():
     schema = {"type": "object", "properties": {"text": {"type": "string"}, "from_step": {"type": "integer"}}, "required": ["text", "from_step"]}
     assert made_up_arguments({"text": "{{step1.text}}", "from_step": 1}, schema, "copy it") == ()
+
+
+STATS = {"type": "object", "required": ["player"], "properties": {
+    "player": {"type": "string"}, "league": {"type": "string"}, "kinds": {"type": "array", "items": {"type": "string"}},
+    "season": {"type": "string"}, "limit": {"type": "integer"}, "view": {"type": "string", "enum": ["short", "long"]},
+    "calendar": {"type": "string", "x-choices": "calendar.sources"}, "folder": {"type": "string", "format": "path"}}}
+
+
+def test_an_optional_string_the_request_never_gave_is_unasked():
+    request = "the stats of Cristiano Ronaldo in the 2019-2020 season"
+    assert unasked_options({"player": "Ronaldo", "league": "Premier League"}, STATS, request) == ("league",)
+    assert unasked_options({"player": "Ronaldo", "kinds": ["goals", "assists"]}, STATS, "goals of Ronaldo") == ()
+    assert unasked_options({"player": "Ronaldo", "kinds": ["fouls"]}, STATS, request) == ("kinds",)
+    # Found by a word or its stem, as a date, or in the conversation known beside the request.
+    assert unasked_options({"player": "Ronaldo", "league": "the Italian league"}, STATS, "Ronaldo's goals in Italy's league") == ()
+    assert unasked_options({"player": "Ronaldo", "season": "2019-2020"}, STATS, request) == ()
+
+
+def test_choices_numbers_paths_and_required_values_are_not_unasked():
+    args = {"player": "Messi", "limit": 10, "view": "long", "calendar": "home", "folder": "~/sport"}
+    assert unasked_options(args, STATS, "how is Ronaldo doing?") == ()
+    # A date or a file-name pattern is worked out from words ("next friday", "my photos"), not quoted.
+    assert unasked_options({"player": "Messi", "league": "*.jpg", "season": "2026-12-04"}, STATS, "my photos of Messi") == ()
+
+
+def test_a_programs_arguments_follow_its_syntax_not_the_request():
+    run = {"type": "object", "required": ["program"], "properties": {
+        "program": {"type": "string", "x-program": True}, "args": {"type": "array", "items": {"type": "string"}}}}
+    assert unasked_options({"program": "du", "args": ["-sh", "~/Music"]}, run, "how much space does my music take?") == ()

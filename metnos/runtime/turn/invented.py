@@ -16,13 +16,24 @@ value from anyone). What is not: booleans, values of an ``enum`` or a
 ``const``, a value equal to the schema's ``default``, a program's name
 (``x-program``, one of the commands the configuration allows: "du" for "how
 much space"), all choices the tool itself offers; paths (the sandbox policy's
-path arguments: "my home" is ``~``), step references, and dates and times
-(worked out from "friday", "tomorrow").
+path arguments: "my home" is ``~``), step references, and dates, times and
+file-name patterns (worked out from "friday", "tomorrow", "the pdf files").
 A value is *found* when one of its words is a word of the request (or shares
 its stem: one is the start of the other, four letters or more), or when it is
 a number the request writes, in digits, as a small number word, or as a
 percentage. A lenient match: the check is meant to catch a call with nothing
 of the request in it, never to judge how well a value was derived.
+
+An optional argument is another matter once the call stands: a filter the
+model adds as words of its own (a sender nobody named for a mail search, words
+an event must hold for "what do I have on thursday?") narrows what the tool returns
+without the user having asked. Such a value is *unasked*: a string (or a list
+of strings) given to an optional argument, judged as above and not found in
+the request. It is left out, so the tool's own default holds. Choices the
+tool offers stay (an enum, the configured names of ``x-choices``), as do
+numbers (a limit the model sets is a setting, "the newest" is one), and the
+arguments of a program (``x-program``: its flags follow the program's syntax,
+not the request's words).
 
 Pure: it reads the call, its tool's schema and the text, so replay judges a
 recorded call the same way.
@@ -35,6 +46,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from metnos.mechanisms.sandbox.policy import is_path_argument
+from metnos.runtime.step.catalogue import CHOICES_KEY
 from metnos.runtime.step.piping import LIST_REFERENCES
 from metnos.runtime.step.text import content_tokens, tokens
 
@@ -47,6 +59,8 @@ _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?P<percent>\
                      r"(?:\s+(?P<scale>thousand|mila|million|milion[ei]|billion|miliard[oi])\b)?", re.IGNORECASE)
 _SCALES = {"thousand": 1e3, "mila": 1e3, "million": 1e6, "milione": 1e6, "milioni": 1e6, "billion": 1e9, "miliardo": 1e9, "miliardi": 1e9}
 _DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?")
+# A file-name pattern ("*.pdf" for "the pdf files", "*.jpg" for "my photos"): a form worked out from words, like a date.
+_GLOB = re.compile(r"[*?]")
 _STEM = 4
 _STEP_ARGUMENTS = frozenset(ref for ref, _ in LIST_REFERENCES)
 # A program's name, held to the commands the configuration allows (run_commands): a choice like an enum's.
@@ -68,13 +82,35 @@ def made_up_arguments(arguments: Mapping[str, Any], parameters: Mapping[str, Any
     return tuple(judged)
 
 
+def unasked_options(arguments: Mapping[str, Any], parameters: Mapping[str, Any], known: str) -> tuple[str, ...]:
+    """The optional arguments a call gives as words of its own: strings none of whose words is in ``known``."""
+    properties = parameters.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    if any(isinstance(p, Mapping) and p.get(_PROGRAM) is True for p in properties.values()):
+        return ()
+    required = set(parameters.get("required") or ())
+    words, numbers = content_tokens(known), _numbers(known)
+    unasked = []
+    for key, value in arguments.items():
+        schema = properties.get(key)
+        if key in required or not isinstance(schema, Mapping) or not _words_only(value) or CHOICES_KEY in schema:
+            continue
+        if _judged(key, value, schema) and not _found(value, words, numbers):
+            unasked.append(key)
+    return tuple(unasked)
+
+
+def _words_only(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value))
+
+
 def _judged(key: str, value: Any, schema: Mapping[str, Any]) -> bool:
     if value is None or value == "" or value == [] or value == {} or isinstance(value, bool) or key in _STEP_ARGUMENTS:
         return False
     if ({"enum", "const"} & set(schema) or schema.get("type") == "boolean" or schema.get(_PROGRAM) is True
             or ("default" in schema and schema["default"] == value)):
         return False
-    if isinstance(value, str) and ("{{" in value or _DATE_OR_TIME.fullmatch(value.strip())):
+    if isinstance(value, str) and ("{{" in value or _DATE_OR_TIME.fullmatch(value.strip()) or _GLOB.search(value)):
         return False
     return not is_path_argument(key, dict(schema))
 

@@ -24,7 +24,7 @@ from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.conversation import context_text
 from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
-from metnos.runtime.turn.invented import made_up_arguments
+from metnos.runtime.turn.invented import made_up_arguments, unasked_options
 from metnos.runtime.turn.grounding import sorted_top, superlative_order
 from metnos.runtime.turn.kinds import outside_kind, sources, without_sources
 from metnos.runtime.turn.offering import actions_offered, offered
@@ -319,7 +319,7 @@ class MadeUpValues(BaseRule):
         state = step.state
         if step.kind != "executor" or step.te is None or state.observations or state.executed or state.plan is not None:
             return None
-        known = "\n".join(t for t in (step.request.text, context_text(step.request.conversation), *state.user_answers) if t)
+        known = _known(step)
         # The signed schema, whole: the one offered to the model keeps only the shape (no default, format, x-program).
         schema = step.te.loaded.input_schema
         made_up = made_up_arguments(step.args, inline_refs(copy.deepcopy(schema), schema), known)
@@ -334,6 +334,38 @@ class MadeUpValues(BaseRule):
         state.guards = state.guards.record(step.number, step.name, step.args, executed=False, succeeded=False)
         state.final_only = True
         return Settle(observation)
+
+
+class UnaskedOptions(BaseRule):
+    """A call before any step ran keeps none of the optional values the model wrote as words of its own
+    (metnos/runtime/turn/invented.py): a filter the request never gave (a sender nobody named, words an
+    event must hold) narrows or shifts the result unasked. They are left out, the tool's default
+    holds, and the step's record names them (``completed["unasked"]``)."""
+    name = "unasked_options"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        state = step.state
+        if (step.kind != "executor" or step.te is None or state.observations or state.executed or state.plan is not None
+                or not step.loop.online.config.unasked_options):
+            return None
+        schema = step.te.loaded.input_schema
+        unasked = unasked_options(step.args, inline_refs(copy.deepcopy(schema), schema), _known(step))
+        resolution = step.resolution or _unresolved(step.args)
+        # A value the completion replaced came from the request, not from the model.
+        unasked = tuple(key for key in unasked if resolution.args.get(key) == step.args[key])
+        if not unasked:
+            return None
+        trimmed = {k: v for k, v in resolution.args.items() if k not in unasked}
+        if validate_args(schema, trimmed):
+            return None
+        step.resolution = dataclasses.replace(resolution, args=trimmed)
+        step.completed = {**step.completed, "unasked": list(unasked)}
+        return None
+
+
+def _known(step: Step) -> str:
+    """What a first call's values may come from: the request, the conversation it continues, the user's answers."""
+    return "\n".join(t for t in (step.request.text, context_text(step.request.conversation), *step.state.user_answers) if t)
 
 
 class RequestedKind(BaseRule):
