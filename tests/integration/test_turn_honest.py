@@ -616,3 +616,22 @@ def test_a_schedule_that_carries_a_line_read_today_is_refused_and_a_chain_that_r
     made = [b for b in of(evs, "BuiltinCalled") if b["name"] == "schedule_recurring"]
     assert len(made) == 1 and made[0]["observation"]["ok"] is True, made
     assert code == 0 and out["status"] == "answered", out
+
+
+def test_the_very_same_action_again_is_not_done_twice(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B made the same weekly reminder ten times in one turn, each run a new schedule:
+    the second identical call is not run, and the turn is asked for its answer."""
+    reminder = call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 9 * * 1", "label": "Water the plants"})
+    script = [reminder, reminder, text("Every Monday at 9:00 you will be reminded to water the plants.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Every Monday at 9:00 remind me to water the plants.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    capsys.readouterr()
+    assert main(["schedule", "list", "--json"]) == 0
+    listed = orjson.loads(capsys.readouterr().out)
+    assert len(listed) == 1, listed
+    evs = events(capsys, out["turn_id"])
+    [intercepted] = of(evs, "StepIntercepted")
+    assert intercepted["decision"]["outcome"] == "repeated_action" and intercepted["decision"]["previous_steps"] == [1], intercepted
+    # Asked for words after the repeat: the last round offered no tool.
+    assert llm.requests[-1].body.get("tool_choice") == "none" or not llm.requests[-1].body.get("tools"), llm.requests[-1].body
+    assert replays_clean(capsys, out["turn_id"])

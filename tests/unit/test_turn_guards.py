@@ -1,6 +1,6 @@
 import pytest
 
-from metnos.runtime.turn.guards import ALLOW, CAP_SAME_EXECUTOR, CAP_STEPS, DUPLICATE_READ, TurnGuards, targets_of
+from metnos.runtime.turn.guards import ALLOW, CAP_SAME_EXECUTOR, CAP_STEPS, DUPLICATE_READ, REPEATED_ACTION, TurnGuards, targets_of
 
 
 def run(guards, step, name, args, ok=True):
@@ -26,17 +26,18 @@ def test_refused_proposals_still_count_as_steps():
 
 
 def test_cap_same_executor_is_ten_and_two_for_vectorial():
+    # Each call with other arguments: the very same call again is a repeat, caught before any cap.
     g = TurnGuards()
     for step in range(1, 11):
-        g = run(g, step, "get_now", {})
-    d = g.check("get_now", {})
+        g = run(g, step, "get_now", {"timezone": f"Etc/GMT+{step}"})
+    d = g.check("get_now", {"timezone": "UTC"})
     assert d.outcome == CAP_SAME_EXECUTOR and d.ends_turn
     assert g.check("get_time", {}).allowed
     v = TurnGuards()
     for step in (1, 2):
-        v = v.record(step, "find_similar", {}, executed=True, succeeded=True)
-    assert v.check("find_similar", {}, vectorial=True).outcome == CAP_SAME_EXECUTOR
-    assert v.check("find_similar", {}, vectorial=False).allowed
+        v = v.record(step, "find_similar", {"text": str(step)}, executed=True, succeeded=True)
+    assert v.check("find_similar", {"text": "3"}, vectorial=True).outcome == CAP_SAME_EXECUTOR
+    assert v.check("find_similar", {"text": "3"}, vectorial=False).allowed
 
 
 def test_duplicate_read_is_intercepted_with_the_step_that_has_the_data():
@@ -97,3 +98,16 @@ def test_a_piped_call_repeated_as_proposed_is_met() -> None:
     decision = guards.check("compute_entries", proposed)
     assert decision.outcome == DUPLICATE_READ and decision.previous_steps == (2,)
     assert guards.check("compute_entries", {**proposed, "op": "sum"}).allowed
+
+
+def test_an_action_called_again_with_the_very_same_arguments_is_a_repeat_and_not_run():
+    g = TurnGuards(pure=frozenset({"read_files"}))
+    reminder = {"executor": "get_now", "cron": "0 9 * * 1"}
+    g = run(g, 1, "schedule_recurring", reminder)
+    d = g.check("schedule_recurring", dict(reminder))
+    assert d.outcome == REPEATED_ACTION and not d.ends_turn and d.previous_steps == (1,), d
+    assert "would do it twice" in d.observation()["error"]
+    # Other arguments are another action; a call that failed did nothing, and may be made again.
+    assert g.check("schedule_recurring", {**reminder, "cron": "0 9 * * 2"}).allowed
+    failed = TurnGuards().record(1, "send_messages", {"to": "x"}, executed=True, succeeded=False)
+    assert failed.check("send_messages", {"to": "x"}).allowed

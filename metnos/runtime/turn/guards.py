@@ -30,6 +30,11 @@ Readings where the spec leaves room:
   the loop from the catalogue) called again with the very arguments of an
   earlier successful call is a duplicate too: its data is there. The 1.5B
   listed the same folder with the same arguments six times before acting.
+* An executor with side effects called again with the very arguments of an
+  earlier successful call is a repeated action: what it does is done, and
+  doing it again would do it twice (the 1.5B made the same weekly reminder
+  ten times in one turn). The call is intercepted and the turn asked for
+  words.
 """
 
 from __future__ import annotations
@@ -56,11 +61,12 @@ ALLOW = "allow"
 CAP_STEPS = "cap_steps"
 CAP_SAME_EXECUTOR = "cap_same_executor"
 DUPLICATE_READ = "duplicate_read"
+REPEATED_ACTION = "repeated_action"
 
 
 @dataclass(frozen=True, slots=True)
 class GuardDecision:
-    outcome: str  # allow | cap_steps | cap_same_executor | duplicate_read
+    outcome: str  # allow | cap_steps | cap_same_executor | duplicate_read | repeated_action
     message: str = ""
     previous_steps: tuple[int, ...] = ()
     ends_turn: bool = False
@@ -109,6 +115,7 @@ class TurnGuards:
     # (executor, target) -> first step that handled it
     seen: Mapping[tuple[str, str], int] = field(default_factory=lambda: MappingProxyType({}))
     # executors without side effects, and (executor, hash of its arguments) -> the first step that ran it so
+    # (an action's too: a repeated action is intercepted like a duplicate read)
     pure: frozenset[str] = frozenset()
     same: Mapping[tuple[str, str], int] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -126,12 +133,18 @@ class TurnGuards:
                     f"you already have this data at step {steps}: answer from it, or pass it to the tool "
                     f'that works on it with "from_step": {where[-1]}, instead of calling {name} again',
                     where)
-        if name in self.pure and name not in NEVER_GUARDED and (name, canonical_hash(dict(args))) in self.same:
-            earlier = self.same[(name, canonical_hash(dict(args)))]
+        earlier = self.same.get((name, canonical_hash(dict(args)))) if name not in NEVER_GUARDED else None
+        if earlier is not None and name in self.pure:
             return GuardDecision(
                 DUPLICATE_READ,
                 f"step {earlier} already ran this very call: answer from its data, or pass it to the tool "
                 f'that works on it with "from_step": {earlier}, instead of calling {name} again',
+                (earlier,))
+        if earlier is not None:
+            return GuardDecision(
+                REPEATED_ACTION,
+                f"step {earlier} already made this very call, and it succeeded: it is done, and calling {name} "
+                "again would do it twice. Answer the user with what it did",
                 (earlier,))
         cap = self.cap_same_vectorial if vectorial else self.cap_same_executor
         if self.calls.get(name, 0) >= cap:
@@ -155,7 +168,7 @@ class TurnGuards:
             if succeeded and name in self.guarded and name not in NEVER_GUARDED:
                 for t in targets_of(name, args, self.guarded):
                     seen.setdefault((name, t), step)
-            if succeeded and name in self.pure:
+            if succeeded:
                 same.setdefault((name, canonical_hash(dict(args if proposed is None else proposed))), step)
         return dataclasses.replace(self, steps=self.steps + 1, calls=MappingProxyType(calls),
                                    seen=MappingProxyType(seen), same=MappingProxyType(same))

@@ -23,7 +23,7 @@ from metnos.runtime.step.catalogue import inline_refs
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.conversation import context_text
-from metnos.runtime.turn.guards import DUPLICATE_READ, targets_of
+from metnos.runtime.turn.guards import DUPLICATE_READ, REPEATED_ACTION, targets_of
 from metnos.runtime.turn.invented import made_up_arguments, unasked_options
 from metnos.runtime.turn.grounding import sorted_top, superlative_order
 from metnos.runtime.turn.kinds import outside_kind, sources, without_sources
@@ -79,9 +79,9 @@ class Guards(BaseRule):
             record = {**record, "outcome": "duplicate_read_repeated", "ends_turn": True}
         step.record(Turn.StepIntercepted, step=step.number, decision=record, observation=observation)
         state.guards = state.guards.record(step.number, name, args, executed=False, succeeded=False)
-        if repeated:
-            # The model is looping on data it has: it is asked once more, for words
-            # only (tool_choice "none"), to answer from that data.
+        if repeated or decision.outcome == REPEATED_ACTION:
+            # The model is looping on data it has, or on an action already done: it is asked
+            # once more, for words only (tool_choice "none"), to answer from what was done.
             state.final_only = True
             return Settle(observation)
         if decision.ends_turn:
