@@ -76,7 +76,10 @@ class GuardDecision:
         return self.outcome == ALLOW
 
     def observation(self) -> dict[str, Any]:
-        """What the LLM sees instead of running an intercepted call."""
+        """What the LLM sees instead of running an intercepted call. A repeated action is no error
+        to report: the work is done (told "error", the 1.5B answered that it "could not be done")."""
+        if self.outcome == REPEATED_ACTION:
+            return {"ok": False, "error_class": self.outcome, "done_at_step": self.previous_steps[-1], "note": self.message}
         return {"ok": False, "error_class": self.outcome, "error": self.message,
                 "previous_steps": list(self.previous_steps)}
 
@@ -143,8 +146,8 @@ class TurnGuards:
         if earlier is not None:
             return GuardDecision(
                 REPEATED_ACTION,
-                f"step {earlier} already made this very call, and it succeeded: it is done, and calling {name} "
-                "again would do it twice. Answer the user with what it did",
+                f"not run a second time: step {earlier} already made this very call, and it succeeded. The work "
+                f"is done: answer the user with what step {earlier} did",
                 (earlier,))
         cap = self.cap_same_vectorial if vectorial else self.cap_same_executor
         if self.calls.get(name, 0) >= cap:
