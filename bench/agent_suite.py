@@ -165,13 +165,36 @@ def mailed(address: str, *needles: str) -> Check:
 
 
 def scheduled(cron_ok: Callable[[list[str]], bool], *needles: str) -> Check:
+    """One fitting schedule, and no other: a reminder made twice reminds twice."""
     def check(o: Outcome) -> tuple[bool, str]:
         for s in o.schedules:
             fields = str(s.get("cron", "")).lower().split()
             text = json.dumps(s).lower()
             if len(fields) == 5 and cron_ok(fields) and all(n.lower() in text for n in needles):
+                if len(o.schedules) > 1:
+                    return False, f"a fitting schedule, and {len(o.schedules) - 1} more the request did not ask for"
                 return True, "ok"
         return False, f"no fitting schedule with {list(needles)} ({len(o.schedules)} schedules)"
+
+    return check
+
+
+def appended(rel: str, before: str, *needles: str) -> Check:
+    """The file is what it was, each line once, with the needles in what follows: an append, not a rewrite
+    that repeats the list."""
+    def check(o: Outcome) -> tuple[bool, str]:
+        p = o.home / rel
+        if not p.is_file():
+            return False, f"{rel} is not a file"
+        text = p.read_text(encoding="utf-8", errors="replace")
+        if not text.startswith(before):
+            return False, f"{rel} no longer begins with what it held"
+        added = text[len(before):].lower()
+        missing = [n for n in needles if n.lower() not in added]
+        again = [line for line in before.splitlines() if line.strip() and line.lower() in added]
+        if missing or again:
+            return False, f"what was added to {rel} lacks {missing}" if missing else f"{rel} repeats {again}"
+        return True, "ok"
 
     return check
 
@@ -457,7 +480,7 @@ TASKS: list[Task] = [
     Task("save_note", "Save the text 'call the bank on Friday' to ~/notes/bank.md.",
          file_has("notes/bank.md", "call the bank on friday")),
     Task("append_shopping", "Add coffee to the end of my shopping list ~/notes/shopping.md.",
-         file_has("notes/shopping.md", "lentils", "oat flakes", "coffee"), {"notes/shopping.md": "- lentils\n- oat flakes\n"}),
+         appended("notes/shopping.md", "- lentils\n- oat flakes\n", "coffee"), {"notes/shopping.md": "- lentils\n- oat flakes\n"}),
     Task("rename_draft", "Rename ~/Documents/draft.txt to ~/Documents/final.txt.",
          all_of(gone("Documents/draft.txt"), file_has("Documents/final.txt", "the final words")),
          {"Documents/draft.txt": "the final words\n"}),
