@@ -619,19 +619,51 @@ def test_a_schedule_that_carries_a_line_read_today_is_refused_and_a_chain_that_r
 
 
 def test_the_very_same_action_again_is_not_done_twice(home: Path, capsys, monkeypatch) -> None:
-    """The 1.5B made the same weekly reminder ten times in one turn, each run a new schedule:
-    the second identical call is not run, and the turn is asked for its answer."""
-    reminder = call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 9 * * 1", "label": "Water the plants"})
-    script = [reminder, reminder, text("Every Monday at 9:00 you will be reminded to water the plants.")]
-    code, out, llm = run(monkeypatch, capsys, script, "Every Monday at 9:00 remind me to water the plants.", "--yes")
+    """The 1.5B made the same weekly reminder ten times in one turn, each run a new schedule, and sent
+    the same append twice: the second identical call of an action is not run, and the turn is asked
+    for its answer."""
+    (home / "notes").mkdir()
+    shopping = home / "notes" / "shopping.md"
+    shopping.write_text("- lentils\n")
+    coffee = call("write_files", {"files": [{"path": "~/notes/shopping.md", "content": "- coffee\n", "mode": "append"}]})
+    script = [coffee, coffee, text("Coffee is now at the end of your shopping list.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Add coffee to the end of my shopping list ~/notes/shopping.md.", "--yes")
     assert (code, out["status"]) == (0, "answered"), out
-    capsys.readouterr()
-    assert main(["schedule", "list", "--json"]) == 0
-    listed = orjson.loads(capsys.readouterr().out)
-    assert len(listed) == 1, listed
+    assert shopping.read_text() == "- lentils\n- coffee\n"
     evs = events(capsys, out["turn_id"])
     [intercepted] = of(evs, "StepIntercepted")
-    assert intercepted["decision"]["outcome"] == "repeated_action" and intercepted["decision"]["previous_steps"] == [1], intercepted
+    assert intercepted["decision"]["outcome"] == "repeated_action" and intercepted["decision"]["previous_steps"] == [2], intercepted
     # Asked for words after the repeat: the last round offered no tool.
     assert llm.requests[-1].body.get("tool_choice") == "none" or not llm.requests[-1].body.get("tools"), llm.requests[-1].body
     assert replays_clean(capsys, out["turn_id"])
+
+
+def test_an_append_that_writes_the_list_again_appends_only_what_is_new(home: Path, capsys, monkeypatch) -> None:
+    """Asked to add coffee to a list, the 1.5B appended the whole list with coffee at its end."""
+    (home / "notes").mkdir()
+    shopping = home / "notes" / "shopping.md"
+    shopping.write_text("- lentils\n- oat flakes\n")
+    whole = call("write_files", {"files": [{"path": "~/notes/shopping.md", "content": "- lentils\n- oat flakes\n- coffee\n", "mode": "append"}]})
+    code, out, _ = run(monkeypatch, capsys, [whole, text("Coffee is now at the end of your shopping list.")],
+                       "Add coffee to the end of my shopping list ~/notes/shopping.md.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert shopping.read_text() == "- lentils\n- oat flakes\n- coffee\n"
+    [resolved] = [r for r in of(events(capsys, out["turn_id"]), "StepResolved") if "files" in r["args"]]
+    assert resolved["completed"]["appended_only_new"] == ["~/notes/shopping.md"], resolved
+    assert resolved["args"]["files"][0]["content"] == "- coffee\n", resolved
+    assert replays_clean(capsys, out["turn_id"])
+    # An append of new lines only is left as it is.
+    more = call("write_files", {"files": [{"path": "~/notes/shopping.md", "content": "- milk\n", "mode": "append"}]})
+    code, out, _ = run(monkeypatch, capsys, [more, text("Milk is now at the end of your shopping list.")],
+                       "Add milk to the end of my shopping list ~/notes/shopping.md.", "--yes")
+    assert (code, out["status"]) == (0, "answered") and shopping.read_text().endswith("- coffee\n- milk\n"), out
+
+
+def test_the_one_schedule_asked_for_made_the_turn_asks_for_words(home: Path, capsys, monkeypatch) -> None:
+    """Its reminder made, the 1.5B went on to schedule a mail read nobody asked for."""
+    reminder = call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 8 * * *", "label": "vitamins"})
+    code, out, llm = run(monkeypatch, capsys, [reminder, text("Every day at 8:00 you will be reminded to take the vitamins.")],
+                         "Every day at 8:00 remind me to take the vitamins.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    after = llm.requests[1].body
+    assert after.get("tool_choice") == "none" or not after.get("tools"), after

@@ -135,7 +135,7 @@ def trace_step(*, args: Mapping[str, Any], pipings: Any, completed: Mapping[str,
     piped = {p.dst_arg: Provenance(prov.STEP, step=p.src_step, field=p.src_field, source=sources.get(p.src_step, prov.LOCAL))
              for p in pipings}
     answered = {k: Provenance(prov.DIALOG) if v == USER_ANSWER else Provenance(prov.REQUEST)
-                for k, v in completed.items() if k not in ("dropped", "kept_name", "unasked")}
+                for k, v in completed.items() if k not in ("dropped", "kept_name", "unasked", "appended_only_new")}
     return prov.trace(args, request=request, settings=settings, seen=seen, piped=piped, answered=answered, home=home)
 
 

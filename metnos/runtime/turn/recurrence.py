@@ -24,6 +24,11 @@ def asks_for_recurrence(request: str) -> str | None:
     return m.group(0) if m else None
 
 
+def recurrences(request: str) -> list[str]:
+    """Each phrase by which the request asks for a recurring task ("every Monday ... and every Friday ...": two)."""
+    return [m.group(0) for m in _RECURRING.finditer(request)]
+
+
 _NOW = re.compile(r"\b(?:now|right away|immediately|at once|today|subito|adesso|oggi|anche ora)\b", re.IGNORECASE)
 
 

@@ -10,7 +10,7 @@ from metnos.mechanisms.llm.messages import UserMessage
 from metnos.runtime.step.asked import asks_only_questions
 from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.answers import NAMES_NOTHING, REASONS, admitted_failure, names_none_of, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
-from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence
+from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence, recurrences
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.offering import actions_offered, acts
@@ -194,6 +194,12 @@ class ScheduleMade(BaseRule):
     def on_observation(self, step: Step) -> None:
         if step.name == SCHEDULE_TOOL and step.succeeded:
             step.state.scheduled = True
+            request = step.request.text
+            if len(recurrences(request)) == 1 and not asks_for_now(request):
+                # The one schedule the request asks for is made, and nothing is asked for now: the work is
+                # done, and the next round asks for words (the 1.5B, its reminder made, went on to schedule
+                # a mail read nobody asked for, again and again).
+                step.state.final_only = True
 
     def on_answer(self, answer: Answer) -> Verdict | None:
         state = answer.state

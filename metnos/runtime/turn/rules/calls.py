@@ -446,6 +446,51 @@ class RequestedTop(BaseRule):
                            {"ok": False, "error_class": "outside_request", "error": error, "hint": hint})
 
 
+class AppendOnce(BaseRule):
+    """An append whose text begins with all that a file held when the turn read it would write that
+    text again after itself: asked to add one item to a list, the 1.5B appended the whole list with the
+    item at its end. What the file already holds is taken out of the append (``completed["appended_only_new"]``
+    names the files), so the file ends as the model wrote it. Only a whole read of the file in this turn,
+    with no write to it since, counts."""
+    name = "append_once"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        files = step.arguments.get("files") if step.kind == "executor" else None
+        if not isinstance(files, list) or not any(isinstance(f, Mapping) and f.get("mode") == "append" for f in files):
+            return None
+        home = step.loop.shown_home
+        held = _contents_read(step.state, home)
+        trimmed, names = list(files), []
+        for i, f in enumerate(files):
+            if not (isinstance(f, Mapping) and f.get("mode") == "append" and isinstance(f.get("path"), str)
+                    and isinstance(f.get("content"), str)):
+                continue
+            before = held.get(_absolute(f["path"], home))
+            if before and before.strip() and f["content"].startswith(before) and f["content"][len(before):].strip():
+                trimmed[i], names = {**f, "content": f["content"][len(before):]}, [*names, f["path"]]
+        if not names:
+            return None
+        step.resolution = dataclasses.replace(step.resolution or _unresolved(step.args), args={**step.arguments, "files": trimmed})
+        step.completed = {**step.completed, "appended_only_new": names}
+        return None
+
+
+def _contents_read(state: Any, home: str) -> dict[str, str]:
+    """Each file's text as a whole read of this turn returned it, for the files no step wrote since."""
+    held: dict[str, str] = {}
+    for number in state.successes():
+        observation = state.observations.get(number)
+        entries = observation.get("entries") if isinstance(observation, Mapping) else None
+        for entry in entries if isinstance(entries, list) else ():
+            if (isinstance(entry, Mapping) and isinstance(entry.get("path"), str) and isinstance(entry.get("content"), str)
+                    and entry.get("truncated") is not True and not entry.get("error")):
+                held[_absolute(entry["path"], home)] = entry["content"]
+    written = {_absolute(f["path"], home) for s in state.shape if s.succeeded
+               for f in (s.args.get("files") if isinstance(s.args.get("files"), list) else ())
+               if isinstance(f, Mapping) and isinstance(f.get("path"), str)}
+    return {path: text for path, text in held.items() if path not in written}
+
+
 def _cut_short(observation: Mapping[str, Any]) -> bool:
     meta = observation.get("metadata")
     return isinstance(meta, Mapping) and meta.get("truncated") is True
