@@ -105,6 +105,8 @@ class RuntimeConfig(BaseModel):
                                      "ran is recorded in the verdict's reason as a hint of telos alignment.")
     unasked_options: bool = setting(True, "A turn's first call keeps none of the optional values the model wrote as words "
                                           "the request never gave (a sender, a title's words, a zone): the tool's default holds.")
+    schedule_closes_turn: bool = setting(True, "The one schedule a request asks for, once made, ends the turn's calls: "
+                                               "the next round asks for words.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -134,7 +136,7 @@ class RuntimeConfig(BaseModel):
 
 
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
-RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False}
+RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

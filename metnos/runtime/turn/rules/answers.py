@@ -195,7 +195,7 @@ class ScheduleMade(BaseRule):
         if step.name == SCHEDULE_TOOL and step.succeeded:
             step.state.scheduled = True
             request = step.request.text
-            if len(recurrences(request)) == 1 and not asks_for_now(request):
+            if step.loop.online.config.schedule_closes_turn and len(recurrences(request)) == 1 and not asks_for_now(request):
                 # The one schedule the request asks for is made, and nothing is asked for now: the work is
                 # done, and the next round asks for words (the 1.5B, its reminder made, went on to schedule
                 # a mail read nobody asked for, again and again).
