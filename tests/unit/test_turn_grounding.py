@@ -73,6 +73,13 @@ def test_a_machine_name_must_be_in_a_result_or_the_request() -> None:
     assert check_answer("Files:\n- a.txt\n- b.md", request="list ~/notes", steps=[FILES], home="/home/u").holds
 
 
+def test_a_step_the_answer_names_is_no_figure_to_find() -> None:
+    # Told "step 1 already made this very call", the 1.5B answered "already completed in step 1": unverified for the 1.
+    assert check_answer("The reminder was already made in step 1.", request="remind me every Monday", steps=[], home="/home/u").holds
+    assert check_answer("Done at passo 2.", request="x", steps=[], home="/home/u").holds
+    assert check_answer("It took 1 step and found 3 files.", request="x", steps=[], home="/home/u").unmatched == ("1", "3")
+
+
 def test_a_clock_reading_may_be_said_on_the_twelve_hour_clock_but_not_changed() -> None:
     assert check_answer("It is 3:30 PM on Saturday, November 28, 2026.", request="what time is it", steps=[NOW]).holds
     assert check_answer("It is 4:30 PM.", request="what time is it", steps=[NOW]).unmatched == ("4",)

@@ -44,6 +44,7 @@ _URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
 # A machine's name written in an answer ("from_location", "max_results"): a field, a key or a file's stem,
 # which only the data or the request can give. The 0.5B answered "from_location: town" with no step run.
 _IDENTIFIER = re.compile(r"(?<![\w./~\\-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w/\\-])")
+_STEP_NUMBER = re.compile(r"\b(?:steps?|passo|passi)\s*$", re.IGNORECASE)
 _QUOTED = re.compile(r"\"([^\"\n]{2,})\"|“([^”\n]{2,})”|«([^»\n]{2,})»|`([^`\n]{2,})`")
 _FENCE = re.compile(r"```[^\n]*\n(?P<body>.*?)```", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+(?P<item>.+?)\s*$")
@@ -355,8 +356,8 @@ def _claims_unmatched(answer: str, known: _Known) -> list[str]:
             miss(name)
     for m in _ANSWER_NUMBER.finditer(free):
         raw, value = m.group(0), _number(m.group(0))
-        if value is None:
-            continue
+        if value is None or _STEP_NUMBER.search(free[max(0, m.start() - 8):m.start()]):
+            continue  # "step 1": the turn's own step, which the runtime named to the model, not a fact of the data
         about_time = _TIME_WORDS.search(free[max(0, m.start() - 16):m.end() + 16]) is not None or 1900 <= value <= 2100
         if not known.has_number(value, about_time=about_time) and not known.has_number(abs(value), about_time=about_time):
             miss(raw)
