@@ -61,18 +61,6 @@ def test_numbers_paths_and_items_must_be_in_a_result_or_the_request() -> None:
     assert listed.unmatched == ("notes/zeta.pdf",)
 
 
-def test_a_machine_name_must_be_in_a_result_or_the_request() -> None:
-    # The 0.5B answered "from_location: town" to where the user is, with no step run.
-    made_up = check_answer("from_location: town", request="Which town am I in, going by my settings?", steps=[], home="/home/u")
-    assert made_up.unmatched == ("from_location",)
-    location = StepData("get_location", False, {"ok": True, "city": "Lucca", "source": "config_file"})
-    found = check_answer("You are in Lucca (source: config_file).", request="Which town am I in?", steps=[location], home="/home/u")
-    assert found.holds, found
-    # A field's name is known from the data too, and a file's stem inside its path is the path's to check.
-    assert check_answer("Its max_results is 5.", request="x", steps=[StepData("x", False, {"max_results": 5})], home="/home/u").holds
-    assert check_answer("Files:\n- a.txt\n- b.md", request="list ~/notes", steps=[FILES], home="/home/u").holds
-
-
 def test_a_step_the_answer_names_is_no_figure_to_find() -> None:
     # Told "step 1 already made this very call", the 1.5B answered "already completed in step 1": unverified for the 1.
     assert check_answer("The reminder was already made in step 1.", request="remind me every Monday", steps=[], home="/home/u").holds

@@ -41,9 +41,6 @@ _ANSWER_NUMBER = re.compile(r"(?<![\w./~\\-])-?\d+(?:[.,]\d+)*(?![\w/\\])")
 _PATHLIKE = re.compile(r"(?<![\w@])(?:~|\.{1,2})?/?(?:[\w.\-]+/)*[\w\-]+\.[A-Za-z][\w]{0,7}(?![\w/])"
                        r"|(?<![\w@])(?:~|\.{1,2})?/(?:[\w.\-]+/?)+")
 _URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
-# A machine's name written in an answer ("from_location", "max_results"): a field, a key or a file's stem,
-# which only the data or the request can give. The 0.5B answered "from_location: town" with no step run.
-_IDENTIFIER = re.compile(r"(?<![\w./~\\-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w/\\-])")
 _STEP_NUMBER = re.compile(r"\b(?:steps?|passo|passi)\s*$", re.IGNORECASE)
 _QUOTED = re.compile(r"\"([^\"\n]{2,})\"|“([^”\n]{2,})”|«([^»\n]{2,})»|`([^`\n]{2,})`")
 _FENCE = re.compile(r"```[^\n]*\n(?P<body>.*?)```", re.DOTALL)
@@ -351,9 +348,6 @@ def _claims_unmatched(answer: str, known: _Known) -> list[str]:
         if not _item_found(item, known):
             miss(item)
     free = _PATHLIKE.sub(" ", rest)
-    for name in _IDENTIFIER.findall(free):
-        if not known.has_text(name) and not any(name in part for part in covered):
-            miss(name)
     for m in _ANSWER_NUMBER.finditer(free):
         raw, value = m.group(0), _number(m.group(0))
         if value is None or _STEP_NUMBER.search(free[max(0, m.start() - 8):m.start()]):

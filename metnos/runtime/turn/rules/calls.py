@@ -349,7 +349,9 @@ class UnaskedOptions(BaseRule):
                 or not step.loop.online.config.unasked_options):
             return None
         schema = step.te.loaded.input_schema
-        unasked = unasked_options(step.args, inline_refs(copy.deepcopy(schema), schema), _known(step))
+        # What the user configured (a channel, an account, a source) is theirs, not the model's invention.
+        configured = " ".join(_configured_words(step.loop.catalogue.config))
+        unasked = unasked_options(step.args, inline_refs(copy.deepcopy(schema), schema), f"{_known(step)}\n{configured}")
         resolution = step.resolution or _unresolved(step.args)
         # A value the completion replaced came from the request, not from the model.
         unasked = tuple(key for key in unasked if resolution.args.get(key) == step.args[key])
@@ -361,6 +363,15 @@ class UnaskedOptions(BaseRule):
         step.resolution = dataclasses.replace(resolution, args=trimmed)
         step.completed = {**step.completed, "unasked": list(unasked)}
         return None
+
+
+def _configured_words(config: Any) -> list[str]:
+    """The names and the words of the executors' configuration: its tables' keys and its strings."""
+    if isinstance(config, Mapping):
+        return [w for key, value in config.items() for w in (str(key), *_configured_words(value))]
+    if isinstance(config, (list, tuple)):
+        return [w for value in config for w in _configured_words(value)]
+    return [config] if isinstance(config, str) else []
 
 
 def _known(step: Step) -> str:
