@@ -163,6 +163,20 @@ def test_told_once_the_model_works_the_lines_out_and_the_turn_is_answered(home: 
         assert "extract_lines" in [t["function"]["name"] for t in llm.requests[0].body["tools"]]
 
 
+def test_a_machine_name_no_step_gave_is_unverified(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B answered "from_location: town" to where the user is, with no step run, and the turn said answered."""
+    said = "from_location: town"
+    code, out = scripted_ask(capsys, monkeypatch, [text(said), text(said)], "Which town am I in, going by my settings?")
+    assert (code, out["status"]) == (5, "unverified"), out
+    assert out["failure"]["unmatched"] == ["from_location"], out
+
+
+def test_an_executor_named_in_the_answer_holds_up(home: Path, capsys, monkeypatch) -> None:
+    said = "Ask read_files for your settings file first; no step has run yet."
+    code, out = scripted_ask(capsys, monkeypatch, [text(said)], "Which town am I in, going by my settings?")
+    assert (code, out["status"]) == (0, "answered"), out
+
+
 def test_a_count_found_in_no_result_is_unverified(home: Path, capsys, monkeypatch) -> None:
     _docs(home)
     wrong = "There are 7 files in ~/docs, among them c.txt."

@@ -68,6 +68,22 @@ def test_a_step_the_answer_names_is_no_figure_to_find() -> None:
     assert check_answer("It took 1 step and found 3 files.", request="x", steps=[], home="/home/u").unmatched == ("1", "3")
 
 
+def test_a_machine_name_must_be_in_a_result_the_request_or_the_tools_names() -> None:
+    # The 0.5B answered "from_location: town" to where the user is, with no step run.
+    made_up = check_answer("from_location: town", request="Which town am I in, going by my settings?", steps=[], home="/home/u")
+    assert made_up.unmatched == ("from_location",)
+    location = StepData("get_location", False, {"ok": True, "city": "Lucca", "source": "config_file"})
+    found = check_answer("You are in Lucca (source: config_file).", request="Which town am I in?", steps=[location], home="/home/u")
+    assert found.holds, found
+    # A field's name is known from the data too, and a file's stem inside its path is the path's to check.
+    assert check_answer("Its max_results is 5.", request="x", steps=[StepData("x", False, {"max_results": 5})], home="/home/u").holds
+    assert check_answer("Files:\n- a.txt\n- b.md", request="list ~/notes", steps=[FILES], home="/home/u").holds
+    # What the tools and their arguments are called is the turn's own, not a claim about the data.
+    named = "read_files is out of service; its max_bytes could not be set."
+    assert check_answer(named, request="x", steps=[], names={"read_files", "max_bytes"}).holds
+    assert check_answer(named, request="x", steps=[], names={"read_files"}).unmatched == ("max_bytes",)
+
+
 def test_a_clock_reading_may_be_said_on_the_twelve_hour_clock_but_not_changed() -> None:
     assert check_answer("It is 3:30 PM on Saturday, November 28, 2026.", request="what time is it", steps=[NOW]).holds
     assert check_answer("It is 4:30 PM.", request="what time is it", steps=[NOW]).unmatched == ("4",)

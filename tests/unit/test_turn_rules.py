@@ -44,6 +44,7 @@ def executor(*, side_effects: bool = False, schema: dict[str, Any] | None = None
 class Catalogue:
     def __init__(self, executors: dict[str, Any]) -> None:
         self.executors, self.builtins = executors, {}
+        self.machine_names = frozenset(executors)
 
     def get(self, name: str) -> Any:
         return self.executors.get(name)

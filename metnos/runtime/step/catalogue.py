@@ -9,6 +9,7 @@ it names the step whose list to use and never types the list out itself.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -314,6 +315,14 @@ class TurnCatalogue:
             entries = [te.entry for te in self.executors.values()] + [b.entry for b in self.builtins.values()]
             self._with_quarantined = PrefilterIndex([*entries, *(q.entry for q in self.quarantined)])
         return self._with_quarantined
+
+    @functools.cached_property
+    def machine_names(self) -> frozenset[str]:
+        """What the tools and their arguments are called, quarantined ones included: names an answer may
+        give ("read_files is out of service") without a result holding them."""
+        tools = self.tools([*self.executors, *self.builtins], with_scratchpad=True)
+        return frozenset([*(t.name for t in tools), *(q.name for q in self.quarantined),
+                          *(p for t in tools for p in t.parameters.get("properties", {}))])
 
     def __len__(self) -> int:
         return len(self.executors)

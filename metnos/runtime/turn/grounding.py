@@ -42,6 +42,10 @@ _PATHLIKE = re.compile(r"(?<![\w@])(?:~|\.{1,2})?/?(?:[\w.\-]+/)*[\w\-]+\.[A-Za-
                        r"|(?<![\w@])(?:~|\.{1,2})?/(?:[\w.\-]+/?)+")
 _URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
 _STEP_NUMBER = re.compile(r"\b(?:steps?|passo|passi)\s*$", re.IGNORECASE)
+# A machine's name written in an answer ("from_location", "max_results"): a field, a key or a file's stem,
+# which only the data, the request or the names the turn's tools go by can give. The 0.5B answered
+# "from_location: town" to where the user is, with no step run.
+_IDENTIFIER = re.compile(r"(?<![\w./~\\-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w/\\-])")
 _QUOTED = re.compile(r"\"([^\"\n]{2,})\"|“([^”\n]{2,})”|«([^»\n]{2,})»|`([^`\n]{2,})`")
 _FENCE = re.compile(r"```[^\n]*\n(?P<body>.*?)```", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+(?P<item>.+?)\s*$")
@@ -319,7 +323,7 @@ def _item_found(item: str, known: _Known) -> bool:
     return bool(words) and len(words & known.tokens) >= max(1, (2 * len(words) + 2) // 3)
 
 
-def _claims_unmatched(answer: str, known: _Known) -> list[str]:
+def _claims_unmatched(answer: str, known: _Known, names: Collection[str] = ()) -> list[str]:
     unmatched: list[str] = []
 
     def miss(part: str) -> None:
@@ -348,6 +352,9 @@ def _claims_unmatched(answer: str, known: _Known) -> list[str]:
         if not _item_found(item, known):
             miss(item)
     free = _PATHLIKE.sub(" ", rest)
+    for name in _IDENTIFIER.findall(free):
+        if name not in names and not known.has_text(name) and not any(name in part for part in covered):
+            miss(name)
     for m in _ANSWER_NUMBER.finditer(free):
         raw, value = m.group(0), _number(m.group(0))
         if value is None or _STEP_NUMBER.search(free[max(0, m.start() - 8):m.start()]):
@@ -526,15 +533,17 @@ def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]
             "(filter the text's records or lines first, with a filter step on the read, then count what it keeps)")
 
 
-def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True) -> Grounding:
+def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
+                 names: Collection[str] = ()) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
-    request asks to work out is not the turn's to do (a schedule does it at each run)."""
+    request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
+    the turn's tools and their arguments are called, which an answer may name ("read_files is out of service")."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
     counts = [n for obs in observations for n in _lengths(obs)]
     known = _Known(texts, [float(n) for n in counts], home)
-    unmatched = _claims_unmatched(answer, known)
+    unmatched = _claims_unmatched(answer, known, names)
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)) if exact else ""

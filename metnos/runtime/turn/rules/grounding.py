@@ -33,7 +33,8 @@ class Grounded(BaseRule):
         # turn that took no step of its own: one that looked again answers from what it found now.
         earlier = [] if steps else [StepData(EARLIER_DATA, False, d) for d in earlier_data(answer.request.conversation)]
         # A scheduled request's "first line" is worked out by the schedule at each run, not by this turn.
-        grounding = check_answer(answer.text, request=answer.request.text, steps=[*earlier, *steps], home=loop.shown_home, exact=not state.scheduled)
+        grounding = check_answer(answer.text, request=answer.request.text, steps=[*earlier, *steps], home=loop.shown_home, exact=not state.scheduled,
+                                 names=loop.catalogue.machine_names)
         if grounding.holds:
             return None
         answer.record(Turn.AnswerUngrounded, round=state.round, text=answer.text[:2000],
