@@ -107,6 +107,8 @@ class RuntimeConfig(BaseModel):
                                           "the request never gave (a sender, a title's words, a zone): the tool's default holds.")
     schedule_closes_turn: bool = setting(True, "The one schedule a request asks for, once made, ends the turn's calls: "
                                                "the next round asks for words.")
+    grounding_reads_builtins: bool = setting(True, "An answer may give what a builtin returned (a schedule's next firing): "
+                                                   "the grounding check reads it beside the executors' results.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -136,7 +138,8 @@ class RuntimeConfig(BaseModel):
 
 
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
-RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False}
+RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False,
+                                         "grounding_reads_builtins": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -667,3 +667,18 @@ def test_the_one_schedule_asked_for_made_the_turn_asks_for_words(home: Path, cap
     assert (code, out["status"]) == (0, "answered"), out
     after = llm.requests[1].body
     assert after.get("tool_choice") == "none" or not after.get("tools"), after
+
+
+def test_the_next_firing_a_schedule_returned_may_be_told(home: Path, capsys, monkeypatch) -> None:
+    """What the schedule builtin returned is data an answer may give: told its next firing, the 1.5B's right answer ended unverified."""
+    from datetime import datetime, timezone
+
+    from croniter import croniter
+
+    first = croniter("0 8 1 1 *", datetime.now(timezone.utc)).get_next(datetime)
+    reminder = call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 8 1 1 *", "label": "insurance"})
+    said = f"Done: the reminder first fires on {first:%Y-%m-%d}."
+    code, out, _ = run(monkeypatch, capsys, [reminder, text(said)],
+                       "Every first of January at 8:00 remind me to renew the insurance.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert replays_clean(capsys, out["turn_id"])

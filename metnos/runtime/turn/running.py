@@ -36,6 +36,8 @@ def _run_builtin(step: Step) -> tuple[dict[str, Any], list[Any]]:
     step.record(Turn.BuiltinCalled, step=step.number, name=step.name, observation=observation)
     ok = observation.get("ok") is not False
     step.record(Turn.ObservationRecorded, step=step.number, ok=ok, observation=observation, spill={})
+    if ok:
+        step.state.builtin_results[step.number] = (step.name, observation)
     _ran(step, observation, ok, ok)
     return observation, others
 
