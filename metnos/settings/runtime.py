@@ -105,6 +105,8 @@ class RuntimeConfig(BaseModel):
                                      "ran is recorded in the verdict's reason as a hint of telos alignment.")
     unasked_options: bool = setting(True, "A turn's first call keeps none of the optional values the model wrote as words "
                                           "the request never gave (a sender, a title's words, a zone): the tool's default holds.")
+    unasked_end: bool = setting(True, "A schedule stops only where the request says it does: an expiry, or a number of "
+                                      "firings for a recurring request, that the request gives no end for is left out.")
     schedule_closes_turn: bool = setting(True, "The one schedule a request asks for, once made, ends the turn's calls: "
                                                "the next round asks for words.")
     grounding_reads_builtins: bool = setting(True, "An answer may give what a builtin returned (a schedule's next firing): "
@@ -139,7 +141,7 @@ class RuntimeConfig(BaseModel):
 
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
 RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False,
-                                         "grounding_reads_builtins": False}
+                                         "grounding_reads_builtins": False, "unasked_end": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

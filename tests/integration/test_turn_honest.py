@@ -682,3 +682,29 @@ def test_the_next_firing_a_schedule_returned_may_be_told(home: Path, capsys, mon
                        "Every first of January at 8:00 remind me to renew the insurance.", "--yes")
     assert (code, out["status"]) == (0, "answered"), out
     assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_schedule_stops_only_where_the_request_says(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B gave "every Monday at 9" an expiry in the year 1000 and a count nobody asked for."""
+    reminder = call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 9 * * 1", "label": "plants",
+                                           "expiry": "1000-01-01T00:00:00Z", "count": 10})
+    code, out, _ = run(monkeypatch, capsys, [reminder, text("Every Monday at 9:00 you will be reminded to water the plants.")],
+                       "Every Monday at 9:00 remind me to water the plants.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    resolved = of(events(capsys, out["turn_id"]), "StepResolved")
+    assert [r["completed"] for r in resolved] == [{"unasked": ["expiry", "count"]}], resolved
+    capsys.readouterr()
+    assert main(["schedule", "list", "--json"]) == 0
+    made = orjson.loads(capsys.readouterr().out)
+    assert [(s["cron"], s.get("count"), s.get("expiry")) for s in made] == [("0 9 * * 1", None, None)], made
+    assert replays_clean(capsys, out["turn_id"])
+
+
+def test_a_schedule_keeps_the_end_the_request_gives(home: Path, capsys, monkeypatch) -> None:
+    reminder = call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 9 * * 1", "label": "plants", "count": 4})
+    code, out, _ = run(monkeypatch, capsys, [reminder, text("Every Monday at 9:00, four times, you will be reminded.")],
+                       "Every Monday at 9:00 remind me to water the plants, 4 times.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    capsys.readouterr()
+    assert main(["schedule", "list", "--json"]) == 0
+    assert [s.get("count") for s in orjson.loads(capsys.readouterr().out)] == [4]

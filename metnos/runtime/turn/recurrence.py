@@ -29,6 +29,19 @@ def recurrences(request: str) -> list[str]:
     return [m.group(0) for m in _RECURRING.finditer(request)]
 
 
+# An end the request gives its schedule: a date or a span it stops at, a number of times.
+_END = re.compile(r"\b(?:until|till|through|expir\w*|ending|ends?\s+(?:on|at|in|after)|stop\w*\s+(?:on|at|in|after)|"
+                  r"for\s+(?:the\s+(?:next|coming)\s+)?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+"
+                  r"(?:days?|weeks?|months?|years?|times?|firings?|runs?)|\d+\s+times|once|twice|"
+                  r"fino|finché|entro|scad\w*|per\s+(?:i\s+prossimi\s+|le\s+prossime\s+)?(?:\d+|un[ao]?|due|tre|quattro|cinque|sei|dieci)\s+"
+                  r"(?:giorn[oi]|settiman[ae]|mes[ei]|ann[oi]|volt[ae])|\d+\s+volte|una\s+volta)\b", re.IGNORECASE)
+
+
+def says_an_end(request: str) -> bool:
+    """The request says when, or after how many times, its schedule stops ("until June", "for two weeks", "3 times")."""
+    return _END.search(request) is not None
+
+
 _NOW = re.compile(r"\b(?:now|right away|immediately|at once|today|subito|adesso|oggi|anche ora)\b", re.IGNORECASE)
 
 

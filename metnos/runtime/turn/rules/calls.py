@@ -28,7 +28,9 @@ from metnos.runtime.turn.invented import made_up_arguments, unasked_options
 from metnos.runtime.turn.grounding import sorted_top, superlative_order
 from metnos.runtime.turn.kinds import outside_kind, sources, without_sources
 from metnos.runtime.turn.offering import actions_offered, offered
+from metnos.runtime.turn.recurrence import recurrences, says_an_end
 from metnos.runtime.step.piping import FROM_STEP, Resolution, resolve_args
+from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
 from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED, ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
@@ -362,6 +364,30 @@ class UnaskedOptions(BaseRule):
             return None
         step.resolution = dataclasses.replace(resolution, args=trimmed)
         step.completed = {**step.completed, "unasked": list(unasked)}
+        return None
+
+
+class UnaskedEnd(BaseRule):
+    """A schedule stops only where the request says it does: an expiry, or a number of firings for a
+    request that asks for a recurrence, that the request gives no end for is left out, and the schedule
+    runs until it is cancelled (the 1.5B gave "every Monday at 9" an expiry in the year 1000, and ten
+    firings to "every day"). The step's record names what was left out."""
+    name = "unasked_end"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if step.name != SCHEDULE_TOOL or not step.loop.online.config.unasked_end:
+            return None
+        known = _known(step)
+        if says_an_end(known):
+            return None
+        count = step.args.get("count")
+        unasked = [key for key, left_out in (("expiry", step.args.get("expiry") is not None),
+                                             ("count", count is not None and (count != 1 or bool(recurrences(known)))))
+                   if left_out]
+        if not unasked:
+            return None
+        step.args = {k: v for k, v in step.args.items() if k not in unasked}
+        step.record(Turn.StepResolved, step=step.number, args=step.args, pipings=[], completed={"unasked": unasked})
         return None
 
 

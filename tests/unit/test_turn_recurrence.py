@@ -1,0 +1,28 @@
+"""What a request says about its schedule's end (metnos/runtime/turn/recurrence.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from metnos.runtime.turn.recurrence import recurrences, says_an_end
+
+
+@pytest.mark.parametrize(("request_text", "ends"), [
+    ("Every Monday at 9:00 remind me to water the plants.", False),
+    ("Every day at 8:00 send me a message saying take the vitamins.", False),
+    ("Remind me tomorrow at 9 to call the bank.", False),
+    ("ogni giorno alle 8 ricordami le vitamine", False),
+    ("every day until Friday remind me to stretch", True),
+    ("for the next two weeks, every morning at 7, tell me the weather", True),
+    ("remind me 3 times to take the pills", True),
+    ("every hour, stop after 5 runs", True),
+    ("ogni lunedì fino a giugno ricordami le piante", True),
+    ("per tre settimane ogni giorno alle 8", True),
+])
+def test_an_end_the_request_gives_its_schedule(request_text: str, ends: bool) -> None:
+    assert says_an_end(request_text) is ends
+
+
+def test_each_recurrence_a_request_asks_for() -> None:
+    assert recurrences("every Monday at 9 and every Friday at 17 remind me") == ["every Monday", "every Friday"]
+    assert recurrences("remind me tomorrow at 9") == []
