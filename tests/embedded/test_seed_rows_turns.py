@@ -139,3 +139,24 @@ def test_a_strong_mnest_is_a_hint_to_the_judge(home: Home, capsys: pytest.Captur
     assert "judge:mnest_hint" in hinted[0]["rules"] and "a strong mnest from find_files" in hinted[0]["reason"]
     for t in turns:
         replays_clean(capsys, t["turn_id"])
+
+
+def schedules(capsys: pytest.CaptureFixture[str]) -> list[dict]:
+    capsys.readouterr()
+    assert main(["schedule", "list", "--json"]) == 0
+    return orjson.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("request_text", "cron"), [
+    ("Every Monday at 9:00 remind me to water the plants.", "0 9 * * 1"),
+    ("ogni giorno alle 8 ricordami di prendere le vitamine", "0 8 * * *"),
+])
+def test_a_schedule_in_words_is_the_one_asked_for(home: Home, capsys: pytest.CaptureFixture[str], request_text: str, cron: str) -> None:
+    """seeds/000 ch. 11: a recurring request made into one schedule at its time, running until cancelled;
+    the 1.5B had given "every Monday" an expiry in the year 1000 and made the same schedule ten times."""
+    before = {s["id"] for s in schedules(capsys)}
+    out = ask(capsys, request_text, "--yes")
+    assert out["status"] in ("answered", "unverified"), out
+    made = [s for s in schedules(capsys) if s["id"] not in before]
+    assert [(s["cron"], s["count"], s["expiry"]) for s in made] == [(cron, None, None)], made
+    replays_clean(capsys, out["turn_id"])

@@ -696,7 +696,7 @@ def test_a_schedule_stops_only_where_the_request_says(home: Path, capsys, monkey
     capsys.readouterr()
     assert main(["schedule", "list", "--json"]) == 0
     made = orjson.loads(capsys.readouterr().out)
-    assert [(s["cron"], s.get("count"), s.get("expiry")) for s in made] == [("0 9 * * 1", None, None)], made
+    assert [(s["cron"], s["count"], s["expiry"]) for s in made] == [("0 9 * * 1", None, None)], made
     assert replays_clean(capsys, out["turn_id"])
 
 
