@@ -109,8 +109,9 @@ class RuntimeConfig(BaseModel):
                                       "firings for a recurring request, that the request gives no end for is left out.")
     schedule_closes_turn: bool = setting(True, "The one schedule a request asks for, once made, ends the turn's calls: "
                                                "the next round asks for words.")
-    grounding_reads_builtins: bool = setting(True, "An answer may give what a builtin returned (a schedule's next firing): "
-                                                   "the grounding check reads it beside the executors' results.")
+    grounding_reads_told: bool = setting(True, "An answer may give what the turn told the model beside the executors' "
+                                               "results (a builtin's: a schedule's next firing; an action not done twice): "
+                                               "the grounding check reads it.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -141,7 +142,7 @@ class RuntimeConfig(BaseModel):
 
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
 RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False,
-                                         "grounding_reads_builtins": False, "unasked_end": False}
+                                         "grounding_reads_told": False, "unasked_end": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

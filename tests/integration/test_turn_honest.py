@@ -708,3 +708,17 @@ def test_a_schedule_keeps_the_end_the_request_gives(home: Path, capsys, monkeypa
     capsys.readouterr()
     assert main(["schedule", "list", "--json"]) == 0
     assert [s.get("count") for s in orjson.loads(capsys.readouterr().out)] == [4]
+
+
+def test_an_answer_may_say_what_the_turn_told_of_an_action_not_done_twice(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B's right answer after a repeated action restated the runtime's note on it (its
+    error_class, repeated_action), found in no executor's result: it ended unverified."""
+    (home / "notes").mkdir()
+    shopping = home / "notes" / "shopping.md"
+    shopping.write_text("- lentils\n")
+    coffee = call("write_files", {"files": [{"path": "~/notes/shopping.md", "content": "- coffee\n", "mode": "append"}]})
+    said = "Coffee is at the end of your list; the second call was not run (error_class: repeated_action)."
+    code, out, _ = run(monkeypatch, capsys, [coffee, coffee, text(said)],
+                       "Add coffee to the end of my shopping list ~/notes/shopping.md.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert replays_clean(capsys, out["turn_id"])

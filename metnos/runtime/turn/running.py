@@ -37,7 +37,7 @@ def _run_builtin(step: Step) -> tuple[dict[str, Any], list[Any]]:
     ok = observation.get("ok") is not False
     step.record(Turn.ObservationRecorded, step=step.number, ok=ok, observation=observation, spill={})
     if ok:
-        step.state.builtin_results[step.number] = (step.name, observation)
+        step.state.told[step.number] = (step.name, observation)
     _ran(step, observation, ok, ok)
     return observation, others
 

@@ -113,8 +113,9 @@ class TurnState:
     user_answers: list[str] = field(default_factory=list)
     guards: TurnGuards = field(default_factory=TurnGuards)
     observations: dict[int, Any] = field(default_factory=dict)
-    # What a builtin that went well returned (a schedule's next firing), by step: data an answer may give.
-    builtin_results: dict[int, tuple[str, Any]] = field(default_factory=dict)
+    # What the turn told the model beside the executors' results, by step: a builtin's result (a schedule's
+    # next firing), the note on an action not done twice. Data an answer may give.
+    told: dict[int, tuple[str, Any]] = field(default_factory=dict)
     executed: dict[int, tuple[str, str]] = field(default_factory=dict)
     # What each step's output holds (domain/provenance.py: web, mail, a named file ...), by step.
     sources: dict[int, str] = field(default_factory=dict)

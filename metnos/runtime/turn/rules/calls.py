@@ -81,6 +81,8 @@ class Guards(BaseRule):
             record = {**record, "outcome": "duplicate_read_repeated", "ends_turn": True}
         step.record(Turn.StepIntercepted, step=step.number, decision=record, observation=observation)
         state.guards = state.guards.record(step.number, name, args, executed=False, succeeded=False)
+        if decision.outcome == REPEATED_ACTION:
+            state.told[step.number] = (name, observation)
         if repeated or decision.outcome == REPEATED_ACTION:
             # The model is looping on data it has, or on an action already done: it is asked
             # once more, for words only (tool_choice "none"), to answer from what was done.

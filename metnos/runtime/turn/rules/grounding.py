@@ -32,11 +32,12 @@ class Grounded(BaseRule):
         # What an earlier turn of the conversation found may be said again ("the first line was ..."), by a
         # turn that took no step of its own: one that looked again answers from what it found now.
         earlier = [] if steps else [StepData(EARLIER_DATA, False, d) for d in earlier_data(answer.request.conversation)]
-        # What a builtin made is data too: the next firing of the schedule it made may be told.
-        made = [StepData(name, False, result) for _, (name, result) in sorted(state.builtin_results.items())
-                if loop.online.config.grounding_reads_builtins]
+        # What the turn told the model is data too: the next firing of the schedule a builtin made, the
+        # step an action not done twice was done at.
+        told = [StepData(name, False, result) for _, (name, result) in sorted(state.told.items())
+                if loop.online.config.grounding_reads_told]
         # A scheduled request's "first line" is worked out by the schedule at each run, not by this turn.
-        grounding = check_answer(answer.text, request=answer.request.text, steps=[*earlier, *steps, *made], home=loop.shown_home, exact=not state.scheduled,
+        grounding = check_answer(answer.text, request=answer.request.text, steps=[*earlier, *steps, *told], home=loop.shown_home, exact=not state.scheduled,
                                  names=loop.catalogue.machine_names)
         if grounding.holds:
             return None
