@@ -16,13 +16,26 @@ def _resolve(path, ctx):
     return os.path.normpath(path)
 
 
-def _plan(args):
+def _same_file(path, ctx):
+    try:
+        return _resolve(path, ctx)
+    except ValueError:
+        return path
+
+
+def _plan(args, ctx):
     moves = [(m["src"], m["dst"]) for m in args.get("moves") or []]
     sources = list(args.get("paths") or [])
     sources += [e["path"] for e in args.get("entries") or [] if isinstance(e.get("path"), str)]
     if sources and not args.get("dest_dir"):
         raise ValueError("paths or entries need a dest_dir")
+    # A file given an explicit move and named again among the paths is moved once, where its move
+    # says: moved a second time, it is gone, and the call would fail on a rename that was done.
+    planned = {_same_file(src, ctx) for src, _ in moves}
     for src in sources:
+        if _same_file(src, ctx) in planned:
+            continue
+        planned.add(_same_file(src, ctx))
         moves.append((src, args["dest_dir"].rstrip("/") + "/" + os.path.basename(src.rstrip("/"))))
     return moves
 
@@ -61,7 +74,7 @@ def _move_one(raw_src, raw_dst, ctx, overwrite, make_parents):
 
 def run(args, ctx):
     try:
-        moves = _plan(args)
+        moves = _plan(args, ctx)
     except ValueError as exc:
         return {"ok": False, "error": {"class": "NoInput", "message": str(exc)}}
     if not moves:

@@ -14,6 +14,14 @@ def birth_into_folder_from_entries(run, tmp):
     assert sorted(p.name for p in (tmp / "archive" / "2024").iterdir()) == ["x.pdf", "y.pdf"]
 
 
+def birth_a_file_named_twice_is_moved_once(run, tmp):
+    (tmp / "draft.txt").write_text("D")
+    out = run({"moves": [{"src": "~/draft.txt", "dst": "~/final.txt"}], "paths": ["~/draft.txt", str(tmp / "draft.txt")],
+               "dest_dir": "~"})
+    assert out["ok"] and out["metadata"]["ok_count"] == 1, out
+    assert (tmp / "final.txt").read_text() == "D" and not (tmp / "draft.txt").exists()
+
+
 def birth_never_clobbers(run, tmp):
     (tmp / "a").write_text("new")
     (tmp / "b").write_text("old")
