@@ -15,11 +15,11 @@ def birth_into_folder_from_entries(run, tmp):
 
 
 def birth_a_file_named_twice_is_moved_once(run, tmp):
-    (tmp / "draft.txt").write_text("D")
-    out = run({"moves": [{"src": "~/draft.txt", "dst": "~/final.txt"}], "paths": ["~/draft.txt", str(tmp / "draft.txt")],
+    (tmp / "memo.md").write_text("D")
+    out = run({"moves": [{"src": "~/memo.md", "dst": "~/memo-2.md"}], "paths": ["~/memo.md", str(tmp / "memo.md")],
                "dest_dir": "~"})
     assert out["ok"] and out["metadata"]["ok_count"] == 1, out
-    assert (tmp / "final.txt").read_text() == "D" and not (tmp / "draft.txt").exists()
+    assert (tmp / "memo-2.md").read_text() == "D" and not (tmp / "memo.md").exists()
 
 
 def birth_never_clobbers(run, tmp):
