@@ -107,6 +107,8 @@ class RuntimeConfig(BaseModel):
                                           "the request never gave (a sender, a title's words, a zone): the tool's default holds.")
     unasked_end: bool = setting(True, "A schedule stops only where the request says it does: an expiry, or a number of "
                                       "firings for a recurring request, that the request gives no end for is left out.")
+    done_is_ok: bool = setting(True, "An action not done a second time is told to the model as done (ok), at the step "
+                                     "that did it: told it failed, the 1.5B answered that it could not be done.")
     schedule_closes_turn: bool = setting(True, "The one schedule a request asks for, once made, ends the turn's calls: "
                                                "the next round asks for words.")
     grounding_reads_told: bool = setting(True, "An answer may give what the turn told the model beside the executors' "
@@ -142,7 +144,7 @@ class RuntimeConfig(BaseModel):
 
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
 RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False,
-                                         "grounding_reads_told": False, "unasked_end": False}
+                                         "grounding_reads_told": False, "unasked_end": False, "done_is_ok": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

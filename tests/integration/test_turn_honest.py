@@ -635,6 +635,9 @@ def test_the_very_same_action_again_is_not_done_twice(home: Path, capsys, monkey
     assert intercepted["decision"]["outcome"] == "repeated_action" and intercepted["decision"]["previous_steps"] == [2], intercepted
     # Asked for words after the repeat: the last round offered no tool.
     assert llm.requests[-1].body.get("tool_choice") == "none" or not llm.requests[-1].body.get("tools"), llm.requests[-1].body
+    # Told as done, at the step that did it: told it failed, the 1.5B answered that it could not be done.
+    told = tool_messages(llm.requests[-1])[-1]
+    assert (told["ok"], told["done_at_step"], "error_class" in told) == (True, 2, False), told
     assert replays_clean(capsys, out["turn_id"])
 
 
@@ -712,12 +715,12 @@ def test_a_schedule_keeps_the_end_the_request_gives(home: Path, capsys, monkeypa
 
 def test_an_answer_may_say_what_the_turn_told_of_an_action_not_done_twice(home: Path, capsys, monkeypatch) -> None:
     """The 1.5B's right answer after a repeated action restated the runtime's note on it (its
-    error_class, repeated_action), found in no executor's result: it ended unverified."""
+    done_at_step), found in no executor's result: it ended unverified."""
     (home / "notes").mkdir()
     shopping = home / "notes" / "shopping.md"
     shopping.write_text("- lentils\n")
     coffee = call("write_files", {"files": [{"path": "~/notes/shopping.md", "content": "- coffee\n", "mode": "append"}]})
-    said = "Coffee is at the end of your list; the second call was not run (error_class: repeated_action)."
+    said = "Coffee is at the end of your list (done_at_step: 2); the second call was not run."
     code, out, _ = run(monkeypatch, capsys, [coffee, coffee, text(said)],
                        "Add coffee to the end of my shopping list ~/notes/shopping.md.", "--yes")
     assert (code, out["status"]) == (0, "answered"), out

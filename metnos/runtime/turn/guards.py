@@ -75,9 +75,13 @@ class GuardDecision:
     def allowed(self) -> bool:
         return self.outcome == ALLOW
 
-    def observation(self) -> dict[str, Any]:
+    def observation(self, *, done_is_ok: bool = True) -> dict[str, Any]:
         """What the LLM sees instead of running an intercepted call. A repeated action is no error
-        to report: the work is done (told "error", the 1.5B answered that it "could not be done")."""
+        to report: the work is done (told "error", the 1.5B answered that it "could not be done";
+        told ``ok: false``, that it "was not able to perform the action"). ``done_is_ok`` False: as
+        turns recorded before it were told."""
+        if self.outcome == REPEATED_ACTION and done_is_ok:
+            return {"ok": True, "done_at_step": self.previous_steps[-1], "note": self.message}
         if self.outcome == REPEATED_ACTION:
             return {"ok": False, "error_class": self.outcome, "done_at_step": self.previous_steps[-1], "note": self.message}
         return {"ok": False, "error_class": self.outcome, "error": self.message,

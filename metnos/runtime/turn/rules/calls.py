@@ -51,7 +51,7 @@ class Guards(BaseRule):
         decision = state.guards.check(name, args, vectorial=bool(step.te and step.te.entry.vectorial))
         if decision.allowed:
             return None
-        observation = decision.observation()
+        observation = decision.observation(done_is_ok=step.loop.online.config.done_is_ok)
         repeated = False
         pending = [] if state.acted or asks_only_questions(step.request.text) else actions_offered(step.loop.catalogue, step.pool)
         if decision.outcome == DUPLICATE_READ and pending:
