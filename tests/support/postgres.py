@@ -36,7 +36,12 @@ def _free_port() -> int:
 def _as_postgres(cmd: list[str]) -> list[str]:
     # initdb and postgres refuse to run as root.
     if os.geteuid() == 0:
-        return ["runuser", "-u", "postgres", "--", *cmd]
+        # root's PATH may leave out /usr/sbin, where util-linux puts runuser.
+        runuser = shutil.which("runuser") or next((p for p in ("/usr/sbin/runuser", "/sbin/runuser") if os.path.exists(p)), None)
+        if runuser is None:
+            raise RuntimeError("runuser (util-linux) is not installed: it starts the test cluster as the postgres user; "
+                               "install util-linux, or set POSTGRES_HOST to a running server")
+        return [runuser, "-u", "postgres", "--", *cmd]
     return cmd
 
 
