@@ -81,7 +81,11 @@ class GuardDecision:
         told ``ok: false``, that it "was not able to perform the action"). ``done_is_ok`` False: as
         turns recorded before it were told."""
         if self.outcome == REPEATED_ACTION and done_is_ok:
-            return {"ok": True, "done_at_step": self.previous_steps[-1], "note": self.message}
+            # Said without a negation: told "not run a second time", the 1.5B answered that the steps
+            # "could not be run", and the turn read that as not done.
+            done = self.previous_steps[-1]
+            return {"ok": True, "done_at_step": done,
+                    "note": f"done at step {done}, where this very call ran and succeeded: answer the user with what step {done} did"}
         if self.outcome == REPEATED_ACTION:
             return {"ok": False, "error_class": self.outcome, "done_at_step": self.previous_steps[-1], "note": self.message}
         return {"ok": False, "error_class": self.outcome, "error": self.message,
