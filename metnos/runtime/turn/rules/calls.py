@@ -372,8 +372,8 @@ class UnaskedOptions(BaseRule):
 class UnaskedEnd(BaseRule):
     """A schedule stops only where the request says it does: an expiry, or a number of firings for a
     request that asks for a recurrence, that the request gives no end for is left out, and the schedule
-    runs until it is cancelled (the 1.5B gave "every Monday at 9" an expiry in the year 1000, and ten
-    firings to "every day"). The step's record names what was left out."""
+    runs until it is cancelled (the 1.5B gave "every Monday at 9" an expiry in the year 1000, the 0.5B
+    ``count: 1`` and an expiry already past). The step's record names what was left out."""
     name = "unasked_end"
 
     def on_call(self, step: Step) -> Verdict | None:
