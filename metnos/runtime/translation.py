@@ -1,6 +1,7 @@
 """The nightly drafts of missing translations (seeds/002 ch. 11.2, ``i18n_translate_pending``).
 
-For each language the catalogue knows besides English, the texts with no
+For each language the catalogue knows besides English, the texts (the
+executors' summaries and descriptions among them) with no
 fresh translation (never translated, or their English changed since) are
 sent to the model in one request, at most ``limit`` texts a night (20 by
 default: the model is shared with the user's turns). A draft is kept only
@@ -17,6 +18,7 @@ from typing import Any
 
 from metnos.mechanisms.llm.errors import LLMError
 from metnos.mechanisms.llm.messages import SystemMessage, UserMessage
+from metnos.runtime.executor_texts import with_executors
 from metnos.runtime.jobs import CallbackContext, CallbackResult, digest
 from metnos.settings import i18n
 
@@ -70,7 +72,7 @@ def run_i18n_translate_pending(ctx: CallbackContext, args: dict[str, Any]) -> Ca
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         return CallbackResult(ok=False, kind="BadArguments", error={"message": f"limit must be a positive integer, got {limit!r}"})
     folder = ctx.runtime.workspace.i18n_dir
-    catalogue = i18n.load(folder)
+    catalogue = with_executors(i18n.load(folder), ctx.runtime.report.defaults)
     work = owed(catalogue, folder, limit)
     if work and ctx.models is None:
         return CallbackResult(ok=False, kind="NoModel", error={

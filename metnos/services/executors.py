@@ -12,30 +12,47 @@ from domain.errors import MetnosError
 from metnos.mechanisms.executors.keys import KeyFileError, load_signing_key
 from metnos.mechanisms.executors.signing import SigningError, sign_executor, verify_executor
 from metnos.mechanisms.invocation.service import Call
+from metnos.runtime.executor_texts import said, with_executors
 from metnos.runtime.lifecycle import move_to_archive
 from metnos.services import wiring
 from metnos.services.queries import catalogue_rows
+from metnos.settings import i18n
 from metnos.settings.loader import in_force
 
 # A seed's name is never shadowed, so the seed entry is the one meant.
 _ORIGIN_ORDER = {"seed": 0, "synt": 1, "skill": 2}
 
 
-def catalogue() -> list[dict[str, Any]]:
-    """Every version of every executor (``metnos executors list``)."""
+def catalogue(language: str = i18n.SOURCE) -> list[dict[str, Any]]:
+    """Every version of every executor (``metnos executors list``); the current one's summary in ``language`` when
+    a fresh translation of it exists."""
     with wiring.boot() as rt:
-        return catalogue_rows(rt.catalogue_state())
+        rows = catalogue_rows(rt.catalogue_state())
+        if language != i18n.SOURCE:
+            texts = with_executors(i18n.load(rt.workspace.i18n_dir), rt.report.defaults)
+            for row in rows:
+                if row["current"]:
+                    row["summary"] = said(texts, row["name"], "summary", language, row["summary"])
+        return rows
 
 
-def detail(name: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """An executor's versions in the catalogue, and for each loaded one its folder, profile and contract."""
+def detail(name: str, language: str = i18n.SOURCE) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """An executor's versions in the catalogue, and for each loaded one its folder, profile, contract and
+    description (the current one's in ``language`` when a fresh translation of it exists)."""
     with wiring.boot() as rt:
         rows = [r for r in catalogue_rows(rt.catalogue_state()) if r["name"] == name]
         if not rows:
             msg = f"there is no executor named {name!r}; see `metnos executors list`"
             raise MetnosError(msg)
+        texts = with_executors(i18n.load(rt.workspace.i18n_dir), rt.report.defaults)
+        for row in rows:
+            if row["current"]:
+                row["summary"] = said(texts, name, "summary", language, row["summary"])
+        current = rt.report.defaults.get(name)
         details = {
             e.version: {
+                "description": (said(texts, name, "description", language, e.manifest.description[i18n.SOURCE])
+                                if e is current else e.manifest.description[i18n.SOURCE]),
                 "dir": str(e.dir),
                 "profile": e.profile.model_dump(mode="json"),
                 "profile_lock": e.profile.lock_digest(),

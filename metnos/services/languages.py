@@ -1,7 +1,9 @@
 """The languages Metnos speaks: their state, the drafts to review, promoting them, adding one.
 
 The catalogues are files (metnos/settings/i18n): the shipped English and
-Italian, overlaid by the workspace's own under ``<data>/i18n``. Adding a
+Italian, overlaid by the workspace's own under ``<data>/i18n``, and what
+the current executors say of themselves (their summary and description,
+``executor.<name>.*``, with the translations their manifests carry). Adding a
 language writes an empty catalogue there; the nightly
 ``i18n_translate_pending`` job drafts its texts; promoting moves a reviewed
 draft into use, only while the English it translates is still the same.
@@ -10,22 +12,26 @@ draft into use, only while the English it translates is still the same.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from domain.errors import MetnosError
+from metnos.runtime.executor_texts import with_executors
+from metnos.services import wiring
 from metnos.settings import i18n
-from metnos.settings.loader import in_force
 
 _CODE = re.compile(r"^[a-z]{2,3}$")
 
 
-def _folder():  # noqa: ANN202 - a Path
-    return in_force().workspace.i18n_dir
+def _catalogue() -> tuple[Path, i18n.Catalogue]:
+    """The workspace's catalogue folder, and its texts with those of the executors it has (read, not born)."""
+    with wiring.boot(birth=False) as rt:
+        folder = rt.workspace.i18n_dir
+        return folder, with_executors(i18n.load(folder), rt.report.defaults)
 
 
 def status() -> list[dict[str, Any]]:
-    folder = _folder()
-    catalogue = i18n.load(folder)
+    folder, catalogue = _catalogue()
     rows = []
     for language in catalogue.languages():
         missing = catalogue.missing(language)
@@ -44,8 +50,7 @@ def _known(language: str, catalogue: i18n.Catalogue) -> None:
 
 def review(language: str) -> list[dict[str, Any]]:
     """Each draft of ``language`` beside the English it translates and the text in use, if any."""
-    folder = _folder()
-    catalogue = i18n.load(folder)
+    folder, catalogue = _catalogue()
     _known(language, catalogue)
     rows = []
     for key, draft in sorted(i18n.read_pending(folder, language).items()):
@@ -59,8 +64,7 @@ def review(language: str) -> list[dict[str, Any]]:
 
 def promote(language: str, keys: list[str] | None = None) -> dict[str, list[str]]:
     """Put the drafts of ``keys`` (all when None) in use; a draft whose English changed since is left, and said."""
-    folder = _folder()
-    catalogue = i18n.load(folder)
+    folder, catalogue = _catalogue()
     _known(language, catalogue)
     drafts = i18n.read_pending(folder, language)
     wanted = sorted(drafts) if keys is None else keys
@@ -87,8 +91,7 @@ def add(language: str) -> dict[str, Any]:
     """Start ``language``: an empty catalogue, so every text is owed to the nightly drafts."""
     if not _CODE.match(language):
         raise MetnosError(f"{language!r} is not a language code: write its ISO 639-1 code, two lower-case letters (fr, de, es)")
-    folder = _folder()
-    catalogue = i18n.load(folder)
+    folder, catalogue = _catalogue()
     if language in catalogue.languages():
         raise MetnosError(f"{language} is already known; see `metnos i18n status`")
     i18n.write(folder / f"{language}.json", language, {})

@@ -15,6 +15,7 @@ from domain.digest import digest_id
 from domain.schedule import builtin_schedule_id
 from metnos.adapters.cli import main
 from metnos.runtime.booted import Runtime
+from metnos.runtime.executor_texts import key, with_executors
 from metnos.runtime.scheduler.clock import ManualClock
 from metnos.runtime.scheduler.service import ScheduleService
 from metnos.runtime.scheduler.tick import Scheduler
@@ -56,7 +57,8 @@ def rt(home: Path) -> Iterator[Runtime]:
 
 def test_a_language_added_is_drafted_at_night_reviewed_and_promoted(rt: Runtime, capsys, monkeypatch) -> None:
     code, out, _ = cli(capsys, "i18n", "add", "fr")
-    source = i18n.load().source
+    source = with_executors(i18n.load(), rt.report.defaults).source
+    assert key("read_files", "description") in source and key("read_files", "summary") in source
     assert code == 0 and out.startswith(f"fr: added; {len(source)} texts to translate")
     assert cli(capsys, "i18n", "add", "fr")[2] == "metnos: fr is already known; see `metnos i18n status`\n"
     assert "is not a language code" in cli(capsys, "i18n", "add", "French")[2]
@@ -82,14 +84,14 @@ def test_a_language_added_is_drafted_at_night_reviewed_and_promoted(rt: Runtime,
     assert list(written.figures["refused"]["fr"]) == [broken]
 
     # Drafts are not in use until promoted.
-    assert i18n.load(rt.workspace.i18n_dir).missing("fr") == sorted(source)
+    assert with_executors(i18n.load(rt.workspace.i18n_dir), rt.report.defaults).missing("fr") == sorted(source)
     code, out, _ = cli(capsys, "i18n", "review", "fr")
     assert code == 0 and f"  draft: FR {source[owed[1]] if owed[1] != broken else source[owed[2]]}" in out
     code, out, _ = cli(capsys, "i18n", "promote", "fr")
     assert code == 0 and out == f"fr: {limit - 1} promoted\n"
-    promoted = i18n.load(rt.workspace.i18n_dir)
-    key = next(k for k in owed if k != broken)
-    assert promoted.fresh(key, "fr") == "FR " + source[key]
+    promoted = with_executors(i18n.load(rt.workspace.i18n_dir), rt.report.defaults)
+    first = next(k for k in owed if k != broken)
+    assert promoted.fresh(first, "fr") == "FR " + source[first]
     assert len(promoted.missing("fr")) == len(source) - (limit - 1)
     assert cli(capsys, "i18n", "review", "fr")[1].startswith("no drafts for fr")
 
@@ -98,10 +100,34 @@ def test_a_language_added_is_drafted_at_night_reviewed_and_promoted(rt: Runtime,
     assert not again["ok"] and again["kind"] == "NoModel"
 
 
+def test_an_executor_summary_and_description_are_drafted_promoted_and_said_in_the_command_language(rt: Runtime, capsys, monkeypatch) -> None:
+    assert cli(capsys, "i18n", "add", "fr")[0] == 0
+    catalogue = with_executors(i18n.load(), rt.report.defaults)
+    owed = [key("read_files", "description"), key("read_files", "summary")]
+    assert set(owed) <= set(catalogue.missing("fr"))
+    pending = {k: {"text": "FR " + catalogue.source[k], "source_hash": i18n.source_hash(catalogue.source[k]), "model": "scripted"} for k in owed}
+    i18n.write_pending(rt.workspace.i18n_dir, "fr", pending)
+    monkeypatch.setenv("METNOS_LANGUAGE", "fr")
+    code, out, _ = cli(capsys, "executors", "show", "read_files")
+    assert code == 0 and "\n  FR " not in out  # a draft is not in use
+    assert cli(capsys, "i18n", "promote", "fr", *owed) == (0, "fr: 2 promoted\n", "")
+    code, out, _ = cli(capsys, "executors", "show", "read_files")
+    english = rt.report.defaults["read_files"].manifest
+    assert code == 0 and f"\n  FR {english.description['en']}\n" in out and f"\n  FR {english.executor.summary}\n" in out
+    row = next(line for line in cli(capsys, "executors", "list")[1].splitlines() if line.startswith("read_files "))
+    assert row.endswith(f"FR {english.executor.summary}")
+    monkeypatch.setenv("METNOS_LANGUAGE", "it")
+    code, out, _ = cli(capsys, "executors", "show", "read_files")
+    assert f"\n  {english.description['it']}\n" in out and "\n  Legge il testo di uno o più file.\n" in out
+    monkeypatch.setenv("METNOS_LANGUAGE", "en")
+    code, out, _ = cli(capsys, "executors", "show", "read_files")
+    assert f"\n  {english.description['en']}\n" in out and f"\n  {english.executor.summary}\n" in out
+
+
 def test_adding_a_language_owes_every_text_prompts_included_and_one_night_drafts_them(rt: Runtime, capsys, monkeypatch) -> None:
     assert cli(capsys, "i18n", "add", "de")[0] == 0
-    source = i18n.load().source
-    assert i18n.load(rt.workspace.i18n_dir).missing("de") == sorted(source)
+    source = with_executors(i18n.load(), rt.report.defaults).source
+    assert with_executors(i18n.load(rt.workspace.i18n_dir), rt.report.defaults).missing("de") == sorted(source)
     assert any(k.startswith("prompt.") for k in source)
     sid = str(builtin_schedule_id("i18n_translate_pending"))
     ScheduleService(rt).modify(sid, {"args": {"limit": len(source)}})
@@ -121,13 +147,13 @@ def test_adding_a_language_owes_every_text_prompts_included_and_one_night_drafts
 
 
 def test_a_translation_whose_english_changed_is_stale_and_english_is_said(rt: Runtime, capsys) -> None:
-    key = "failure.step_refused"
+    text_key = "failure.step_refused"
     path = rt.workspace.i18n_dir / "it.json"
-    i18n.write(path, "it", {key: {"text": "Rifiutato: {detail}", "source_hash": i18n.source_hash("an older English")}})
+    i18n.write(path, "it", {text_key: {"text": "Rifiutato: {detail}", "source_hash": i18n.source_hash("an older English")}})
     rows = {r["language"]: r for r in orjson.loads(cli(capsys, "i18n", "status", "--json")[1])}
     assert rows["it"]["stale"] == 1 and rows["it"]["missing"] == 1
     catalogue = i18n.load(rt.workspace.i18n_dir)
-    assert catalogue.text(key, "it", detail="x") == "Not done: x"
+    assert catalogue.text(text_key, "it", detail="x") == "Not done: x"
 
 
 def test_a_turn_in_italian_is_told_in_italian(home: Path, capsys, monkeypatch) -> None:

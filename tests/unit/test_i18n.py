@@ -3,22 +3,72 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+import pytest
 from types import SimpleNamespace
 
+from metnos.mechanisms.executors.install import seed_sources
+from metnos.mechanisms.executors.manifest import ManifestError, load_manifest, parse_manifest
+from metnos.runtime.executor_texts import key, said, with_executors
 from metnos.runtime.turn.failures import FailureKind, turn_failure
 from metnos.runtime.turn.telling import reply_text, unverified_lines
 from metnos.settings import i18n
 from metnos.settings.i18n.detect import language_of
 
 
+def _with_seeds(catalogue: i18n.Catalogue) -> i18n.Catalogue:
+    """The catalogue with the shipped seed executors' summaries and descriptions, as a workspace that installed them has."""
+    seeds = {src.name: SimpleNamespace(manifest=load_manifest(src / "manifest.toml")) for src in seed_sources()}
+    return with_executors(catalogue, seeds)
+
+
 def test_english_and_italian_are_complete_and_keep_every_field() -> None:
-    catalogue = i18n.load()
+    catalogue = _with_seeds(i18n.load())
     assert catalogue.languages() == ["en", "it"]
+    assert any(k.startswith("executor.read_files.") for k in catalogue.source)
     assert catalogue.missing("it") == [] and catalogue.stale("it") == []
     assert set(catalogue.translations["it"]) == set(catalogue.source)
     for key, english in catalogue.source.items():
         assert i18n.fields_of(catalogue.translations["it"][key]["text"]) == i18n.fields_of(english), key
+
+
+def test_an_executor_description_is_said_translated_only_while_its_english_is_the_one_translated() -> None:
+    seed = next(src for src in seed_sources() if src.name == "read_files")
+    manifest = load_manifest(seed / "manifest.toml")
+    english, italian = manifest.description["en"], manifest.description["it"]
+    catalogue = with_executors(i18n.load(), {"read_files": SimpleNamespace(manifest=manifest)})
+    assert said(catalogue, "read_files", "description", "it", english) == italian
+    assert said(catalogue, "read_files", "description", "en", english) == english
+    assert said(catalogue, "read_files", "summary", "it", "") == "Legge il testo di uno o più file."
+
+    # The English changed and the manifest still names the hash of the old one: English is said, and owed.
+    changed = manifest.model_copy(update={"description": {"en": english + " Changed.", "it": italian}})
+    catalogue = with_executors(i18n.load(), {"read_files": SimpleNamespace(manifest=changed)})
+    assert said(catalogue, "read_files", "description", "it", english + " Changed.") == english + " Changed."
+    assert key("read_files", "description") in catalogue.missing("it") and key("read_files", "description") in catalogue.stale("it")
+
+    # A translation that names no English at all is not taken as fresh either.
+    unnamed = manifest.model_copy(update={"translated_from": {}})
+    catalogue = with_executors(i18n.load(), {"read_files": SimpleNamespace(manifest=unnamed)})
+    assert key("read_files", "description") in catalogue.missing("it")
+
+    # A translation promoted into the workspace's catalogue is said when the manifest's is stale; braces stay literal.
+    braces = manifest.model_copy(update={"description": {"en": "Read {paths} files.", "it": italian}})
+    promoted = i18n.Catalogue(source={}, translations={"it": {key("read_files", "description"): {
+        "text": "Legge i file {{paths}}.", "source_hash": i18n.source_hash("Read {{paths}} files.")}}})
+    catalogue = with_executors(promoted, {"read_files": SimpleNamespace(manifest=braces)})
+    assert said(catalogue, "read_files", "description", "it", "Read {paths} files.") == "Legge i file {paths}."
+
+
+def test_a_manifest_names_only_translations_it_has_and_as_source_hashes() -> None:
+    seed = next(src for src in seed_sources() if src.name == "get_now")
+    data = (seed / "manifest.toml").read_text()
+    with pytest.raises(ManifestError, match="translated_from names \\['fr'\\]"):
+        parse_manifest(data.replace("[translated_from]\n", '[translated_from]\nfr = "sha256:0123456789abcdef"\n').encode())
+    with pytest.raises(ManifestError, match="is not a source hash"):
+        parse_manifest(re.sub(r'(\[translated_from\]\nit = )"[^"]+"', r'\1"md5:x"', data).encode())
 
 
 def test_every_way_a_turn_ends_has_its_text() -> None:

@@ -65,7 +65,7 @@ def _executors():  # noqa: ANN202
 
 
 def run_list(args: argparse.Namespace) -> int:
-    rows = _executors().catalogue()
+    rows = _executors().catalogue(i18n.command_language())
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
@@ -79,7 +79,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    rows, details = _executors().detail(args.name)
+    rows, details = _executors().detail(args.name, i18n.command_language())
     if args.json:
         print(orjson.dumps({"versions": rows, "details": details}).decode())
         return 0
@@ -91,6 +91,7 @@ def run_show(args: argparse.Namespace) -> int:
             print(f"  reason: {r['reason']}")
         d = details.get(r["version"])
         if d:
+            print(f"  {d['description']}")
             prof = d["profile"]
             print(f"  side effects: {d['side_effects']}, idempotent: {d['idempotent']}")
             print(f"  fs read: {', '.join(prof['fs_read']) or '-'}   fs write: {', '.join(prof['fs_write']) or '-'}")

@@ -40,6 +40,7 @@ ADDITIVE_VERBS = frozenset({"send", "share", "create", "order"})
 
 ORIGINS = ("seed", "synt", "skill", "mcp")
 
+_SOURCE_HASH = re.compile(r"^sha256:[0-9a-f]{16}$")
 _NAME_RE = re.compile(r"^([a-z]+)_[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 # Semver 2.0.0, without leading zeros in the numeric parts.
 _SEMVER_RE = re.compile(
@@ -248,6 +249,9 @@ class Manifest(_Strict):
     executor: Identity
     # Per-language descriptions for the planner: {"en": ..., "it": ...}.
     description: dict[str, str]
+    # Per translation, the source hash of the English it was made from (``sha256:`` and 16 hex digits, as the
+    # i18n catalogue's): a translation whose English changed since, or that names none, is stale and not said.
+    translated_from: dict[str, str] = {}
     contract: Contract
     capabilities: Capabilities = Capabilities()
     caps: Caps = Caps()
@@ -265,6 +269,17 @@ class Manifest(_Strict):
         if empty:
             raise ValueError(f"empty description for {empty}")
         return v
+
+    @model_validator(mode="after")
+    def _translations_named(self) -> Manifest:
+        unknown = sorted(set(self.translated_from) - (set(self.description) - {"en"}))
+        if unknown:
+            raise ValueError(f"translated_from names {unknown}, which [description] does not translate")
+        bad = sorted(k for k, v in self.translated_from.items() if not _SOURCE_HASH.match(v))
+        if bad:
+            raise ValueError(f"translated_from of {bad} is not a source hash: 'sha256:' and the first 16 hex "
+                             "digits of the SHA-256 of the English description it translates")
+        return self
 
     @model_validator(mode="after")
     def _coherent(self) -> Manifest:

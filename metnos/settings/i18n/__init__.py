@@ -109,6 +109,19 @@ class Catalogue:
         have = self.translations.get(language, {})
         return [k for k in sorted(self.source) if k in have and self.fresh(k, language) is None]
 
+    def joined(self, source: Mapping[str, str], translations: Mapping[str, Mapping[str, dict[str, str]]]) -> Catalogue:
+        """This catalogue with more texts (an executor's description and the translations its manifest gives): of a
+        text translated in both, the fresh one is kept, the workspace's first (it was reviewed here)."""
+        merged_source = {**self.source, **source}
+        merged: dict[str, dict[str, dict[str, str]]] = {lang: dict(entries) for lang, entries in self.translations.items()}
+        for language, entries in translations.items():
+            have = merged.setdefault(language, {})
+            for key, entry in entries.items():
+                mine = have.get(key)
+                if mine is None or mine.get("source_hash") != source_hash(merged_source.get(key, "")):
+                    have[key] = dict(entry)
+        return Catalogue(source=merged_source, translations=merged)
+
 
 def _merge(into: dict[str, dict[str, dict[str, str]]], folder: Path) -> None:
     for path in sorted(folder.glob("*.json")):
