@@ -24,10 +24,26 @@ def _fields(entries, wanted):
     return list(seen)
 
 
+def _with_values(entries):
+    """The entries' field names with a value, in first-seen order: what an error offers instead."""
+    seen = {}
+    for e in entries[:200]:
+        for k, v in e.items():
+            if v is not None and v != "":
+                seen.setdefault(k, None)
+    return list(seen)
+
+
 def run(args, ctx):
     entries = args["entries"]
     limit, width = args.get("max_entries", 50), args.get("max_value_chars", 200)
     fields = _fields(entries, args.get("fields"))
+    # A field asked for that no entry has a value in would show the user empty cells as if they were the data.
+    have = _with_values(entries)
+    empty = [f for f in fields if f not in have]
+    if entries and args.get("fields") and empty:
+        return {"ok": False, "error": {"class": "NoSuchField", "message":
+                f"none of the {len(entries)} entries has a value in {', '.join(map(repr, empty))}; their fields are {have}"}}
     shown, omitted = entries[:limit], max(0, len(entries) - limit)
     lines = []
     if args.get("title"):

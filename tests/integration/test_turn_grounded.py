@@ -239,3 +239,37 @@ def test_a_denial_where_the_data_is_no_answer_stays_unverified(home: Path, capsy
     assert out["status"] != "answered", out
     events = topics(capsys, out["turn_id"])
     assert not any(e["topic"].endswith("TurnAnswered") for e in events)
+
+
+def test_one_file_s_size_for_a_folder_s_total_is_sent_back_and_then_summed(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B's answer: the size of one file, a number the listing holds, for the space the folder takes.
+    Told that no step added them up, the model sums them, and the turn is answered from the sum."""
+    (home / "Music").mkdir()
+    for name, size in (("a.mp3", 600), ("b.mp3", 900)):
+        (home / "Music" / name).write_bytes(b"x" * size)
+    request = "how much disk space do the files in ~/Music take?"
+    script = [call("find_files", {"base_path": "~/Music"}), text("Disk space is 600 bytes."),
+              call("compute_entries", {"from_step": 1, "op": "sum", "field": "size"}), text("They take 1500 bytes.")]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = ask(capsys, request)
+        told = [m["content"] for m in llm.requests[2].body["messages"] if m["role"] == "user"][-1]
+    assert (code, out["status"], out["answer"]) == (0, "answered", "They take 1500 bytes."), out
+    assert "the request asks for a total, and the answer gives 600" in told
+    events = topics(capsys, out["turn_id"])
+    assert [e["state"]["exactness"][:50] for e in events if e["topic"].endswith("AnswerUngrounded")] == [
+        "the request asks for a total, and the answer gives"]
+    capsys.readouterr()
+    assert main(["replay", "--all"]) == 0
+
+
+def test_a_total_given_as_one_entry_twice_is_unverified(home: Path, capsys, monkeypatch) -> None:
+    (home / "Music").mkdir()
+    for name, size in (("a.mp3", 600), ("b.mp3", 900)):
+        (home / "Music" / name).write_bytes(b"x" * size)
+    one = text("Disk space is 600 bytes.")
+    code, out = scripted_ask(capsys, monkeypatch, [call("find_files", {"base_path": "~/Music"}), one, one],
+                             "how much disk space do the files in ~/Music take?")
+    assert out["status"] == "unverified" and code != 0, out
+    assert "the request asks for a total" in orjson.dumps(out).decode()

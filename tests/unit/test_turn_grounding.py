@@ -280,3 +280,44 @@ def test_the_last_lines_given_out_of_order_do_not_hold_up() -> None:
     for right in ("2026-03-03 three\n2026-03-04 four\n2026-03-05 five", "- 2026-03-03 three\n- 2026-03-04 four\n- 2026-03-05 five",
                   "1. 2026-03-03 three\n2. 2026-03-04 four\n3. 2026-03-05 five"):
         assert check_answer(right, request=request, steps=[read, sliced]).holds, right
+
+
+MUSIC = StepData("find_files", False, {"ok": True, "entries": [
+    {"path": "/home/u/Music/a.mp3", "name": "a.mp3", "size": 600000}, {"path": "/home/u/Music/b.mp3", "name": "b.mp3", "size": 900000}]})
+
+
+@pytest.mark.parametrize("request_text", ["how much disk space does ~/Music take", "what is the total size of the files in ~/Music",
+                                          "quanto spazio occupa la cartella ~/Music?"])
+def test_a_total_asked_is_not_one_entry_of_several(request_text: str) -> None:
+    one = check_answer("Disk space is 600000 bytes.", request=request_text, steps=[MUSIC], home="/home/u")
+    assert one.unmatched == () and "600000" in one.exactness and "compute_entries" in one.exactness
+    summed = StepData("compute_entries", True, {"ok": True, "content": 1500000, "metadata": {"op": "sum", "field": "size"}})
+    assert check_answer("Your music takes 1500000 bytes.", request=request_text, steps=[MUSIC, summed], home="/home/u").holds
+    # A listing with each file's size is what was asked when no total is.
+    assert check_answer("a.mp3: 600000 bytes; b.mp3: 900000 bytes", request="list the files in ~/Music with their sizes",
+                        steps=[MUSIC], home="/home/u").holds
+
+
+def test_one_entry_of_one_is_its_total() -> None:
+    alone = StepData("find_files", False, {"ok": True, "entries": [{"path": "/home/u/Music/a.mp3", "name": "a.mp3", "size": 600000}]})
+    assert check_answer("600000 bytes.", request="how much space do my songs take", steps=[alone], home="/home/u").holds
+
+
+PAGE = StepData("find_urls", False, {"ok": True, "entries": [
+    {"text": "Pancake recipe", "url": "http://127.0.0.1:8000/recipes/pancakes.html"},
+    {"text": "Risotto recipe", "url": "http://127.0.0.1:8000/recipes/risotto.html"}]})
+
+
+@pytest.mark.parametrize("request_text", ["give me the links to the recipes on http://127.0.0.1:8000/",
+                                          "dammi i link delle ricette su http://127.0.0.1:8000/"])
+def test_links_asked_are_given_as_addresses(request_text: str) -> None:
+    texts = check_answer("Pancake recipe\nRisotto recipe", request=request_text, steps=[PAGE])
+    assert texts.unmatched == () and "none of the 2" in texts.exactness
+    assert check_answer("- http://127.0.0.1:8000/recipes/pancakes.html\n- http://127.0.0.1:8000/recipes/risotto.html",
+                        request=request_text, steps=[PAGE]).holds
+    # Asked for the recipes' names, the texts are the answer.
+    assert check_answer("Pancake recipe\nRisotto recipe", request="which recipes does http://127.0.0.1:8000/ have?", steps=[PAGE]).holds
+    # Saved to a file, the links are what was done, not what is said.
+    saved = StepData("write_files", False, {"ok": True, "entries": [{"path": "/home/u/links.txt", "bytes": 90}]})
+    assert check_answer("I saved the 2 links to ~/links.txt.", request=request_text + " and save them to ~/links.txt",
+                        steps=[PAGE, saved], home="/home/u").holds

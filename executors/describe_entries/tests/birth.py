@@ -17,3 +17,12 @@ def birth_long_values_and_empty(run, tmp):
     out = run({"entries": [{"t": "x" * 500, "n": {"k": 2}, "s": "a\n  b"}], "max_value_chars": 10})
     assert out["content"] == '- t: xxxxxxxxx…; n: {"k": 2}; s: a b', out["content"]
     assert run({"entries": []})["content"] == "(nothing)"
+
+
+def birth_a_field_no_entry_has_is_refused_with_the_fields_they_have(run, tmp):
+    contacts = [{"name": "Elena", "phones": ["+39 347"], "email": ""}, {"name": "Paolo", "phones": []}]
+    out = run({"entries": contacts, "format": "table", "fields": ["name", "phone_number"]})
+    assert out["ok"] is False and out["error"]["class"] == "NoSuchField", out
+    assert "'phone_number'" in out["error"]["message"] and "['name', 'phones']" in out["error"]["message"]
+    assert run({"entries": contacts, "fields": ["email"]})["error"]["class"] == "NoSuchField"
+    assert run({"entries": contacts, "fields": ["name", "phones"]})["ok"] is True

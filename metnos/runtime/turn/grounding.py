@@ -533,11 +533,67 @@ def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]
             "(filter the text's records or lines first, with a filter step on the read, then count what it keeps)")
 
 
+# "the total size", "how much space do they take", "in tutto": one number over many, which a step adds up.
+_TOTAL = re.compile(r"\b(?:total|totals|in all|altogether|combined|sum of|add(?:s|ed)? up|how much (?:disk |hard disk )?(?:space|room)"
+                    r"|totale|totali|in tutto|complessiv[aoei]\w*|somma|quanto spazio|quanto occup\w*)\b", re.IGNORECASE)
+# A step that works a number out of a list (a sum, a count) or a program that does (du, wc).
+_WORKING_VERBS = ("compute", "run")
+
+
+def _entry_numbers(observation: Mapping[str, Any]) -> list[float]:
+    """The numbers the entries of a list of several hold, each as given: what one entry says, not their total."""
+    rows = _rows(observation)
+    if len(rows) < 2:
+        return []
+    return [float(v) for row in rows for v in row.values() if isinstance(v, int | float) and not isinstance(v, bool)]
+
+
+def _against_one_for_all(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why a total the request asks for is one entry's number, or "": a total over several entries rests on a step
+    that adds them up (the 0.5B gave one file's size as a folder's size, a number a step returned)."""
+    if not _TOTAL.search(request) or any(s.executor.split("_", 1)[0] in _WORKING_VERBS for s in steps):
+        return ""
+    singles = {n for s in steps for n in _entry_numbers(s.observation)}
+    given = [raw for raw in _ANSWER_NUMBER.findall(_PATHLIKE.sub(" ", answer)) if _number(raw) in singles]
+    if not given:
+        return ""
+    return i18n.english("turn.grounding.one_for_all", given=given[0])
+
+
+_LINKS = re.compile(r"\b(?:links?|urls?|hyperlinks?|web addresses|collegament[io]|indirizzi web)\b", re.IGNORECASE)
+_LINK_FIELDS = frozenset({"url", "href", "link", "links", "urls"})
+# Steps whose answer is what they did, not the data they found (the links saved, sent).
+_ACTING_VERBS = ("write", "send", "move", "delete", "set")
+
+
+def _links_in(value: Any, *, field: str = "") -> Iterable[str]:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from _links_in(inner, field=str(key).casefold())
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            yield from _links_in(inner, field=field)
+    elif isinstance(value, str) and value.strip() and (field in _LINK_FIELDS or _URL.fullmatch(value.strip())):
+        yield value.strip()
+
+
+def _against_no_link(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why an answer to a request for links gives none of those the steps found, or "" (the 0.5B listed the
+    links' texts, every one in a result, and none of their addresses)."""
+    if not _LINKS.search(request) or any(s.executor.split("_", 1)[0] in _ACTING_VERBS for s in steps):
+        return ""
+    found = list(dict.fromkeys(link for s in steps for link in _links_in(s.observation)))
+    if not found or any(link in answer for link in found):
+        return ""
+    return i18n.english("turn.grounding.no_link", count=len(found))
+
+
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
-                 names: Collection[str] = ()) -> Grounding:
+                 names: Collection[str] = (), whole: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
-    the turn's tools and their arguments are called, which an answer may name ("read_files is out of service")."""
+    the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
+    ``whole`` False for a turn recorded before a total and links were checked as wholes."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -546,7 +602,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     unmatched = _claims_unmatched(answer, known, names)
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
-    exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)) if exact else ""
+    exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
+                 or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps)))) if exact else ""
     if ask is not None and exact and not exactness:
         computed = [s.observation for s in steps if s.computed]
         known_computed = _Known([leaf for obs in computed for leaf in leaves(obs)],

@@ -38,7 +38,7 @@ class Grounded(BaseRule):
                 if loop.online.config.grounding_reads_told]
         # A scheduled request's "first line" is worked out by the schedule at each run, not by this turn.
         grounding = check_answer(answer.text, request=answer.request.text, steps=[*earlier, *steps, *told], home=loop.shown_home, exact=not state.scheduled,
-                                 names=loop.catalogue.machine_names)
+                                 names=loop.catalogue.machine_names, whole=loop.online.config.grounding_whole_asks)
         if grounding.holds:
             return None
         answer.record(Turn.AnswerUngrounded, round=state.round, text=answer.text[:2000],
