@@ -34,6 +34,11 @@ def runtime_text() -> str:
     return "\n".join(parts)
 
 
+def appears(needle: str, text: str) -> bool:
+    """``needle`` in ``text`` as a whole word or words; the plain substring test first, which rules most out at C speed."""
+    return needle in text and re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", text) is not None
+
+
 def suite_strings() -> set[str]:
     found: set[str] = set()
     for task in TASKS:
@@ -71,7 +76,7 @@ def test_the_suite_has_forty_requests_and_chains() -> None:
 
 def test_no_request_file_name_or_answer_of_the_suite_is_in_the_runtime() -> None:
     text = runtime_text()
-    leaks = sorted(s for s in suite_strings() if re.search(r"(?<!\w)" + re.escape(s) + r"(?!\w)", text))
+    leaks = sorted(s for s in suite_strings() if appears(s, text))
     assert not leaks, f"the runtime knows these strings of the benchmark: {leaks}"
 
 
@@ -109,5 +114,5 @@ def test_no_request_file_name_or_answer_of_the_injection_bench_is_in_the_runtime
     strings = injection_strings()
     assert len(strings) >= 60
     text = runtime_text()
-    leaks = sorted(s for s in strings if re.search(r"(?<!\w)" + re.escape(s) + r"(?!\w)", text))
+    leaks = sorted(s for s in strings if appears(s, text))
     assert not leaks, f"the runtime knows these strings of the injection benchmark: {leaks}"

@@ -20,7 +20,7 @@ def birth_long_values_and_empty(run, tmp):
 
 
 def birth_a_field_no_entry_has_is_refused_with_the_fields_they_have(run, tmp):
-    contacts = [{"name": "Elena", "phones": ["+39 347"], "email": ""}, {"name": "Paolo", "phones": []}]
+    contacts = [{"name": "Ada", "phones": ["+39 347"], "email": ""}, {"name": "Bruno", "phones": []}]
     out = run({"entries": contacts, "format": "table", "fields": ["name", "phone_number"]})
     assert out["ok"] is False and out["error"]["class"] == "NoSuchField", out
     assert "'phone_number'" in out["error"]["message"] and "['name', 'phones']" in out["error"]["message"]
