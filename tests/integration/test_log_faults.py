@@ -21,6 +21,9 @@ import pytest
 from tests.support.cli_process import Home, initialised
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
+# Kills, damaged files and full disks with real processes: their own CI step (.ci/faults).
+pytestmark = pytest.mark.faults
+
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:

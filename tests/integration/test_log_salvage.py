@@ -24,6 +24,9 @@ from tests.integration.test_log_faults import add_turns, copy_of
 from tests.support.cli_process import Home, initialised
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
+# Kills, damaged files and full disks with real processes: their own CI step (.ci/faults).
+pytestmark = pytest.mark.faults
+
 READ_COMMANDS = (("turns", "list"), ("events",), ("rebuild",), ("replay", "--all"))
 
 

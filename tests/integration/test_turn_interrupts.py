@@ -17,6 +17,9 @@ import pytest
 from tests.support.cli_process import metnos_env, run, spawn, wait_for
 from tests.support.scripted_llm import ScriptedLLM, call, slow, text
 
+# Kills, damaged files and full disks with real processes: their own CI step (.ci/faults).
+pytestmark = pytest.mark.faults
+
 STALL_S = 300  # the model "thinks" far longer than any test waits
 
 

@@ -24,6 +24,9 @@ import pytest
 from tests.support.cli_process import Home, initialised, wait_for
 from tests.support.scripted_llm import Recorded, ScriptedLLM, Step, call, slow, text
 
+# Kills, damaged files and full disks with real processes: their own CI step (.ci/faults).
+pytestmark = pytest.mark.faults
+
 KILLS = 6
 SEED = 18
 

@@ -21,6 +21,9 @@ import pytest
 from tests.support.cli_process import Home, initialised
 from tests.support.scripted_llm import ScriptedLLM, call, text
 
+# Kills, damaged files and full disks with real processes: their own CI step (.ci/faults).
+pytestmark = pytest.mark.faults
+
 OLD = 978_307_200_123_456_789  # 2001-01-01, to the nanosecond
 
 
