@@ -114,6 +114,8 @@ class RuntimeConfig(BaseModel):
     grounding_reads_told: bool = setting(True, "An answer may give what the turn told the model beside the executors' "
                                                "results (a builtin's: a schedule's next firing; an action not done twice): "
                                                "the grounding check reads it.")
+    done_not_denied: bool = setting(True, "A model that repeated an action already done, and then said it could not be "
+                                          "done, is answered with what the action reported, not failed.")
     grounding_whole_asks: bool = setting(True, "An answer gives what a request for a whole asks: a total is not one "
                                                "entry's number of several, and links asked for are given as addresses.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -147,7 +149,7 @@ class RuntimeConfig(BaseModel):
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
 RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False,
                                          "grounding_reads_told": False, "unasked_end": False, "done_is_ok": False,
-                                         "grounding_whole_asks": False}
+                                         "grounding_whole_asks": False, "done_not_denied": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -641,6 +641,29 @@ def test_the_very_same_action_again_is_not_done_twice(home: Path, capsys, monkey
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_an_action_done_repeated_and_then_said_not_done_is_answered_with_what_it_did(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B deleted the Wednesday meeting, proposed the same delete again, was told it was done, and answered
+    that the steps could not be done: the turn said failed with the event gone. It is answered with what the
+    delete reported; a "could not" with no repeat, and a "could not" under the setting off, still fail."""
+    (home / "notes").mkdir()
+    shopping = home / "notes" / "shopping.md"
+    shopping.write_text("- lentils\n")
+    coffee = call("write_files", {"files": [{"path": "~/notes/shopping.md", "content": "- coffee\n", "mode": "append"}]})
+    request = "Add coffee to the end of my shopping list ~/notes/shopping.md."
+    script = [coffee, coffee, text("The user could not do the following steps: write_files.")]
+    code, out, llm = run(monkeypatch, capsys, script, request, "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert shopping.read_text() == "- lentils\n- coffee\n"
+    assert "shopping.md" in out["answer"] and "could not" not in out["answer"], out["answer"]
+    evs = events(capsys, out["turn_id"])
+    assert [c["reason"] for c in of(evs, "AnswerComposed")] == ["done_said_not_done"]
+    assert replays_clean(capsys, out["turn_id"])
+
+    shopping.write_text("- lentils\n")
+    code, out, _ = run(monkeypatch, capsys, [coffee, text("The user could not do the following steps: write_files.")], request, "--yes")
+    assert out["status"] == "failed" and out["failure"]["kind"] == "said_not_done", out
+
+
 def test_an_append_that_writes_the_list_again_appends_only_what_is_new(home: Path, capsys, monkeypatch) -> None:
     """Asked to add coffee to a list, the 1.5B appended the whole list with coffee at its end."""
     (home / "notes").mkdir()

@@ -95,6 +95,10 @@ class TurnState:
     acted: bool = False
     # The steps whose side effects ran, and every executor or builtin a step tried, by name.
     acted_steps: list[int] = field(default_factory=list)
+    # The model proposed an action that had already succeeded, the very same call: it was not run again.
+    action_repeated: bool = False
+    # ...and then said it could not be done: the answer was made from what the action reported.
+    done_told_instead: bool = False
     tried: set[str] = field(default_factory=set)
     # The model, in a request that acts, answered before any action ran and was reminded of it.
     reminded_to_act: bool = False

@@ -17,7 +17,7 @@ from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.step.piping import FROM_STEP, placeholders_in
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
 from metnos.runtime.turn.rules.provenance import builtin_provenance, scheduled_untrusted_origins
-from metnos.runtime.turn.rules.base import Answer, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
+from metnos.runtime.turn.rules.base import Answer, AnswerInstead, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
 from metnos.settings import i18n
 
@@ -228,7 +228,9 @@ def _recurring(request: str, pool: list[str]) -> str | None:
 class SaysNotDone(BaseRule):
     """An answer that says what was asked could not be done is not ``answered``: the turn fails
     with the model's own words (the 0.5B answered "The total ... could not be done", and the
-    turn said answered)."""
+    turn said answered). Unless the action was done: a model that proposed the very action that had
+    succeeded, was told it was done, and then said it could not be done (both models, deleting an event
+    and moving files) is answered with what the action reported (``[runtime] done_not_denied``)."""
     name = "says_not_done"
 
     def on_conclusion(self, answer: Answer) -> Verdict | None:
@@ -236,6 +238,14 @@ class SaysNotDone(BaseRule):
         said = admitted_failure(answer.text, [o for o in state.observations.values() if isinstance(o, dict)])
         if said is None:
             return None
+        if (answer.loop.online.config.done_not_denied and state.action_repeated and state.acted_steps
+                and not state.done_told_instead):
+            state.done_told_instead = True
+            try:
+                return AnswerInstead(answer_from_data(answer.loop, answer.turn, state, answer.request, answer.pool,
+                                                      AnswerFromData(tuple(state.acted_steps), "done_said_not_done")))
+            except EndTurn:
+                pass
         return End(FailureKind.SAID_NOT_DONE, said)
 
 

@@ -83,6 +83,7 @@ class Guards(BaseRule):
         state.guards = state.guards.record(step.number, name, args, executed=False, succeeded=False)
         if decision.outcome == REPEATED_ACTION:
             state.told[step.number] = (name, observation)
+            state.action_repeated = True
         if repeated or decision.outcome == REPEATED_ACTION:
             # The model is looping on data it has, or on an action already done: it is asked
             # once more, for words only (tool_choice "none"), to answer from what was done.
