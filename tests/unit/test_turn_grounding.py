@@ -321,3 +321,8 @@ def test_links_asked_are_given_as_addresses(request_text: str) -> None:
     saved = StepData("write_files", False, {"ok": True, "entries": [{"path": "/home/u/links.txt", "bytes": 90}]})
     assert check_answer("I saved the 2 links to ~/links.txt.", request=request_text + " and save them to ~/links.txt",
                         steps=[PAGE, saved], home="/home/u").holds
+
+
+def test_a_listing_of_several_folders_asks_no_total() -> None:
+    assert check_answer("a.mp3: 600000 bytes", request="list the files in all my folders under ~/Music with their sizes",
+                        steps=[MUSIC], home="/home/u").holds

@@ -534,7 +534,8 @@ def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]
 
 
 # "the total size", "how much space do they take", "in tutto": one number over many, which a step adds up.
-_TOTAL = re.compile(r"\b(?:total|totals|in all|altogether|combined|sum of|add(?:s|ed)? up|how much (?:disk |hard disk )?(?:space|room)"
+# ("in all" and "combined" are left out: "the files in all my folders" asks for no total.)
+_TOTAL = re.compile(r"\b(?:total|totals|altogether|sum of|add(?:s|ed)? up|how much (?:disk |hard disk )?(?:space|room)"
                     r"|totale|totali|in tutto|complessiv[aoei]\w*|somma|quanto spazio|quanto occup\w*)\b", re.IGNORECASE)
 # A step that works a number out of a list (a sum, a count) or a program that does (du, wc).
 _WORKING_VERBS = ("compute", "run")
