@@ -28,9 +28,9 @@ def executor_texts(defaults: Mapping[str, LoadedExecutor]) -> tuple[dict[str, st
     translations: dict[str, dict[str, dict[str, str]]] = {}
     for name, loaded in sorted(defaults.items()):
         manifest = loaded.manifest
-        source[key(name, "summary")] = _literal(manifest.executor.summary)
-        source[key(name, "description")] = _literal(manifest.description[i18n.SOURCE])
         english = manifest.description[i18n.SOURCE]
+        source[key(name, "summary")] = _literal(manifest.executor.summary)
+        source[key(name, "description")] = _literal(english)
         for language, text in manifest.description.items():
             made_from = manifest.translated_from.get(language)
             if language == i18n.SOURCE or made_from is None:

@@ -29,11 +29,15 @@ def catalogue(language: str = i18n.SOURCE) -> list[dict[str, Any]]:
     with wiring.boot() as rt:
         rows = catalogue_rows(rt.catalogue_state())
         if language != i18n.SOURCE:
-            texts = with_executors(i18n.load(rt.workspace.i18n_dir), rt.report.defaults)
-            for row in rows:
-                if row["current"]:
-                    row["summary"] = said(texts, row["name"], "summary", language, row["summary"])
+            _say_summaries(rows, with_executors(i18n.load(rt.workspace.i18n_dir), rt.report.defaults), language)
         return rows
+
+
+def _say_summaries(rows: list[dict[str, Any]], texts: i18n.Catalogue, language: str) -> None:
+    """The current versions' summaries in ``language``, where a fresh translation exists."""
+    for row in rows:
+        if row["current"]:
+            row["summary"] = said(texts, row["name"], "summary", language, row["summary"])
 
 
 def detail(name: str, language: str = i18n.SOURCE) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -45,9 +49,7 @@ def detail(name: str, language: str = i18n.SOURCE) -> tuple[list[dict[str, Any]]
             msg = f"there is no executor named {name!r}; see `metnos executors list`"
             raise MetnosError(msg)
         texts = with_executors(i18n.load(rt.workspace.i18n_dir), rt.report.defaults)
-        for row in rows:
-            if row["current"]:
-                row["summary"] = said(texts, name, "summary", language, row["summary"])
+        _say_summaries(rows, texts, language)
         current = rt.report.defaults.get(name)
         details = {
             e.version: {
