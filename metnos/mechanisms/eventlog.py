@@ -20,6 +20,7 @@ from uuid import UUID
 
 from eventsourcing.application import Application, ProcessingEvent
 from eventsourcing.persistence import InfrastructureFactoryError, Notification, Recording
+from eventsourcing.utils import strtobool
 
 from domain.errors import MetnosError
 from metnos.mechanisms.store.event_record import Record, record_of
@@ -28,12 +29,15 @@ from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.environment import DATA_FILE
 from metnos.mechanisms.store.errors import LogDamaged, LogUnavailable
+from metnos.mechanisms.store.shared_lock import shared_lock
 from metnos.mechanisms.store.views import UPSTREAM, ViewStore
 from metnos.mechanisms.unit_of_work import UnitOfWork
 
 DEFAULT_PERSISTENCE_MODULE = "metnos.mechanisms.store.lmdb"
 # The names the store had before the code moved into layers, as a user's environment may still say them.
 FORMER_NAMES = {"metnos.store.lmdb": DEFAULT_PERSISTENCE_MODULE, "metnos.store.compressor:ZstdCompressor": "metnos.mechanisms.store.compressor:ZstdCompressor"}
+# How long a process waits for another making the PostgreSQL tables (a first start on an empty database).
+_TABLES_WAIT_S = 120.0
 KNOWN_MODULES = ("metnos.mechanisms.store.lmdb", "eventsourcing.postgres", "eventsourcing.sqlite", "eventsourcing.popo")
 
 
@@ -54,12 +58,18 @@ class EventLog(Application[UUID]):
         settings.update({k: FORMER_NAMES[v] for k, v in settings.items() if v in FORMER_NAMES})
         if settings.get("PERSISTENCE_MODULE") == DEFAULT_PERSISTENCE_MODULE:
             _refuse_an_empty_log_with_history(self.workspace, Path(settings.get("LMDB_PATH") or self.workspace.log_dir))
+        tables_wanted = _tables_made_here(settings)
         try:
             super().__init__(env=settings)
         except InfrastructureFactoryError as e:
             module = settings.get("PERSISTENCE_MODULE", "")
             msg = f"PERSISTENCE_MODULE={module!r} is not a usable persistence module; use one of: {', '.join(KNOWN_MODULES)}"
             raise LogConfigError(msg) from e
+        if tables_wanted:
+            # Processes making the tables at once fail all but one ("relation already exists", "tuple
+            # concurrently updated" on CREATE OR REPLACE FUNCTION): one at a time across every process of the log.
+            with shared_lock(self, "tables", wait_s=_TABLES_WAIT_S):
+                self.recorder.create_table()
         # thread id -> the unit of work open in it (unit_of_work)
         self._units: dict[int, UnitOfWork] = {}
         self._units_lock = threading.Lock()
@@ -341,6 +351,17 @@ def _refuse_an_empty_log_with_history(workspace: Workspace, log_path: Path) -> N
             f"Restore {data_file} from a backup; to start over on purpose, move {workspace.data_dir} aside and run `metnos init`"
         )
         raise LogDamaged(msg)
+
+
+def _tables_made_here(settings: dict[str, str]) -> bool:
+    """Whether the log's PostgreSQL tables are to be made; if so, ``settings`` now tells eventsourcing not to
+    make them, for EventLog makes them under a lock every process shares."""
+    if settings.get("PERSISTENCE_MODULE") != "eventsourcing.postgres":
+        return False
+    said = next((where[name] for name in (f"{EventLog.name.upper()}_CREATE_TABLE", "CREATE_TABLE")
+                 for where in (settings, os.environ) if name in where), "yes")
+    settings["CREATE_TABLE"] = settings[f"{EventLog.name.upper()}_CREATE_TABLE"] = "no"
+    return strtobool(said)
 
 
 def _defaults(workspace: Workspace) -> dict[str, str]:

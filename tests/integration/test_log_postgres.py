@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from datetime import datetime, timezone
 from uuid import uuid4
 
@@ -11,6 +12,7 @@ from eventsourcing.tests import application as application_contract
 
 from domain.base import Created, MetnosAggregate
 from metnos.mechanisms.eventlog import EventLog
+from tests.support.shared_log import fresh_database
 
 pytestmark = pytest.mark.postgres
 
@@ -54,3 +56,31 @@ def test_the_metnos_log_switches_to_postgres_by_environment_alone(metnos_home, p
     finally:
         log.close()
     assert os.environ["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
+
+
+def test_processes_starting_at_once_on_an_empty_database_all_open_the_log(metnos_home, postgres_env) -> None:
+    # Each process makes the tables when it opens the log; made by several at once, PostgreSQL failed all but
+    # one with "tuple concurrently updated" (a CI run's four `metnos ask` at once). Threads race the same way.
+    openers = 6
+    for _ in range(3):
+        with fresh_database(postgres_env) as database:
+            start, opened, failed = threading.Barrier(openers), [], []
+
+            def open_log() -> None:
+                start.wait()
+                try:
+                    opened.append(EventLog(env=database))
+                except Exception as e:  # noqa: BLE001 - the failure is what the test reports
+                    failed.append(repr(e))
+
+            threads = [threading.Thread(target=open_log) for _ in range(openers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(120)
+            for log in opened:
+                note = Note._create(Note.Written, id=uuid4(), text="hello", timestamp=datetime(2026, 11, 22, tzinfo=timezone.utc))
+                log.save(note)
+                log.close()
+            assert failed == [], failed
+            assert len(opened) == openers
