@@ -325,14 +325,17 @@ class Turn(MetnosAggregate):
         """The answer did not hold up against the turn's results: ``unmatched``
         are its parts found in no step's result nor in the request, ``exactness``
         why it does not meet an exact ask ("" when it does), ``denied`` the files
-        it says are missing or unreadable although a step read them. The model
-        is told once; a second such answer ends the turn unverified."""
+        it says are missing or unreadable although a step read them, ``bare`` why
+        an answer that names nothing the steps found cannot stand after the model
+        was stopped for repeating itself. The model is told once; a second such
+        answer ends the turn unverified."""
 
         round: int
         text: str
         unmatched: list
         exactness: str
         denied: list | None = None
+        bare: str | None = None
 
     class AnswerComposed(DomainEvent):
         """Metnos, not the model, wrote the answer: from what ``from_steps`` produced

@@ -118,6 +118,9 @@ class RuntimeConfig(BaseModel):
                                           "done, is answered with what the action reported, not failed.")
     grounding_whole_asks: bool = setting(True, "An answer gives what a request for a whole asks: a total is not one "
                                                "entry's number of several, and links asked for are given as addresses.")
+    grounding_after_loop: bool = setting(True, "An answer the model gives once stopped for repeating itself must name something "
+                                               "the steps found: one that names nothing (\"nothing changed\", with no step that "
+                                               "looked) is not answered.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -149,7 +152,8 @@ class RuntimeConfig(BaseModel):
 # What a [runtime] recorded before a role existed ran without: replay reads it so.
 RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False,
                                          "grounding_reads_told": False, "unasked_end": False, "done_is_ok": False,
-                                         "grounding_whole_asks": False, "done_not_denied": False}
+                                         "grounding_whole_asks": False, "done_not_denied": False,
+                                         "grounding_after_loop": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

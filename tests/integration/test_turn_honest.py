@@ -748,3 +748,31 @@ def test_an_answer_may_say_what_the_turn_told_of_an_action_not_done_twice(home: 
                        "Add coffee to the end of my shopping list ~/notes/shopping.md.", "--yes")
     assert (code, out["status"]) == (0, "answered"), out
     assert replays_clean(capsys, out["turn_id"])
+
+
+def test_words_after_a_loop_that_name_nothing_found_are_not_answered(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B, asked what changed in a git repository, listed the folder, filtered the list three times,
+    was stopped for repeating itself, and answered "The last commit ... did not change any files." with no
+    step that asked git: answered, and wrong. Words that name nothing the steps found, after a loop, are not
+    answered; words that name what a step found are; and under the setting off the turn said answered."""
+    plants = home / "code" / "plants"
+    plants.mkdir(parents=True)
+    for name in ("roses.txt", "tulips.md"):
+        (plants / name).write_text("spring\n")
+    listing = call("find_files", {"base_path": "~/code/plants"})
+    nothing = text("Nothing is different since the last commit.")
+    request = "what is different in the git repo ~/code/plants since my last commit?"
+    code, out, llm = run(monkeypatch, capsys, [listing, listing, nothing, nothing], request)
+    assert out["status"] == "unverified", out
+    evs = events(capsys, out["turn_id"])
+    assert [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")] == ["duplicate_read", "duplicate_read_repeated"]
+    assert [u.get("bare", "") != "" for u in of(evs, "AnswerUngrounded")] == [True, True], of(evs, "AnswerUngrounded")
+    assert "repeating itself" in of(evs, "AnswerUngrounded")[0]["bare"]
+    assert replays_clean(capsys, out["turn_id"])
+
+    named = text("The repository holds tulips.md and roses.txt.")
+    code, out, _ = run(monkeypatch, capsys, [listing, listing, named], request)
+    assert out["status"] == "answered", out
+
+    code, out, _ = run(monkeypatch, capsys, [listing, listing, nothing], request, "--set", "grounding_after_loop=false")
+    assert out["status"] == "answered" and out["answer"] == "Nothing is different since the last commit.", out

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.runtime.turn.grounding import ExactAsk, Grounding, StepData, check_answer, exact_ask, repair_prompt, sort_key, working_out_call
+from metnos.runtime.turn.grounding import (ExactAsk, Grounding, StepData, after_a_loop, check_answer, claims, exact_ask, repair_prompt, sort_key,
+                                          working_out_call)
 
 DIARY = {"ok": True, "entries": [{"path": "~/notes/diary.md", "content": "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n",
                                   "size": 44, "truncated": False}]}
@@ -326,3 +327,15 @@ def test_links_asked_are_given_as_addresses(request_text: str) -> None:
 def test_a_listing_of_several_folders_asks_no_total() -> None:
     assert check_answer("a.mp3: 600000 bytes", request="list the files in all my folders under ~/Music with their sizes",
                         steps=[MUSIC], home="/home/u").holds
+
+
+@pytest.mark.parametrize(("answer", "bare"), [
+    ("The last commit in the repository did not change any files.", True),
+    ("Nothing is different.", True),
+    ("The folder has 3 files.", False),
+    ("It holds tulips.md.", False),
+    ('The first line is "spring".', False),
+])
+def test_an_answer_after_a_loop_must_name_something_to_check(answer: str, bare: bool) -> None:
+    assert (after_a_loop(answer) != "") is bare
+    assert (claims(answer) == []) is bare

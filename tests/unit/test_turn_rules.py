@@ -64,7 +64,8 @@ class Loop:
         self.judge = SimpleNamespace(applies=lambda *a, **k: False)
         self.online = SimpleNamespace(config=SimpleNamespace(mnest_hint=False, unasked_options=True, schedule_closes_turn=True,
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
-                                                              grounding_whole_asks=True, done_not_denied=True))
+                                                              grounding_whole_asks=True, done_not_denied=True,
+                                                              grounding_after_loop=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
         self.shown_home = HOME

@@ -85,10 +85,12 @@ class Grounding:
     exactness: str = ""
     # What the answer says is missing or unreadable although a step read it.
     denied: tuple[str, ...] = ()
+    # Why an answer that names nothing to check cannot stand (empty when it can).
+    bare: str = ""
 
     @property
     def holds(self) -> bool:
-        return not self.unmatched and not self.exactness and not self.denied
+        return not self.unmatched and not self.exactness and not self.denied and not self.bare
 
     def problems(self) -> list[str]:
         named = ", ".join(f"{part!r}" for part in self.unmatched[:MAX_NAMED])
@@ -100,6 +102,8 @@ class Grounding:
             out.append(self.exactness)
         if self.denied:
             out.append(i18n.english("turn.grounding.denied", said=", ".join(repr(d) for d in self.denied[:MAX_NAMED])))
+        if self.bare:
+            out.append(self.bare)
         return out
 
     def summary(self) -> str:
@@ -109,6 +113,8 @@ class Grounding:
         out: dict[str, Any] = {"unmatched": list(self.unmatched), "exactness": self.exactness}
         if self.denied:
             out["denied"] = list(self.denied)
+        if self.bare:
+            out["bare"] = self.bare
         return out
 
 
@@ -363,6 +369,19 @@ def _claims_unmatched(answer: str, known: _Known, names: Collection[str] = ()) -
         if not known.has_number(value, about_time=about_time) and not known.has_number(abs(value), about_time=about_time):
             miss(raw)
     return unmatched
+
+
+def claims(answer: str, names: Collection[str] = ()) -> list[str]:
+    """What in ``answer`` the grounding check looks for in the steps' results: addresses, paths,
+    quotations, list items, names and numbers (none in "The last commit did not change any files.")."""
+    return _claims_unmatched(answer, _Known((), (), ""), names)
+
+
+def after_a_loop(answer: str, names: Collection[str] = ()) -> str:
+    """Why an answer the model gave once stopped for repeating itself cannot stand: it names nothing
+    the steps found, so nothing in it can be checked (the 1.5B, looping on a folder's listing with no
+    step that asked git, answered "The last commit ... did not change any files."); "" when it names something."""
+    return "" if claims(answer, names) else i18n.english("turn.grounding.bare_after_loop")
 
 
 def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_computed: _Known, *, wanted: str | None = None) -> str:

@@ -88,6 +88,7 @@ class Guards(BaseRule):
             # The model is looping on data it has, or on an action already done: it is asked
             # once more, for words only (tool_choice "none"), to answer from what was done.
             state.final_only = True
+            state.looped = True
             return Settle(observation)
         if decision.ends_turn:
             kind = FailureKind.CAP_STEPS if decision.outcome == "cap_steps" else FailureKind.CAP_SAME_EXECUTOR
@@ -118,6 +119,7 @@ class RepeatedFailure(BaseRule):
         state.guards = state.guards.record(step.number, step.name, step.args, executed=False, succeeded=False)
         if again:
             state.final_only = True
+            state.looped = True
         return Settle(observation)
 
     def on_observation(self, step: Step) -> None:

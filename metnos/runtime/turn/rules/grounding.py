@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import AssistantMessage, ToolCall, UserMessage
 from metnos.runtime.turn.composing import listing, textual, worked_out
 from metnos.runtime.turn.conversation import EARLIER_DATA, earlier_data
-from metnos.runtime.turn.grounding import StepData, check_answer, repair_prompt, sort_key, superlative_order, working_out_call
+from metnos.runtime.turn.grounding import StepData, after_a_loop, check_answer, repair_prompt, sort_key, superlative_order, working_out_call
 from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.rules.answers import answer_from_data
 from metnos.runtime.turn.rules.base import Answer, AnswerInstead, BaseRule, SendBack, Step, Unfounded, Verdict
@@ -39,11 +40,15 @@ class Grounded(BaseRule):
         # A scheduled request's "first line" is worked out by the schedule at each run, not by this turn.
         grounding = check_answer(answer.text, request=answer.request.text, steps=[*earlier, *steps, *told], home=loop.shown_home, exact=not state.scheduled,
                                  names=loop.catalogue.machine_names, whole=loop.online.config.grounding_whole_asks)
+        if (grounding.holds and state.looped and not state.acted and answer.source == "model"
+                and loop.online.config.grounding_after_loop):
+            grounding = replace(grounding, bare=after_a_loop(answer.text, loop.catalogue.machine_names))
         if grounding.holds:
             return None
         answer.record(Turn.AnswerUngrounded, round=state.round, text=answer.text[:2000],
                       unmatched=list(grounding.unmatched), exactness=grounding.exactness,
-                      **({"denied": list(grounding.denied)} if grounding.denied else {}))
+                      **({"denied": list(grounding.denied)} if grounding.denied else {}),
+                      **({"bare": grounding.bare} if grounding.bare else {}))
         if answer.repairable and not state.grounding_repaired:
             state.grounding_repaired = True
             hint = None
@@ -58,7 +63,7 @@ class Grounded(BaseRule):
             worked = work_out(answer)
             if worked is not None:
                 return AnswerInstead(worked)
-        if state.answer_from and not grounding.exactness and not state.answered_from_data:
+        if state.answer_from and not grounding.exactness and not grounding.bare and not state.answered_from_data:
             # It asked twice for data the turn holds, then said what that data does not (the 1.5B read a
             # file, then answered that it did not exist): the answer is the data, where data answers.
             state.answered_from_data = True
