@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_process import metnos_env, run
-from tests.support.layouts import LAYOUTS, apply_layout, layout_env
+from tests.support.layouts import LAYOUTS, apply_layout
 from tests.support.postgres import postgres_server
+from tests.support.workspace_template import template
 
 
 @pytest.fixture(scope="session")
@@ -62,28 +62,9 @@ def layout(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def initialised_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """A folder per layout holding what `metnos init` leaves (user home and workspace), made once.
-
-    `init` signs the seeds and runs their birth tests in bubblewrap: seconds each time, and
-    some four hundred tests start from an initialised workspace. The workspace holds no path
-    of its own (the log records digests and the sandbox's fingerprint, not folders), so a copy
-    is the workspace `init` would have made there; its births are taken as the log records them.
-    METNOS_TEST_FRESH_INIT=1 runs `init` for every test instead.
-    """
-    made: dict[str, Path] = {}
-    # The session's environment, not the one a test's own fixtures will have patched by then.
-    session_env = dict(os.environ)
-
-    def template(layout: str) -> Path:
-        if layout not in made:
-            root = tmp_path_factory.mktemp(f"initialised-{layout}")
-            env = metnos_env(layout_env(layout, root, session_env))
-            done = run(["init"], env)
-            assert done.returncode == 0, f"metnos init failed in the {layout} layout:\n{done.stderr}"
-            made[layout] = root
-        return made[layout]
-
+def initialised_workspace() -> Callable[[str], Path]:
+    """A folder per layout holding what `metnos init` leaves (user home and workspace), made once
+    a test process (tests/support/workspace_template.py)."""
     return template
 
 

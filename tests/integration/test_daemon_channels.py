@@ -25,6 +25,7 @@ from tests.support.daemon_process import start_daemon
 from tests.support.fake_telegram import FakeBotAPI
 from tests.support.layouts import layout_env
 from tests.support.scripted_llm import ScriptedLLM, call, text
+from tests.support.workspace_template import initialise
 
 pytestmark = pytest.mark.bwrap
 
@@ -37,7 +38,7 @@ def test_the_daemon_serves_a_telegram_chat_and_an_mcp_client(tmp_path: Path, lay
     with FakeBotAPI(TOKEN) as bot, ScriptedLLM(script) as llm:
         env = metnos_env(layout_env(layout, tmp_path, os.environ), METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted",
                          METNOS_TEST_BOT_TOKEN=TOKEN)
-        assert run(["init"], env).returncode == 0
+        initialise(env)
         workspace = Workspace.from_env(env)
         workspace.config_file.write_text(
             f'[telegram]\ntoken_env = "METNOS_TEST_BOT_TOKEN"\nallowed_chats = [{CHAT}]\nbase_url = "{bot.url}"\npoll_timeout_s = 1\n')

@@ -40,6 +40,7 @@ from tests.support.daemon_process import start_daemon
 from tests.support.fake_telegram import FakeBotAPI
 from tests.support.layouts import layout_env
 from tests.support.scripted_llm import ScriptedLLM, call, slow, text
+from tests.support.workspace_template import initialise
 
 pytestmark = pytest.mark.bwrap
 
@@ -175,7 +176,7 @@ def test_sigterm_mid_turn_stops_cleanly_and_the_next_start_delivers_each_queued_
     with FakeBotAPI(TOKEN) as bot, ScriptedLLM(script) as llm:
         env = metnos_env(layout_env("metnos_home", tmp_path, os.environ), METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted",
                          **{TOKEN_ENV: TOKEN})
-        assert run(["init"], env).returncode == 0
+        initialise(env)
         Workspace.from_env(env).config_file.write_text(telegram_config(bot))
         bot.down = True
         daemon = start_daemon(env)

@@ -30,6 +30,7 @@ from tests.support.daemon_process import RunningDaemon, start_daemon
 from tests.support.fake_telegram import FakeBotAPI
 from tests.support.layouts import layout_env
 from tests.support.scripted_llm import ScriptedLLM, call, text
+from tests.support.workspace_template import initialise
 
 pytestmark = pytest.mark.bwrap
 
@@ -182,7 +183,7 @@ def dialog_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ru
     root = tmp_path_factory.mktemp("dialog-daemon")
     with ScriptedLLM() as llm:
         env = metnos_env(layout_env("xdg", root, os.environ), METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted")
-        assert run(["init"], env).returncode == 0
+        initialise(env)
         Workspace.from_env(env).config_file.write_text(f"[daemon]\napproval_timeout_s = {DAEMON_WAIT_S}\n")
         running = start_daemon(env)
         try:

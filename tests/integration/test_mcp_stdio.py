@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.support.cli_process import metnos_env
 from tests.support.layouts import layout_env
+from tests.support.workspace_template import initialise
 
 pytestmark = pytest.mark.bwrap
 
@@ -62,7 +63,7 @@ def _outbox(env: dict[str, str]) -> list[Path]:
 
 def test_an_mcp_client_lists_calls_and_is_refused_outside_a_grant(tmp_path: Path, layout: str) -> None:
     env = _env(tmp_path, layout)
-    _metnos(env, "init")
+    initialise(env)
 
     async def session() -> tuple[Any, Any, Any]:
         async with Client(_server(env)) as client:
@@ -112,7 +113,7 @@ def test_an_mcp_client_lists_calls_and_is_refused_outside_a_grant(tmp_path: Path
 def test_an_action_runs_only_when_the_elicitation_approves_it(tmp_path: Path, mode: str) -> None:
     """2026-07-28 clients answer through InputRequiredResult, older ones through elicitation/create."""
     env = _env(tmp_path, "metnos_home")
-    _metnos(env, "init")
+    initialise(env)
     asked: list[str] = []
     answers = iter([True, False])
 
@@ -150,7 +151,7 @@ def test_an_action_runs_only_when_the_elicitation_approves_it(tmp_path: Path, mo
 def test_a_client_cannot_forge_or_reuse_an_approval(tmp_path: Path) -> None:
     """The hostile client of the 2026-07-28 flow: it drives the retries itself, with answers it made up."""
     env = _env(tmp_path, "metnos_home")
-    _metnos(env, "init")
+    initialise(env)
     harmless = {"messages": [{"to_user": "me", "body": "hello"}]}
     other = {"messages": [{"to_user": "boss", "body": "I quit"}]}
     yes = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
@@ -186,7 +187,7 @@ def test_a_client_cannot_forge_or_reuse_an_approval(tmp_path: Path) -> None:
 def test_an_mcp_write_is_a_turn_listed_replayed_and_undone(tmp_path: Path) -> None:
     """Issue 35 item 3: a tool call from an MCP client is a turn like any other, on the mcp channel."""
     env = _env(tmp_path, "metnos_home")
-    _metnos(env, "init")
+    initialise(env)
     target = Path(env["HOME"]) / "from-mcp.txt"
     target.write_text("before\n")
     args = {"files": [{"path": str(target), "content": "after\n", "mode": "overwrite"}]}

@@ -41,6 +41,7 @@ from tests.support.daemon_process import RunningDaemon, start_daemon
 from tests.support.fake_telegram import FakeBotAPI
 from tests.support.layouts import layout_env
 from tests.support.scripted_llm import ScriptedLLM, call, text
+from tests.support.workspace_template import initialise
 
 pytestmark = pytest.mark.bwrap
 
@@ -66,7 +67,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM, bot: Fake
     root = tmp_path_factory.mktemp("inbox-everywhere")
     env = metnos_env(layout_env("metnos_home", root, os.environ), METNOS_LLM_URL=llm.url, METNOS_LLM_MODEL="scripted",
                      **{TOKEN_ENV: TOKEN})
-    assert run(["init"], env).returncode == 0
+    initialise(env)
     config = Workspace.from_env(env).config_file
     config.parent.mkdir(parents=True, exist_ok=True)
     # Two quick tries before a message is given up; the scheduler's messages go to the chat ("me").

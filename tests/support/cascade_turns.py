@@ -26,6 +26,7 @@ from metnos.runtime.turn.loop import TurnLoop, TurnRequest
 from metnos.runtime.turn.session import LogSink, guard_policy, plan_port, policy_checker, turn_catalogue
 from metnos.settings import load_turn_settings
 from tests.support.turn_ports import InProcessPorts
+from tests.support.workspace_template import initialise
 
 _spec = importlib.util.spec_from_file_location("read_files_main", Path(__file__).resolve().parents[2] / "executors" / "read_files" / "main.py")
 read_files = importlib.util.module_from_spec(_spec)
@@ -36,7 +37,6 @@ _calls = itertools.count(1)
 @contextmanager
 def initialised_runtime(root: Path) -> Iterator[Any]:
     """A runtime on a workspace `metnos init` made under ``root``, HOME ``root/user`` with a notes folder."""
-    from metnos.adapters.cli import main
     from metnos.runtime.booted import Runtime
 
     saved = {k: os.environ.get(k) for k in ("METNOS_HOME", "HOME")}
@@ -44,7 +44,7 @@ def initialised_runtime(root: Path) -> Iterator[Any]:
     os.environ["HOME"] = str(root / "user")
     (root / "user" / "notes").mkdir(parents=True)
     try:
-        assert main(["init"]) == 0
+        initialise(os.environ)
         runtime = Runtime.boot(birth=False)
         try:
             yield runtime

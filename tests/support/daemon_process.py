@@ -17,6 +17,7 @@ import pytest
 from tests.support.cli_process import metnos_env, run, spawn, wait_for
 from tests.support.layouts import LAYOUTS, layout_env
 from tests.support.scripted_llm import ScriptedLLM
+from tests.support.workspace_template import initialise
 
 
 @dataclass
@@ -74,8 +75,7 @@ def start_daemon(env: Mapping[str, str], flags: tuple[str, ...] = QUICK) -> Runn
 def daemon_in_layout(layout: str, root: Path, llm_url: str) -> Iterator[RunningDaemon]:
     """A fresh workspace in ``layout`` under ``root`` (``metnos init``), its daemon asking the LLM at ``llm_url``."""
     env = metnos_env(layout_env(layout, root, os.environ), METNOS_LLM_URL=llm_url, METNOS_LLM_MODEL="scripted")
-    done = run(["init"], env)
-    assert done.returncode == 0, done.stderr
+    initialise(env)
     running = start_daemon(env)
     try:
         yield running

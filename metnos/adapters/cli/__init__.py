@@ -12,30 +12,28 @@ from collections.abc import Sequence
 from eventsourcing.persistence import MapperDeserialisationError, PersistenceError
 
 import metnos
-from metnos.adapters.cli import events_cmd, init_cmd
 from domain.errors import MetnosError
 from metnos.services.interrupts import InterruptGate, Interrupted
 from metnos.settings import i18n
 from metnos.settings.loader import LEAVES, Flag, Loaded, installed, load, runtime_flags, unknown_variables
 
-COMMANDS = [init_cmd, events_cmd]
+# A sub-command's module is named after it: ``metnos ask`` is metnos/adapters/cli/ask_cmd.py.
+COMMANDS = ("init", "events", "executors", "sandbox", "model", "ask", "turns", "replay", "rebuild", "undo", "mnestome",
+            "plans", "schedule", "daemon", "config", "mcp", "synt", "skills", "calendar", "mail", "log", "i18n",
+            "telegram", "pair", "devices", "device", "inbox")
 
 
-def _optional_commands() -> list:
-    """Sub-commands whose modules land with their own capability."""
-    found = []
-    for name in ("executors_cmd", "sandbox_cmd", "model_cmd", "ask_cmd", "turns_cmd", "replay_cmd", "rebuild_cmd", "undo_cmd", "mnestome_cmd", "plans_cmd", "schedule_cmd", "daemon_cmd", "config_cmd", "mcp_cmd", "synt_cmd", "skills_cmd", "calendar_cmd", "mail_cmd", "log_cmd", "i18n_cmd", "telegram_cmd", "pair_cmd", "devices_cmd", "device_cmd", "inbox_cmd"):
-        try:
-            module = __import__(f"metnos.adapters.cli.{name}", fromlist=["register"])
-        except ModuleNotFoundError as e:
-            if e.name != f"metnos.adapters.cli.{name}":
-                raise
-            continue
-        found.append(module)
-    return found
+def command_modules(argv: Sequence[str]) -> list:
+    """The modules whose sub-commands the parser needs for ``argv``: only the one it names, when it names one
+    (each module imports what its command runs on, and a command should not pay for all of them at start);
+    every one for ``--help``, no command, or a word that is none (argparse then lists them all)."""
+    named = next((a for a in argv if not a.startswith("-")), None)
+    wanted = [named] if named in COMMANDS else list(COMMANDS)
+    return [__import__(f"metnos.adapters.cli.{name}_cmd", fromlist=["register"]) for name in wanted]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``metnos`` parser, with the sub-commands ``argv`` needs (all of them when it is None)."""
     # argparse says its own words (usage:, options, its errors) through the translation function it
     # looks up as ``argparse._`` at each call: ours says them in the command's language.
     argparse._ = _said_text  # type: ignore[attr-defined]
@@ -43,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="on an unexpected error, show its traceback (or set METNOS_DEBUG=1)")
     parser.add_argument("--version", action="version", version=f"metnos {metnos.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMANDS + _optional_commands():
+    for module in command_modules(() if argv is None else argv):
         module.register(sub)
     _translate_help(parser)
     return parser
@@ -85,7 +83,8 @@ _said_error = i18n.said_error_or_as_raised
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     # SIGINT and SIGTERM become Interrupted; a turn defers them to a safe point.
     args.interrupts = InterruptGate()
