@@ -760,7 +760,7 @@ def test_words_after_a_loop_that_name_nothing_found_are_not_answered(home: Path,
     for name in ("roses.txt", "tulips.md"):
         (plants / name).write_text("spring\n")
     listing = call("find_files", {"base_path": "~/code/plants"})
-    nothing = text("Nothing is different since the last commit.")
+    nothing = text("Nothing in ~/code/plants is different since the last commit.")
     request = "what is different in the git repo ~/code/plants since my last commit?"
     code, out, llm = run(monkeypatch, capsys, [listing, listing, nothing, nothing], request)
     assert out["status"] == "unverified", out
@@ -775,4 +775,4 @@ def test_words_after_a_loop_that_name_nothing_found_are_not_answered(home: Path,
     assert out["status"] == "answered", out
 
     code, out, _ = run(monkeypatch, capsys, [listing, listing, nothing], request, "--set", "grounding_after_loop=false")
-    assert out["status"] == "answered" and out["answer"] == "Nothing is different since the last commit.", out
+    assert out["status"] == "answered" and out["answer"] == "Nothing in ~/code/plants is different since the last commit.", out

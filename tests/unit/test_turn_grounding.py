@@ -331,11 +331,21 @@ def test_a_listing_of_several_folders_asks_no_total() -> None:
 
 @pytest.mark.parametrize(("answer", "bare"), [
     ("The last commit in the repository did not change any files.", True),
+    ("The last commit in the ~/code/plants repository did not change any files.", True),  # the request's path only
     ("Nothing is different.", True),
-    ("The folder has 3 files.", False),
+    ("The folder has 2 files.", False),
     ("It holds tulips.md.", False),
     ('The first line is "spring".', False),
+    ("The folder has 7 files.", True),  # a number no step gave is not something a step found
 ])
-def test_an_answer_after_a_loop_must_name_something_to_check(answer: str, bare: bool) -> None:
-    assert (after_a_loop(answer) != "") is bare
-    assert (claims(answer) == []) is bare
+def test_an_answer_after_a_loop_must_name_something_a_step_found(answer: str, bare: bool) -> None:
+    listing = {"ok": True, "entries": [{"path": "/home/u/code/plants/tulips.md", "name": "tulips.md", "first": "spring"},
+                                       {"path": "/home/u/code/plants/roses.txt", "name": "roses.txt", "first": "spring"}]}
+    steps = [StepData("find_files", False, listing)]
+    request = "what changed in the git repo ~/code/plants since my last commit?"
+    assert (after_a_loop(answer, request, steps, home="/home/u") != "") is bare
+
+
+def test_what_an_answer_names_to_check() -> None:
+    assert claims("The last commit did not change any files.") == []
+    assert claims("It holds tulips.md, 3 of them.") == ["tulips.md", "3"]

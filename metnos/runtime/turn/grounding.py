@@ -377,11 +377,18 @@ def claims(answer: str, names: Collection[str] = ()) -> list[str]:
     return _claims_unmatched(answer, _Known((), (), ""), names)
 
 
-def after_a_loop(answer: str, names: Collection[str] = ()) -> str:
-    """Why an answer the model gave once stopped for repeating itself cannot stand: it names nothing
-    the steps found, so nothing in it can be checked (the 1.5B, looping on a folder's listing with no
-    step that asked git, answered "The last commit ... did not change any files."); "" when it names something."""
-    return "" if claims(answer, names) else i18n.english("turn.grounding.bare_after_loop")
+def after_a_loop(answer: str, request: str, steps: Sequence[StepData], *, home: str = "", names: Collection[str] = ()) -> str:
+    """Why an answer the model gave once stopped for repeating itself cannot stand: it names nothing the
+    steps found beyond what the request said (the 1.5B, looping on a folder's listing with no step that
+    asked git, answered "The last commit in the ~/projects/garden repository did not change any files.");
+    "" when it names something a step found."""
+    observations = [s.observation for s in steps]
+    in_steps = _Known([leaf for obs in observations for leaf in leaves(obs)],
+                      [float(n) for obs in observations for n in _lengths(obs)], home)
+    not_in_steps = _claims_unmatched(answer, in_steps, names)
+    not_asked = _claims_unmatched(answer, _Known([request], (), home), names)
+    found = [c for c in not_asked if c not in not_in_steps]
+    return "" if found else i18n.english("turn.grounding.bare_after_loop")
 
 
 def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_computed: _Known, *, wanted: str | None = None) -> str:

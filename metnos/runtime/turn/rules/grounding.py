@@ -42,7 +42,8 @@ class Grounded(BaseRule):
                                  names=loop.catalogue.machine_names, whole=loop.online.config.grounding_whole_asks)
         if (grounding.holds and state.looped and not state.acted and answer.source == "model"
                 and loop.online.config.grounding_after_loop):
-            grounding = replace(grounding, bare=after_a_loop(answer.text, loop.catalogue.machine_names))
+            grounding = replace(grounding, bare=after_a_loop(answer.text, answer.request.text, [*earlier, *steps, *told],
+                                                             home=loop.shown_home, names=loop.catalogue.machine_names))
         if grounding.holds:
             return None
         answer.record(Turn.AnswerUngrounded, round=state.round, text=answer.text[:2000],
