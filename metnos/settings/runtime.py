@@ -121,6 +121,8 @@ class RuntimeConfig(BaseModel):
     grounding_after_loop: bool = setting(True, "An answer the model gives once stopped for repeating itself must name something "
                                                "the steps found: one that names nothing (\"nothing changed\", with no step that "
                                                "looked) is not answered.")
+    grounding_quoted_names: bool = setting(True, "A tool's name in quotes in an answer (the tool \"write_files\") is the turn's "
+                                                 "own, as it is unquoted, not a claim about the data.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -153,7 +155,7 @@ class RuntimeConfig(BaseModel):
 RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False,
                                          "grounding_reads_told": False, "unasked_end": False, "done_is_ok": False,
                                          "grounding_whole_asks": False, "done_not_denied": False,
-                                         "grounding_after_loop": False}
+                                         "grounding_after_loop": False, "grounding_quoted_names": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

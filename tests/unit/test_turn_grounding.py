@@ -83,6 +83,12 @@ def test_a_machine_name_must_be_in_a_result_the_request_or_the_tools_names() -> 
     named = "read_files is out of service; its max_bytes could not be set."
     assert check_answer(named, request="x", steps=[], names={"read_files", "max_bytes"}).holds
     assert check_answer(named, request="x", steps=[], names={"read_files"}).unmatched == ("max_bytes",)
+    # Named in quotes too: the 1.5B's 'The tool "write_files" was called twice' was held unverified.
+    quoted = 'The list now holds coffee. The tool "write_files" was called twice.'
+    coffee = StepData("read_files", False, {"ok": True, "content": "coffee"})
+    assert check_answer(quoted, request="x", steps=[coffee], names={"write_files"}).holds
+    assert check_answer(quoted, request="x", steps=[coffee], names=set()).unmatched == ("write_files",)
+    assert check_answer(quoted, request="x", steps=[coffee], names={"write_files"}, quoted_names=False).unmatched == ("write_files",)
 
 
 def test_a_clock_reading_may_be_said_on_the_twelve_hour_clock_but_not_changed() -> None:

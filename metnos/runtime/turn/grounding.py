@@ -329,7 +329,7 @@ def _item_found(item: str, known: _Known) -> bool:
     return bool(words) and len(words & known.tokens) >= max(1, (2 * len(words) + 2) // 3)
 
 
-def _claims_unmatched(answer: str, known: _Known, names: Collection[str] = ()) -> list[str]:
+def _claims_unmatched(answer: str, known: _Known, names: Collection[str] = (), *, quoted_names: bool = True) -> list[str]:
     unmatched: list[str] = []
 
     def miss(part: str) -> None:
@@ -351,6 +351,8 @@ def _claims_unmatched(answer: str, known: _Known, names: Collection[str] = ()) -
             miss(path)
     for quote in _quotes(rest):
         covered.append(quote)
+        if quoted_names and quote in names:
+            continue  # a tool named in quotes ("the tool \"write_files\" was called twice"), as named bare below
         # A quotation is verbatim: found as it is, or every word of it found.
         if not known.has_text(quote) and not (content_tokens(quote) and content_tokens(quote) <= known.tokens):
             miss(quote)
@@ -616,17 +618,18 @@ def _against_no_link(request: str, answer: str, steps: Sequence[StepData]) -> st
 
 
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
-                 names: Collection[str] = (), whole: bool = True) -> Grounding:
+                 names: Collection[str] = (), whole: bool = True, quoted_names: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
-    ``whole`` False for a turn recorded before a total and links were checked as wholes."""
+    ``whole`` False for a turn recorded before a total and links were checked as wholes, ``quoted_names`` False
+    for one recorded before a tool named in quotes was the turn's own."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
     counts = [n for obs in observations for n in _lengths(obs)]
     known = _Known(texts, [float(n) for n in counts], home)
-    unmatched = _claims_unmatched(answer, known, names)
+    unmatched = _claims_unmatched(answer, known, names, quoted_names=quoted_names)
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
