@@ -188,7 +188,8 @@ class TurnLoop:
                     self.online.escalate(turn, state, request, pool, f"the local loop ended: {end.kind.value} ({end.detail})")
                     continue
                 if answer is not None:
-                    outcome = self._conclude(turn, state, request, pool, messages, answer, repairable=source != "data" and state.plan is None)
+                    outcome = self._conclude(turn, state, request, pool, messages, answer, source=source,
+                                             repairable=source != "data" and state.plan is None)
                     if outcome is not None:
                         return outcome
         except EndTurn as end:
@@ -323,15 +324,16 @@ class TurnLoop:
 
     # The end ---------------------------------------------------------------
     def _conclude(self, turn: Turn, state: TurnState, request: TurnRequest, pool: list[str], messages: list[Message], text: str,
-                  *, repairable: bool) -> TurnOutcome | None:
-        """``answered`` only for an answer the rules let stand; None: the turn goes on."""
-        verdict = self._walk("on_conclusion", Answer(self, turn, state, request, pool, messages, text, repairable=repairable))
+                  *, source: str, repairable: bool) -> TurnOutcome | None:
+        """``answered`` only for an answer the rules let stand (``source``: who proposed it, model, plan or
+        data); None: the turn goes on."""
+        verdict = self._walk("on_conclusion", Answer(self, turn, state, request, pool, messages, text, source, repairable=repairable))
         if verdict is None:
             self.record(turn, Turn.TurnAnswered, text=text, steps=state.step)
             self.commit(turn)
             return TurnOutcome(str(turn.id), "answered", answer=text, steps=state.step)
         if isinstance(verdict, AnswerInstead):
-            return self._conclude(turn, state, request, pool, messages, verdict.text, repairable=False)
+            return self._conclude(turn, state, request, pool, messages, verdict.text, source="data", repairable=False)
         if not isinstance(verdict, Unfounded):
             return self._act_on(turn, messages, verdict)
         if self.online.escalates_on_failure(request, state, cap=False):
