@@ -21,6 +21,7 @@ import pytest
 from metnos.adapters.cli import main
 from metnos.settings.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
+from tests.support.workspace_template import initialise
 
 READ = [call("read_files", {"paths": ["~/notes.md"]}), text("alpha, beta, gamma")]
 
@@ -36,7 +37,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
         (root / "user" / "notes.md").write_text("alpha\nbeta\ngamma\n")
         for key in ("PERSISTENCE_MODULE", "LMDB_PATH", "METNOS_LLM_URL", "METNOS_LLM_MODEL", "METNOS_JUDGE_THRESHOLD"):
             mp.delenv(key, raising=False)
-        assert main(["init"]) == 0
+        initialise(os.environ)
         with ScriptedLLM(READ) as llm:
             mp.setenv("METNOS_LLM_URL", llm.url)
             mp.setenv("METNOS_LLM_MODEL", "scripted")

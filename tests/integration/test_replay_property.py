@@ -21,13 +21,13 @@ from metnos.runtime.turn.session import LogSink, guard_policy, policy_checker, t
 from metnos.settings import load_turn_settings
 from replay.replayer import Replayer
 from tests.support.turn_ports import InProcessPorts
+from tests.support.workspace_template import initialise
 
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory):
     import os
 
-    from metnos.adapters.cli import main
     from metnos.runtime.booted import Runtime
 
     root = tmp_path_factory.mktemp("prop")
@@ -35,7 +35,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory):
     os.environ["METNOS_HOME"] = str(root / "home")
     os.environ["HOME"] = str(root / "user")
     (root / "user").mkdir()
-    assert main(["init"]) == 0
+    initialise(os.environ)
     rt = Runtime.boot(birth=False)
     yield rt
     rt.close()

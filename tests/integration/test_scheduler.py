@@ -39,6 +39,7 @@ from metnos.runtime.scheduler.service import ScheduleService, SchedulerError
 from metnos.runtime.scheduler.tick import Scheduler
 from metnos.runtime.step.schedule_tools import TOOLS, call_tool
 from metnos.settings.workspace import Workspace
+from tests.support.workspace_template import initialise
 
 UTC = timezone.utc
 START = datetime(2030, 5, 1, 7, 58, 30, tzinfo=UTC)
@@ -58,7 +59,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     mp.setenv("HOME", str(root / "user"))
     for key in ("PERSISTENCE_MODULE", "LMDB_PATH", CLOCK_FILE_ENV):
         mp.delenv(key, raising=False)
-    assert main(["init"]) == 0
+    initialise(os.environ)
     mp.undo()
     yield root / "home"
 

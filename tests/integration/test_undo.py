@@ -14,6 +14,7 @@ from metnos.adapters.cli import main
 from metnos.settings.workspace import Workspace
 from tests.support.layouts import LAYOUTS, apply_layout
 from tests.support.scripted_llm import ScriptedLLM, call, text
+from tests.support.workspace_template import initialise
 
 
 @pytest.fixture(scope="module", params=LAYOUTS)
@@ -22,7 +23,7 @@ def home(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     root = tmp_path_factory.mktemp("undo")
     with pytest.MonkeyPatch.context() as mp:
         user_home = apply_layout(request.param, root, mp, os.environ)
-        assert main(["init"]) == 0
+        initialise(os.environ)
         yield user_home
 
 
