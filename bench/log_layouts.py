@@ -6,6 +6,7 @@ Issue 37 item 7 asks a turn-sized durable save at 0.8 of raw LMDB (bench/log_thr
 puts of a ready-made value into one table, one synced commit). This bench asks what any layout reaches:
 
   raw                 20 ready-made values appended to one table (log_throughput's baseline)
+  raw, orjson         the simplest log that could work: each event's dict through orjson.dumps, then appended
   raw, log's records  the same with values the size of the log's records (header, originator, topic, state)
   one index a save    the log's records and ONE index entry a save (an aggregate's run of versions), two tables
   the log's layout    the log's records and an index entry an event, two tables (log_throughput's "raw, same")
@@ -33,7 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import lmdb  # noqa: E402
 
-from log_throughput import Ours, Raw, T0, interleaved, make_turn  # noqa: E402
+import orjson  # noqa: E402
+
+from log_throughput import STEP, Ours, Raw, T0, interleaved, make_turn  # noqa: E402
 from metnos.mechanisms.clock import new_id  # noqa: E402
 from metnos.mechanisms.store.records import encode_batch  # noqa: E402
 
@@ -46,6 +49,24 @@ class RawLogRecords(Raw):
     def __init__(self, root: Path, label: str, record: bytes) -> None:
         super().__init__(root, label, True)
         self.value = record
+
+
+class RawOrjson(Raw):
+    """Raw, each event's fields serialised by orjson in the save (the simplest log that could work)."""
+
+    def __init__(self, root: Path, label: str) -> None:
+        super().__init__(root, label, True)
+        self.fields = {"timestamp": T0, **STEP}
+
+    def saves(self, saves: int, per_save: int) -> float:
+        dumps, fields = orjson.dumps, self.fields
+        start = time.perf_counter()
+        for _ in range(saves):
+            with self.env.begin(write=True) as txn:
+                for _ in range(per_save):
+                    self.key += 1
+                    txn.put(self.key.to_bytes(8, "big"), dumps(fields), append=True)
+        return time.perf_counter() - start
 
 
 class TwoTables:
@@ -109,6 +130,7 @@ def main() -> None:
         record = log_record(ours)
         sides: dict[str, Any] = {
             "raw": Raw(root, "layouts", True),
+            "raw, orjson": RawOrjson(root, "orjson"),
             "raw, log's records": RawLogRecords(root, "records", record),
             "one index a save": TwoTables(root, "per-save", record, entry_per_event=False),
             "the log's layout": TwoTables(root, "per-event", record, entry_per_event=True),
