@@ -86,7 +86,8 @@ class TurnState:
     repeated_failures: set[tuple[str, str]] = field(default_factory=set)
     remediating: bool = False
     final_only: bool = False
-    # The model was stopped for repeating itself (a read it had, a call that had failed): its next words end the turn.
+    # The model was stopped for repeating itself (a read it had, a call that had failed, an action done): its next
+    # words end the turn.
     looped: bool = False
     pipeline_closed: bool = False
     # Steps the model proposed (opening reads are the turn's own).
