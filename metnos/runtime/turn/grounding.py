@@ -382,8 +382,8 @@ def claims(answer: str, names: Collection[str] = ()) -> list[str]:
 def after_a_loop(answer: str, request: str, steps: Sequence[StepData], *, home: str = "", names: Collection[str] = ()) -> str:
     """Why an answer the model gave once stopped for repeating itself cannot stand: it names nothing the
     steps found beyond what the request said (the 1.5B, looping on a folder's listing with no step that
-    asked git, answered "The last commit in the ~/projects/garden repository did not change any files.");
-    "" when it names something a step found."""
+    asked git, answered that the last commit in the repository, by the path the request gave, changed no
+    files); "" when it names something a step found."""
     observations = [s.observation for s in steps]
     in_steps = _Known([leaf for obs in observations for leaf in leaves(obs)],
                       [float(n) for obs in observations for n in _lengths(obs)], home)
