@@ -110,7 +110,7 @@ class EventLog(Application[UUID]):
         if unit is not None:
             yield unit
             return
-        unit = UnitOfWork(self._write)
+        unit = UnitOfWork(self._write, self._encoder())
         with self._units_lock:
             self._units[ident] = unit
         try:
@@ -122,15 +122,23 @@ class EventLog(Application[UUID]):
                 with self._units_lock:
                     del self._units[ident]
 
-    def _write(self, events: list[Any], aggregates: dict[Any, Any], **kwargs: Any) -> list[Any]:
-        """``events`` in one insert of the recorder (one transaction), as eventsourcing's save records them."""
+    def _encoder(self) -> Callable[[list[Any]], list[StoredRow]] | None:
+        """The mapper's ``stored_rows`` where the recorder takes rows (LMDB); None elsewhere."""
+        if getattr(self.recorder, "insert_rows", None) is None:
+            return None
+        return getattr(self.mapper, "stored_rows", None)
+
+    def _write(self, events: list[Any], aggregates: dict[Any, Any], *, rows: list[StoredRow] | None = None, **kwargs: Any) -> list[Any]:
+        """``events`` in one insert of the recorder (one transaction), as eventsourcing's save records them;
+        ``rows``: theirs, already encoded (``_encoder``)."""
         recorder, mapper = self.recorder, self.mapper
         insert_rows = getattr(recorder, "insert_rows", None)
         stored_rows = getattr(mapper, "stored_rows", None)
         try:
             if insert_rows is not None and stored_rows is not None:
                 # No StoredEvent an event: on a turn's save they cost as much as laying out the records.
-                rows = stored_rows(events)
+                if rows is None:
+                    rows = stored_rows(events)
                 ids = insert_rows(rows, **kwargs)
             else:
                 stored = [mapper.to_stored_event(e) for e in events]

@@ -143,3 +143,35 @@ def test_what_a_unit_of_work_holds_is_seen_by_any_read_of_its_process(tmp_path: 
         assert unit.transactions == 2  # nothing left to commit at the block's end
     finally:
         log.close()
+
+
+def test_a_unit_of_work_encodes_each_save_as_it_comes_so_its_commit_only_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = EventLog(Workspace(tmp_path / "data", tmp_path / "config"), env={"LMDB_SYNC": "no"})
+    encoded: list[int] = []
+    real_encode = log.mapper.stored_rows
+
+    def counted(events):
+        encoded.append(len(events))
+        return real_encode(events)
+
+    monkeypatch.setattr(log.mapper, "stored_rows", counted)
+    at = datetime.now(timezone.utc)
+    try:
+        with log.unit_of_work() as unit:
+            turn = Turn.start(id=uuid4(), at=at, text="t", actor="user", channel="cli", mode="normal", settings={}, runtime_version="0")
+            log.save(turn)
+            turn.record(Turn.TurnAnswered, at=at, text="done", steps=0)
+            log.save(turn)
+            # Each save was encoded when it was made, one event at a time, before any commit.
+            assert encoded == [1, 1] and unit.transactions == 0
+            # An event that cannot be encoded fails its own save, with the encoder's error; what came before stays held.
+            bad = Turn.start(id=uuid4(), at=at, text=object(), actor="user", channel="cli", mode="normal",  # type: ignore[arg-type]
+                             settings={}, runtime_version="0")
+            with pytest.raises(TypeError):
+                log.save(bad)
+            assert unit.pending == 2
+        assert encoded == [1, 1, 1] and unit.transactions == 1
+        assert [type(e).__name__ for e in log.events.get(turn.id)] == ["TurnStarted", "TurnAnswered"]
+        assert list(log.events.get(bad.id)) == []
+    finally:
+        log.close()
