@@ -8,9 +8,14 @@ puts of a ready-made value into one table, one synced commit). This bench asks w
   raw                 20 ready-made values appended to one table (log_throughput's baseline)
   raw, orjson         the simplest log that could work: each event's dict through orjson.dumps, then appended
   raw, log's records  the same with values the size of the log's records (header, originator, topic, state)
+  records, a named table  the same in a named table, as a log beside other tables must keep them (no index at all)
+  index in a side file    the records in a named table, one index entry a save in a second LMDB file committed
+                      without fsync (an index a log could rebuild from its records after a crash)
   one index a save    the log's records and ONE index entry a save (an aggregate's run of versions), two tables
   the log's layout    the log's records and an index entry an event, two tables (log_throughput's "raw, same")
-  ours                the log itself (EventLog.save of a 20-event turn)
+  ours                the log itself (EventLog.save of a 20-event turn, its encoding in the save)
+  ours, a turn's commit   the log as a turn writes it: each event encoded when its step saves it in the
+                      turn's unit of work, the commit at the end timed (log_throughput's "a turn, its commit")
 
 and the CPU time of the log's encoding alone (collecting the turn's events, laying out their rows and
 records, no write). "best with our encoding" adds that time to the best layout's: what a log of that
@@ -36,7 +41,7 @@ import lmdb  # noqa: E402
 
 import orjson  # noqa: E402
 
-from log_throughput import STEP, Ours, Raw, T0, interleaved, make_turn  # noqa: E402
+from log_throughput import STEP, Ours, OursTurn, Raw, T0, interleaved, make_turn  # noqa: E402
 from metnos.mechanisms.clock import new_id  # noqa: E402
 from metnos.mechanisms.store.records import encode_batch  # noqa: E402
 
@@ -67,6 +72,51 @@ class RawOrjson(Raw):
                     self.key += 1
                     txn.put(self.key.to_bytes(8, "big"), dumps(fields), append=True)
         return time.perf_counter() - start
+
+
+class NamedRecords(RawLogRecords):
+    """The log's records in a named table of their own, nothing else: what a log sharing its file with
+    other tables (its meta, its views) writes at the least."""
+
+    def __init__(self, root: Path, label: str, record: bytes) -> None:
+        self.env = lmdb.open(str(root / label), map_size=1 << 30, sync=True, metasync=True, max_dbs=4)
+        self.records = self.env.open_db(b"records")
+        self.value, self.key = record, 0
+
+    def saves(self, saves: int, per_save: int) -> float:
+        start = time.perf_counter()
+        for _ in range(saves):
+            with self.env.begin(write=True) as txn:
+                for _ in range(per_save):
+                    self.key += 1
+                    txn.put(self.key.to_bytes(8, "big"), self.value, append=True, db=self.records)
+        return time.perf_counter() - start
+
+
+class SideIndex(NamedRecords):
+    """Records in a named table, synced; one index entry a save in a second file, committed without fsync."""
+
+    def __init__(self, root: Path, label: str, record: bytes) -> None:
+        super().__init__(root, label, record)
+        self.side = lmdb.open(str(root / (label + "-index")), map_size=1 << 30, sync=False, metasync=False, max_dbs=2)
+        self.index = self.side.open_db(b"index")
+
+    def saves(self, saves: int, per_save: int) -> float:
+        start = time.perf_counter()
+        for _ in range(saves):
+            originator = b"\x00\x11u" + new_id().bytes
+            first = self.key + 1
+            with self.env.begin(write=True) as txn:
+                for _ in range(per_save):
+                    self.key += 1
+                    txn.put(self.key.to_bytes(8, "big"), self.value, append=True, db=self.records)
+            with self.side.begin(write=True) as txn:
+                txn.put(originator + (per_save + (1 << 63)).to_bytes(8, "big"), first.to_bytes(8, "big") + (1).to_bytes(8, "big"), db=self.index)
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        super().close()
+        self.side.close()
 
 
 class TwoTables:
@@ -132,9 +182,12 @@ def main() -> None:
             "raw": Raw(root, "layouts", True),
             "raw, orjson": RawOrjson(root, "orjson"),
             "raw, log's records": RawLogRecords(root, "records", record),
+            "records, a named table": NamedRecords(root, "named", record),
+            "index in a side file": SideIndex(root, "side", record),
             "one index a save": TwoTables(root, "per-save", record, entry_per_event=False),
             "the log's layout": TwoTables(root, "per-event", record, entry_per_event=True),
             "ours": ours,
+            "ours, a turn's commit": OursTurn(root, "layouts", True),
         }
         encoding: list[float] = []
 

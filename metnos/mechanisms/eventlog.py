@@ -122,13 +122,16 @@ class EventLog(Application[UUID]):
                 with self._units_lock:
                     del self._units[ident]
 
-    def _encoder(self) -> Callable[[list[Any]], list[StoredRow]] | None:
-        """The mapper's ``stored_rows`` where the recorder takes rows (LMDB); None elsewhere."""
-        if getattr(self.recorder, "insert_rows", None) is None:
+    def _encoder(self) -> Callable[[list[Any]], Any] | None:
+        """Events to what the recorder writes, made before its transaction: rows laid out where the
+        recorder lays them out (LMDB), else None (the write encodes them)."""
+        lay_out = getattr(self.recorder, "lay_out", None)
+        stored_rows = getattr(self.mapper, "stored_rows", None)
+        if lay_out is None or stored_rows is None or getattr(self.recorder, "insert_rows", None) is None:
             return None
-        return getattr(self.mapper, "stored_rows", None)
+        return lambda events: lay_out(stored_rows(events))
 
-    def _write(self, events: list[Any], aggregates: dict[Any, Any], *, rows: list[StoredRow] | None = None, **kwargs: Any) -> list[Any]:
+    def _write(self, events: list[Any], aggregates: dict[Any, Any], *, rows: Any = None, **kwargs: Any) -> list[Any]:
         """``events`` in one insert of the recorder (one transaction), as eventsourcing's save records them;
         ``rows``: theirs, already encoded (``_encoder``)."""
         recorder, mapper = self.recorder, self.mapper
@@ -140,6 +143,7 @@ class EventLog(Application[UUID]):
                 if rows is None:
                     rows = stored_rows(events)
                 ids = insert_rows(rows, **kwargs)
+                rows = getattr(rows, "rows", rows)
             else:
                 stored = [mapper.to_stored_event(e) for e in events]
                 ids = recorder.insert_events(stored, **kwargs)

@@ -23,7 +23,8 @@ class UnitOfWork:
         self._write = write
         self._encode = encode
         self._events: list[Any] = []
-        self._rows: list[Any] = []
+        # What ``encode`` made of the events held, summed with ``+=``.
+        self._rows: Any = None
         self._aggregates: dict[Any, Any] = {}
         # Another thread's read may commit this unit while its own thread adds to it.
         self._lock = threading.RLock()
@@ -49,7 +50,10 @@ class UnitOfWork:
             self._events.extend(events)
             self._aggregates.update(aggregates)
             if rows is not None:
-                self._rows.extend(rows)
+                if self._rows is None:
+                    self._rows = rows
+                else:
+                    self._rows += rows
 
     @property
     def pending(self) -> int:
@@ -65,6 +69,6 @@ class UnitOfWork:
             if not self._events:
                 return
             events, aggregates, rows = self._events, self._aggregates, self._rows
-            self._events, self._aggregates, self._rows = [], {}, []
-            self._write(events, aggregates, rows=rows if self._encode is not None else None)
+            self._events, self._aggregates, self._rows = [], {}, None
+            self._write(events, aggregates, rows=rows)
             self.transactions += 1

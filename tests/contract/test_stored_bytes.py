@@ -26,8 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from metnos.mechanisms.store.mapper import FastMapper, _with_stamp
-from metnos.mechanisms.store.records import encode_batch, encode_event, event_key
+from metnos.mechanisms.store.mapper import FastMapper, _with_stamp, stored_event
+from metnos.mechanisms.store.records import LaidOut, encode_batch, encode_event, event_key
 from metnos.mechanisms.store.transcoder import is_plain
 from tests.contract.test_domain_event_scan import CLASSES, made_by_the_constructor, recorded_log
 from tests.contract.test_record_feed import AT, Ledger, fast
@@ -218,3 +218,19 @@ def test_is_plain_is_whether_the_walk_gives_back_what_it_was_given(tree: Any) ->
 def test_any_state_is_stored_as_before(extra: dict[str, Any], at: datetime) -> None:
     event = Ledger.Noted(originator_id=UUID(int=3), originator_version=2, timestamp=at, text="t", extra=extra)
     stored_both_ways(fast(), [event])
+
+
+def test_saves_laid_out_one_by_one_and_summed_write_what_one_batch_writes() -> None:
+    """A unit of work lays out each save as it comes (``LaidOut.of``) and sums them: the same keys
+    and records as the whole batch laid out at once, under the ids the write gives."""
+    mapper = fast()
+    made = [made_by_the_constructor(cls, n, UUID(int=n % 3)) for n, cls in enumerate(CLASSES, 1)]
+    rows = mapper.stored_rows(made)
+    summed = LaidOut.of(rows[:1])
+    for start in range(1, len(rows), 7):
+        summed += LaidOut.of(rows[start:start + 7])
+    ids = list(range(40, 40 + len(rows)))
+    assert len(summed) == len(rows) and list(summed) == rows
+    assert summed.items(ids) == encode_batch(rows, ids) == laid_out_before([stored_event(*r) for r in rows], ids)
+    with pytest.raises(ValueError, match="rows laid out"):
+        summed.items(ids[1:])

@@ -48,7 +48,7 @@ from metnos.mechanisms.store.records import (
     decode_event,
     decode_notification,
     scan_rows,
-    encode_batch,
+    LaidOut,
     encode_event,
     event_key,
     id_bytes,
@@ -142,26 +142,32 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         return self.insert_rows([row_of(s) for s in stored_events], **kwargs)
 
-    def insert_rows(self, rows: Sequence[StoredRow], **kwargs: Any) -> Sequence[int] | None:
+    def lay_out(self, rows: Sequence[StoredRow]) -> LaidOut:
+        """``rows`` with their keys and records made, for ``insert_rows`` to write later."""
+        return LaidOut.of(rows)
+
+    def insert_rows(self, rows: Sequence[StoredRow] | LaidOut, **kwargs: Any) -> Sequence[int] | None:
         """``insert_events`` of ``(originator id, originator version, topic, state)``, which a
-        save makes without a ``StoredEvent`` an event (``FastMapper.stored_rows``)."""
+        save makes without a ``StoredEvent`` an event (``FastMapper.stored_rows``), or of rows
+        already laid out (``lay_out``)."""
         tracking: Tracking | None = kwargs.get("tracking")
         return self.shared.write(lambda txn: self._insert(txn, rows, tracking))
 
     def _insert(
         self,
         txn: lmdb.Transaction,
-        rows: Sequence[StoredRow],
+        rows: Sequence[StoredRow] | LaidOut,
         tracking: Tracking | None,
     ) -> list[int]:
+        laid_out = rows if isinstance(rows, LaidOut) else LaidOut.of(rows)
         with txn.cursor(db=self._notifications_db) as cursor:
             last_id = id_from_bytes(cursor.key()) if cursor.last() else 0
-            ids = list(range(last_id + 1, last_id + 1 + len(rows)))
-            index_items, records = encode_batch(rows, ids)
+            ids = list(range(last_id + 1, last_id + 1 + len(laid_out)))
+            index_items, records = laid_out.items(ids)
             with txn.cursor(db=self._index_db) as index:
                 _, added = index.putmulti(index_items, overwrite=False)
             if added != len(index_items):
-                raise IntegrityError(_duplicate_message(rows))
+                raise IntegrityError(_duplicate_message(laid_out.rows))
             cursor.putmulti(records, append=True)
         if tracking is not None:
             self._insert_tracking_in(txn, tracking)

@@ -84,35 +84,67 @@ def encode_event(event: StoredEvent) -> bytes:
 
 def encode_batch(rows: Sequence[tuple[Any, int, str, bytes]], ids: Sequence[int]) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
     """The index items ``(event key, id key)`` and the records ``(id key, record)`` of a batch of
-    ``(originator id, version, topic, state)``, as ``event_key`` and ``encode_event`` make them:
-    the hot loop of a save, where a turn's events share one originator and a few topics."""
-    index: list[tuple[bytes, bytes]] = []
-    records: list[tuple[bytes, bytes]] = []
-    index_append = index.append
-    records_append = records.append
-    join = b"".join
-    keys = list(map(_U64.pack, ids))
-    # The record's first bytes and the bytes after its header, for the run of one originator and topic in hand.
-    last_oid: Any = _NO_ID
-    last_topic = ""
-    prefix = lengths = tail = b""
-    oid_len = topic_len = 0
-    for (oid, version, topic, state), key in zip(rows, keys, strict=True):
-        if oid is not last_oid or topic != last_topic:
-            raw_oid = _encode_originator_id(oid)
-            raw_topic = topic.encode("utf-8")
-            prefix = _OID_LEN.pack(len(raw_oid)) + raw_oid
-            oid_len, topic_len = len(raw_oid), len(raw_topic)
-            lengths = _LENGTHS.pack(RECORD_FORMAT, oid_len, topic_len)
-            tail = raw_oid + raw_topic
-            last_oid, last_topic = oid, topic
-        if 0 <= version < _KNOWN_VERSIONS:
-            index_append((prefix + _VERSION_KEYS[version], key))
-            records_append((key, join((lengths, _VERSION_FIELDS[version], tail, state))))
-        else:
-            index_append((prefix + version_bytes(version), key))
-            records_append((key, join((_HEAD.pack(RECORD_FORMAT, oid_len, topic_len, version), tail, state))))
-    return index, records
+    ``(originator id, version, topic, state)``, as ``event_key`` and ``encode_event`` make them."""
+    return LaidOut.of(rows).items(ids)
+
+
+class LaidOut:
+    """A batch's rows with their event keys and records made, waiting for their ids: what a save
+    writes, laid out before the write transaction (a unit of work lays out each save as it comes)."""
+
+    __slots__ = ("event_keys", "records", "rows")
+
+    def __init__(self, rows: list[tuple[Any, int, str, bytes]], event_keys: list[bytes], records: list[bytes]) -> None:
+        self.rows, self.event_keys, self.records = rows, event_keys, records
+
+    @classmethod
+    def of(cls, rows: Sequence[tuple[Any, int, str, bytes]]) -> LaidOut:
+        """The hot loop of a save, where a turn's events share one originator and a few topics."""
+        keys: list[bytes] = []
+        records: list[bytes] = []
+        keys_append = keys.append
+        records_append = records.append
+        join = b"".join
+        # The record's first bytes and the bytes after its header, for the run of one originator and topic in hand.
+        last_oid: Any = _NO_ID
+        last_topic = ""
+        prefix = lengths = tail = b""
+        oid_len = topic_len = 0
+        for oid, version, topic, state in rows:
+            if oid is not last_oid or topic != last_topic:
+                raw_oid = _encode_originator_id(oid)
+                raw_topic = topic.encode("utf-8")
+                prefix = _OID_LEN.pack(len(raw_oid)) + raw_oid
+                oid_len, topic_len = len(raw_oid), len(raw_topic)
+                lengths = _LENGTHS.pack(RECORD_FORMAT, oid_len, topic_len)
+                tail = raw_oid + raw_topic
+                last_oid, last_topic = oid, topic
+            if 0 <= version < _KNOWN_VERSIONS:
+                keys_append(prefix + _VERSION_KEYS[version])
+                records_append(join((lengths, _VERSION_FIELDS[version], tail, state)))
+            else:
+                keys_append(prefix + version_bytes(version))
+                records_append(join((_HEAD.pack(RECORD_FORMAT, oid_len, topic_len, version), tail, state)))
+        return cls(list(rows), keys, records)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Any:
+        return iter(self.rows)
+
+    def __iadd__(self, other: LaidOut) -> LaidOut:
+        self.rows += other.rows
+        self.event_keys += other.event_keys
+        self.records += other.records
+        return self
+
+    def items(self, ids: Sequence[int]) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+        """The index items and the records, under ``ids``."""
+        id_keys = list(map(_U64.pack, ids))
+        if len(id_keys) != len(self.rows):
+            raise ValueError(f"{len(self.rows)} rows laid out, {len(id_keys)} ids given")
+        return list(zip(self.event_keys, id_keys)), list(zip(id_keys, self.records))
 
 
 # A version's two encodings, made once for the versions most aggregates have: packing them is
