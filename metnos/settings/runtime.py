@@ -123,6 +123,9 @@ class RuntimeConfig(BaseModel):
                                                "looked) is not answered.")
     grounding_quoted_names: bool = setting(True, "A tool's name in quotes in an answer (the tool \"write_files\") is the turn's "
                                                  "own, as it is unquoted, not a claim about the data.")
+    data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
+                                         "what the request's own words rank first, or gave the data: a folder's listing does "
+                                         "not answer what changed in it when nothing ran git.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -155,7 +158,8 @@ class RuntimeConfig(BaseModel):
 RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, "unasked_options": False, "schedule_closes_turn": False,
                                          "grounding_reads_told": False, "unasked_end": False, "done_is_ok": False,
                                          "grounding_whole_asks": False, "done_not_denied": False,
-                                         "grounding_after_loop": False, "grounding_quoted_names": False}
+                                         "grounding_after_loop": False, "grounding_quoted_names": False,
+                                         "data_asked_for": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

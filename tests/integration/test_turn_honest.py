@@ -776,3 +776,28 @@ def test_words_after_a_loop_that_name_nothing_found_are_not_answered(home: Path,
 
     code, out, _ = run(monkeypatch, capsys, [listing, listing, nothing], request, "--set", "grounding_after_loop=false")
     assert out["status"] == "answered" and out["answer"] == "Nothing in ~/code/plants is different since the last commit.", out
+
+
+def test_data_the_request_does_not_ask_for_is_not_made_its_answer(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B, asked what changed in a git repository, listed the folder three times, and Metnos
+    answered with the listing: `answered`, though nothing ran git. Data made into the answer after a
+    loop comes from what the request's words rank first, or that ran; else the turn says why it could
+    not answer. A listing asked for is still answered, and under the setting off the turn did as before."""
+    plants = home / "code" / "plants"
+    plants.mkdir(parents=True)
+    for name in ("roses.txt", "tulips.md"):
+        (plants / name).write_text("spring\n")
+    listing = call("find_files", {"base_path": "~/code/plants"})
+    request = "what is different in the git repo ~/code/plants since my last commit?"
+    code, out, _ = run(monkeypatch, capsys, [listing] * 4, request)
+    assert out["status"] == "failed" and code != 0, out
+    assert "run_commands" in out["failure"]["message"] and "find_files" in out["failure"]["message"], out
+    evs = events(capsys, out["turn_id"])
+    assert not of(evs, "AnswerComposed") and not of(evs, "TurnAnswered")
+    assert replays_clean(capsys, out["turn_id"])
+
+    code, out, _ = run(monkeypatch, capsys, [listing] * 4, "list the files in ~/code/plants")
+    assert out["status"] == "answered" and "roses.txt" in out["answer"] and "tulips.md" in out["answer"], out
+
+    code, out, _ = run(monkeypatch, capsys, [listing] * 4, request, "--set", "data_asked_for=false")
+    assert out["status"] == "answered" and "roses.txt" in out["answer"], out

@@ -65,7 +65,7 @@ class Loop:
         self.online = SimpleNamespace(config=SimpleNamespace(mnest_hint=False, unasked_options=True, schedule_closes_turn=True,
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
-                                                              grounding_after_loop=True, grounding_quoted_names=True))
+                                                              grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
         self.shown_home = HOME
@@ -562,3 +562,30 @@ def test_a_schedule_that_carries_what_a_step_read_now_is_refused_with_how_to_rea
     said = a_step(loop, SCHEDULE_TOOL, args, text="every Friday at 17:00 send me 'Quarterly review in room 4.'")
     said.provenance = {"args.messages.0.body": Provenance("request", span=(30, 58))}
     assert ScheduleMade().on_resolved(said) is None
+
+
+def test_data_made_the_answer_is_what_the_request_words_ask_for_or_the_turn_fails_saying_so() -> None:
+    from metnos.runtime.turn.rules.answers import answer_from_data
+    from metnos.runtime.turn.turn_state import AnswerFromData
+    loop = Loop({"find_files": executor(), "get_urls": executor(), "extract_lines": executor(), "run_commands": executor()})
+    request = TurnRequest(text="what changed in my repo ~/code since the last commit?")
+
+    def state_with(worded: tuple[str, ...], executor_of_step: str) -> TurnState:
+        state = TurnState()
+        state.worded = worded
+        state.executed = {1: (executor_of_step, "1.0.0")}
+        state.observations = {1: {"ok": True, "entries": [{"path": "/h/code/a.txt"}], "content": "the page"}}
+        return state
+
+    # A listing, when the words ask for a command that never ran: the turn fails, naming both.
+    with pytest.raises(EndTurn) as held:
+        answer_from_data(loop, None, state_with(("run_commands",), "find_files"), request, ["find_files"], AnswerFromData((1,)))
+    assert held.value.kind is FailureKind.UNUSABLE_ANSWER and "run_commands" in held.value.detail and "find_files" in held.value.detail
+    # What the words ask for gave it; a page read by another reader of pages; data worked out; no word met a tag.
+    assert answer_from_data(loop, None, state_with(("find_files",), "find_files"), request, ["find_files"], AnswerFromData((1,)))
+    assert answer_from_data(loop, None, state_with(("read_urls_html",), "get_urls"), request, ["get_urls"], AnswerFromData((1,)))
+    assert answer_from_data(loop, None, state_with(("sort_entries",), "extract_lines"), request, ["extract_lines"], AnswerFromData((1,)))
+    assert answer_from_data(loop, None, state_with((), "find_files"), request, ["find_files"], AnswerFromData((1,)))
+    # Under the setting off (turns recorded before it), the data is the answer as it was.
+    loop.online.config.data_asked_for = False
+    assert answer_from_data(loop, None, state_with(("run_commands",), "find_files"), request, ["find_files"], AnswerFromData((1,)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
-from metnos.runtime.turn.shortlist import shortlist
+from metnos.runtime.turn.shortlist import first_by_words, shortlist
 
 ENTRIES = [
     CatalogueEntry("read_files", affinity=("read", "file", "files", "content")),
@@ -352,3 +352,17 @@ def test_a_request_of_questions_only_is_offered_no_change(text: str, offered: se
     index = PrefilterIndex([*ENTRIES, commands])
     pool = {c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]}
     assert pool & {"delete_files", "send_messages", "run_commands"} == offered
+
+
+def test_first_by_words_is_the_best_score_on_tags_the_request_says() -> None:
+    def c(name: str, score: float, hits: list[str], via: str = "rank") -> dict:
+        return {"name": name, "score": score, "affinity_hits": hits, "via": via}
+
+    ranking = {"candidates": [c("run_commands", 4.0, ["git", "repository"]), c("filter_entries", 2.0, ["has"]),
+                              c("find_files", 0.0, [], "named_source"), c("read_files", 6.0, ["file"], "catalogue")]}
+    assert first_by_words(ranking) == ("run_commands",)
+    tied = {"candidates": [c("sort_entries", 2.5, ["largest"]), c("find_files", 2.5, ["file"]), c("get_now", 1.0, ["day"])]}
+    assert first_by_words(tied) == ("sort_entries", "find_files")
+    # A score from the description alone, or none at all, names nothing.
+    assert first_by_words({"candidates": [c("read_files", 1.0, []), c("find_files", 0.0, [])]}) == ()
+    assert first_by_words({"candidates": []}) == ()

@@ -152,7 +152,7 @@ class TurnLoop:
                            level=request.autonomy, pool_size=self.settings.pool_size, offer=self.settings.offer)
         if len(self.catalogue) == 0:
             return self._fail(turn, state, FailureKind.EMPTY_CATALOGUE, "")
-        pool = shortlist(self, turn, request)
+        pool = shortlist(self, turn, request, state)
         state.plan = consult_plans(self, turn, request)
         messages: list[Message] = [SystemMessage(self.online.config.system_prompt("proposer", PLANNER_PROMPT)), UserMessage(asked_in(request.text, turn.language))]
         earlier = context_text(request.conversation)

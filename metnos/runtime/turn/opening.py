@@ -11,15 +11,16 @@ from metnos.runtime.mnestome.boost import apply_boost
 from metnos.runtime.turn.conversation import shortlist_text
 from metnos.runtime.turn.intent_model import INTENT_PROMPT, extract_intent
 from metnos.runtime.turn.offering import offered
-from metnos.runtime.turn.shortlist import complete as complete_shortlist
+from metnos.runtime.turn.shortlist import complete as complete_shortlist, first_by_words
 from metnos.runtime.turn.shown import elapsed_ms, shown_content
 from metnos.runtime.turn.sources import opening_reads
 from metnos.runtime.turn.turn_state import TurnRequest, TurnState
 from metnos.settings.llm_tiers import ROLE_TIERS
 
 
-def shortlist(loop: Any, turn: Turn, request: TurnRequest) -> list[str]:
-    """The executors the model is offered: ranked (``PrefilterRanked``), then those the turn's autonomy offers."""
+def shortlist(loop: Any, turn: Turn, request: TurnRequest, state: TurnState) -> list[str]:
+    """The executors the model is offered: ranked (``PrefilterRanked``), then those the turn's autonomy offers.
+    ``state`` learns which of them the request's own words rank first."""
     started = time.perf_counter()
     # A follow-up is ranked with the requests it follows ("and the last one?" names no tool).
     words = shortlist_text(request.conversation, request.text)
@@ -35,6 +36,7 @@ def shortlist(loop: Any, turn: Turn, request: TurnRequest) -> list[str]:
     ranking = complete_shortlist(ranking, loop.catalogue.index, request.text, _intent_tools(loop, turn, request),
                                  offer=loop.settings.offer, pool_size=loop.settings.pool_size)
     loop.record(turn, Turn.PrefilterRanked, ranking=ranking, prefilter_ms=elapsed_ms(started))
+    state.worded = first_by_words(ranking)
     # The turn's opening is committed before the model is asked: a turn killed after this is in
     # the log, and the next boot closes it as abandoned; the rest waits for the turn's close.
     loop.commit_now(turn)

@@ -25,6 +25,13 @@ _OWN_SOURCES = {
     "get_urls": prov.WEB, "read_urls_html": prov.WEB, "find_urls": prov.WEB, "read_messages": prov.MAIL,
     "read_events": prov.CALENDAR, "read_contacts": prov.CONTACTS,
 }
+
+
+def own_source(name: str) -> str | None:
+    """What an executor's output holds whatever its arguments (a page, a mail, the calendar), or None."""
+    return _OWN_SOURCES.get(name)
+
+
 RECIPIENT_KEYS = frozenset({"to_user", "to", "recipient", "recipients", "cc", "bcc"})
 
 

@@ -101,6 +101,15 @@ SHAPERS = ("filter_entries", "compute_entries")
 NAMED_SOURCES: tuple[tuple[str, str], ...] = (("read_files", "files"), ("find_files", "folders"), ("get_urls", "urls"))
 
 
+def first_by_words(ranking: Mapping[str, Any]) -> tuple[str, ...]:
+    """The executors the request's own words rank first: the offered candidates of the ranking (not
+    those added for a named source, an intent or the catalogue) with the highest score on tags the
+    request says. None when no word of the request met a tag."""
+    ranked = [c for c in ranking.get("candidates", []) if c.get("via", "rank") == "rank" and c.get("affinity_hits")]
+    best = max((c.get("score", 0.0) for c in ranked), default=0.0)
+    return tuple(c["name"] for c in ranked if c.get("score", 0.0) == best and best > 0)
+
+
 def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: str,
              intent_tools: Sequence[str] = (), *, offer: str = "shortlist", pool_size: int | None = None) -> dict[str, Any]:
     """``ranking`` (the pre-filter event's payload) with named sources (and the

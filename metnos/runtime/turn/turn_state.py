@@ -114,6 +114,8 @@ class TurnState:
     asked_for_words: bool = False
     # Steps whose data answers the request, once the model asked for it twice more.
     answer_from: tuple[int, ...] = ()
+    # The executors the request's own words rank first (metnos.runtime.turn.shortlist.first_by_words).
+    worded: tuple[str, ...] = ()
     # A presentation step (describe, render) that closed a request that changes nothing.
     presented: int | None = None
     # What the user answered the turn's questions: values the request did not give but the user did.

@@ -16,6 +16,7 @@ from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.step.piping import FROM_STEP, placeholders_in
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
+from metnos.runtime.turn.provenance import own_source
 from metnos.runtime.turn.rules.provenance import builtin_provenance, scheduled_untrusted_origins
 from metnos.runtime.turn.rules.base import Answer, AnswerInstead, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
@@ -374,6 +375,29 @@ def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str
         if not used:
             steps = ", ".join(str(s) for s in found.steps)
             raise EndTurn(FailureKind.UNUSABLE_ANSWER, i18n.english("turn.answer.figure_never_worked_out", steps=steps))
+    if loop.online.config.data_asked_for and found.reason != "presentation" and not state.acted:
+        # What an action reported answers the request that asked for it (the rules above saw to that).
+        _hold_data_not_asked_for(state, used)
     answer = compose_answer([state.observations.get(s, {}) for s in used], request.text)
     loop.record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
     return answer
+
+
+def _hold_data_not_asked_for(state: TurnState, used: list[int]) -> None:
+    """Data is the answer when it is what the request's words ask for: that executor ran, or a step worked
+    the data out (a slice, a sort), or read the same kind of source (a page for a page). A folder listed
+    because the request named it does not say what changed in it while nothing ran git."""
+    if not state.worded:
+        return
+    ran = {state.executor_of(s) for s in state.successes()}
+    if ran & set(state.worded):
+        return
+    givers = sorted({state.executor_of(s) for s in used} - {""})
+    if any(worked_out(g) for g in givers):
+        return
+    wanted_sources = {own_source(w) for w in state.worded} - {None}
+    if wanted_sources & {state.sources.get(s) or own_source(state.executor_of(s)) for s in used}:
+        return
+    steps = ", ".join(str(s) for s in used)
+    raise EndTurn(FailureKind.UNUSABLE_ANSWER, i18n.english("turn.answer.data_not_asked_for", wanted=" or ".join(state.worded),
+                                                            steps=steps, givers=", ".join(givers) or "a step"))
