@@ -80,17 +80,8 @@ class NamedRecords(RawLogRecords):
 
     def __init__(self, root: Path, label: str, record: bytes) -> None:
         self.env = lmdb.open(str(root / label), map_size=1 << 30, sync=True, metasync=True, max_dbs=4)
-        self.records = self.env.open_db(b"records")
+        self.records = self.db = self.env.open_db(b"records")
         self.value, self.key = record, 0
-
-    def saves(self, saves: int, per_save: int) -> float:
-        start = time.perf_counter()
-        for _ in range(saves):
-            with self.env.begin(write=True) as txn:
-                for _ in range(per_save):
-                    self.key += 1
-                    txn.put(self.key.to_bytes(8, "big"), self.value, append=True, db=self.records)
-        return time.perf_counter() - start
 
 
 class SideIndex(NamedRecords):

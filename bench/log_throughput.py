@@ -153,6 +153,8 @@ class Raw:
         self.env = lmdb.open(str(root / f"raw-{label}"), map_size=1 << 30, sync=sync, metasync=sync)
         self.value = orjson.dumps({"timestamp": T0.isoformat(), **STEP})
         self.key = 0
+        # The table written: the environment's own (None), or a named one (bench/log_layouts.py).
+        self.db: Any = None
 
     def saves(self, saves: int, per_save: int) -> float:
         start = time.perf_counter()
@@ -160,7 +162,7 @@ class Raw:
             with self.env.begin(write=True) as txn:
                 for _ in range(per_save):
                     self.key += 1
-                    txn.put(self.key.to_bytes(8, "big"), self.value, append=True)
+                    txn.put(self.key.to_bytes(8, "big"), self.value, append=True, db=self.db)
         return time.perf_counter() - start
 
     def close(self) -> None:
