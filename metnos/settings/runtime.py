@@ -126,6 +126,8 @@ class RuntimeConfig(BaseModel):
     data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
                                          "what the request's own words rank first, or gave the data: a folder's listing does "
                                          "not answer what changed in it when nothing ran git.")
+    name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
+                                          "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -159,7 +161,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_reads_told": False, "unasked_end": False, "done_is_ok": False,
                                          "grounding_whole_asks": False, "done_not_denied": False,
                                          "grounding_after_loop": False, "grounding_quoted_names": False,
-                                         "data_asked_for": False}
+                                         "data_asked_for": False, "name_conditions": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -463,6 +463,41 @@ def test_a_move_takes_only_the_kind_of_file_the_request_names(home: Path, capsys
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_a_move_takes_only_the_files_whose_names_the_request_names(home: Path, capsys, monkeypatch) -> None:
+    """Asked to move the files whose name starts with a text, the 1.5B listed the folder, moved every
+    file in it, one that does not start so among them, and answered that it had moved what was asked.
+    The others are taken out of the call; a call with none left is refused before it runs; under the
+    setting off (turns recorded before it), the call runs as it was given."""
+    (home / "scans").mkdir()
+    (home / "old").mkdir()
+    for name in ("draft_a.txt", "Draft_b.txt", "final.txt"):
+        (home / "scans" / name).write_text(name)
+    only_final = call("move_files", {"paths": ["~/scans/final.txt"], "dest_dir": "~/old"})
+    everything = call("move_files", {"moves": [{"src": f"~/scans/{n}", "dst": f"~/old/{n}"} for n in ("draft_a.txt", "Draft_b.txt", "final.txt")],
+                                     "paths": ["~/scans"], "dest_dir": "~/old"})
+    request = "Move the files in ~/scans whose name starts with draft_ into ~/old."
+    code, out, llm = run(monkeypatch, capsys, [only_final, everything, text("Moved the drafts into ~/old.")], request, "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert sorted(p.name for p in (home / "old").iterdir()) == ["Draft_b.txt", "draft_a.txt"]
+    assert (home / "scans" / "final.txt").exists()
+    evs = events(capsys, out["turn_id"])
+    refused = of(evs, "StepRejected")
+    assert [r["kind"] for r in refused] == ["names"] and refused[0]["error"]["outside"] == ["~/scans/final.txt"], refused
+    told = tool_messages(llm.requests[1])[-1]
+    assert told["error_class"] == "outside_request" and "starts with draft_" in told["error"], told
+    narrowed = of(evs, "StepResolved")[-1]
+    assert narrowed["completed"]["outside_name"] == ["~/scans", "~/scans/final.txt"], narrowed
+    assert "paths" not in narrowed["args"] and len(narrowed["args"]["moves"]) == 2
+    assert replays_clean(capsys, out["turn_id"])
+
+    for name in ("draft_a.txt", "Draft_b.txt"):
+        (home / "old" / name).rename(home / "scans" / name)
+    all_three = call("move_files", {"moves": [{"src": f"~/scans/{n}", "dst": f"~/old/{n}"} for n in ("draft_a.txt", "Draft_b.txt", "final.txt")]})
+    code, out, _ = run(monkeypatch, capsys, [all_three, text("Moved them.")], request, "--yes", "--set", "name_conditions=false")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert sorted(p.name for p in (home / "old").iterdir()) == ["Draft_b.txt", "draft_a.txt", "final.txt"]
+
+
 def test_a_delete_of_the_largest_takes_the_top_of_a_sort(home: Path, capsys, monkeypatch) -> None:
     """The 1.5B listed ~/Downloads and deleted a.zip, "the largest", leaving the larger movie.mkv:
     a delete of the largest without a sort, or of a file outside the sort's top, never runs."""

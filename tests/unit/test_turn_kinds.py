@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metnos.runtime.turn.kinds import kinds_named, outside_kind
+from metnos.runtime.turn.names import name_conditions, outside_names
 
 
 @pytest.mark.parametrize("request_text, expected", [
@@ -58,3 +59,30 @@ def test_a_request_that_also_asks_for_now_is_read_as_such() -> None:
     assert asks_for_now("delete precious.txt, and every hour from now on")
     assert not asks_for_now("Every Friday at 17:00 send me the first line of ~/notes/meeting.md.")
     assert not asks_for_now("ogni ora controlla la posta")
+
+
+@pytest.mark.parametrize(("request_text", "expected"), [
+    ("Move the files in ~/scans whose name starts with draft_ into ~/old.", {("starts", "draft_")}),
+    ('delete the files starting with "tmp-" in ~/x', {("starts", "tmp-")}),
+    ("move the reports whose names end in _old.", {("ends", "_old")}),
+    ("delete files whose names contain backup", {("contains", "backup")}),
+    ("move files with 2023 in their name to ~/a", {("contains", "2023")}),
+    ("cancella i file il cui nome inizia con prova_", {("starts", "prova_")}),
+    ("elimina i file che finiscono con .bak", {("ends", ".bak")}),
+    ("sposta i file con bozza nel nome in ~/vecchi", {("contains", "bozza")}),
+    # What a file holds, an extension as a kind, and no condition at all.
+    ("delete the log files that start with a header", set()),
+    ("Move every .txt file in ~/notes/archive into ~/notes/old.", set()),
+    ("delete ~/tmp/a.txt", set()),
+])
+def test_the_name_conditions_a_request_puts(request_text: str, expected: set[tuple[str, str]]) -> None:
+    assert {(c.how, c.text) for c in name_conditions(request_text)} == expected
+
+
+def test_sources_whose_names_miss_a_condition_are_named_and_destinations_are_not() -> None:
+    args = {"moves": [{"src": "~/s/draft_a.txt", "dst": "~/o/final.txt"}, {"src": "~/s/final.txt", "dst": "~/o/draft_x.txt"}],
+            "paths": ["~/s", "~/s/DRAFT_c.md"]}
+    conditions, outside = outside_names("move the files whose name starts with draft_ into ~/o", args)
+    assert [c.words() for c in conditions] == ["whose name starts with draft_"]
+    assert outside == ["~/s", "~/s/final.txt"]
+    assert outside_names("move everything in ~/s into ~/o", args) == ((), [])

@@ -26,6 +26,7 @@ from metnos.runtime.turn.conversation import context_text
 from metnos.runtime.turn.guards import DUPLICATE_READ, REPEATED_ACTION, targets_of
 from metnos.runtime.turn.invented import made_up_arguments, unasked_options
 from metnos.runtime.turn.grounding import sorted_top, superlative_order
+from metnos.runtime.turn.names import outside_names
 from metnos.runtime.turn.kinds import outside_kind, sources, without_sources
 from metnos.runtime.turn.offering import actions_offered, offered
 from metnos.runtime.turn.recurrence import recurrences, says_an_end
@@ -435,6 +436,35 @@ class RequestedKind(BaseRule):
             "ok": False, "error_class": "outside_request", "error": error,
             "hint": f"call {step.name} again with the files of kind {named} themselves, not their folder "
                     "(find them first with a pattern if they are not listed yet)"})
+
+
+class RequestedNames(BaseRule):
+    """A move or a delete takes only the files whose names meet what the request says of them
+    (metnos/runtime/turn/names.py: "whose name starts with draft_"): the others are taken out of the
+    call (its ``completed`` says which); a call left with none of them is refused before it runs. The
+    1.5B listed a folder and moved every file in it, one the request had left out among them, and
+    answered that it had moved what was asked."""
+    name = "requested_names"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if (step.kind != "executor" or step.name.split("_", 1)[0] not in TAKES_FILES
+                or not step.loop.online.config.name_conditions):
+            return None
+        conditions, outside = outside_names(step.request.text, step.arguments)
+        if not outside:
+            return None
+        narrowed = without_sources(step.arguments, outside)
+        if sources(narrowed) and not validate_args(step.te.loaded.input_schema, narrowed):
+            step.resolution = dataclasses.replace(step.resolution or _unresolved(step.args), args=narrowed)
+            step.completed = {**step.completed, "outside_name": outside[:20]}
+            return None
+        named = " and ".join(c.words() for c in conditions)
+        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+        error = f"the request asks for the files {named}; {len(outside)} of the files given are not: {shown}"
+        return step.reject("names", {"conditions": [c.words() for c in conditions], "outside": outside[:20]}, {
+            "ok": False, "error_class": "outside_request", "error": error,
+            "hint": f"call {step.name} again with the files {named} themselves, not their folder "
+                    "(find them first if they are not listed yet)"})
 
 
 class RequestedTop(BaseRule):
