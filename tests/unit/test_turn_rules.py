@@ -566,6 +566,7 @@ def test_a_schedule_that_carries_what_a_step_read_now_is_refused_with_how_to_rea
 
 
 def test_data_made_the_answer_is_what_the_request_words_ask_for_or_the_turn_fails_saying_so() -> None:
+    from metnos.runtime.turn.grounding import exact_ask
     from metnos.runtime.turn.rules.answers import answer_from_data
     from metnos.runtime.turn.turn_state import AnswerFromData
     loop = Loop({"find_files": executor(), "get_urls": executor(), "extract_lines": executor(), "run_commands": executor()})
@@ -585,7 +586,15 @@ def test_data_made_the_answer_is_what_the_request_words_ask_for_or_the_turn_fail
     # What the words ask for gave it; a page read by another reader of pages; data worked out; no word met a tag.
     assert answer_from_data(loop, None, state_with(("find_files",), "find_files"), request, ["find_files"], AnswerFromData((1,)))
     assert answer_from_data(loop, None, state_with(("read_urls_html",), "get_urls"), request, ["get_urls"], AnswerFromData((1,)))
-    assert answer_from_data(loop, None, state_with(("sort_entries",), "extract_lines"), request, ["extract_lines"], AnswerFromData((1,)))
+    first = TurnRequest(text="what is the first item of ~/todo.md?")
+    ordered = state_with(("sort_entries",), "extract_lines")
+    ordered.exact = exact_ask(first.text)
+    assert answer_from_data(loop, None, ordered, first, ["extract_lines"], AnswerFromData((1,)))
+    # A slice the request does not ask for is not its answer, whatever it was cut from.
+    sliced = state_with(("read_urls_html",), "extract_lines")
+    sliced.sources = {1: "web"}
+    with pytest.raises(EndTurn):
+        answer_from_data(loop, None, sliced, TurnRequest(text="until when is the room open, says the page?"), ["extract_lines"], AnswerFromData((1,)))
     assert answer_from_data(loop, None, state_with((), "find_files"), request, ["find_files"], AnswerFromData((1,)))
     # Under the setting off (turns recorded before it), the data is the answer as it was.
     loop.online.config.data_asked_for = False

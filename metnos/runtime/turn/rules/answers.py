@@ -377,26 +377,29 @@ def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str
             raise EndTurn(FailureKind.UNUSABLE_ANSWER, i18n.english("turn.answer.figure_never_worked_out", steps=steps))
     if loop.online.config.data_asked_for and found.reason != "presentation" and not state.acted:
         # What an action reported answers the request that asked for it (the rules above saw to that).
-        _hold_data_not_asked_for(state, used)
+        _hold_data_not_asked_for(state, used, request.text)
     answer = compose_answer([state.observations.get(s, {}) for s in used], request.text)
     loop.record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
     return answer
 
 
-def _hold_data_not_asked_for(state: TurnState, used: list[int]) -> None:
+def _hold_data_not_asked_for(state: TurnState, used: list[int], request_text: str) -> None:
     """Data is the answer when it is what the request's words ask for: that executor ran, or a step worked
-    the data out (a slice, a sort), or read the same kind of source (a page for a page). A folder listed
-    because the request named it does not say what changed in it while nothing ran git."""
+    out the exact ask or the figure the request makes (the first item, the last lines, a total), or read
+    the same kind of source itself (a page for a page). A folder listed because the request named it does
+    not say what changed in it while nothing ran git; the first line of a page does not say until when
+    a room is open."""
     if not state.worded:
         return
     ran = {state.executor_of(s) for s in state.successes()}
     if ran & set(state.worded):
         return
     givers = sorted({state.executor_of(s) for s in used} - {""})
-    if any(worked_out(g) for g in givers):
+    if any(worked_out(g) for g in givers) and (state.exact is not None or asks_for_a_figure(request_text)):
         return
+    # The giver's own kind, not what it was fed: a slice of a page is not the page.
     wanted_sources = {own_source(w) for w in state.worded} - {None}
-    if wanted_sources & {state.sources.get(s) or own_source(state.executor_of(s)) for s in used}:
+    if wanted_sources & {own_source(g) for g in givers}:
         return
     steps = ", ".join(str(s) for s in used)
     raise EndTurn(FailureKind.UNUSABLE_ANSWER, i18n.english("turn.answer.data_not_asked_for", wanted=" or ".join(state.worded),
