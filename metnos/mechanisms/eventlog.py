@@ -143,6 +143,7 @@ class EventLog(Application[UUID]):
                 if rows is None:
                     rows = stored_rows(events)
                 ids = insert_rows(rows, **kwargs)
+                # Laid out by a unit of work: the recordings read the rows it holds.
                 rows = getattr(rows, "rows", rows)
             else:
                 stored = [mapper.to_stored_event(e) for e in events]

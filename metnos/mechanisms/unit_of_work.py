@@ -3,10 +3,10 @@
 While a unit of work is open in a thread, what that thread saves to the log
 is held here instead of written; ``commit`` writes everything held in one
 transaction of the recorder (one ``insert_rows`` on LMDB, ``insert_events`` elsewhere), so a kill leaves either
-all of it or none. Events are encoded as they are added, while the turn waits on its model, so
-that the commit at its end, the moment the user waits on and the log's one writer is held, only writes. The log commits a unit before any read of it in this
-process (read-your-writes), so nothing in the process ever reads past what
-it saved; other processes see the events when they are committed.
+all of it or none. Events are encoded as they are added, while the turn waits on its model, so that
+the commit at its end (what the user waits on, and the log's one writer is held for) only writes.
+The log commits a unit before any read of it in this process (read-your-writes), so nothing in the
+process ever reads past what it saved; other processes see the events when they are committed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 
 class UnitOfWork:
-    def __init__(self, write: Callable[..., Any], encode: Callable[[list[Any]], list[Any]] | None = None) -> None:
+    def __init__(self, write: Callable[..., Any], encode: Callable[[list[Any]], Any] | None = None) -> None:
         """``write(events, aggregates, rows=...)`` writes in one transaction; ``encode(events)``
         lays out their rows (None: the write encodes them)."""
         self._write = write
