@@ -389,13 +389,15 @@ def _hold_data_not_asked_for(state: TurnState, used: list[int], request_text: st
     the same kind of source itself (a page for a page). A folder listed because the request named it does
     not say what changed in it while nothing ran git; the first line of a page does not say until when
     a room is open."""
-    if not state.worded:
+    if not state.worded or state.exact is not None:
+        # An exact ask ("the last three lines") is worked out from the data by the rule on exactness
+        # (Metnos runs the slice itself when the model did not): the data is its input, not its answer.
         return
     ran = {state.executor_of(s) for s in state.successes()}
     if ran & set(state.worded):
         return
     givers = sorted({state.executor_of(s) for s in used} - {""})
-    if any(worked_out(g) for g in givers) and (state.exact is not None or asks_for_a_figure(request_text)):
+    if any(worked_out(g) for g in givers) and asks_for_a_figure(request_text):
         return
     # The giver's own kind, not what it was fed: a slice of a page is not the page.
     wanted_sources = {own_source(w) for w in state.worded} - {None}
