@@ -422,20 +422,9 @@ class RequestedKind(BaseRule):
         if step.kind != "executor" or step.name.split("_", 1)[0] not in TAKES_FILES:
             return None
         kinds, outside = outside_kind(step.request.text, step.arguments)
-        if not outside:
-            return None
-        narrowed = without_sources(step.arguments, outside)
-        if sources(narrowed) and not validate_args(step.te.loaded.input_schema, narrowed):
-            step.resolution = dataclasses.replace(step.resolution or _unresolved(step.args), args=narrowed)
-            step.completed = {**step.completed, "outside_kind": outside[:20]}
-            return None
         named = ", ".join(sorted(kinds))
-        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
-        error = f"the request names files of kind {named}; {len(outside)} of the files given are not: {shown}"
-        return step.reject("kind", {"kinds": sorted(kinds), "outside": outside[:20]}, {
-            "ok": False, "error_class": "outside_request", "error": error,
-            "hint": f"call {step.name} again with the files of kind {named} themselves, not their folder "
-                    "(find them first with a pattern if they are not listed yet)"})
+        return _narrowed_or_refused(step, outside, "kind", {"kinds": sorted(kinds)}, f"the request names files of kind {named}",
+                                    f"the files of kind {named}", "(find them first with a pattern if they are not listed yet)")
 
 
 class RequestedNames(BaseRule):
@@ -451,20 +440,28 @@ class RequestedNames(BaseRule):
                 or not step.loop.online.config.name_conditions):
             return None
         conditions, outside = outside_names(step.request.text, step.arguments)
-        if not outside:
-            return None
-        narrowed = without_sources(step.arguments, outside)
-        if sources(narrowed) and not validate_args(step.te.loaded.input_schema, narrowed):
-            step.resolution = dataclasses.replace(step.resolution or _unresolved(step.args), args=narrowed)
-            step.completed = {**step.completed, "outside_name": outside[:20]}
-            return None
         named = " and ".join(c.words() for c in conditions)
-        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
-        error = f"the request asks for the files {named}; {len(outside)} of the files given are not: {shown}"
-        return step.reject("names", {"conditions": [c.words() for c in conditions], "outside": outside[:20]}, {
-            "ok": False, "error_class": "outside_request", "error": error,
-            "hint": f"call {step.name} again with the files {named} themselves, not their folder "
-                    "(find them first if they are not listed yet)"})
+        return _narrowed_or_refused(step, outside, "names", {"conditions": [c.words() for c in conditions]},
+                                    f"the request asks for the files {named}", f"the files {named}",
+                                    "(find them first if they are not listed yet)")
+
+
+def _narrowed_or_refused(step: Step, outside: list[str], kind: str, detail: dict[str, Any], asked: str, wanted: str,
+                         how: str) -> Verdict | None:
+    """The call without the ``outside`` sources (``completed["outside_<kind>"]`` names them), or, when
+    none of its sources is left, refused before it runs with what the request ``asked``."""
+    if not outside:
+        return None
+    narrowed = without_sources(step.arguments, outside)
+    if sources(narrowed) and not validate_args(step.te.loaded.input_schema, narrowed):
+        step.resolution = dataclasses.replace(step.resolution or _unresolved(step.args), args=narrowed)
+        step.completed = {**step.completed, f"outside_{'name' if kind == 'names' else kind}": outside[:20]}
+        return None
+    shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+    error = f"{asked}; {len(outside)} of the files given are not: {shown}"
+    return step.reject(kind, {**detail, "outside": outside[:20]}, {
+        "ok": False, "error_class": "outside_request", "error": error,
+        "hint": f"call {step.name} again with {wanted} themselves, not their folder {how}"})
 
 
 class RequestedTop(BaseRule):
