@@ -423,7 +423,7 @@ class RequestedKind(BaseRule):
             return None
         kinds, outside = outside_kind(step.request.text, step.arguments)
         named = ", ".join(sorted(kinds))
-        return _narrowed_or_refused(step, outside, "kind", {"kinds": sorted(kinds)}, f"the request names files of kind {named}",
+        return _narrowed_or_refused(step, outside, "kind", "outside_kind", {"kinds": sorted(kinds)}, f"the request names files of kind {named}",
                                     f"the files of kind {named}", "(find them first with a pattern if they are not listed yet)")
 
 
@@ -441,21 +441,21 @@ class RequestedNames(BaseRule):
             return None
         conditions, outside = outside_names(step.request.text, step.arguments)
         named = " and ".join(c.words() for c in conditions)
-        return _narrowed_or_refused(step, outside, "names", {"conditions": [c.words() for c in conditions]},
+        return _narrowed_or_refused(step, outside, "names", "outside_name", {"conditions": [c.words() for c in conditions]},
                                     f"the request asks for the files {named}", f"the files {named}",
                                     "(find them first if they are not listed yet)")
 
 
-def _narrowed_or_refused(step: Step, outside: list[str], kind: str, detail: dict[str, Any], asked: str, wanted: str,
-                         how: str) -> Verdict | None:
-    """The call without the ``outside`` sources (``completed["outside_<kind>"]`` names them), or, when
+def _narrowed_or_refused(step: Step, outside: list[str], kind: str, completed: str, detail: dict[str, Any], asked: str,
+                         wanted: str, how: str) -> Verdict | None:
+    """The call without the ``outside`` sources (``completed[completed]`` names them), or, when
     none of its sources is left, refused before it runs with what the request ``asked``."""
     if not outside:
         return None
     narrowed = without_sources(step.arguments, outside)
     if sources(narrowed) and not validate_args(step.te.loaded.input_schema, narrowed):
         step.resolution = dataclasses.replace(step.resolution or _unresolved(step.args), args=narrowed)
-        step.completed = {**step.completed, f"outside_{'name' if kind == 'names' else kind}": outside[:20]}
+        step.completed = {**step.completed, completed: outside[:20]}
         return None
     shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
     error = f"{asked}; {len(outside)} of the files given are not: {shown}"
