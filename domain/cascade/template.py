@@ -10,7 +10,10 @@ newline, CRLF lines as LF) is a ``trim`` slot: the new value is trimmed the
 same way. A number quoted in the answer that also stands inside an
 output text (a line of a file, a content too short to be a slot) is not
 slotted: which of the two the model quoted cannot be told, so it stays literal, and :mod:`domain.cascade.provenance` then refuses the
-template. Text the model derived from an output without quoting it (a count,
+template. A number two outputs' values share (an empty file's size and its
+line count, both 0) is a slot on the first with the others as ``or``: on new
+outputs where they differ, which of them the answer meant cannot be told, and
+the template gives no answer. Text the model derived from an output without quoting it (a count,
 a summary) stays literal: :func:`derived_digits` says whether such text may
 be in a template, which decides whether it can be learnt without the user's
 approval.
@@ -117,6 +120,11 @@ def make_template(answer: str, outputs: dict[int, Any]) -> list[dict[str, Any]]:
             if bare != text and len(bare) >= MIN_STRING:
                 candidates.append(((step, *path), bare, True))
     candidates.sort(key=lambda c: -len(c[1]))
+    # Every value a number could be a slot on: one that several share is told apart only by new outputs.
+    holders: dict[str, list[list[Any]]] = {}
+    for ref, value, trim in candidates:
+        if _is_number(value) and not trim:
+            holders.setdefault(value, []).append(list(ref))
     taken: list[tuple[int, int, list[Any], bool]] = []
     ambiguous: dict[str, bool] = {}
     for ref, value, trim in candidates:
@@ -131,11 +139,37 @@ def make_template(answer: str, outputs: dict[int, Any]) -> list[dict[str, Any]]:
     for start, end, ref, trim in sorted(taken):
         if start > at:
             segments.append({"text": answer[at:start]})
-        segments.append({"ref": ref, "trim": True} if trim else {"ref": ref})
+        segment: dict[str, Any] = {"ref": ref, "trim": True} if trim else {"ref": ref}
+        others = [r for r in holders.get(answer[start:end], []) if r != ref] if not trim else []
+        if others:
+            segment["or"] = others
+        segments.append(segment)
         at = end
     if at < len(answer):
         segments.append({"text": answer[at:]})
     return segments
+
+
+def _value_at(ref: list[Any], outputs: dict[int, Any]) -> Any:
+    step, *path = ref
+    value: Any = outputs.get(step)
+    for key in path:
+        if isinstance(value, dict) and key in value:
+            value = value[key]
+        elif isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
+            value = value[key]
+        else:
+            msg = f"the answer quoted step {step}'s {'.'.join(map(str, path))}, which the new output lacks"
+            raise TemplateGap(msg)
+    if isinstance(value, (dict, list)) or value is None:
+        msg = f"the answer quoted step {step}'s {'.'.join(map(str, path))}, which is no longer a value"
+        raise TemplateGap(msg)
+    return value
+
+
+def _name(ref: list[Any]) -> str:
+    step, *path = ref
+    return f"step {step}'s {'.'.join(map(str, path))}"
 
 
 def render(segments: list[dict[str, Any]], outputs: dict[int, Any]) -> str:
@@ -144,19 +178,12 @@ def render(segments: list[dict[str, Any]], outputs: dict[int, Any]) -> str:
         if "text" in segment:
             parts.append(segment["text"])
             continue
-        step, *path = segment["ref"]
-        value: Any = outputs.get(step)
-        for key in path:
-            if isinstance(value, dict) and key in value:
-                value = value[key]
-            elif isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
-                value = value[key]
-            else:
-                msg = f"the answer quoted step {step}'s {'.'.join(map(str, path))}, which the new output lacks"
+        value = _value_at(segment["ref"], outputs)
+        for other in segment.get("or", ()):
+            if str(_value_at(other, outputs)) != str(value):
+                msg = (f"the answer's number was {_name(segment['ref'])} or {_name(other)}, the same when it was learnt; "
+                       f"now {value} and {_value_at(other, outputs)}, which it meant cannot be told")
                 raise TemplateGap(msg)
-        if isinstance(value, (dict, list)) or value is None:
-            msg = f"the answer quoted step {step}'s {'.'.join(map(str, path))}, which is no longer a value"
-            raise TemplateGap(msg)
         parts.append(trimmed(str(value)) if segment.get("trim") else str(value))
     return "".join(parts)
 

@@ -60,6 +60,17 @@ def test_a_number_is_slotted_only_where_it_stands_alone() -> None:
     assert derived_digits(segments, "how many files in 2024") == []
 
 
+def test_a_number_two_outputs_share_renders_only_where_they_still_agree() -> None:
+    # An empty file: its size and its line count are both 0, and the answer "It has 0 lines." meant one of them.
+    learnt = {1: {"entries": [{"content": "", "size": 0, "lines": 0}]}}
+    segments = make_template("It has 0 lines.", learnt)
+    assert segments == [{"text": "It has "}, {"ref": [1, "entries", 0, "size"], "or": [[1, "entries", 0, "lines"]]},
+                        {"text": " lines."}]
+    assert render(segments, {1: {"entries": [{"content": "a\nb\n", "size": 2, "lines": 2}]}}) == "It has 2 lines."
+    with pytest.raises(TemplateGap, match=r"size or step 1's entries.0.lines.*now 4 and 1"):
+        render(segments, {1: {"entries": [{"content": "  \r\n", "size": 4, "lines": 1}]}})
+
+
 def test_a_template_binds_new_slot_values_into_arguments_and_answer() -> None:
     plan = {"steps": [{"executor": "read_files", "version": "1.0.0", "args": {"paths": ["~/a.txt"], "max_lines": 3}}],
             "answer": [{"text": "~/a.txt starts: "}, {"ref": [1, "entries", 0, "content"]}]}
