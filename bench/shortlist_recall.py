@@ -31,17 +31,23 @@ with nothing withheld (the ceiling of recall). Recall is given per request
 (every needed executor offered) and per needed executor. With ``--tokens
 MODEL.gguf`` the first prompt of each request is sized for both offers with
 the model's own tokenizer and Metnos's chat template (bench/prompt_tokens.py,
-no model started), against the 600 tokens of bench/first_prompt.py.
+no model started), against the 600 tokens of bench/first_prompt.py. With ``--intent
+MODEL.gguf`` each written request is also put to the intent extractor (``[runtime] intent =
+"model"``, metnos/runtime/turn/intent_model.py) on that model, served embedded with its
+grammar, as a turn asks it; the executors it names join the shortlist (and the shaped
+offer) as they join a turn's, the rule on side effects after them.
 
 Run: PYTHONPATH=$PWD python3 bench/shortlist_recall.py [--pool N] [--json out.json] [--misses [dev]]
-                                                        [--tokens MODEL.gguf]
+                                                        [--tokens MODEL.gguf] [--intent MODEL.gguf [--threads N]]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +58,7 @@ from metnos.mechanisms.executors.manifest import load_manifest  # noqa: E402
 from metnos.runtime.step.catalogue import builtin_tools, catalogue_entry  # noqa: E402
 from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex  # noqa: E402
 from metnos.settings.turn import DEFAULT_POOL_SIZE, OFFERS  # noqa: E402
-from metnos.runtime.turn.shortlist import shortlist  # noqa: E402
+from metnos.runtime.turn.shortlist import complete, shortlist  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,56 @@ def measure_written(index: PrefilterIndex, side_effecting: frozenset[str], pool:
     return report
 
 
+def model_intent(model: Path, rows: list[Written], index: PrefilterIndex, threads: int) -> tuple[dict[str, tuple[str, ...]], dict]:
+    """The executors the intent extractor names for each request, asked of ``model`` as a turn asks it
+    (the catalogue's executors, builtins left out, and its grammar held by the embedded server);
+    with the median seconds a request and how many replies could not be read."""
+    from metnos.mechanisms.llm.embedded import EmbeddedServer
+    from metnos.mechanisms.llm.provider import make_provider
+    from metnos.runtime.turn.intent_model import extract_intent
+    from metnos.settings.llm_tiers import TierConfig
+
+    builtins = set(builtin_tools())
+    executors = [(e.name, e.summary) for e in index.entries if e.name not in builtins]
+    found: dict[str, tuple[str, ...]] = {}
+    seconds: list[float] = []
+    problems = 0
+    with EmbeddedServer(model, threads=threads) as server:
+        provider = make_provider(TierConfig(provider="embedded", model=model.stem, max_tokens=64), embedded_url=server.url)
+
+        def ask(tier: str, messages: list, tools: list, constraint: object = None) -> object:
+            return provider.complete(messages, tools, constraint=constraint)
+
+        try:
+            for n, r in enumerate(rows, 1):
+                start = time.perf_counter()
+                got = extract_intent(lambda cls, **fields: None, ask, tier="middle", request_text=r.text, executors=executors)
+                seconds.append(time.perf_counter() - start)
+                found[r.text] = got.tools
+                problems += got.problem is not None
+                if n % 50 == 0:
+                    print(f"  intent: {n}/{len(rows)} requests, median {statistics.median(seconds):.2f} s", file=sys.stderr)
+        finally:
+            provider.close()
+    return found, {"model": model.name, "median_s": statistics.median(seconds), "unreadable": problems}
+
+
+def with_intent(index: PrefilterIndex, rows: list[Written], intent: dict[str, tuple[str, ...]], side_effecting: frozenset[str],
+                pool: int) -> dict:
+    """The shortlist and the shaped offer with the executors the intent extractor named, as a turn makes them."""
+    report: dict = {}
+    for label, variant in (("shortlist + the model's intent", "shortlist"), ("shaped + the model's intent", "shaped")):
+        pools = {r.text: [c["name"] for c in complete(index.query(r.text, pool_size=pool).to_json(), index, r.text,
+                                                      intent.get(r.text, ()), offer=variant, pool_size=pool)["candidates"]]
+                 for r in rows}
+        report[label] = {part: written_figures([r for r in rows if part == "all" or r.split == part], pools, side_effecting)
+                         for part in ("all", *SPLITS)}
+    named = {part: written_figures([r for r in rows if part == "all" or r.split == part], {k: list(v) for k, v in intent.items()},
+                                   side_effecting) for part in ("all", *SPLITS)}
+    report["the model's intent alone"] = named
+    return report
+
+
 def prompt_tokens(model: Path, rows: list[Written], pool: int) -> dict:
     """Each request's first prompt (system prompt, request, tools in the first round's form) in tokens,
     for the shortlist and for the whole catalogue when it fits, on the real turn catalogue."""
@@ -346,6 +402,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="print the requests each variant misses (of the written set: this part, dev by default)")
     parser.add_argument("--tokens", type=Path, metavar="MODEL.gguf",
                         help="size each written request's first prompt with this model's tokenizer")
+    parser.add_argument("--intent", type=Path, metavar="MODEL.gguf",
+                        help="put each written request to the intent extractor on this model (served embedded)")
+    parser.add_argument("--threads", type=int, default=2, help="the embedded model's threads (--intent)")
+    parser.add_argument("--limit", type=int, help="only the first N written requests of each split (--intent)")
     args = parser.parse_args(argv)
 
     entries = catalogue()
@@ -379,7 +439,14 @@ def main(argv: list[str] | None = None) -> int:
                 for o in m["offered"]:
                     print(f"    [{name}] offers {', '.join(o['side_effects'])}: {o['text']}")
     rows = written_requests()
+    if args.limit:
+        rows = [r for part in SPLITS for r in [w for w in rows if w.split == part][:args.limit]]
     report["written"] = measure_written(index, side_effecting, args.pool, rows)
+    if args.intent:
+        intent, how = model_intent(args.intent, rows, index, args.threads)
+        report["intent"] = how
+        report["written"].update(with_intent(index, rows, intent, side_effecting, args.pool))
+        print(f"intent extractor on {how['model']}: median {how['median_s']:.2f} s a request, {how['unreadable']} replies unreadable")
     print_written(report["written"], args.misses)
     if args.tokens:
         tokens = report["first_prompt_tokens"] = prompt_tokens(args.tokens, rows, args.pool)
