@@ -194,6 +194,12 @@ def written_figures(rows: list[Written], pools: dict[str, list[str]], side_effec
     }
 
 
+def figures_by_split(rows: list[Written], pools: dict[str, list[str]], side_effecting: frozenset[str]) -> dict:
+    """``written_figures`` of the whole set and of each split."""
+    return {part: written_figures([r for r in rows if part == "all" or r.split == part], pools, side_effecting)
+            for part in ("all", *SPLITS)}
+
+
 VARIANTS = (("ranking only (baseline)", "ranking"), ("shortlist", "shortlist"), ("shortlist, shapers alongside", "shaped"),
             ("whole catalogue when it fits", "catalogue"), ("whole catalogue, nothing withheld", "everything"))
 
@@ -204,8 +210,7 @@ def measure_written(index: PrefilterIndex, side_effecting: frozenset[str], pool:
     report: dict = {}
     for label, variant in VARIANTS:
         pools = {r.text: offered(index, r.text, pool=pool, variant=variant) for r in rows}
-        report[label] = {part: written_figures([r for r in rows if part == "all" or r.split == part], pools, side_effecting)
-                         for part in ("all", *SPLITS)}
+        report[label] = figures_by_split(rows, pools, side_effecting)
     return report
 
 
@@ -251,11 +256,8 @@ def with_intent(index: PrefilterIndex, rows: list[Written], intent: dict[str, tu
         pools = {r.text: [c["name"] for c in complete(index.query(r.text, pool_size=pool).to_json(), index, r.text,
                                                       intent.get(r.text, ()), offer=variant, pool_size=pool)["candidates"]]
                  for r in rows}
-        report[label] = {part: written_figures([r for r in rows if part == "all" or r.split == part], pools, side_effecting)
-                         for part in ("all", *SPLITS)}
-    named = {part: written_figures([r for r in rows if part == "all" or r.split == part], {k: list(v) for k, v in intent.items()},
-                                   side_effecting) for part in ("all", *SPLITS)}
-    report["the model's intent alone"] = named
+        report[label] = figures_by_split(rows, pools, side_effecting)
+    report["the model's intent alone"] = figures_by_split(rows, {k: list(v) for k, v in intent.items()}, side_effecting)
     return report
 
 

@@ -180,9 +180,10 @@ def render(segments: list[dict[str, Any]], outputs: dict[int, Any]) -> str:
             continue
         value = _value_at(segment["ref"], outputs)
         for other in segment.get("or", ()):
-            if str(_value_at(other, outputs)) != str(value):
+            value_at = _value_at(other, outputs)
+            if str(value_at) != str(value):
                 msg = (f"the answer's number was {_name(segment['ref'])} or {_name(other)}, the same when it was learnt; "
-                       f"now {value} and {_value_at(other, outputs)}, which it meant cannot be told")
+                       f"now {value} and {value_at}, which it meant cannot be told")
                 raise TemplateGap(msg)
         parts.append(trimmed(str(value)) if segment.get("trim") else str(value))
     return "".join(parts)
