@@ -366,3 +366,39 @@ def test_first_by_words_is_the_best_score_on_tags_the_request_says() -> None:
     # A score from the description alone, or none at all, names nothing.
     assert first_by_words({"candidates": [c("read_files", 1.0, []), c("find_files", 0.0, [])]}) == ()
     assert first_by_words({"candidates": []}) == ()
+
+
+@pytest.mark.parametrize(("text", "written"), [
+    ("put the names of the pdfs from ~/papers in a file ~/papers/names.txt", True),  # "in", after a source
+    ("the total of ~/bills/may.csv into ~/bills/total.txt", True),
+    ("metti l'elenco di ~/foto in un file ~/foto/elenco.txt", True),
+    ("make ~/plans/week.md say only: rest", True),  # a verb of making, a file its object
+    ("make a contents.txt in ~/papers listing its pdfs", True),
+    ("compare ~/a.txt to ~/b.txt", False),  # "to" between two files compares them
+    ("count the lines in the file ~/x.txt", False),  # "in" with no source before says where, not where to
+    ("make sure ~/x.txt is there", False),
+    ("don't put the names from ~/papers into ~/papers/names.txt", False),
+])
+def test_a_file_named_as_where_something_goes_or_made_asks_for_a_write(text: str, written: bool) -> None:
+    index = PrefilterIndex([*ENTRIES, CatalogueEntry("write_files", affinity=("write", "save", "file"), side_effects=True)])
+    candidates = {c["name"]: c for c in shortlist(index, text, pool_size=4)["candidates"]}
+    assert ("write_files" in candidates) is written
+
+
+@pytest.mark.parametrize(("text", "sent"), [
+    ("count the files in ~/shared and message the number to Marta", True),  # "to" and a name later in the clause
+    ("message me the list of files in ~/shared", True),  # a verb naming the medium, then a person
+    ("message Marta the list of files in ~/shared", True),
+    ("let marta know how many files are in ~/shared", True),  # a someone between the tag's words
+    ("let me know how many files are in ~/shared", False),  # the reply is how the user knows
+    ("tell me the list of files in ~/shared", False),
+    ("message count in ~/shared?", False),  # a noun, no person after it
+    ("read my messages and the one to Marta", False),  # "messages" opens no clause of its own
+])
+def test_a_person_is_met_later_in_the_clause_between_the_tag_s_words_or_after_a_medium(text: str, sent: bool) -> None:
+    index = PrefilterIndex([
+        *ENTRIES[:4],
+        CatalogueEntry("read_messages", affinity=("read", "message", "messages", "inbox")),
+        CatalogueEntry("send_messages", affinity=("send", "tell someone", "message someone", "let someone know"), side_effects=True),
+    ])
+    assert ("send_messages" in [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]) is sent

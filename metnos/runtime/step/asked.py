@@ -7,7 +7,13 @@ word is met in any of its forms (:mod:`metnos.runtime.step.wording`: "removing",
 "cancellare", "mandami", "delte"); a tag of several words is met only whole.
 A tag's "someone" (:data:`PERSON_WORDS`) is met by a name: a capitalised word
 right after the word that met the tag's verb, or after "to" or "a" that
-follows it ("tell Ginevra", "scrivi a Tobia"); "tell me" names nobody.
+follows it ("tell Ginevra", "scrivi a Tobia"), or after "to" or "a" later in
+the clause the verb opens ("message the total to Ugo"); "tell me" names
+nobody. A someone between two words of its tag is met by any word that is
+not a function word ("let ottavio know"; not "let me know"). A verb that also
+names what a reader reads ("message": read_messages reads messages) asks for
+a message when it opens its clause and a person follows it ("message me the
+list"): a reply is not a message, as it is what "tell me" asks for.
 
 Two readings of the request keep a named action from counting:
 
@@ -74,17 +80,70 @@ QUESTION_WORDS: frozenset[str] = frozenset(
 # right after the tag's verb or after "to" or "a" that follows it ("tell Ginevra", "scrivi a Tobia").
 PERSON_WORDS: frozenset[str] = frozenset("someone somebody qualcuno".split())
 _ADDRESSEE = re.compile(r"(?=\b([^\W\d_]+)[ \t]+(?:(?:to|a|ad)[ \t]+)?([^\W\d_][^\W_]*))")
+# The words that mark whom something goes to, after the verb in its clause ("message the total to Ugo").
+TO_PERSON: frozenset[str] = frozenset("to a ad".split())
+# Object pronouns of a person, English and Italian: a closed class ("message me", "scrivimi" is a clitic).
+PERSON_PRONOUNS: frozenset[str] = frozenset("me us him her them mi ci gli le".split())
+_CLAUSE_BREAK = re.compile(r"[?!;:,]|\.(?=\s|$)")
 
 
-def _addressed(request_text: str) -> frozenset[str]:
-    """The request's words followed by a name, as :func:`tokens` gives them."""
+def _name(word: str) -> bool:
+    return word[:1].isupper() and word.casefold() not in STOPWORDS
+
+
+def _addressed(request_text: str, media: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The request's words followed by a name (or, for ``media``, by a person), as :func:`tokens` gives them."""
     text = without_named_targets(request_text)
     found = set()
     for m in _ADDRESSEE.finditer(text):
         verb, name = m.group(1), m.group(2)
-        if name[:1].isupper() and name.casefold() not in STOPWORDS:
+        if _name(name):
             found.update(tokens(verb))
+    for clause in _clauses(text):
+        opener = tokens(clause[0])
+        if not opener:
+            continue
+        later = list(zip(clause[1:], clause[2:]))
+        if any(marker.casefold() in TO_PERSON and _name(name) for marker, name in later):
+            found.update(opener)
+        if set(opener) & media and len(clause) > 1 and (clause[1].casefold() in PERSON_PRONOUNS or _name(clause[1])):
+            found.update(opener)
     return frozenset(found)
+
+
+def _clauses(text: str) -> list[list[str]]:
+    """The words of each clause of ``text``, as written: split at punctuation and at a word that joins clauses."""
+    out: list[list[str]] = []
+    for part in _CLAUSE_BREAK.split(text):
+        clause: list[str] = []
+        for word in re.findall(r"[^\W_]+", part):
+            if word.casefold() in CLAUSE_JOINS:
+                if clause:
+                    out.append(clause)
+                clause = []
+            else:
+                clause.append(word)
+        if clause:
+            out.append(clause)
+    return out
+
+
+def _framed(words: list[str], tag: Iterable[str]) -> bool:
+    """The tag's words, two or more, stand in the request in a run with one more word among them, not a function
+    word: the tag's someone ("let ottavio know")."""
+    wanted = [w for w in tag if w not in PERSON_WORDS]
+    if len(wanted) < 2:
+        return False
+    span = len(wanted) + 1
+    for start in range(len(words) - span + 1):
+        run = words[start:start + span]
+        if run[0] not in wanted or run[-1] not in wanted:
+            continue
+        inside = run[1:-1]
+        others = [w for w in inside if w not in wanted]
+        if len(others) == 1 and others[0] not in STOPWORDS and set(wanted) <= set(run):
+            return True
+    return False
 
 
 # English nouns made from a verb's -ing form, in the plural ("settings", "savings", "meetings").
@@ -101,9 +160,11 @@ class AskedAction:
 class ActionWords:
     """The action tags of a catalogue's executors with side effects, ready to meet a request."""
 
-    def __init__(self, tags: Mapping[str, Iterable[frozenset[str]]]) -> None:
+    def __init__(self, tags: Mapping[str, Iterable[frozenset[str]]], media: Iterable[str] = ()) -> None:
+        """``media``: the words of person tags that also name what a reader reads ("message")."""
         self.tags = {name: tuple(tuple(sorted(tag)) for tag in found) for name, found in tags.items()}
         self.lexicon = Lexicon(word for found in self.tags.values() for tag in found for word in tag)
+        self.media = frozenset(media)
 
     def asked(self, request_text: str) -> dict[str, AskedAction]:
         """The executors with side effects whose action the request asks for, each with why."""
@@ -119,8 +180,8 @@ class ActionWords:
                 if len(words) < len(tag):
                     # The tag's own word ("tell someone"), or a name after one of the words that met it.
                     person = next((w for w, met in meant if met & PERSON_WORDS), None)
-                    addressed = _addressed(request_text) if addressed is None else addressed
-                    if person is None and not addressed & set(used):
+                    addressed = _addressed(request_text, self.media) if addressed is None else addressed
+                    if person is None and not addressed & set(used) and not _framed(tokens(without_named_targets(request_text)), tag):
                         continue
                 found[name] = AskedAction(name, tuple(u for u in used if u is not None), tag)
                 break

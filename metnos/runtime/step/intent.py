@@ -65,6 +65,51 @@ def destination(text: str) -> str | None:
     return None
 
 
+# Between a preposition of destination and the file it names, articles and nouns of a file may stand
+# ("in a new file ~/x.txt", "in un file ~/x.txt"): closed classes.
+_BEFORE_FILE = frozenset("a an the new un una uno il lo la nuovo nuova file document documento".split())
+# Verbs of making, English and Italian: with a file as their object ("make ~/x.txt say done", "make an
+# index.txt"), they ask for the file to be written.
+MAKING_VERBS = frozenset("make build generate prepare produce fai prepara genera produci".split())
+_MADE = re.compile(
+    r"\b(?:" + "|".join(sorted(MAKING_VERBS)) + r")\s+(?:(?:a|an|the|new|un|una|uno|il|lo|la|nuovo|nuova)\s+)*"
+    r"((?:~|\$HOME|\$WORKSPACE|\.{1,2})?/?[\w./-]*?[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/])",
+    re.IGNORECASE,
+)
+
+
+def destination_file(text: str) -> str | None:
+    """The file ``text`` names as where something is written: its last named path, a file, after
+    another named path or URL, with a preposition of destination before it, articles and the word
+    "file" allowed between ("put the list of pdfs from ~/papers in a file ~/papers/index.txt",
+    "the total of ~/a.csv into ~/total.txt"); or a file that a verb of making takes as its object
+    ("make ~/plan.md say only: ready", "make a summary.rst in ~/drafts")."""
+    made = _MADE.search(_URL.sub(" ", text))
+    if made is not None and _EXTENSION.search(made.group(1)):
+        return made.group(1)
+    targets = named_targets(text)
+    if not targets.files:
+        return None
+    without_urls = _URL.sub(" ", text)
+    found = [(m.start(1), _clean(m.group(1))) for m in _PATH.finditer(without_urls)]
+    found = [(at, path) for at, path in found if path and path != "/"]
+    if not found or found[-1][1] not in targets.files or len(found) + len(targets.urls) < 2:
+        return None
+
+    def before(at: int) -> str:
+        words = [w for w in _WORDS.findall(without_urls[:at].casefold())]
+        while words and words[-1] in _BEFORE_FILE:
+            words.pop()
+        return words[-1] if words else ""
+
+    marker = before(found[-1][0])
+    came_from = any(before(at) in FROM_WORDS for at, _ in found[:-1]) or bool(targets.urls)
+    # "to" is left out: "compare ~/a.txt to ~/b.txt" writes nothing.
+    if marker in TO_WORDS - {"to"} or (marker in TO_WORDS_AFTER_FROM and came_from):
+        return found[-1][1]
+    return None
+
+
 def without_named_targets(text: str) -> str:
     """``text`` with its named URLs, files and folders blanked out: what is left are the request's own words."""
     targets = named_targets(text)

@@ -59,7 +59,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metnos.runtime.step.asked import ActionWords
+from metnos.runtime.step.asked import PERSON_WORDS, ActionWords
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.step.intent import without_named_targets
 from metnos.runtime.step.text import STOPWORDS, content_tokens
@@ -260,7 +260,7 @@ class PrefilterIndex:
         self._desc = desc
         self._lexicon = Lexicon(aff)
         self.action_tags = _action_tags(self.entries)
-        self.actions = ActionWords(self.action_tags)
+        self.actions = ActionWords(self.action_tags, _media_words(self.entries))
         self._aff_sets = tuple(aff_sets)
         self._desc_sets = tuple(desc_sets)
         self._phrases = phrases
@@ -409,6 +409,26 @@ def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset
                     tags.append(words)
         found[entry.name] = tuple(tags)
     return found
+
+
+def _media_words(entries: Sequence[CatalogueEntry]) -> frozenset[str]:
+    """The verbs of the person tags of executors with side effects ("message someone") that are
+    also a tag of an executor without them ("message": what read_messages reads): a verb that
+    names the medium, so that "message me" asks for a message and not a reply."""
+    readers: set[str] = set()
+    for entry in entries:
+        if not entry.side_effects:
+            for tag in entry.affinity:
+                readers |= content_tokens(tag)
+    read = Lexicon(readers)
+    found: set[str] = set()
+    for entry in entries:
+        if entry.side_effects:
+            for tag in entry.affinity:
+                words = content_tokens(tag)
+                if words & PERSON_WORDS:
+                    found |= {w for w in words - PERSON_WORDS if read.meets(w, typos=False)}
+    return frozenset(found)
 
 
 def prefilter(request_text: str, entries: PrefilterIndex | Sequence[CatalogueEntry], *,

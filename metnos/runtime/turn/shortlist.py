@@ -67,7 +67,7 @@ from typing import Any
 from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
 from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY
 from metnos.runtime.step.asked import AskedAction, asks_only_questions
-from metnos.runtime.step.intent import destination, named_targets
+from metnos.runtime.step.intent import destination, destination_file, named_targets
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
 from metnos.runtime.step.text import content_tokens
@@ -86,8 +86,10 @@ def acts_on_files(entry: Any) -> bool:
     return any(tag in FILE_WORDS for tag in entry.affinity)
 
 
-# The executor that puts files where a request says they go, and the words that say not to.
+# The executor that puts files where a request says they go, the one that writes a file a request says
+# something goes into, and the words that say not to.
 MOVER = "move_files"
+WRITER = "write_files"
 NEGATIONS = frozenset("not no never don dont without non senza mai".split())
 
 # executor -> which of the request's named targets it reads
@@ -153,6 +155,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     goes_to = destination(request_text)
     if goes_to is not None and MOVER in index.action_tags and MOVER not in asked and not words & NEGATIONS:
         asked[MOVER] = AskedAction(MOVER, (goes_to,), ("destination folder",))
+    # Likewise a file named as where something goes, or made ("... in a file ~/index.txt", "make ~/x.txt say done").
+    written = destination_file(request_text)
+    if written is not None and WRITER in index.action_tags and WRITER not in asked and not words & NEGATIONS:
+        asked[WRITER] = AskedAction(WRITER, (written,), ("destination file",))
     lowered = request_text.casefold()
     for entry in index.entries:
         action = asked.get(entry.name)
