@@ -170,6 +170,7 @@ class ActionWords:
         """The executors with side effects whose action the request asks for, each with why."""
         meant = self._meant_words(request_text)
         addressed: frozenset[str] | None = None
+        plain: list[str] | None = None
         found: dict[str, AskedAction] = {}
         for name, tags in self.tags.items():
             for tag in tags:
@@ -181,8 +182,10 @@ class ActionWords:
                     # The tag's own word ("tell someone"), or a name after one of the words that met it.
                     person = next((w for w, met in meant if met & PERSON_WORDS), None)
                     addressed = _addressed(request_text, self.media) if addressed is None else addressed
-                    if person is None and not addressed & set(used) and not _framed(tokens(without_named_targets(request_text)), tag):
-                        continue
+                    if person is None and not addressed & set(used):
+                        plain = tokens(without_named_targets(request_text)) if plain is None else plain
+                        if not _framed(plain, tag):
+                            continue
                 found[name] = AskedAction(name, tuple(u for u in used if u is not None), tag)
                 break
         return found

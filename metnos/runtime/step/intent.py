@@ -49,20 +49,28 @@ def destination(text: str) -> str | None:
     targets = named_targets(text)
     if not targets.folders:
         return None
-    without_urls = _URL.sub(" ", text)
-    found = [(m.start(1), _clean(m.group(1))) for m in _PATH.finditer(without_urls)]
-    found = [(at, path) for at, path in found if path and path != "/"]
+    without_urls, found = _paths_at(text)
     if len(found) < 2 or found[-1][1].rstrip("/") not in targets.folders and found[-1][1] not in targets.folders:
         return None
-
-    def before(at: int) -> str:
-        words = _WORDS.findall(without_urls[:at].casefold())
-        return words[-1] if words else ""
-
-    marker = before(found[-1][0])
-    if marker in TO_WORDS or (marker in TO_WORDS_AFTER_FROM and any(before(at) in FROM_WORDS for at, _ in found[:-1])):
+    marker = _word_before(without_urls, found[-1][0])
+    if marker in TO_WORDS or (marker in TO_WORDS_AFTER_FROM and any(_word_before(without_urls, at) in FROM_WORDS for at, _ in found[:-1])):
         return found[-1][1].rstrip("/") or found[-1][1]
     return None
+
+
+def _paths_at(text: str) -> tuple[str, list[tuple[int, str]]]:
+    """``text`` with its URLs blanked, and where each named path starts in it, with the path."""
+    without_urls = _URL.sub(" ", text)
+    found = [(m.start(1), _clean(m.group(1))) for m in _PATH.finditer(without_urls)]
+    return without_urls, [(at, path) for at, path in found if path and path != "/"]
+
+
+def _word_before(text: str, at: int, skipping: frozenset[str] = frozenset()) -> str:
+    """The last word of ``text`` before ``at``, folded, passing over the words in ``skipping``."""
+    words = _WORDS.findall(text[:at].casefold())
+    while words and words[-1] in skipping:
+        words.pop()
+    return words[-1] if words else ""
 
 
 # Between a preposition of destination and the file it names, articles and nouns of a file may stand
@@ -90,20 +98,11 @@ def destination_file(text: str) -> str | None:
     targets = named_targets(text)
     if not targets.files:
         return None
-    without_urls = _URL.sub(" ", text)
-    found = [(m.start(1), _clean(m.group(1))) for m in _PATH.finditer(without_urls)]
-    found = [(at, path) for at, path in found if path and path != "/"]
+    without_urls, found = _paths_at(text)
     if not found or found[-1][1] not in targets.files or len(found) + len(targets.urls) < 2:
         return None
-
-    def before(at: int) -> str:
-        words = [w for w in _WORDS.findall(without_urls[:at].casefold())]
-        while words and words[-1] in _BEFORE_FILE:
-            words.pop()
-        return words[-1] if words else ""
-
-    marker = before(found[-1][0])
-    came_from = any(before(at) in FROM_WORDS for at, _ in found[:-1]) or bool(targets.urls)
+    marker = _word_before(without_urls, found[-1][0], _BEFORE_FILE)
+    came_from = any(_word_before(without_urls, at, _BEFORE_FILE) in FROM_WORDS for at, _ in found[:-1]) or bool(targets.urls)
     # "to" is left out: "compare ~/a.txt to ~/b.txt" writes nothing.
     if marker in TO_WORDS - {"to"} or (marker in TO_WORDS_AFTER_FROM and came_from):
         return found[-1][1]
