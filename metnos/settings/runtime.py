@@ -123,6 +123,9 @@ class RuntimeConfig(BaseModel):
                                                "looked) is not answered.")
     grounding_quoted_names: bool = setting(True, "A tool's name in quotes in an answer (the tool \"write_files\") is the turn's "
                                                  "own, as it is unquoted, not a claim about the data.")
+    grounding_verdicts: bool = setting(True, "An answer's yes or no must agree with a step's own verdict on what the request "
+                                             "asks (read_events's is_free for \"am I free\"): one that says the opposite is "
+                                             "sent back, then not answered.")
     data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
                                          "what the request's own words rank first, or gave the data: a folder's listing does "
                                          "not answer what changed in it when nothing ran git.")
@@ -161,7 +164,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_reads_told": False, "unasked_end": False, "done_is_ok": False,
                                          "grounding_whole_asks": False, "done_not_denied": False,
                                          "grounding_after_loop": False, "grounding_quoted_names": False,
-                                         "data_asked_for": False, "name_conditions": False}
+                                         "data_asked_for": False, "name_conditions": False,
+                                         "grounding_verdicts": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -334,6 +334,28 @@ def test_a_closed_question_is_answered_by_a_no_that_names_nothing(home: Path, we
     assert out["status"] != "answered" or "Project review" in out["answer"], out
 
 
+def test_a_yes_against_the_step_s_verdict_is_sent_back_then_not_answered(home: Path, week_server: Radicale, capsys, monkeypatch) -> None:
+    """The 1.5B on the agent benchmark: read_events said is_free false, and it answered "Yes, I am free on
+    Thursday afternoon." (answered, wrong). Now the yes is sent back once with the verdict; said again, the turn
+    is not answered; corrected, it is."""
+    configure(week_server)
+    read = call("read_events", {"start": "thursday afternoon", "free_busy": True})
+    wrong = text("Yes, I am free on Thursday afternoon.")
+    code, out, _ = ask(capsys, monkeypatch, [read, wrong, wrong], "Am I free on Thursday afternoon?", "--no")
+    assert out["status"] == "unverified" and code != 0, out
+    with ScriptedLLM([read, wrong, text("No, you have Project review on Thursday afternoon.")]) as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        capsys.readouterr()
+        code = main(["ask", "Am I free on Thursday afternoon?", "--no", "--json"])
+        out = orjson.loads(capsys.readouterr().out)
+        told = [m["content"] for m in llm.requests[2].body["messages"] if m["role"] == "user"][-1]
+    assert code == 0 and out["status"] == "answered" and out["answer"].startswith("No"), out
+    assert '"Yes"' in told and "read_events gave is_free: false" in told, told
+    capsys.readouterr()
+    assert main(["replay", "--all"]) == 0
+
+
 def test_a_filter_the_request_never_gave_is_left_out_of_the_first_call(home: Path, week_server: Radicale, capsys, monkeypatch) -> None:
     """The small models fill optional filters with words of their own ("UTC", a calendar "home", a league):
     read_events filtered by "meeting" would have found nothing on a Thursday that holds two events."""

@@ -355,3 +355,29 @@ def test_an_answer_after_a_loop_must_name_something_a_step_found(answer: str, ba
 def test_what_an_answer_names_to_check() -> None:
     assert claims("The last commit did not change any files.") == []
     assert claims("It holds tulips.md, 3 of them.") == ["tulips.md", "3"]
+
+
+BUSY = StepData("read_events", False, {"ok": True, "entries": [{"summary": "Review", "start": "2026-12-03T14:00+00:00",
+                                                                "end": "2026-12-03T16:00+00:00", "weekday": "Thursday"}],
+                                      "busy": [{"start": "2026-12-03T14:00+00:00", "end": "2026-12-03T16:00+00:00"}],
+                                      "free": [{"start": "2026-12-03T12:00+00:00", "end": "2026-12-03T14:00+00:00"}],
+                                      "is_free": False, "metadata": {"count": 1}})
+
+
+@pytest.mark.parametrize(("request_text", "answer", "holds"), [
+    # The 1.5B's reply on the agent benchmark: the step said is_free false.
+    ("Am I free on Thursday afternoon?", "Yes, I am free on Thursday afternoon.", False),
+    ("Sono libero giovedì pomeriggio? free", "Sì, sei libero.", False),
+    ("Am I free on Thursday afternoon?", "No, you have Review on Thursday from 14:00 to 16:00.", True),
+    # "busy" is not what is_free says yes or no to: the answer's yes is not checked against it.
+    ("Am I busy on Thursday afternoon?", "Yes, you have Review on Thursday.", True),
+    # An answer that does not open with yes or no is left to the other checks.
+    ("Am I free on Thursday afternoon?", "You have Review on Thursday from 14:00 to 16:00.", True),
+])
+def test_a_yes_or_no_must_agree_with_the_step_s_verdict_on_what_was_asked(request_text: str, answer: str, holds: bool) -> None:
+    grounding = check_answer(answer, request=request_text, steps=[BUSY])
+    assert grounding.holds is holds, grounding
+    if not holds:
+        assert "is_free: false" in grounding.exactness and "read_events" in grounding.exactness
+    # A turn recorded before the check replays without it.
+    assert check_answer(answer, request=request_text, steps=[BUSY], verdicts=False).holds

@@ -65,7 +65,7 @@ class Loop:
         self.online = SimpleNamespace(config=SimpleNamespace(mnest_hint=False, unasked_options=True, schedule_closes_turn=True,
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
-                                                              grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True,
+                                                              grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)

@@ -589,6 +589,40 @@ def _against_one_for_all(request: str, answer: str, steps: Sequence[StepData]) -
     return i18n.english("turn.grounding.one_for_all", given=given[0])
 
 
+# An answer's opening yes or no, English and Italian ("Yes, it is", "No.", "Sì, ...").
+_YES_NO = re.compile(r"^\W*(yes|yeah|yep|no|nope|si|sì)\b", re.IGNORECASE)
+_YES = frozenset({"yes", "yeah", "yep", "si", "sì"})
+
+
+def _verdicts(value: Any) -> Iterable[tuple[str, bool]]:
+    """The ``is_<word>`` truth values an observation gives, top level and one level into its mappings."""
+    if not isinstance(value, Mapping):
+        return
+    for key, inner in value.items():
+        if isinstance(key, str) and key.startswith("is_") and isinstance(inner, bool):
+            yield key[3:], inner
+        elif isinstance(inner, Mapping):
+            yield from ((k[3:], v) for k, v in inner.items() if isinstance(k, str) and k.startswith("is_") and isinstance(v, bool))
+
+
+def _against_verdict(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why an answer's yes or no says the opposite of a step's own verdict on what the request asks, or "":
+    a calendar step answered ``is_free: false`` to a question whether the user was free at some hour, and the
+    1.5B said yes. Only a verdict whose word the request says counts (a question whether the user is busy is not
+    asked by ``is_free``)."""
+    said = _YES_NO.match(answer)
+    if said is None:
+        return ""
+    yes = said.group(1).casefold() in _YES
+    words = {w.casefold() for w in content_tokens(request)}
+    for step in reversed(steps):
+        for word, value in _verdicts(step.observation):
+            if word.casefold() in words and value != yes:
+                return i18n.english("turn.grounding.against_verdict", said=said.group(1), executor=step.executor,
+                                    field=f"is_{word}", value=str(value).lower())
+    return ""
+
+
 _LINKS = re.compile(r"\b(?:links?|urls?|hyperlinks?|web addresses|collegament[io]|indirizzi web)\b", re.IGNORECASE)
 _LINK_FIELDS = frozenset({"url", "href", "link", "links", "urls"})
 # Steps whose answer is what they did, not the data they found (the links saved, sent).
@@ -618,12 +652,13 @@ def _against_no_link(request: str, answer: str, steps: Sequence[StepData]) -> st
 
 
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
-                 names: Collection[str] = (), whole: bool = True, quoted_names: bool = True) -> Grounding:
+                 names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
     ``whole`` False for a turn recorded before a total and links were checked as wholes, ``quoted_names`` False
-    for one recorded before a tool named in quotes was the turn's own."""
+    for one recorded before a tool named in quotes was the turn's own, ``verdicts`` False for one recorded before a
+    yes or no was checked against a step's verdict."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -633,7 +668,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
-                 or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps)))) if exact else ""
+                 or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps)))
+                 or (_against_verdict(request, answer, steps) if verdicts else "")) if exact else ""
     if ask is not None and exact and not exactness:
         computed = [s.observation for s in steps if s.computed]
         known_computed = _Known([leaf for obs in computed for leaf in leaves(obs)],
