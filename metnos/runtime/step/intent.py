@@ -75,12 +75,13 @@ def _word_before(text: str, at: int, skipping: frozenset[str] = frozenset()) -> 
 
 # Between a preposition of destination and the file it names, articles and nouns of a file may stand
 # ("in a new file ~/x.txt", "in un file ~/x.txt"): closed classes.
-_BEFORE_FILE = frozenset("a an the new un una uno il lo la nuovo nuova file document documento".split())
+_ARTICLES = "a an the new un una uno il lo la nuovo nuova".split()
+_BEFORE_FILE = frozenset([*_ARTICLES, "file", "document", "documento"])
 # Verbs of making, English and Italian: with a file as their object ("make ~/x.txt say done", "make an
 # index.txt"), they ask for the file to be written.
 MAKING_VERBS = frozenset("make build generate prepare produce fai prepara genera produci".split())
 _MADE = re.compile(
-    r"\b(?:" + "|".join(sorted(MAKING_VERBS)) + r")\s+(?:(?:a|an|the|new|un|una|uno|il|lo|la|nuovo|nuova)\s+)*"
+    r"\b(?:" + "|".join(sorted(MAKING_VERBS)) + r")\s+(?:(?:" + "|".join(_ARTICLES) + r")\s+)*"
     r"((?:~|\$HOME|\$WORKSPACE|\.{1,2})?/?[\w./-]*?[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/])",
     re.IGNORECASE,
 )

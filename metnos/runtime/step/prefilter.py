@@ -385,13 +385,10 @@ def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset
     which words are its operations ("'overwrite' replaces it") and which are
     filler ("new"). What the summary quotes is an example of the data ("friday
     10:00"), not an operation, and does not count."""
-    tagged: set[str] = set()
+    tagged = _reader_words(entries)
     described: set[str] = set()
     for entry in entries:
         if not entry.side_effects:
-            tagged |= set(entry.name.split("_"))
-            for tag in entry.affinity:
-                tagged |= content_tokens(tag)
             described |= content_tokens(entry.description_text())
     by_tags, anywhere = Lexicon(tagged), Lexicon(tagged | described)
     found: dict[str, tuple[frozenset[str], ...]] = {}
@@ -411,16 +408,22 @@ def _action_tags(entries: Sequence[CatalogueEntry]) -> dict[str, tuple[frozenset
     return found
 
 
+def _reader_words(entries: Sequence[CatalogueEntry]) -> set[str]:
+    """The words of the names and tags of the executors without side effects."""
+    words: set[str] = set()
+    for entry in entries:
+        if not entry.side_effects:
+            words |= set(entry.name.split("_"))
+            for tag in entry.affinity:
+                words |= content_tokens(tag)
+    return words
+
+
 def _media_words(entries: Sequence[CatalogueEntry]) -> frozenset[str]:
     """The verbs of the person tags of executors with side effects ("message someone") that are
     also a tag of an executor without them ("message": what read_messages reads): a verb that
     names the medium, so that "message me" asks for a message and not a reply."""
-    readers: set[str] = set()
-    for entry in entries:
-        if not entry.side_effects:
-            for tag in entry.affinity:
-                readers |= content_tokens(tag)
-    read = Lexicon(readers)
+    read = Lexicon(_reader_words(entries))
     found: set[str] = set()
     for entry in entries:
         if entry.side_effects:

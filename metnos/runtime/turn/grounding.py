@@ -594,15 +594,15 @@ _YES_NO = re.compile(r"^\W*(yes|yeah|yep|no|nope|si|sì)\b", re.IGNORECASE)
 _YES = frozenset({"yes", "yeah", "yep", "si", "sì"})
 
 
-def _verdicts(value: Any) -> Iterable[tuple[str, bool]]:
-    """The ``is_<word>`` truth values an observation gives, top level and one level into its mappings."""
+def _verdicts(value: Any, depth: int = 1) -> Iterable[tuple[str, bool]]:
+    """The ``is_<word>`` truth values an observation gives, top level and ``depth`` levels into its mappings."""
     if not isinstance(value, Mapping):
         return
     for key, inner in value.items():
         if isinstance(key, str) and key.startswith("is_") and isinstance(inner, bool):
             yield key[3:], inner
-        elif isinstance(inner, Mapping):
-            yield from ((k[3:], v) for k, v in inner.items() if isinstance(k, str) and k.startswith("is_") and isinstance(v, bool))
+        elif depth:
+            yield from _verdicts(inner, depth - 1)
 
 
 def _against_verdict(request: str, answer: str, steps: Sequence[StepData]) -> str:
