@@ -126,6 +126,9 @@ class RuntimeConfig(BaseModel):
     grounding_verdicts: bool = setting(True, "An answer's yes or no must agree with a step's own verdict on what the request "
                                              "asks (read_events's is_free for \"am I free\"): one that says the opposite is "
                                              "sent back, then not answered.")
+    grounding_verdict_words: bool = setting(True, "A verdict is asked in any language its executor's output schema names "
+                                                  "words for (\"libero\" asks is_free), and an answer's \"no\" or \"si\" is one "
+                                                  "only standing alone (\"No meeting then\" opens with no verdict).")
     data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
                                          "what the request's own words rank first, or gave the data: a folder's listing does "
                                          "not answer what changed in it when nothing ran git.")
@@ -165,7 +168,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_whole_asks": False, "done_not_denied": False,
                                          "grounding_after_loop": False, "grounding_quoted_names": False,
                                          "data_asked_for": False, "name_conditions": False,
-                                         "grounding_verdicts": False}
+                                         "grounding_verdicts": False, "grounding_verdict_words": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

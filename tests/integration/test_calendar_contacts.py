@@ -356,6 +356,22 @@ def test_a_yes_against_the_step_s_verdict_is_sent_back_then_not_answered(home: P
     assert main(["replay", "--all"]) == 0
 
 
+def test_a_yes_against_the_verdict_is_caught_in_the_words_the_executor_names_for_it(home: Path, week_server: Radicale, capsys, monkeypatch) -> None:
+    """Asked in Italian ("libero"), is_free is asked all the same: read_events's output schema names the words
+    that ask it; and "No events ..." opening an answer is not a no."""
+    configure(week_server)
+    read = call("read_events", {"when": "giovedì pomeriggio", "free_busy": True})
+    wrong = text("Sì, sei libero giovedì pomeriggio: Project review non c'è.")
+    code, out, _ = ask(capsys, monkeypatch, [read, wrong, wrong], "Sono libero giovedì pomeriggio?", "--no")
+    assert out["status"] == "unverified" and code != 0, out
+    assert "read_events gave is_free: false" in out["failure"]["exactness"], out
+    free = call("read_events", {"start": "friday afternoon", "free_busy": True})
+    code, out, _ = ask(capsys, monkeypatch, [free, text("No events on Friday afternoon: you are free.")], "Am I free on Friday afternoon?", "--no")
+    assert code == 0 and out["status"] == "answered", out
+    capsys.readouterr()
+    assert main(["replay", "--all"]) == 0
+
+
 def test_a_filter_the_request_never_gave_is_left_out_of_the_first_call(home: Path, week_server: Radicale, capsys, monkeypatch) -> None:
     """The small models fill optional filters with words of their own ("UTC", a calendar "home", a league):
     read_events filtered by "meeting" would have found nothing on a Thursday that holds two events."""

@@ -373,11 +373,50 @@ BUSY = StepData("read_events", False, {"ok": True, "entries": [{"summary": "Revi
     ("Am I busy on Thursday afternoon?", "Yes, you have Review on Thursday.", True),
     # An answer that does not open with yes or no is left to the other checks.
     ("Am I free on Thursday afternoon?", "You have Review on Thursday from 14:00 to 16:00.", True),
+    # "No" and an unaccented "si" count standing alone; before a word they are a determiner and a reflexive.
+    ("Sono libero giovedì pomeriggio? free", "Si, sei libero.", False),
+    ("Sono libero giovedì pomeriggio? free", "Si tiene Review giovedì.", True),
+    ("Am I free on Thursday afternoon?", "No. You have Review on Thursday.", True),
 ])
 def test_a_yes_or_no_must_agree_with_the_step_s_verdict_on_what_was_asked(request_text: str, answer: str, holds: bool) -> None:
-    grounding = check_answer(answer, request=request_text, steps=[BUSY])
+    grounding = check_answer(answer, request=request_text, steps=[BUSY], verdict_words={})
     assert grounding.holds is holds, grounding
     if not holds:
         assert "is_free: false" in grounding.exactness and "read_events" in grounding.exactness
     # A turn recorded before the check replays without it.
     assert check_answer(answer, request=request_text, steps=[BUSY], verdicts=False).holds
+
+
+FREE = StepData("read_events", False, {"ok": True, "entries": [], "busy": [],
+                                      "free": [{"start": "2026-12-03T12:00+00:00", "end": "2026-12-03T18:00+00:00"}],
+                                      "is_free": True, "metadata": {"count": 0}})
+
+
+@pytest.mark.parametrize(("answer", "holds"), [
+    ("No events on Thursday afternoon: you are free.", True),
+    ("Nope, you are busy.", False),
+    ("No, you are busy then.", False),
+    ("Yes you are free.", True),
+])
+def test_a_no_that_opens_a_noun_phrase_is_not_a_verdict(answer: str, holds: bool) -> None:
+    grounding = check_answer(answer, request="Am I free on Thursday afternoon?", steps=[FREE], verdict_words={})
+    assert grounding.holds is holds, grounding
+
+
+READ_EVENTS_WORDS = {"read_events": {"is_free": frozenset({"free", "libero", "libera", "liberi", "libere"})}}
+
+
+@pytest.mark.parametrize(("request_text", "answer", "holds"), [
+    ("Sono libera giovedì pomeriggio?", "Sì, sei libera giovedì pomeriggio.", False),
+    ("Sono libera giovedì pomeriggio?", "No, giovedì hai Review.", True),
+    ("Am I free on Thursday afternoon?", "Yes, you are free.", False),
+])
+def test_a_verdict_is_asked_in_the_words_its_executor_names_for_it(request_text: str, answer: str, holds: bool) -> None:
+    grounding = check_answer(answer, request=request_text, steps=[BUSY], verdict_words=READ_EVENTS_WORDS)
+    assert grounding.holds is holds, grounding
+
+
+def test_a_turn_recorded_before_the_verdict_words_reads_its_yes_or_no_as_it_did() -> None:
+    # Its "No" before a word was a no, and an Italian request asked no verdict.
+    assert not check_answer("No events on Thursday afternoon: you are free.", request="Am I free on Thursday afternoon?", steps=[FREE]).holds
+    assert check_answer("Sì, sei libera.", request="Sono libera giovedì pomeriggio?", steps=[BUSY]).holds

@@ -45,6 +45,7 @@ class Catalogue:
     def __init__(self, executors: dict[str, Any]) -> None:
         self.executors, self.builtins = executors, {}
         self.machine_names = frozenset(executors)
+        self.verdict_words: dict[str, dict[str, frozenset[str]]] = {}
 
     def get(self, name: str) -> Any:
         return self.executors.get(name)
@@ -66,6 +67,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
+                                                              grounding_verdict_words=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)

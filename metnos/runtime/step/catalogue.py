@@ -324,6 +324,24 @@ class TurnCatalogue:
         return frozenset([*(t.name for t in tools), *(q.name for q in self.quarantined),
                           *(p for t in tools for p in t.parameters.get("properties", {}))])
 
+    @functools.cached_property
+    def verdict_words(self) -> dict[str, dict[str, frozenset[str]]]:
+        """Executor -> verdict field -> the words of a request that ask it, in every language: what an
+        output schema's ``is_<word>`` property names under ``x-asked-by`` (read_events's is_free: free,
+        libero), else the field's own word."""
+        found: dict[str, dict[str, frozenset[str]]] = {}
+        for name, te in self.executors.items():
+            schema = te.loaded.output_schema
+            resolved = inline_refs(schema, schema)
+            properties = (resolved.get("properties") if isinstance(resolved, Mapping) else None) or {}
+            for field, spec in properties.items():
+                if not field.startswith("is_") or not isinstance(spec, Mapping):
+                    continue
+                asked = spec.get("x-asked-by") or {}
+                words = {w.casefold() for ws in asked.values() if isinstance(ws, list) for w in ws if isinstance(w, str)}
+                found.setdefault(name, {})[field] = frozenset(words | {field[3:].casefold()})
+        return found
+
     def __len__(self) -> int:
         return len(self.executors)
 

@@ -590,7 +590,10 @@ def _against_one_for_all(request: str, answer: str, steps: Sequence[StepData]) -
 
 
 # An answer's opening yes or no, English and Italian ("Yes, it is", "No.", "Sì, ...").
-_YES_NO = re.compile(r"^\W*(yes|yeah|yep|no|nope|si|sì)\b", re.IGNORECASE)
+_YES_NO_ANYHOW = re.compile(r"^\W*(yes|yeah|yep|no|nope|si|sì)\b", re.IGNORECASE)
+# The same, "no" and an unaccented "si" only standing alone, before a stop or at the end: "No meeting then"
+# opens with a determiner, "Si tiene giovedì" with a reflexive.
+_YES_NO = re.compile(r"^\W*(yes|yeah|yep|nope|sì|(?:no|si)(?=\s*(?:[,.!;:]|$)))\b", re.IGNORECASE)
 _YES = frozenset({"yes", "yeah", "yep", "si", "sì"})
 
 
@@ -605,19 +608,23 @@ def _verdicts(value: Any, depth: int = 1) -> Iterable[tuple[str, bool]]:
             yield from _verdicts(inner, depth - 1)
 
 
-def _against_verdict(request: str, answer: str, steps: Sequence[StepData]) -> str:
+def _against_verdict(request: str, answer: str, steps: Sequence[StepData],
+                     asked_by: Mapping[str, Mapping[str, Collection[str]]], *, standalone: bool) -> str:
     """Why an answer's yes or no says the opposite of a step's own verdict on what the request asks, or "":
     a calendar step answered ``is_free: false`` to a question whether the user was free at some hour, and the
-    1.5B said yes. Only a verdict whose word the request says counts (a question whether the user is busy is not
-    asked by ``is_free``)."""
-    said = _YES_NO.match(answer)
+    1.5B said yes. Only a verdict the request asks counts: by a word its executor's output schema names for it
+    (``asked_by``, executor -> field -> words: "libero" asks is_free), or by the field's own word (a question
+    whether the user is busy is not asked by ``is_free``). ``standalone`` False reads "no" and "si" before any
+    word as a turn recorded before it did."""
+    said = (_YES_NO if standalone else _YES_NO_ANYHOW).match(answer)
     if said is None:
         return ""
     yes = said.group(1).casefold() in _YES
     words = {w.casefold() for w in content_tokens(request)}
     for step in reversed(steps):
         for word, value in _verdicts(step.observation):
-            if word.casefold() in words and value != yes:
+            asking = asked_by.get(step.executor, {}).get(f"is_{word}") or {word.casefold()}
+            if not words.isdisjoint(asking) and value != yes:
                 return i18n.english("turn.grounding.against_verdict", said=said.group(1), executor=step.executor,
                                     field=f"is_{word}", value=str(value).lower())
     return ""
@@ -652,13 +659,16 @@ def _against_no_link(request: str, answer: str, steps: Sequence[StepData]) -> st
 
 
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
-                 names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True) -> Grounding:
+                 names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True,
+                 verdict_words: Mapping[str, Mapping[str, Collection[str]]] | None = None) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
     ``whole`` False for a turn recorded before a total and links were checked as wholes, ``quoted_names`` False
     for one recorded before a tool named in quotes was the turn's own, ``verdicts`` False for one recorded before a
-    yes or no was checked against a step's verdict."""
+    yes or no was checked against a step's verdict; ``verdict_words``: executor -> verdict field -> the words
+    that ask it (``TurnCatalogue.verdict_words``), None for a turn recorded before they were read, whose "no"
+    before any word was a no."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -669,7 +679,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     # The wrong end of a sort is the more telling reason, so it is looked for first.
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
                  or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps)))
-                 or (_against_verdict(request, answer, steps) if verdicts else "")) if exact else ""
+                 or (_against_verdict(request, answer, steps, verdict_words or {}, standalone=verdict_words is not None)
+                     if verdicts else "")) if exact else ""
     if ask is not None and exact and not exactness:
         computed = [s.observation for s in steps if s.computed]
         known_computed = _Known([leaf for obs in computed for leaf in leaves(obs)],
