@@ -132,6 +132,9 @@ class RuntimeConfig(BaseModel):
     data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
                                          "what the request's own words rank first, or gave the data: a folder's listing does "
                                          "not answer what changed in it when nothing ran git.")
+    refusal_retried_after_step: bool = setting(True, "A call refused for a step the turn had not taken yet (a delete of the "
+                                                     "largest before a sort) is judged again once a step has worked since, "
+                                                     "not barred as a repeated failure.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -167,7 +170,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_reads_told": False, "unasked_end": False, "done_is_ok": False,
                                          "grounding_whole_asks": False, "done_not_denied": False,
                                          "grounding_after_loop": False, "grounding_quoted_names": False,
-                                         "data_asked_for": False, "name_conditions": False,
+                                         "data_asked_for": False, "name_conditions": False, "refusal_retried_after_step": False,
                                          "grounding_verdicts": False, "grounding_verdict_words": False}
 
 

@@ -521,6 +521,34 @@ def test_a_delete_of_the_largest_takes_the_top_of_a_sort(home: Path, capsys, mon
     assert replays_clean(capsys, out["turn_id"])
 
 
+def test_a_delete_refused_before_its_sort_is_judged_again_once_the_sort_ran(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B proposed deleting the right file before sorting, was refused for want of a sort, sorted, and
+    proposed the same delete: it was barred as a repeated failure, and the turn failed with the sort in hand.
+    Refused for a step not yet taken, the call is judged again once a step has worked since; proposed again
+    with nothing new, it is still barred."""
+    (home / "Downloads").mkdir()
+    (home / "Downloads" / "a.zip").write_bytes(b"a" * 50)
+    (home / "Downloads" / "movie.mkv").write_bytes(b"m" * 500)
+    delete = call("delete_files", {"paths": ["~/Downloads/movie.mkv"]})
+    script = [call("find_files", {"base_path": "~/Downloads"}), delete,
+              call("sort_entries", {"from_step": 1, "field": "size", "order": "desc"}), delete,
+              text("Deleted movie.mkv, the largest file in ~/Downloads.")]
+    code, out, llm = run(monkeypatch, capsys, script, "Find the largest file in ~/Downloads and delete it.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert not (home / "Downloads" / "movie.mkv").exists() and (home / "Downloads" / "a.zip").exists()
+    evs = events(capsys, out["turn_id"])
+    assert [r["kind"] for r in of(evs, "StepRejected")] == ["top"]
+    assert "repeated_failure" not in [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")]
+    assert replays_clean(capsys, out["turn_id"])
+
+    (home / "Downloads" / "movie.mkv").write_bytes(b"m" * 500)
+    again = [call("find_files", {"base_path": "~/Downloads"}), delete, delete, text("Deleted movie.mkv.")]
+    code, out, llm = run(monkeypatch, capsys, again, "Find the largest file in ~/Downloads and delete it.", "--yes")
+    assert out["status"] != "answered" and (home / "Downloads" / "movie.mkv").exists(), out
+    evs = events(capsys, out["turn_id"])
+    assert "repeated_failure" in [d["decision"]["outcome"] for d in of(evs, "StepIntercepted")], of(evs, "StepIntercepted")
+
+
 def test_a_delete_of_the_largest_needs_the_whole_list_sorted(home: Path, capsys, monkeypatch) -> None:
     """The 1.5B, after the opening list of ~/Downloads, listed it again with max_results 1 (the
     first file found, a.zip), sorted that list of one, and proposed deleting a.zip as the largest:

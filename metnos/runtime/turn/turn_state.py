@@ -84,6 +84,8 @@ class TurnState:
     failed_calls: dict[tuple[str, str], int] = field(default_factory=dict)
     # Failed calls already proposed once more and intercepted.
     repeated_failures: set[tuple[str, str]] = field(default_factory=set)
+    # Of the failed calls, those refused for what the turn had not done yet (a delete of the largest before a sort).
+    refused_until_step: set[tuple[str, str]] = field(default_factory=set)
     remediating: bool = False
     final_only: bool = False
     # The model was stopped for repeating itself (a read it had, a call that had failed, an action done): its next

@@ -36,6 +36,12 @@ from metnos.settings import i18n
 from metnos.settings.turn import TurnSettings
 
 
+
+# Refusals of a call for a step the turn had not taken yet (``top``: a sort before a delete of the largest):
+# once a step has worked since, the same call is judged again instead of barred as a repeated failure.
+REFUSED_UNTIL_A_STEP = frozenset({"top"})
+
+
 class TurnLoop(Protocol):
     """What a rule may use of the loop (metnos/runtime/turn/loop.py), which hands itself to the rules it walks."""
     catalogue: TurnCatalogue
@@ -175,6 +181,8 @@ class Step:
             # The same call proposed again is refused the same way: it is intercepted like a
             # repeated failure (the 1.5B sent one refused move five times, to the time limit).
             state.failed_calls.setdefault(self.key, self.number)
+            if kind in REFUSED_UNTIL_A_STEP:
+                state.refused_until_step.add(self.key)
         words = step_failure_words(name, observation)
         if kind in ("policy", "autonomy", "exfiltration"):
             state.problem = (FailureKind.STEP_REFUSED, words)

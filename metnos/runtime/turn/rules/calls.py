@@ -108,6 +108,14 @@ class RepeatedFailure(BaseRule):
         if key not in state.failed_calls:
             return None
         earlier = state.failed_calls[key]
+        if (key in state.refused_until_step and step.loop.online.config.refusal_retried_after_step
+                and any(n > earlier for n in state.successes())):
+            # Refused for a step the turn had not taken, and a step has worked since (the sort the refusal
+            # asked for): the guards judge the call again (the 1.5B sorted, then was barred from the right delete).
+            del state.failed_calls[key]
+            state.refused_until_step.discard(key)
+            state.repeated_failures.discard(key)
+            return None
         again = key in state.repeated_failures
         state.repeated_failures.add(key)
         observation = {"ok": False, "error_class": "repeated_failure", "previous_steps": [earlier],
