@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from metnos.mechanisms.store import event_scan
+from metnos.mechanisms.store import event_scan, record_batches
 
 LOOPS = {"python": event_scan._events_batch, "compiled": event_scan._compiled_events_batch}
 
@@ -30,9 +30,11 @@ def each_scan_loop(request: pytest.FixtureRequest) -> Iterator[str]:
     """Every test of the module that uses it runs once with each loop (module-scoped: hypothesis's tests take it too)."""
     if request.param == "compiled":
         skip_unless_compiled()
-    before = event_scan._batch_loop
+    before = event_scan._batch_loop, record_batches._split
     event_scan._batch_loop = LOOPS[request.param]
+    # A batch's records are split by the compiled module too, or by Python where it was not built.
+    record_batches._split = record_batches._split if request.param == "compiled" else record_batches._split_in_python
     try:
         yield request.param
     finally:
-        event_scan._batch_loop = before
+        event_scan._batch_loop, record_batches._split = before

@@ -55,13 +55,14 @@ def with_a_gap_and_a_text_id(recorder: LMDBApplicationRecorder) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(json_values, max_size=6), st.sampled_from(TOPICS), st.integers(1, 5), st.integers(1, 14), st.booleans())
-def test_the_scan_gives_what_the_layered_path_gives(extras, topics, batch, start, gap) -> None:
+@given(st.lists(json_values, max_size=6), st.sampled_from(TOPICS), st.integers(1, 5), st.integers(1, 14), st.booleans(), st.sampled_from([None, 1, 3]))
+def test_the_scan_gives_what_the_layered_path_gives(extras, topics, batch, start, gap, per_insert) -> None:
     folder = Path(tempfile.mkdtemp(prefix="metnos-scan-"))
     shared = environments.acquire(folder, sync=False)
     try:
         recorder = LMDBApplicationRecorder(shared, "events")
-        write_log(recorder, extras)
+        # A gap is a record deleted from the table, which a record a value allows.
+        write_log(recorder, extras, 1 if gap else per_insert)
         if gap:
             with_a_gap_and_a_text_id(recorder)
         expected = layered(recorder, topics, start)
@@ -105,7 +106,7 @@ def test_a_corrupt_record_stops_the_scan_with_its_key(tmp_path: Path) -> None:
     shared = environments.acquire(tmp_path, sync=False)
     try:
         recorder = LMDBApplicationRecorder(shared, "events")
-        write_log(recorder, [])
+        write_log(recorder, [], per_insert=1)
         recorder.shared.write(lambda txn: txn.put(id_bytes(2), b"\x07garbage", db=recorder._notifications_db))
         with pytest.raises(CorruptRecord, match="unknown record format 7"):
             scanned(recorder, None, 1, 5000)
@@ -143,7 +144,7 @@ def test_a_record_with_an_empty_id_first_in_a_batch_stops_the_scan(tmp_path: Pat
     shared = environments.acquire(tmp_path, sync=False)
     try:
         recorder = LMDBApplicationRecorder(shared, "events")
-        write_log(recorder, [{"n": 1}, {"n": 2}])
+        write_log(recorder, [{"n": 1}, {"n": 2}], per_insert=1)
         with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as cursor:
             records = [(int.from_bytes(key, "big"), bytes(value)) for key, value in cursor]
         topics = [value[_HEAD.size + _HEAD.unpack_from(value)[1] :][: _HEAD.unpack_from(value)[2]] for _, value in records]

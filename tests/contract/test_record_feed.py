@@ -77,8 +77,10 @@ def fast() -> FastMapper:
     return FastMapper(transcoder=OrjsonTranscoder(), compressor=ZstdCompressor())
 
 
-def write_log(recorder: LMDBApplicationRecorder, extras: list[Any]) -> None:
-    """Every kind of stored state the feed must tell apart, over two aggregates."""
+def write_log(recorder: LMDBApplicationRecorder, extras: list[Any], per_insert: int | None = None) -> None:
+    """Every kind of stored state the feed must tell apart, over two aggregates; in one insert
+    (a batch, as a turn commits), or ``per_insert`` events an insert (1: a record a value, as the
+    tests that spoil a record want it)."""
     ours, stock = fast(), Mapper(transcoder=OrjsonTranscoder(), compressor=ZstdCompressor())
     ledger = Ledger._create(Ledger.Opened, id=UUID(int=1), owner="ann", timestamp=AT)
     for extra in extras:
@@ -95,7 +97,9 @@ def write_log(recorder: LMDBApplicationRecorder, extras: list[Any]) -> None:
     # A version-1 state of a class now at version 2.
     v1 = b"\x00" + orjson.dumps({"name": "old", "__ts__": AT.isoformat()})
     stored.append(StoredEvent(originator_id=UUID(int=2), originator_version=3, topic=RENAMED, state=v1))
-    recorder.insert_events(stored)
+    step = per_insert or len(stored)
+    for at in range(0, len(stored), step):
+        recorder.insert_events(stored[at : at + step])
 
 
 def layered(recorder: LMDBApplicationRecorder, mapper: FastMapper, fields: dict[str, Any], start: int = 1) -> list[tuple[int, str, dict]]:
@@ -125,13 +129,13 @@ json_values = st.recursive(
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(json_values, max_size=6), st.sampled_from(FIELDS), st.integers(1, 4), st.integers(1, 12))
-def test_the_feed_hands_over_what_the_layered_path_gives(extras, fields, batch, start) -> None:
+@given(st.lists(json_values, max_size=6), st.sampled_from(FIELDS), st.integers(1, 4), st.integers(1, 12), st.sampled_from([None, 1, 3]))
+def test_the_feed_hands_over_what_the_layered_path_gives(extras, fields, batch, start, per_insert) -> None:
     folder = Path(tempfile.mkdtemp(prefix="metnos-feed-"))
     shared = environments.acquire(folder, sync=False)
     try:
         recorder = LMDBApplicationRecorder(shared, "events")
-        write_log(recorder, extras)
+        write_log(recorder, extras, per_insert)
         expected = layered(recorder, fast(), fields, start)
         got, last = fed(recorder, fast(), fields, start, batch)
         assert got == expected
@@ -155,7 +159,7 @@ def test_every_kind_of_state_reaches_its_feed(recorder) -> None:
 
 
 def test_a_corrupt_record_stops_the_feed_with_its_key(recorder) -> None:
-    write_log(recorder, [])
+    write_log(recorder, [], per_insert=1)
 
     def spoil(txn: Any) -> None:
         txn.put(id_bytes(2), b"\x07garbage", db=recorder._notifications_db)

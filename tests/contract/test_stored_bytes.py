@@ -1,7 +1,8 @@
 """A save's fast path (``FastMapper.stored_rows``, then ``encode_batch``) stores exactly the bytes
 the path before it stored: the transcoder's ``encode`` (its walk tagging every value JSON has no
 type for), the timestamp spliced in as ``__ts__``, the compressor's mark or zstd; then the index
-entry ``event_key`` and the record ``encode_event`` make.
+key ``event_key`` and the record ``encode_event`` make (a commit of several holds these records in
+one value and keys a run's index entry by its last version: tests/contract/test_record_batches.py).
 
 The fast path asks ``is_plain`` instead of building the walk's copy, and lays the records out
 from rows with a version's bytes made once; a state that needs a tag, an integer orjson cannot

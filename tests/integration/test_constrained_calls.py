@@ -126,7 +126,8 @@ def strip_constraint_records(turn_id: str) -> int:
     """Rewrite the turn's replies as they were recorded before constraints existed (no ``constraint``)."""
     from domain.turn import Turn
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.mechanisms.store.records import encode_event, id_bytes
+    from metnos.mechanisms.store.records import encode_event
+    from tests.support.log_surgery import replace_record
 
     log = EventLog(Workspace.from_env())
     stripped = 0
@@ -139,9 +140,8 @@ def strip_constraint_records(turn_id: str) -> int:
             old = Turn.LLMReplied(originator_id=event.originator_id, originator_version=event.originator_version,
                                   timestamp=event.timestamp, round=event.round, reply=reply, intent_ms=event.intent_ms)
             recorder = log.recorder
-            db = recorder.shared.db(recorder.notifications_table)
             stored = log.mapper.to_stored_event(old)
-            recorder.shared.write(lambda txn, n=n, stored=stored: txn.put(id_bytes(n.id), encode_event(stored), db=db))
+            recorder.shared.write(lambda txn, n=n, stored=stored: replace_record(txn, recorder, n.id, encode_event(stored)))
             stripped += 1
     finally:
         log.close()

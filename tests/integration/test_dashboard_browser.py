@@ -310,7 +310,8 @@ def test_a_replay_that_diverges_shows_the_two_events_side_by_side(daemon: Runnin
 
     from domain.turn import Turn
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.mechanisms.store.records import encode_event, event_key
+    from metnos.mechanisms.store.records import encode_event
+    from tests.support.log_surgery import positions, replace_record
     from metnos.settings.workspace import Workspace
 
     notes = Path(daemon.env["HOME"]) / "replayed-notes.md"
@@ -325,7 +326,6 @@ def test_a_replay_that_diverges_shows_the_two_events_side_by_side(daemon: Runnin
     log = EventLog(Workspace.from_env(daemon.env))
     try:
         recorder = log.recorder
-        index, stored = recorder.shared.db(recorder.table_name), recorder.shared.db(recorder.notifications_table)
 
         def edit(txn: Any) -> None:
             event = next(e for e in log.events.get(UUID(turn_id)) if isinstance(e, Turn.LLMReplied) and e.reply.get("tool_calls"))
@@ -333,8 +333,8 @@ def test_a_replay_that_diverges_shows_the_two_events_side_by_side(daemon: Runnin
             reply["tool_calls"] = [{**reply["tool_calls"][0], "arguments": {"paths": ["~/edited-afterwards.md"]}}]
             edited = Turn.LLMReplied(originator_id=event.originator_id, originator_version=event.originator_version,
                                      timestamp=event.timestamp, round=event.round, reply=reply, intent_ms=event.intent_ms)
-            key = txn.get(event_key(UUID(turn_id), event.originator_version), db=index)
-            txn.put(key, encode_event(log.mapper.to_stored_event(edited)), db=stored)
+            position = positions(txn, recorder, UUID(turn_id))[event.originator_version - 1]
+            replace_record(txn, recorder, position, encode_event(log.mapper.to_stored_event(edited)))
 
         recorder.shared.write(edit)
     finally:

@@ -114,7 +114,10 @@ def test_a_writer_killed_mid_batch_leaves_all_or_nothing(tmp_path: Path) -> None
 def test_a_corrupt_record_is_named_not_a_deep_traceback(tmp_path: Path) -> None:
     shared, recorder = open_recorder(tmp_path)
     try:
-        recorder.insert_events(events(uuid4(), 2))
+        # Two commits, a record each: the second spoiled, the first must read on.
+        first, second = events(uuid4(), 2)
+        recorder.insert_events([first])
+        recorder.insert_events([second])
         db = shared.db("shared_events.notifications")
         shared.write(lambda txn: txn.put((2).to_bytes(8, "big"), b"\x07garbage", db=db))
         with pytest.raises(CorruptRecord) as info:

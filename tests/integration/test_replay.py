@@ -114,7 +114,8 @@ def _edit_recorded_reply(workspace: Workspace, turn_id: str, new_args: dict) -> 
 
     from domain.turn import Turn
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.mechanisms.store.records import encode_event, id_bytes
+    from metnos.mechanisms.store.records import encode_event
+    from tests.support.log_surgery import replace_record
 
     log = EventLog(workspace)
     try:
@@ -128,8 +129,7 @@ def _edit_recorded_reply(workspace: Workspace, turn_id: str, new_args: dict) -> 
                                      timestamp=event.timestamp, round=event.round, reply=reply, intent_ms=event.intent_ms)
             stored = log.mapper.to_stored_event(edited)
             recorder = log.recorder
-            db = recorder.shared.db(recorder.notifications_table)
-            recorder.shared.write(lambda txn: txn.put(id_bytes(n.id), encode_event(stored), db=db))
+            recorder.shared.write(lambda txn: replace_record(txn, recorder, n.id, encode_event(stored)))
             return
     finally:
         log.close()

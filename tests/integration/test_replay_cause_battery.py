@@ -6,7 +6,8 @@ from __future__ import annotations
 from uuid import UUID
 
 from domain.turn import Turn
-from metnos.mechanisms.store.records import encode_event, event_key
+from metnos.mechanisms.store.records import encode_event
+from tests.support.log_surgery import drop_event, replace_record
 from tests.integration.test_replay_causes import causes_of, copy, edit_log, recorded, replay  # noqa: F401 - fixtures
 
 
@@ -41,7 +42,7 @@ def test_a_consistent_edit_of_a_reply_and_the_answer_after_it_is_named_against_w
                                            text="alpha, beta, delta", steps=event.steps)
             else:
                 continue
-            txn.put(key, encode_event(mapper.to_stored_event(edited)), db=dbs["notes"])
+            replace_record(txn, dbs["recorder"], key, encode_event(mapper.to_stored_event(edited)))
 
     edit_log(turn_id, edit)
     code, result, shown = replay(capsys, turn_id)
@@ -58,8 +59,8 @@ def test_two_swapped_replies_are_one_swap(copy, capsys) -> None:
 
     def swap(txn, rows, dbs):
         (v_a, key_a, value_a, _), (v_b, key_b, value_b, _) = replies(rows)[0], replies(rows)[-1]
-        txn.put(key_a, value_b, db=dbs["notes"])
-        txn.put(key_b, value_a, db=dbs["notes"])
+        replace_record(txn, dbs["recorder"], key_a, value_b)
+        replace_record(txn, dbs["recorder"], key_b, value_a)
         swap.versions = (v_a, v_b)
 
     edit_log(turn_id, swap)
@@ -75,9 +76,8 @@ def test_a_deleted_reply_is_one_missing_event_and_no_note(copy, capsys) -> None:
     _, turn_id = copy
 
     def delete(txn, rows, dbs):
-        version, key, _, _ = replies(rows)[-1]
-        txn.delete(key, db=dbs["notes"])
-        txn.delete(event_key(UUID(turn_id), version), db=dbs["index"])
+        version, _, _, _ = replies(rows)[-1]
+        drop_event(txn, dbs["recorder"], UUID(turn_id), version)
         delete.around = (version, *(names(rows)[version - 2 : version + 1 : 2]))
 
     edit_log(turn_id, delete)

@@ -18,6 +18,7 @@ from uuid import UUID
 import orjson
 import pytest
 
+from tests.support.log_surgery import drop_event, positions, record_at, replace_record
 from metnos.adapters.cli import main
 from metnos.settings.workspace import Workspace
 from tests.support.scripted_llm import ScriptedLLM, call, text
@@ -83,33 +84,29 @@ def causes_of(result: dict) -> dict[str, list[dict]]:
 def edit_log(turn_id: str, change) -> None:
     """Apply ``change(txn, rows, dbs)`` to the turn's records in the log, in one write transaction.
 
-    ``rows`` is [(version, notification key, record bytes, event)], in version order.
+    ``rows`` is [(version, notification id, record bytes, event)], in version order; ``dbs`` holds
+    the log and its recorder, for tests/log_surgery.py's edits.
     """
     from metnos.mechanisms.eventlog import EventLog
-    from metnos.mechanisms.store.records import event_key
 
     log = EventLog(Workspace.from_env())
     try:
         recorder = log.recorder
-        index, notes = recorder.shared.db(recorder.table_name), recorder.shared.db(recorder.notifications_table)
-        rows = []
         with recorder.shared.read() as txn:
-            for event in log.events.get(UUID(turn_id)):
-                key = txn.get(event_key(UUID(turn_id), event.originator_version), db=index)
-                rows.append((event.originator_version, key, txn.get(key, db=notes), event))
-        recorder.shared.write(lambda txn: change(txn, rows, {"index": index, "notes": notes, "log": log}))
+            events = log.events.get(UUID(turn_id))
+            ids = positions(txn, recorder, UUID(turn_id))
+            rows = [(event.originator_version, nid, record_at(txn, recorder, nid), event) for event, nid in zip(events, ids)]
+        recorder.shared.write(lambda txn: change(txn, rows, {"log": log, "recorder": recorder}))
     finally:
         log.close()
 
 
 def test_a_missing_event_is_named_with_its_neighbours(copy, capsys) -> None:
     _, turn_id = copy
-    from metnos.mechanisms.store.records import event_key
 
     def delete_one(txn, rows, dbs):
-        version, key, _, event = next(r for r in rows if type(r[3]).__name__ == "StepJudged")
-        txn.delete(key, db=dbs["notes"])
-        txn.delete(event_key(UUID(turn_id), version), db=dbs["index"])
+        version, _, _, event = next(r for r in rows if type(r[3]).__name__ == "StepJudged")
+        drop_event(txn, dbs["recorder"], UUID(turn_id), version)
         delete_one.gone = (version, [type(r[3]).__name__ for r in rows if r[0] in (version - 1, version + 1)])
 
     edit_log(turn_id, delete_one)
@@ -130,8 +127,8 @@ def test_events_out_of_order_are_named(copy, capsys) -> None:
         names = [type(r[3]).__name__ for r in rows]
         i = names.index("StepResolved")
         (_, key_a, value_a, _), (_, key_b, value_b, _) = rows[i], rows[i + 1]
-        txn.put(key_a, value_b, db=dbs["notes"])
-        txn.put(key_b, value_a, db=dbs["notes"])
+        replace_record(txn, dbs["recorder"], key_a, value_b)
+        replace_record(txn, dbs["recorder"], key_b, value_a)
         swap.pair = (names[i], rows[i][0], names[i + 1], rows[i + 1][0])
 
     edit_log(turn_id, swap)
@@ -154,7 +151,7 @@ def test_an_edited_model_reply_is_shown_as_a_diff_of_the_two_replies(copy, capsy
         reply["tool_calls"] = [{**reply["tool_calls"][0], "arguments": {"paths": ["~/secrets.md"]}}]
         edited = Turn.LLMReplied(originator_id=event.originator_id, originator_version=event.originator_version,
                                  timestamp=event.timestamp, round=event.round, reply=reply, intent_ms=event.intent_ms)
-        txn.put(key, encode_event(dbs["log"].mapper.to_stored_event(edited)), db=dbs["notes"])
+        replace_record(txn, dbs["recorder"], key, encode_event(dbs["log"].mapper.to_stored_event(edited)))
 
     edit_log(turn_id, edit)
     code, result, shown = replay(capsys, turn_id)

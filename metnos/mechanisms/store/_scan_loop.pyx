@@ -135,3 +135,25 @@ cdef _decode_run(list values, list segments, Py_ssize_t first, bint loose, list 
         run_kinds += [kind] * (stop - start)
         run_ids += [originator_id] * (stop - start)
     decode_run(values, first, run_kinds, run_ids, loose, events, spans, slow, kinds)
+
+
+def split_records(bytes body, Py_ssize_t count):
+    """A batch's records out of its decompressed body (``record_batches.held``): ``count`` big-endian
+    32-bit lengths, then the records one after another; None when the lengths do not add up to the body."""
+    cdef const unsigned char* raw = <const unsigned char*>PyBytes_AS_STRING(body)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(body)
+    cdef Py_ssize_t at = count * 4
+    cdef Py_ssize_t i, length
+    cdef list records = []
+    if count < 0 or at > size:
+        return None
+    for i in range(count):
+        length = ((<Py_ssize_t>raw[4 * i] << 24) | (<Py_ssize_t>raw[4 * i + 1] << 16)
+                  | (<Py_ssize_t>raw[4 * i + 2] << 8) | <Py_ssize_t>raw[4 * i + 3])
+        if length > size - at:
+            return None
+        PyList_Append(records, PyBytes_FromStringAndSize(<const char*>raw + at, length))
+        at += length
+    if at != size:
+        return None
+    return records

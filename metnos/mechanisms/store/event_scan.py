@@ -52,6 +52,7 @@ import orjson
 from eventsourcing.domain import AggregateEvent
 from eventsourcing.persistence import find_id_convertor, pass_through_convertor
 
+from metnos.mechanisms.store.record_batches import RecordCursor
 from metnos.mechanisms.store.mapper import PLAIN_MARK, STAMP, TAGGED_MARK, FastMapper
 from metnos.mechanisms.store.records import _HEAD, _UUID_TAG, RECORD_FORMAT, _decode, _decode_originator_id, id_bytes, scan_rows
 
@@ -97,7 +98,8 @@ def scan_events(
         collecting = gc.isenabled()
         gc.disable()
         try:
-            with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as cursor:
+            with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as raw:
+                cursor = RecordCursor(raw, table)
                 if not cursor.set_range(id_bytes(position)):
                     return
                 first = int.from_bytes(cursor.key(), "big")

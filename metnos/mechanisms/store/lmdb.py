@@ -62,6 +62,7 @@ from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.errors import CorruptRecord
 from metnos.mechanisms.store.record_feed import feed_records
+from metnos.mechanisms.store.record_batches import RecordCursor, batch_value, chunks, index_positions, run_length, run_value, runs
 from metnos.mechanisms.store.event_scan import scan_events
 
 if TYPE_CHECKING:
@@ -71,7 +72,9 @@ if TYPE_CHECKING:
 
     from eventsourcing.utils import EnvType
 
-LOG_FORMAT = 1
+# 2: a commit's records may be held in one value, and an aggregate's versions of one commit in one
+# index entry (metnos/mechanisms/store/record_batches.py); a log of format 1 is read as it was.
+LOG_FORMAT = 2
 _META_DB = "metnos.meta"
 _FORMAT_KEY = b"log_format"
 
@@ -134,6 +137,9 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         self._index_db = shared.db(table_name)
         self._notifications_db = shared.db(table_name + ".notifications")
         self.poll_interval = poll_interval
+        # The log's format is raised to this Metnos's at its first write (a batch needs it).
+        self._format_marked = False
+        self._meta_db = shared.db(_META_DB)
 
     @property
     def notifications_table(self) -> str:
@@ -151,7 +157,10 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         save makes without a ``StoredEvent`` an event (``FastMapper.stored_rows``), or of rows
         already laid out (``lay_out``)."""
         tracking: Tracking | None = kwargs.get("tracking")
-        return self.shared.write(lambda txn: self._insert(txn, rows, tracking))
+        ids = self.shared.write(lambda txn: self._insert(txn, rows, tracking))
+        # Marked once a write that raised it has committed (one that failed took the mark with it).
+        self._format_marked = True
+        return ids
 
     def _insert(
         self,
@@ -160,15 +169,28 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         tracking: Tracking | None,
     ) -> list[int]:
         laid_out = rows if isinstance(rows, LaidOut) else LaidOut.of(rows)
+        count = len(laid_out)
+        if not self._format_marked:
+            _mark_log_format(txn, self._meta_db)
         with txn.cursor(db=self._notifications_db) as cursor:
             last_id = id_from_bytes(cursor.key()) if cursor.last() else 0
-            ids = list(range(last_id + 1, last_id + 1 + len(laid_out)))
-            index_items, records = laid_out.items(ids)
+            ids = list(range(last_id + 1, last_id + 1 + count))
+            keys = laid_out.event_keys
             with txn.cursor(db=self._index_db) as index:
-                _, added = index.putmulti(index_items, overwrite=False)
-            if added != len(index_items):
-                raise IntegrityError(_duplicate_message(laid_out.rows))
-            cursor.putmulti(records, append=True)
+                for _, first, last, end in runs(laid_out.rows):
+                    run_key = keys[end]
+                    prefix = run_key[:-8]
+                    # A run recorded before that ends at or after this one's first version and starts
+                    # at or before its last holds one of its versions.
+                    if index.set_range(prefix + version_bytes(first)):
+                        held, value = index.item()
+                        if held.startswith(prefix) and _version_of(held) - run_length(value) + 1 <= last:
+                            raise IntegrityError(_duplicate_message(laid_out.rows))
+                    index.put(run_key, run_value(last_id + 1 + end, last - first + 1))
+            records = laid_out.records
+            for start, stop in chunks(records):
+                value = records[start] if stop - start == 1 else batch_value(records[start:stop])
+                cursor.put(id_bytes(ids[stop - 1]), value, append=True)
         if tracking is not None:
             self._insert_tracking_in(txn, tracking)
         return ids
@@ -187,13 +209,14 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         limit: int | None = None,
     ) -> Sequence[StoredEvent]:
         table = self.notifications_table
-        with self.shared.read() as txn:
+        with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as raw:
+            records = RecordCursor(raw, table)
             events = []
-            for _, id_key in _scan_aggregate(txn, self._index_db, originator_id, gt, lte, desc, limit):
-                value = txn.get(id_key, db=self._notifications_db)
-                if value is None:
+            for position in _aggregate_positions(txn, self._index_db, originator_id, gt, lte, desc, limit):
+                id_key = id_bytes(position)
+                if not records.set_key(id_key):
                     raise _dangling(table, id_key)
-                events.append(decode_event(table, id_key, value))
+                events.append(decode_event(table, id_key, records.value()))
             return events
 
     def select_notifications(
@@ -215,7 +238,8 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         results: list[Notification] = []
         if limit <= 0:
             return results
-        with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
+        with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as raw:
+            cursor = RecordCursor(raw, table)
             if not cursor.set_range(id_bytes(first)):
                 return results
             for key, value in cursor:
@@ -249,7 +273,8 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
         while True:
             last: int | None = None
             rows: list = []
-            with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as cursor:
+            with self.shared.read() as txn, txn.cursor(db=self._notifications_db) as raw:
+                cursor = RecordCursor(raw, table)
                 if cursor.set_range(id_bytes(position)):
                     rows, last = scan_rows(table, cursor, batch, topics, ids_as_text=ids_as_text)
             if rows:
@@ -462,6 +487,70 @@ def _check_log_format(shared: environments.SharedEnvironment) -> None:
             f"this one reads up to {LOG_FORMAT}); upgrade Metnos, nothing was changed"
         )
         raise LogFromNewerVersion(msg)
+
+
+def _mark_log_format(txn: lmdb.Transaction, meta: object) -> None:
+    """The log's format raised to this Metnos's, in the write that first needs it: a log written
+    by an older Metnos takes batches from then on, and that Metnos refuses it with the reason."""
+    raw = txn.get(_FORMAT_KEY, db=meta)
+    if raw is None or int(raw) < LOG_FORMAT:
+        txn.put(_FORMAT_KEY, str(LOG_FORMAT).encode(), db=meta)
+
+
+def _version_of(key: bytes) -> int:
+    return int.from_bytes(key[-8:], "big") - (1 << 63)
+
+
+def _aggregate_positions(
+    txn: lmdb.Transaction,
+    db: object,
+    originator_id: UUID | str,
+    gt: int | None,
+    lte: int | None,
+    desc: bool,
+    limit: int | None,
+) -> list[int]:
+    """The notification ids of an aggregate's versions after ``gt`` up to ``lte``, in version order
+    (or its reverse), from the index's runs (``record_batches``)."""
+    found: list[int] = []
+    if limit is not None and limit <= 0:
+        return found
+    prefix = originator_key(originator_id)
+    low = gt + 1 if gt is not None else None
+    with txn.cursor(db=db) as cursor:
+        if not desc:
+            # The first run that ends at or after ``low`` is the one that may hold it.
+            if not cursor.set_range(prefix + version_bytes(low) if low is not None else prefix):
+                return found
+            for key, value in cursor:
+                if not key.startswith(prefix):
+                    break
+                for version, position in index_positions(_version_of(key), value):
+                    if low is not None and version < low:
+                        continue
+                    if lte is not None and version > lte:
+                        return found
+                    found.append(position)
+                    if limit is not None and len(found) >= limit:
+                        return found
+            return found
+        # Descending: from the run that may hold ``lte`` (or the aggregate's last), back.
+        positioned = cursor.set_range(prefix + (version_bytes(lte) if lte is not None else b"\xff" * 9))
+        moved = (cursor.key().startswith(prefix) or cursor.prev()) if positioned else cursor.last()
+        while moved:
+            key, value = cursor.item()
+            if not key.startswith(prefix):
+                break
+            for version, position in reversed(index_positions(_version_of(key), value)):
+                if lte is not None and version > lte:
+                    continue
+                if low is not None and version < low:
+                    return found
+                found.append(position)
+                if limit is not None and len(found) >= limit:
+                    return found
+            moved = cursor.prev()
+        return found
 
 
 def _scan_aggregate(

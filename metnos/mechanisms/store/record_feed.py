@@ -18,6 +18,7 @@ from typing import Any
 
 from metnos.mechanisms.store.errors import CorruptRecord
 from metnos.mechanisms.store.event_record import Record
+from metnos.mechanisms.store.record_batches import RecordCursor
 from metnos.mechanisms.store.mapper import PLAIN_MARK, STAMP, TAGGED_MARK, FastMapper, Loaders
 from metnos.mechanisms.store.records import _HEAD, RECORD_FORMAT, _decode, _originator_id_text, id_bytes
 
@@ -57,7 +58,8 @@ def feed_records(
     position = max(start, 1)
     last_fed: int | None = None
     while True:
-        with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as cursor:
+        with recorder.shared.read() as txn, txn.cursor(db=recorder._notifications_db) as raw:
+            cursor = RecordCursor(raw, table)
             if not cursor.set_range(id_bytes(position)):
                 return last_fed
             fed, last_read, full = _feed_batch(table, cursor, batch, routes, route_for, decode_one)

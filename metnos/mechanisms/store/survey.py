@@ -24,8 +24,9 @@ import lmdb
 from eventsourcing.persistence import StoredEvent
 
 from metnos.mechanisms.store.environment import DATA_FILE, required_size
-from metnos.mechanisms.store.errors import LogDamaged
+from metnos.mechanisms.store.errors import CorruptRecord, LogDamaged
 from metnos.mechanisms.store.pages import leaf_records
+from metnos.mechanisms.store.record_batches import RecordCursor, expand, index_positions
 from metnos.mechanisms.store.records import _decode_originator_id, decode_event, id_bytes, id_from_bytes
 
 EVENTS_TABLE = "metnos_events"
@@ -139,22 +140,26 @@ def survey(log_dir: Path, decode: Callable[[StoredEvent], Any] | None = None) ->
 
 def _seek_on_pages(data_file: Path, found: Survey, decode: Callable[[StoredEvent], Any] | None, unread: dict[int, str]) -> None:
     """Records and index entries the tree could not reach, from the file's leaf pages."""
-    for key, value in leaf_records(data_file):
-        if len(key) == 8:
-            position = id_from_bytes(key)
-            if position in found.intact or position == 0:
-                continue
+    for leaf_key, leaf_value in leaf_records(data_file):
+        if len(leaf_key) == 8:
             try:
-                event = decode_event(NOTIFICATIONS_TABLE, key, value)
-            except Exception:  # noqa: BLE001 - not a record of the log (another table's, or garbage)
+                held = expand(NOTIFICATIONS_TABLE, leaf_key, leaf_value)
+            except Exception:  # noqa: BLE001 - not a batch of the log (another table's value, or garbage)
                 continue
-            if _undecodable(event, decode) is None:
-                found.intact[position] = event
-                found.recovered.add(position)
+            for key, value in held:
+                position = id_from_bytes(key)
+                if position in found.intact or position == 0:
+                    continue
+                try:
+                    event = decode_event(NOTIFICATIONS_TABLE, key, value)
+                except Exception:  # noqa: BLE001 - not a record of the log (another table's, or garbage)
+                    continue
+                if _undecodable(event, decode) is None:
+                    found.intact[position] = event
+                    found.recovered.add(position)
         else:
-            parsed = _index_entry(key, value)
-            if parsed is not None:
-                found.index.setdefault(parsed[0], parsed[1])
+            for position, named in _index_entries(leaf_key, leaf_value):
+                found.index.setdefault(position, named)
 
 
 def _damage(found: Survey, position: int, reason: str) -> Damage:
@@ -199,27 +204,27 @@ def _read_index(env: lmdb.Environment, db: Any, found: Survey) -> dict[int, tupl
     try:
         with env.begin(buffers=False) as txn:
             for key, value in txn.cursor(db=db):
-                parsed = _index_entry(key, value)
-                if parsed is not None:
-                    index[parsed[0]] = parsed[1]
+                for position, named in _index_entries(key, value):
+                    index[position] = named
     except lmdb.Error as e:
         found.notes.append(f"the log's index cannot be read past {len(index)} entries ({e}): "
                            "lost records past there cannot be named by turn")
     return index
 
 
-def _index_entry(key: bytes, value: bytes) -> tuple[int, tuple[str, int]] | None:
-    if len(value) != 8 or len(key) < 3 + 8:
-        return None
+def _index_entries(key: bytes, value: bytes) -> list[tuple[int, tuple[str, int]]]:
+    """(position, (aggregate id, version)) of each event an index entry stands for; none for what is no entry."""
+    if len(value) not in (8, 12) or len(key) < 3 + 8:
+        return []
     length = int.from_bytes(key[:2], "big")
     if 2 + length + 8 != len(key):
-        return None
+        return []
     try:
         aggregate = str(_decode_originator_id(key[2 : 2 + length]))
     except (ValueError, UnicodeDecodeError):
-        return None
+        return []
     version = int.from_bytes(key[-8:], "big") - (1 << 63)
-    return id_from_bytes(value), (aggregate, version)
+    return [(position, (aggregate, held)) for held, position in index_positions(version, value)]
 
 
 def _read_positions(env: lmdb.Environment, db: Any, bound: int) -> Iterator[tuple[int, StoredEvent | str]]:
@@ -231,7 +236,8 @@ def _read_positions(env: lmdb.Environment, db: Any, bound: int) -> Iterator[tupl
     position = 1
     while True:
         try:
-            with env.begin(buffers=False) as txn, txn.cursor(db=db) as cursor:
+            with env.begin(buffers=False) as txn, txn.cursor(db=db) as raw:
+                cursor = RecordCursor(raw, NOTIFICATIONS_TABLE)
                 if not cursor.set_range(id_bytes(position)):
                     return
                 for key, value in cursor:
@@ -245,7 +251,7 @@ def _read_positions(env: lmdb.Environment, db: Any, bound: int) -> Iterator[tupl
                     yield here, event
                     position = here + 1
                 return
-        except (lmdb.Error, _Garbled) as e:
+        except (lmdb.Error, _Garbled, CorruptRecord) as e:
             if position > bound:
                 return  # past every position the table's count and the index give: nothing was there
             yield position, f"cannot be read: {e}"
