@@ -210,3 +210,14 @@ def test_a_bulk_save_is_held_in_values_of_a_bounded_size(recorder) -> None:
     assert counts[-2:] == [1, 1]  # the big record stands alone, and the one after it is not folded in with it
     assert [e.originator_version for e in recorder.select_events(AGGREGATES[0], gt=990)] == list(range(991, 1001))
     assert [n.id for n in recorder.select_notifications(60, 10)] == list(range(60, 70))
+
+
+def test_an_index_entry_of_no_known_size_is_named_as_corrupt(recorder) -> None:
+    recorder.insert_events([stored(AGGREGATES[0], v) for v in range(1, 4)])
+    [(key, _)] = index(recorder)
+    recorder.shared.write(lambda txn: txn.put(key, b"\x00" * 5, db=recorder._index_db))
+    with pytest.raises(CorruptRecord, match="an index entry of 5 bytes is neither an id nor a run") as failure:
+        recorder.select_events(AGGREGATES[0])
+    assert key.hex() in str(failure.value) and EVENTS_TABLE in str(failure.value)
+    with pytest.raises(CorruptRecord, match="neither an id nor a run"):
+        recorder.insert_events([stored(AGGREGATES[0], 2)])

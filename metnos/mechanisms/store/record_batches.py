@@ -147,13 +147,23 @@ def index_positions(version_key_end: int, value: bytes) -> list[tuple[int, int]]
     the entry's last version and its value (an id, or a run's last id and length)."""
     if len(value) == _U64.size:
         return [(version_key_end, _U64.unpack(value)[0])]
-    last_id, length = _RUN.unpack(value)
+    last_id, length = _run(value)
     first = version_key_end - length + 1
     return [(first + i, last_id - length + 1 + i) for i in range(length)]
 
 
 def run_length(value: bytes) -> int:
-    return 1 if len(value) == _U64.size else _RUN.unpack(value)[1]
+    return 1 if len(value) == _U64.size else _run(value)[1]
+
+
+def _run(value: bytes) -> tuple[int, int]:
+    if len(value) != _RUN.size:
+        raise BadIndexEntry(f"an index entry of {len(value)} bytes is neither an id nor a run")
+    return _RUN.unpack(value)
+
+
+class BadIndexEntry(ValueError):
+    """An index value that is neither an id (8 bytes) nor a run (12): named as a corrupt record by its reader."""
 
 
 def runs(rows: Sequence[tuple[Any, int, str, bytes]]) -> list[tuple[Any, int, int, int]]:
