@@ -63,7 +63,7 @@ def test_a_commit_of_many_is_one_value_and_one_index_entry_a_run(recorder) -> No
     held = values(recorder)
     assert [key for key, _ in held] == [1, 23]
     assert not is_batch(held[0][1]) and is_batch(held[1][1])
-    assert [run_length(value) for _, value in index(recorder)] == [1, 20, 2]
+    assert [run_length(EVENTS_TABLE, key, value) for key, value in index(recorder)] == [1, 20, 2]
     # Read back one by one, by aggregate and in log order, as they were inserted.
     assert [(e.originator_version, e.state) for e in recorder.select_events(AGGREGATES[0])] == [(v, stored(AGGREGATES[0], v).state) for v in range(1, 22)]
     notes = recorder.select_notifications(1, 100)

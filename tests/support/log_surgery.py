@@ -38,7 +38,7 @@ def drop_event(txn: Any, recorder: LMDBApplicationRecorder, originator_id: UUID 
         if not index.set_range(prefix + version_bytes(version)) or not index.key().startswith(prefix):
             raise KeyError((originator_id, version))
         run_key, value = index.item()
-        last_version, length = _version_of(run_key), run_length(value)
+        last_version, length = _version_of(run_key), run_length(recorder.table_name, run_key, value)
         last_id = id_from_bytes(value[:8])
         first_version = last_version - length + 1
         if version < first_version:

@@ -55,8 +55,6 @@ NOT_SAID = {
     "CatalogueError": "a step's refusal, for the model (and the catalogue's own, raised while the catalogue "
                       "that would say it cannot be read)",
     "RecordsError": "a step's refusal, for the model", "ScratchpadError": "a step's refusal, for the model",
-    # Raised inside the log's store and said by its reader as a CorruptRecord with the same words.
-    "BadIndexEntry": "the store's own, said as CorruptRecord (error.log.index_entry_neither_id_run)",
     "UnknownVerbError": "a step's refusal, for the model", "SchemaDefectError": "a step's refusal, for the model",
     "RemediationError": "a step's refusal, for the model",
     # An executor call's outcome: recorded and given to the model (SandboxUnavailable, a MetnosError, is said).

@@ -62,7 +62,7 @@ from metnos.settings.loader import env_section
 from metnos.settings.workspace import Workspace
 from metnos.mechanisms.store.errors import CorruptRecord
 from metnos.mechanisms.store.record_feed import feed_records
-from metnos.mechanisms.store.record_batches import BadIndexEntry, RecordCursor, batch_value, chunks, index_positions, run_length, run_value, runs
+from metnos.mechanisms.store.record_batches import RecordCursor, batch_value, chunks, index_positions, run_length, run_value, runs
 from metnos.mechanisms.store.event_scan import scan_events
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class LMDBApplicationRecorder(LMDBRecorder, ApplicationRecorder):
                     # at or before its last holds one of its versions.
                     if index.set_range(prefix + version_bytes(first)):
                         held, value = index.item()
-                        if held.startswith(prefix) and _version_of(held) - _run_length(self.table_name, held, value) + 1 <= last:
+                        if held.startswith(prefix) and _version_of(held) - run_length(self.table_name, held, value) + 1 <= last:
                             raise IntegrityError(_duplicate_message(laid_out.rows))
                     index.put(run_key, run_value(last_id + 1 + end, last - first + 1))
             records = laid_out.records
@@ -497,20 +497,6 @@ def _mark_log_format(txn: lmdb.Transaction, meta: object) -> None:
         txn.put(_FORMAT_KEY, str(LOG_FORMAT).encode(), db=meta)
 
 
-def _run_length(table: str, key: bytes, value: bytes) -> int:
-    try:
-        return run_length(value)
-    except BadIndexEntry as e:
-        raise CorruptRecord(table, key, str(e)) from None
-
-
-def _positions_of(table: str, key: bytes, value: bytes) -> list[tuple[int, int]]:
-    try:
-        return index_positions(_version_of(key), value)
-    except BadIndexEntry as e:
-        raise CorruptRecord(table, key, str(e)) from None
-
-
 def _version_of(key: bytes) -> int:
     return int.from_bytes(key[-8:], "big") - (1 << 63)
 
@@ -540,7 +526,7 @@ def _aggregate_positions(
             for key, value in cursor:
                 if not key.startswith(prefix):
                     break
-                for version, position in _positions_of(table, key, value):
+                for version, position in index_positions(table, key, value):
                     if low is not None and version < low:
                         continue
                     if lte is not None and version > lte:
@@ -556,7 +542,7 @@ def _aggregate_positions(
             key, value = cursor.item()
             if not key.startswith(prefix):
                 break
-            for version, position in reversed(_positions_of(table, key, value)):
+            for version, position in reversed(index_positions(table, key, value)):
                 if lte is not None and version > lte:
                     continue
                 if low is not None and version < low:

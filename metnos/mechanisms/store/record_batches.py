@@ -142,28 +142,25 @@ def run_value(last_id: int, length: int) -> bytes:
     return _U64.pack(last_id) if length == 1 else _RUN.pack(last_id, length)
 
 
-def index_positions(version_key_end: int, value: bytes) -> list[tuple[int, int]]:
+def index_positions(table: str, key: bytes, value: bytes) -> list[tuple[int, int]]:
     """``(version, notification id)`` of each event an index entry stands for, lowest first, from
-    the entry's last version and its value (an id, or a run's last id and length)."""
+    its key's version (the run's last) and its value (an id, or a run's last id and length)."""
+    last_version = int.from_bytes(key[-8:], "big") - (1 << 63)
     if len(value) == _U64.size:
-        return [(version_key_end, _U64.unpack(value)[0])]
-    last_id, length = _run(value)
-    first = version_key_end - length + 1
+        return [(last_version, _U64.unpack(value)[0])]
+    last_id, length = _run(table, key, value)
+    first = last_version - length + 1
     return [(first + i, last_id - length + 1 + i) for i in range(length)]
 
 
-def run_length(value: bytes) -> int:
-    return 1 if len(value) == _U64.size else _run(value)[1]
+def run_length(table: str, key: bytes, value: bytes) -> int:
+    return 1 if len(value) == _U64.size else _run(table, key, value)[1]
 
 
-def _run(value: bytes) -> tuple[int, int]:
+def _run(table: str, key: bytes, value: bytes) -> tuple[int, int]:
     if len(value) != _RUN.size:
-        raise BadIndexEntry(f"an index entry of {len(value)} bytes is neither an id nor a run")
+        raise CorruptRecord(table, key, f"an index entry of {len(value)} bytes is neither an id nor a run")
     return _RUN.unpack(value)
-
-
-class BadIndexEntry(ValueError):
-    """An index value that is neither an id (8 bytes) nor a run (12): named as a corrupt record by its reader."""
 
 
 def runs(rows: Sequence[tuple[Any, int, str, bytes]]) -> list[tuple[Any, int, int, int]]:

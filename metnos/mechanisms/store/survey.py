@@ -223,8 +223,7 @@ def _index_entries(key: bytes, value: bytes) -> list[tuple[int, tuple[str, int]]
         aggregate = str(_decode_originator_id(key[2 : 2 + length]))
     except (ValueError, UnicodeDecodeError):
         return []
-    version = int.from_bytes(key[-8:], "big") - (1 << 63)
-    return [(position, (aggregate, held)) for held, position in index_positions(version, value)]
+    return [(position, (aggregate, held)) for held, position in index_positions(EVENTS_TABLE, key, value)]
 
 
 def _read_positions(env: lmdb.Environment, db: Any, bound: int) -> Iterator[tuple[int, StoredEvent | str]]:
