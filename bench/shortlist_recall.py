@@ -126,7 +126,12 @@ REQUESTS: tuple[Request, ...] = (
 
 
 REQUEST_SET = REPO / "bench" / "shortlist_requests.jsonl"
-SPLITS = ("dev", "held_out")
+# Three sets written on 2026-12-01 by writers shown the catalogue's names and descriptions only, never the
+# tags, the rules or another set (docs/benchmarks.md): 504 requests (84 tasks) and 426 (71 tasks, one
+# person's week), whose misses then shaped the rules of that day, and 474 (79 tasks, two other people),
+# measured once, after those rules were fixed.
+BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3"))
+SPLITS = ("dev", "held_out", "blind", "blind2", "blind3")
 FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_prompt.py
 
 
@@ -196,8 +201,9 @@ def written_figures(rows: list[Written], pools: dict[str, list[str]], side_effec
 
 def figures_by_split(rows: list[Written], pools: dict[str, list[str]], side_effecting: frozenset[str]) -> dict:
     """``written_figures`` of the whole set and of each split."""
+    present = {r.split for r in rows}
     return {part: written_figures([r for r in rows if part == "all" or r.split == part], pools, side_effecting)
-            for part in ("all", *SPLITS)}
+            for part in ("all", *(s for s in SPLITS if s in present))}
 
 
 VARIANTS = (("ranking only (baseline)", "ranking"), ("shortlist", "shortlist"), ("shortlist, shapers alongside", "shaped"),
@@ -303,8 +309,8 @@ def prompt_tokens(model: Path, rows: list[Written], pool: int) -> dict:
     return out
 
 
-def print_written(report: dict, misses: str | None) -> None:
-    print(f"bench/shortlist_requests.jsonl: recall per request (per needed executor), side effects offered to "
+def print_written(report: dict, misses: str | None, source: Path = REQUEST_SET) -> None:
+    print(f"{source.relative_to(REPO)}: recall per request (per needed executor), side effects offered to "
           f"read-only requests, mean pool; by split")
     print(f"  {'variant':<36} {'part':<9} {'recall':>7} {'(per exec.)':>11} {'side eff.':>10} {'pool':>5}")
     for label, parts in report.items():
@@ -319,6 +325,8 @@ def print_written(report: dict, misses: str | None) -> None:
         print(f"  {label}, per executor: " + ", ".join(f"{k} {v}" for k, v in report[label]["all"]["per_executor"].items()))
     if misses:
         for label in ("shortlist", "whole catalogue when it fits"):
+            if misses not in report[label]:
+                continue
             m = report[label][misses]
             for miss in m["misses"]:
                 print(f"    [{label}] misses {', '.join(miss['missing'])}: {miss['text']}")
@@ -400,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL_SIZE)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "all"),
+    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "all"),
                         help="print the requests each variant misses (of the written set: this part, dev by default)")
     parser.add_argument("--tokens", type=Path, metavar="MODEL.gguf",
                         help="size each written request's first prompt with this model's tokenizer")
@@ -450,6 +458,10 @@ def main(argv: list[str] | None = None) -> int:
         report["written"].update(with_intent(index, rows, intent, side_effecting, args.pool))
         print(f"intent extractor on {how['model']}: median {how['median_s']:.2f} s a request, {how['unreadable']} replies unreadable")
     print_written(report["written"], args.misses)
+    for blind in BLIND_SETS if not args.limit else ():
+        part = written_requests(blind)
+        report[part[0].split] = measure_written(index, side_effecting, args.pool, part)
+        print_written(report[part[0].split], args.misses, blind)
     if args.tokens:
         tokens = report["first_prompt_tokens"] = prompt_tokens(args.tokens, rows, args.pool)
         print(f"first prompt in tokens ({args.tokens.name}; limit {tokens['limit']}): every tool of the catalogue "

@@ -12,13 +12,21 @@ shortlist's 65% is the figure (docs/benchmarks.md names the misses). The second
 pass (request words in other forms, everyday verbs among the tags, a folder named
 as a destination, a name for "someone", no change offered to a question) took
 it to 81% (78% on the held-out half), and ``offer = "shaped"`` to 86%.
+
+Three more sets (bench/shortlist_requests_blind*.jsonl) were written by writers shown only
+the catalogue's names and descriptions. On them the rules find 60% to 63% of requests'
+needs (73% to 74% of needed executors), and the rules of 2026-12-01 (participles, a
+request that says to change nothing...) took side effects offered to read-only requests
+from 10.6% to 6.0% on the third, measured once after the rules were fixed. The floors
+below are those figures; issue 30 asks 99% and at most 5%.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from bench.shortlist_recall import catalogue, measure_written, written_requests
+from bench.shortlist_recall import BLIND_SETS, catalogue, measure_written, written_requests
+from tests.unit.test_agent_bench_honesty import appears, runtime_text
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import DEFAULT_POOL_SIZE
 
@@ -29,6 +37,49 @@ SIDE_EFFECTS_OFFERED_AT_MOST = 0.05
 def report() -> dict:
     entries = catalogue()
     return measure_written(PrefilterIndex(entries), frozenset(e.name for e in entries if e.side_effects), DEFAULT_POOL_SIZE)
+
+
+@pytest.fixture(scope="module")
+def blind() -> dict:
+    entries = catalogue()
+    side = frozenset(e.name for e in entries if e.side_effects)
+    index = PrefilterIndex(entries)
+    out: dict = {}
+    for path in BLIND_SETS:
+        rows = written_requests(path)
+        out[rows[0].split] = measure_written(index, side, DEFAULT_POOL_SIZE, rows)
+    return out
+
+
+@pytest.mark.parametrize("path", BLIND_SETS, ids=lambda p: p.stem)
+def test_each_blind_set_is_what_the_issue_asks_for_and_unknown_to_the_runtime(path) -> None:  # noqa: ANN001
+    rows = written_requests(path)
+    assert len(rows) >= 300
+    assert {r.lang for r in rows} == {"en", "it"}
+    assert len({r.split for r in rows}) == 1
+    names = {e.name for e in catalogue()}
+    assert {n for r in rows for n in r.needs} <= names
+    side = {e.name for e in catalogue() if e.side_effects}
+    assert all(r.read_only == (not r.needs & side) for r in rows)
+    # A request of a few words ("where am i") may well be an example the runtime had before the set.
+    text = runtime_text()
+    assert not [r.text for r in rows if len(r.text.split()) >= 5 and appears(r.text.lower(), text)]
+
+
+# (shortlist recall, per executor, shaped recall, per executor, side effects offered at most) on each blind set.
+BLIND_FLOORS = {"blind": (0.63, 0.74, 0.69, 0.79, 0.05), "blind2": (0.60, 0.72, 0.66, 0.77, 0.05),
+                "blind3": (0.62, 0.73, 0.68, 0.78, 0.061)}
+
+
+@pytest.mark.parametrize("split", sorted(BLIND_FLOORS))
+def test_the_blind_figures_do_not_fall(blind: dict, split: str) -> None:
+    short, per_short, shaped, per_shaped, side = BLIND_FLOORS[split]
+    got = blind[split]
+    assert got["shortlist"][split]["recall"] >= short
+    assert got["shortlist"][split]["recall_per_executor"] >= per_short
+    assert got["shortlist, shapers alongside"][split]["recall"] >= shaped
+    assert got["shortlist, shapers alongside"][split]["recall_per_executor"] >= per_shaped
+    assert got["shortlist"][split]["side_effects_offered"] <= side, got["shortlist"][split]["offered"]
 
 
 def test_the_set_is_what_the_issue_asks_for() -> None:

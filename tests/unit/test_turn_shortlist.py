@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import pytest
 
 from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
@@ -402,3 +404,84 @@ def test_a_person_is_met_later_in_the_clause_between_the_tag_s_words_or_after_a_
         CatalogueEntry("send_messages", affinity=("send", "tell someone", "message someone", "let someone know"), side_effects=True),
     ])
     assert ("send_messages" in [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]) is sent
+
+
+@lru_cache(maxsize=1)
+def seed_index() -> PrefilterIndex:
+    """The seed catalogue, with the builtins, as a turn ranks it."""
+    from bench.shortlist_recall import catalogue
+
+    return PrefilterIndex(catalogue())
+
+
+def names_in(index: PrefilterIndex, text: str) -> list[str]:
+    return [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]
+
+
+@pytest.mark.parametrize(("text", "executor", "asked"), [
+    # A past participle says what was done, or names a thing: no imperative has one.
+    ("Show me the emails from Paolo in my Deleted Items folder", "delete_files", False),
+    ("cosa ho mandato a Marco ieri?", "send_messages", False),
+    ("which files did I move last week, the ones I renamed", "move_files", False),
+    ("le email nella cartella Posta eliminata", "delete_files", False),
+    ("what's writen in ~/notes/a.txt?", "write_files", False),
+    # A form in -s says what something does, or is a plural.
+    ("list my reminders and when each one runs next", "run_commands", False),
+    # A negation with its verb: "isn't", "haven't".
+    ("my location isn't set up yet, ask me where I am", "set_events", False),
+    # The imperative, and the infinitive and the clitic of Italian, are still asked.
+    ("delete the logs in ~/tmp", "delete_files", True),
+    ("elimina i file vecchi in ~/tmp", "delete_files", True),
+    ("mandami la lista", "send_messages", True),
+    ("run du on ~/Music", "run_commands", True),
+    ("save the page to ~/page.html", "write_files", True),
+    # A short word with two neighbours swapped is a slip of typing.
+    ("sned me the list of files in ~/Documents", "send_messages", True),
+    # A word of the catalogue is itself, not another word mistyped: "posta" is mail, not "sposta".
+    ("controlla la posta di oggi", "move_files", False),
+])
+def test_an_action_word_that_is_no_instruction_is_not_asked(text: str, executor: str, asked: bool) -> None:
+    assert (executor in seed_index().actions.asked(text)) is asked
+
+
+@pytest.mark.parametrize(("text", "builtin"), [
+    ("elenca i miei promemoria", "list_recurring"),
+    ("metti in pausa il promemoria delle piante", "toggle_recurring"),
+    ("fammi vedere lo storico del backup notturno", "history_recurring"),
+])
+def test_the_recurring_task_builtins_are_met_in_italian(text: str, builtin: str) -> None:
+    assert builtin in names_in(seed_index(), text)
+
+
+@pytest.mark.parametrize(("text", "executor", "asked"), [
+    # The first word of a hyphenated compound is a noun; so is a word after a quantifier.
+    ("pull up the lasagne write-up in ~/recipes/lasagne.md", "write_files", False),
+    ("what is my mean pace per run in ~/running/log.csv", "run_commands", False),
+    ("show the history of the backup: every run and whether it worked", "run_commands", False),
+    # "add up" is a sum.
+    ("add up the amount column in ~/x.csv and tell me the total", "write_files", False),
+    ("add a line saying hello to ~/journal/today.md", "write_files", True),
+    ("re-send the invoice to Marco", "send_messages", True),
+])
+def test_a_compound_a_quantifier_and_a_phrasal_verb_name_no_action(text: str, executor: str, asked: bool) -> None:
+    assert (executor in seed_index().actions.asked(text)) is asked
+
+
+@pytest.mark.parametrize(("text", "offered"), [
+    ("Is the weekly photo backup task paused? Just tell me, don't change it.", False),
+    ("il backup settimanale è in pausa? non cambiare niente", False),
+    ("list the weekly reports in ~/reports without touching anything", False),
+    ("pause the weekly photo backup", True),
+    ("remind me every monday to water the plants, don't change the other reminders", True),
+])
+def test_a_request_that_says_to_change_nothing_is_offered_no_change(text: str, offered: bool) -> None:
+    index = seed_index()
+    side = {e.name for e in index.entries if e.side_effects}
+    got = shortlist(index, text, pool_size=12)
+    assert bool(side & {c["name"] for c in got["candidates"]}) is offered, got
+
+
+def test_a_recurring_task_verb_is_met_only_as_an_instruction() -> None:
+    index = seed_index()
+    assert "run_now_recurring" not in names_in(index, "show me the history of the invoice reminder task: when did it run and did it work?")
+    assert "run_now_recurring" in names_in(index, "run the invoice reminder now")

@@ -23,12 +23,18 @@ def test_an_italian_clitic_pronoun_is_taken_off_the_verb() -> None:
     assert "cartel" not in keys("cartella")
 
 
-def test_one_slip_of_typing_meets_a_long_word_only() -> None:
-    lexicon = Lexicon(["rename", "delete", "overwrite", "move"])
+def test_one_slip_of_typing_meets_a_long_word_and_a_short_one_only_swapped() -> None:
+    lexicon = Lexicon(["rename", "delete", "overwrite", "move", "send"])
     assert lexicon.meets("renmae") == {"rename"}  # two neighbours swapped
     assert lexicon.meets("delte") == {"delete"}  # a letter missing
     assert lexicon.meets("overwirte") == {"overwrite"}
-    assert lexicon.meets("mvoe") == frozenset()  # too short to tell a slip from another word
+    # Four letters: two neighbours swapped is a slip; a letter changed, missing or added is as often another word.
+    assert lexicon.meets("mvoe") == {"move"}
+    assert lexicon.meets("sned") == {"send"}
+    assert lexicon.meets("mode") == frozenset()
+    assert lexicon.meets("sent") == frozenset()
+    assert lexicon.meets("vmo") == frozenset()
+    assert lexicon.meets("sned", typos=False) == frozenset()
     assert lexicon.meets("deletes") == {"delete"}
     assert lexicon.meets("renmae", typos=False) == frozenset()
     assert lexicon.meets("dlt") == frozenset()

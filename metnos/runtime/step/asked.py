@@ -21,6 +21,13 @@ Two readings of the request keep a named action from counting:
   ("read ~/notes/delete_me.txt" asks for nothing to be deleted);
 * a plural of an English gerund names a thing, not an action: "settings"
   is not "set", "savings" not "save";
+* the first word of a hyphenated compound is a noun ("a send-off", "the
+  run-time"), and so is a word after a quantifier ("each move", "ogni
+  invio"); "add up" is a sum, not an append;
+* a past participle says what was done or names a thing, and a form in -s
+  what something does or a plural, never an instruction: "the deleted
+  photos", "what's written there", "cosa ho mandato a Ugo", "il file
+  eliminato", "what it runs" (an imperative has neither);
 * an action word right after a negation or a first-person subject, within
   :data:`CONTEXT_WORDS` words, is not asked of the runtime: "don't delete
   anything", "senza eliminare", "before I send it", "prima di spedirla";
@@ -37,6 +44,7 @@ Two readings of the request keep a named action from counting:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -48,7 +56,8 @@ CONTEXT_WORDS = 2
 # Negations and first-person subjects, English and Italian: closed classes of
 # function words ("don't" is tokenised "don", "t"; "prima di" is "before").
 NOT_ASKED_AFTER: frozenset[str] = frozenset(
-    "not no never without don dont doesn didn won i we before non senza mai prima".split()
+    "not no never without don dont doesn didn won isn aren wasn weren hasn haven hadn shouldn wouldn couldn cannot "
+    "i we before non senza mai prima".split()
 )
 
 # Auxiliaries that report what someone did or does ("did", "has", Italian "ha", "hanno"): a closed
@@ -146,8 +155,41 @@ def _framed(words: list[str], tag: Iterable[str]) -> bool:
     return False
 
 
+# The quantifiers before a noun, English and Italian: a word right after one is a noun ("each move",
+# "ogni invio"), never an imperative. Other determiners are left out: some tags are nouns
+# the request names after one ("in my calendar", "on telegram"), and the Italian "la", "lo" are also
+# pronouns before a verb ("la mandi a Ugo?").
+QUANTIFIERS: frozenset[str] = frozenset("every each per ogni ciascun ciascuno ciascuna".split())
+# English phrasal verbs whose particle makes another verb of a tag's word: "add up" is a sum, not an append.
+OTHER_PHRASAL: frozenset[tuple[str, str]] = frozenset({("add", "up")})
+_COMPOUND_FIRST = re.compile(r"([^\W\d_]+)-(?=[^\W\d_])")
+
+
+def _compound_firsts(text: str) -> Counter[str]:
+    """How often each word stands first in a hyphenated compound ("a send-off", "the run-time"): a noun there."""
+    return Counter(tokens(" ".join(_COMPOUND_FIRST.findall(text))))
+
+
 # English nouns made from a verb's -ing form, in the plural ("settings", "savings", "meetings").
 _NAMED_THINGS = "ings"
+# The endings of a past participle: English (regular, and "-en" as in "written", "taken") and Italian
+# (masculine and feminine, singular and plural: "salvato", "eliminata", "spediti"); a closed class of
+# grammar. The Italian "-ate" and "-ite" are left out: they are also a plural imperative ("cancellate").
+_EN_PARTICIPLE = ("ed", "en", "n")  # "-d" after an "e" too: "moved", "saved"
+_IT_PARTICIPLE = re.compile(r"(?:at|it|ut)[oai]$")
+
+
+def _not_an_instruction(word: str, met: frozenset[str], lexicon: Lexicon) -> bool:
+    """``word`` meets ``met`` as a participle or a form in -s of it, which an imperative never is: the tag
+    word itself (a tag may well be "commands") is not taken out, nor a slip of typing ("sedn")."""
+    if word in met:
+        return False
+    for ending in (*_EN_PARTICIPLE, "d", "s", "es"):
+        base = word[:-len(ending)]
+        if word.endswith(ending) and len(base) >= 2 and (
+                base in met or base + "e" in met or lexicon.meets(base, typos=False, short_stems=False) & met):
+            return True
+    return bool(_IT_PARTICIPLE.search(word)) and not any(_IT_PARTICIPLE.search(tag) for tag in met)
 
 
 @dataclass(frozen=True)
@@ -160,11 +202,15 @@ class AskedAction:
 class ActionWords:
     """The action tags of a catalogue's executors with side effects, ready to meet a request."""
 
-    def __init__(self, tags: Mapping[str, Iterable[frozenset[str]]], media: Iterable[str] = ()) -> None:
-        """``media``: the words of person tags that also name what a reader reads ("message")."""
+    def __init__(self, tags: Mapping[str, Iterable[frozenset[str]]], media: Iterable[str] = (),
+                 known: Iterable[str] = ()) -> None:
+        """``media``: the words of person tags that also name what a reader reads ("message"); ``known``:
+        the catalogue's words, each of which is itself, not a slip of typing of another ("posta" is
+        read_messages's mail, not "sposta" mistyped)."""
         self.tags = {name: tuple(tuple(sorted(tag)) for tag in found) for name, found in tags.items()}
         self.lexicon = Lexicon(word for found in self.tags.values() for tag in found for word in tag)
         self.media = frozenset(media)
+        self.known = frozenset(known)
 
     def asked(self, request_text: str) -> dict[str, AskedAction]:
         """The executors with side effects whose action the request asks for, each with why."""
@@ -190,21 +236,58 @@ class ActionWords:
                 break
         return found
 
+    def meant(self, request_text: str) -> frozenset[str]:
+        """The request's words that meet a tag as an instruction would: not negated, reported, a participle..."""
+        return frozenset(word for word, _ in self._meant_words(request_text))
+
     def _meant_words(self, request_text: str) -> list[tuple[str, frozenset[str]]]:
         text = without_named_targets(request_text)
         words = tokens(text)
+        compounds = _compound_firsts(text)
         out = []
         for i, word in enumerate(words):
             if word in STOPWORDS or NOT_ASKED_AFTER & set(words[max(0, i - CONTEXT_WORDS):i]):
                 continue
             if _reported(words, i) or _named_thing(words, i):
                 continue
+            if compounds[word] and compounds[word] >= words.count(word):
+                continue
+            if i >= 1 and words[i - 1] in QUANTIFIERS:
+                continue
+            if i + 1 < len(words) and (word, words[i + 1]) in OTHER_PHRASAL:
+                continue
             if word.endswith(_NAMED_THINGS):
                 continue
-            met = self.lexicon.meets(word)
-            if met:
+            met = self.lexicon.meets(word, typos=word not in self.known, short_stems=False)
+            if met and not _not_an_instruction(word, met, self.lexicon):
                 out.append((word, met))
         return out
+
+
+# The negations (not the first-person subjects of NOT_ASKED_AFTER) and the verbs that say any change at all,
+# English and Italian, in their stems: closed classes. "don't touch it", "non modificare nulla".
+NEGATIONS: frozenset[str] = frozenset("not no never without don dont doesn won non senza mai".split())
+CHANGE_VERBS = Lexicon("change modify touch alter edit cambiare modificare toccare alterare".split())
+# What "change nothing" says its object is: anything, or what the request named (a pronoun); closed classes.
+ANY_OBJECT: frozenset[str] = frozenset("anything nothing it them niente nulla alcunche".split())
+_CLITIC_OBJECT = re.compile(r"(?:ar|er|ir)(?:lo|la|li|le)$")
+
+
+def forbids_change(request_text: str) -> bool:
+    """Whether the request says to change nothing: a negation right before a verb of any change, within
+    :data:`CONTEXT_WORDS` words, whose object is anything or what was named ("only look, don't change
+    it", "senza modificare niente"), or that ends its clause. "don't change the other files" names what to
+    leave alone, not that nothing may change."""
+    for part in _CLAUSE_BREAK.split(without_named_targets(request_text)):
+        words = tokens(part)
+        for j, word in enumerate(words):
+            if word not in NEGATIONS:
+                continue
+            for k in range(j + 1, min(len(words), j + 1 + CONTEXT_WORDS)):
+                if CHANGE_VERBS.meets(words[k], typos=False, short_stems=False) and (
+                        k + 1 == len(words) or words[k + 1] in ANY_OBJECT or _CLITIC_OBJECT.search(words[k])):
+                    return True
+    return False
 
 
 # A sentence ends at ? ! ; or a full stop before a space (a path's dots are taken out before).

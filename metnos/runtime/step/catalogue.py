@@ -252,18 +252,21 @@ def _tool(le: LoadedExecutor, *, step_refs: bool = True, config: Mapping[str, An
 # Words that make the pre-filter offer the recurring-task builtins.
 BUILTIN_AFFINITY: dict[str, tuple[str, ...]] = {
     # "every" alone is in many requests that schedule nothing ("list every file"):
-    # the cadences it forms are phrases.
+    # the cadences it forms are phrases. Each English word has its Italian beside it, as the seeds'
+    # descriptions have (seeds/000).
     "schedule_recurring": ("schedule", "recurring", "daily", "weekly", "hourly", "monthly", "remind", "reminder", "cron",
                            "every day", "every week", "every month", "every hour", "every minute", "every morning",
                            "every evening", "every night", "every weekday", "every monday", "every tuesday",
                            "every wednesday", "every thursday", "every friday", "every saturday", "every sunday",
-                           "ogni", "ricorda", "pianifica"),
-    "cancel_recurring": ("cancel", "stop", "recurring", "schedule", "reminder", "annulla"),
-    "list_recurring": ("schedules", "recurring", "scheduled", "reminder", "reminders", "pianificati"),
-    "show_recurring": ("show", "schedule", "recurring", "reminder"),
-    "toggle_recurring": ("pause", "resume", "toggle", "schedule", "reminder", "sospendi", "riprendi"),
-    "history_recurring": ("history", "schedule", "firings", "recurring", "storia"),
-    "run_now_recurring": ("run", "now", "schedule", "recurring"),
+                           "ogni", "ricorda", "pianifica", "promemoria", "ricorrente"),
+    "cancel_recurring": ("cancel", "stop", "recurring", "schedule", "reminder", "annulla", "promemoria", "ricorrente"),
+    "list_recurring": ("schedules", "recurring", "scheduled", "reminder", "reminders", "pianificati", "promemoria",
+                       "ricorrenti", "programmati"),
+    "show_recurring": ("show", "schedule", "recurring", "reminder", "promemoria", "ricorrente"),
+    "toggle_recurring": ("pause", "resume", "toggle", "schedule", "reminder", "sospendi", "riprendi", "pausa", "riattiva",
+                         "promemoria"),
+    "history_recurring": ("history", "schedule", "firings", "recurring", "storia", "storico", "cronologia", "promemoria"),
+    "run_now_recurring": ("run", "now", "schedule", "recurring", "esegui", "subito", "promemoria"),
 }
 
 

@@ -260,7 +260,7 @@ class PrefilterIndex:
         self._desc = desc
         self._lexicon = Lexicon(aff)
         self.action_tags = _action_tags(self.entries)
-        self.actions = ActionWords(self.action_tags, _media_words(self.entries))
+        self.actions = ActionWords(self.action_tags, _media_words(self.entries), known=frozenset(aff) | frozenset(desc))
         self._aff_sets = tuple(aff_sets)
         self._desc_sets = tuple(desc_sets)
         self._phrases = phrases

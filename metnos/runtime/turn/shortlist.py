@@ -24,6 +24,9 @@ word ("files"). Two rules, measured by bench/shortlist_recall.py, complete it:
   another executor it asks for acts on something else: "move my
   appointment" asks set_events, not move_files, and "add lunch to my calendar"
   set_events, not write_files.
+* An executor with side effects is withheld from a request that says to change
+  nothing (:func:`metnos.runtime.step.asked.forbids_change`: "only look, don't
+  change it", "senza modificare niente"), unless its output reads the world.
 * An executor with side effects is withheld from a request of questions only
   (:func:`metnos.runtime.step.asked.asks_only_questions`: "which files did I
   save yesterday?") unless its output reads the world (``output_varies``:
@@ -66,7 +69,7 @@ from typing import Any
 
 from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
 from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY
-from metnos.runtime.step.asked import AskedAction, asks_only_questions
+from metnos.runtime.step.asked import NEGATIONS, AskedAction, asks_only_questions, forbids_change
 from metnos.runtime.step.intent import destination, destination_file, named_targets
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
@@ -86,11 +89,10 @@ def acts_on_files(entry: Any) -> bool:
     return any(tag in FILE_WORDS for tag in entry.affinity)
 
 
-# The executor that puts files where a request says they go, the one that writes a file a request says
-# something goes into, and the words that say not to.
+# The executor that puts files where a request says they go, and the one that writes a file a request says
+# something goes into (unless the request holds one of the NEGATIONS).
 MOVER = "move_files"
 WRITER = "write_files"
-NEGATIONS = frozenset("not no never don dont without non senza mai".split())
 
 # executor -> which of the request's named targets it reads
 # The executors that read entries from a source, and those that shape a list of entries, offered beside
@@ -146,8 +148,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     # only as written: in another form they are everyday words ("week", "day").
     words = content_tokens(request_text)
     asked = {name: action for name, action in index.actions.asked(request_text).items() if name not in BUILTIN_AFFINITY}
+    # A tag of one word is met only as an instruction ("did it run last night?" asks for no run).
+    meant = index.actions.meant(request_text)
     for name in BUILTIN_AFFINITY:
-        cadence = next((tag for tag in index.action_tags.get(name, ()) if tag <= words), None)
+        cadence = next((tag for tag in index.action_tags.get(name, ()) if tag <= words and (len(tag) > 1 or tag <= meant)), None)
         if cadence is not None:
             asked[name] = AskedAction(name, tuple(sorted(cadence)), tuple(sorted(cadence)))
     # A folder named as where something goes asks for a move, whatever verb says it ("shove the
@@ -173,6 +177,8 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     # A request of questions only asks for no change: an executor with side effects stays for it only
     # when its output reads the world (run_commands: "how much space does ~/Music take?").
     only_questions = asks_only_questions(request_text)
+    # A request that says to change nothing ("only look, don't change it") is offered no change at all.
+    no_change = forbids_change(request_text)
 
     def withheld_because(c: Mapping[str, Any]) -> str | None:
         if c["name"] in DIALOG_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered and c.get("via") != "intent":
@@ -182,6 +188,9 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             return "a recurring-task tool the request does not ask for"
         if c["name"] in index.action_tags and c["name"] not in lowered and c["name"] not in asked:
             return "side effects the request does not ask for"
+        if (no_change and c["name"] in index.action_tags and c["name"] in known
+                and known[c["name"]].output_varies is None and c["name"] not in lowered):
+            return "the request says to change nothing"
         if (only_questions and c["name"] in index.action_tags and c["name"] in known
                 and known[c["name"]].output_varies is None and c["name"] not in lowered):
             return "a request of questions only asks for no change"
