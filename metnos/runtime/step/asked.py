@@ -15,7 +15,7 @@ names what a reader reads ("message": read_messages reads messages) asks for
 a message when it opens its clause and a person follows it ("message me the
 list"): a reply is not a message, as it is what "tell me" asks for.
 
-Two readings of the request keep a named action from counting:
+These readings of the request keep a named action from counting:
 
 * what the request names as a path or URL is a name, not a word of it
   ("read ~/notes/delete_me.txt" asks for nothing to be deleted);
@@ -175,7 +175,7 @@ _NAMED_THINGS = "ings"
 # The endings of a past participle: English (regular, and "-en" as in "written", "taken") and Italian
 # (masculine and feminine, singular and plural: "salvato", "eliminata", "spediti"); a closed class of
 # grammar. The Italian "-ate" and "-ite" are left out: they are also a plural imperative ("cancellate").
-_EN_PARTICIPLE = ("ed", "en", "n")  # "-d" after an "e" too: "moved", "saved"
+_EN_PARTICIPLE = ("ed", "d", "en", "n")  # "-d" after an "e": "moved", "saved"
 _IT_PARTICIPLE = re.compile(r"(?:at|it|ut)[oai]$")
 
 
@@ -184,7 +184,7 @@ def _not_an_instruction(word: str, met: frozenset[str], lexicon: Lexicon) -> boo
     word itself (a tag may well be "commands") is not taken out, nor a slip of typing ("sedn")."""
     if word in met:
         return False
-    for ending in (*_EN_PARTICIPLE, "d", "s", "es"):
+    for ending in (*_EN_PARTICIPLE, "s", "es"):
         base = word[:-len(ending)]
         if word.endswith(ending) and len(base) >= 2 and (
                 base in met or base + "e" in met or lexicon.meets(base, typos=False, short_stems=False) & met):
