@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.shortlist_recall import SPLITS, catalogue, written_figures, written_requests  # noqa: E402
+from bench.shortlist_recall import REQUEST_SET, SPLITS, catalogue, written_figures, written_requests  # noqa: E402
 from metnos.runtime.step.catalogue import builtin_tools  # noqa: E402
 from metnos.runtime.step.prefilter import PrefilterIndex  # noqa: E402
 from metnos.runtime.turn.intent_model import INTENT_PROMPT, extract_intent  # noqa: E402
@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL_SIZE)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "shortlist-intent-cache.json")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--misses", choices=("dev", "held_out", "all"))
+    parser.add_argument("--misses", choices=(*SPLITS, "all"))
+    parser.add_argument("--set", type=Path, default=REQUEST_SET, help="the written requests (a blind set: bench/shortlist_requests_blind3.jsonl)")
     args = parser.parse_args(argv)
 
     entries = catalogue()
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     builtins = set(builtin_tools())
     # What a turn lists for the extractor: the executors, not the builtins (metnos/runtime/turn/opening.py).
     executors = [(e.name, e.summary) for e in index.entries if e.name not in builtins]
-    rows = written_requests()
+    rows = written_requests(args.set)
     intents = ask_all(args.model, [r.text for r in rows], executors, threads=args.threads, cache=args.cache)
 
     def rules(text: str, intent: tuple[str, ...] = ()) -> list[str]:
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'variant':<38} {'part':<9} {'recall':>7} {'(per exec.)':>11} {'side eff.':>10} {'pool':>5}")
     for label, pool in pools.items():
         report["variants"][label] = {}
-        for part in ("all", *SPLITS):
+        for part in ("all", *(s for s in SPLITS if any(r.split == s for r in rows))):
             m = written_figures([r for r in rows if part == "all" or r.split == part], pool, side_effecting)
             report["variants"][label][part] = m
             print(f"  {label:<38} {part:<9} {m['recall']:>7.1%} {m['recall_per_executor']:>11.1%} "
