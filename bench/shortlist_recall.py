@@ -37,6 +37,10 @@ MODEL.gguf`` each written request is also put to the intent extractor (``[runtim
 grammar, as a turn asks it; the executors it names join the shortlist (and the shaped
 offer) as they join a turn's, the rule on side effects after them.
 
+Three more sets, bench/shortlist_requests_blind*.jsonl, were written by writers shown the
+catalogue's names and descriptions only; each is measured and printed on its own (a split of
+its own name), and the third was measured once, after the rules it judges were fixed.
+
 Run: PYTHONPATH=$PWD python3 bench/shortlist_recall.py [--pool N] [--json out.json] [--misses [dev]]
                                                         [--tokens MODEL.gguf] [--intent MODEL.gguf [--threads N]]
 """
@@ -137,7 +141,7 @@ FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_
 
 @dataclass(frozen=True)
 class Written:
-    """A request of bench/shortlist_requests.jsonl."""
+    """A request of bench/shortlist_requests.jsonl or of a blind set."""
 
     task: str
     split: str

@@ -77,7 +77,7 @@ class Lexicon:
         found: set[str] = set()
         for key in keys(word):
             # Without ``short_stems``, a stem of three letters is evidence only when it is one of the two words
-            # itself ("run" for "running"): two words that share only their first three letters are two words.
+            # itself ("run" for "running"): two words whose stems are the same three letters may share nothing else.
             found |= {w for w in self._by_key.get(key, ()) if short_stems or len(key) > MIN_STEM or key in (word, w)}
         if typos and not found and len(word) >= TYPO_MIN_LETTERS and self._long:
             for match, _, _ in process.extract(word, self._long, scorer=OSA.distance, score_cutoff=1, limit=None):
