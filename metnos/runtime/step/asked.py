@@ -53,11 +53,12 @@ from metnos.runtime.step.text import STOPWORDS, tokens
 from metnos.runtime.step.wording import Lexicon
 
 CONTEXT_WORDS = 2
-# Negations and first-person subjects, English and Italian: closed classes of
-# function words ("don't" is tokenised "don", "t"; "prima di" is "before").
-NOT_ASKED_AFTER: frozenset[str] = frozenset(
-    "not no never without don dont doesn didn won isn aren wasn weren hasn haven hadn shouldn wouldn couldn cannot "
-    "i we before non senza mai prima".split()
+# Negations, English and Italian: a closed class of function words ("don't" is tokenised "don", "t").
+NEGATIONS: frozenset[str] = frozenset("not no never without don dont doesn won non senza mai".split())
+# An action word after these is not asked of the runtime: the negations, those that report ("didn't"), the
+# auxiliaries in -n't, and first-person subjects ("prima di" is "before").
+NOT_ASKED_AFTER: frozenset[str] = NEGATIONS | frozenset(
+    "didn isn aren wasn weren hasn haven hadn shouldn wouldn couldn cannot i we before prima".split()
 )
 
 # Auxiliaries that report what someone did or does ("did", "has", Italian "ha", "hanno"): a closed
@@ -264,9 +265,8 @@ class ActionWords:
         return out
 
 
-# The negations (not the first-person subjects of NOT_ASKED_AFTER) and the verbs that say any change at all,
-# English and Italian, in their stems: closed classes. "don't touch it", "non modificare nulla".
-NEGATIONS: frozenset[str] = frozenset("not no never without don dont doesn won non senza mai".split())
+# The verbs that say any change at all, English and Italian, in their stems: a closed class. After one of
+# the NEGATIONS: "don't touch it", "non modificare nulla".
 CHANGE_VERBS = Lexicon("change modify touch alter edit cambiare modificare toccare alterare".split())
 # What "change nothing" says its object is: anything, or what the request named (a pronoun); closed classes.
 ANY_OBJECT: frozenset[str] = frozenset("anything nothing it them niente nulla alcunche".split())
