@@ -211,6 +211,8 @@ def test_sigterm_mid_turn_stops_cleanly_and_the_next_start_delivers_each_queued_
         assert started["state"]["text"] == "what time is it?"  # the waiting message ran no turn
         [interrupted] = logged["TurnInterrupted"]
         assert interrupted["state"]["signal"] == "SIGTERM"
+        # Stopped in the wait, not after the reply it would not use.
+        assert interrupted["state"]["during"] == "while waiting for the model"
         queued = {e["state"]["kind"]: e["state"] for e in logged["MessageQueued"]}
         assert set(queued) == {"answer", "notice"}
         assert "interrupted" in queued["answer"]["text"]

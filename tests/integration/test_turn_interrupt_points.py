@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from uuid import UUID
@@ -70,6 +71,13 @@ class SignalledDuringApproval(ScriptedPorts):
         return True, "never"
 
 
+class ModelThatNeverAnswers(ScriptedPorts):
+    def ask_llm(self, tier, messages, tools, *, tool_choice="auto", constraint=None):  # noqa: ANN001, ANN201
+        self.asked += 1
+        time.sleep(30)  # a model far slower than the stop
+        return self.replies.pop(0)
+
+
 def run_signalled(ports_class: type, replies: list[LLMReply]) -> tuple[Runtime, ScriptedPorts, object]:
     runtime = Runtime.boot(Workspace.from_env(), birth=False)
     ports = ports_class(runtime, replies)
@@ -117,6 +125,42 @@ def test_sigint_while_waiting_for_approval_lands_at_once_and_nothing_runs(home: 
         assert [type(e).__name__ for e in events[-2:]] == ["ApprovalAsked", "TurnInterrupted"]
         assert events[-1].during == "while waiting for approval"
         assert Replayer(runtime).replay(outcome.turn_id).same_path
+
+
+def test_a_stop_asked_from_another_thread_gives_up_the_wait_on_the_model(home: Path) -> None:
+    # As the daemon runs a turn: on a thread of its own, the gate taking no signals.
+    runtime = Runtime.boot(Workspace.from_env(), birth=False)
+    ports = ModelThatNeverAnswers(runtime, [FINAL])
+    loop = turn_loop(runtime, ports, dict(os.environ))
+    gate = loop.interrupts = InterruptGate()
+    ended: list = []
+    turn = threading.Thread(target=lambda: ended.append(loop.run(TurnRequest(text="read my note"))))
+    turn.start()
+    while not ports.asked:
+        time.sleep(0.01)
+    asked_at = time.monotonic()
+    gate.stop_at_next_checkpoint(signal.SIGTERM)
+    turn.join(timeout=25)
+    with runtime:
+        assert ended, "the turn still waits for the model"
+        assert time.monotonic() - asked_at < 5
+        [outcome] = ended
+        assert outcome.status == "interrupted"
+        events = turn_events(runtime, outcome.turn_id)
+        assert [type(e).__name__ for e in events[-2:]] == ["LLMAsked", "TurnInterrupted"]
+        assert (events[-1].signal, events[-1].during) == ("SIGTERM", "while waiting for the model")
+        assert Replayer(runtime).replay(outcome.turn_id).same_path
+
+
+def test_an_abandonable_wait_hands_back_what_the_work_returns_or_raises() -> None:
+    gate = InterruptGate()
+    assert gate.abandonable(lambda: 42) == 42
+    with pytest.raises(ZeroDivisionError):
+        gate.abandonable(lambda: 1 / 0)
+    # Where the gate takes the signals itself, the work runs on the caller's thread.
+    with gate.installed():
+        assert gate.abandonable(threading.get_ident) == threading.get_ident()
+    assert gate.abandonable(threading.get_ident) != threading.get_ident()
 
 
 def test_a_gate_nobody_installed_never_fires() -> None:

@@ -45,9 +45,10 @@ def ask_model(loop: Any, turn: Turn, state: TurnState, request: TurnRequest, poo
     try:
         with loop.interrupts.waiting_as(state, "while waiting for the model"):
             # The round's reply held to the calls it accepts, or to words (call_schema.py).
-            reply = loop.ports.ask_llm(state.tier, messages, tools, tool_choice=choice,
-                                       constraint=planner_constraint(callable_tools(state, tools), state.observations, words_only=words_only,
-                                                                     schedulable=schedulable(loop, tools)))
+            constraint = planner_constraint(callable_tools(state, tools), state.observations, words_only=words_only,
+                                            schedulable=schedulable(loop, tools))
+            reply = loop.interrupts.abandonable(lambda: loop.ports.ask_llm(state.tier, messages, tools, tool_choice=choice,
+                                                                           constraint=constraint))
     except LLMError as e:
         loop.record(turn, Turn.LLMFailed, round=state.round, error_type=e.kind, message=str(e))
         kind = FailureKind.PROVIDER_UNREACHABLE if isinstance(e, ProviderUnreachable) else FailureKind.BAD_LLM_REPLY

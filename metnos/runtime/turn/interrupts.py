@@ -6,15 +6,23 @@ are never cut in half. It lands at once only in the two waits on the outside
 world (the model's reply, the user's approval), where nothing is being
 written, and otherwise at the next checkpoint, just after a step's events are
 committed. The loop then records ``TurnInterrupted`` and closes the turn.
+
+A stop asked from another thread (the daemon stopping, the dashboard's Stop)
+cannot raise inside the turn's thread, so the wait on the model runs on a
+thread of its own (:meth:`InterruptGate.abandonable`) and is given up when the
+stop comes first: the turn does not sit out a reply it will not use.
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
@@ -43,6 +51,8 @@ class InterruptGate:
         self.pending_by: str | None = None
         self._deferring = False
         self._waiting = 0
+        self._installed = False
+        self._stop_asked = threading.Event()
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self._deferring and not self._waiting:
@@ -54,9 +64,11 @@ class InterruptGate:
     def installed(self) -> Iterator[InterruptGate]:
         """Route SIGINT and SIGTERM to this gate (main thread only), then put the old handlers back."""
         previous = {s: signal.signal(s, self._handle) for s in HANDLED}
+        self._installed = True
         try:
             yield self
         finally:
+            self._installed = False
             for s, handler in previous.items():
                 signal.signal(s, handler)
 
@@ -74,11 +86,40 @@ class InterruptGate:
         client that asked went away, or the dashboard's Stop): the same path as a signal that
         arrived while deferring. ``by`` names who asked, for the turn's record."""
         self.pending, self.pending_by = signum, by
+        self._stop_asked.set()
 
     def checkpoint(self) -> None:
         if self.pending is not None:
             signum, by, self.pending, self.pending_by = self.pending, self.pending_by, None, None
+            self._stop_asked.clear()
             raise Interrupted(signum, by)
+
+    def abandonable(self, work: Callable[[], T]) -> T:
+        """``work``, a wait on the outside world, given up at once when a stop is asked from another
+        thread before it ends: it runs on a thread of its own, and what it later returns or raises is
+        dropped. Where the gate takes the signals itself (the main thread), they land in the wait and
+        ``work`` runs here."""
+        if self._installed:
+            return work()
+        ended = threading.Event()
+        outcome: list[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append((True, work()))
+            except BaseException as e:  # handed to the turn's thread, or dropped with the wait
+                outcome.append((False, e))
+            finally:
+                ended.set()
+
+        threading.Thread(target=run, name="metnos-outside-wait", daemon=True).start()
+        while not ended.wait(0.05):
+            if self._stop_asked.is_set():
+                self.checkpoint()
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
 
     @contextmanager
     def waiting(self) -> Iterator[None]:
