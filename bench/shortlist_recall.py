@@ -41,6 +41,10 @@ Three more sets, bench/shortlist_requests_blind*.jsonl, were written by writers 
 catalogue's names and descriptions only; each is measured and printed on its own (a split of
 its own name), and the third was measured once, after the rules it judges were fixed.
 
+"shortlist and the learned offer" is ``[turn] offer = "learned"``: the shortlist with the executors
+the shipped classifier names (metnos/runtime/step/learned_offer.py), learned by
+training/train_offer.py from training/offer/, which holds none of the requests measured here.
+
 Run: PYTHONPATH=$PWD python3 bench/shortlist_recall.py [--pool N] [--json out.json] [--misses [dev]]
                                                         [--tokens MODEL.gguf] [--intent MODEL.gguf [--threads N]]
 """
@@ -211,7 +215,8 @@ def figures_by_split(rows: list[Written], pools: dict[str, list[str]], side_effe
 
 
 VARIANTS = (("ranking only (baseline)", "ranking"), ("shortlist", "shortlist"), ("shortlist, shapers alongside", "shaped"),
-            ("whole catalogue when it fits", "catalogue"), ("whole catalogue, nothing withheld", "everything"))
+            ("shortlist and the learned offer", "learned"), ("whole catalogue when it fits", "catalogue"),
+            ("whole catalogue, nothing withheld", "everything"))
 
 
 def measure_written(index: PrefilterIndex, side_effecting: frozenset[str], pool: int,
@@ -325,10 +330,10 @@ def print_written(report: dict, misses: str | None, source: Path = REQUEST_SET) 
     print(f"  whole catalogue when it fits against the shortlist: recall x{whole['recall'] / short['recall']:.2f} "
           f"({short['recall']:.1%} -> {whole['recall']:.1%}), side effects offered "
           f"{short['side_effects_offered']:.1%} -> {whole['side_effects_offered']:.1%}")
-    for label in ("shortlist", "shortlist, shapers alongside", "whole catalogue when it fits"):
+    for label in ("shortlist", "shortlist, shapers alongside", "shortlist and the learned offer", "whole catalogue when it fits"):
         print(f"  {label}, per executor: " + ", ".join(f"{k} {v}" for k, v in report[label]["all"]["per_executor"].items()))
     if misses:
-        for label in ("shortlist", "whole catalogue when it fits"):
+        for label in ("shortlist", "shortlist and the learned offer", "whole catalogue when it fits"):
             if misses not in report[label]:
                 continue
             m = report[label][misses]

@@ -48,8 +48,10 @@ DEFAULT_POOL_SIZE = 12
 # whole seed catalogue is about 550 tokens of first prompt, up to 654, past the
 # 600 of tests/integration/test_first_prompt.py (docs/benchmarks.md). "shaped", the
 # shortlist with filter_entries and compute_entries beside any executor that reads
-# entries: more of what a request needs, some first prompts past those 600.
-OFFERS = ("catalogue", "shaped", "shortlist")
+# entries: more of what a request needs, some first prompts past those 600. "learned", the
+# shortlist with the executors a classifier learned from written requests names
+# (metnos/runtime/step/learned_offer.py).
+OFFERS = ("catalogue", "learned", "shaped", "shortlist")
 DEFAULT_OFFER = "shortlist"
 DEFAULT_JUDGE_THRESHOLD = 0.30
 DEFAULT_CAP_STEPS = 30
@@ -85,7 +87,8 @@ class TurnSettings:
     opening_reads: bool = setting(True, "Read the files and pages a request names before the model is asked.",
                                   env=ENV_OPENING_READS)
     offer: str = setting(DEFAULT_OFFER, "What the model is offered: `shortlist` (the pre-filter's ranking), `shaped` (the "
-                         "shortlist, filter_entries and compute_entries beside an executor that reads entries) or "
+                         "shortlist, filter_entries and compute_entries beside an executor that reads entries), "
+                         "`learned` (the shortlist and the executors a classifier learned from written requests names) or "
                          "`catalogue` (every executor the request may use, when they fit in the pool).", env=ENV_OFFER)
 
     @field_validator(*_NUMBERS, "opening_reads", mode="before")

@@ -51,7 +51,11 @@ than the ranking, for about 230 more tokens of first prompt (docs/benchmarks.md)
 offered beside any executor that reads entries (``via: "alongside"``, the
 reader its ``phrase``): on the same requests the shortlist's recall goes from
 77% to 82% on the held-out half, for about 70 more tokens of first prompt at
-the median. ``offer = "shortlist"``, the default, keeps the ranking, completed.
+the median. ``offer = "learned"`` is the shortlist with the executors a
+classifier learned from written requests names (:mod:`metnos.runtime.step.learned_offer`,
+``via: "learned"``): one it names with side effects counts as asked, but a
+request of questions only, or one that says to change nothing, is still offered
+none. ``offer = "shortlist"``, the default, keeps the ranking, completed.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.runtime.turn.intent_model`) join too, before the rule on side effects,
@@ -71,6 +75,7 @@ from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
 from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY
 from metnos.runtime.step.asked import NEGATIONS, AskedAction, asks_only_questions, forbids_change
 from metnos.runtime.step.intent import destination, destination_file, named_targets
+from metnos.runtime.step.learned_offer import shipped as shipped_offer_model
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
 from metnos.runtime.step.text import content_tokens
@@ -139,6 +144,14 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     for name in intent_tools:
         if name in known and name not in in_pool:
             add(name, "intent")
+    learned = learned_tools(index, request_text) if offer == "learned" else frozenset()
+    if offer == "learned":
+        model = shipped_offer_model()
+        out["offer"] = {"asked": "learned", "made": "learned" if model is not None else "shortlist",
+                        "model": model.digest if model is not None else None}
+    for name in sorted(learned):
+        if name not in in_pool:
+            add(name, "learned")
     if offer == "shaped":
         reader = next((c["name"] for c in candidates if c["name"] in READERS), None)
         for name in SHAPERS if reader is not None else ():
@@ -181,12 +194,13 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     no_change = forbids_change(request_text)
 
     def withheld_because(c: Mapping[str, Any]) -> str | None:
-        if c["name"] in DIALOG_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered and c.get("via") != "intent":
+        if (c["name"] in DIALOG_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered and c.get("via") != "intent"
+                and c["name"] not in learned):
             return "a question to the user the request does not call for"
         if (c["name"] in BUILTIN_AFFINITY and not set(c.get("affinity_hits") or ()) - EVERYDAY_VERBS
-                and c["name"] not in lowered):
+                and c["name"] not in lowered and c["name"] not in learned):
             return "a recurring-task tool the request does not ask for"
-        if c["name"] in index.action_tags and c["name"] not in lowered and c["name"] not in asked:
+        if c["name"] in index.action_tags and c["name"] not in lowered and c["name"] not in asked and c["name"] not in learned:
             return "side effects the request does not ask for"
         if (no_change and c["name"] in index.action_tags and c["name"] in known
                 and known[c["name"]].output_varies is None and c["name"] not in lowered):
@@ -227,6 +241,16 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     if withheld:
         out["withheld"] = withheld
     return out
+
+
+def learned_tools(index: PrefilterIndex, request_text: str) -> frozenset[str]:
+    """The catalogue's executors the shipped offer model names for the request (none without a model)."""
+    model = shipped_offer_model()
+    if model is None:
+        return frozenset()
+    known = {e.name: e for e in index.entries}
+    side_effecting = frozenset(name for name, e in known.items() if e.side_effects)
+    return frozenset(name for name in model.offered(request_text, side_effecting) if name in known)
 
 
 def shortlist(index: PrefilterIndex, request_text: str, *, pool_size: int, offer: str = "shortlist") -> dict[str, Any]:

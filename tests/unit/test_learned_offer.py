@@ -1,0 +1,120 @@
+"""The learned offer (metnos/runtime/step/learned_offer.py, ``[turn] offer = "learned"``): its features,
+its saved model, and how the shortlist takes what it names (issue 30 item 6)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, catalogue, written_requests
+from metnos.runtime.step import learned_offer
+from metnos.runtime.step.learned_offer import BUCKETS, OfferModel, features, load, shipped
+from metnos.runtime.step.prefilter import PrefilterIndex
+from metnos.runtime.turn import shortlist as shortlist_module
+from metnos.runtime.turn.shortlist import shortlist
+
+REPO = Path(__file__).resolve().parents[2]
+TRAINING = REPO / "training" / "offer"
+
+
+def test_features_are_unit_length_and_the_same_in_every_process() -> None:
+    got = features("Sposta le foto di ieri in ~/Immagini")
+    assert got and all(0 <= b < BUCKETS for b in got)
+    assert math.isclose(math.sqrt(sum(v * v for v in got.values())), 1.0)
+    # Python's own str hash changes from process to process; the buckets must not.
+    code = "import json, sys; from metnos.runtime.step.learned_offer import features; print(json.dumps(sorted(features(sys.argv[1]).items())))"
+    seen = {subprocess.run([sys.executable, "-c", code, "Sposta le foto di ieri in ~/Immagini"], capture_output=True, text=True,
+                           check=True, cwd=REPO, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout
+            for seed in ("1", "2")}
+    assert len(seen) == 1
+    assert json.loads(seen.pop()) == [list(kv) for kv in sorted(got.items())]
+
+
+def test_the_shipped_model_knows_only_the_catalogue_and_asks_more_of_a_side_effect() -> None:
+    model = shipped()
+    assert model is not None
+    assert set(model.names) <= {e.name for e in catalogue()}
+    assert 0 < model.read_threshold < model.side_threshold < 1
+    assert len(model.digest) == 16
+    probs = model.probabilities("anything at all")
+    assert set(probs) == set(model.names) and all(0 < p < 1 for p in probs.values())
+
+
+def test_a_saved_model_reads_back_the_same(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO))
+    from training.train_offer import save
+
+    made = OfferModel(("read_files", "send_messages"), (-1.0, -2.0), {7: ((0, 0.5), (1, 1.25)), 9: ((1, -0.75),)}, 0.2, 0.7)
+    save(made, tmp_path / "m.npz")
+    again = load(tmp_path / "m.npz")
+    assert again.names == made.names and again.weights == made.weights and again.intercepts == made.intercepts
+    assert (again.read_threshold, again.side_threshold) == pytest.approx((0.2, 0.7))
+
+
+def test_no_training_request_is_a_measured_one() -> None:
+    measured = {r.text.casefold() for path in (REQUEST_SET, *BLIND_SETS) for r in written_requests(path)}
+    training = [json.loads(line)["text"] for path in sorted(TRAINING.glob("*.jsonl"))
+                for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(training) >= 3000
+    assert not [t for t in training if t.casefold() in measured]
+
+
+class Names:
+    """A model that names the same executors for every request."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+        self.digest = "0123456789abcdef"
+
+    def offered(self, text: str, side_effecting: frozenset[str]) -> tuple[str, ...]:
+        return self.names
+
+
+@pytest.fixture
+def index() -> PrefilterIndex:
+    return PrefilterIndex(catalogue())
+
+
+def offer(index: PrefilterIndex, text: str, monkeypatch: pytest.MonkeyPatch, *names: str) -> dict:
+    monkeypatch.setattr(shortlist_module, "shipped_offer_model", lambda: Names(*names))
+    return shortlist(index, text, pool_size=12, offer="learned")
+
+
+def test_a_side_effect_the_model_names_is_offered_as_asked(index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Words the rules do not read as an instruction to send.
+    text = "paolo needs the totals from ~/shop/march.csv asap"
+    assert "send_messages" not in [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]
+    got = offer(index, text, monkeypatch, "send_messages", "compute_entries")
+    kept = {c["name"]: c for c in got["candidates"]}
+    assert kept["send_messages"]["via"] == "learned" and "compute_entries" in kept
+    assert got["offer"] == {"asked": "learned", "made": "learned", "model": "0123456789abcdef"}
+
+
+@pytest.mark.parametrize("text", ["which messages did I send to paolo last week?",
+                                  "look at ~/shop/march.csv but don't change anything"])
+def test_a_question_or_a_request_to_change_nothing_is_offered_no_side_effect_the_model_names(
+        index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    got = offer(index, text, monkeypatch, "send_messages", "write_files", "read_files")
+    names = [c["name"] for c in got["candidates"]]
+    assert "read_files" in names
+    assert not {"send_messages", "write_files"} & set(names)
+    assert {w["name"] for w in got["withheld"]} >= {"send_messages", "write_files"}
+
+
+def test_a_dialog_or_recurring_tool_the_model_names_is_offered(index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    got = offer(index, "sort out that thing from before", monkeypatch, "get_inputs", "toggle_recurring")
+    assert {"get_inputs", "toggle_recurring"} <= {c["name"] for c in got["candidates"]}
+
+
+def test_without_a_model_the_learned_offer_is_the_shortlist(index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(learned_offer, "MODEL_FILE", Path("/nonexistent/offer_model.npz"))
+    monkeypatch.setattr(shortlist_module, "shipped_offer_model", lambda: None)
+    text = "read ~/notes/a.txt and send it to paolo"
+    got = shortlist(index, text, pool_size=12, offer="learned")
+    assert [c["name"] for c in got["candidates"]] == [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]
+    assert got["offer"]["made"] == "shortlist"
