@@ -75,7 +75,7 @@ from metnos.runtime.step.catalogue import BUILTIN_AFFINITY
 from metnos.runtime.step.dialog_tools import DIALOG_AFFINITY
 from metnos.runtime.step.asked import NEGATIONS, AskedAction, asks_only_questions, forbids_change
 from metnos.runtime.step.intent import destination, destination_file, named_targets
-from metnos.runtime.step.learned_offer import shipped as shipped_offer_model
+from metnos.runtime.step.learned_offer import OfferModel, shipped as shipped_offer_model
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.settings.turn import OFFERS
 from metnos.runtime.step.text import content_tokens
@@ -144,9 +144,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     for name in intent_tools:
         if name in known and name not in in_pool:
             add(name, "intent")
-    learned = learned_tools(index, request_text) if offer == "learned" else frozenset()
+    learned: frozenset[str] = frozenset()
     if offer == "learned":
         model = shipped_offer_model()
+        learned = learned_tools(model, index, request_text) if model is not None else frozenset()
         out["offer"] = {"asked": "learned", "made": "learned" if model is not None else "shortlist",
                         "model": model.digest if model is not None else None}
     for name in sorted(learned):
@@ -243,11 +244,8 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     return out
 
 
-def learned_tools(index: PrefilterIndex, request_text: str) -> frozenset[str]:
-    """The catalogue's executors the shipped offer model names for the request (none without a model)."""
-    model = shipped_offer_model()
-    if model is None:
-        return frozenset()
+def learned_tools(model: OfferModel, index: PrefilterIndex, request_text: str) -> frozenset[str]:
+    """The catalogue's executors ``model`` names for the request."""
     known = {e.name: e for e in index.entries}
     side_effecting = frozenset(name for name, e in known.items() if e.side_effects)
     return frozenset(name for name in model.offered(request_text, side_effecting) if name in known)
