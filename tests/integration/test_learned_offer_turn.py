@@ -1,0 +1,40 @@
+"""``[turn] offer = "learned"`` in a real turn (issue 30 item 6): the shipped classifier brings an executor
+the rules miss, the ranking records it with the model's digest, and the turn replays on the same path.
+A scripted model server on 127.0.0.1, executors in bubblewrap, the log on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from metnos.runtime.step.learned_offer import shipped
+from tests.integration.test_modes import configure, replays_clean
+from tests.integration.test_side_effect_gate import events_of, kind
+from tests.integration.test_tier_roles import ask_configured, tiers
+from tests.support.scripted_llm import ScriptedLLM, call, text
+
+# No word of it is a tag or a verb the rules read; the classifier names get_now.
+REQUEST = "how late is it"
+
+
+def offered_tools(capsys, monkeypatch, offer: str) -> tuple[dict, list[dict], list[str]]:  # noqa: ANN001
+    with ScriptedLLM([call("get_now", {}), text("It is the hour the clock gave.")]) as wise:
+        configure(f'[turn]\noffer = "{offer}"\n' + tiers(wise=wise.url))
+        code, out = ask_configured(capsys, monkeypatch, REQUEST)
+        proposer = wise.requests[0]
+    assert code in (0, 1), out
+    return out, events_of(capsys, out["turn_id"]), proposer.tool_names
+
+
+def test_the_learned_offer_brings_what_the_rules_miss_and_replays(home: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.delenv("METNOS_ENGINE_OFFER", raising=False)
+    # The control: the rules alone offer no clock for it.
+    _, _, tools = offered_tools(capsys, monkeypatch, "shortlist")
+    assert "get_now" not in tools
+
+    out, events, tools = offered_tools(capsys, monkeypatch, "learned")
+    assert "get_now" in tools
+    assert out["status"] == "answered" and out["answer"] == "It is the hour the clock gave.", out
+    [ranked] = [e["state"]["ranking"] for e in events if kind(e) == "PrefilterRanked"]
+    assert ranked["offer"] == {"asked": "learned", "made": "learned", "model": shipped().digest}
+    assert next(c for c in ranked["candidates"] if c["name"] == "get_now")["via"] == "learned"
+    replays_clean(capsys, out["turn_id"])
