@@ -9,7 +9,7 @@ from uuid import UUID, uuid4
 import orjson
 import pytest
 from eventsourcing.persistence import Mapper, TranscodingNotRegisteredError
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -145,6 +145,8 @@ def _rows(mapper: Mapper, events: list) -> list[tuple]:
     return [(n, s.originator_id, s.originator_version, s.topic, s.state) for n, s in enumerate(stored, start=1)]
 
 
+# Nested values are slow to draw on a loaded machine (the suite's 4 workers on 2 cores): that is no finding.
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(values, values, MOMENTS)
 def test_a_decoded_record_is_the_record_of_the_decoded_event(first, second, when) -> None:
     # Folds read records (metnos/mechanisms/store/event_record.py); rebuilt and live views agree only if both ways give the same.

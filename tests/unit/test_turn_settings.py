@@ -53,6 +53,7 @@ def test_the_offer_is_the_shortlist_by_default_and_the_whole_catalogue_on_reques
     assert load_turn_settings({}).offer == "shortlist"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "catalogue"}).offer == "catalogue"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "shaped"}).offer == "shaped"
+    assert load_turn_settings({"METNOS_ENGINE_OFFER": "learned"}).offer == "learned"
     with pytest.raises(SettingsError) as e:
         load_turn_settings({"METNOS_ENGINE_OFFER": "everything"})
-    assert e.value.variable == "METNOS_ENGINE_OFFER" and "catalogue, shaped, shortlist" in e.value.reason
+    assert e.value.variable == "METNOS_ENGINE_OFFER" and "catalogue, learned, shaped, shortlist" in e.value.reason
