@@ -219,6 +219,7 @@ class DaemonHost(RuntimeHost):
         if self.stopping:
             raise DaemonStopping(STOPPING)
         gate = interrupts or InterruptGate()
+        gate.accept_stops_from_other_threads()
         with self._gates_lock:
             self._gates.add(gate)
         observe = self.live.observer(gate, observer)

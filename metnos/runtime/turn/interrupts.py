@@ -8,9 +8,11 @@ written, and otherwise at the next checkpoint, just after a step's events are
 committed. The loop then records ``TurnInterrupted`` and closes the turn.
 
 A stop asked from another thread (the daemon stopping, the dashboard's Stop)
-cannot raise inside the turn's thread, so the wait on the model runs on a
-thread of its own (:meth:`InterruptGate.abandonable`) and is given up when the
-stop comes first: the turn does not sit out a reply it will not use.
+cannot raise inside the turn's thread, so where such a stop can come (a turn
+the daemon runs), the wait on the model runs on a thread of its own
+(:meth:`InterruptGate.abandonable`) and is given up when the stop comes first:
+the turn does not sit out a reply it will not use. Elsewhere the wait runs
+inline, and costs no thread.
 """
 
 from __future__ import annotations
@@ -52,7 +54,13 @@ class InterruptGate:
         self._deferring = False
         self._waiting = 0
         self._installed = False
+        self._stoppable_elsewhere = False
         self._stop_asked = threading.Event()
+
+    def accept_stops_from_other_threads(self) -> None:
+        """Stops will be asked from other threads (:meth:`stop_at_next_checkpoint`): give up the waits on the
+        outside world when one comes, at the cost of a thread a wait."""
+        self._stoppable_elsewhere = True
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self._deferring and not self._waiting:
@@ -97,9 +105,9 @@ class InterruptGate:
     def abandonable(self, work: Callable[[], T]) -> T:
         """``work``, a wait on the outside world, given up at once when a stop is asked from another
         thread before it ends: it runs on a thread of its own, and what it later returns or raises is
-        dropped. Where the gate takes the signals itself (the main thread), they land in the wait and
-        ``work`` runs here."""
-        if self._installed:
+        dropped. Where the gate takes the signals itself (the main thread), they land in the wait, and where
+        no other thread stops it, nothing can: ``work`` runs here."""
+        if self._installed or not self._stoppable_elsewhere:
             return work()
         ended = threading.Event()
         outcome: list[Any] = []
