@@ -37,9 +37,10 @@ MODEL.gguf`` each written request is also put to the intent extractor (``[runtim
 grammar, as a turn asks it; the executors it names join the shortlist (and the shaped
 offer) as they join a turn's, the rule on side effects after them.
 
-Three more sets, bench/shortlist_requests_blind*.jsonl, were written by writers shown the
+Four more sets, bench/shortlist_requests_blind*.jsonl, were written by writers shown the
 catalogue's names and descriptions only; each is measured and printed on its own (a split of
-its own name), and the third was measured once, after the rules it judges were fixed.
+its own name). The third was measured once, after the rules it judges were fixed; the fourth
+once with the classifier then shipped, before it was retrained on six more writers' requests.
 
 "shortlist and the learned offer" is ``[turn] offer = "learned"``: the shortlist with the executors
 the shipped classifier names (metnos/runtime/step/learned_offer.py), learned by
@@ -138,8 +139,8 @@ REQUEST_SET = REPO / "bench" / "shortlist_requests.jsonl"
 # tags, the rules or another set (docs/benchmarks.md): 504 requests (84 tasks) and 426 (71 tasks, one
 # person's week), whose misses then shaped the rules of that day, and 474 (79 tasks, two other people),
 # measured once, after those rules were fixed.
-BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3"))
-SPLITS = ("dev", "held_out", "blind", "blind2", "blind3")
+BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4"))
+SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4")
 FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_prompt.py
 
 
@@ -417,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL_SIZE)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "all"),
+    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "blind4", "all"),
                         help="print the requests each variant misses (of the written set: this part, dev by default)")
     parser.add_argument("--tokens", type=Path, metavar="MODEL.gguf",
                         help="size each written request's first prompt with this model's tokenizer")

@@ -7,11 +7,13 @@ that is word for word in bench/shortlist_requests*.jsonl is left out of the trai
 measures the model only on requests it never saw.
 
 The model: the runtime's own hashed n-gram features (``learned_offer.features``), a one-vs-rest logistic
-regression (scikit-learn, a tool of this script only: the runtime scores the saved weights itself). The
+regression (scikit-learn, a tool of this script only: the runtime scores the saved weights itself), with
+one more output, ``CHANGES``, learned from whether a request needs any executor with side effects. The
 thresholds are chosen on the training requests alone, by cross-validation grouped by task (the six
-wordings of a task stay on one side): the lowest side-effect threshold whose side effects offered to
-read-only requests stay within ``--side-limit``, and the lowest read-only threshold whose mean offer
-stays within ``--pool-limit``. Weights under ``--prune`` are dropped, and the rest kept as float16.
+wordings of a task stay on one side): the highest ``CHANGES`` threshold that still passes
+``--change-keep`` of the requests that change something, then the lowest side-effect threshold whose side
+effects offered to read-only requests stay within ``--side-limit``, and the lowest read-only threshold
+whose mean offer stays within ``--pool-limit``. Weights under ``--prune`` are dropped, and the rest kept as float16.
 
 Run: PYTHONPATH=$PWD python3 training/train_offer.py      (``pip install "scikit-learn>=1.4,<2"`` first)
 """
@@ -27,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, Written, catalogue, written_figures  # noqa: E402
-from metnos.runtime.step.learned_offer import BUCKETS, MODEL_FILE, OfferModel, features, load  # noqa: E402
+from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, MODEL_FILE, OfferModel, features, load  # noqa: E402
 
 TRAINING = REPO / "training" / "offer"
 
@@ -60,7 +62,7 @@ def fit(rows: list[Written], names: list[str], c: float) -> tuple[list[float], l
     x = matrix([r.text for r in rows])
     trained, intercepts, coefs = [], [], []
     for k, name in enumerate(names):
-        y = [int(name in r.needs) for r in rows]
+        y = [int(not r.read_only) if name == CHANGES else int(name in r.needs) for r in rows]
         if not any(y):
             continue
         model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced").fit(x, y)
@@ -71,7 +73,7 @@ def fit(rows: list[Written], names: list[str], c: float) -> tuple[list[float], l
 
 
 def as_model(names: list[str], intercepts: list[float], coefs: list, trained: list[int], prune: float,
-             read_t: float = 0.5, side_t: float = 0.5) -> OfferModel:
+             read_t: float = 0.5, side_t: float = 0.5, change_t: float = 0.0) -> OfferModel:
     weights: dict[int, list[tuple[int, float]]] = {}
     for j, coef in enumerate(coefs):
         for bucket in coef.nonzero()[0]:
@@ -79,11 +81,11 @@ def as_model(names: list[str], intercepts: list[float], coefs: list, trained: li
             if abs(w) >= prune:
                 weights.setdefault(int(bucket), []).append((j, w))
     return OfferModel(tuple(names[k] for k in trained), tuple(intercepts), {b: tuple(ws) for b, ws in weights.items()},
-                      read_t, side_t)
+                      read_t, side_t, change_t)
 
 
 def choose_thresholds(rows: list[Written], names: list[str], side_effecting: frozenset[str], args: argparse.Namespace,
-                      folds: int = 5) -> tuple[float, float, dict]:
+                      folds: int = 5) -> tuple[float, float, float, dict]:
     from sklearn.model_selection import GroupKFold
 
     probs: list[dict[str, float]] = [{} for _ in rows]
@@ -93,14 +95,18 @@ def choose_thresholds(rows: list[Written], names: list[str], side_effecting: fro
             probs[i] = model.probabilities(rows[i].text)
     grid = [x / 100 for x in range(2, 96, 2)]
     read_only = [i for i, r in enumerate(rows) if r.read_only]
+    changing = [i for i, r in enumerate(rows) if not r.read_only]
+    change_t = max(t for t in [0.0, *grid] if sum(probs[i][CHANGES] >= t for i in changing) / len(changing) >= args.change_keep)
 
     def pool(p: dict[str, float], read_t: float, side_t: float) -> set[str]:
-        return {n for n, v in p.items() if v >= (side_t if n in side_effecting else read_t)}
+        return {n for n, v in p.items()
+                if n != CHANGES and v >= (side_t if n in side_effecting else read_t)
+                and (n not in side_effecting or p[CHANGES] >= change_t)}
 
     side_t = next(t for t in grid if sum(bool(pool(probs[i], 1.1, t)) for i in read_only) / len(read_only) <= args.side_limit)
     read_t = next(t for t in grid if sum(len(pool(p, t, side_t)) for p in probs) / len(rows) <= args.pool_limit)
     pools = {r.text: sorted(pool(p, read_t, side_t)) for r, p in zip(rows, probs, strict=True)}
-    return read_t, side_t, written_figures(rows, pools, side_effecting)
+    return read_t, side_t, change_t, written_figures(rows, pools, side_effecting)
 
 
 def save(model: OfferModel, path: Path) -> None:
@@ -115,11 +121,13 @@ def save(model: OfferModel, path: Path) -> None:
     np.savez_compressed(path, names=np.array(model.names), intercepts=np.array(model.intercepts, dtype=np.float32),
                         rows=np.array(rows, dtype=np.int32), cols=np.array(cols, dtype=np.int16),
                         values=np.array(values, dtype=np.float16), read_threshold=np.float32(model.read_threshold),
-                        side_threshold=np.float32(model.side_threshold))
+                        side_threshold=np.float32(model.side_threshold), change_threshold=np.float32(model.change_threshold))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--change-keep", type=float, default=0.985,
+                        help="the share of requests that change something whose CHANGES output must pass its threshold")
     parser.add_argument("--side-limit", type=float, default=0.03)
     parser.add_argument("--pool-limit", type=float, default=4.0)
     parser.add_argument("--c", type=float, default=10.0, help="the inverse strength of the regularisation")
@@ -128,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     entries = catalogue()
-    names = [e.name for e in entries]
+    names = [e.name for e in entries] + [CHANGES]
     side_effecting = frozenset(e.name for e in entries if e.side_effects)
     measured = {r.text.casefold() for path in (REQUEST_SET, *BLIND_SETS) for r in read_rows(path)}
     rows = [r for path in sorted(TRAINING.glob("*.jsonl")) for r in read_rows(path)]
@@ -136,11 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for r in rows if r.text.casefold() not in measured]
     print(f"{len(rows)} training requests, {len({r.task for r in rows})} tasks; {len(left_out)} left out, being word for "
           f"word in a measured set")
-    read_t, side_t, cv = choose_thresholds(rows, names, side_effecting, args)
-    print(f"thresholds by grouped cross-validation: read-only {read_t:.2f}, side effects {side_t:.2f}; there, recall "
+    read_t, side_t, change_t, cv = choose_thresholds(rows, names, side_effecting, args)
+    print(f"thresholds by grouped cross-validation: read-only {read_t:.2f}, side effects {side_t:.2f}, "
+          f"asks for a change {change_t:.2f}; there, recall "
           f"{cv['recall']:.1%} ({cv['recall_per_executor']:.1%}), side effects offered {cv['side_effects_offered']:.1%}, "
           f"mean pool {cv['mean_pool']:.1f}")
-    model = as_model(names, *fit(rows, names, args.c), prune=args.prune, read_t=read_t, side_t=side_t)
+    model = as_model(names, *fit(rows, names, args.c), prune=args.prune, read_t=read_t, side_t=side_t, change_t=change_t)
     save(model, args.out)
     again = load(args.out)
     moved = sum(again.offered(r.text, side_effecting) != model.offered(r.text, side_effecting) for r in rows)

@@ -13,7 +13,7 @@ import pytest
 
 from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, catalogue, written_requests
 from metnos.runtime.step import learned_offer
-from metnos.runtime.step.learned_offer import BUCKETS, OfferModel, features, load, shipped
+from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, LearnedReading, OfferModel, features, load, shipped
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.runtime.turn import shortlist as shortlist_module
 from metnos.runtime.turn.shortlist import shortlist
@@ -38,8 +38,9 @@ def test_features_are_unit_length_and_the_same_in_every_process() -> None:
 def test_the_shipped_model_knows_only_the_catalogue_and_asks_more_of_a_side_effect() -> None:
     model = shipped()
     assert model is not None
-    assert set(model.names) <= {e.name for e in catalogue()}
+    assert set(model.names) - {CHANGES} <= {e.name for e in catalogue()}
     assert 0 < model.read_threshold < model.side_threshold < 1
+    assert CHANGES in model.names and 0 < model.change_threshold < 1
     assert len(model.digest) == 16
     probs = model.probabilities("anything at all")
     assert set(probs) == set(model.names) and all(0 < p < 1 for p in probs.values())
@@ -49,11 +50,32 @@ def test_a_saved_model_reads_back_the_same(tmp_path: Path) -> None:
     sys.path.insert(0, str(REPO))
     from training.train_offer import save
 
-    made = OfferModel(("read_files", "send_messages"), (-1.0, -2.0), {7: ((0, 0.5), (1, 1.25)), 9: ((1, -0.75),)}, 0.2, 0.7)
+    made = OfferModel(("read_files", "send_messages", CHANGES), (-1.0, -2.0, 0.5),
+                      {7: ((0, 0.5), (1, 1.25)), 9: ((1, -0.75), (2, 2.0))}, 0.2, 0.7, 0.3)
     save(made, tmp_path / "m.npz")
     again = load(tmp_path / "m.npz")
     assert again.names == made.names and again.weights == made.weights and again.intercepts == made.intercepts
-    assert (again.read_threshold, again.side_threshold) == pytest.approx((0.2, 0.7))
+    assert (again.read_threshold, again.side_threshold, again.change_threshold) == pytest.approx((0.2, 0.7, 0.3))
+
+
+def test_below_the_change_threshold_no_side_effect_is_offered() -> None:
+    # One bucket of weight: a text holding it reads as a change, one without it does not.
+    bucket = next(iter(features("zzz")))
+    model = OfferModel(("read_files", "send_messages", CHANGES), (5.0, 5.0, -5.0), {bucket: ((2, 20.0),)}, 0.5, 0.5, 0.5)
+    assert model.read("zzz", {"send_messages"}) == LearnedReading(("read_files", "send_messages"), True)
+    assert model.read("qqq", {"send_messages"}) == LearnedReading(("read_files",), False)
+
+
+@pytest.mark.parametrize(("text", "changes"), [("what does ~/recipes/soup.txt say?", False),
+                                               ("quante righe ha ~/lavoro/clienti.csv?", False),
+                                               ("throw ~/recipes/soup.txt in the bin", True),
+                                               ("manda a Luca il file ~/lavoro/clienti.csv", True)])
+def test_the_shipped_model_reads_whether_a_request_asks_for_a_change(text: str, changes: bool) -> None:
+    model = shipped()
+    side_effecting = frozenset(e.name for e in catalogue() if e.side_effects)
+    reading = model.read(text, side_effecting)
+    assert reading.changes is changes
+    assert bool(set(reading.tools) & side_effecting) is changes
 
 
 def test_no_training_request_is_a_measured_one() -> None:
@@ -65,14 +87,15 @@ def test_no_training_request_is_a_measured_one() -> None:
 
 
 class Names:
-    """A model that names the same executors for every request."""
+    """A model that names the same executors for every request, and reads each as a change or not."""
 
-    def __init__(self, *names: str) -> None:
+    def __init__(self, *names: str, changes: bool = True) -> None:
         self.names = names
+        self.changes = changes
         self.digest = "0123456789abcdef"
 
-    def offered(self, text: str, side_effecting: frozenset[str]) -> tuple[str, ...]:
-        return self.names
+    def read(self, text: str, side_effecting: frozenset[str]) -> LearnedReading:
+        return LearnedReading(self.names, self.changes)
 
 
 @pytest.fixture
@@ -80,8 +103,8 @@ def index() -> PrefilterIndex:
     return PrefilterIndex(catalogue())
 
 
-def offer(index: PrefilterIndex, text: str, monkeypatch: pytest.MonkeyPatch, *names: str) -> dict:
-    monkeypatch.setattr(shortlist_module, "shipped_offer_model", lambda: Names(*names))
+def offer(index: PrefilterIndex, text: str, monkeypatch: pytest.MonkeyPatch, *names: str, changes: bool = True) -> dict:
+    monkeypatch.setattr(shortlist_module, "shipped_offer_model", lambda: Names(*names, changes=changes))
     return shortlist(index, text, pool_size=12, offer="learned")
 
 
@@ -104,6 +127,18 @@ def test_a_question_or_a_request_to_change_nothing_is_offered_no_side_effect_the
     assert "read_files" in names
     assert not {"send_messages", "write_files"} & set(names)
     assert {w["name"] for w in got["withheld"]} >= {"send_messages", "write_files"}
+
+
+def test_a_request_the_model_reads_as_changing_nothing_is_offered_no_side_effect_a_rule_brought(
+        index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "delete ~/notes/old.txt"
+    assert "delete_files" in [c["name"] for c in offer(index, text, monkeypatch, "read_files")["candidates"]]
+    got = offer(index, text, monkeypatch, "read_files", changes=False)
+    assert "delete_files" not in [c["name"] for c in got["candidates"]]
+    assert {"name": "delete_files", "reason": "the learned offer reads the request as changing nothing"} in got["withheld"]
+    # An executor the request names by its own name stays.
+    named = offer(index, "run delete_files on ~/notes/old.txt", monkeypatch, "read_files", changes=False)
+    assert "delete_files" in [c["name"] for c in named["candidates"]]
 
 
 def test_a_dialog_or_recurring_tool_the_model_names_is_offered(index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:

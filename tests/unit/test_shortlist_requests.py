@@ -70,7 +70,7 @@ def test_each_blind_set_is_what_the_issue_asks_for_and_unknown_to_the_runtime(pa
 
 # (shortlist recall, per executor, shaped recall, per executor, side effects offered at most) on each blind set.
 BLIND_FLOORS = {"blind": (0.63, 0.74, 0.69, 0.79, 0.05), "blind2": (0.60, 0.72, 0.66, 0.77, 0.05),
-                "blind3": (0.62, 0.73, 0.68, 0.78, 0.061)}
+                "blind3": (0.62, 0.73, 0.68, 0.78, 0.061), "blind4": (0.49, 0.63, 0.55, 0.67, 0.046)}
 
 
 @pytest.mark.parametrize("split", sorted(BLIND_FLOORS))
@@ -86,7 +86,9 @@ def test_the_blind_figures_do_not_fall(blind: dict, split: str) -> None:
 
 # (recall, per executor, side effects offered at most) of ``offer = "learned"`` on each blind set: the shortlist
 # with what the classifier learned from training/offer/ names (none of those requests is in a blind set).
-LEARNED_FLOORS = {"blind": (0.90, 0.93, 0.031), "blind2": (0.91, 0.94, 0.053), "blind3": (0.91, 0.94, 0.065)}
+# Side effects: at most the 5% item 6 asks for, on every set.
+LEARNED_FLOORS = {"blind": (0.92, 0.95, 0.05), "blind2": (0.93, 0.95, 0.05), "blind3": (0.94, 0.96, 0.05),
+                  "blind4": (0.92, 0.94, 0.05)}
 
 
 @pytest.mark.parametrize("split", sorted(LEARNED_FLOORS))

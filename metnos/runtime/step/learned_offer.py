@@ -10,7 +10,11 @@ Italian clitics.
 
 Each executor it was trained on gets a probability; it is offered when the
 probability reaches the model's threshold, a higher one for an executor with
-side effects. The model is a file in the package (``offer_model.npz``): hashed
+side effects. One more output, :data:`CHANGES`, is learned from whether a
+request needs any executor with side effects at all: pooled over every kind of
+change, it tells a request that changes something from one that only reads far
+better than any one executor's output, and below its threshold no executor
+with side effects is offered (:attr:`LearnedReading.changes`). The model is a file in the package (``offer_model.npz``): hashed
 n-gram features (a stable CRC32, so the same text gives the same features in
 every process) and a sparse weight matrix; it is read once, with numpy, and
 scored in pure Python on the few hundred features of one request.
@@ -30,6 +34,8 @@ from pathlib import Path
 from blake3 import blake3
 
 MODEL_FILE = Path(__file__).with_name("offer_model.npz")
+# The output that reads whether the request asks for a change at all: not an executor's name.
+CHANGES = "‹changes›"
 BUCKETS = 1 << 18
 CHAR_SIZES = (2, 3, 4, 5)
 _WORD = re.compile(r"\w+")
@@ -69,8 +75,18 @@ def features(text: str) -> dict[int, float]:
 
 
 @dataclass(frozen=True)
+class LearnedReading:
+    """What the model reads in a request: the executors it offers, most likely first, and whether the request
+    asks for a change at all (False: no executor with side effects is to be offered)."""
+
+    tools: tuple[str, ...]
+    changes: bool
+
+
+@dataclass(frozen=True)
 class OfferModel:
-    """A one-vs-rest logistic regression: per executor an intercept, per feature bucket its weights."""
+    """A one-vs-rest logistic regression: per executor (and :data:`CHANGES`) an intercept, per feature bucket
+    its weights."""
 
     names: tuple[str, ...]
     intercepts: tuple[float, ...]
@@ -78,6 +94,8 @@ class OfferModel:
     weights: Mapping[int, tuple[tuple[int, float], ...]]
     read_threshold: float
     side_threshold: float
+    # Below it, :data:`CHANGES` says the request changes nothing; 0.0 for a model without that output.
+    change_threshold: float = 0.0
     # The saved file's digest: a ranking records it, so a replay after a retrain can name why its offer moved.
     digest: str = ""
 
@@ -88,11 +106,17 @@ class OfferModel:
                 scores[k] += value * w
         return {name: 1.0 / (1.0 + math.exp(-s)) for name, s in zip(self.names, scores, strict=True)}
 
-    def offered(self, text: str, side_effecting: frozenset[str] | set[str]) -> tuple[str, ...]:
-        """The executors whose probability reaches their threshold, most likely first."""
+    def read(self, text: str, side_effecting: frozenset[str] | set[str]) -> LearnedReading:
+        """The executors whose probability reaches their threshold, most likely first (those with side effects
+        only when the request reads as asking for a change)."""
         probs = self.probabilities(text)
-        kept = [n for n, p in probs.items() if p >= (self.side_threshold if n in side_effecting else self.read_threshold)]
-        return tuple(sorted(kept, key=lambda n: (-probs[n], n)))
+        changes = probs.pop(CHANGES, 1.0) >= self.change_threshold
+        kept = [n for n, p in probs.items()
+                if ((p >= self.side_threshold and changes) if n in side_effecting else p >= self.read_threshold)]
+        return LearnedReading(tuple(sorted(kept, key=lambda n: (-probs[n], n))), changes)
+
+    def offered(self, text: str, side_effecting: frozenset[str] | set[str]) -> tuple[str, ...]:
+        return self.read(text, side_effecting).tools
 
 
 def load(path: Path = MODEL_FILE) -> OfferModel:
@@ -107,7 +131,8 @@ def load(path: Path = MODEL_FILE) -> OfferModel:
             weights.setdefault(bucket, []).append((k, w))
         return OfferModel(names, tuple(z["intercepts"].astype("float64").tolist()),
                           {b: tuple(ws) for b, ws in weights.items()},
-                          float(z["read_threshold"]), float(z["side_threshold"]), digest)
+                          float(z["read_threshold"]), float(z["side_threshold"]),
+                          float(z["change_threshold"]) if "change_threshold" in z else 0.0, digest)
 
 
 @lru_cache(maxsize=1)

@@ -55,7 +55,8 @@ the median. ``offer = "learned"`` is the shortlist with the executors a
 classifier learned from written requests names (:mod:`metnos.runtime.step.learned_offer`,
 ``via: "learned"``): one it names with side effects counts as asked, but a
 request of questions only, or one that says to change nothing, is still offered
-none. ``offer = "shortlist"``, the default, keeps the ranking, completed.
+none, nor is one the classifier reads as asking for no change at all, whatever
+rule brought the executor (an executor named by its own name stays). ``offer = "shortlist"``, the default, keeps the ranking, completed.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.runtime.turn.intent_model`) join too, before the rule on side effects,
@@ -145,9 +146,11 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         if name in known and name not in in_pool:
             add(name, "intent")
     learned: frozenset[str] = frozenset()
+    reads_as_change = True
     if offer == "learned":
         model = shipped_offer_model()
-        learned = learned_tools(model, index, request_text) if model is not None else frozenset()
+        if model is not None:
+            learned, reads_as_change = learned_reading(model, index, request_text)
         out["offer"] = {"asked": "learned", "made": "learned" if model is not None else "shortlist",
                         "model": model.digest if model is not None else None}
     for name in sorted(learned):
@@ -209,6 +212,8 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         if (only_questions and c["name"] in index.action_tags and c["name"] in known
                 and known[c["name"]].output_varies is None and c["name"] not in lowered):
             return "a request of questions only asks for no change"
+        if not reads_as_change and c["name"] in known and known[c["name"]].side_effects and c["name"] not in lowered:
+            return "the learned offer reads the request as changing nothing"
         if (c["name"] in index.action_tags and not names_files and other_taker and c["name"] in known
                 and acts_on_files(known[c["name"]]) and c["name"] not in lowered):
             return "acts on files, and the request names none while another tool takes its action"
@@ -244,11 +249,13 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     return out
 
 
-def learned_tools(model: OfferModel, index: PrefilterIndex, request_text: str) -> frozenset[str]:
-    """The catalogue's executors ``model`` names for the request."""
+def learned_reading(model: OfferModel, index: PrefilterIndex, request_text: str) -> tuple[frozenset[str], bool]:
+    """The catalogue's executors ``model`` names for the request, and whether it reads the request as asking
+    for a change."""
     known = {e.name: e for e in index.entries}
     side_effecting = frozenset(name for name, e in known.items() if e.side_effects)
-    return frozenset(name for name in model.offered(request_text, side_effecting) if name in known)
+    reading = model.read(request_text, side_effecting)
+    return frozenset(name for name in reading.tools if name in known), reading.changes
 
 
 def shortlist(index: PrefilterIndex, request_text: str, *, pool_size: int, offer: str = "shortlist") -> dict[str, Any]:
