@@ -37,10 +37,14 @@ MODEL.gguf`` each written request is also put to the intent extractor (``[runtim
 grammar, as a turn asks it; the executors it names join the shortlist (and the shaped
 offer) as they join a turn's, the rule on side effects after them.
 
-Four more sets, bench/shortlist_requests_blind*.jsonl, were written by writers shown the
+Five more sets, bench/shortlist_requests_blind*.jsonl, were written by writers shown the
 catalogue's names and descriptions only; each is measured and printed on its own (a split of
 its own name). The third was measured once, after the rules it judges were fixed; the fourth
-once with the classifier then shipped, before it was retrained on six more writers' requests.
+and the fifth each once with the classifier then shipped, before it was retrained on more
+writers' requests.
+
+"shortlist, learned change reading" is ``[turn] offer = "gated"``, the default: the shortlist,
+with no side effect offered to a request the classifier reads as changing nothing.
 
 "shortlist and the learned offer" is ``[turn] offer = "learned"``: the shortlist with the executors
 the shipped classifier names (metnos/runtime/step/learned_offer.py), learned by
@@ -139,8 +143,8 @@ REQUEST_SET = REPO / "bench" / "shortlist_requests.jsonl"
 # tags, the rules or another set (docs/benchmarks.md): 504 requests (84 tasks) and 426 (71 tasks, one
 # person's week), whose misses then shaped the rules of that day, and 474 (79 tasks, two other people),
 # measured once, after those rules were fixed.
-BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4"))
-SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4")
+BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4", "blind5"))
+SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5")
 FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_prompt.py
 
 
@@ -216,7 +220,8 @@ def figures_by_split(rows: list[Written], pools: dict[str, list[str]], side_effe
 
 
 VARIANTS = (("ranking only (baseline)", "ranking"), ("shortlist", "shortlist"), ("shortlist, shapers alongside", "shaped"),
-            ("shortlist and the learned offer", "learned"), ("whole catalogue when it fits", "catalogue"),
+            ("shortlist and the learned offer", "learned"), ("shortlist, learned change reading", "gated"),
+            ("whole catalogue when it fits", "catalogue"),
             ("whole catalogue, nothing withheld", "everything"))
 
 
@@ -418,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL_SIZE)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "blind4", "all"),
+    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "all"),
                         help="print the requests each variant misses (of the written set: this part, dev by default)")
     parser.add_argument("--tokens", type=Path, metavar="MODEL.gguf",
                         help="size each written request's first prompt with this model's tokenizer")

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, Written, catalogue, written_figures  # noqa: E402
-from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, MODEL_FILE, OfferModel, features, load  # noqa: E402
+from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, MODEL_FILE, OfferModel, SparseWeights, features, load  # noqa: E402
 
 TRAINING = REPO / "training" / "offer"
 
@@ -73,19 +73,20 @@ def fit(rows: list[Written], names: list[str], c: float) -> tuple[list[float], l
 
 
 def as_model(names: list[str], intercepts: list[float], coefs: list, trained: list[int], prune: float,
-             read_t: float = 0.5, side_t: float = 0.5, change_t: float = 0.0) -> OfferModel:
+             read_t: float = 0.5, side_t: float = 0.5, change_t: float = 0.0,
+             own: dict[str, float] | None = None) -> OfferModel:
     weights: dict[int, list[tuple[int, float]]] = {}
     for j, coef in enumerate(coefs):
         for bucket in coef.nonzero()[0]:
             w = float(coef[bucket])
             if abs(w) >= prune:
                 weights.setdefault(int(bucket), []).append((j, w))
-    return OfferModel(tuple(names[k] for k in trained), tuple(intercepts), {b: tuple(ws) for b, ws in weights.items()},
-                      read_t, side_t, change_t)
+    return OfferModel(tuple(names[k] for k in trained), tuple(intercepts), SparseWeights.of(weights),
+                      read_t, side_t, change_t, dict(own or {}))
 
 
 def choose_thresholds(rows: list[Written], names: list[str], side_effecting: frozenset[str], args: argparse.Namespace,
-                      folds: int = 5) -> tuple[float, float, float, dict]:
+                      folds: int = 5) -> tuple[float, float, dict[str, float], float, dict]:
     from sklearn.model_selection import GroupKFold
 
     probs: list[dict[str, float]] = [{} for _ in rows]
@@ -105,23 +106,73 @@ def choose_thresholds(rows: list[Written], names: list[str], side_effecting: fro
 
     side_t = next(t for t in grid if sum(bool(pool(probs[i], 1.1, t)) for i in read_only) / len(read_only) <= args.side_limit)
     read_t = next(t for t in grid if sum(len(pool(p, t, side_t)) for p in probs) / len(rows) <= args.pool_limit)
-    pools = {r.text: sorted(pool(p, read_t, side_t)) for r, p in zip(rows, probs, strict=True)}
-    return read_t, side_t, change_t, written_figures(rows, pools, side_effecting)
+    own = own_side_thresholds(rows, probs, side_effecting, read_t, change_t, args.side_limit, grid)
+
+    def offer(p: dict[str, float]) -> list[str]:
+        return sorted({n for n, v in p.items() if n != CHANGES and n not in side_effecting and v >= read_t}
+                      | {n for n, t in own.items() if p.get(n, 0.0) >= t and p[CHANGES] >= change_t})
+
+    flat = written_figures(rows, {r.text: sorted(pool(p, read_t, side_t)) for r, p in zip(rows, probs, strict=True)},
+                           side_effecting)
+    print(f"with one side-effect threshold ({side_t:.2f}) instead: recall {flat['recall']:.1%} "
+          f"({flat['recall_per_executor']:.1%}), side effects offered {flat['side_effects_offered']:.1%}")
+    pools = {r.text: offer(p) for r, p in zip(rows, probs, strict=True)}
+    return read_t, side_t, own, change_t, written_figures(rows, pools, side_effecting)
+
+
+def own_side_thresholds(rows: list[Written], probs: list[dict[str, float]], side_effecting: frozenset[str], read_t: float,
+                        change_t: float, limit: float, grid: list[float]) -> dict[str, float]:
+    """A threshold for each executor with side effects: all start above every grid value, and each round
+    lowers the one whose cut completes the most requests for each read-only request it newly offers a side
+    effect, while the share of those stays within ``limit`` (a budgeted greedy: some executors' probabilities
+    run lower than others' for the requests that need them)."""
+    read_only = {i for i, r in enumerate(rows) if r.read_only}
+    budget = int(limit * len(read_only))
+    offered = [{n for n, v in p.items() if n != CHANGES and n not in side_effecting and v >= read_t} for p in probs]
+    # Per executor, the requests that pass the change reading, most likely first.
+    ranked = {n: sorted(((p[n], i) for i, p in enumerate(probs) if n in p and p[CHANGES] >= change_t), reverse=True)
+              for n in side_effecting if any(n in p for p in probs)}
+    own = dict.fromkeys(ranked, 1.0)
+    spent = 0
+    while True:
+        best = None
+        for name, now in own.items():
+            band, gain, newly = [], 0, set()
+            queue = [(v, i) for v, i in ranked[name] if v < now]
+            k = 0
+            for t in (g for g in reversed(grid) if g < now):
+                while k < len(queue) and queue[k][0] >= t:
+                    i = queue[k][1]
+                    band.append(i)
+                    if i in read_only and not offered[i] & side_effecting:
+                        newly.add(i)
+                    if name in rows[i].needs and rows[i].needs <= offered[i] | {name}:
+                        gain += 1
+                    k += 1
+                cost = len(newly)
+                if gain and spent + cost <= budget and (best is None or gain / (cost + 1) > best[0]):
+                    best = (gain / (cost + 1), name, t, list(band), cost)
+        if best is None:
+            return own
+        _, name, t, band, cost = best
+        own[name], spent = t, spent + cost
+        for i in band:
+            offered[i].add(name)
 
 
 def save(model: OfferModel, path: Path) -> None:
     import numpy as np
 
     rows, cols, values = [], [], []
-    for bucket in sorted(model.weights):
-        for k, w in model.weights[bucket]:
-            rows.append(bucket)
-            cols.append(k)
-            values.append(w)
+    for bucket, k, w in model.weights.triples():
+        rows.append(bucket)
+        cols.append(k)
+        values.append(w)
     np.savez_compressed(path, names=np.array(model.names), intercepts=np.array(model.intercepts, dtype=np.float32),
                         rows=np.array(rows, dtype=np.int32), cols=np.array(cols, dtype=np.int16),
                         values=np.array(values, dtype=np.float16), read_threshold=np.float32(model.read_threshold),
-                        side_threshold=np.float32(model.side_threshold), change_threshold=np.float32(model.change_threshold))
+                        side_threshold=np.float32(model.side_threshold), change_threshold=np.float32(model.change_threshold),
+                        side_thresholds=np.array([model.side_thresholds.get(n, 0.0) for n in model.names], dtype=np.float32))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,17 +195,19 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for r in rows if r.text.casefold() not in measured]
     print(f"{len(rows)} training requests, {len({r.task for r in rows})} tasks; {len(left_out)} left out, being word for "
           f"word in a measured set")
-    read_t, side_t, change_t, cv = choose_thresholds(rows, names, side_effecting, args)
-    print(f"thresholds by grouped cross-validation: read-only {read_t:.2f}, side effects {side_t:.2f}, "
+    read_t, side_t, own, change_t, cv = choose_thresholds(rows, names, side_effecting, args)
+    print(f"thresholds by grouped cross-validation: read-only {read_t:.2f}, side effects "
+          f"{', '.join(f'{n} {t:.2f}' for n, t in sorted(own.items()))}, "
           f"asks for a change {change_t:.2f}; there, recall "
           f"{cv['recall']:.1%} ({cv['recall_per_executor']:.1%}), side effects offered {cv['side_effects_offered']:.1%}, "
           f"mean pool {cv['mean_pool']:.1f}")
-    model = as_model(names, *fit(rows, names, args.c), prune=args.prune, read_t=read_t, side_t=side_t, change_t=change_t)
+    model = as_model(names, *fit(rows, names, args.c), prune=args.prune, read_t=read_t, side_t=side_t, change_t=change_t,
+                     own=own)
     save(model, args.out)
     again = load(args.out)
     moved = sum(again.offered(r.text, side_effecting) != model.offered(r.text, side_effecting) for r in rows)
-    print(f"saved {args.out}: {args.out.stat().st_size} bytes, {sum(map(len, model.weights.values()))} "
-          f"weights over {len(model.weights)} buckets; {moved} training offers changed by float16")
+    print(f"saved {args.out}: {args.out.stat().st_size} bytes, {len(model.weights)} "
+          f"weights over {model.weights.buckets()} buckets; {moved} training offers changed by float16")
     return 0
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, catalogue, written_requests
 from metnos.runtime.step import learned_offer
-from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, LearnedReading, OfferModel, features, load, shipped
+from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, LearnedReading, OfferModel, SparseWeights, features, load, shipped
 from metnos.runtime.step.prefilter import PrefilterIndex
 from metnos.runtime.turn import shortlist as shortlist_module
 from metnos.runtime.turn.shortlist import shortlist
@@ -41,6 +41,9 @@ def test_the_shipped_model_knows_only_the_catalogue_and_asks_more_of_a_side_effe
     assert set(model.names) - {CHANGES} <= {e.name for e in catalogue()}
     assert 0 < model.read_threshold < model.side_threshold < 1
     assert CHANGES in model.names and 0 < model.change_threshold < 1
+    side_effecting = {e.name for e in catalogue() if e.side_effects}
+    assert model.side_thresholds and set(model.side_thresholds) <= side_effecting
+    assert all(model.read_threshold < t <= 1 for t in model.side_thresholds.values())
     assert len(model.digest) == 16
     probs = model.probabilities("anything at all")
     assert set(probs) == set(model.names) and all(0 < p < 1 for p in probs.values())
@@ -51,17 +54,27 @@ def test_a_saved_model_reads_back_the_same(tmp_path: Path) -> None:
     from training.train_offer import save
 
     made = OfferModel(("read_files", "send_messages", CHANGES), (-1.0, -2.0, 0.5),
-                      {7: ((0, 0.5), (1, 1.25)), 9: ((1, -0.75), (2, 2.0))}, 0.2, 0.7, 0.3)
+                      SparseWeights.of({7: ((0, 0.5), (1, 1.25)), 9: ((1, -0.75), (2, 2.0))}), 0.2, 0.7, 0.3,
+                      {"send_messages": 0.375})
     save(made, tmp_path / "m.npz")
     again = load(tmp_path / "m.npz")
     assert again.names == made.names and again.weights == made.weights and again.intercepts == made.intercepts
     assert (again.read_threshold, again.side_threshold, again.change_threshold) == pytest.approx((0.2, 0.7, 0.3))
+    assert again.side_thresholds == {"send_messages": 0.375}
+
+
+def test_an_executor_with_a_threshold_of_its_own_is_held_to_it() -> None:
+    # Every probability is 1/(1+e^-0.5) = 0.62: above the common side-effect threshold, below send_messages' own.
+    model = OfferModel(("delete_files", "send_messages"), (0.5, 0.5), SparseWeights.of({}), 0.9, 0.6, 0.0, {"send_messages": 0.7})
+    assert model.read("x", {"delete_files", "send_messages"}).tools == ("delete_files",)
+    assert model.read("x", {"delete_files"}).tools == ("delete_files",)
 
 
 def test_below_the_change_threshold_no_side_effect_is_offered() -> None:
     # One bucket of weight: a text holding it reads as a change, one without it does not.
     bucket = next(iter(features("zzz")))
-    model = OfferModel(("read_files", "send_messages", CHANGES), (5.0, 5.0, -5.0), {bucket: ((2, 20.0),)}, 0.5, 0.5, 0.5)
+    model = OfferModel(("read_files", "send_messages", CHANGES), (5.0, 5.0, -5.0), SparseWeights.of({bucket: ((2, 20.0),)}),
+                       0.5, 0.5, 0.5)
     assert model.read("zzz", {"send_messages"}) == LearnedReading(("read_files", "send_messages"), True)
     assert model.read("qqq", {"send_messages"}) == LearnedReading(("read_files",), False)
 
@@ -153,3 +166,30 @@ def test_without_a_model_the_learned_offer_is_the_shortlist(index: PrefilterInde
     got = shortlist(index, text, pool_size=12, offer="learned")
     assert [c["name"] for c in got["candidates"]] == [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]
     assert got["offer"]["made"] == "shortlist"
+
+
+def gated(index: PrefilterIndex, text: str, monkeypatch: pytest.MonkeyPatch, *names: str, changes: bool) -> dict:
+    monkeypatch.setattr(shortlist_module, "shipped_offer_model", lambda: Names(*names, changes=changes))
+    return shortlist(index, text, pool_size=12, offer="gated")
+
+
+def test_the_gated_offer_adds_nothing_and_withholds_the_side_effects_of_a_request_read_as_no_change(
+        index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "delete ~/notes/old.txt"
+    plain = shortlist(index, text, pool_size=12)
+    # Read as a change: the shortlist's ranking byte for byte (what the model names is not added), so it replays as one.
+    assert gated(index, text, monkeypatch, "send_messages", "get_now", changes=True) == plain
+    got = gated(index, text, monkeypatch, "send_messages", "get_now", changes=False)
+    side_effecting = {e.name for e in catalogue() if e.side_effects}
+    assert "delete_files" in [c["name"] for c in plain["candidates"]]
+    assert [c["name"] for c in got["candidates"]] == [c["name"] for c in plain["candidates"] if c["name"] not in side_effecting]
+    assert {"name": "delete_files", "reason": "the learned offer reads the request as changing nothing"} in got["withheld"]
+    assert got["offer"] == {"asked": "gated", "made": "gated", "model": "0123456789abcdef"}
+
+
+def test_sparse_weights_sum_each_buckets_value_times_its_weights() -> None:
+    weights = SparseWeights.of({7: ((0, 0.5), (1, 1.25)), 9: ((1, -0.75),), 3: ((0, 4.0),)})
+    # Bucket 5 holds no weight; bucket 3 is not in the request.
+    assert weights.scores({9: 1.0, 7: 2.0, 5: 3.0}, 2).tolist() == [1.0, 1.75]
+    assert weights.scores({5: 1.0}, 2).tolist() == [0.0, 0.0]
+    assert (len(weights), weights.buckets()) == (4, 3)

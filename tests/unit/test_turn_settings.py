@@ -49,11 +49,12 @@ def test_direct_construction_is_validated_too():
     assert TurnSettings(judge_threshold=1).to_json()["judge_threshold"] == 1
 
 
-def test_the_offer_is_the_shortlist_by_default_and_the_whole_catalogue_on_request():
-    assert load_turn_settings({}).offer == "shortlist"
+def test_the_offer_is_the_gated_shortlist_by_default_and_the_others_on_request():
+    assert load_turn_settings({}).offer == "gated"
+    assert load_turn_settings({"METNOS_ENGINE_OFFER": "shortlist"}).offer == "shortlist"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "catalogue"}).offer == "catalogue"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "shaped"}).offer == "shaped"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "learned"}).offer == "learned"
     with pytest.raises(SettingsError) as e:
         load_turn_settings({"METNOS_ENGINE_OFFER": "everything"})
-    assert e.value.variable == "METNOS_ENGINE_OFFER" and "catalogue, learned, shaped, shortlist" in e.value.reason
+    assert e.value.variable == "METNOS_ENGINE_OFFER" and "catalogue, gated, learned, shaped, shortlist" in e.value.reason

@@ -17,7 +17,7 @@ better than any one executor's output, and below its threshold no executor
 with side effects is offered (:attr:`LearnedReading.changes`). The model is a file in the package (``offer_model.npz``): hashed
 n-gram features (a stable CRC32, so the same text gives the same features in
 every process) and a sparse weight matrix; it is read once, with numpy, and
-scored in pure Python on the few hundred features of one request.
+scored with numpy on the few hundred features of one request.
 """
 
 from __future__ import annotations
@@ -26,12 +26,16 @@ import math
 import re
 import zlib
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from blake3 import blake3
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL_FILE = Path(__file__).with_name("offer_model.npz")
 # The output that reads whether the request asks for a change at all: not an executor's name.
@@ -83,6 +87,62 @@ class LearnedReading:
     changes: bool
 
 
+class SparseWeights:
+    """Per feature bucket, the (executor index, weight) pairs of the model, kept as numpy arrays by bucket
+    (compressed rows): a saved model is read as three arrays, with no Python object a weight."""
+
+    def __init__(self, buckets: Sequence[int], executors: Sequence[int], values: Sequence[float]) -> None:
+        import numpy as np  # numpy costs a CLI that makes no turn 0.1 s at start
+
+        order = np.argsort(np.asarray(buckets, dtype=np.int64), kind="stable")
+        buckets_sorted = np.asarray(buckets, dtype=np.int64)[order]
+        self.executors = np.asarray(executors, dtype=np.int64)[order]
+        self.values = np.asarray(values, dtype=np.float64)[order]
+        self.starts = np.concatenate(([0], np.cumsum(np.bincount(buckets_sorted, minlength=BUCKETS))))
+
+    @classmethod
+    def of(cls, by_bucket: Mapping[int, Sequence[tuple[int, float]]]) -> SparseWeights:
+        triples = [(b, k, w) for b, pairs in sorted(by_bucket.items()) for k, w in pairs]
+        return cls([t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples])
+
+    def triples(self) -> Iterator[tuple[int, int, float]]:
+        """(bucket, executor index, weight), by bucket."""
+        for bucket in self.starts[1:].nonzero()[0]:
+            for i in range(self.starts[bucket], self.starts[bucket + 1]):
+                yield int(bucket), int(self.executors[i]), float(self.values[i])
+
+    def as_mapping(self) -> dict[int, tuple[tuple[int, float], ...]]:
+        out: dict[int, list[tuple[int, float]]] = {}
+        for bucket, k, w in self.triples():
+            out.setdefault(bucket, []).append((k, w))
+        return {b: tuple(pairs) for b, pairs in out.items()}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SparseWeights) and self.as_mapping() == other.as_mapping()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def buckets(self) -> int:
+        return int((self.starts[1:] != self.starts[:-1]).sum())
+
+    def scores(self, weighted: Mapping[int, float], outputs: int) -> np.ndarray:
+        """The sum, per output, of each bucket's value times its weights."""
+        import numpy as np  # as in __init__: only where a turn scores a request
+
+        buckets = np.fromiter(weighted.keys(), dtype=np.int64, count=len(weighted))
+        values = np.fromiter(weighted.values(), dtype=np.float64, count=len(weighted))
+        begin, lengths = self.starts[buckets], self.starts[buckets + 1] - self.starts[buckets]
+        total = int(lengths.sum())
+        if not total:
+            return np.zeros(outputs)
+        # The positions of every weight of every bucket, in order: each bucket's range laid end to end.
+        at = np.repeat(begin - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        return np.bincount(self.executors[at], weights=self.values[at] * np.repeat(values, lengths), minlength=outputs)
+
+
 @dataclass(frozen=True)
 class OfferModel:
     """A one-vs-rest logistic regression: per executor (and :data:`CHANGES`) an intercept, per feature bucket
@@ -90,21 +150,19 @@ class OfferModel:
 
     names: tuple[str, ...]
     intercepts: tuple[float, ...]
-    # bucket -> ((executor index, weight), ...)
-    weights: Mapping[int, tuple[tuple[int, float], ...]]
+    weights: SparseWeights
     read_threshold: float
     side_threshold: float
     # Below it, :data:`CHANGES` says the request changes nothing; 0.0 for a model without that output.
     change_threshold: float = 0.0
+    # An executor with side effects may have a threshold of its own (in place of ``side_threshold``).
+    side_thresholds: Mapping[str, float] = field(default_factory=dict)
     # The saved file's digest: a ranking records it, so a replay after a retrain can name why its offer moved.
     digest: str = ""
 
     def probabilities(self, text: str) -> dict[str, float]:
-        scores = list(self.intercepts)
-        for bucket, value in features(text).items():
-            for k, w in self.weights.get(bucket, ()):
-                scores[k] += value * w
-        return {name: 1.0 / (1.0 + math.exp(-s)) for name, s in zip(self.names, scores, strict=True)}
+        scores = self.weights.scores(features(text), len(self.names)).tolist()
+        return {name: 1.0 / (1.0 + math.exp(-(b + s))) for name, b, s in zip(self.names, self.intercepts, scores, strict=True)}
 
     def read(self, text: str, side_effecting: frozenset[str] | set[str]) -> LearnedReading:
         """The executors whose probability reaches their threshold, most likely first (those with side effects
@@ -112,7 +170,8 @@ class OfferModel:
         probs = self.probabilities(text)
         changes = probs.pop(CHANGES, 1.0) >= self.change_threshold
         kept = [n for n, p in probs.items()
-                if ((p >= self.side_threshold and changes) if n in side_effecting else p >= self.read_threshold)]
+                if ((changes and p >= self.side_thresholds.get(n, self.side_threshold)) if n in side_effecting
+                    else p >= self.read_threshold)]
         return LearnedReading(tuple(sorted(kept, key=lambda n: (-probs[n], n))), changes)
 
     def offered(self, text: str, side_effecting: frozenset[str] | set[str]) -> tuple[str, ...]:
@@ -125,14 +184,12 @@ def load(path: Path = MODEL_FILE) -> OfferModel:
 
     with np.load(path, allow_pickle=False) as z:
         names = tuple(str(n) for n in z["names"])
-        rows, cols, values = z["rows"].tolist(), z["cols"].tolist(), z["values"].astype("float64").tolist()
-        weights: dict[int, list[tuple[int, float]]] = {}
-        for bucket, k, w in zip(rows, cols, values, strict=True):
-            weights.setdefault(bucket, []).append((k, w))
-        return OfferModel(names, tuple(z["intercepts"].astype("float64").tolist()),
-                          {b: tuple(ws) for b, ws in weights.items()},
+        weights = SparseWeights(z["rows"], z["cols"], z["values"].astype("float64"))
+        own = z["side_thresholds"].astype("float64").tolist() if "side_thresholds" in z else [0.0] * len(names)
+        return OfferModel(names, tuple(z["intercepts"].astype("float64").tolist()), weights,
                           float(z["read_threshold"]), float(z["side_threshold"]),
-                          float(z["change_threshold"]) if "change_threshold" in z else 0.0, digest)
+                          float(z["change_threshold"]) if "change_threshold" in z else 0.0,
+                          {n: t for n, t in zip(names, own, strict=True) if t > 0}, digest)
 
 
 @lru_cache(maxsize=1)

@@ -56,7 +56,10 @@ classifier learned from written requests names (:mod:`metnos.runtime.step.learne
 ``via: "learned"``): one it names with side effects counts as asked, but a
 request of questions only, or one that says to change nothing, is still offered
 none, nor is one the classifier reads as asking for no change at all, whatever
-rule brought the executor (an executor named by its own name stays). ``offer = "shortlist"``, the default, keeps the ranking, completed.
+rule brought the executor (an executor named by its own name stays).
+``offer = "gated"``, the default, is the shortlist with that reading alone: nothing
+added, and no side effect offered to a request the classifier reads as changing
+nothing. ``offer = "shortlist"`` keeps the ranking, completed, and nothing else.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.runtime.turn.intent_model`) join too, before the rule on side effects,
@@ -120,6 +123,10 @@ def first_by_words(ranking: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(c["name"] for c in ranked if c.get("score", 0.0) == best and best > 0)
 
 
+# Why a side effect is withheld when the learned offer reads the request as asking for no change.
+READ_AS_NO_CHANGE = "the learned offer reads the request as changing nothing"
+
+
 def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: str,
              intent_tools: Sequence[str] = (), *, offer: str = "shortlist", pool_size: int | None = None) -> dict[str, Any]:
     """``ranking`` (the pre-filter event's payload) with named sources (and the
@@ -147,11 +154,12 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             add(name, "intent")
     learned: frozenset[str] = frozenset()
     reads_as_change = True
-    if offer == "learned":
+    if offer in ("learned", "gated"):
         model = shipped_offer_model()
         if model is not None:
-            learned, reads_as_change = learned_reading(model, index, request_text)
-        out["offer"] = {"asked": "learned", "made": "learned" if model is not None else "shortlist",
+            picks, reads_as_change = learned_reading(model, index, request_text)
+            learned = picks if offer == "learned" else frozenset()
+        out["offer"] = {"asked": offer, "made": offer if model is not None else "shortlist",
                         "model": model.digest if model is not None else None}
     for name in sorted(learned):
         if name not in in_pool:
@@ -213,7 +221,7 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
                 and known[c["name"]].output_varies is None and c["name"] not in lowered):
             return "a request of questions only asks for no change"
         if not reads_as_change and c["name"] in known and known[c["name"]].side_effects and c["name"] not in lowered:
-            return "the learned offer reads the request as changing nothing"
+            return READ_AS_NO_CHANGE
         if (c["name"] in index.action_tags and not names_files and other_taker and c["name"] in known
                 and acts_on_files(known[c["name"]]) and c["name"] not in lowered):
             return "acts on files, and the request names none while another tool takes its action"
@@ -246,6 +254,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     out["candidates"] = kept
     if withheld:
         out["withheld"] = withheld
+    if (offer == "gated" and out["offer"]["made"] == "gated"
+            and not any(w["reason"] == READ_AS_NO_CHANGE for w in withheld)):
+        # The reading changed nothing: the ranking is the shortlist's, byte for byte, and so replays as one.
+        del out["offer"]
     return out
 
 
