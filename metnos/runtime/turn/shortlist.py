@@ -154,11 +154,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             add(name, "intent")
     learned: frozenset[str] = frozenset()
     reads_as_change = True
+    model = shipped_offer_model() if offer in ("learned", "gated") else None
     if offer in ("learned", "gated"):
-        model = shipped_offer_model()
-        if model is not None:
-            picks, reads_as_change = learned_reading(model, index, request_text)
-            learned = picks if offer == "learned" else frozenset()
+        if model is not None and offer == "learned":
+            learned, reads_as_change = learned_reading(model, index, request_text)
         out["offer"] = {"asked": offer, "made": offer if model is not None else "shortlist",
                         "model": model.digest if model is not None else None}
     for name in sorted(learned):
@@ -198,6 +197,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     # the file executors that share its verb ("move my appointment": move_files) stay out.
     names_files = bool(named["files"] or named["folders"]) or bool(words & FILE_WORDS)
     other_taker = any(name in index.action_tags and not acts_on_files(known[name]) for name in asked if name in known)
+
+    if offer == "gated" and model is not None and any(known[c["name"]].side_effects for c in candidates if c["name"] in known):
+        # Read only when there is a side effect to withhold: most requests are offered none.
+        _, reads_as_change = learned_reading(model, index, request_text)
 
     # A request of questions only asks for no change: an executor with side effects stays for it only
     # when its output reads the world (run_commands: "how much space does ~/Music take?").
