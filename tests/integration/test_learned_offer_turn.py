@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from metnos.adapters.cli import main
 from metnos.runtime.step.learned_offer import shipped
 from tests.integration.test_modes import configure, replays_clean
 from tests.integration.test_side_effect_gate import events_of, kind
@@ -38,3 +39,35 @@ def test_the_learned_offer_brings_what_the_rules_miss_and_replays(home: Path, ca
     assert ranked["offer"] == {"asked": "learned", "made": "learned", "model": shipped().digest}
     assert next(c for c in ranked["candidates"] if c["name"] == "get_now")["via"] == "learned"
     replays_clean(capsys, out["turn_id"])
+
+
+# A question about a job's next run: the rules read "run" and bring run_commands; the change reading takes it back.
+QUESTION = "when does the nightly sync job run next?"
+
+
+def test_the_default_offer_withholds_a_side_effect_from_a_request_read_as_changing_nothing_and_says_so(
+        home: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.delenv("METNOS_ENGINE_OFFER", raising=False)
+    replies = [text("I cannot tell: I have no tool for the jobs."), text("I cannot tell: I have no tool for the jobs.")]
+    with ScriptedLLM(list(replies)) as wise:
+        configure('[turn]\noffer = "shortlist"\n' + tiers(wise=wise.url))
+        ask_configured(capsys, monkeypatch, QUESTION)
+        assert "run_commands" in wise.requests[0].tool_names
+    with ScriptedLLM(list(replies)) as wise:
+        configure(tiers(wise=wise.url))  # the default offer
+        code, out = ask_configured(capsys, monkeypatch, QUESTION)
+        assert "run_commands" not in wise.requests[0].tool_names
+    events = events_of(capsys, out["turn_id"])
+    [ranked] = [e["state"]["ranking"] for e in events if kind(e) == "PrefilterRanked"]
+    assert {"name": "run_commands", "reason": "the learned offer reads the request as changing nothing"} in ranked["withheld"]
+    assert ranked["offer"] == {"asked": "gated", "made": "gated", "model": shipped().digest}
+    assert out["withheld_changes"] == ["run_commands"]
+    assert out["status"] != "answered", out
+    replays_clean(capsys, out["turn_id"])
+    # In words, on the terminal: which executor, why, and how to ask for the change.
+    capsys.readouterr()
+    with ScriptedLLM(list(replies)) as wise:
+        configure(tiers(wise=wise.url))
+        main(["ask", QUESTION, "--no-cache"])
+    said = capsys.readouterr()
+    assert "not offered: run_commands; the request reads as changing nothing" in said.out + said.err

@@ -369,3 +369,16 @@ def test_the_scan_finds_a_literal_detail_a_reason_and_a_problem(tmp_path: Path) 
                     '_abandon(loop, turn, state, request, pool, "gave up")\nVerdict(n, ALLOW, "approved", 1)\n')
     lines = sorted(int(site.rsplit(":", 1)[1]) for site in literal_texts(made, tmp_path))
     assert lines == [1, 2, 3, 4, 7, 8]
+
+
+def test_a_side_effect_withheld_as_no_change_is_said_when_the_turn_did_not_answer() -> None:
+    failed = SimpleNamespace(status="failed", failure={"message": "Not done"}, answer=None, quarantined=[],
+                             withheld_changes=["delete_files", "move_files"])
+    [said] = telling.notices(failed)
+    assert said.startswith("not offered: delete_files, move_files; the request reads as changing nothing.")
+    italian = telling.notices(failed, "it")[0]
+    assert italian.startswith("non offerti: delete_files, move_files;") and not english_left(italian), italian
+    assert italian in telling.reply_text(failed, "it")
+    assert telling.outcome_json(SimpleNamespace(**vars(failed), turn_id="t", steps=0))["withheld_changes"] == ["delete_files", "move_files"]
+    # An answered turn needed none of them: nothing to say.
+    assert telling.notices(SimpleNamespace(status="answered", answer="ok", quarantined=[], withheld_changes=["delete_files"])) == []

@@ -33,6 +33,7 @@ from metnos.runtime.turn.conversation import continued, starting
 from metnos.runtime.turn.interrupts import InterruptGate
 from metnos.runtime.lease import TurnLease
 from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
+from metnos.runtime.turn.shortlist import READ_AS_NO_CHANGE
 from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.runtime.step.policies import guard_policy, policy_checker
 from metnos.runtime.turn.ports import Approver, Asker, LivePorts
@@ -177,6 +178,13 @@ def models_of(events: list[Any]) -> list[dict[str, str]]:
     return calls
 
 
+def withheld_changes(events: list[Any]) -> list[str]:
+    """The executors with side effects a turn was not offered because the learned offer read its request as
+    changing nothing."""
+    return [w["name"] for e in events if isinstance(e, Turn.PrefilterRanked)
+            for w in (e.ranking or {}).get("withheld", []) if w.get("reason") == READ_AS_NO_CHANGE]
+
+
 class EmptyRequest(MetnosError):
     """A request with nothing to do."""
 
@@ -266,7 +274,8 @@ def run_turn(
         if own_router:
             router.close()
     runtime.refresh()
-    outcome = dataclasses.replace(outcome, models=models_of(sink.turn_events), quarantined=notices_of(sink.turn_events))
+    outcome = dataclasses.replace(outcome, models=models_of(sink.turn_events), quarantined=notices_of(sink.turn_events),
+                                  withheld_changes=withheld_changes(sink.turn_events))
     if sink.learning_error is not None:
         outcome = dataclasses.replace(outcome, learning_error=sink.learning_error)
     # The reactive cascade: a gap compose could not close is left as a generation proposal.

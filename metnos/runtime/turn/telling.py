@@ -13,6 +13,9 @@ a web page), never in what they say:
 * whatever the status, each quarantined executor the request would have been
   offered (:mod:`metnos.runtime.turn.quarantined`): which, why, and the command that
   shows it.
+* when the turn did not answer, the executors with side effects it was not offered
+  because the learned offer read the request as changing nothing, and how to ask for
+  the change.
 """
 
 from __future__ import annotations
@@ -71,8 +74,13 @@ def unverified_lines(outcome: Any, language: str = i18n.SOURCE) -> list[str]:
 
 
 def notices(outcome: Any, language: str = i18n.SOURCE) -> list[str]:
-    """One sentence for each quarantined executor the request would have been offered, in ``language``."""
-    return [i18n.said_words(q["notice"], language) for q in getattr(outcome, "quarantined", None) or []]
+    """One sentence for each quarantined executor the request would have been offered, then, when the turn did
+    not answer, one for the side effects it was not offered as a request that changes nothing; in ``language``."""
+    told = [i18n.said_words(q["notice"], language) for q in getattr(outcome, "quarantined", None) or []]
+    withheld = getattr(outcome, "withheld_changes", None) or []
+    if withheld and outcome.status != ANSWERED:
+        told.append(i18n.in_force().text("telling.withheld_change", language, executors=", ".join(withheld)))
+    return told
 
 
 def outcome_json(outcome: Any) -> dict[str, Any]:
@@ -81,6 +89,7 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
         "turn_id": outcome.turn_id, "status": outcome.status, "answer": outcome.answer,
         "failure": outcome.failure, "steps": outcome.steps, "message": why(outcome),
         "quarantined": list(getattr(outcome, "quarantined", None) or []),
+        "withheld_changes": list(getattr(outcome, "withheld_changes", None) or []),
     }
 
 

@@ -61,6 +61,9 @@ class TurnOutcome:
     # Quarantined executors the request would have been offered, each with why and the command
     # that shows it (metnos/runtime/turn/quarantined.py; filled from the log by the session).
     quarantined: list[dict[str, str]] = field(default_factory=list)
+    # Executors with side effects not offered because the learned offer read the request as changing
+    # nothing (metnos/runtime/turn/shortlist.py; filled from the log by the session).
+    withheld_changes: list[str] = field(default_factory=list)
 
     @property
     def message(self) -> str:
