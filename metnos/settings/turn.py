@@ -52,7 +52,7 @@ DEFAULT_POOL_SIZE = 12
 # shortlist with the executors a classifier learned from written requests names
 # (metnos/runtime/step/learned_offer.py).
 OFFERS = ("catalogue", "gated", "learned", "shaped", "shortlist")
-DEFAULT_OFFER = "gated"
+DEFAULT_OFFER = "shortlist"
 DEFAULT_JUDGE_THRESHOLD = 0.30
 DEFAULT_CAP_STEPS = 30
 DEFAULT_CAP_SAME_EXECUTOR = 10
@@ -86,9 +86,9 @@ class TurnSettings:
     # Read what the request names before the model is asked (metnos.runtime.turn.sources).
     opening_reads: bool = setting(True, "Read the files and pages a request names before the model is asked.",
                                   env=ENV_OPENING_READS)
-    offer: str = setting(DEFAULT_OFFER, "What the model is offered: `gated` (the default: the pre-filter's ranking, without "
-                         "side effects for a request a classifier learned from written requests reads as changing nothing), "
-                         "`shortlist` (the pre-filter's ranking), `shaped` (the "
+    offer: str = setting(DEFAULT_OFFER, "What the model is offered: `shortlist` (the pre-filter's ranking), `gated` (the "
+                         "shortlist, without side effects for a request a classifier learned from written requests reads as "
+                         "changing nothing), `shaped` (the "
                          "shortlist, filter_entries and compute_entries beside an executor that reads entries), "
                          "`learned` (the shortlist and the executors that classifier names) or "
                          "`catalogue` (every executor the request may use, when they fit in the pool).", env=ENV_OFFER)

@@ -45,7 +45,7 @@ def test_the_learned_offer_brings_what_the_rules_miss_and_replays(home: Path, ca
 QUESTION = "when does the nightly sync job run next?"
 
 
-def test_the_default_offer_withholds_a_side_effect_from_a_request_read_as_changing_nothing_and_says_so(
+def test_the_gated_offer_withholds_a_side_effect_from_a_request_read_as_changing_nothing_and_says_so(
         home: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.delenv("METNOS_ENGINE_OFFER", raising=False)
     replies = [text("I cannot tell: I have no tool for the jobs."), text("I cannot tell: I have no tool for the jobs.")]
@@ -54,7 +54,7 @@ def test_the_default_offer_withholds_a_side_effect_from_a_request_read_as_changi
         ask_configured(capsys, monkeypatch, QUESTION)
         assert "run_commands" in wise.requests[0].tool_names
     with ScriptedLLM(list(replies)) as wise:
-        configure(tiers(wise=wise.url))  # the default offer
+        configure('[turn]\noffer = "gated"\n' + tiers(wise=wise.url))
         code, out = ask_configured(capsys, monkeypatch, QUESTION)
         assert "run_commands" not in wise.requests[0].tool_names
     events = events_of(capsys, out["turn_id"])
@@ -67,7 +67,7 @@ def test_the_default_offer_withholds_a_side_effect_from_a_request_read_as_changi
     # In words, on the terminal: which executor, why, and how to ask for the change.
     capsys.readouterr()
     with ScriptedLLM(list(replies)) as wise:
-        configure(tiers(wise=wise.url))
+        configure('[turn]\noffer = "gated"\n' + tiers(wise=wise.url))
         main(["ask", QUESTION, "--no-cache"])
     said = capsys.readouterr()
     assert "not offered: run_commands; the request reads as changing nothing" in said.out + said.err
