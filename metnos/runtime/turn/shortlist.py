@@ -154,8 +154,9 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             add(name, "intent")
     learned: frozenset[str] = frozenset()
     reads_as_change = True
-    model = shipped_offer_model() if offer in ("learned", "gated") else None
+    model = None
     if offer in ("learned", "gated"):
+        model = shipped_offer_model()
         if model is not None and offer == "learned":
             learned, reads_as_change = learned_reading(model, index, request_text)
         out["offer"] = {"asked": offer, "made": offer if model is not None else "shortlist",
