@@ -43,6 +43,34 @@ def read_rows(path: Path) -> list[Written]:
     return rows
 
 
+JOINS = {"en": (", then ", " and ", ". ", "; ", " - "), "it": (", poi ", " e ", ". ", " e poi ", "; ")}
+
+
+def compounds(rows: list[Written], share: float, seed: int = 30) -> list[Written]:
+    """Requests of two asks in one message, as people type them ("what's on friday? put it in ~/plan.txt"),
+    to measure the change reading on: each joins two requests of different tasks in one language, and needs
+    what both need. Half join two requests that only read, and stay read-only; half join one that only
+    reads with one that changes something, in either order, and change something. (Trained on, they taught
+    the reading that two asks change something: docs/benchmarks.md.)"""
+    import random
+
+    rng = random.Random(seed)
+    reading = {lang: [r for r in rows if r.lang == lang and r.read_only] for lang in {r.lang for r in rows}}
+    changing = {lang: [r for r in rows if r.lang == lang and not r.read_only] for lang in reading}
+    out = []
+    for first in rng.sample([r for r in rows if r.read_only], int(share * len(rows))):
+        other = rng.choice(reading[first.lang] if rng.random() < 0.5 else changing[first.lang] or reading[first.lang])
+        if other.task == first.task:
+            continue
+        a, b = (first, other) if rng.random() < 0.5 else (other, first)
+        head = a.text.rstrip()
+        text = (f"{head} {b.text}" if head.endswith(("?", ".", "!"))
+                else f"{head}{rng.choice(JOINS.get(a.lang, JOINS['en']))}{b.text[:1].lower()}{b.text[1:]}")
+        out.append(Written(f"{a.task}+{b.task}", a.split, a.lang, "compound", text, a.needs | b.needs,
+                           a.read_only and b.read_only))
+    return out
+
+
 def matrix(texts: list[str]):  # noqa: ANN201 - a scipy matrix
     from scipy.sparse import csr_matrix
 
@@ -90,14 +118,22 @@ def choose_thresholds(rows: list[Written], names: list[str], side_effecting: fro
     from sklearn.model_selection import GroupKFold
 
     probs: list[dict[str, float]] = [{} for _ in rows]
+    two_asks: list[tuple[Written, float]] = []
     for train, test in GroupKFold(n_splits=folds).split(rows, groups=[r.task for r in rows]):
         model = as_model(names, *fit([rows[i] for i in train], names, args.c), prune=args.prune)
         for i in test:
             probs[i] = model.probabilities(rows[i].text)
+        two_asks += [(r, model.probabilities(r.text)[CHANGES]) for r in compounds([rows[i] for i in test], 0.3, seed=31)]
     grid = [x / 100 for x in range(2, 96, 2)]
     read_only = [i for i, r in enumerate(rows) if r.read_only]
     changing = [i for i, r in enumerate(rows) if not r.read_only]
     change_t = max(t for t in [0.0, *grid] if sum(probs[i][CHANGES] >= t for i in changing) / len(changing) >= args.change_keep)
+
+    changing_pairs = [p for r, p in two_asks if not r.read_only]
+    reading_pairs = [p for r, p in two_asks if r.read_only]
+    print(f"two-ask requests of the held-out folds: {sum(p >= change_t for p in changing_pairs) / len(changing_pairs):.1%} "
+          f"of {len(changing_pairs)} that change something read so, {sum(p >= change_t for p in reading_pairs) / len(reading_pairs):.1%} "
+          f"of {len(reading_pairs)} that only read")
 
     def pool(p: dict[str, float], read_t: float, side_t: float) -> set[str]:
         return {n for n, v in p.items()
