@@ -13,6 +13,7 @@ from domain.base import event_state
 from domain.errors import MetnosError
 from domain.provenance import described
 from metnos.runtime.turn.quarantined import told
+from metnos.runtime.turn.shortlist import read_as_no_change
 from metnos.settings import i18n
 from projections import deliveries
 
@@ -90,6 +91,12 @@ def quarantined_not_offered(events: list[dict[str, Any]]) -> list[dict[str, str]
 
     language = next((e["state"].get("language") or i18n.SOURCE for e in events if e["type"] == "TurnStarted"), i18n.SOURCE)
     return told((e for event in events if event["type"] == "QuarantinedNotOffered" for e in event["state"]["executors"]), language)
+
+
+def withheld_changes(events: list[dict[str, Any]]) -> list[str]:
+    """The executors with side effects a turn was not offered because the learned offer read its request as
+    changing nothing (its ``PrefilterRanked``'s ``withheld``)."""
+    return [name for event in events if event["type"] == "PrefilterRanked" for name in read_as_no_change(event["state"].get("ranking") or {})]
 
 
 def logged_event(notification: Any, event: Any) -> dict[str, Any]:

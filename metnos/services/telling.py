@@ -4,6 +4,6 @@ Re-exported for the adapters, each of which puts these facts in its own medium.
 """
 
 from metnos.runtime.turn.failures import step_failure_words
-from metnos.runtime.turn.telling import UNVERIFIED, notices, outcome_json, reply_text, unverified_lines, why, without_status
+from metnos.runtime.turn.telling import UNVERIFIED, notices, outcome_json, reply_text, unverified_lines, why, withheld_told, without_status
 
-__all__ = ["UNVERIFIED", "notices", "outcome_json", "reply_text", "step_failure_words", "unverified_lines", "why", "without_status"]
+__all__ = ["UNVERIFIED", "notices", "outcome_json", "reply_text", "step_failure_words", "unverified_lines", "why", "withheld_told", "without_status"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from metnos.services import inbox, mnestome as mnests, queries, schedules as schedule_service
 from metnos.services.host import DaemonHost
-from metnos.services.telling import without_status
+from metnos.services.telling import withheld_told, without_status
 
 GRAPH_SIZE = 640
 
@@ -47,7 +47,7 @@ def turn(host: DaemonHost) -> Any:
             summary = next((t for t in host.live.running() if t["id"] == running), None)
             if summary is not None:
                 return {"turn": {**summary, "result": None, "undone": False, "conversation": None}, "live": True,
-                        "events": [], "steps": [], "ungrounded": {}, "why_unverified": "", "quarantined": [], "undelivered": []}
+                        "events": [], "steps": [], "ungrounded": {}, "why_unverified": "", "quarantined": [], "withheld_changes": [], "undelivered": []}
         with host.reading() as rt:
             state = queries.turns_now(rt)
             turn_id = queries.find_turn(state, request.path_params["turn_id"])
@@ -58,7 +58,10 @@ def turn(host: DaemonHost) -> Any:
         summary = state["turns"][turn_id]
         return {"turn": summary, "events": events, "steps": steps, "ungrounded": ungrounded,
                 "why_unverified": without_status(summary.get("result") or ""),
-                "quarantined": queries.quarantined_not_offered(events), "undelivered": host.outbox.undelivered(turn_id)}
+                "quarantined": queries.quarantined_not_offered(events),
+                # As the CLI tells them: only when the turn did not answer.
+                "withheld_changes": withheld_told(summary["status"], queries.withheld_changes(events)),
+                "undelivered": host.outbox.undelivered(turn_id)}
 
     return gather
 

@@ -33,7 +33,7 @@ from metnos.runtime.turn.conversation import continued, starting
 from metnos.runtime.turn.interrupts import InterruptGate
 from metnos.runtime.lease import TurnLease
 from metnos.runtime.turn.quarantined import held_versions, notices_of, ranked
-from metnos.runtime.turn.shortlist import READ_AS_NO_CHANGE
+from metnos.runtime.turn.shortlist import read_as_no_change
 from metnos.runtime.turn.loop import TurnLoop, TurnOutcome, TurnRequest
 from metnos.runtime.step.policies import guard_policy, policy_checker
 from metnos.runtime.turn.ports import Approver, Asker, LivePorts
@@ -181,8 +181,7 @@ def models_of(events: list[Any]) -> list[dict[str, str]]:
 def withheld_changes(events: list[Any]) -> list[str]:
     """The executors with side effects a turn was not offered because the learned offer read its request as
     changing nothing."""
-    return [w["name"] for e in events if isinstance(e, Turn.PrefilterRanked)
-            for w in (e.ranking or {}).get("withheld", []) if w.get("reason") == READ_AS_NO_CHANGE]
+    return [name for e in events if isinstance(e, Turn.PrefilterRanked) for name in read_as_no_change(e.ranking or {})]
 
 
 class EmptyRequest(MetnosError):

@@ -127,6 +127,12 @@ def first_by_words(ranking: Mapping[str, Any]) -> tuple[str, ...]:
 READ_AS_NO_CHANGE = "the learned offer reads the request as changing nothing"
 
 
+def read_as_no_change(ranking: Mapping[str, Any]) -> list[str]:
+    """The executors with side effects ``ranking`` (a ``PrefilterRanked``'s) withheld because the learned
+    offer read the request as changing nothing."""
+    return [w["name"] for w in ranking.get("withheld", []) if w.get("reason") == READ_AS_NO_CHANGE]
+
+
 def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: str,
              intent_tools: Sequence[str] = (), *, offer: str = "shortlist", pool_size: int | None = None) -> dict[str, Any]:
     """``ranking`` (the pre-filter event's payload) with named sources (and the

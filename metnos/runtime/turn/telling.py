@@ -73,12 +73,18 @@ def unverified_lines(outcome: Any, language: str = i18n.SOURCE) -> list[str]:
     return lines
 
 
+def withheld_told(status: str, withheld: list[str]) -> list[str]:
+    """Of the side effects a turn was not offered as a request that changes nothing, those it tells of: all
+    of them when it did not answer, none when it did (the answer needed none of them)."""
+    return [] if status == ANSWERED else list(withheld)
+
+
 def notices(outcome: Any, language: str = i18n.SOURCE) -> list[str]:
     """One sentence for each quarantined executor the request would have been offered, then, when the turn did
     not answer, one for the side effects it was not offered as a request that changes nothing; in ``language``."""
     told = [i18n.said_words(q["notice"], language) for q in getattr(outcome, "quarantined", None) or []]
     withheld = getattr(outcome, "withheld_changes", None) or []
-    if withheld and outcome.status != ANSWERED:
+    if withheld and withheld_told(outcome.status, withheld):
         told.append(i18n.in_force().text("telling.withheld_change", language, executors=", ".join(withheld)))
     return told
 
