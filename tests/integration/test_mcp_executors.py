@@ -23,6 +23,7 @@ import pytest
 
 from metnos.adapters.cli import main
 from metnos.settings.workspace import Workspace
+from metnos.runtime.turn.shortlist import READ_AS_NO_CHANGE
 from tests.support.mcp_door import INJECTED_CODE, PASSPORT, write_door_server
 from tests.support.mcp_hostile import write_hostile_server
 from tests.support.mcp_http_server import mcp_http_server
@@ -424,13 +425,15 @@ def test_the_same_value_in_the_users_words_is_set_under_yes(home: Path, tmp_path
 
 def test_a_side_effect_the_request_does_not_ask_for_chosen_after_reading_is_not_approved_by_yes(home: Path, tmp_path: Path, capsys,
                                                                                                 monkeypatch) -> None:
-    """The request says nothing of setting: the tool came to the model's mind from what the notice said."""
+    """The request says nothing of setting: the tool came to the model's mind from what the notice said. The
+    rules' offer brings set_door_code (its words are the request's), so the step's judge is what stops it."""
     code_file = _door(capsys, home, tmp_path)
     script = [call("get_door_notice", {}), call("set_door_code", {"code": "9031", "code_file_path": "~/door-codes/code.txt"}),
               text("Done.")]
     with ScriptedLLM(script, dialect="openai") as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        monkeypatch.setenv("METNOS_ENGINE_OFFER", "shortlist")
         # The code and the file are the user's words: only the action itself came from the notice.
         code, out = _ask(capsys, "read the building's notice about the door code 9031 in ~/door-codes/code.txt", "--yes")
     offered = [t["function"]["name"] for t in llm.requests[0].body["tools"]]
@@ -438,6 +441,24 @@ def test_a_side_effect_the_request_does_not_ask_for_chosen_after_reading_is_not_
     events = _turn_events(capsys, out["turn_id"])
     judged = [e["state"]["verdict"] for e in events if e["topic"].endswith("StepJudged") and e["state"]["verdict"]["executor"] == "set_door_code"]
     assert judged and "your request does not ask for what set_door_code does" in judged[0]["reason"], (judged, offered)
+
+
+def test_the_default_offer_does_not_offer_a_server_side_effect_to_a_request_that_only_reads(home: Path, tmp_path: Path, capsys,
+                                                                                            monkeypatch) -> None:
+    """The offer model never saw this server's tools, but its reading of the request (no change asked) holds
+    for every executor with side effects: set_door_code is withheld, and says why."""
+    code_file = _door(capsys, home, tmp_path)
+    script = [call("get_door_notice", {}), call("set_door_code", {"code": "9031", "code_file_path": "~/door-codes/code.txt"}),
+              text("Done.")]
+    with ScriptedLLM(script, dialect="openai") as llm:
+        monkeypatch.setenv("METNOS_LLM_URL", llm.url)
+        monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
+        code, out = _ask(capsys, "read the building's notice about the door code 9031 in ~/door-codes/code.txt", "--yes")
+    offered = [t["function"]["name"] for t in llm.requests[0].body["tools"]]
+    assert "get_door_notice" in offered and "set_door_code" not in offered, offered
+    assert code_file.read_text() == "1234", out
+    [ranked] = [e["state"]["ranking"] for e in _turn_events(capsys, out["turn_id"]) if e["topic"].endswith("PrefilterRanked")]
+    assert {"name": "set_door_code", "reason": READ_AS_NO_CHANGE} in ranked["withheld"], ranked
 
 
 def _note_turn(capsys, monkeypatch, request: str, answer: str) -> tuple[int, dict]:
