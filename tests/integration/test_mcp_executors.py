@@ -448,10 +448,11 @@ def test_a_side_effect_the_request_does_not_ask_for_chosen_after_reading_is_not_
     assert judged and "your request does not ask for what set_door_code does" in judged[0]["reason"], (judged, offered)
 
 
-def test_the_default_offer_does_not_offer_a_server_side_effect_to_a_request_that_only_reads(home: Path, tmp_path: Path, capsys,
+def test_the_learned_offer_does_not_offer_a_server_side_effect_to_a_request_that_only_reads(home: Path, tmp_path: Path, capsys,
                                                                                             monkeypatch) -> None:
     """The offer model never saw this server's tools, but its reading of the request (no change asked) holds
     for every executor with side effects: set_door_code is withheld, and says why."""
+    monkeypatch.setenv("METNOS_ENGINE_OFFER", "learned")
     code_file, out, offered, events = _set_after_reading(capsys, monkeypatch, home, tmp_path)
     assert "get_door_notice" in offered and "set_door_code" not in offered, offered
     assert code_file.read_text() == "1234", out

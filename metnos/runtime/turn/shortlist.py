@@ -57,10 +57,9 @@ classifier learned from written requests names (:mod:`metnos.runtime.step.learne
 request of questions only, or one that says to change nothing, is still offered
 none, nor is one the classifier reads as asking for no change at all, whatever
 rule brought the executor (an executor named by its own name stays).
-``offer = "learned"`` is the default. ``offer = "gated"`` is the shortlist with
-that reading alone: nothing added, and no side effect offered to a request the
-classifier reads as changing nothing. ``offer = "shortlist"`` keeps the ranking,
-completed.
+``offer = "gated"`` is the shortlist with that reading alone: nothing added, and
+no side effect offered to a request the classifier reads as changing nothing.
+``offer = "shortlist"``, the default, keeps the ranking, completed.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.runtime.turn.intent_model`) join too, before the rule on side effects,
