@@ -29,7 +29,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, Written, catalogue, written_figures  # noqa: E402
-from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, MODEL_FILE, OfferModel, SparseWeights, features, load  # noqa: E402
+from metnos.runtime.step.learned_offer import (  # noqa: E402
+    BUCKETS, CHANGES, MODEL_FILE, OfferModel, SparseWeights, features, load, side_score,
+)
 
 TRAINING = REPO / "training" / "offer"
 
@@ -113,8 +115,8 @@ def as_model(names: list[str], intercepts: list[float], coefs: list, trained: li
                       read_t, side_t, change_t, dict(own or {}))
 
 
-def choose_thresholds(rows: list[Written], names: list[str], side_effecting: frozenset[str], args: argparse.Namespace,
-                      folds: int = 5) -> tuple[float, float, dict[str, float], float, dict]:
+def choose_thresholds(rows: list[Written], names: list[str], side_effecting: frozenset[str], answers: frozenset[str],
+                      args: argparse.Namespace, folds: int = 5) -> tuple[float, float, dict[str, float], float, dict]:
     from sklearn.model_selection import GroupKFold
 
     probs: list[dict[str, float]] = [{} for _ in rows]
@@ -135,29 +137,37 @@ def choose_thresholds(rows: list[Written], names: list[str], side_effecting: fro
           f"of {len(changing_pairs)} that change something read so, {sum(p >= change_t for p in reading_pairs) / len(reading_pairs):.1%} "
           f"of {len(reading_pairs)} that only read")
 
+    def score(p: dict[str, float], n: str) -> float:
+        """As the runtime reads it (``OfferModel.read``): an executor with side effects by ``side_score``, and not
+        at all below the change threshold unless it answers questions."""
+        if n not in side_effecting:
+            return p[n]
+        if n in answers:
+            return p[n]
+        return side_score(p[n], p[CHANGES]) if p[CHANGES] >= change_t else -1.0
+
     def pool(p: dict[str, float], read_t: float, side_t: float) -> set[str]:
-        return {n for n, v in p.items()
-                if n != CHANGES and v >= (side_t if n in side_effecting else read_t)
-                and (n not in side_effecting or p[CHANGES] >= change_t)}
+        return {n for n in p if n != CHANGES and score(p, n) >= (side_t if n in side_effecting else read_t)}
 
     side_t = next(t for t in grid if sum(bool(pool(probs[i], 1.1, t)) for i in read_only) / len(read_only) <= args.side_limit)
     read_t = next(t for t in grid if sum(len(pool(p, t, side_t)) for p in probs) / len(rows) <= args.pool_limit)
-    own = own_side_thresholds(rows, probs, side_effecting, read_t, change_t, args.side_limit, grid)
+    scores = [{n: score(p, n) for n in p if n in side_effecting} for p in probs]
+    own = own_side_thresholds(rows, probs, scores, side_effecting, read_t, args.side_limit, [x / 100 for x in range(1, 96)])
 
-    def offer(p: dict[str, float]) -> list[str]:
+    def offer(p: dict[str, float], scored: dict[str, float]) -> list[str]:
         return sorted({n for n, v in p.items() if n != CHANGES and n not in side_effecting and v >= read_t}
-                      | {n for n, t in own.items() if p.get(n, 0.0) >= t and p[CHANGES] >= change_t})
+                      | {n for n, t in own.items() if scored.get(n, -1.0) >= t})
 
     flat = written_figures(rows, {r.text: sorted(pool(p, read_t, side_t)) for r, p in zip(rows, probs, strict=True)},
                            side_effecting)
     print(f"with one side-effect threshold ({side_t:.2f}) instead: recall {flat['recall']:.1%} "
           f"({flat['recall_per_executor']:.1%}), side effects offered {flat['side_effects_offered']:.1%}")
-    pools = {r.text: offer(p) for r, p in zip(rows, probs, strict=True)}
+    pools = {r.text: offer(p, scored) for r, p, scored in zip(rows, probs, scores, strict=True)}
     return read_t, side_t, own, change_t, written_figures(rows, pools, side_effecting)
 
 
-def own_side_thresholds(rows: list[Written], probs: list[dict[str, float]], side_effecting: frozenset[str], read_t: float,
-                        change_t: float, limit: float, grid: list[float]) -> dict[str, float]:
+def own_side_thresholds(rows: list[Written], probs: list[dict[str, float]], scores: list[dict[str, float]],
+                        side_effecting: frozenset[str], read_t: float, limit: float, grid: list[float]) -> dict[str, float]:
     """A threshold for each executor with side effects: all start above every grid value, and each round
     lowers the one whose cut completes the most requests for each read-only request it newly offers a side
     effect, while the share of those stays within ``limit`` (a budgeted greedy: some executors' probabilities
@@ -165,9 +175,9 @@ def own_side_thresholds(rows: list[Written], probs: list[dict[str, float]], side
     read_only = {i for i, r in enumerate(rows) if r.read_only}
     budget = int(limit * len(read_only))
     offered = [{n for n, v in p.items() if n != CHANGES and n not in side_effecting and v >= read_t} for p in probs]
-    # Per executor, the requests that pass the change reading, most likely first.
-    ranked = {n: sorted(((p[n], i) for i, p in enumerate(probs) if n in p and p[CHANGES] >= change_t), reverse=True)
-              for n in side_effecting if any(n in p for p in probs)}
+    # Per executor, the requests it may be offered to (``scores``: the change reading passed), highest score first.
+    ranked = {n: sorted(((p[n], i) for i, p in enumerate(scores) if p.get(n, -1.0) >= 0.0), reverse=True)
+              for n in side_effecting if any(n in p for p in scores)}
     own = dict.fromkeys(ranked, 1.0)
     spent = 0
     while True:
@@ -225,13 +235,14 @@ def main(argv: list[str] | None = None) -> int:
     entries = catalogue()
     names = [e.name for e in entries] + [CHANGES]
     side_effecting = frozenset(e.name for e in entries if e.side_effects)
+    answers = frozenset(e.name for e in entries if e.side_effects and e.output_varies is not None)
     measured = {r.text.casefold() for path in (REQUEST_SET, *BLIND_SETS) for r in read_rows(path)}
     rows = [r for path in sorted(TRAINING.glob("*.jsonl")) for r in read_rows(path)]
     left_out = [r.text for r in rows if r.text.casefold() in measured]
     rows = [r for r in rows if r.text.casefold() not in measured]
     print(f"{len(rows)} training requests, {len({r.task for r in rows})} tasks; {len(left_out)} left out, being word for "
           f"word in a measured set")
-    read_t, side_t, own, change_t, cv = choose_thresholds(rows, names, side_effecting, args)
+    read_t, side_t, own, change_t, cv = choose_thresholds(rows, names, side_effecting, answers, args)
     print(f"thresholds by grouped cross-validation: read-only {read_t:.2f}, side effects "
           f"{', '.join(f'{n} {t:.2f}' for n, t in sorted(own.items()))}, "
           f"asks for a change {change_t:.2f}; there, recall "
@@ -241,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                      own=own)
     save(model, args.out)
     again = load(args.out)
-    moved = sum(again.offered(r.text, side_effecting) != model.offered(r.text, side_effecting) for r in rows)
+    moved = sum(again.offered(r.text, side_effecting, answers) != model.offered(r.text, side_effecting, answers) for r in rows)
     print(f"saved {args.out}: {args.out.stat().st_size} bytes, {len(model.weights)} "
           f"weights over {model.weights.buckets()} buckets; {moved} training offers changed by float16")
     return 0

@@ -79,6 +79,45 @@ def test_below_the_change_threshold_no_side_effect_is_offered() -> None:
     assert model.read("qqq", {"send_messages"}) == LearnedReading(("read_files",), False)
 
 
+def model_of(tool: float, change: float, threshold: float) -> OfferModel:
+    """A model whose every request gives send_messages and run_commands probability ``tool`` and CHANGES
+    probability ``change`` (by intercepts alone), both held to ``threshold``."""
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    return OfferModel(("send_messages", "run_commands", CHANGES), (logit(tool), logit(tool), logit(change)), SparseWeights.of({}),
+                      0.5, threshold, 0.5)
+
+
+@pytest.mark.parametrize(("tool", "change", "offered"), [(0.6, 0.99, True), (0.6, 0.7, False), (0.45, 0.99, True),
+                                                          (0.95, 0.45, False)])
+def test_a_side_effect_is_held_to_its_threshold_by_its_product_with_the_change_reading(
+        tool: float, change: float, offered: bool) -> None:
+    # 0.6 of the tool passes 0.5 alone, but not beside a doubtful change (0.42); a clear change carries 0.45 (0.45 > 0.44);
+    # below the change threshold nothing with side effects is offered, however likely.
+    reading = model_of(tool, change, 0.44).read("x", {"send_messages"})
+    assert ("send_messages" in reading.tools) is offered
+
+
+def test_a_side_effect_whose_output_answers_questions_is_offered_to_a_request_that_changes_nothing() -> None:
+    reading = model_of(0.9, 0.1, 0.5).read("how much space does ~/Music take?", {"send_messages", "run_commands"},
+                                            {"run_commands"})
+    assert reading == LearnedReading(("run_commands",), False)
+
+
+def test_a_file_tool_the_model_names_stays_beside_another_taker_of_its_verb(
+        index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "delete" has a taker that is not a file tool (delete_events) and the request names no file.
+    text = "delete that thing i don't need anymore"
+    assert "delete_files" not in [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]
+    got = offer(index, text, monkeypatch, "delete_files")
+    assert "delete_files" in [c["name"] for c in got["candidates"]]
+
+
+def test_a_command_the_model_names_is_offered_to_a_request_it_reads_as_changing_nothing(
+        index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    got = offer(index, "how big is ~/Music these days", monkeypatch, "run_commands", changes=False)
+    assert "run_commands" in [c["name"] for c in got["candidates"]]
+
+
 @pytest.mark.parametrize(("text", "changes"), [("what does ~/recipes/soup.txt say?", False),
                                                ("quante righe ha ~/lavoro/clienti.csv?", False),
                                                ("throw ~/recipes/soup.txt in the bin", True),
@@ -107,7 +146,7 @@ class Names:
         self.changes = changes
         self.digest = "0123456789abcdef"
 
-    def read(self, text: str, side_effecting: frozenset[str]) -> LearnedReading:
+    def read(self, text: str, side_effecting: frozenset[str], answers_questions: frozenset[str] = frozenset()) -> LearnedReading:
         return LearnedReading(self.names, self.changes)
 
 

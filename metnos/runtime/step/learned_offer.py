@@ -8,9 +8,10 @@ from every measured set (training/offer/, trained by training/train_offer.py),
 reads wordings the rules do not: idioms, notes without a verb, typos and
 Italian clitics.
 
-Each executor it was trained on gets a probability; it is offered when the
-probability reaches the model's threshold, a higher one for an executor with
-side effects. One more output, :data:`CHANGES`, is learned from whether a
+Each executor it was trained on gets a probability; one without side effects
+is offered when it reaches the model's threshold, one with side effects when
+its product with the probability of a change (:func:`side_score`) reaches the
+executor's own. One more output, :data:`CHANGES`, is learned from whether a
 request needs any executor with side effects at all: pooled over every kind of
 change, it tells a request that changes something from one that only reads far
 better than any one executor's output, and below its threshold no executor
@@ -164,18 +165,31 @@ class OfferModel:
         scores = self.weights.scores(features(text), len(self.names)).tolist()
         return {name: 1.0 / (1.0 + math.exp(-(b + s))) for name, b, s in zip(self.names, self.intercepts, scores, strict=True)}
 
-    def read(self, text: str, side_effecting: frozenset[str] | set[str]) -> LearnedReading:
+    def read(self, text: str, side_effecting: frozenset[str] | set[str],
+             answers_questions: frozenset[str] | set[str] = frozenset()) -> LearnedReading:
         """The executors whose probability reaches their threshold, most likely first (those with side effects
-        only when the request reads as asking for a change)."""
+        only when the request reads as asking for a change, save those in ``answers_questions``: a command's
+        output reads the world, and "how much space does ~/Music take?" asks for no change)."""
         probs = self.probabilities(text)
-        changes = probs.pop(CHANGES, 1.0) >= self.change_threshold
+        asks_change = probs.pop(CHANGES, 1.0)
+        changes = asks_change >= self.change_threshold
         kept = [n for n, p in probs.items()
-                if ((changes and p >= self.side_thresholds.get(n, self.side_threshold)) if n in side_effecting
-                    else p >= self.read_threshold)]
+                if (((changes or n in answers_questions)
+                     and side_score(p, 1.0 if n in answers_questions else asks_change) >= self.side_thresholds.get(n, self.side_threshold))
+                    if n in side_effecting else p >= self.read_threshold)]
         return LearnedReading(tuple(sorted(kept, key=lambda n: (-probs[n], n))), changes)
 
-    def offered(self, text: str, side_effecting: frozenset[str] | set[str]) -> tuple[str, ...]:
-        return self.read(text, side_effecting).tools
+    def offered(self, text: str, side_effecting: frozenset[str] | set[str],
+                answers_questions: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...]:
+        return self.read(text, side_effecting, answers_questions).tools
+
+
+def side_score(needs: float, asks_change: float) -> float:
+    """What an executor with side effects is held to its threshold by: the probability that the request asks
+    for a change and needs it. An executor's output is often likely for a request that reads ("send me the
+    list") or unlikely for one that plainly changes something ("ping Marco"); the product lets a clear
+    reading of change carry a weaker one of the executor, and keeps a doubtful one from offering it."""
+    return needs * asks_change
 
 
 def load(path: Path = MODEL_FILE) -> OfferModel:

@@ -53,10 +53,12 @@ reader its ``phrase``): on the same requests the shortlist's recall goes from
 77% to 82% on the held-out half, for about 70 more tokens of first prompt at
 the median. ``offer = "learned"`` is the shortlist with the executors a
 classifier learned from written requests names (:mod:`metnos.runtime.step.learned_offer`,
-``via: "learned"``): one it names with side effects counts as asked, but a
-request of questions only, or one that says to change nothing, is still offered
-none, nor is one the classifier reads as asking for no change at all, whatever
-rule brought the executor (an executor named by its own name stays).
+``via: "learned"``): one it names with side effects counts as asked, and a file
+tool it names stays beside another taker of the request's verb, but a request
+of questions only, or one that says to change nothing, is still offered none,
+nor is one the classifier reads as asking for no change at all, whatever rule
+brought the executor (an executor named by its own name stays, and one whose
+output reads the world, run_commands, when the classifier names it).
 ``offer = "gated"`` is the shortlist with that reading alone: nothing added, and
 no side effect offered to a request the classifier reads as changing nothing.
 ``offer = "shortlist"``, the default, keeps the ranking, completed.
@@ -230,10 +232,11 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         if (only_questions and c["name"] in index.action_tags and c["name"] in known
                 and known[c["name"]].output_varies is None and c["name"] not in lowered):
             return "a request of questions only asks for no change"
-        if not reads_as_change and c["name"] in known and known[c["name"]].side_effects and c["name"] not in lowered:
+        if (not reads_as_change and c["name"] in known and known[c["name"]].side_effects and c["name"] not in lowered
+                and c["name"] not in learned):
             return READ_AS_NO_CHANGE
         if (c["name"] in index.action_tags and not names_files and other_taker and c["name"] in known
-                and acts_on_files(known[c["name"]]) and c["name"] not in lowered):
+                and acts_on_files(known[c["name"]]) and c["name"] not in lowered and c["name"] not in learned):
             return "acts on files, and the request names none while another tool takes its action"
         return None
 
@@ -276,7 +279,8 @@ def learned_reading(model: OfferModel, index: PrefilterIndex, request_text: str)
     for a change."""
     known = {e.name: e for e in index.entries}
     side_effecting = frozenset(name for name, e in known.items() if e.side_effects)
-    reading = model.read(request_text, side_effecting)
+    reads_world = frozenset(name for name in side_effecting if known[name].output_varies is not None)
+    reading = model.read(request_text, side_effecting, reads_world)
     return frozenset(name for name in reading.tools if name in known), reading.changes
 
 
