@@ -11,7 +11,8 @@ regression (scikit-learn, a tool of this script only: the runtime scores the sav
 one more output, ``CHANGES``, learned from whether a request needs any executor with side effects. The
 thresholds are chosen on the training requests alone, by cross-validation grouped by task (the six
 wordings of a task stay on one side): the highest ``CHANGES`` threshold that still passes
-``--change-keep`` of the requests that change something, then the lowest side-effect threshold whose side
+``--change-keep`` of the requests that change something, then a threshold for each executor with side
+effects, held to its product with the change reading (``learned_offer.side_score``), such that side
 effects offered to read-only requests stay within ``--side-limit``, and the lowest read-only threshold
 whose mean offer stays within ``--pool-limit``. Weights under ``--prune`` are dropped, and the rest kept as float16.
 
@@ -140,9 +141,7 @@ def choose_thresholds(rows: list[Written], names: list[str], side_effecting: fro
     def score(p: dict[str, float], n: str) -> float:
         """As the runtime reads it (``OfferModel.read``): an executor with side effects by ``side_score``, and not
         at all below the change threshold unless it answers questions."""
-        if n not in side_effecting:
-            return p[n]
-        if n in answers:
+        if n not in side_effecting or n in answers:
             return p[n]
         return side_score(p[n], p[CHANGES]) if p[CHANGES] >= change_t else -1.0
 

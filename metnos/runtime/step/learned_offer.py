@@ -167,17 +167,23 @@ class OfferModel:
 
     def read(self, text: str, side_effecting: frozenset[str] | set[str],
              answers_questions: frozenset[str] | set[str] = frozenset()) -> LearnedReading:
-        """The executors whose probability reaches their threshold, most likely first (those with side effects
-        only when the request reads as asking for a change, save those in ``answers_questions``: a command's
-        output reads the world, and "how much space does ~/Music take?" asks for no change)."""
+        """The executors that reach their threshold, most likely first: those with side effects by
+        :func:`side_score`, and only when the request reads as asking for a change, save those in
+        ``answers_questions``, held by their probability alone (a command's output reads the world, and "how
+        much space does ~/Music take?" asks for no change)."""
         probs = self.probabilities(text)
         asks_change = probs.pop(CHANGES, 1.0)
         changes = asks_change >= self.change_threshold
-        kept = [n for n, p in probs.items()
-                if (((changes or n in answers_questions)
-                     and side_score(p, 1.0 if n in answers_questions else asks_change) >= self.side_thresholds.get(n, self.side_threshold))
-                    if n in side_effecting else p >= self.read_threshold)]
-        return LearnedReading(tuple(sorted(kept, key=lambda n: (-probs[n], n))), changes)
+
+        def kept(n: str, p: float) -> bool:
+            if n not in side_effecting:
+                return p >= self.read_threshold
+            if n in answers_questions:
+                return p >= self.side_thresholds.get(n, self.side_threshold)
+            return changes and side_score(p, asks_change) >= self.side_thresholds.get(n, self.side_threshold)
+
+        tools = sorted((n for n, p in probs.items() if kept(n, p)), key=lambda n: (-probs[n], n))
+        return LearnedReading(tuple(tools), changes)
 
     def offered(self, text: str, side_effecting: frozenset[str] | set[str],
                 answers_questions: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...]:
