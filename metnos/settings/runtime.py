@@ -129,6 +129,9 @@ class RuntimeConfig(BaseModel):
     grounding_verdict_words: bool = setting(True, "A verdict is asked in any language its executor's output schema names "
                                                   "words for (\"libero\" asks is_free), and an answer's \"no\" or \"si\" is one "
                                                   "only standing alone (\"No meeting then\" opens with no verdict).")
+    grounding_names: bool = setting(True, "An answer given with no step taken names no town, person or day the request "
+                                          "did not (a capitalised word that opens no sentence): the 0.5B answered where the "
+                                          "user is without looking.")
     data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
                                          "what the request's own words rank first, or gave the data: a folder's listing does "
                                          "not answer what changed in it when nothing ran git.")
@@ -171,7 +174,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_whole_asks": False, "done_not_denied": False,
                                          "grounding_after_loop": False, "grounding_quoted_names": False,
                                          "data_asked_for": False, "name_conditions": False, "refusal_retried_after_step": False,
-                                         "grounding_verdicts": False, "grounding_verdict_words": False}
+                                         "grounding_verdicts": False, "grounding_verdict_words": False,
+                                         "grounding_names": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -69,6 +69,23 @@ def test_a_step_the_answer_names_is_no_figure_to_find() -> None:
     assert check_answer("It took 1 step and found 3 files.", request="x", steps=[], home="/home/u").unmatched == ("1", "3")
 
 
+def test_an_answer_given_with_no_step_names_no_one_and_nowhere_the_request_did_not() -> None:
+    # The 0.5B, offered eight tools, called none and answered where the user is.
+    ask = "Which town am I in, going by my settings?"
+    made_up = check_answer("In the settings, I am in the town of London.", request=ask, steps=[], home="/home/u")
+    assert made_up.unmatched == ("London",)
+    assert not check_answer("It is Monday, 3 March.", request="what day is it?", steps=[], home="/home/u").holds
+    # A name the request gave, a word opening a sentence or a line, a stopword or capitals are not names given.
+    assert check_answer("Yes, you are in London.", request="am I in London?", steps=[], home="/home/u").holds
+    assert check_answer("Hello! How can I help? Note: The PDF and CSV tools can.", request="hi", steps=[], home="/home/u").holds
+    # With a step taken the data says the names, in its own wording: an answer is not held to them.
+    location = StepData("get_location", False, {"ok": True, "city": "Lucca"})
+    assert check_answer("You are in Lucca, in Tuscany.", request=ask, steps=[location], home="/home/u").holds
+    # A turn recorded before the check replays without it.
+    assert check_answer("In the settings, I am in the town of London.", request=ask, steps=[], home="/home/u",
+                        names_without_steps=False).holds
+
+
 def test_a_machine_name_must_be_in_a_result_the_request_or_the_tools_names() -> None:
     # The 0.5B answered "from_location: town" to where the user is, with no step run.
     made_up = check_answer("from_location: town", request="Which town am I in, going by my settings?", steps=[], home="/home/u")

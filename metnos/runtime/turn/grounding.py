@@ -46,6 +46,9 @@ _STEP_NUMBER = re.compile(r"\b(?:steps?|passo|passi)\s*$", re.IGNORECASE)
 # which only the data, the request or the names the turn's tools go by can give. The 0.5B answered
 # "from_location: town" to where the user is, with no step run.
 _IDENTIFIER = re.compile(r"(?<![\w./~\\-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w/\\-])")
+# A name an answer gives: a capitalised word (not all capitals, not a stopword) that opens no sentence or line.
+_WORD_TOKEN = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_OPENS = re.compile(r"(?:^|[.!?]|\n)[\s\"'“«(*_`#>•-]*(?:\d{1,3}[.)]\s*)?$")
 _QUOTED = re.compile(r"\"([^\"\n]{2,})\"|“([^”\n]{2,})”|«([^»\n]{2,})»|`([^`\n]{2,})`")
 _FENCE = re.compile(r"```[^\n]*\n(?P<body>.*?)```", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+(?P<item>.+?)\s*$")
@@ -373,6 +376,18 @@ def _claims_unmatched(answer: str, known: _Known, names: Collection[str] = (), *
     return unmatched
 
 
+def names_given(answer: str) -> list[str]:
+    """The names ``answer`` gives: a town, a person, a day ("You are in the town of London"), written as
+    words that start with a capital where no sentence or line starts."""
+    out: list[str] = []
+    for m in _WORD_TOKEN.finditer(answer):
+        word = m.group()
+        if (len(word) > 1 and word[0].isupper() and not word.isupper() and word not in out and content_tokens(word)
+                and not _OPENS.search(answer, max(0, m.start() - 40), m.start())):
+            out.append(word)
+    return out
+
+
 def claims(answer: str, names: Collection[str] = ()) -> list[str]:
     """What in ``answer`` the grounding check looks for in the steps' results: addresses, paths,
     quotations, list items, names and numbers (none in "The last commit did not change any files.")."""
@@ -660,7 +675,8 @@ def _against_no_link(request: str, answer: str, steps: Sequence[StepData]) -> st
 
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
                  names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True,
-                 verdict_words: Mapping[str, Mapping[str, Collection[str]]] | None = None) -> Grounding:
+                 verdict_words: Mapping[str, Mapping[str, Collection[str]]] | None = None,
+                 names_without_steps: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
@@ -668,13 +684,18 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     for one recorded before a tool named in quotes was the turn's own, ``verdicts`` False for one recorded before a
     yes or no was checked against a step's verdict; ``verdict_words``: executor -> verdict field -> the words
     that ask it (``TurnCatalogue.verdict_words``), None for a turn recorded before they were read, whose "no"
-    before any word was a no."""
+    before any word was a no; ``names_without_steps`` False for one recorded before an answer given with no
+    step was held to the names the request gave (:func:`names_given`: with nothing looked at, a town or a
+    person the request did not name is the model's own; with steps, the data's wording of a name varies
+    too much to hold an answer to it)."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
     counts = [n for obs in observations for n in _lengths(obs)]
     known = _Known(texts, [float(n) for n in counts], home)
     unmatched = _claims_unmatched(answer, known, names, quoted_names=quoted_names)
+    if names_without_steps and not steps:
+        unmatched += [name for name in names_given(answer) if name not in names and not known.has_text(name)]
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)

@@ -42,7 +42,8 @@ class Grounded(BaseRule):
                                  names=loop.catalogue.machine_names, whole=loop.online.config.grounding_whole_asks,
                                  quoted_names=loop.online.config.grounding_quoted_names,
                                  verdicts=loop.online.config.grounding_verdicts,
-                                 verdict_words=loop.catalogue.verdict_words if loop.online.config.grounding_verdict_words else None)
+                                 verdict_words=loop.catalogue.verdict_words if loop.online.config.grounding_verdict_words else None,
+                                 names_without_steps=loop.online.config.grounding_names)
         if (grounding.holds and state.looped and not state.acted and answer.source == "model"
                 and loop.online.config.grounding_after_loop):
             grounding = replace(grounding, bare=after_a_loop(answer.text, answer.request.text, [*earlier, *steps, *told],
