@@ -193,7 +193,7 @@ class OfferModel:
 def side_score(needs: float, asks_change: float) -> float:
     """What an executor with side effects is held to its threshold by: the probability that the request asks
     for a change and needs it. An executor's output is often likely for a request that reads ("send me the
-    list") or unlikely for one that plainly changes something ("ping Marco"); the product lets a clear
+    list") or unlikely for one that plainly changes something ("ping Sara"); the product lets a clear
     reading of change carry a weaker one of the executor, and keeps a doubtful one from offering it."""
     return needs * asks_change
 
