@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, Written, catalogue, written_figures  # noqa: E402
 from metnos.runtime.step.learned_offer import (  # noqa: E402
-    BUCKETS, CHANGES, MODEL_FILE, OfferModel, SparseWeights, features, load, side_score,
+    BUCKETS, CHANGES, MODEL_FILE, OfferModel, SparseWeights, features, held_score, load,
 )
 
 TRAINING = REPO / "training" / "offer"
@@ -139,11 +139,9 @@ def choose_thresholds(rows: list[Written], names: list[str], side_effecting: fro
           f"of {len(reading_pairs)} that only read")
 
     def score(p: dict[str, float], n: str) -> float:
-        """As the runtime reads it (``OfferModel.read``): an executor with side effects by ``side_score``, and not
-        at all below the change threshold unless it answers questions."""
-        if n not in side_effecting or n in answers:
-            return p[n]
-        return side_score(p[n], p[CHANGES]) if p[CHANGES] >= change_t else -1.0
+        """As the runtime reads it (``learned_offer.held_score``), -1.0 where it may not be offered."""
+        held = held_score(n, p[n], p[CHANGES], p[CHANGES] >= change_t, side_effecting, answers)
+        return -1.0 if held is None else held
 
     def pool(p: dict[str, float], read_t: float, side_t: float) -> set[str]:
         return {n for n in p if n != CHANGES and score(p, n) >= (side_t if n in side_effecting else read_t)}

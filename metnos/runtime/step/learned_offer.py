@@ -176,11 +176,9 @@ class OfferModel:
         changes = asks_change >= self.change_threshold
 
         def kept(n: str, p: float) -> bool:
-            if n not in side_effecting:
-                return p >= self.read_threshold
-            if n in answers_questions:
-                return p >= self.side_thresholds.get(n, self.side_threshold)
-            return changes and side_score(p, asks_change) >= self.side_thresholds.get(n, self.side_threshold)
+            held = held_score(n, p, asks_change, changes, side_effecting, answers_questions)
+            threshold = self.side_thresholds.get(n, self.side_threshold) if n in side_effecting else self.read_threshold
+            return held is not None and held >= threshold
 
         tools = sorted((n for n, p in probs.items() if kept(n, p)), key=lambda n: (-probs[n], n))
         return LearnedReading(tuple(tools), changes)
@@ -196,6 +194,16 @@ def side_score(needs: float, asks_change: float) -> float:
     list") or unlikely for one that plainly changes something ("ping Sara"); the product lets a clear
     reading of change carry a weaker one of the executor, and keeps a doubtful one from offering it."""
     return needs * asks_change
+
+
+def held_score(name: str, needs: float, asks_change: float, changes: bool, side_effecting: frozenset[str] | set[str],
+               answers_questions: frozenset[str] | set[str]) -> float | None:
+    """What ``name`` is held to its threshold by: its probability, or :func:`side_score` for an executor with
+    side effects that does not answer questions; None when it may not be offered (such an executor, for a
+    request read as changing nothing)."""
+    if name not in side_effecting or name in answers_questions:
+        return needs
+    return side_score(needs, asks_change) if changes else None
 
 
 def load(path: Path = MODEL_FILE) -> OfferModel:
