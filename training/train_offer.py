@@ -86,7 +86,7 @@ def matrix(texts: list[str]):  # noqa: ANN201 - a scipy matrix
     return csr_matrix((data, indices, indptr), shape=(len(texts), BUCKETS))
 
 
-def fit(rows: list[Written], names: list[str], c: float) -> tuple[list[float], list[list[float]], list[int]]:
+def fit(rows: list[Written], names: list[str], c: float, balanced: bool = True) -> tuple[list[float], list[list[float]], list[int]]:
     """Intercepts and weights (one row of BUCKETS a trained executor), and which executors were trained."""
     from sklearn.linear_model import LogisticRegression
 
@@ -96,7 +96,7 @@ def fit(rows: list[Written], names: list[str], c: float) -> tuple[list[float], l
         y = [int(not r.read_only) if name == CHANGES else int(name in r.needs) for r in rows]
         if not any(y):
             continue
-        model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced").fit(x, y)
+        model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced" if balanced else None).fit(x, y)
         trained.append(k)
         intercepts.append(float(model.intercept_[0]))
         coefs.append(model.coef_[0])
@@ -123,7 +123,7 @@ def choose_thresholds(rows: list[Written], names: list[str], side_effecting: fro
     probs: list[dict[str, float]] = [{} for _ in rows]
     two_asks: list[tuple[Written, float]] = []
     for train, test in GroupKFold(n_splits=folds).split(rows, groups=[r.task for r in rows]):
-        model = as_model(names, *fit([rows[i] for i in train], names, args.c), prune=args.prune)
+        model = as_model(names, *fit([rows[i] for i in train], names, args.c, args.balanced), prune=args.prune)
         for i in test:
             probs[i] = model.probabilities(rows[i].text)
         two_asks += [(r, model.probabilities(r.text)[CHANGES]) for r in compounds([rows[i] for i in test], 0.3, seed=31)]
@@ -227,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--c", type=float, default=10.0, help="the inverse strength of the regularisation")
     parser.add_argument("--prune", type=float, default=0.05, help="weights smaller than this are dropped")
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
+    parser.add_argument("--unbalanced", dest="balanced", action="store_false",
+                        help="weigh each request alike, not each executor's yes and no alike")
+    parser.add_argument("--with-dev", action="store_true",
+                        help="also learn from the dev split of bench/shortlist_requests.jsonl (its held-out split stays measured)")
     args = parser.parse_args(argv)
 
     entries = catalogue()
@@ -237,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for path in sorted(TRAINING.glob("*.jsonl")) for r in read_rows(path)]
     left_out = [r.text for r in rows if r.text.casefold() in measured]
     rows = [r for r in rows if r.text.casefold() not in measured]
+    if args.with_dev:
+        dev = [r for r in read_rows(REQUEST_SET) if r.split == "dev"]
+        rows += dev
+        print(f"with the {len(dev)} requests of the written set's dev split")
     print(f"{len(rows)} training requests, {len({r.task for r in rows})} tasks; {len(left_out)} left out, being word for "
           f"word in a measured set")
     read_t, side_t, own, change_t, cv = choose_thresholds(rows, names, side_effecting, answers, args)
@@ -245,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
           f"asks for a change {change_t:.2f}; there, recall "
           f"{cv['recall']:.1%} ({cv['recall_per_executor']:.1%}), side effects offered {cv['side_effects_offered']:.1%}, "
           f"mean pool {cv['mean_pool']:.1f}")
-    model = as_model(names, *fit(rows, names, args.c), prune=args.prune, read_t=read_t, side_t=side_t, change_t=change_t,
+    model = as_model(names, *fit(rows, names, args.c, args.balanced), prune=args.prune, read_t=read_t, side_t=side_t, change_t=change_t,
                      own=own)
     save(model, args.out)
     again = load(args.out)

@@ -90,8 +90,8 @@ def test_the_blind_figures_do_not_fall(blind: dict, split: str) -> None:
 # Side effects: at most the 5% item 6 asks for, on every set.
 # Blind 5 is left out: its read-only requests were offered a side effect 6.9% of the time (32 writers).
 # Blind 5's side effects stay over the issue's 5% (16 of 288 read-only requests): its floor is what it holds.
-LEARNED_FLOORS = {"blind": (0.96, 0.975, 0.05), "blind2": (0.97, 0.98, 0.05), "blind3": (0.95, 0.97, 0.05),
-                  "blind4": (0.97, 0.98, 0.05), "blind5": (0.98, 0.99, 0.056)}
+LEARNED_FLOORS = {"blind": (0.96, 0.975, 0.04), "blind2": (0.98, 0.99, 0.02), "blind3": (0.97, 0.98, 0.05),
+                  "blind4": (0.97, 0.985, 0.025), "blind5": (0.985, 0.99, 0.035)}
 
 
 @pytest.mark.parametrize("split", sorted(LEARNED_FLOORS))
