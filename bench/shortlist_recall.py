@@ -143,8 +143,8 @@ REQUEST_SET = REPO / "bench" / "shortlist_requests.jsonl"
 # tags, the rules or another set (docs/benchmarks.md): 504 requests (84 tasks) and 426 (71 tasks, one
 # person's week), whose misses then shaped the rules of that day, and 474 (79 tasks, two other people),
 # measured once, after those rules were fixed.
-BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4", "blind5"))
-SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5")
+BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4", "blind5", "blind6"))
+SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6")
 FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_prompt.py
 
 
@@ -423,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL_SIZE)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "all"),
+    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "all"),
                         help="print the requests each variant misses (of the written set: this part, dev by default)")
     parser.add_argument("--tokens", type=Path, metavar="MODEL.gguf",
                         help="size each written request's first prompt with this model's tokenizer")

@@ -71,7 +71,7 @@ def test_each_blind_set_is_what_the_issue_asks_for_and_unknown_to_the_runtime(pa
 # (shortlist recall, per executor, shaped recall, per executor, side effects offered at most) on each blind set.
 BLIND_FLOORS = {"blind": (0.63, 0.74, 0.69, 0.79, 0.05), "blind2": (0.60, 0.72, 0.66, 0.77, 0.05),
                 "blind3": (0.62, 0.73, 0.68, 0.78, 0.061), "blind4": (0.49, 0.63, 0.55, 0.67, 0.046),
-                "blind5": (0.52, 0.66, 0.57, 0.70, 0.084)}
+                "blind5": (0.52, 0.66, 0.57, 0.70, 0.084), "blind6": (0.62, 0.73, 0.67, 0.77, 0.079)}
 
 
 @pytest.mark.parametrize("split", sorted(BLIND_FLOORS))
@@ -88,10 +88,8 @@ def test_the_blind_figures_do_not_fall(blind: dict, split: str) -> None:
 # (recall, per executor, side effects offered at most) of ``offer = "learned"`` on each blind set: the shortlist
 # with what the classifier learned from training/offer/ names (none of those requests is in a blind set).
 # Side effects: at most the 5% item 6 asks for, on every set.
-# Blind 5 is left out: its read-only requests were offered a side effect 6.9% of the time (32 writers).
-# Blind 5's side effects stay over the issue's 5% (16 of 288 read-only requests): its floor is what it holds.
-LEARNED_FLOORS = {"blind": (0.96, 0.975, 0.04), "blind2": (0.98, 0.99, 0.02), "blind3": (0.97, 0.98, 0.05),
-                  "blind4": (0.97, 0.985, 0.025), "blind5": (0.985, 0.99, 0.035)}
+LEARNED_FLOORS = {"blind": (0.97, 0.98, 0.04), "blind2": (0.985, 0.99, 0.015), "blind3": (0.97, 0.98, 0.05),
+                  "blind4": (0.975, 0.985, 0.02), "blind5": (0.985, 0.99, 0.025), "blind6": (0.99, 0.99, 0.02)}
 
 
 @pytest.mark.parametrize("split", sorted(LEARNED_FLOORS))
