@@ -142,7 +142,9 @@ REQUEST_SET = REPO / "bench" / "shortlist_requests.jsonl"
 # Three sets written on 2026-12-01 by writers shown the catalogue's names and descriptions only, never the
 # tags, the rules or another set (docs/benchmarks.md): 504 requests (84 tasks) and 426 (71 tasks, one
 # person's week), whose misses then shaped the rules of that day, and 474 (79 tasks, two other people),
-# measured once, after those rules were fixed.
+# measured once, after those rules were fixed; two more (480 each) on 2026-12-01 for the learned offer, and a
+# sixth on 2026-12-02 by a writer with the training writers' brief (training/offer/BRIEF.md), sealed until
+# measured once.
 BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4", "blind5", "blind6"))
 SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6")
 FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_prompt.py

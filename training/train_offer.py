@@ -229,8 +229,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
     parser.add_argument("--unbalanced", dest="balanced", action="store_false",
                         help="weigh each request alike, not each executor's yes and no alike")
-    parser.add_argument("--with-dev", action="store_true",
-                        help="also learn from the dev split of bench/shortlist_requests.jsonl (its held-out split stays measured)")
     args = parser.parse_args(argv)
 
     entries = catalogue()
@@ -241,10 +239,6 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for path in sorted(TRAINING.glob("*.jsonl")) for r in read_rows(path)]
     left_out = [r.text for r in rows if r.text.casefold() in measured]
     rows = [r for r in rows if r.text.casefold() not in measured]
-    if args.with_dev:
-        dev = [r for r in read_rows(REQUEST_SET) if r.split == "dev"]
-        rows += dev
-        print(f"with the {len(dev)} requests of the written set's dev split")
     print(f"{len(rows)} training requests, {len({r.task for r in rows})} tasks; {len(left_out)} left out, being word for "
           f"word in a measured set")
     read_t, side_t, own, change_t, cv = choose_thresholds(rows, names, side_effecting, answers, args)
