@@ -29,6 +29,10 @@ OBS = [{"ok": True, "content": "alpha\nbeta", "entries": [{"path": "/h/a.md", "c
     # JSON made of a step's values, not the step's own object: what the 1.5B answered for the last lines.
     ('```json\n{"content": "alpha\\nbeta"}\n```', RAW_TOOL_OUTPUT),
     ('{"lines": ["alpha", "beta"]}', RAW_TOOL_OUTPUT),
+    # The envelope without its braces, which the planner's grammar forbids at an answer's start: the 0.5B's whole
+    # answer to "which town am I in?", with no step taken.
+    ("ok false", RAW_TOOL_OUTPUT), ('"ok": true, "content": "alpha"', RAW_TOOL_OUTPUT), ("OK: False", RAW_TOOL_OUTPUT),
+    ("Step 1 returned:\nok false", RAW_TOOL_OUTPUT),
 ])
 def test_non_answers_are_named(text: str, reason: str) -> None:
     assert answer_problem(text, TOOLS, OBS) == reason
@@ -42,6 +46,7 @@ def test_non_answers_are_named(text: str, reason: str) -> None:
     "The files are:\n- invoice_april.pdf\n- invoice_may.pdf",  # a lead-in over a list in words is an answer
     "The settings are:\n{retries: 3} is what the file says, so three retries.",
     '{"summary": "gamma"}',  # JSON the steps did not give: an answer, checked for grounding elsewhere
+    "OK, true: the file holds alpha.", "Okay, false alarm: nothing changed.", "ok",  # words, not an envelope
 ])
 def test_answers_pass(text: str) -> None:
     assert answer_problem(text, TOOLS, OBS) is None

@@ -45,6 +45,10 @@ _STUB_WORDS = 12
 _LEAD_IN = re.compile(r"\A(?P<lead>[^\n]{1,120}):[ \t]*\n+(?P<rest>.*)\Z", re.DOTALL)
 # The start of a tool's JSON result, even cut short (a reply that hit its token limit does not parse).
 _RESULT_START = re.compile(r'\A(?:```[a-zA-Z]*\s*)?[\[{]\s*\{?\s*"(ok|entries|content|error|metadata|path)"\s*:')
+# A result's envelope written without its braces: its "ok" key, then a JSON boolean ("ok false", "ok: true").
+# The planner's grammar keeps an answer from opening with a brace, and the 0.5B, asked where the user is, wrote
+# the envelope it had seen as words.
+_BARE_ENVELOPE = re.compile(r'\A["\'`\s]*ok["\'`]?\s*[:=]?\s*(true|false)\b', re.IGNORECASE)
 
 
 def _unfenced(text: str) -> str:
@@ -125,6 +129,8 @@ def answer_problem(text: str, tool_names: Collection[str],
     if isinstance(data, list) and data and all(isinstance(d, dict) and "name" in d and "arguments" in d for d in data):
         return TOOL_CALL_AS_TEXT
     if data is not None and (isinstance(data, dict) and ("ok" in data or "error" in data) or _echoes(data, list(observations))):
+        return RAW_TOOL_OUTPUT
+    if _BARE_ENVELOPE.match(_unfenced(stripped)):
         return RAW_TOOL_OUTPUT
     lead_in = _LEAD_IN.match(stripped)
     if lead_in and len(lead_in.group("lead").split()) <= _STUB_WORDS:
