@@ -14,9 +14,9 @@ import pytest
 from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, catalogue, written_requests
 from metnos.runtime.step import learned_offer
 from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, LearnedReading, OfferModel, SparseWeights, features, load, shipped
-from metnos.runtime.step.prefilter import PrefilterIndex
+from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
 from metnos.runtime.turn import shortlist as shortlist_module
-from metnos.runtime.turn.shortlist import shortlist
+from metnos.runtime.turn.shortlist import NOT_NAMED_BY_LEARNED, shortlist
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINING = REPO / "training" / "offer"
@@ -139,15 +139,17 @@ def test_no_training_request_is_a_measured_one() -> None:
 
 
 class Names:
-    """A model that names the same executors for every request, and reads each as a change or not."""
+    """A model that knows the seed catalogue, names the same executors for every request, and reads each as a
+    change or not."""
 
-    def __init__(self, *names: str, changes: bool = True) -> None:
-        self.names = names
+    def __init__(self, *named: str, changes: bool = True) -> None:
+        self.names = (*(e.name for e in catalogue()), CHANGES)
+        self.named = named
         self.changes = changes
         self.digest = "0123456789abcdef"
 
     def read(self, text: str, side_effecting: frozenset[str], answers_questions: frozenset[str] = frozenset()) -> LearnedReading:
-        return LearnedReading(self.names, self.changes)
+        return LearnedReading(self.named, self.changes)
 
 
 @pytest.fixture
@@ -184,13 +186,40 @@ def test_a_question_or_a_request_to_change_nothing_is_offered_no_side_effect_the
 def test_a_request_the_model_reads_as_changing_nothing_is_offered_no_side_effect_a_rule_brought(
         index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     text = "delete ~/notes/old.txt"
-    assert "delete_files" in [c["name"] for c in offer(index, text, monkeypatch, "read_files")["candidates"]]
+    assert "delete_files" in [c["name"] for c in offer(index, text, monkeypatch, "read_files", "delete_files")["candidates"]]
     got = offer(index, text, monkeypatch, "read_files", changes=False)
     assert "delete_files" not in [c["name"] for c in got["candidates"]]
     assert {"name": "delete_files", "reason": "the learned offer reads the request as changing nothing"} in got["withheld"]
     # An executor the request names by its own name stays.
     named = offer(index, "run delete_files on ~/notes/old.txt", monkeypatch, "read_files", changes=False)
     assert "delete_files" in [c["name"] for c in named["candidates"]]
+
+
+def test_the_rankings_guess_the_model_knows_and_does_not_name_is_left_out_with_why(
+        index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "read ~/notes/diary.md and tell me the last three lines"
+    guessed = {c["name"] for c in shortlist(index, text, pool_size=12)["candidates"] if c.get("via", "rank") == "rank"}
+    assert {"read_files", "extract_lines"} < guessed
+    got = offer(index, text, monkeypatch, "read_files", "extract_lines")
+    assert {c["name"] for c in got["candidates"]} == {"read_files", "extract_lines"}
+    left_out = {w["name"] for w in got["withheld"] if w["reason"] == NOT_NAMED_BY_LEARNED}
+    assert left_out == guessed - {"read_files", "extract_lines"}
+    # A guess the request names by the executor's own name stays.
+    named = offer(index, text + " with sort_entries", monkeypatch, "read_files", "extract_lines")
+    assert "sort_entries" in {c["name"] for c in named["candidates"]}
+
+
+def test_an_executor_the_model_never_learned_is_offered_as_the_ranking_brings_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An MCP server's tool, a synt or a skill: the classifier knows only the catalogue it was trained on.
+    herbarium = CatalogueEntry("read_herbarium", summary="Read the pressed plants of the herbarium by species.",
+                               descriptions=(("en", "Read herbarium sheets: species, place and date each plant was pressed."),),
+                               affinity=("herbarium", "plants", "species"))
+    index = PrefilterIndex([*catalogue(), herbarium])
+    text = "which plants of the herbarium were pressed in may?"
+    assert "read_herbarium" in {c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]}
+    got = offer(index, text, monkeypatch, "read_files")
+    assert "read_herbarium" in {c["name"] for c in got["candidates"]}
+    assert "read_herbarium" not in {w["name"] for w in got.get("withheld", [])}
 
 
 def test_a_dialog_or_recurring_tool_the_model_names_is_offered(index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -71,7 +71,8 @@ def test_each_blind_set_is_what_the_issue_asks_for_and_unknown_to_the_runtime(pa
 # (shortlist recall, per executor, shaped recall, per executor, side effects offered at most) on each blind set.
 BLIND_FLOORS = {"blind": (0.63, 0.74, 0.69, 0.79, 0.05), "blind2": (0.60, 0.72, 0.66, 0.77, 0.05),
                 "blind3": (0.62, 0.73, 0.68, 0.78, 0.061), "blind4": (0.49, 0.63, 0.55, 0.67, 0.046),
-                "blind5": (0.52, 0.66, 0.57, 0.70, 0.084), "blind6": (0.62, 0.73, 0.67, 0.77, 0.079)}
+                "blind5": (0.52, 0.66, 0.57, 0.70, 0.084), "blind6": (0.62, 0.73, 0.67, 0.77, 0.079),
+                "blind7": (0.65, 0.74, 0.68, 0.77, 0.053)}
 
 
 @pytest.mark.parametrize("split", sorted(BLIND_FLOORS))
@@ -88,8 +89,11 @@ def test_the_blind_figures_do_not_fall(blind: dict, split: str) -> None:
 # (recall, per executor, side effects offered at most) of ``offer = "learned"`` on each blind set: the shortlist
 # with what the classifier learned from training/offer/ names (none of those requests is in a blind set).
 # Side effects: at most the 5% item 6 asks for, on every set.
-LEARNED_FLOORS = {"blind": (0.97, 0.98, 0.04), "blind2": (0.985, 0.99, 0.015), "blind3": (0.97, 0.98, 0.05),
-                  "blind4": (0.975, 0.985, 0.02), "blind5": (0.985, 0.99, 0.025), "blind6": (0.99, 0.99, 0.02)}
+# The classifier leaves out the ranking's guesses it does not name: on the first blind set that cost 5 needed
+# executors of 792 (98.1% to 97.6%), for a mean offer of 3.7 executors in place of 5.1 (docs/benchmarks.md).
+LEARNED_FLOORS = {"blind": (0.96, 0.975, 0.045), "blind2": (0.985, 0.99, 0.02), "blind3": (0.97, 0.98, 0.04),
+                  "blind4": (0.98, 0.985, 0.015), "blind5": (0.985, 0.99, 0.03), "blind6": (0.99, 0.99, 0.025),
+                  "blind7": (0.995, 0.995, 0.02)}
 
 
 @pytest.mark.parametrize("split", sorted(LEARNED_FLOORS))
@@ -98,6 +102,16 @@ def test_the_learned_offer_keeps_its_blind_figures(blind: dict, split: str) -> N
     got = blind[split]["shortlist and the learned offer"][split]
     assert got["recall"] >= recall and got["recall_per_executor"] >= per_executor
     assert got["side_effects_offered"] <= side, got["offered"]
+
+
+# The learned offer's mean offer on each blind set at most: 3.2 to 3.9 executors a request, about the shortlist's;
+# 5.2 to 5.7 when it added what the classifier names to every guess of the ranking.
+LEARNED_MEAN_POOL_AT_MOST = 4.2
+
+
+@pytest.mark.parametrize("split", sorted(LEARNED_FLOORS))
+def test_the_learned_offer_is_about_as_small_as_the_shortlist(blind: dict, split: str) -> None:
+    assert blind[split]["shortlist and the learned offer"][split]["mean_pool"] <= LEARNED_MEAN_POOL_AT_MOST
 
 
 def test_the_set_is_what_the_issue_asks_for() -> None:

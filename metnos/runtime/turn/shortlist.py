@@ -58,7 +58,11 @@ tool it names stays beside another taker of the request's verb, but a request
 of questions only, or one that says to change nothing, is still offered none,
 nor is one the classifier reads as asking for no change at all, whatever rule
 brought the executor (an executor named by its own name stays, and one whose
-output reads the world, run_commands, when the classifier names it).
+output reads the world, run_commands, when the classifier names it). Of the
+executors the classifier was trained on, it alone decides which the
+ranking's guesses stay: one it does not name is left out (withheld as "the
+learned offer does not name it"); an executor it never learned (an MCP
+server's tool, a synt, a skill) is offered as the ranking brings it.
 ``offer = "gated"`` is the shortlist with that reading alone: nothing added, and
 no side effect offered to a request the classifier reads as changing nothing.
 ``offer = "shortlist"``, the default, keeps the ranking, completed.
