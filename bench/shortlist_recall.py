@@ -37,18 +37,20 @@ MODEL.gguf`` each written request is also put to the intent extractor (``[runtim
 grammar, as a turn asks it; the executors it names join the shortlist (and the shaped
 offer) as they join a turn's, the rule on side effects after them.
 
-Five more sets, bench/shortlist_requests_blind*.jsonl, were written by writers shown the
+Seven more sets, bench/shortlist_requests_blind*.jsonl, were written by writers shown the
 catalogue's names and descriptions only; each is measured and printed on its own (a split of
 its own name). The third was measured once, after the rules it judges were fixed; the fourth
 and the fifth each once with the classifier then shipped, before it was retrained on more
-writers' requests.
+writers' requests; the sixth and the seventh were sealed: measured after the model was chosen,
+their misses never read.
 
-"shortlist, learned change reading" is ``[turn] offer = "gated"``, the default: the shortlist,
-with no side effect offered to a request the classifier reads as changing nothing.
+"shortlist, learned change reading" is ``[turn] offer = "gated"``: the shortlist, with no side
+effect offered to a request the classifier reads as changing nothing.
 
-"shortlist and the learned offer" is ``[turn] offer = "learned"``: the shortlist with the executors
-the shipped classifier names (metnos/runtime/step/learned_offer.py), learned by
-training/train_offer.py from training/offer/, which holds none of the requests measured here.
+"shortlist and the learned offer" is ``[turn] offer = "learned"``: what the shipped classifier names
+(metnos/runtime/step/learned_offer.py), learned by training/train_offer.py from training/offer/, which
+holds none of the requests measured here, beside what the request's words name; of the ranking's
+guesses, only those the classifier never learned.
 
 Run: PYTHONPATH=$PWD python3 bench/shortlist_recall.py [--pool N] [--json out.json] [--misses [dev]]
                                                         [--tokens MODEL.gguf] [--intent MODEL.gguf [--threads N]]

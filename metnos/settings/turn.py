@@ -48,9 +48,10 @@ DEFAULT_POOL_SIZE = 12
 # whole seed catalogue is about 550 tokens of first prompt, up to 654, past the
 # 600 of tests/integration/test_first_prompt.py (docs/benchmarks.md). "shaped", the
 # shortlist with filter_entries and compute_entries beside any executor that reads
-# entries: more of what a request needs, some first prompts past those 600. "learned", the
-# shortlist with the executors a classifier learned from written requests names
-# (metnos/runtime/step/learned_offer.py).
+# entries: more of what a request needs, some first prompts past those 600. "learned": of the
+# executors a classifier learned from written requests, those it names
+# (metnos/runtime/step/learned_offer.py), beside what the request's words name and the ranking's
+# picks of executors it never learned.
 OFFERS = ("catalogue", "gated", "learned", "shaped", "shortlist")
 DEFAULT_OFFER = "shortlist"
 DEFAULT_JUDGE_THRESHOLD = 0.30
@@ -90,7 +91,8 @@ class TurnSettings:
                          "shortlist, without side effects for a request a classifier learned from written requests reads as "
                          "changing nothing), `shaped` (the "
                          "shortlist, filter_entries and compute_entries beside an executor that reads entries), "
-                         "`learned` (the shortlist and the executors that classifier names) or "
+                         "`learned` (the executors that classifier names, what the request names, and the ranking's "
+                         "picks of executors it never learned) or "
                          "`catalogue` (every executor the request may use, when they fit in the pool).", env=ENV_OFFER)
 
     @field_validator(*_NUMBERS, "opening_reads", mode="before")
