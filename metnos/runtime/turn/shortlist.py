@@ -132,8 +132,9 @@ def first_by_words(ranking: Mapping[str, Any]) -> tuple[str, ...]:
 # Why a side effect is withheld when the learned offer reads the request as asking for no change.
 READ_AS_NO_CHANGE = "the learned offer reads the request as changing nothing"
 # Why the learned offer leaves out an executor the bag-of-words ranking brought: the classifier knows it and does
-# not name it. The ranking guesses from any shared word; on the written requests its guesses the classifier
-# does not make found 10 needed executors of 4,392 and cost a third of the first prompt's tools (docs/benchmarks.md).
+# not name it. The ranking guesses from any shared word; on the seven blind sets, leaving out the guesses the
+# classifier does not make missed 9 more needed executors of 5,106 and offered 3.1 to 3.8 executors a request in
+# place of 5.1 to 5.5 (docs/benchmarks.md).
 NOT_NAMED_BY_LEARNED = "the learned offer does not name it"
 
 
