@@ -16,7 +16,7 @@ from metnos.runtime.step import learned_offer
 from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, LearnedReading, OfferModel, SparseWeights, features, load, shipped
 from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
 from metnos.runtime.turn import shortlist as shortlist_module
-from metnos.runtime.turn.shortlist import NOT_NAMED_BY_LEARNED, shortlist
+from metnos.runtime.turn.shortlist import NOT_NAMED_BY_LEARNED, likeliest_first, shortlist
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINING = REPO / "training" / "offer"
@@ -75,8 +75,9 @@ def test_below_the_change_threshold_no_side_effect_is_offered() -> None:
     bucket = next(iter(features("zzz")))
     model = OfferModel(("read_files", "send_messages", CHANGES), (5.0, 5.0, -5.0), SparseWeights.of({bucket: ((2, 20.0),)}),
                        0.5, 0.5, 0.5)
-    assert model.read("zzz", {"send_messages"}) == LearnedReading(("read_files", "send_messages"), True)
-    assert model.read("qqq", {"send_messages"}) == LearnedReading(("read_files",), False)
+    both = ("read_files", "send_messages")
+    assert model.read("zzz", {"send_messages"}) == LearnedReading(both, True, both)
+    assert model.read("qqq", {"send_messages"}) == LearnedReading(("read_files",), False, both)
 
 
 def model_of(tool: float, change: float, threshold: float) -> OfferModel:
@@ -100,7 +101,7 @@ def test_a_side_effect_is_held_to_its_threshold_by_its_product_with_the_change_r
 def test_a_side_effect_whose_output_answers_questions_is_offered_to_a_request_that_changes_nothing() -> None:
     reading = model_of(0.9, 0.1, 0.5).read("how much space does ~/Music take?", {"send_messages", "run_commands"},
                                             {"run_commands"})
-    assert reading == LearnedReading(("run_commands",), False)
+    assert reading == LearnedReading(("run_commands",), False, ("run_commands", "send_messages"))
 
 
 def test_a_file_tool_the_model_names_stays_beside_another_taker_of_its_verb(
@@ -149,7 +150,8 @@ class Names:
         self.digest = "0123456789abcdef"
 
     def read(self, text: str, side_effecting: frozenset[str], answers_questions: frozenset[str] = frozenset()) -> LearnedReading:
-        return LearnedReading(self.named, self.changes)
+        # Most likely first: the named, then the rest of what it knows in the catalogue's order.
+        return LearnedReading(self.named, self.changes, (*self.named, *(n for n in self.names if n not in self.named)))
 
 
 @pytest.fixture
@@ -220,6 +222,25 @@ def test_an_executor_the_model_never_learned_is_offered_as_the_ranking_brings_it
     got = offer(index, text, monkeypatch, "read_files")
     assert "read_herbarium" in {c["name"] for c in got["candidates"]}
     assert "read_herbarium" not in {w["name"] for w in got.get("withheld", [])}
+
+
+def test_what_the_model_knows_is_shown_most_likely_first_and_the_rest_keeps_its_place(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    herbarium = CatalogueEntry("read_herbarium", summary="Read the pressed plants of the herbarium by species.",
+                               descriptions=(("en", "Read herbarium sheets: species, place and date each plant was pressed."),),
+                               affinity=("herbarium", "plants", "species"))
+    index = PrefilterIndex([*catalogue(), herbarium])
+    text = "which plants of the herbarium in ~/notes/herbarium.csv were pressed in may? sort them by date"
+    plain = [c["name"] for c in shortlist(index, text, pool_size=12)["candidates"]]
+    assert plain.index("sort_entries") < plain.index("read_files")
+    got = [c["name"] for c in offer(index, text, monkeypatch, "read_files", "sort_entries")["candidates"]]
+    assert [n for n in got if n != "read_herbarium"] == ["read_files", "sort_entries"]
+    assert got.index("read_herbarium") == plain.index("read_herbarium")
+
+
+def test_likeliest_first_refills_the_places_of_the_known_in_the_models_order() -> None:
+    kept = [{"name": "a"}, {"name": "mcp_tool"}, {"name": "b"}, {"name": "c"}]
+    assert [c["name"] for c in likeliest_first(kept, ("c", "a", "b", "z"))] == ["c", "mcp_tool", "a", "b"]
 
 
 def test_a_dialog_or_recurring_tool_the_model_names_is_offered(index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:

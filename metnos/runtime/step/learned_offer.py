@@ -86,6 +86,9 @@ class LearnedReading:
 
     tools: tuple[str, ...]
     changes: bool
+    # Every executor the model was trained on, most likely first: the order in which a small model is shown
+    # them, whichever rule brought them.
+    likeliest: tuple[str, ...] = ()
 
 
 class SparseWeights:
@@ -180,8 +183,8 @@ class OfferModel:
             threshold = self.side_thresholds.get(n, self.side_threshold) if n in side_effecting else self.read_threshold
             return held is not None and held >= threshold
 
-        tools = sorted((n for n, p in probs.items() if kept(n, p)), key=lambda n: (-probs[n], n))
-        return LearnedReading(tuple(tools), changes)
+        likeliest = tuple(sorted(probs, key=lambda n: (-probs[n], n)))
+        return LearnedReading(tuple(n for n in likeliest if kept(n, probs[n])), changes, likeliest)
 
     def offered(self, text: str, side_effecting: frozenset[str] | set[str],
                 answers_questions: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...]:

@@ -171,11 +171,12 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
             add(name, "intent")
     learned: frozenset[str] = frozenset()
     reads_as_change = True
+    likeliest: tuple[str, ...] = ()
     model = None
     if offer in ("learned", "gated"):
         model = shipped_offer_model()
         if model is not None and offer == "learned":
-            learned, reads_as_change = learned_reading(model, index, request_text)
+            learned, reads_as_change, likeliest = learned_reading(model, index, request_text)
         out["offer"] = {"asked": offer, "made": offer if model is not None else "shortlist",
                         "model": model.digest if model is not None else None}
     for name in sorted(learned):
@@ -218,7 +219,7 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
 
     if offer == "gated" and model is not None and any(known[c["name"]].side_effects for c in candidates if c["name"] in known):
         # Read only when there is a side effect to withhold: most requests are offered none.
-        _, reads_as_change = learned_reading(model, index, request_text)
+        _, reads_as_change, _ = learned_reading(model, index, request_text)
 
     # A request of questions only asks for no change: an executor with side effects stays for it only
     # when its output reads the world (run_commands: "how much space does ~/Music take?").
@@ -276,6 +277,8 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         # first part, and a server's prompt cache reuses what did not move since the last ask.
         place = {e.name: n for n, e in enumerate(index.entries)}
         kept.sort(key=lambda c: place.get(c["name"], len(place)))
+    if likeliest:
+        kept = likeliest_first(kept, likeliest)
     out["candidates"] = kept
     if withheld:
         out["withheld"] = withheld
@@ -286,14 +289,24 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     return out
 
 
-def learned_reading(model: OfferModel, index: PrefilterIndex, request_text: str) -> tuple[frozenset[str], bool]:
-    """The catalogue's executors ``model`` names for the request, and whether it reads the request as asking
-    for a change."""
+def likeliest_first(kept: list[dict[str, Any]], likeliest: Sequence[str]) -> list[dict[str, Any]]:
+    """``kept`` with the executors the learned offer was trained on in its order, most likely first, in the
+    places they held; the others (an MCP server's tool, a synt) keep theirs. A small model shown
+    ``move_files`` before ``sort_entries`` for "the largest PDF, send its name to marco" moved a file."""
+    place = {name: n for n, name in enumerate(likeliest)}
+    ordered = iter(sorted((c for c in kept if c["name"] in place), key=lambda c: place[c["name"]]))
+    return [next(ordered) if c["name"] in place else c for c in kept]
+
+
+def learned_reading(model: OfferModel, index: PrefilterIndex, request_text: str) -> tuple[frozenset[str], bool, tuple[str, ...]]:
+    """The catalogue's executors ``model`` names for the request, whether it reads the request as asking
+    for a change, and the catalogue's executors it was trained on, most likely first."""
     known = {e.name: e for e in index.entries}
     side_effecting = frozenset(name for name, e in known.items() if e.side_effects)
     reads_world = frozenset(name for name in side_effecting if known[name].output_varies is not None)
     reading = model.read(request_text, side_effecting, reads_world)
-    return frozenset(name for name in reading.tools if name in known), reading.changes
+    return (frozenset(name for name in reading.tools if name in known), reading.changes,
+            tuple(name for name in reading.likeliest if name in known))
 
 
 def shortlist(index: PrefilterIndex, request_text: str, *, pool_size: int, offer: str = "shortlist") -> dict[str, Any]:
