@@ -62,10 +62,12 @@ output reads the world, run_commands, when the classifier names it). Of the
 executors the classifier was trained on, it alone decides which the
 ranking's guesses stay: one it does not name is left out (withheld as "the
 learned offer does not name it"); an executor it never learned (an MCP
-server's tool, a synt, a skill) is offered as the ranking brings it.
+server's tool, a synt, a skill) is offered as the ranking brings it. The
+executors it knows are shown most likely first, in the places they held.
+``offer = "learned"`` is the default.
 ``offer = "gated"`` is the shortlist with that reading alone: nothing added, and
 no side effect offered to a request the classifier reads as changing nothing.
-``offer = "shortlist"``, the default, keeps the ranking, completed.
+``offer = "shortlist"`` keeps the ranking, completed.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.runtime.turn.intent_model`) join too, before the rule on side effects,
@@ -291,8 +293,8 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
 
 def likeliest_first(kept: list[dict[str, Any]], likeliest: Sequence[str]) -> list[dict[str, Any]]:
     """``kept`` with the executors the learned offer was trained on in its order, most likely first, in the
-    places they held; the others (an MCP server's tool, a synt) keep theirs. A small model shown
-    ``move_files`` before ``sort_entries`` for "the largest PDF, send its name to marco" moved a file."""
+    places they held; the others (an MCP server's tool, a synt) keep theirs. The ranking's order is that of
+    shared words, which read people's requests far worse than the classifier does."""
     place = {name: n for n, name in enumerate(likeliest)}
     ordered = iter(sorted((c for c in kept if c["name"] in place), key=lambda c: place[c["name"]]))
     return [next(ordered) if c["name"] in place else c for c in kept]
