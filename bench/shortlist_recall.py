@@ -147,8 +147,8 @@ REQUEST_SET = REPO / "bench" / "shortlist_requests.jsonl"
 # measured once, after those rules were fixed; two more (480 each) on 2026-12-01 for the learned offer, and a
 # sixth on 2026-12-02 by a writer with the training writers' brief (training/offer/BRIEF.md), sealed until
 # measured once.
-BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7"))
-SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7")
+BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8"))
+SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8")
 FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_prompt.py
 
 
@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL_SIZE)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "all"),
+    parser.add_argument("--misses", nargs="?", const="dev", choices=("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "all"),
                         help="print the requests each variant misses (of the written set: this part, dev by default)")
     parser.add_argument("--tokens", type=Path, metavar="MODEL.gguf",
                         help="size each written request's first prompt with this model's tokenizer")

@@ -185,16 +185,30 @@ def test_a_question_or_a_request_to_change_nothing_is_offered_no_side_effect_the
     assert {w["name"] for w in got["withheld"]} >= {"send_messages", "write_files"}
 
 
-def test_a_request_the_model_reads_as_changing_nothing_is_offered_no_side_effect_a_rule_brought(
+def test_an_instruction_the_rules_read_overrules_a_reading_of_no_change(
         index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    text = "delete ~/notes/old.txt"
-    assert "delete_files" in [c["name"] for c in offer(index, text, monkeypatch, "read_files", "delete_files")["candidates"]]
+    # The classifier takes one change in five of two asks in one message for none; the rules read the verb.
+    text = "what time is it? write it to ~/t.txt"
+    got = offer(index, text, monkeypatch, "get_now", changes=False)
+    assert {"get_now", "write_files"} <= {c["name"] for c in got["candidates"]}
+    assert "write_files" not in {w["name"] for w in got.get("withheld", [])}
+
+
+def test_a_side_effect_the_model_never_learned_is_withheld_from_a_request_it_reads_as_changing_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # An MCP server's tool whose words the request meets: the reading of no change is all the evidence there is.
+    stamp = CatalogueEntry("stamp_herbarium", summary="Stamp a herbarium sheet as checked.",
+                           descriptions=(("en", "Stamp a herbarium sheet as checked: the stamp cannot be undone."),),
+                           affinity=("stamp", "herbarium"), side_effects=True)
+    index = PrefilterIndex([*catalogue(), stamp])
+    text = "stamp the herbarium sheet of the fern"
+    assert "stamp_herbarium" in {c["name"] for c in offer(index, text, monkeypatch, "read_files")["candidates"]}
     got = offer(index, text, monkeypatch, "read_files", changes=False)
-    assert "delete_files" not in [c["name"] for c in got["candidates"]]
-    assert {"name": "delete_files", "reason": "the learned offer reads the request as changing nothing"} in got["withheld"]
+    assert "stamp_herbarium" not in {c["name"] for c in got["candidates"]}
+    assert {"name": "stamp_herbarium", "reason": "the learned offer reads the request as changing nothing"} in got["withheld"]
     # An executor the request names by its own name stays.
-    named = offer(index, "run delete_files on ~/notes/old.txt", monkeypatch, "read_files", changes=False)
-    assert "delete_files" in [c["name"] for c in named["candidates"]]
+    named = offer(index, "run stamp_herbarium on the fern", monkeypatch, "read_files", changes=False)
+    assert "stamp_herbarium" in [c["name"] for c in named["candidates"]]
 
 
 def test_the_rankings_guess_the_model_knows_and_does_not_name_is_left_out_with_why(

@@ -223,6 +223,12 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         # Read only when there is a side effect to withhold: most requests are offered none.
         _, reads_as_change, _ = learned_reading(model, index, request_text)
 
+    # Under the learned offer, an action of the catalogue the classifier learned, which the rules read as
+    # asked ("... write it to ~/t.txt"), overrules its reading of no change: on two asks in one message,
+    # that reading takes one change in five for none (training/train_offer.py). For an executor it never
+    # learned (an MCP server's tool), the words met are all there is, and the reading holds; the gated
+    # offer is that reading alone.
+    instructed = {name for name in asked if offer == "learned" and model is not None and name in model.names}
     # A request of questions only asks for no change: an executor with side effects stays for it only
     # when its output reads the world (run_commands: "how much space does ~/Music take?").
     only_questions = asks_only_questions(request_text)
@@ -245,13 +251,13 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
                 and known[c["name"]].output_varies is None and c["name"] not in lowered):
             return "a request of questions only asks for no change"
         if (not reads_as_change and c["name"] in known and known[c["name"]].side_effects and c["name"] not in lowered
-                and c["name"] not in learned):
+                and c["name"] not in learned and c["name"] not in instructed):
             return READ_AS_NO_CHANGE
         if (c["name"] in index.action_tags and not names_files and other_taker and c["name"] in known
                 and acts_on_files(known[c["name"]]) and c["name"] not in lowered and c["name"] not in learned):
             return "acts on files, and the request names none while another tool takes its action"
         if (offer == "learned" and model is not None and c.get("via", "rank") == "rank" and c["name"] in model.names
-                and c["name"] not in learned and c["name"] not in lowered):
+                and c["name"] not in learned and c["name"] not in lowered and c["name"] not in instructed):
             return NOT_NAMED_BY_LEARNED
         return None
 
