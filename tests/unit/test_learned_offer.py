@@ -143,11 +143,16 @@ class Names:
     """A model that knows the seed catalogue, names the same executors for every request, and reads each as a
     change or not."""
 
-    def __init__(self, *named: str, changes: bool = True) -> None:
+    def __init__(self, *named: str, changes: bool = True, likely: dict[str, float] | None = None) -> None:
         self.names = (*(e.name for e in catalogue()), CHANGES)
         self.named = named
         self.changes = changes
+        self.likely = likely or {}
         self.digest = "0123456789abcdef"
+        self.side_threshold, self.side_thresholds = 0.2, {}
+
+    def probabilities(self, text: str) -> dict[str, float]:
+        return {n: self.likely.get(n, 0.0) for n in self.names}
 
     def read(self, text: str, side_effecting: frozenset[str], answers_questions: frozenset[str] = frozenset()) -> LearnedReading:
         # Most likely first: the named, then the rest of what it knows in the catalogue's order.
@@ -159,8 +164,9 @@ def index() -> PrefilterIndex:
     return PrefilterIndex(catalogue())
 
 
-def offer(index: PrefilterIndex, text: str, monkeypatch: pytest.MonkeyPatch, *names: str, changes: bool = True) -> dict:
-    monkeypatch.setattr(shortlist_module, "shipped_offer_model", lambda: Names(*names, changes=changes))
+def offer(index: PrefilterIndex, text: str, monkeypatch: pytest.MonkeyPatch, *names: str, changes: bool = True,
+          likely: dict[str, float] | None = None) -> dict:
+    monkeypatch.setattr(shortlist_module, "shipped_offer_model", lambda: Names(*names, changes=changes, likely=likely))
     return shortlist(index, text, pool_size=12, offer="learned")
 
 
@@ -187,11 +193,15 @@ def test_a_question_or_a_request_to_change_nothing_is_offered_no_side_effect_the
 
 def test_an_instruction_the_rules_read_overrules_a_reading_of_no_change(
         index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The classifier takes one change in five of two asks in one message for none; the rules read the verb.
+    # The classifier takes one change in five of two asks in one message for none; the rules read the verb, and
+    # the executor alone reaches its threshold.
     text = "what time is it? write it to ~/t.txt"
-    got = offer(index, text, monkeypatch, "get_now", changes=False)
+    got = offer(index, text, monkeypatch, "get_now", changes=False, likely={"write_files": 0.3})
     assert {"get_now", "write_files"} <= {c["name"] for c in got["candidates"]}
     assert "write_files" not in {w["name"] for w in got.get("withheld", [])}
+    # Below it, the reading of no change holds.
+    doubtful = offer(index, text, monkeypatch, "get_now", changes=False, likely={"write_files": 0.1})
+    assert {"name": "write_files", "reason": "the learned offer reads the request as changing nothing"} in doubtful["withheld"]
 
 
 def test_a_side_effect_the_model_never_learned_is_withheld_from_a_request_it_reads_as_changing_nothing(

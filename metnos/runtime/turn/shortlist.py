@@ -223,12 +223,17 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         # Read only when there is a side effect to withhold: most requests are offered none.
         _, reads_as_change, _ = learned_reading(model, index, request_text)
 
-    # Under the learned offer, an action of the catalogue the classifier learned, which the rules read as
-    # asked ("... write it to ~/t.txt"), overrules its reading of no change: on two asks in one message,
-    # that reading takes one change in five for none (training/train_offer.py). For an executor it never
-    # learned (an MCP server's tool), the words met are all there is, and the reading holds; the gated
-    # offer is that reading alone.
-    instructed = {name for name in asked if offer == "learned" and model is not None and name in model.names}
+    # Under the learned offer, an action the rules read as asked ("... write it to ~/t.txt") overrules the
+    # reading of no change when the classifier's own output for that executor reaches its threshold: on two
+    # asks in one message, the reading takes one change in five for none (training/train_offer.py). Without
+    # that output, the rules' words alone offered side effects to 2.7% of read-only requests on the blind
+    # sets, not 2.1% (docs/benchmarks.md). For an executor it never learned (an MCP server's tool), the
+    # reading holds; the gated offer is that reading alone.
+    instructed: set[str] = set()
+    if offer == "learned" and model is not None and not reads_as_change and asked:
+        likely = model.probabilities(request_text)
+        instructed = {name for name in asked if name in model.names
+                      and likely[name] >= model.side_thresholds.get(name, model.side_threshold)}
     # A request of questions only asks for no change: an executor with side effects stays for it only
     # when its output reads the world (run_commands: "how much space does ~/Music take?").
     only_questions = asks_only_questions(request_text)
