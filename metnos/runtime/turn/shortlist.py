@@ -225,10 +225,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
 
     # Under the learned offer, an action the rules read as asked ("... write it to ~/t.txt") overrules the
     # reading of no change when the classifier's own output for that executor reaches its threshold: on two
-    # asks in one message, the reading takes one change in five for none (training/train_offer.py). Without
-    # that output, the rules' words alone offered side effects to 2.7% of read-only requests on the blind
-    # sets, not 2.1% (docs/benchmarks.md). For an executor it never learned (an MCP server's tool), the
-    # reading holds; the gated offer is that reading alone.
+    # asks in one message, the reading takes one change in five for none (training/train_offer.py). On the
+    # blind sets, the rules' words alone took the side effects offered to read-only requests from 2.1% to
+    # 7.0%; held to that output, to 2.7% (docs/benchmarks.md). For an executor it never learned (an MCP
+    # server's tool), the reading holds; the gated offer is that reading alone.
     instructed: set[str] = set()
     if offer == "learned" and model is not None and not reads_as_change and asked:
         likely = model.probabilities(request_text)
