@@ -72,7 +72,7 @@ def test_each_blind_set_is_what_the_issue_asks_for_and_unknown_to_the_runtime(pa
 BLIND_FLOORS = {"blind": (0.63, 0.74, 0.69, 0.79, 0.05), "blind2": (0.60, 0.72, 0.66, 0.77, 0.05),
                 "blind3": (0.62, 0.73, 0.68, 0.78, 0.061), "blind4": (0.49, 0.63, 0.55, 0.67, 0.046),
                 "blind5": (0.52, 0.66, 0.57, 0.70, 0.084), "blind6": (0.62, 0.73, 0.67, 0.77, 0.079),
-                "blind7": (0.65, 0.74, 0.68, 0.77, 0.053)}
+                "blind7": (0.65, 0.74, 0.68, 0.77, 0.053), "blind8": (0.54, 0.66, 0.59, 0.71, 0.055)}
 
 
 @pytest.mark.parametrize("split", sorted(BLIND_FLOORS))
@@ -92,9 +92,19 @@ def test_the_blind_figures_do_not_fall(blind: dict, split: str) -> None:
 # Side effects: at most the 5% item 6 asks for, on every set.
 # The classifier alone decides which of the ranking's guesses stay, of the executors it knows: a mean offer of
 # 3.1 to 3.8 executors a request in place of 5.1 to 5.6, for a few needed executors a set (docs/benchmarks.md).
-LEARNED_FLOORS = {"blind": (0.965, 0.975, 0.04), "blind2": (0.98, 0.985, 0.01), "blind3": (0.97, 0.98, 0.05),
-                  "blind4": (0.975, 0.98, 0.015), "blind5": (0.99, 0.99, 0.025), "blind6": (0.99, 0.99, 0.01),
-                  "blind7": (0.99, 0.99, 0.005)}
+LEARNED_FLOORS = {"blind": (0.97, 0.98, 0.045), "blind2": (0.98, 0.99, 0.01), "blind3": (0.975, 0.985, 0.055),
+                  "blind4": (0.975, 0.98, 0.02), "blind5": (0.99, 0.99, 0.045), "blind6": (0.99, 0.99, 0.03),
+                  "blind7": (0.995, 0.995, 0.01), "blind8": (0.995, 0.995, 0.02)}
+
+
+def test_the_learned_offer_finds_what_issue_30_asks_for_over_every_blind_set(blind: dict) -> None:
+    """Item 6: at least 99% of needed executors offered, side effects offered to at most 5% of read-only requests,
+    pooled over every set written by people who never saw the rules or the model."""
+    got = [blind[split]["shortlist and the learned offer"][split] for split in LEARNED_FLOORS]
+    needed = sum(f["needed"] for f in got)
+    assert sum(f["recall_per_executor"] * f["needed"] for f in got) / needed >= 0.99
+    read_only = sum(f["read_only"] for f in got)
+    assert sum(f["side_effects_offered"] * f["read_only"] for f in got) / read_only <= 0.05
 
 
 @pytest.mark.parametrize("split", sorted(LEARNED_FLOORS))
