@@ -46,7 +46,9 @@ def workspace(tmp_path: Path, initialised_workspace: Callable[[str], Path], expe
         shutil.rmtree(home.data / name, ignore_errors=True)
     (home.data / "log").mkdir(mode=0o700)
     shutil.copyfile(RECORDED / "log" / "data.mdb", home.data / "log" / "data.mdb")
-    (home.metnos_home / "config" / "config.toml").write_text(expected["config_toml"])
+    # The offer the log was recorded under was then the default, and so not in its config.toml: a replay
+    # under another offer rightly names the setting as the cause of a divergence.
+    (home.metnos_home / "config" / "config.toml").write_text(expected["config_toml"] + '\n[turn]\noffer = "shortlist"\n')
     seeds_as_recorded(home, expected["recorded_with"]["commit"], tmp_path / "recorded-seeds")
     return home
 

@@ -121,9 +121,9 @@ def test_ask_says_which_executor_is_quarantined_why_and_the_command(tampered: Pa
 
 def test_a_request_that_would_not_have_been_offered_it_hears_nothing(tampered: Path, capsys: pytest.CaptureFixture[str],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    with ScriptedLLM([text("It is a quarter past three.")]) as llm:
+    with ScriptedLLM([text("It is the third of December.")]) as llm:
         scripted(monkeypatch, llm)
-        _, out = ask_json(capsys, "what time is it?")
+        _, out = ask_json(capsys, "what is today's date?")
     assert out["quarantined"] == []
     assert told_in(turn_events(capsys, out["turn_id"])) == []
 

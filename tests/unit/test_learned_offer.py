@@ -221,6 +221,19 @@ def test_a_side_effect_the_model_never_learned_is_withheld_from_a_request_it_rea
     assert "stamp_herbarium" in [c["name"] for c in named["candidates"]]
 
 
+def test_a_side_effect_the_model_never_learned_is_offered_when_the_request_says_the_verb_of_its_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seal = CatalogueEntry("seal_herbarium", summary="Seal a herbarium sheet as checked.",
+                          descriptions=(("en", "Seal a herbarium sheet as checked: the seal cannot be undone."),),
+                          affinity=("herbarium",), side_effects=True)
+    index = PrefilterIndex([*catalogue(), seal])
+    got = offer(index, "seal the herbarium sheet of the fern", monkeypatch, "read_files", changes=False)
+    assert "seal_herbarium" in {c["name"] for c in got["candidates"]}
+    # Its other words alone leave the reading of no change in place.
+    about = offer(index, "the herbarium sheet of the fern", monkeypatch, "read_files", changes=False)
+    assert {"name": "seal_herbarium", "reason": "the learned offer reads the request as changing nothing"} in about["withheld"]
+
+
 def test_the_rankings_guess_the_model_knows_and_does_not_name_is_left_out_with_why(
         index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     text = "read ~/notes/diary.md and tell me the last three lines"

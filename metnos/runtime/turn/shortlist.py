@@ -228,12 +228,15 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     # asks in one message, the reading takes one change in five for none (training/train_offer.py). On the
     # blind sets, the rules' words alone took the side effects offered to read-only requests from 2.1% to
     # 7.0%; held to that output, to 2.7% (docs/benchmarks.md). For an executor it never learned (an MCP
-    # server's tool), the reading holds; the gated offer is that reading alone.
+    # server's tool), the reading holds unless the request says the verb of its name; the gated offer is
+    # that reading alone.
     instructed: set[str] = set()
     if offer == "learned" and model is not None and not reads_as_change and asked:
         likely = model.probabilities(request_text)
         instructed = {name for name in asked if name in model.names
                       and likely[name] >= model.side_thresholds.get(name, model.side_threshold)}
+        # One it never learned, when the request says the verb of its name ("set the door code": set_door_code).
+        instructed |= {name for name in asked if name not in model.names and name.split("_")[0] in meant}
     # A request of questions only asks for no change: an executor with side effects stays for it only
     # when its output reads the world (run_commands: "how much space does ~/Music take?").
     only_questions = asks_only_questions(request_text)
