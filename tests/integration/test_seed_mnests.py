@@ -264,7 +264,9 @@ def test_a_seed_mnest_never_brings_an_unrelated_executor_into_the_pool(user_home
 
     assert main(["init"]) == 0
     # "time" matches filter_lists (its temporal overlap), a producer whose seed
-    # mnests reach every consumer of lists; none of them belongs in this pool.
+    # mnests reach every consumer of lists; none of them belongs in this pool. The rules' ranking is the
+    # premise: the learned offer leaves filter_lists out of it before the mnests are asked.
+    monkeypatch.setenv("METNOS_ENGINE_OFFER", "shortlist")
     with ScriptedLLM([call("get_now", {}), text("it is now")]) as llm:
         monkeypatch.setenv("METNOS_LLM_URL", llm.url)
         monkeypatch.setenv("METNOS_LLM_MODEL", "scripted")
