@@ -132,6 +132,9 @@ class RuntimeConfig(BaseModel):
     grounding_names: bool = setting(True, "An answer given with no step taken names no town, person or day the request "
                                           "did not (a capitalised word that opens no sentence): the 0.5B answered where the "
                                           "user is without looking.")
+    grounding_named_data: bool = setting(True, "An answer that is only a value a local step read (the clock) does not answer a "
+                                               "request about data it names (a page, a file) that a step read: the 0.5B answered "
+                                               "the time it was for until when a reading room it had read of is open.")
     data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
                                          "what the request's own words rank first, or gave the data: a folder's listing does "
                                          "not answer what changed in it when nothing ran git.")
@@ -175,7 +178,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_after_loop": False, "grounding_quoted_names": False,
                                          "data_asked_for": False, "name_conditions": False, "refusal_retried_after_step": False,
                                          "grounding_verdicts": False, "grounding_verdict_words": False,
-                                         "grounding_names": False}
+                                         "grounding_names": False, "grounding_named_data": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

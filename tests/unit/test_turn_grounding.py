@@ -437,3 +437,37 @@ def test_a_turn_recorded_before_the_verdict_words_reads_its_yes_or_no_as_it_did(
     # Its "No" before a word was a no, and an Italian request asked no verdict.
     assert not check_answer("No events on Thursday afternoon: you are free.", request="Am I free on Thursday afternoon?", steps=[FREE]).holds
     assert check_answer("Sì, sei libera.", request="Sono libera giovedì pomeriggio?", steps=[BUSY]).holds
+
+
+_PAGE = StepData("get_urls", False, {"ok": True, "entries": [{"url": "http://127.0.0.1:8000/library.html",
+                                                             "content": "The reading room is open until seven in the evening."}]},
+                 "web")
+_CLOCK = StepData("get_now", False, {"ok": True, "content": "2026-12-02T18:58:37-05:00",
+                                     "metadata": {"iso8601": "2026-12-02T18:58:37-05:00"}}, "local")
+
+
+def test_the_clock_s_reading_does_not_answer_what_a_page_the_turn_read_says() -> None:
+    request_text = "Read the article at http://127.0.0.1:8000/library.html and tell me until what time the room is open."
+    wrong = check_answer("2026-12-02T18:58:37-05:00", request=request_text, steps=[_PAGE, _CLOCK])
+    assert not wrong.holds and "get_now" in wrong.exactness and "library.html" in wrong.exactness
+    assert check_answer("Until seven in the evening.", request=request_text, steps=[_PAGE, _CLOCK]).holds
+    # Recorded before the check, the answer stood.
+    assert check_answer("2026-12-02T18:58:37-05:00", request=request_text, steps=[_PAGE, _CLOCK], named_data=False).holds
+
+
+def test_the_clock_s_reading_answers_a_request_that_names_no_data_or_one_no_step_read() -> None:
+    assert check_answer("2026-12-02T18:58:37-05:00", request="What time is it?", steps=[_CLOCK]).holds
+    # The request names a page no step read: nothing to hold the answer to.
+    assert check_answer("2026-12-02T18:58:37-05:00", request="What time is it? Then read http://127.0.0.1:8000/x.html",
+                        steps=[_CLOCK]).holds
+    # The page gives that very value: it is the page's too.
+    dated = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/u/notes/log.md",
+                                                                   "content": "last run 2026-12-02T18:58:37-05:00"}]}, "named_file")
+    assert check_answer("2026-12-02T18:58:37-05:00", request="When did ~/notes/log.md say it last ran?",
+                        steps=[dated, _CLOCK], home="/home/u").holds
+
+
+def test_a_worked_out_value_is_no_local_reading() -> None:
+    read = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/u/r.csv", "content": "a\n20\n22\n"}]}, "named_file")
+    total = StepData("compute_entries", True, {"ok": True, "content": "42"}, "local")
+    assert check_answer("42", request="what is the total of ~/r.csv?", steps=[read, total], home="/home/u").holds

@@ -13,6 +13,7 @@ import pytest
 from metnos.mechanisms.failures import PolicyViolation
 from metnos.mechanisms.llm.messages import LLMReply, ToolCall, UserMessage
 from metnos.runtime.turn.answers import REASONS
+from metnos.runtime.turn.asking import callable_tools
 from metnos.runtime.turn.failures import FailureKind
 from metnos.runtime.turn.guards import TurnGuards
 from metnos.runtime.turn.interrupts import InterruptGate
@@ -67,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, refusal_retried_after_step=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refusal_retried_after_step=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -151,6 +152,21 @@ def test_guards_intercept_a_duplicate_read_then_ask_for_words_when_it_comes_agai
     third = Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=["read_files"]))
     assert isinstance(third, Settle) and state.final_only
     assert [f["decision"]["outcome"] for k, f in loop.events if k == "StepIntercepted"] == ["duplicate_read", "duplicate_read_repeated"]
+
+
+def test_a_tool_whose_call_came_back_for_data_the_turn_holds_is_out_of_the_grammar_until_another_step_runs() -> None:
+    """The 1.5B asked twice more for the folder the turn had listed, then answered from the listing; the tool beside
+    it that had what was asked (the repository's log) was never called."""
+    loop, state = Loop(), TurnState(guards=TurnGuards())
+    tools = [SimpleNamespace(name=n) for n in ("read_files", "get_git_log")]
+    first = a_step(loop, "read_files", {"paths": ["~/a.md"]}, state)
+    ran(first, {"ok": True, "content": "alpha"})
+    state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
+    assert [t.name for t in callable_tools(state, tools)] == ["read_files", "get_git_log"]
+    Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=["read_files", "get_git_log"]))
+    assert [t.name for t in callable_tools(state, tools)] == ["get_git_log"]
+    ran(a_step(loop, "get_git_log", {"repo_path": "~/p"}, state), {"ok": True, "text": "Fix the lamp"})
+    assert [t.name for t in callable_tools(state, tools)] == ["read_files", "get_git_log"]
 
 
 def test_a_duplicate_read_in_a_request_that_acts_is_told_to_act_before_words_are_asked_for() -> None:

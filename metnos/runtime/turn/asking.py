@@ -67,8 +67,11 @@ def callable_tools(state: TurnState, tools: list[Any]) -> list[Any]:
     """The tools the round's grammar admits a call to: not one whose failed call the model has already
     proposed again word for word. Told once that it failed, a small model sends it to the step cap; the
     prompt still lists the tool (its prefix stays the one the server's cache holds), the grammar
-    offers the other tools and the answer."""
+    offers the other tools and the answer. Nor one whose call was just intercepted for data the turn
+    holds, until another step runs: offered it again, the 1.5B asked for the same folder twice more and
+    answered from its listing, never calling the tool beside it that had what was asked."""
     barred = {name for name, _arguments in state.repeated_failures}
+    barred |= {name for name, at in state.duplicated.items() if not any(step > at for step in state.executed)}
     return [t for t in tools if t.name not in barred]
 
 

@@ -27,6 +27,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from domain import provenance as prov
+from metnos.runtime.step.intent import named_targets
 from metnos.runtime.step.records import RecordsError, file_rows, is_file_list
 from metnos.runtime.step.text import content_tokens
 from metnos.runtime.turn.composing import textual
@@ -129,6 +131,8 @@ class StepData:
     executor: str
     computed: bool
     observation: Mapping[str, Any]
+    # What the output holds (domain/provenance.py: LOCAL for the clock), "" when not traced.
+    source: str = ""
 
 
 # --- the request ----------------------------------------------------------------
@@ -273,6 +277,9 @@ class _Known:
     def has_text(self, text: str) -> bool:
         needle = _norm(self._tilde(text)).strip(" .,;:!?\"'")
         return bool(needle) and needle in self.blob
+
+    def has_text_any(self, texts: Iterable[str]) -> bool:
+        return any(self.has_text(text) for text in texts)
 
     def has_path(self, path: str) -> bool:
         path = path.rstrip(".,;:!?)")
@@ -673,10 +680,35 @@ def _against_no_link(request: str, answer: str, steps: Sequence[StepData]) -> st
     return i18n.english("turn.grounding.no_link", count=len(found))
 
 
+# Steps that set out entries they were given, which a step with no input of its own may have been typed.
+_SHAPING_VERBS = ("describe", "filter")
+
+
+def _against_local_reading(request: str, answer: str, steps: Sequence[StepData], home: str) -> str:
+    """Why an answer is no more than a value a local step read (the clock), when the request names data (a page,
+    a file, a folder) that a step read and that value is not in it, or "": asked until when a reading room it had
+    just fetched the page of is open, the 0.5B read the clock and answered its timestamp."""
+    named = named_targets(request)
+    targets = [t.rstrip("/") for t in (*named.urls, *named.files, *named.folders)]
+    if not targets or any(s.executor.split("_", 1)[0] in _ACTING_VERBS for s in steps):
+        return ""
+    given = _norm(_MARKUP.sub("", answer)).strip(" .;:!?\"'“”«»")
+    if not given:
+        return ""
+    read = [s for s in steps if s.source != prov.LOCAL and _Known(leaves(s.observation), (), home).has_text_any(targets)]
+    if not read or _Known([request, *(leaf for s in read for leaf in leaves(s.observation))], (), home).has_text(given):
+        return ""
+    for step in steps:
+        if (step.source == prov.LOCAL and not step.computed and step.executor.split("_", 1)[0] not in _SHAPING_VERBS
+                and any(_norm(leaf).strip(" .") == given for leaf in leaves(step.observation))):
+            return i18n.english("turn.grounding.local_reading", executor=step.executor, target=targets[0])
+    return ""
+
+
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
                  names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True,
                  verdict_words: Mapping[str, Mapping[str, Collection[str]]] | None = None,
-                 names_without_steps: bool = True) -> Grounding:
+                 names_without_steps: bool = True, named_data: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
@@ -687,7 +719,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     before any word was a no; ``names_without_steps`` False for one recorded before an answer given with no
     step was held to the names the request gave (:func:`names_given`: with nothing looked at, a town or a
     person the request did not name is the model's own; with steps, the data's wording of a name varies
-    too much to hold an answer to it)."""
+    too much to hold an answer to it); ``named_data`` False for one recorded before an answer that is only a local
+    step's reading was held to the data the request names."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -700,6 +733,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     # The wrong end of a sort is the more telling reason, so it is looked for first.
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
                  or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps)))
+                 or (_against_local_reading(request, answer, steps, home) if named_data else "")
                  or (_against_verdict(request, answer, steps, verdict_words or {}, standalone=verdict_words is not None)
                      if verdicts else "")) if exact else ""
     if ask is not None and exact and not exactness:

@@ -83,6 +83,8 @@ class TurnState:
     since_problem: list[dict[str, Any]] = field(default_factory=list)
     # (executor, targets) of reads already intercepted once as duplicates.
     intercepted: set[tuple[str, frozenset[str]]] = field(default_factory=set)
+    # executor -> the step at which a call of it was intercepted as a duplicate (its data already there).
+    duplicated: dict[str, int] = field(default_factory=dict)
     # (executor, hash of the proposed arguments) of calls that failed or were refused -> their step.
     failed_calls: dict[tuple[str, str], int] = field(default_factory=dict)
     # Failed calls already proposed once more and intercepted.

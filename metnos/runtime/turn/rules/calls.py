@@ -68,6 +68,7 @@ class Guards(BaseRule):
                 state.reminded_to_act = True
                 repeated = False
             state.intercepted.add(key)
+            state.duplicated[name] = step.number
             # A well-formed call for data the turn holds: as good as that data
             # for an answer after a problem.
             for earlier in decision.previous_steps:

@@ -29,7 +29,8 @@ class Grounded(BaseRule):
 
     def on_conclusion(self, answer: Answer) -> Verdict | None:
         state, loop = answer.state, answer.loop
-        steps = [StepData(state.executor_of(n), worked_out(state.executor_of(n)), state.observations[n]) for n in state.successes()]
+        steps = [StepData(state.executor_of(n), worked_out(state.executor_of(n)), state.observations[n], state.sources.get(n, ""))
+                 for n in state.successes()]
         # What an earlier turn of the conversation found may be said again ("the first line was ..."), by a
         # turn that took no step of its own: one that looked again answers from what it found now.
         earlier = [] if steps else [StepData(EARLIER_DATA, False, d) for d in earlier_data(answer.request.conversation)]
@@ -43,7 +44,8 @@ class Grounded(BaseRule):
                                  quoted_names=loop.online.config.grounding_quoted_names,
                                  verdicts=loop.online.config.grounding_verdicts,
                                  verdict_words=loop.catalogue.verdict_words if loop.online.config.grounding_verdict_words else None,
-                                 names_without_steps=loop.online.config.grounding_names)
+                                 names_without_steps=loop.online.config.grounding_names,
+                                 named_data=loop.online.config.grounding_named_data)
         if (grounding.holds and state.looped and not state.acted and answer.source == "model"
                 and loop.online.config.grounding_after_loop):
             grounding = replace(grounding, bare=after_a_loop(answer.text, answer.request.text, [*earlier, *steps, *told],
