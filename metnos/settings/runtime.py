@@ -132,9 +132,9 @@ class RuntimeConfig(BaseModel):
     grounding_names: bool = setting(True, "An answer given with no step taken names no town, person or day the request "
                                           "did not (a capitalised word that opens no sentence): the 0.5B answered where the "
                                           "user is without looking.")
-    grounding_named_data: bool = setting(True, "An answer that is only a value a local step read (the clock) does not answer a "
-                                               "request about data it names (a page, a file) that a step read: the 0.5B answered "
-                                               "the time it was for until when a reading room it had read of is open.")
+    grounding_named_data: bool = setting(True, "An answer is held to the data the request names that a step read: a value a "
+                                               "local step read (the clock) alone is no answer about it, nor is the page's own "
+                                               "address an answer for the links on it.")
     data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
                                          "what the request's own words rank first, or gave the data: a folder's listing does "
                                          "not answer what changed in it when nothing ran git.")

@@ -347,6 +347,19 @@ def test_links_asked_are_given_as_addresses(request_text: str) -> None:
                         steps=[PAGE, saved], home="/home/u").holds
 
 
+def test_the_page_s_own_address_is_none_of_the_links_on_it() -> None:
+    """The 1.5B, asked which links on a page were recipes, answered with the page's address: the fetch's result held it."""
+    request_text = "Which links on http://127.0.0.1:8000/links.html are recipes? Give me their addresses."
+    fetched = StepData("read_urls_html", False, {"ok": True, "url": "http://127.0.0.1:8000/links.html", "links": [
+        {"text": "Pancakes", "url": "http://127.0.0.1:8000/recipes/pancakes.html"},
+        {"text": "Gardening", "url": "http://127.0.0.1:8000/garden.html"}]}, "web")
+    own = check_answer("http://127.0.0.1:8000/links.html", request=request_text, steps=[fetched])
+    assert not own.holds and "none of the 2" in own.exactness
+    assert check_answer("http://127.0.0.1:8000/recipes/pancakes.html", request=request_text, steps=[fetched]).holds
+    # Recorded before, the page's address was one of the links.
+    assert check_answer("http://127.0.0.1:8000/links.html", request=request_text, steps=[fetched], named_data=False).holds
+
+
 def test_a_listing_of_several_folders_asks_no_total() -> None:
     assert check_answer("a.mp3: 600000 bytes", request="list the files in all my folders under ~/Music with their sizes",
                         steps=[MUSIC], home="/home/u").holds

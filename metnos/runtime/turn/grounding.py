@@ -669,12 +669,16 @@ def _links_in(value: Any, *, field: str = "") -> Iterable[str]:
         yield value.strip()
 
 
-def _against_no_link(request: str, answer: str, steps: Sequence[StepData]) -> str:
+def _against_no_link(request: str, answer: str, steps: Sequence[StepData], *, named: bool = False) -> str:
     """Why an answer to a request for links gives none of those the steps found, or "" (the 0.5B listed the
-    links' texts, every one in a result, and none of their addresses)."""
+    links' texts, every one in a result, and none of their addresses). ``named``: the page's own address, which
+    the request gives, is none of the links found on it (the 1.5B answered with it alone); False for a turn
+    recorded before."""
     if not _LINKS.search(request) or any(s.executor.split("_", 1)[0] in _ACTING_VERBS for s in steps):
         return ""
-    found = list(dict.fromkeys(link for s in steps for link in _links_in(s.observation)))
+    given = {url.rstrip("/") for url in named_targets(request).urls} if named else set()
+    found = [link for link in dict.fromkeys(link for s in steps for link in _links_in(s.observation))
+             if link.rstrip("/") not in given]
     if not found or any(link in answer for link in found):
         return ""
     return i18n.english("turn.grounding.no_link", count=len(found))
@@ -719,8 +723,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     before any word was a no; ``names_without_steps`` False for one recorded before an answer given with no
     step was held to the names the request gave (:func:`names_given`: with nothing looked at, a town or a
     person the request did not name is the model's own; with steps, the data's wording of a name varies
-    too much to hold an answer to it); ``named_data`` False for one recorded before an answer that is only a local
-    step's reading was held to the data the request names."""
+    too much to hold an answer to it); ``named_data`` False for one recorded before an answer was held to the data
+    the request names (not a local step's reading alone, nor the page's own address for its links)."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -732,7 +736,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
-                 or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps)))
+                 or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps, named=named_data)))
                  or (_against_local_reading(request, answer, steps, home) if named_data else "")
                  or (_against_verdict(request, answer, steps, verdict_words or {}, standalone=verdict_words is not None)
                      if verdicts else "")) if exact else ""
