@@ -141,6 +141,8 @@ class RuntimeConfig(BaseModel):
     refusal_retried_after_step: bool = setting(True, "A call refused for a step the turn had not taken yet (a delete of the "
                                                      "largest before a sort) is judged again once a step has worked since, "
                                                      "not barred as a repeated failure.")
+    refused_call_repeated: bool = setting(True, "A call the vaglio or the user refused, proposed again word for word, is "
+                                                "intercepted as a repeated failure: not judged, nor the user asked, again.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -178,7 +180,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_after_loop": False, "grounding_quoted_names": False,
                                          "data_asked_for": False, "name_conditions": False, "refusal_retried_after_step": False,
                                          "grounding_verdicts": False, "grounding_verdict_words": False,
-                                         "grounding_names": False, "grounding_named_data": False}
+                                         "grounding_names": False, "grounding_named_data": False,
+                                         "refused_call_repeated": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

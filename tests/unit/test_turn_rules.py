@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refusal_retried_after_step=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, refusal_retried_after_step=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -334,6 +334,18 @@ def test_the_vaglio_asks_the_user_for_an_action_and_a_no_is_the_steps_observatio
     forbidden = Vaglio().on_resolved(a_step(Loop(), "read_files", {"paths": ["/home/u/.ssh/id_ed25519"]}, TurnState()))
     assert isinstance(forbidden, Settle) and forbidden.observation["error_class"] == "vaglio_denied"
     assert Vaglio().on_resolved(a_step(Loop(), "read_files", {"paths": ["~/a.md"]}, TurnState())) is None
+
+
+def test_a_call_the_user_refused_proposed_again_word_for_word_is_a_repeated_failure_not_asked_again() -> None:
+    """The 0.5B sent one unapproved commit twenty times, each judged and put to the user again."""
+    loop, state = Loop(approve=False), TurnState()
+    Vaglio().on_resolved(a_step(loop, "delete_files", {"paths": ["~/a.md"]}, state, text="delete ~/a.md"))
+    again = a_step(loop, "delete_files", {"paths": ["~/a.md"]}, state, text="delete ~/a.md")
+    verdict = RepeatedFailure().on_call(again)
+    assert isinstance(verdict, Settle) and verdict.observation["error_class"] == "repeated_failure"
+    assert loop.kinds().count("ApprovalAsked") == 1
+    # Other arguments are another call: judged, and asked, as any.
+    assert RepeatedFailure().on_call(a_step(loop, "delete_files", {"paths": ["~/b.md"]}, state, text="delete ~/a.md")) is None
 
 
 # What an observation means -----------------------------------------------------------

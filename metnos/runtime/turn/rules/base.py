@@ -207,6 +207,10 @@ class Step:
         self.record(Turn.ObservationRecorded, step=self.number, ok=False, observation=observation, spill={})
         state.guards = state.guards.record(self.number, self.name, args, executed=False, succeeded=False)
         state.problem, state.since_problem = (FailureKind.STEP_REFUSED, step_failure_words(self.name, observation)), []
+        if self.loop.online.config.refused_call_repeated:
+            # Proposed again word for word, it is a repeated failure: not judged, nor the user asked, again (the
+            # 0.5B sent one unapproved commit twenty times, to the end of the model's context).
+            state.failed_calls.setdefault(self.key, self.number)
         return Settle(observation)
 
 
