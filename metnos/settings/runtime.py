@@ -135,6 +135,8 @@ class RuntimeConfig(BaseModel):
     grounding_named_data: bool = setting(True, "An answer is held to the data the request names that a step read: a value a "
                                                "local step read (the clock) alone is no answer about it, nor is the page's own "
                                                "address an answer for the links on it.")
+    grounding_picks_named: bool = setting(True, "An answer to a request for which file is the newest, the largest ... names one "
+                                                "of the files the last listing gave, not only its date or size.")
     data_asked_for: bool = setting(True, "An answer Metnos makes from the data of the steps is given only when the steps ran "
                                          "what the request's own words rank first, or gave the data: a folder's listing does "
                                          "not answer what changed in it when nothing ran git.")
@@ -143,6 +145,8 @@ class RuntimeConfig(BaseModel):
                                                      "not barred as a repeated failure.")
     refused_call_repeated: bool = setting(True, "A call the vaglio or the user refused, proposed again word for word, is "
                                                 "intercepted as a repeated failure: not judged, nor the user asked, again.")
+    named_action_done: bool = setting(True, "A request that names an action (move, delete, send) is answered only once that "
+                                            "action went through: another that did, after it failed, does not answer it.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -181,7 +185,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "data_asked_for": False, "name_conditions": False, "refusal_retried_after_step": False,
                                          "grounding_verdicts": False, "grounding_verdict_words": False,
                                          "grounding_names": False, "grounding_named_data": False,
-                                         "refused_call_repeated": False}
+                                         "refused_call_repeated": False, "named_action_done": False,
+                                         "grounding_picks_named": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -484,3 +484,31 @@ def test_a_worked_out_value_is_no_local_reading() -> None:
     read = StepData("read_files", False, {"ok": True, "entries": [{"path": "/home/u/r.csv", "content": "a\n20\n22\n"}]}, "named_file")
     total = StepData("compute_entries", True, {"ok": True, "content": "42"}, "local")
     assert check_answer("42", request="what is the total of ~/r.csv?", steps=[read, total], home="/home/u").holds
+
+
+
+# A listing, then a sort that kept only the field it sorted on: the top's date alone holds up as its top.
+NOTES = [StepData("find_files", False, {"ok": True, "entries": [
+    {"path": "/home/u/notes/plans.md", "name": "plans.md", "modified": "2026-12-02T12:22:29+00:00"},
+    {"path": "/home/u/notes/ideas.md", "name": "ideas.md", "modified": "2026-11-20T09:00:00+00:00"}]}, "named_folder"),
+    StepData("sort_entries", True, {"ok": True, "metadata": {"field": "modified", "order": "desc", "count_in": 2, "count_out": 1},
+                                     "entries": [{"modified": "2026-12-02T12:22:29+00:00"}]}, "local")]
+
+
+@pytest.mark.parametrize("request_text", ["Which markdown file in ~/notes was modified most recently?",
+                                          "what note in ~/notes is the newest?",
+                                          "quale file in ~/notes è il più recente?"])
+def test_which_file_is_the_newest_is_answered_by_naming_one(request_text: str) -> None:
+    """The 0.5B, asked which markdown file was modified most recently, answered only the date."""
+    dated = check_answer("The markdown file in ~/notes was modified most recently on 2026-12-02T12:22:29+00:00.",
+                         request=request_text, steps=NOTES, home="/home/u")
+    assert not dated.holds and "plans.md, ideas.md" in dated.exactness and "find_files" in dated.exactness, dated
+    assert check_answer("plans.md, modified on 2026-12-02T12:22:29+00:00.", request=request_text, steps=NOTES, home="/home/u").holds
+    # Recorded before, the date alone stood.
+    assert check_answer("2026-12-02T12:22:29+00:00", request=request_text, steps=NOTES, home="/home/u", picks_named=False).holds
+
+
+def test_when_the_newest_file_changed_is_answered_by_its_date() -> None:
+    # Not a "which": the date is the answer.
+    assert check_answer("2026-12-02T12:22:29+00:00", request="when was the newest file in ~/notes modified?",
+                        steps=NOTES, home="/home/u").holds

@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, refusal_retried_after_step=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, refusal_retried_after_step=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -534,6 +534,38 @@ def test_the_actions_a_request_names_stay_open_until_each_was_tried(request_text
     assert open_asks(loop, state, request_text, pool) == open_after
     state.scheduled = True
     assert open_asks(loop, state, request_text, pool) == []
+
+
+def test_another_action_that_went_through_after_the_named_one_failed_does_not_answer_it() -> None:
+    # The 0.5B, asked to move two files, failed the move (no dest_dir), deleted them, and the turn said answered.
+    from metnos.runtime.turn.rules.answers import answer_from_data, open_asks
+    from metnos.runtime.turn.turn_state import AnswerFromData
+    request = "Move every .txt file in ~/notes/archive into ~/notes/old."
+    pool = ["find_files", "move_files", "delete_files", "write_files"]
+    loop = Loop()
+    loop.catalogue = _seed_catalogue()
+    listed = {"ok": True, "entries": [{"path": "/h/notes/archive/one.txt", "name": "one.txt"}]}
+
+    def deleted_after_a_failed_move() -> TurnState:
+        state = TurnState()
+        state.executed = {1: ("find_files", "1"), 2: ("move_files", "1"), 3: ("delete_files", "1")}
+        state.observations = {1: listed, 2: {"ok": False, "error": "paths or entries need a dest_dir"},
+                              3: {"ok": True, "entries": [{"path": "/h/notes/archive/one.txt", "deleted": True}]}}
+        state.acted, state.acted_steps = True, [3]
+        return state
+
+    state = deleted_after_a_failed_move()
+    assert open_asks(loop, state, request, pool) == []
+    assert open_asks(loop, state, request, pool, done=True) == ["move_files"]
+    reminded = ActionTaken().on_answer(an_answer(loop, "Moved.", state, pool=pool, request=request))
+    assert isinstance(reminded, SendBack) and "move_files" in reminded.messages[1].text
+    assert ActionTaken().on_answer(an_answer(loop, "Moved.", state, pool=pool, request=request)) == End(FailureKind.ACTION_NOT_TAKEN, "move_files")
+    with pytest.raises(EndTurn) as ended:
+        answer_from_data(loop, None, deleted_after_a_failed_move(), TurnRequest(text=request), pool, AnswerFromData((1,)))
+    assert ended.value.kind is FailureKind.ACTION_NOT_TAKEN and ended.value.detail == "move_files"
+    # The move done at last answers it.
+    state.executed[4], state.observations[4] = ("move_files", "1"), {"ok": True, "entries": [{"path": "/h/notes/old/one.txt"}]}
+    assert open_asks(loop, state, request, pool, done=True) == []
 
 
 def test_an_action_turn_answered_from_its_data_says_what_the_action_did_not_what_it_read() -> None:

@@ -709,10 +709,36 @@ def _against_local_reading(request: str, answer: str, steps: Sequence[StepData],
     return ""
 
 
+# A request that asks which one (en, it): "which markdown file ...", "what document ...", "quale file ...".
+_WHICH = re.compile(r"\b(?:which|quale|quali|qual)\b|\bwhat\s+(?:\w+\s+)?(?:file|document|note|photo|picture|image|folder|directory)s?\b"
+                    r"|\bche\s+(?:file|document[oi]|not[ae]|foto|immagin[ei]|cartell[ae])\b", re.IGNORECASE)
+
+
+def _against_unnamed_pick(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why an answer to "which file is the newest/largest" names none of the files the last listing
+    gave, or "": the 0.5B, asked which markdown file was modified most recently, answered the date."""
+    if superlative_order(request) is None or _WHICH.search(request) is None:
+        return ""
+    for step in reversed(steps):
+        entries = step.observation.get("entries") if isinstance(step.observation, Mapping) else None
+        if not isinstance(entries, list) or not entries or is_file_list(entries):
+            continue
+        paths = [e.get("path") for e in entries if isinstance(e, Mapping)]
+        if len(paths) != len(entries) or not all(isinstance(p, str) and p for p in paths):
+            continue
+        names = list(dict.fromkeys(p.rstrip("/").rsplit("/", 1)[-1] for p in paths))
+        folded = answer.casefold()
+        if any(name.casefold() in folded for name in names):
+            return ""
+        return i18n.english("turn.grounding.unnamed_pick", executor=step.executor, count=len(names),
+                            names=", ".join(names[:5]) + (", ..." if len(names) > 5 else ""))
+    return ""
+
+
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
                  names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True,
                  verdict_words: Mapping[str, Mapping[str, Collection[str]]] | None = None,
-                 names_without_steps: bool = True, named_data: bool = True) -> Grounding:
+                 names_without_steps: bool = True, named_data: bool = True, picks_named: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
@@ -724,7 +750,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     step was held to the names the request gave (:func:`names_given`: with nothing looked at, a town or a
     person the request did not name is the model's own; with steps, the data's wording of a name varies
     too much to hold an answer to it); ``named_data`` False for one recorded before an answer was held to the data
-    the request names (not a local step's reading alone, nor the page's own address for its links)."""
+    the request names (not a local step's reading alone, nor the page's own address for its links); ``picks_named``
+    False for one recorded before an answer to "which file is the newest" had to name one."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -738,6 +765,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
                  or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps, named=named_data)))
                  or (_against_local_reading(request, answer, steps, home) if named_data else "")
+                 or (_against_unnamed_pick(request, answer, steps) if picks_named else "")
                  or (_against_verdict(request, answer, steps, verdict_words or {}, standalone=verdict_words is not None)
                      if verdicts else "")) if exact else ""
     if ask is not None and exact and not exactness:

@@ -115,7 +115,7 @@ class ActionTaken(BaseRule):
         state, loop = answer.state, answer.loop
         if not state.acted:
             return None
-        still = open_asks(loop, state, answer.request.text, answer.pool)
+        still = open_asks(loop, state, answer.request.text, answer.pool, done=loop.online.config.named_action_done)
         if not still:
             return None
         if answer.source != "model" or state.problem is not None or state.reminded_to_act or state.final_only:
@@ -125,20 +125,27 @@ class ActionTaken(BaseRule):
         return SendBack((answer.reply.to_message(), UserMessage(act_reminder(still))))
 
 
-def open_asks(loop, state: TurnState, request: str, pool: list[str]) -> list[str]:
-    """The actions the request names that no step has tried, one executor for each, of those offered.
+def open_asks(loop, state: TurnState, request: str, pool: list[str], *, done: bool = False) -> list[str]:
+    """The actions the request names that no step has tried (``done``: that no step did), one
+    executor for each, of those offered.
 
     Executors met by the same word of the request are one action, done by any of them: "delete"
     meets delete_files and delete_events, and a delete of files answers it even when the shortlist
-    offered only the other. A step that was tried and failed is not open here: its failure is
-    reported by its own rule. A schedule made in the turn defers the actions it names.
+    offered only the other. Without ``done``, a step that was tried and failed is not open here:
+    its failure is reported by its own rule. But another action that went through after it clears
+    that failure, and the request's is still not done (``[runtime] named_action_done``): the 0.5B,
+    asked to move two files, failed the move and deleted them. A schedule made in the turn defers
+    the actions it names.
 
     Only an action named by the verb of its executor's name counts ("delete", "send"): a tag met
     by a word of several uses is not held against the answer ("add up the column" is no append)."""
     index = getattr(loop.catalogue, "index", None)
     if index is None or state.scheduled:
         return []
-    tried = state.tried | {executor for executor, _ in state.executed.values()}
+    if done:
+        tried = {state.executor_of(step) for step in state.successes()}
+    else:
+        tried = state.tried | {executor for executor, _ in state.executed.values()}
     actions: list[tuple[set[str], set[str]]] = []  # (request words, executors)
     for name, action in index.actions.asked(request).items():
         if name not in loop.catalogue.executors or not acts(loop.catalogue, name) or action.tag != (name.split("_")[0],):
@@ -364,6 +371,9 @@ def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str
     if asked and not state.acted:
         # The data is no answer to a request that asked for an action none of whose steps ran.
         raise EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
+    if asked and loop.online.config.named_action_done and (still := open_asks(loop, state, request.text, pool, done=True)):
+        # What another action reported is no answer to one the request named that never went through.
+        raise EndTurn(FailureKind.ACTION_NOT_TAKEN, " and ".join(still))
     used = list(found.steps)
     if state.acted_steps and found.reason != "presentation":
         # A request for an action is answered by what the action reported, not by data read on the

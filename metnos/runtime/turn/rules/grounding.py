@@ -45,7 +45,8 @@ class Grounded(BaseRule):
                                  verdicts=loop.online.config.grounding_verdicts,
                                  verdict_words=loop.catalogue.verdict_words if loop.online.config.grounding_verdict_words else None,
                                  names_without_steps=loop.online.config.grounding_names,
-                                 named_data=loop.online.config.grounding_named_data)
+                                 named_data=loop.online.config.grounding_named_data,
+                                 picks_named=loop.online.config.grounding_picks_named)
         if (grounding.holds and state.looped and not state.acted and answer.source == "model"
                 and loop.online.config.grounding_after_loop):
             grounding = replace(grounding, bare=after_a_loop(answer.text, answer.request.text, [*earlier, *steps, *told],
