@@ -557,12 +557,18 @@ def test_another_action_that_went_through_after_the_named_one_failed_does_not_an
     state = deleted_after_a_failed_move()
     assert open_asks(loop, state, request, pool) == []
     assert open_asks(loop, state, request, pool, done=True) == ["move_files"]
-    reminded = ActionTaken().on_answer(an_answer(loop, "Moved.", state, pool=pool, request=request))
-    assert isinstance(reminded, SendBack) and "move_files" in reminded.messages[1].text
-    assert ActionTaken().on_answer(an_answer(loop, "Moved.", state, pool=pool, request=request)) == End(FailureKind.ACTION_NOT_TAKEN, "move_files")
-    with pytest.raises(EndTurn) as ended:
+    # The move's own failure is the outcome, not a reminder (its arguments were what went wrong).
+    ended = ActionTaken().on_answer(an_answer(loop, "Moved.", state, pool=pool, request=request))
+    assert isinstance(ended, End) and ended.kind is FailureKind.STEP_FAILED and "dest_dir" in ended.detail, ended
+    with pytest.raises(EndTurn) as raised:
         answer_from_data(loop, None, deleted_after_a_failed_move(), TurnRequest(text=request), pool, AnswerFromData((1,)))
-    assert ended.value.kind is FailureKind.ACTION_NOT_TAKEN and ended.value.detail == "move_files"
+    assert raised.value.kind is FailureKind.STEP_FAILED and "dest_dir" in raised.value.detail
+    # Never tried, it is reminded of once, then the turn fails for it.
+    untried = deleted_after_a_failed_move()
+    del untried.executed[2], untried.observations[2]
+    reminded = ActionTaken().on_answer(an_answer(loop, "Moved.", untried, pool=pool, request=request))
+    assert isinstance(reminded, SendBack) and "move_files" in reminded.messages[1].text
+    assert ActionTaken().on_answer(an_answer(loop, "Moved.", untried, pool=pool, request=request)) == End(FailureKind.ACTION_NOT_TAKEN, "move_files")
     # The move done at last answers it.
     state.executed[4], state.observations[4] = ("move_files", "1"), {"ok": True, "entries": [{"path": "/h/notes/old/one.txt"}]}
     assert open_asks(loop, state, request, pool, done=True) == []

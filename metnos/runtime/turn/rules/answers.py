@@ -12,7 +12,7 @@ from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.answers import NAMES_NOTHING, REASONS, admitted_failure, names_none_of, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
 from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence, recurrences
 from metnos.runtime.turn.composing import compose_answer, worked_out
-from metnos.runtime.turn.failures import FailureKind
+from metnos.runtime.turn.failures import FailureKind, step_failure_words
 from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.step.piping import FROM_STEP, placeholders_in
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
@@ -118,6 +118,8 @@ class ActionTaken(BaseRule):
         still = open_asks(loop, state, answer.request.text, answer.pool, done=loop.online.config.named_action_done)
         if not still:
             return None
+        if (failed := failure_of(state, still)) is not None:
+            return failed
         if answer.source != "model" or state.problem is not None or state.reminded_to_act or state.final_only:
             return End(FailureKind.ACTION_NOT_TAKEN, " and ".join(still))
         state.reminded_to_act = True
@@ -157,6 +159,15 @@ def open_asks(loop, state: TurnState, request: str, pool: list[str], *, done: bo
             names |= other[1]
         actions.append((words, names))
     return sorted(min(names & set(pool)) for _, names in actions if names & set(pool) and not names & tried)
+
+
+def failure_of(state: TurnState, actions: list[str]) -> End | None:
+    """How the last step that tried one of ``actions`` failed, or None when none was tried."""
+    for number in sorted(state.observations, reverse=True):
+        observation = state.observations[number]
+        if state.executor_of(number) in actions and isinstance(observation, dict) and observation.get("ok") is False:
+            return End(FailureKind.STEP_FAILED, step_failure_words(state.executor_of(number), observation))
+    return None
 
 
 class ScheduleMade(BaseRule):
@@ -373,7 +384,8 @@ def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str
         raise EndTurn(FailureKind.ACTION_NOT_TAKEN, " or ".join(asked))
     if asked and loop.online.config.named_action_done and (still := open_asks(loop, state, request.text, pool, done=True)):
         # What another action reported is no answer to one the request named that never went through.
-        raise EndTurn(FailureKind.ACTION_NOT_TAKEN, " and ".join(still))
+        failed = failure_of(state, still) or End(FailureKind.ACTION_NOT_TAKEN, " and ".join(still))
+        raise EndTurn(failed.kind, failed.detail)
     used = list(found.steps)
     if state.acted_steps and found.reason != "presentation":
         # A request for an action is answered by what the action reported, not by data read on the
