@@ -146,7 +146,8 @@ class RuntimeConfig(BaseModel):
     refused_call_repeated: bool = setting(True, "A call the vaglio or the user refused, proposed again word for word, is "
                                                 "intercepted as a repeated failure: not judged, nor the user asked, again.")
     named_action_done: bool = setting(True, "A request that names an action (move, delete, send) is answered only once that "
-                                            "action went through: another that did, after it failed, does not answer it.")
+                                            "action went through: another that did, after it failed, does not answer it. A "
+                                            "model that reads again instead of acting is told to call that action.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")

@@ -123,8 +123,10 @@ def test_an_action_is_not_taken_when_approval_is_declined(home: Path, capsys, mo
 
 
 def test_find_filter_describe_pipeline_with_from_step(home: Path, capsys, monkeypatch) -> None:
-    # The model makes the first read itself here (no opening read): this test is about what follows it.
+    # The model makes the first read itself here (no opening read): this test is about what follows it,
+    # the piping, on the rules' ranking that offers describe_entries (the learned offer does not, to "describe them").
     monkeypatch.setenv("METNOS_OPENING_READS", "0")
+    monkeypatch.setenv("METNOS_ENGINE_OFFER", "shortlist")
     docs = home / "docs"
     docs.mkdir()
     for name in ("report-2025.md", "report-2026.md", "notes.txt", "recipe.md"):

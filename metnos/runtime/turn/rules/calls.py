@@ -33,6 +33,7 @@ from metnos.runtime.turn.recurrence import recurrences, says_an_end
 from metnos.runtime.step.piping import FROM_STEP, Resolution, resolve_args
 from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
+from metnos.runtime.turn.rules.answers import open_asks
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
 from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED, ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
 from metnos.runtime.step.validation import validate_args
@@ -55,6 +56,9 @@ class Guards(BaseRule):
         observation = decision.observation(done_is_ok=step.loop.online.config.done_is_ok)
         repeated = False
         pending = [] if state.acted or asks_only_questions(step.request.text) else actions_offered(step.loop.catalogue, step.pool)
+        if pending and step.loop.online.config.named_action_done:
+            # The action the request's verb names, of those offered: "write it to ~/t.md" is no call for a delete.
+            pending = open_asks(step.loop, state, step.request.text, step.pool) or pending
         if decision.outcome == DUPLICATE_READ and pending:
             # The request asks for an action none of whose steps ran: that is the next call, not an answer.
             data = decision.previous_steps[-1]
