@@ -261,6 +261,35 @@ def test_an_action_that_reports_a_failure_is_not_answered_as_done(home: Path, ca
     assert not (home / "Downloads" / "x.tmp").exists()
 
 
+def test_a_move_elsewhere_than_the_folder_the_request_names_is_refused_before_it_runs(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B moved the photos a request named somewhere else than the folder it said, and the turn
+    said answered: the call is refused saying where they go, and the one that moves them there runs.
+    With the setting off (turns recorded before it), the call runs as it was given."""
+    (home / "camera").mkdir()
+    (home / "photos" / "2024").mkdir(parents=True)
+    for name in ("a.jpg", "b.jpg"):
+        (home / "camera" / name).write_text(name)
+    beside = call("move_files", {"moves": [{"src": "~/camera/a.jpg", "dst": "~/photos/a.jpg"},
+                                           {"src": "~/camera/b.jpg", "dst": "~/photos/2024/b.jpg"}]})
+    inside = call("move_files", {"paths": ["~/camera/a.jpg", "~/camera/b.jpg"], "dest_dir": "~/photos/2024/"})
+    request = "Move the .jpg files in ~/camera into ~/photos/2024."
+    code, out, llm = run(monkeypatch, capsys, [beside, inside, text("Moved them into ~/photos/2024.")], request, "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert sorted(p.name for p in (home / "photos" / "2024").iterdir()) == ["a.jpg", "b.jpg"]
+    assert not (home / "photos" / "a.jpg").exists()
+    refused = of(events(capsys, out["turn_id"]), "StepRejected")
+    assert [r["kind"] for r in refused] == ["destination"] and refused[0]["error"]["elsewhere"] == ["~/photos/a.jpg"], refused
+    told = tool_messages(llm.requests[1])[-1]
+    assert told["error_class"] == "outside_request" and '"dest_dir": "~/photos/2024"' in told["hint"], told
+    assert replays_clean(capsys, out["turn_id"])
+
+    for name in ("a.jpg", "b.jpg"):
+        (home / "photos" / "2024" / name).rename(home / "camera" / name)
+    code, out, _ = run(monkeypatch, capsys, [beside, text("Moved them.")], request, "--yes", "--set", "requested_destination=false")
+    assert (code, out["status"]) == (0, "answered"), out
+    assert (home / "photos" / "a.jpg").exists()
+
+
 def test_the_model_reads_paths_in_the_home_as_tilde_paths(home: Path, capsys, monkeypatch) -> None:
     """Shown /tmp/.../Desktop/cat.jpg for a request about ~/Pictures, the 1.5B wrote
     /home/metnos/Pictures/cat.jpg, which the policy refused, five times."""

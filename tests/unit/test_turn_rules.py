@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, refusal_retried_after_step=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, refusal_retried_after_step=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -119,7 +119,7 @@ def ran(step: Step, observation: dict[str, Any], *, ok: bool = True, result_kind
 def test_the_rules_run_in_the_order_the_spec_gives_a_step_and_an_answer() -> None:
     assert [r.name for r in default_rules()] == [
         "climb_tier", "answer_only", "guards", "repeated_failure", "readable_arguments", "autonomy", "known_executor", "pipeline_shape",
-        "step_references", "argument_schema", "made_up_values", "unasked_options", "unasked_end", "requested_kind", "requested_names", "requested_top", "append_once", "schedule_made", "sandbox_policy", "exfiltration", "vaglio", "dialog", "recovery", "presentation", "action_taken",
+        "step_references", "argument_schema", "made_up_values", "unasked_options", "unasked_end", "requested_kind", "requested_names", "requested_destination", "requested_top", "append_once", "schedule_made", "sandbox_policy", "exfiltration", "vaglio", "dialog", "recovery", "presentation", "action_taken",
         "placeholders", "answer_form", "rests_on_recovery", "says_not_done", "grounded",
     ]
 
@@ -534,6 +534,25 @@ def test_the_actions_a_request_names_stay_open_until_each_was_tried(request_text
     assert open_asks(loop, state, request_text, pool) == open_after
     state.scheduled = True
     assert open_asks(loop, state, request_text, pool) == []
+
+
+@pytest.mark.parametrize(("args", "refused"), [
+    ({"paths": ["~/camera/a.jpg"], "dest_dir": "~/camera/2024"}, ["~/camera/2024"]),
+    ({"paths": ["~/camera/a.jpg"], "dest_dir": "~/photos/2024/"}, []),
+    ({"paths": ["~/camera/a.jpg"], "dest_dir": f"{HOME}/photos/2024/trip"}, []),  # inside it, written out whole
+    ({"paths": ["~/camera/a.jpg"], "dest_dir": "~/photos/2024b"}, ["~/photos/2024b"]),
+    ({"moves": [{"src": "~/camera/a.jpg", "dst": "~/photos/2024"}]}, ["~/photos/2024"]),  # a rename onto the folder's name
+    ({"moves": [{"src": "~/camera/a.jpg", "dst": "~/photos/2024/a.jpg"}]}, []),
+])
+def test_a_move_goes_into_the_folder_the_request_names(args: dict[str, Any], refused: list[str]) -> None:
+    from metnos.runtime.turn.rules.calls import RequestedDestination
+    loop = Loop({"move_files": executor(side_effects=True)})
+    step = a_step(loop, "move_files", args, text="Move the .jpg files in ~/camera into ~/photos/2024.")
+    verdict = RequestedDestination().on_call(step)
+    rejected = [f for kind, f in loop.events if kind == "StepRejected"]
+    assert (verdict is not None) == bool(refused) and [r["error"]["elsewhere"] for r in rejected] == ([refused] if refused else [])
+    # A request that names no folder to go to puts no bound on where.
+    assert RequestedDestination().on_call(a_step(loop, "move_files", args, text="tidy up ~/camera")) is None
 
 
 def test_another_action_that_went_through_after_the_named_one_failed_does_not_answer_it() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from metnos.runtime.turn.rules.answers import ActionTaken, AnswerForm, AnswerOnly, Placeholders, RestsOnRecovery, SaysNotDone, ScheduleMade
 from metnos.runtime.turn.rules.base import Answer, BaseRule, Round, Rule, Step, Verdict
-from metnos.runtime.turn.rules.calls import AppendOnce, ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, MadeUpValues, PipelineShape, ReadableArguments, RepeatedFailure, RequestedKind, RequestedNames, RequestedTop, SandboxPolicy, StepReferences, UnaskedEnd, UnaskedOptions
+from metnos.runtime.turn.rules.calls import AppendOnce, ArgumentSchema, AutonomyLevel, Guards, KnownExecutor, MadeUpValues, PipelineShape, ReadableArguments, RepeatedFailure, RequestedDestination, RequestedKind, RequestedNames, RequestedTop, SandboxPolicy, StepReferences, UnaskedEnd, UnaskedOptions
 from metnos.runtime.turn.rules.dialog import Dialog
 from metnos.runtime.turn.rules.grounding import Grounded
 from metnos.runtime.turn.rules.provenance import Exfiltration
@@ -25,7 +25,7 @@ def default_rules() -> tuple[Rule, ...]:
     return (
         ClimbTier(), AnswerOnly(),
         Guards(), RepeatedFailure(), ReadableArguments(), AutonomyLevel(), KnownExecutor(), PipelineShape(),
-        StepReferences(), ArgumentSchema(), MadeUpValues(), UnaskedOptions(), UnaskedEnd(), RequestedKind(), RequestedNames(), RequestedTop(), AppendOnce(), ScheduleMade(), SandboxPolicy(), Exfiltration(), Vaglio(), Dialog(),
+        StepReferences(), ArgumentSchema(), MadeUpValues(), UnaskedOptions(), UnaskedEnd(), RequestedKind(), RequestedNames(), RequestedDestination(), RequestedTop(), AppendOnce(), ScheduleMade(), SandboxPolicy(), Exfiltration(), Vaglio(), Dialog(),
         Recovery(), Presentation(), ActionTaken(),
         Placeholders(), AnswerForm(), RestsOnRecovery(), SaysNotDone(), Grounded(),
     )

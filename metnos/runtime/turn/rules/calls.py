@@ -6,6 +6,7 @@ Each refusal becomes an observation the model can correct, with a hint.
 from __future__ import annotations
 
 import copy
+import posixpath
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
 from metnos.runtime.turn.completion import complete_arguments, complete_exact_ask, complete_paths, keep_names, without_blank_optionals
 from metnos.runtime.step.asked import asks_only_questions
 from metnos.runtime.step.catalogue import inline_refs
+from metnos.runtime.step.intent import destination
 from metnos.runtime.step.errors import TurnError
 from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.conversation import context_text
@@ -457,6 +459,41 @@ class RequestedNames(BaseRule):
         return _narrowed_or_refused(step, outside, "names", "outside_name", {"conditions": [c.words() for c in conditions]},
                                     f"the request asks for the files {named}", f"the files {named}",
                                     "(find them first if they are not listed yet)")
+
+
+class RequestedDestination(BaseRule):
+    """A move goes where the request says ("... into ~/photos/2024"): a call that puts a file anywhere
+    else is refused before it runs, saying where it should go. The 0.5B moved the photos the request
+    named somewhere else, and the turn said answered."""
+    name = "requested_destination"
+
+    def on_call(self, step: Step) -> Verdict | None:
+        if (step.kind != "executor" or step.name.split("_", 1)[0] != "move"
+                or not step.loop.online.config.requested_destination):
+            return None
+        folder = destination(step.request.text)
+        if folder is None:
+            return None
+        home, args = step.loop.policy.home, step.arguments
+        wanted = _at_home(folder, home)
+        elsewhere = [m["dst"] for m in args.get("moves") or []
+                     if isinstance(m, Mapping) and isinstance(m.get("dst"), str) and not _at_home(m["dst"], home).startswith(wanted + "/")]
+        given = args.get("dest_dir")
+        if isinstance(given, str) and not (_at_home(given, home) + "/").startswith(wanted + "/"):
+            elsewhere.append(given)
+        if not elsewhere:
+            return None
+        shown = ", ".join(elsewhere[:5]) + (f" and {len(elsewhere) - 5} more" if len(elsewhere) > 5 else "")
+        return step.reject("destination", {"destination": folder, "elsewhere": elsewhere[:20]}, {
+            "ok": False, "error_class": "outside_request",
+            "error": f"the request asks to move them into {folder}; the call puts them at {shown}",
+            "hint": f'call {step.name} again with the files as "paths" and "dest_dir": "{folder}"'})
+
+
+def _at_home(path: str, home: str) -> str:
+    """``path`` with ``~`` as ``home``, normalised, without a trailing slash."""
+    expanded = home + path.strip()[1:] if path.strip().startswith("~") else path.strip()
+    return posixpath.normpath(expanded) if expanded else expanded
 
 
 def _narrowed_or_refused(step: Step, outside: list[str], kind: str, completed: str, detail: dict[str, Any], asked: str,
