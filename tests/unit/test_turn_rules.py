@@ -119,7 +119,7 @@ def ran(step: Step, observation: dict[str, Any], *, ok: bool = True, result_kind
 def test_the_rules_run_in_the_order_the_spec_gives_a_step_and_an_answer() -> None:
     assert [r.name for r in default_rules()] == [
         "climb_tier", "answer_only", "guards", "repeated_failure", "readable_arguments", "autonomy", "known_executor", "pipeline_shape",
-        "step_references", "argument_schema", "made_up_values", "unasked_options", "unasked_end", "requested_kind", "requested_names", "requested_destination", "requested_top", "append_once", "schedule_made", "sandbox_policy", "exfiltration", "vaglio", "dialog", "recovery", "presentation", "action_taken",
+        "step_references", "argument_schema", "made_up_values", "unasked_options", "unasked_end", "requested_kind", "requested_names", "requested_top", "append_once", "schedule_made", "sandbox_policy", "requested_destination", "exfiltration", "vaglio", "dialog", "recovery", "presentation", "action_taken",
         "placeholders", "answer_form", "rests_on_recovery", "says_not_done", "grounded",
     ]
 

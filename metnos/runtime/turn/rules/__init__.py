@@ -25,7 +25,7 @@ def default_rules() -> tuple[Rule, ...]:
     return (
         ClimbTier(), AnswerOnly(),
         Guards(), RepeatedFailure(), ReadableArguments(), AutonomyLevel(), KnownExecutor(), PipelineShape(),
-        StepReferences(), ArgumentSchema(), MadeUpValues(), UnaskedOptions(), UnaskedEnd(), RequestedKind(), RequestedNames(), RequestedDestination(), RequestedTop(), AppendOnce(), ScheduleMade(), SandboxPolicy(), Exfiltration(), Vaglio(), Dialog(),
+        StepReferences(), ArgumentSchema(), MadeUpValues(), UnaskedOptions(), UnaskedEnd(), RequestedKind(), RequestedNames(), RequestedTop(), AppendOnce(), ScheduleMade(), SandboxPolicy(), RequestedDestination(), Exfiltration(), Vaglio(), Dialog(),
         Recovery(), Presentation(), ActionTaken(),
         Placeholders(), AnswerForm(), RestsOnRecovery(), SaysNotDone(), Grounded(),
     )

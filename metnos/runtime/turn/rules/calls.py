@@ -464,7 +464,8 @@ class RequestedNames(BaseRule):
 class RequestedDestination(BaseRule):
     """A move goes where the request says ("... into ~/photos/2024"): a call that puts a file anywhere
     else is refused before it runs, saying where it should go. The 0.5B moved the photos the request
-    named somewhere else, and the turn said answered."""
+    named somewhere else, and the turn said answered. It comes after the sandbox's policy: a place
+    outside the fence is the fence's to refuse."""
     name = "requested_destination"
 
     def on_call(self, step: Step) -> Verdict | None:
