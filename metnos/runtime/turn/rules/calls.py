@@ -6,7 +6,6 @@ Each refusal becomes an observation the model can correct, with a hint.
 from __future__ import annotations
 
 import copy
-import posixpath
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -39,6 +38,7 @@ from metnos.runtime.turn.rules.answers import open_asks
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
 from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED, ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
 from metnos.runtime.step.validation import validate_args
+from metnos.runtime.step.vaglio import resolve_path
 from metnos.settings import i18n
 
 
@@ -475,12 +475,12 @@ class RequestedDestination(BaseRule):
         folder = destination(step.request.text)
         if folder is None:
             return None
-        home, args = step.loop.policy.home, step.arguments
-        wanted = _at_home(folder, home)
+        policy, args = step.loop.policy, step.arguments
+        wanted = resolve_path(folder, policy)
         elsewhere = [m["dst"] for m in args.get("moves") or []
-                     if isinstance(m, Mapping) and isinstance(m.get("dst"), str) and not _at_home(m["dst"], home).startswith(wanted + "/")]
+                     if isinstance(m, Mapping) and isinstance(m.get("dst"), str) and not resolve_path(m["dst"], policy).startswith(wanted + "/")]
         given = args.get("dest_dir")
-        if isinstance(given, str) and not (_at_home(given, home) + "/").startswith(wanted + "/"):
+        if isinstance(given, str) and not (resolve_path(given, policy) + "/").startswith(wanted + "/"):
             elsewhere.append(given)
         if not elsewhere:
             return None
@@ -489,12 +489,6 @@ class RequestedDestination(BaseRule):
             "ok": False, "error_class": "outside_request",
             "error": f"the request asks to move them into {folder}; the call puts them at {shown}",
             "hint": f'call {step.name} again with the files as "paths" and "dest_dir": "{folder}"'})
-
-
-def _at_home(path: str, home: str) -> str:
-    """``path`` with ``~`` as ``home``, normalised, without a trailing slash."""
-    expanded = home + path.strip()[1:] if path.strip().startswith("~") else path.strip()
-    return posixpath.normpath(expanded) if expanded else expanded
 
 
 def _narrowed_or_refused(step: Step, outside: list[str], kind: str, completed: str, detail: dict[str, Any], asked: str,
