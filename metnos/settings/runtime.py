@@ -150,6 +150,9 @@ class RuntimeConfig(BaseModel):
                                             "model that reads again instead of acting is told to call that action.")
     requested_destination: bool = setting(True, "A move goes into the folder the request names as where it goes (\"into "
                                                 "~/photos/2024\"): a call that puts a file anywhere else is refused before it runs.")
+    held_data_after_detour: bool = setting(True, "A request that changes nothing, whose data a step read and the model was told "
+                                                 "was there, is answered from that data when the model then called another tool "
+                                                 "that failed or was refused: the detour changed nothing, the data still answers.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -189,7 +192,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_verdicts": False, "grounding_verdict_words": False,
                                          "grounding_names": False, "grounding_named_data": False,
                                          "refused_call_repeated": False, "named_action_done": False,
-                                         "grounding_picks_named": False, "requested_destination": False}
+                                         "grounding_picks_named": False, "requested_destination": False,
+                                         "held_data_after_detour": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

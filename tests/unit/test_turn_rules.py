@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, refusal_retried_after_step=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, refusal_retried_after_step=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -438,6 +438,30 @@ def test_after_a_problem_an_answer_must_rest_on_what_succeeded_since() -> None:
     assert RestsOnRecovery().on_answer(an_answer(loop, "It says omega.", state)) == End(FailureKind.STEP_FAILED, "read_files failed")
     state.since_problem = [{"ok": True, "content": "omega and more"}]
     assert RestsOnRecovery().on_answer(an_answer(loop, "It says omega.", state)) is None
+
+
+def test_a_detour_that_went_wrong_after_the_model_was_told_its_data_answers_leaves_that_data_the_answer() -> None:
+    """The 0.5B read the diary, read it again (told the data was there), then asked for the file as a web page, which
+    the sandbox refused: the turn ended refused though step 1 held the lines asked for."""
+    loop = Loop({"read_files": executor(), "read_urls_html": executor()})
+    pool = ["read_files", "read_urls_html"]
+    state = TurnState(guards=TurnGuards())
+    ran(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state), {"ok": True, "content": "alpha"})
+    state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
+    Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=pool))
+    state.problem = (FailureKind.STEP_REFUSED, "read_urls_html was refused by the sandbox policy: no usable host name")
+    lost = an_answer(loop, "To read a file, use read_files.", state, pool=pool)
+    assert RestsOnRecovery().on_answer(lost) == AnswerWith((1,), "held_data_after_detour")
+    # Asked to delete, the data it read is no answer: the refusal is.
+    assert RestsOnRecovery().on_answer(an_answer(Loop(), "To read a file, use read_files.", state, pool=["read_files", "delete_files"],
+                                                 request="delete ~/a.md")) == End(*state.problem)
+    # Gone wrong before the model was told of the data (a read of another file failed): the data may not be what was asked.
+    before = TurnState(guards=TurnGuards(), problem=(FailureKind.STEP_FAILED, "read_files failed"))
+    ran(a_step(loop, "read_files", {"paths": ["~/a.md"]}, before), {"ok": True, "content": "alpha"})
+    before.guards = before.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
+    Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, before, pool=pool))
+    assert before.answer_from == (1,)
+    assert RestsOnRecovery().on_answer(an_answer(loop, "To read a file, use read_files.", before, pool=pool)) == End(*before.problem)
 
 
 def test_an_answer_that_does_not_hold_up_is_sent_back_once_then_is_unfounded() -> None:

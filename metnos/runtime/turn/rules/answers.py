@@ -270,7 +270,9 @@ class SaysNotDone(BaseRule):
 
 class RestsOnRecovery(BaseRule):
     """After a step went wrong, an answer must use what succeeded since (or, in a request that
-    changes nothing, give only figures the good steps produced); otherwise the problem is the outcome."""
+    changes nothing, give only figures the good steps produced); otherwise the problem is the outcome.
+    Unless, in a request that changes nothing, the model had been told that data it held answers and
+    what went wrong came after (``[runtime] held_data_after_detour``): the answer is that data."""
     name = "rests_on_recovery"
 
     def on_answer(self, answer: Answer) -> Verdict | None:
@@ -279,6 +281,12 @@ class RestsOnRecovery(BaseRule):
             return None
         if figures_stand(answer.loop, state, answer.pool, answer.text):
             return None
+        changes_nothing = asks_only_questions(answer.request.text) or not actions_offered(answer.loop.catalogue, answer.pool)
+        if (state.answer_from and state.answer_from_clean and answer.loop.online.config.held_data_after_detour
+                and changes_nothing and not state.acted):
+            # Told the data was there, the 0.5B called another tool (mail, a page) that failed or was refused:
+            # that detour changed nothing, and the data still answers (checked as any data is, answer_from_data).
+            return AnswerWith(state.answer_from, "held_data_after_detour")
         return End(*state.problem)
 
 
