@@ -450,8 +450,13 @@ def test_a_detour_that_went_wrong_after_the_model_was_told_its_data_answers_leav
     state.guards = state.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
     Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, state, pool=pool))
     state.problem = (FailureKind.STEP_REFUSED, "read_urls_html was refused by the sandbox policy: no usable host name")
+    state.failed_calls[("read_urls_html", "h")] = 3
     lost = an_answer(loop, "To read a file, use read_files.", state, pool=pool)
     assert RestsOnRecovery().on_answer(lost) == AnswerWith((1,), "held_data_after_detour")
+    # What went wrong is what the request's words asked for (the page): no detour, the refusal is the outcome.
+    state.worded = ("read_urls_html",)
+    assert RestsOnRecovery().on_answer(lost) == End(*state.problem)
+    state.worded = ("read_files",)
     # Asked to delete, the data it read is no answer: the refusal is.
     assert RestsOnRecovery().on_answer(an_answer(Loop(), "To read a file, use read_files.", state, pool=["read_files", "delete_files"],
                                                  request="delete ~/a.md")) == End(*state.problem)

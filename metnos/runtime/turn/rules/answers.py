@@ -282,12 +282,21 @@ class RestsOnRecovery(BaseRule):
         if figures_stand(answer.loop, state, answer.pool, answer.text):
             return None
         changes_nothing = asks_only_questions(answer.request.text) or not actions_offered(answer.loop.catalogue, answer.pool)
+        detour = went_wrong_after(state, max(state.duplicated.values(), default=0))
         if (state.answer_from and state.answer_from_clean and answer.loop.online.config.held_data_after_detour
-                and changes_nothing and not state.acted):
+                and changes_nothing and not state.acted and not set(detour) & set(state.worded)):
             # Told the data was there, the 0.5B called another tool (mail, a page) that failed or was refused:
             # that detour changed nothing, and the data still answers (checked as any data is, answer_from_data).
+            # Not when what went wrong is what the request's own words ask for.
             return AnswerWith(state.answer_from, "held_data_after_detour")
         return End(*state.problem)
+
+
+def went_wrong_after(state: TurnState, step: int) -> list[str]:
+    """The executors whose calls after ``step`` failed or were refused."""
+    names = {name for (name, _arguments), at in state.failed_calls.items() if at > step}
+    names |= {state.executor_of(n) for n, o in state.observations.items() if n > step and isinstance(o, dict) and o.get("ok") is False}
+    return sorted(names - {""})
 
 
 def says_nothing_found(answer: Answer) -> bool:
