@@ -121,8 +121,9 @@ class TurnState:
     asked_for_words: bool = False
     # Steps whose data answers the request, once the model asked for it twice more.
     answer_from: tuple[int, ...] = ()
-    # Whether nothing had gone wrong when the model was told that data was there: what goes wrong after is a detour.
-    answer_from_clean: bool = False
+    # The step at which the model was first told it held data, nothing having gone wrong yet (0: never): what
+    # goes wrong after it is a detour.
+    told_clean_at: int = 0
     # The executors the request's own words rank first (metnos.runtime.turn.shortlist.first_by_words).
     worded: tuple[str, ...] = ()
     # A presentation step (describe, render) that closed a request that changes nothing.

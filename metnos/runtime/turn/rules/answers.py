@@ -282,8 +282,8 @@ class RestsOnRecovery(BaseRule):
         if figures_stand(answer.loop, state, answer.pool, answer.text):
             return None
         changes_nothing = asks_only_questions(answer.request.text) or not actions_offered(answer.loop.catalogue, answer.pool)
-        detour = went_wrong_after(state, max(state.duplicated.values(), default=0))
-        if (state.answer_from and state.answer_from_clean and answer.loop.online.config.held_data_after_detour
+        detour = went_wrong_after(state, state.told_clean_at)
+        if (state.answer_from and state.told_clean_at and answer.loop.online.config.held_data_after_detour
                 and changes_nothing and not state.acted and not set(detour) & set(state.worded)):
             # Told the data was there, the 0.5B called another tool (mail, a page) that failed or was refused:
             # that detour changed nothing, and the data still answers (checked as any data is, answer_from_data).

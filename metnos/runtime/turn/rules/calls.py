@@ -82,7 +82,8 @@ class Guards(BaseRule):
                     state.went_well(state.observations[earlier])
             # If no usable answer comes after this, the answer is that data.
             state.answer_from = tuple(decision.previous_steps)
-            state.answer_from_clean = state.problem is None
+            if not state.told_clean_at and state.problem is None:
+                state.told_clean_at = step.number
         record = decision.to_json()
         if repeated:
             # Told once that the data is there, asked again: the model is
