@@ -116,6 +116,9 @@ class RuntimeConfig(BaseModel):
                                                "the grounding check reads it.")
     done_not_denied: bool = setting(True, "A model that repeated an action already done, and then said it could not be "
                                           "done, is answered with what the action reported, not failed.")
+    done_not_denied_once: bool = setting(True, "A request whose actions all went through, with no step gone wrong, is "
+                                               "answered with what they reported when the model then says it could not be "
+                                               "done, the first time too (not only after it repeated one).")
     grounding_whole_asks: bool = setting(True, "An answer gives what a request for a whole asks: a total is not one "
                                                "entry's number of several, and links asked for are given as addresses.")
     grounding_after_loop: bool = setting(True, "An answer the model gives once stopped for repeating itself must name something "
@@ -193,7 +196,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_names": False, "grounding_named_data": False,
                                          "refused_call_repeated": False, "named_action_done": False,
                                          "grounding_picks_named": False, "requested_destination": False,
-                                         "held_data_after_detour": False}
+                                         "held_data_after_detour": False, "done_not_denied_once": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -736,7 +736,8 @@ def test_the_very_same_action_again_is_not_done_twice(home: Path, capsys, monkey
 def test_an_action_done_repeated_and_then_said_not_done_is_answered_with_what_it_did(home: Path, capsys, monkeypatch) -> None:
     """The 0.5B deleted the Wednesday meeting, proposed the same delete again, was told it was done, and answered
     that the steps could not be done: the turn said failed with the event gone. It is answered with what the
-    delete reported; a "could not" with no repeat, and a "could not" under the setting off, still fail."""
+    delete reported; so is a "could not" with no repeat when every step went through (done_not_denied_once);
+    with that setting off, or after a step that went wrong, it still fails."""
     (home / "notes").mkdir()
     shopping = home / "notes" / "shopping.md"
     shopping.write_text("- lentils\n")
@@ -752,8 +753,32 @@ def test_an_action_done_repeated_and_then_said_not_done_is_answered_with_what_it
     assert replays_clean(capsys, out["turn_id"])
 
     shopping.write_text("- lentils\n")
-    code, out, _ = run(monkeypatch, capsys, [coffee, text("The user could not do the following steps: write_files.")], request, "--yes")
+    denied = text("The user could not do the following steps: write_files.")
+    code, out, _ = run(monkeypatch, capsys, [coffee, denied], request, "--yes")
+    assert (code, out["status"]) == (0, "answered") and shopping.read_text() == "- lentils\n- coffee\n", out
+    assert [c["reason"] for c in of(events(capsys, out["turn_id"]), "AnswerComposed")] == ["done_said_not_done"]
+    assert replays_clean(capsys, out["turn_id"])
+    shopping.write_text("- lentils\n")
+    code, out, _ = run(monkeypatch, capsys, [coffee, denied], request, "--yes", "--set", "done_not_denied_once=false")
     assert out["status"] == "failed" and out["failure"]["kind"] == "said_not_done", out
+    shopping.write_text("- lentils\n")
+    missing = call("read_files", {"paths": ["~/notes/pantry.md"]})
+    code, out, _ = run(monkeypatch, capsys, [missing, coffee, denied], request, "--yes")
+    assert out["status"] == "failed" and out["failure"]["kind"] in ("said_not_done", "step_failed"), out
+
+
+def test_a_reminder_made_and_then_said_not_done_is_answered_with_its_schedule(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B made the weekly reminder asked for, then said "The step did not produce any data that could not be
+    done": the turn said failed with the schedule made."""
+    reminder = call("schedule_recurring", {"executor": "get_now", "args": {}, "cron": "0 9 * * 1", "label": "Water plants"})
+    denied = text("The actual values from the steps produced are:\n- ok: true\n\nThe step did not produce any data that could not be done.")
+    code, out, _ = run(monkeypatch, capsys, [reminder, denied], "Every Monday at 9:00 remind me to water the plants.", "--yes")
+    assert (code, out["status"]) == (0, "answered"), out
+    evs = events(capsys, out["turn_id"])
+    [made] = [o["observation"] for o in of(evs, "ObservationRecorded")]
+    assert "could not" not in out["answer"] and made["next_fire"] in out["answer"], out["answer"]
+    assert [c["reason"] for c in of(evs, "AnswerComposed")] == ["done_said_not_done"]
+    assert replays_clean(capsys, out["turn_id"])
 
 
 def test_an_append_that_writes_the_list_again_appends_only_what_is_new(home: Path, capsys, monkeypatch) -> None:

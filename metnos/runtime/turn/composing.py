@@ -36,7 +36,9 @@ def compose_answer(observations: list[dict[str, Any]], request: str = "") -> str
                 asked = [f"{k}: {_values(v)}" for k, v in e.items() if _named(k, named) and v not in (None, "", [])] if isinstance(e, dict) else []
                 parts.append("; ".join([line, *asked]) if asked and value is not None else line)
             continue
-        parts.append(orjson.dumps({k: v for k, v in obs.items() if k not in ("ok", "metadata")}).decode())
+        rest = {k: v for k, v in obs.items() if k not in ("ok", "metadata")}
+        if rest:
+            parts.append(orjson.dumps(rest).decode())
     text = "\n".join(p.strip("\n") for p in parts).strip()
     return text if len(text) <= ANSWER_LIMIT else text[:ANSWER_LIMIT] + "\n[… cut]"
 

@@ -249,7 +249,9 @@ class SaysNotDone(BaseRule):
     with the model's own words (the 0.5B answered "The total ... could not be done", and the
     turn said answered). Unless the action was done: a model that proposed the very action that had
     succeeded, was told it was done, and then said it could not be done (both models, deleting an event
-    and moving files) is answered with what the action reported (``[runtime] done_not_denied``)."""
+    and moving files) is answered with what the action reported (``[runtime] done_not_denied``); so is
+    one that says so with every step gone through (``[runtime] done_not_denied_once``). What the request
+    named that no action did still fails the turn (answer_from_data)."""
     name = "says_not_done"
 
     def on_conclusion(self, answer: Answer) -> Verdict | None:
@@ -257,7 +259,12 @@ class SaysNotDone(BaseRule):
         said = admitted_failure(answer.text, [o for o in state.observations.values() if isinstance(o, dict)])
         if said is None:
             return None
-        if (answer.loop.online.config.done_not_denied and state.action_repeated and state.acted_steps
+        config = answer.loop.online.config
+        # Every step went through: a "could not" is the model's word against what the actions reported (the 1.5B
+        # made the weekly reminder asked for, then said "the step did not produce any data that could not be done").
+        clean = config.done_not_denied_once and state.problem is None and not any(
+            isinstance(o, dict) and o.get("ok") is False for o in state.observations.values())
+        if (config.done_not_denied and (state.action_repeated or clean) and state.acted_steps
                 and not state.done_told_instead):
             state.done_told_instead = True
             try:
@@ -417,7 +424,10 @@ def answer_from_data(loop, turn: Turn, state: TurnState, request, pool: list[str
     if loop.online.config.data_asked_for and found.reason != "presentation" and not state.acted:
         # What an action reported answers the request that asked for it (the rules above saw to that).
         _hold_data_not_asked_for(state, used, request.text)
-    answer = compose_answer([state.observations.get(s, {}) for s in used], request.text)
+    # A builtin's result (a schedule made) is what the turn told the model, not an executor's observation.
+    answer = compose_answer([state.observations.get(s) or state.told.get(s, ("", {}))[1] for s in used], request.text)
+    if not answer:
+        raise EndTurn(FailureKind.UNUSABLE_ANSWER, i18n.english("turn.answer.empty"))
     loop.record(turn, Turn.AnswerComposed, from_steps=used, reason=found.reason)
     return answer
 
