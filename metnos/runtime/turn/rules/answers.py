@@ -71,7 +71,7 @@ class AnswerForm(BaseRule):
                 # Asked twice to answer a request that changes nothing, it asks for
                 # a tool again: the answer is what the good steps produced.
                 return AnswerWith(good, "no_answer_after_data")
-            acting = actions_offered(loop.catalogue, answer.pool) and not asks_only_questions(answer.request.text)
+            acting = asks_for_action(answer)
             if problem in ("raw_tool_output", NAMES_NOTHING) and good and not acting:
                 # Asked twice for words, it hands back a step's data as JSON again (the 1.5B,
                 # after slicing the lines asked for): the answer is the data the chain ended with.
@@ -262,8 +262,7 @@ class SaysNotDone(BaseRule):
         config = answer.loop.online.config
         # Every step went through: a "could not" is the model's word against what the actions reported (the 1.5B
         # made the weekly reminder asked for, then said "the step did not produce any data that could not be done").
-        clean = config.done_not_denied_once and state.problem is None and not any(
-            isinstance(o, dict) and o.get("ok") is False for o in state.observations.values())
+        clean = config.done_not_denied_once and state.problem is None and not went_wrong_after(state, 0)
         if (config.done_not_denied and (state.action_repeated or clean) and state.acted_steps
                 and not state.done_told_instead):
             state.done_told_instead = True
@@ -288,15 +287,19 @@ class RestsOnRecovery(BaseRule):
             return None
         if figures_stand(answer.loop, state, answer.pool, answer.text):
             return None
-        changes_nothing = asks_only_questions(answer.request.text) or not actions_offered(answer.loop.catalogue, answer.pool)
         detour = went_wrong_after(state, state.told_clean_at)
         if (state.answer_from and state.told_clean_at and answer.loop.online.config.held_data_after_detour
-                and changes_nothing and not state.acted and not set(detour) & set(state.worded)):
+                and not asks_for_action(answer) and not state.acted and not set(detour) & set(state.worded)):
             # Told the data was there, the 0.5B called another tool (mail, a page) that failed or was refused:
             # that detour changed nothing, and the data still answers (checked as any data is, answer_from_data).
             # Not when what went wrong is what the request's own words ask for.
             return AnswerWith(state.answer_from, "held_data_after_detour")
         return End(*state.problem)
+
+
+def asks_for_action(answer: Answer) -> bool:
+    """An action is offered and the request is not questions only."""
+    return bool(actions_offered(answer.loop.catalogue, answer.pool)) and not asks_only_questions(answer.request.text)
 
 
 def went_wrong_after(state: TurnState, step: int) -> list[str]:
