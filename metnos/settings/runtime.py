@@ -156,6 +156,9 @@ class RuntimeConfig(BaseModel):
     held_data_after_detour: bool = setting(True, "A request that changes nothing, whose data a step read and the model was told "
                                                  "was there, is answered from that data when the model then called another tool "
                                                  "that failed or was refused: the detour changed nothing, the data still answers.")
+    schedule_carries_reads: bool = setting(True, "A schedule whose arguments hold a line a step of the turn read, inside a "
+                                                 "text the model wrote around it, is refused as the copy read today: the "
+                                                 "reading goes into the schedule, as a chain that reads at each firing.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -196,7 +199,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_names": False, "grounding_named_data": False,
                                          "refused_call_repeated": False, "named_action_done": False,
                                          "grounding_picks_named": False, "requested_destination": False,
-                                         "held_data_after_detour": False, "done_not_denied_once": False}
+                                         "held_data_after_detour": False, "done_not_denied_once": False,
+                                         "schedule_carries_reads": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

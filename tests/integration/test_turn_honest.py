@@ -689,13 +689,15 @@ def test_an_answer_with_no_schedule_for_a_recurring_request_is_not_done(home: Pa
     assert (code, out["failure"]["kind"]) == (1, "action_not_taken") and "schedule_recurring" in out["failure"]["message"], out
 
 
+@pytest.mark.parametrize("body", ["Review moved to room 4.", "The first line of your notes is: Review moved to room 4."])
 def test_a_schedule_that_carries_a_line_read_today_is_refused_and_a_chain_that_reads_each_time_is_made(
-        home: Path, capsys, monkeypatch) -> None:
-    # The 1.5B scheduled "the first line of the notes" as the line it read today, to be sent every Friday.
+        home: Path, capsys, monkeypatch, body: str) -> None:
+    # The 1.5B scheduled "the first line of the notes" as the line it read today, to be sent every Friday;
+    # then, at another time, that line inside words of its own (schedule_carries_reads).
     (home / "m.md").write_text("Review moved to room 4.\nBring the sheet.\n")
     request = "Every Friday at 17:00 send me the first line of ~/m.md."
     baked = {"executor": "send_messages", "cron": "0 17 * * 5",
-             "args": {"messages": [{"to_user": "me", "body": "Review moved to room 4."}]}}
+             "args": {"messages": [{"to_user": "me", "body": body}]}}
     chain = {"cron": "0 17 * * 5", "chain": [{"executor": "read_files", "args": {"paths": ["~/m.md"]}},
                                              {"executor": "send_messages", "args": {"messages": [{"to_user": "me", "body": "{{step1.content}}"}]}}]}
     script = [call("read_files", {"paths": ["~/m.md"]}), call("schedule_recurring", baked), call("schedule_recurring", chain),
@@ -708,6 +710,7 @@ def test_a_schedule_that_carries_a_line_read_today_is_refused_and_a_chain_that_r
     made = [b for b in of(evs, "BuiltinCalled") if b["name"] == "schedule_recurring"]
     assert len(made) == 1 and made[0]["observation"]["ok"] is True, made
     assert code == 0 and out["status"] == "answered", out
+    assert replays_clean(capsys, out["turn_id"])
 
 
 def test_the_very_same_action_again_is_not_done_twice(home: Path, capsys, monkeypatch) -> None:

@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -679,6 +679,42 @@ def test_a_schedule_that_carries_what_a_step_read_now_is_refused_with_how_to_rea
     said = a_step(loop, SCHEDULE_TOOL, args, text="every Friday at 17:00 send me 'Quarterly review in room 4.'")
     said.provenance = {"args.messages.0.body": Provenance("request", span=(30, 58))}
     assert ScheduleMade().on_resolved(said) is None
+
+
+def test_a_schedule_that_carries_a_line_read_now_inside_words_of_its_own_is_refused() -> None:
+    # The 1.5B scheduled "The first line of the meeting is: <the line read today>" to be sent every Friday:
+    # traced whole, the body is the model's own text; the line inside it is what the file said today.
+    from domain.provenance import Provenance
+    from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
+    from metnos.runtime.turn.rules.answers import ScheduleMade
+    loop = Loop()
+    request = "every Friday at 17:00 send me the first line of ~/notes/meeting.md"
+
+    def schedule(body: str, *, text: str = request) -> Step:
+        state = TurnState()
+        state.step = 2
+        state.executed = {1: ("read_files", "1.0.0"), 2: ("extract_lines", "1.0.0")}
+        state.observations = {1: {"ok": True, "entries": [{"path": "/h/notes/meeting.md",
+                                                           "content": "Quarterly review moved to room B12.\nBring the figures."}]},
+                              2: {"ok": True, "entries": [{"line": 1, "text": "Quarterly review moved to room B12."}]}}
+        state.sources = {1: "named_file", 2: "named_file"}
+        step = a_step(loop, SCHEDULE_TOOL, {"executor": "send_messages", "cron": "0 17 * * 5",
+                                            "args": {"messages": [{"to_user": "me", "body": body}]}}, state, text=text)
+        step.provenance = {"args.messages.0.body": Provenance("model"), "cron": Provenance("model")}  # as traced whole
+        return step
+
+    baked = schedule("The first line of the meeting is: Quarterly review moved to room B12.")
+    assert ScheduleMade().on_resolved(baked) is not None
+    rejected = [f for kind, f in loop.events if kind == "StepRejected"]
+    assert rejected and rejected[-1]["error"]["argument"] == "args.messages.0.body", rejected
+    assert rejected[-1]["error"]["origin"]["source"] == "named_file" and '"chain"' in rejected[-1]["observation"]["hint"]
+    # Words of the model's own, or the line as the request itself says it, are not a copy of a read.
+    assert ScheduleMade().on_resolved(schedule("Time to look at the meeting notes.")) is None
+    assert ScheduleMade().on_resolved(schedule("Quarterly review moved to room B12.", text="every Friday send me "
+                                               "'Quarterly review moved to room B12.' and read ~/notes/meeting.md")) is None
+    # Turns recorded before the setting ran without it.
+    loop.online.config.schedule_carries_reads = False
+    assert ScheduleMade().on_resolved(schedule("The first line of the meeting is: Quarterly review moved to room B12.")) is None
 
 
 def test_data_made_the_answer_is_what_the_request_words_ask_for_or_the_turn_fails_saying_so() -> None:

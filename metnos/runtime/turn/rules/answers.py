@@ -17,7 +17,7 @@ from metnos.runtime.turn.offering import actions_offered, acts
 from metnos.runtime.step.piping import FROM_STEP, placeholders_in
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
 from metnos.runtime.turn.provenance import own_source
-from metnos.runtime.turn.rules.provenance import builtin_provenance, scheduled_untrusted_origins
+from metnos.runtime.turn.rules.provenance import builtin_provenance, scheduled_untrusted_origins, seen_by
 from metnos.runtime.turn.rules.base import Answer, AnswerInstead, AnswerWith, BaseRule, End, Round, SendBack, Step, Verdict, WordsOnly
 from metnos.runtime.turn.turn_state import READ_ONLY_MODEL_STEPS, AnswerFromData, EndTurn, TurnState
 from metnos.settings import i18n
@@ -202,6 +202,8 @@ class ScheduleMade(BaseRule):
         traced = step.provenance or {path: prov.Provenance.from_json(p) for path, p in builtin_provenance(step).items()}
         baked = next(((path, p) for path, p in sorted(traced.items())
                       if p.kind == prov.STEP and p.source in READ_NOW and path.startswith(("args.", "chain."))), None)
+        if baked is None and step.loop.online.config.schedule_carries_reads:
+            baked = _read_inside(step)
         if baked is None:
             return None
         path, origin = baked
@@ -237,6 +239,19 @@ class ScheduleMade(BaseRule):
 
 # What a step read that may say something else by the time a schedule fires.
 READ_NOW = prov.FILE_CONTENT | {prov.WEB, prov.MAIL, prov.MCP, prov.CALENDAR}
+
+
+def _read_inside(step: Step) -> tuple[str, prov.Provenance] | None:
+    """The schedule's argument that holds a line a step read now inside a text of its own, and that step.
+
+    The whole-value trace finds a line scheduled as it was read; the 1.5B wrote "The first line of the
+    meeting is: <the line>" into the message, traced as the model's own text, and the schedule would have
+    sent today's line every Friday (``[runtime] schedule_carries_reads``)."""
+    values = {path: value for path, value in prov.leaves(step.args).items() if path.startswith(("args.", "chain."))}
+    for seen in seen_by(step):
+        if seen.source in READ_NOW and (carried := prov.piece_carried(values, seen.output, known=[step.request.text])):
+            return carried[0], prov.Provenance(prov.STEP, step=seen.step, source=seen.source)
+    return None
 
 
 def _recurring(request: str, pool: list[str]) -> str | None:
