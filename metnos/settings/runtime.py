@@ -159,6 +159,8 @@ class RuntimeConfig(BaseModel):
     schedule_carries_reads: bool = setting(True, "A schedule whose arguments hold a line a step of the turn read, inside a "
                                                  "text the model wrote around it, is refused as the copy read today: the "
                                                  "reading goes into the schedule, as a chain that reads at each firing.")
+    day_from_request: bool = setting(True, "A read that takes the day asked about, called without any day, is given the "
+                                           "one day the request names (\"Thursday afternoon\"), in its words.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -200,7 +202,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "refused_call_repeated": False, "named_action_done": False,
                                          "grounding_picks_named": False, "requested_destination": False,
                                          "held_data_after_detour": False, "done_not_denied_once": False,
-                                         "schedule_carries_reads": False}
+                                         "schedule_carries_reads": False, "day_from_request": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

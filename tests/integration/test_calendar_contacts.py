@@ -384,3 +384,29 @@ def test_a_filter_the_request_never_gave_is_left_out_of_the_first_call(home: Pat
     assert "Call with the bank" in tool and "Project review" in tool, tool
     [resolved] = [json.loads(line)["state"] for line in log_text(capsys).splitlines() if "StepResolved" in json.loads(line)["topic"]]
     assert resolved["completed"]["unasked"] == ["text"] and resolved["args"] == {"when": "thursday"}, resolved
+
+
+@pytest.mark.parametrize("day_from_request", [True, False])
+def test_a_read_without_a_day_reads_the_day_the_request_names(home: Path, server: Radicale, capsys, monkeypatch,
+                                                               day_from_request: bool) -> None:
+    # Asked on a Thursday about "Thursday afternoon", the 0.5B read the calendar without a day: the week
+    # from today stops short of next Thursday, and the turn answered from a week without the review.
+    now = datetime.now().astimezone()
+    weekday = now.strftime("%A")
+    review = datetime.combine(now.date() + timedelta(days=7), time(14), tzinfo=now.tzinfo).astimezone(timezone.utc)
+    server.put_event("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:review-next\r\n"
+                     f"DTSTAMP:20300101T000000Z\r\nDTSTART:{review:%Y%m%dT%H%M%SZ}\r\nDTEND:{review + timedelta(hours=2):%Y%m%dT%H%M%SZ}\r\n"
+                     "SUMMARY:Project review\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+    ws = configure(server)
+    if not day_from_request:
+        ws.config_file.write_text(ws.config_file.read_text() + "\n[runtime]\nday_from_request = false\n")
+    code, out, _ = ask(capsys, monkeypatch, [call("read_events", {"calendar": "home"})], f"Am I free on {weekday} afternoon?", "--yes")
+    events = [orjson.loads(line) for line in log_text(capsys).splitlines()]
+    [resolved] = [e["state"] for e in events if e["topic"].endswith("StepResolved")]
+    [observed] = [e["state"]["observation"] for e in events if e["topic"].endswith("ObservationRecorded")]
+    read = [e["uid"] for e in observed["entries"]]
+    if day_from_request:
+        assert resolved["completed"] == {"when": f"{weekday} afternoon"}, resolved
+        assert read == ["review-next"], read
+    else:
+        assert "when" not in (resolved.get("completed") or {}) and "review-next" not in read, (resolved, read)

@@ -27,7 +27,11 @@ in the step's record (``completed``):
   as set_events' ``summary``, in an item that names its record by ``uid`` or ``find``) is
   taken only in the request's own words: the 1.5B moved an appointment and set its title to
   the request restated ("Move <the appointment>"). Any other value is left out, so the
-  record keeps its name, and the step's record says so (``completed["kept_name"]``).
+  record keeps its name, and the step's record says so (``completed["kept_name"]``);
+* ``when``, for a read that takes the day asked about in the user's words: the one day the
+  request names ("Thursday afternoon", "domani"), when the call gives no day at all. The 0.5B
+  read the calendar for "Am I free on Thursday afternoon?" without one, got the week from
+  today, a Thursday, which stops short of the Thursday asked about, and answered with it.
 
 Pure: the same request and entries give the same completion, so a replay
 recomputes it.
@@ -156,6 +160,29 @@ def _said(value: str, request_text: str) -> bool:
     """``value`` is in the request, word for word (case, quotes and punctuation aside)."""
     words = _LOOSE.sub(" ", value.casefold()).strip()
     return bool(words) and f" {words} " in f" {_LOOSE.sub(' ', request_text.casefold()).strip()} "
+
+
+# The day a request names, as it names it, with the part of it: the words the executor reads (read_events' ``when``).
+_DAYS = (r"today|tomorrow|tonight|oggi|domani|dopodomani|stasera|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+         r"luned[iì]|marted[iì]|mercoled[iì]|gioved[iì]|venerd[iì]|sabato|domenica")
+_PARTS = r"morning|afternoon|evening|night|mattina|mattino|pomeriggio|sera|notte"
+_DAY_SAID = re.compile(rf"\b(?:(?:next|prossim[oa])\s+)?(?:{_DAYS})(?:\s+(?:{_PARTS}))?\b", re.IGNORECASE)
+# The arguments that give a read its days: none of them given, the request's day is the one asked about.
+DAY_ARGUMENTS = ("when", "start", "end")
+
+
+def complete_day(args: Mapping[str, Any], properties: Mapping[str, Any], request_text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``args`` with ``when`` set to the one day the request names, when the call gives none of
+    :data:`DAY_ARGUMENTS`; what was added. Two days named ("from Monday to Friday") is a range the
+    model must give."""
+    out = dict(args)
+    if not isinstance(properties.get("when"), Mapping) or any(a in out for a in DAY_ARGUMENTS):
+        return out, {}
+    said = {m.group(0).casefold(): m.group(0) for m in _DAY_SAID.finditer(request_text)}
+    if len(said) != 1:
+        return out, {}
+    out["when"] = next(iter(said.values()))
+    return out, {"when": out["when"]}
 
 
 def keep_names(args: Mapping[str, Any], schema: Any, request_text: str) -> tuple[dict[str, Any], list[str]]:

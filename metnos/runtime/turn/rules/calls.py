@@ -17,7 +17,7 @@ from metnos.mechanisms.llm.messages import ToolCall
 from metnos.mechanisms.sandbox import autonomy
 from metnos.mechanisms.sandbox.policy import path_arguments
 from metnos.runtime.turn.rules.dialog import ask_for_target, can_ask
-from metnos.runtime.turn.completion import complete_arguments, complete_exact_ask, complete_paths, keep_names, without_blank_optionals
+from metnos.runtime.turn.completion import complete_arguments, complete_day, complete_exact_ask, complete_paths, keep_names, without_blank_optionals
 from metnos.runtime.step.asked import asks_only_questions
 from metnos.runtime.step.catalogue import inline_refs
 from metnos.runtime.step.intent import destination
@@ -311,6 +311,9 @@ class ArgumentSchema(BaseRule):
         completed.update(paths_completed)
         completed_args, asked_exactly = complete_exact_ask(completed_args, te.tool.parameters.get("properties", {}), step.state.exact)
         completed.update(asked_exactly)
+        if step.loop.online.config.day_from_request and not te.entry.side_effects:
+            completed_args, day = complete_day(completed_args, te.tool.parameters.get("properties", {}), text)
+            completed.update(day)
         completed_args, kept = keep_names(completed_args, te.loaded.input_schema, text)
         if kept:
             completed["kept_name"] = kept
