@@ -29,9 +29,9 @@ in the step's record (``completed``):
   the request restated ("Move <the appointment>"). Any other value is left out, so the
   record keeps its name, and the step's record says so (``completed["kept_name"]``);
 * ``when``, for a read that takes the day asked about in the user's words: the one day the
-  request names ("Thursday afternoon", "domani"), when the call gives no day at all. The 0.5B
-  read the calendar for "Am I free on Thursday afternoon?" without one, got the week from
-  today, a Thursday, which stops short of the Thursday asked about, and answered with it.
+  request names ("Thursday afternoon", "domani"), when the call gives no day at all. Asked on a
+  Thursday whether Thursday afternoon was free, the 0.5B read the calendar without a day, got
+  the week from today, which stops short of the Thursday asked about, and answered with it.
 
 Pure: the same request and entries give the same completion, so a replay
 recomputes it.
