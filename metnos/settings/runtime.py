@@ -161,6 +161,8 @@ class RuntimeConfig(BaseModel):
                                                  "reading goes into the schedule, as a chain that reads at each firing.")
     day_from_request: bool = setting(True, "A read that takes the day asked about, called without any day, is given the "
                                            "one day the request names (\"Thursday afternoon\"), in its words.")
+    repeat_as_proposed: bool = setting(True, "A call is known again by the arguments the model wrote, not those a rule "
+                                             "trimmed: the same refused call proposed again is intercepted as a repeat.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -202,7 +204,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "refused_call_repeated": False, "named_action_done": False,
                                          "grounding_picks_named": False, "requested_destination": False,
                                          "held_data_after_detour": False, "done_not_denied_once": False,
-                                         "schedule_carries_reads": False, "day_from_request": False}
+                                         "schedule_carries_reads": False, "day_from_request": False,
+                                         "repeat_as_proposed": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -713,6 +713,27 @@ def test_a_schedule_that_carries_a_line_read_today_is_refused_and_a_chain_that_r
     assert replays_clean(capsys, out["turn_id"])
 
 
+@pytest.mark.parametrize("repeat_as_proposed", [True, False])
+def test_a_refused_schedule_a_rule_trimmed_is_known_again_when_proposed_again(
+        home: Path, capsys, monkeypatch, repeat_as_proposed: bool) -> None:
+    # The 0.5B sent one refused schedule (an end nobody asked for, trimmed by a rule, and today's line in it)
+    # twelve times, to the step cap: the trimmed call's key was not the proposal's, so no repeat was seen.
+    (home / "m.md").write_text("Review moved to room 4.\nBring the sheet.\n")
+    baked = call("schedule_recurring", {"executor": "send_messages", "cron": "0 17 * * 5", "count": 1, "expiry": "2023-10-01T17:00:00Z",
+                                        "args": {"messages": [{"to_user": "me", "body": "Review moved to room 4.\nBring the sheet.\n"}]}})
+    script = [call("read_files", {"paths": ["~/m.md"]}), baked, baked, baked, text("I could not schedule it.")]
+    settings = () if repeat_as_proposed else ("--set", "repeat_as_proposed=false")
+    code, out, llm = run(monkeypatch, capsys, script, "Every Friday at 17:00 send me the first line of ~/m.md.", "--yes", *settings)
+    evs = events(capsys, out["turn_id"])
+    rejected = [r["step"] for r in of(evs, "StepRejected") if r["kind"] == "recurrence"]
+    repeats = [i["step"] for i in of(evs, "StepIntercepted") if i["decision"]["outcome"] == "repeated_failure"]
+    if repeat_as_proposed:
+        assert (rejected, repeats) == ([3], [4, 5]), (rejected, repeats)  # step 1 the opening read, 2 its duplicate
+    else:
+        assert (rejected, repeats) == ([3, 4, 5], []), (rejected, repeats)
+    assert code != 0 and out["status"] != "answered", out
+
+
 def test_the_very_same_action_again_is_not_done_twice(home: Path, capsys, monkeypatch) -> None:
     """The 1.5B made the same weekly reminder ten times in one turn, each run a new schedule, and sent
     the same append twice: the second identical call of an action is not run, and the turn is asked

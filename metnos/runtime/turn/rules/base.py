@@ -158,8 +158,13 @@ class Step:
 
     @property
     def key(self) -> tuple[str, str]:
-        """The call as a repeated call is recognised: its executor and the hash of its proposed arguments."""
-        return (self.name, canonical_hash(self.args))
+        """The call as a repeated call is recognised: its executor and the hash of its proposed arguments.
+
+        As the model wrote them (``[runtime] repeat_as_proposed``): a rule that trims them (a schedule's
+        unasked end) left a key the same proposal never met again, and the 0.5B sent one refused schedule
+        to the step cap."""
+        proposed = self.call.arguments if self.loop.online.config.repeat_as_proposed and isinstance(self.call.arguments, dict) else self.args
+        return (self.name, canonical_hash(proposed))
 
     @property
     def arguments(self) -> dict[str, Any]:
