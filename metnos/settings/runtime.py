@@ -163,6 +163,9 @@ class RuntimeConfig(BaseModel):
                                            "one day the request names (\"Thursday afternoon\"), in its words.")
     repeat_as_proposed: bool = setting(True, "A call is known again by the arguments the model wrote, not those a rule "
                                              "trimmed: the same refused call proposed again is intercepted as a repeat.")
+    held_data_after_failed_step: bool = setting(True, "With held_data_after_detour: a step that failed before the model "
+                                                      "read the data again (a slice, say) does not keep that data from "
+                                                      "answering, unless the failed step is one the request's words ask for.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -205,7 +208,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_picks_named": False, "requested_destination": False,
                                          "held_data_after_detour": False, "done_not_denied_once": False,
                                          "schedule_carries_reads": False, "day_from_request": False,
-                                         "repeat_as_proposed": False}
+                                         "repeat_as_proposed": False, "held_data_after_failed_step": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

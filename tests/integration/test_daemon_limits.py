@@ -55,7 +55,9 @@ def timed_turn(client: httpx.Client, llm: ScriptedLLM) -> float:
 def test_a_60_mb_body_is_refused_with_413_and_the_next_turn_is_as_quick(daemon: RunningDaemon, llm: ScriptedLLM) -> None:
     with daemon.client() as client:
         timed_turn(client, llm)  # the first turn warms what every turn shares
-        before = timed_turn(client, llm)
+        # The quickest of three on each side: one turn can be slow by the neighbours' load (CI runs four
+        # workers at once), while the slowdown this guards against (0.2 s to 5 s) held for every later turn.
+        before = min(timed_turn(client, llm) for _ in range(3))
         log_before = daemon.last_event_id()
         huge = orjson.dumps({"text": "x" * (60 * 1024 * 1024)})
         refused = client.post("/api/ask", content=huge, headers={"content-type": "application/json"})
@@ -75,7 +77,7 @@ def test_a_60_mb_body_is_refused_with_413_and_the_next_turn_is_as_quick(daemon: 
         mcp = client.post("/mcp/", content=huge, headers={"content-type": "application/json", "accept": "application/json"})
         assert mcp.status_code == 413
         assert daemon.last_event_id() == log_before
-        after = timed_turn(client, llm)
+        after = min(timed_turn(client, llm) for _ in range(3))
     print(f"turn before the 60 MB body: {before:.3f} s, after: {after:.3f} s")
     assert after < max(2 * before, before + 0.5)
 

@@ -248,6 +248,19 @@ def test_the_rankings_guess_the_model_knows_and_does_not_name_is_left_out_with_w
     assert "sort_entries" in {c["name"] for c in named["candidates"]}
 
 
+def test_a_tool_that_changes_nothing_whose_verb_the_request_says_stays_though_the_model_does_not_name_it(
+        index: PrefilterIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "describe" begins describe_entries alone among the ranked; "find" begins find_files and find_urls both.
+    text = "find the markdown files in ~/docs and describe them"
+    got = offer(index, text, monkeypatch, "find_files", "read_files")
+    kept = {c["name"] for c in got["candidates"]}
+    assert {"find_files", "read_files", "describe_entries"} <= kept
+    assert {"name": "find_urls", "reason": NOT_NAMED_BY_LEARNED} in got["withheld"]
+    # A tool with side effects a word meets stays withheld as the rules on side effects say.
+    moved = offer(index, "shove the photos around, what's in ~/pics?", monkeypatch, "find_files", changes=False)
+    assert "move_files" not in {c["name"] for c in moved["candidates"]}
+
+
 def test_an_executor_the_model_never_learned_is_offered_as_the_ranking_brings_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # An MCP server's tool, a synt or a skill: the classifier knows only the catalogue it was trained on.
     herbarium = CatalogueEntry("read_herbarium", summary="Read the pressed plants of the herbarium by species.",

@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -462,11 +462,48 @@ def test_a_detour_that_went_wrong_after_the_model_was_told_its_data_answers_leav
                                                  request="delete ~/a.md")) == End(*state.problem)
     # Gone wrong before the model was told of the data (a read of another file failed): the data may not be what was asked.
     before = TurnState(guards=TurnGuards(), problem=(FailureKind.STEP_FAILED, "read_files failed"))
+    before.failed_calls[("read_files", "b")] = 1
     ran(a_step(loop, "read_files", {"paths": ["~/a.md"]}, before), {"ok": True, "content": "alpha"})
     before.guards = before.guards.record(1, "read_files", {"paths": ["~/a.md"]}, executed=True, succeeded=True)
     Guards().on_call(a_step(loop, "read_files", {"paths": ["~/a.md"]}, before, pool=pool))
     assert before.answer_from == (1,)
     assert RestsOnRecovery().on_answer(an_answer(loop, "To read a file, use read_files.", before, pool=pool)) == End(*before.problem)
+
+
+def held_after_a_failed_slice(loop: Loop, exact: object = None, worded: tuple[str, ...] = ("read_files",)) -> TurnState:
+    """Read, a slice that failed, the same read again (intercepted), then a page that was refused."""
+    pool = ["read_files", "extract_lines", "read_urls_html"]
+    state = TurnState(guards=TurnGuards(), exact=exact, worded=worded)
+    ran(a_step(loop, "read_files", {"paths": ["~/spesa.txt"]}, state), {"ok": True, "content": "pane\nlatte"})
+    state.guards = state.guards.record(1, "read_files", {"paths": ["~/spesa.txt"]}, executed=True, succeeded=True)
+    state.problem = (FailureKind.STEP_FAILED, "extract_lines failed: no lines given")
+    state.failed_calls[("extract_lines", "h")] = 2
+    state.step = 2
+    Guards().on_call(a_step(loop, "read_files", {"paths": ["~/spesa.txt"]}, state, pool=pool))
+    state.failed_calls[("read_urls_html", "h")] = 4
+    return state
+
+
+def test_a_side_step_that_failed_before_the_data_was_read_again_does_not_keep_that_data_from_answering() -> None:
+    """The 1.5B read a shopping list, tried a slice that failed, read the list again (told the data was there),
+    then asked for a made-up page, which was refused: the turn ended refused though step 1 held the list."""
+    loop = Loop({"read_files": executor(), "extract_lines": executor(), "read_urls_html": executor()})
+    pool = ["read_files", "extract_lines", "read_urls_html"]
+    state = held_after_a_failed_slice(loop)
+    lost = an_answer(loop, "I could not read the page.", state, pool=pool)
+    assert state.told_clean_at == 3 and RestsOnRecovery().on_answer(lost) == AnswerWith((1,), "held_data_after_detour")
+    # The slice is what the request's words ask for ("the last lines"): the held file is no answer.
+    worded = held_after_a_failed_slice(loop, worded=("extract_lines",))
+    assert not worded.told_clean_at
+    assert RestsOnRecovery().on_answer(an_answer(loop, "I could not read the page.", worded, pool=pool)) == End(*worded.problem)
+    exact = held_after_a_failed_slice(loop, exact=("last", 3))
+    assert not exact.told_clean_at
+    assert RestsOnRecovery().on_answer(an_answer(loop, "I could not read the page.", exact, pool=pool)) == End(*exact.problem)
+    off = Loop({"read_files": executor(), "extract_lines": executor(), "read_urls_html": executor()})
+    off.online.config.held_data_after_failed_step = False
+    old = held_after_a_failed_slice(off)
+    assert not old.told_clean_at
+    assert RestsOnRecovery().on_answer(an_answer(off, "I could not read the page.", old, pool=pool)) == End(*old.problem)
 
 
 def test_an_answer_that_does_not_hold_up_is_sent_back_once_then_is_unfounded() -> None:

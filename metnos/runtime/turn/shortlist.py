@@ -79,6 +79,7 @@ All are recorded in the ranking (``via: "named_source"``, ``"named_action"`` and
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -242,6 +243,10 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
     # A request that says to change nothing ("only look, don't change it") is offered no change at all.
     no_change = forbids_change(request_text)
 
+    # A tool that changes nothing whose name's verb the request says, as no other ranked tool's ("... and
+    # describe them": describe_entries), stays though the learned offer does not name it.
+    said_alone = said_only_of(candidates, words, known) if offer == "learned" else frozenset()
+
     def withheld_because(c: Mapping[str, Any]) -> str | None:
         if (c["name"] in DIALOG_AFFINITY and not c.get("affinity_hits") and c["name"] not in lowered and c.get("via") != "intent"
                 and c["name"] not in learned):
@@ -264,7 +269,8 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
                 and acts_on_files(known[c["name"]]) and c["name"] not in lowered and c["name"] not in learned):
             return "acts on files, and the request names none while another tool takes its action"
         if (offer == "learned" and model is not None and c.get("via", "rank") == "rank" and c["name"] in model.names
-                and c["name"] not in learned and c["name"] not in lowered and c["name"] not in instructed):
+                and c["name"] not in learned and c["name"] not in lowered and c["name"] not in instructed
+                and c["name"] not in said_alone):
             return NOT_NAMED_BY_LEARNED
         return None
 
@@ -302,6 +308,15 @@ def complete(ranking: Mapping[str, Any], index: PrefilterIndex, request_text: st
         # The reading changed nothing: the ranking is the shortlist's, byte for byte, and so replays as one.
         del out["offer"]
     return out
+
+
+def said_only_of(candidates: Sequence[Mapping[str, Any]], words: set[str], known: Mapping[str, Any]) -> frozenset[str]:
+    """The ranked executors without side effects whose name's verb is a word of the request, as written, that
+    begins no other ranked executor's name."""
+    verbs = {c["name"]: c["name"].split("_")[0] for c in candidates if c.get("via", "rank") == "rank"}
+    shared = Counter(verbs.values())
+    return frozenset(name for name, verb in verbs.items()
+                     if verb in words and shared[verb] == 1 and name in known and not known[name].side_effects)
 
 
 def likeliest_first(kept: list[dict[str, Any]], likeliest: Sequence[str]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from domain.turn import Turn
@@ -34,8 +34,9 @@ from metnos.runtime.turn.recurrence import recurrences, says_an_end
 from metnos.runtime.step.piping import FROM_STEP, Resolution, resolve_args
 from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.remediation import RemediationAction, RemediationContext, plan_remediation
-from metnos.runtime.turn.rules.answers import open_asks
+from metnos.runtime.turn.rules.answers import open_asks, went_wrong_after
 from metnos.runtime.turn.rules.base import BaseRule, End, Settle, Step, Verdict
+from metnos.runtime.turn.turn_state import TurnState
 from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED, ShapeStep, UnknownVerbError, compute_state, next_state, open_actions
 from metnos.runtime.step.validation import validate_args
 from metnos.runtime.step.vaglio import resolve_path
@@ -82,7 +83,8 @@ class Guards(BaseRule):
                     state.went_well(state.observations[earlier])
             # If no usable answer comes after this, the answer is that data.
             state.answer_from = tuple(decision.previous_steps)
-            if not state.told_clean_at and state.problem is None:
+            if not state.told_clean_at and (state.problem is None or (
+                    step.loop.online.config.held_data_after_failed_step and slipped_aside(state, decision.previous_steps))):
                 state.told_clean_at = step.number
         record = decision.to_json()
         if repeated:
@@ -104,6 +106,15 @@ class Guards(BaseRule):
             kind = FailureKind.CAP_STEPS if decision.outcome == "cap_steps" else FailureKind.CAP_SAME_EXECUTOR
             return End(kind, str(step.loop.settings.cap_steps) if kind is FailureKind.CAP_STEPS else name, commit=True)
         return Settle(observation)
+
+
+def slipped_aside(state: TurnState, held: Sequence[int]) -> bool:
+    """What went wrong so far is a side step: none of it is what the request's words ask for, nor a call of
+    the executor whose data is held (a read of another file that failed: the data held may not be the file
+    asked for), and the request makes no exact ask the held data would answer only whole."""
+    failed = set(went_wrong_after(state, 0))
+    return (bool(failed) and state.exact is None and not failed & set(state.worded)
+            and not failed & {state.executor_of(n) for n in held})
 
 
 class RepeatedFailure(BaseRule):
