@@ -49,8 +49,9 @@ def test_direct_construction_is_validated_too():
     assert TurnSettings(judge_threshold=1).to_json()["judge_threshold"] == 1
 
 
-def test_the_offer_is_the_shortlist_by_default_and_the_others_on_request():
-    assert load_turn_settings({}).offer == "shortlist"
+def test_the_offer_is_the_learned_one_by_default_and_the_others_on_request():
+    assert load_turn_settings({}).offer == "learned"
+    assert load_turn_settings({"METNOS_ENGINE_OFFER": "shortlist"}).offer == "shortlist"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "gated"}).offer == "gated"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "catalogue"}).offer == "catalogue"
     assert load_turn_settings({"METNOS_ENGINE_OFFER": "shaped"}).offer == "shaped"

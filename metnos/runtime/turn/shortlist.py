@@ -64,9 +64,10 @@ ranking's guesses stay: one it does not name is left out (withheld as "the
 learned offer does not name it"); an executor it never learned (an MCP
 server's tool, a synt, a skill) is offered as the ranking brings it. The
 executors it knows are shown most likely first, in the places they held.
+``offer = "learned"`` is the default.
 ``offer = "gated"`` is the shortlist with that reading alone: nothing added, and
 no side effect offered to a request the classifier reads as changing nothing.
-``offer = "shortlist"``, the default, keeps the ranking, completed.
+``offer = "shortlist"`` keeps the ranking, completed.
 
 With ``[runtime] intent = "model"`` the executors the intent extractor names
 (:mod:`metnos.runtime.turn.intent_model`) join too, before the rule on side effects,
