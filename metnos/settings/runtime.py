@@ -166,6 +166,9 @@ class RuntimeConfig(BaseModel):
     held_data_after_failed_step: bool = setting(True, "With held_data_after_detour: a step that failed before the model "
                                                       "read the data again (a slice, say) does not keep that data from "
                                                       "answering, unless the failed step is one the request's words ask for.")
+    held_data_words_served: bool = setting(True, "With held_data_after_detour: when the data held is that of a tool the "
+                                                 "request's words rank first, a detour to another they rank as high (a "
+                                                 "page beside a file, both \"read\") does not keep that data from answering.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -208,7 +211,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "grounding_picks_named": False, "requested_destination": False,
                                          "held_data_after_detour": False, "done_not_denied_once": False,
                                          "schedule_carries_reads": False, "day_from_request": False,
-                                         "repeat_as_proposed": False, "held_data_after_failed_step": False}
+                                         "repeat_as_proposed": False, "held_data_after_failed_step": False,
+                                         "held_data_words_served": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

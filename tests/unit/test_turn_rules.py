@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True, held_data_words_served=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -496,6 +496,13 @@ def test_a_side_step_that_failed_before_the_data_was_read_again_does_not_keep_th
     worded = held_after_a_failed_slice(loop, worded=("extract_lines",))
     assert not worded.told_clean_at
     assert RestsOnRecovery().on_answer(an_answer(loop, "I could not read the page.", worded, pool=pool)) == End(*worded.problem)
+    # "leggi" ranks the file and the page alike: the page that was refused is no part of what the words ask,
+    # the file they ask for is held.
+    tie = held_after_a_failed_slice(loop, worded=("read_files", "read_urls_html"))
+    assert RestsOnRecovery().on_answer(an_answer(loop, "I could not read the page.", tie, pool=pool)) == AnswerWith((1,), "held_data_after_detour")
+    loop.online.config.held_data_words_served = False
+    assert RestsOnRecovery().on_answer(an_answer(loop, "I could not read the page.", tie, pool=pool)) == End(*tie.problem)
+    loop.online.config.held_data_words_served = True
     exact = held_after_a_failed_slice(loop, exact=("last", 3))
     assert not exact.told_clean_at
     assert RestsOnRecovery().on_answer(an_answer(loop, "I could not read the page.", exact, pool=pool)) == End(*exact.problem)

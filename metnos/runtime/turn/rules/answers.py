@@ -304,12 +304,20 @@ class RestsOnRecovery(BaseRule):
             return None
         detour = went_wrong_after(state, state.told_clean_at)
         if (state.answer_from and state.told_clean_at and answer.loop.online.config.held_data_after_detour
-                and not asks_for_action(answer) and not state.acted and not set(detour) & set(state.worded)):
+                and not asks_for_action(answer) and not state.acted
+                and (not set(detour) & set(state.worded) or words_served(answer, state))):
             # Told the data was there, the 0.5B called another tool (mail, a page) that failed or was refused:
             # that detour changed nothing, and the data still answers (checked as any data is, answer_from_data).
             # Not when what went wrong is what the request's own words ask for.
             return AnswerWith(state.answer_from, "held_data_after_detour")
         return End(*state.problem)
+
+
+def words_served(answer: Answer, state: TurnState) -> bool:
+    """The data held is that of an executor the request's words rank first (``[runtime] held_data_words_served``):
+    a detour to another they rank as high ("leggi" ranks a file and a page alike) is no part of what they ask."""
+    return (answer.loop.online.config.held_data_words_served
+            and bool({state.executor_of(n) for n in state.answer_from} & set(state.worded)))
 
 
 def asks_for_action(answer: Answer) -> bool:
