@@ -95,3 +95,31 @@ def test_an_answer_that_says_it_could_not_be_done_is_an_admitted_failure() -> No
     assert admitted_failure('The note says "I cannot come on Friday" and asks for the cake.', data) is None
     assert admitted_failure("I cannot come on Friday.", data) is None
     assert admitted_failure("The total is 39.70.", data) is None
+
+
+RUNAWAY = " ".join(["The commit history was not run."] * 12)
+
+
+def test_an_answer_that_says_one_sentence_again_and_again_is_named_when_asked() -> None:
+    from metnos.runtime.turn.answers import REPEATED
+
+    # The 0.5B's answer to the last commit, to its token limit.
+    assert answer_problem(RUNAWAY, TOOLS, OBS, repeats=True) == REPEATED
+    assert answer_problem("\n".join(["- The backup did not finish."] * 4), TOOLS, OBS, repeats=True) == REPEATED
+    # Turns recorded before the check ran without it.
+    assert answer_problem(RUNAWAY, TOOLS, OBS) is None
+
+
+@pytest.mark.parametrize(("text", "observations"), [
+    # The last three lines of a log that are one error three times: the data holds it as often.
+    ("ERROR disk full on /dev/sda1\nERROR disk full on /dev/sda1\nERROR disk full on /dev/sda1",
+     [{"ok": True, "content": "boot ok\n" + "ERROR disk full on /dev/sda1\n" * 3}]),
+    # Said twice, or three times among many other sentences.
+    ("I could not read it. I could not read it.", []),
+    ("Your meeting is at ten. Bring the slides. Your meeting is at ten. Call Anna first. Your meeting is at ten. "
+     "The room is B2. Parking is free. Lunch is at one.", []),
+    # Short pieces ("- ok") are items of a list, not a runaway.
+    ("- ok\n- ok\n- ok\n- ok", []),
+])
+def test_an_answer_that_repeats_what_the_data_holds_or_little_passes(text: str, observations: list) -> None:
+    assert answer_problem(text, TOOLS, observations, repeats=True) is None

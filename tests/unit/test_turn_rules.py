@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True, held_data_words_served=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True, held_data_words_served=True, repeated_answer_sent_back=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -419,6 +419,17 @@ def test_a_tool_name_for_an_answer_is_sent_back_once_then_fails_the_turn() -> No
     state.answer_from = (1,)
     assert AnswerForm().on_answer(an_answer(loop, "read_files", state)) == AnswerWith((1,))
     assert AnswerForm().on_answer(an_answer(loop, "The file says alpha.", TurnState())) is None
+
+
+def test_a_runaway_answer_is_sent_back_once_then_fails_the_turn_and_turns_recorded_before_keep_it() -> None:
+    runaway = " ".join(["The commit history was not run."] * 10)
+    loop, state = Loop(), TurnState()
+    verdict = AnswerForm().on_answer(an_answer(loop, runaway, state))
+    assert isinstance(verdict, SendBack) and loop.events[0][1]["reason"] == "repeated"
+    assert AnswerForm().on_answer(an_answer(loop, runaway, state)) == End(FailureKind.UNUSABLE_ANSWER, REASONS["repeated"])
+    loop.online.config.repeated_answer_sent_back = False
+    assert AnswerForm().on_answer(an_answer(loop, runaway, TurnState())) is None
+    loop.online.config.repeated_answer_sent_back = True
 
 
 def test_an_answer_before_the_action_ran_is_reminded_once_and_a_plans_is_refused_at_once() -> None:

@@ -26,11 +26,12 @@ RAW_TOOL_OUTPUT = "raw_tool_output"
 TOOL_CALL_AS_TEXT = "tool_call_as_text"
 STUB = "stub"
 INSTRUCTIONS_ECHOED = "instructions_echoed"
+REPEATED = "repeated"
 
 NAMES_NOTHING = "names_nothing"
 # Why an answer is no answer, in the catalogue's words (``turn.answer.<problem>``): the model is told them, and the person.
 REASONS: Mapping[str, str] = {problem: i18n.english(f"turn.answer.{problem}") for problem in (
-    NAMES_NOTHING, EMPTY, TOOL_NAME, RAW_TOOL_OUTPUT, TOOL_CALL_AS_TEXT, STUB, INSTRUCTIONS_ECHOED)}
+    NAMES_NOTHING, EMPTY, TOOL_NAME, RAW_TOOL_OUTPUT, TOOL_CALL_AS_TEXT, STUB, INSTRUCTIONS_ECHOED, REPEATED)}
 # An answer that is mostly a run of this many words or more of an instruction it was given.
 _ECHO_RUN = 6
 _ECHO_SHARE = 0.6
@@ -64,6 +65,27 @@ def _json_of(text: str) -> Any:
         return json.loads(body)
     except ValueError:
         return None
+
+
+# A sentence or a line: what a runaway answer says again and again.
+_PIECE = re.compile(r"(?<=[.!?])\s+|\n+")
+_REPEAT_WORDS = 3
+_REPEATS = 3
+
+
+def repeats_itself(text: str, observations: list[Mapping[str, Any]]) -> bool:
+    """``text`` says one sentence of at least three words three times or more, those make up half its
+    sentences or more, and no observation holds it as often (the 0.5B wrote "The commit history was not
+    run." until its token limit; the last three lines of a log may well be one error three times)."""
+    pieces = [" ".join(p.split()).casefold() for p in _PIECE.split(text) if len(p.split()) >= _REPEAT_WORDS]
+    if not pieces:
+        return False
+    top = max(set(pieces), key=pieces.count)
+    said = pieces.count(top)
+    if said < _REPEATS or 2 * said < len(pieces):
+        return False
+    held = sum(" ".join(leaf.split()).casefold().count(top) for obs in observations for leaf in _leaves(obs))
+    return held < said
 
 
 def _echoes(value: Any, observations: Iterable[Mapping[str, Any]]) -> bool:
@@ -107,12 +129,16 @@ def echoes_instructions(text: str, instructions: Iterable[str]) -> bool:
 
 
 def answer_problem(text: str, tool_names: Collection[str],
-                   observations: Iterable[Mapping[str, Any]] = (), instructions: Iterable[str] = ()) -> str | None:
+                   observations: Iterable[Mapping[str, Any]] = (), instructions: Iterable[str] = (),
+                   *, repeats: bool = False) -> str | None:
     """None when ``text`` reads as an answer, else the reason it does not.
-    ``instructions``: what the loop itself told the model this turn."""
+    ``instructions``: what the loop itself told the model this turn; ``repeats``: an answer that is
+    mostly one sentence said again and again (:func:`repeats_itself`) is none."""
     stripped = text.strip()
     if not stripped:
         return EMPTY
+    if repeats and repeats_itself(stripped, list(observations)):
+        return REPEATED
     if echoes_instructions(stripped, instructions):
         return INSTRUCTIONS_ECHOED
     bare = stripped.strip("`'\"*.!:; \n\t")

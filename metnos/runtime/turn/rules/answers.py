@@ -58,7 +58,8 @@ class AnswerForm(BaseRule):
         # on <url> is ..."), never an echo of the loop's instructions.
         told = [m.text.replace(answer.request.text, " ") for m in answer.messages[2:] if isinstance(m, UserMessage)]
         told += [FINAL_ONLY, ANSWER_NOW]
-        problem = answer_problem(text, loop.tool_names, [o for o in state.observations.values() if isinstance(o, dict)], told)
+        problem = answer_problem(text, loop.tool_names, [o for o in state.observations.values() if isinstance(o, dict)], told,
+                                 repeats=loop.online.config.repeated_answer_sent_back)
         if problem is None and says_nothing_found(answer):
             problem = NAMES_NOTHING
         if problem is None:
