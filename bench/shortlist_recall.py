@@ -148,7 +148,10 @@ REQUEST_SET = REPO / "bench" / "shortlist_requests.jsonl"
 # sixth on 2026-12-02 by a writer with the training writers' brief (training/offer/BRIEF.md), sealed until
 # measured once.
 BLIND_SETS = tuple(REPO / "bench" / f"shortlist_requests_{name}.jsonl" for name in ("blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8"))
-SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8")
+# Messages that need no executor (greetings, thanks, questions the model answers from its own words), written
+# apart from the training files and sealed: what is measured on them is what the offer adds where nothing is asked.
+CHAT_SET = REPO / "bench" / "shortlist_requests_chat.jsonl"
+SPLITS = ("dev", "held_out", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "chat")
 FIRST_PROMPT_LIMIT = 600  # bench/first_prompt.py, tests/integration/test_first_prompt.py
 
 
@@ -236,6 +239,25 @@ def measure_written(index: PrefilterIndex, side_effecting: frozenset[str], pool:
     for label, variant in VARIANTS:
         pools = {r.text: offered(index, r.text, pool=pool, variant=variant) for r in rows}
         report[label] = figures_by_split(rows, pools, side_effecting)
+    return report
+
+
+def print_chat(index: PrefilterIndex, side_effecting: frozenset[str], pool: int, rows: list[Written], misses: str | None) -> dict:
+    """What each variant offers to messages that need no executor: how often a side effect, and how many executors."""
+    report = {}
+    print(f"{CHAT_SET.relative_to(REPO)}: {len(rows)} messages that need no executor: side effects offered, "
+          f"anything offered, mean offer")
+    for label, variant in VARIANTS:
+        pools = {r.text: offered(index, r.text, pool=pool, variant=variant) for r in rows}
+        sides = [r for r in rows if set(pools[r.text]) & side_effecting]
+        report[label] = {"side_effects_offered": len(sides) / len(rows),
+                         "anything_offered": sum(bool(pools[r.text]) for r in rows) / len(rows),
+                         "mean_pool": sum(len(pools[r.text]) for r in rows) / len(rows)}
+        m = report[label]
+        print(f"  {label:<36} {m['side_effects_offered']:>7.1%} {m['anything_offered']:>7.1%} {m['mean_pool']:>5.1f}")
+        if misses:
+            for r in sides:
+                print(f"    [{label}] offers {', '.join(sorted(set(pools[r.text]) & side_effecting))}: {r.text}")
     return report
 
 
@@ -481,6 +503,8 @@ def main(argv: list[str] | None = None) -> int:
         part = written_requests(blind)
         report[part[0].split] = measure_written(index, side_effecting, args.pool, part)
         print_written(report[part[0].split], args.misses, blind)
+    if CHAT_SET.exists() and not args.limit:
+        report["chat"] = print_chat(index, side_effecting, args.pool, written_requests(CHAT_SET), args.misses)
     if args.tokens:
         tokens = report["first_prompt_tokens"] = prompt_tokens(args.tokens, rows, args.pool)
         print(f"first prompt in tokens ({args.tokens.name}; limit {tokens['limit']}): every tool of the catalogue "

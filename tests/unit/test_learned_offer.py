@@ -7,13 +7,14 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, catalogue, written_requests
+from bench.shortlist_recall import BLIND_SETS, CHAT_SET, REQUEST_SET, catalogue, written_requests
 from metnos.runtime.step import learned_offer
-from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, LearnedReading, OfferModel, SparseWeights, features, load, shipped
+from metnos.runtime.step.learned_offer import BUCKETS, CHANGES, NOTHING, LearnedReading, OfferModel, SparseWeights, features, load, shipped
 from metnos.runtime.step.prefilter import CatalogueEntry, PrefilterIndex
 from metnos.runtime.turn import shortlist as shortlist_module
 from metnos.runtime.turn.shortlist import NOT_NAMED_BY_LEARNED, likeliest_first, shortlist
@@ -38,7 +39,7 @@ def test_features_are_unit_length_and_the_same_in_every_process() -> None:
 def test_the_shipped_model_knows_only_the_catalogue_and_asks_more_of_a_side_effect() -> None:
     model = shipped()
     assert model is not None
-    assert set(model.names) - {CHANGES} <= {e.name for e in catalogue()}
+    assert set(model.names) - {CHANGES, NOTHING} <= {e.name for e in catalogue()}
     assert 0 < model.read_threshold < model.side_threshold < 1
     assert CHANGES in model.names and 0 < model.change_threshold < 1
     side_effecting = {e.name for e in catalogue() if e.side_effects}
@@ -55,12 +56,12 @@ def test_a_saved_model_reads_back_the_same(tmp_path: Path) -> None:
 
     made = OfferModel(("read_files", "send_messages", CHANGES), (-1.0, -2.0, 0.5),
                       SparseWeights.of({7: ((0, 0.5), (1, 1.25)), 9: ((1, -0.75), (2, 2.0))}), 0.2, 0.7, 0.3,
-                      {"send_messages": 0.375})
+                      {"send_messages": 0.375}, 0.625)
     save(made, tmp_path / "m.npz")
     again = load(tmp_path / "m.npz")
     assert again.names == made.names and again.weights == made.weights and again.intercepts == made.intercepts
     assert (again.read_threshold, again.side_threshold, again.change_threshold) == pytest.approx((0.2, 0.7, 0.3))
-    assert again.side_thresholds == {"send_messages": 0.375}
+    assert again.side_thresholds == {"send_messages": 0.375} and again.nothing_threshold == 0.625
 
 
 def test_an_executor_with_a_threshold_of_its_own_is_held_to_it() -> None:
@@ -78,6 +79,17 @@ def test_below_the_change_threshold_no_side_effect_is_offered() -> None:
     both = ("read_files", "send_messages")
     assert model.read("zzz", {"send_messages"}) == LearnedReading(both, True, both)
     assert model.read("qqq", {"send_messages"}) == LearnedReading(("read_files",), False, both)
+
+
+def test_a_message_read_as_needing_nothing_is_offered_nothing() -> None:
+    bucket = next(iter(features("zzz")))
+    model = OfferModel(("read_files", "send_messages", CHANGES, NOTHING), (5.0, 5.0, 5.0, -5.0),
+                       SparseWeights.of({bucket: ((3, 20.0),)}), 0.5, 0.5, 0.5, {}, 0.5)
+    both = ("read_files", "send_messages")
+    assert model.read("zzz", {"send_messages"}) == LearnedReading((), False, both)
+    assert model.read("qqq", {"send_messages"}) == LearnedReading(both, True, both)
+    # A model without the output (nothing_threshold 0.0) reads every message as before.
+    assert replace(model, nothing_threshold=0.0).read("zzz", {"send_messages"}) == LearnedReading(both, True, both)
 
 
 def model_of(tool: float, change: float, threshold: float) -> OfferModel:
@@ -132,7 +144,7 @@ def test_the_shipped_model_reads_whether_a_request_asks_for_a_change(text: str, 
 
 
 def test_no_training_request_is_a_measured_one() -> None:
-    measured = {r.text.casefold() for path in (REQUEST_SET, *BLIND_SETS) for r in written_requests(path)}
+    measured = {r.text.casefold() for path in (REQUEST_SET, *BLIND_SETS, CHAT_SET) for r in written_requests(path)}
     training = [json.loads(line)["text"] for path in sorted(TRAINING.glob("*.jsonl"))
                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(training) >= 3000

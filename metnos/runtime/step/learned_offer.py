@@ -15,7 +15,9 @@ executor's own. One more output, :data:`CHANGES`, is learned from whether a
 request needs any executor with side effects at all: pooled over every kind of
 change, it tells a request that changes something from one that only reads far
 better than any one executor's output, and below its threshold no executor
-with side effects is offered (:attr:`LearnedReading.changes`). The model is a file in the package (``offer_model.npz``): hashed
+with side effects is offered (:attr:`LearnedReading.changes`). A last output, :data:`NOTHING`, is learned
+from messages that need no executor at all ("good morning", "thanks, that was it"): at its threshold the
+model offers nothing (a greeting had read as cancel_recurring at 0.99). The model is a file in the package (``offer_model.npz``): hashed
 n-gram features (a stable CRC32, so the same text gives the same features in
 every process) and a sparse weight matrix; it is read once, with numpy, and
 scored with numpy on the few hundred features of one request.
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 MODEL_FILE = Path(__file__).with_name("offer_model.npz")
 # The output that reads whether the request asks for a change at all: not an executor's name.
 CHANGES = "‹changes›"
+# The output that reads whether the message needs any executor at all.
+NOTHING = "‹nothing›"
 BUCKETS = 1 << 18
 CHAR_SIZES = (2, 3, 4, 5)
 _WORD = re.compile(r"\w+")
@@ -161,6 +165,8 @@ class OfferModel:
     change_threshold: float = 0.0
     # An executor with side effects may have a threshold of its own (in place of ``side_threshold``).
     side_thresholds: Mapping[str, float] = field(default_factory=dict)
+    # At or above it, :data:`NOTHING` says the message needs no executor; 0.0 for a model without that output.
+    nothing_threshold: float = 0.0
     # The saved file's digest: a ranking records it, so a replay after a retrain can name why its offer moved.
     digest: str = ""
 
@@ -176,6 +182,7 @@ class OfferModel:
         much space does ~/Music take?" asks for no change)."""
         probs = self.probabilities(text)
         asks_change = probs.pop(CHANGES, 1.0)
+        asks_nothing = probs.pop(NOTHING, 0.0)
         changes = asks_change >= self.change_threshold
 
         def kept(n: str, p: float) -> bool:
@@ -184,6 +191,8 @@ class OfferModel:
             return held is not None and held >= threshold
 
         likeliest = tuple(sorted(probs, key=lambda n: (-probs[n], n)))
+        if self.nothing_threshold and asks_nothing >= self.nothing_threshold:
+            return LearnedReading((), False, likeliest)
         return LearnedReading(tuple(n for n in likeliest if kept(n, probs[n])), changes, likeliest)
 
     def offered(self, text: str, side_effecting: frozenset[str] | set[str],
@@ -220,7 +229,8 @@ def load(path: Path = MODEL_FILE) -> OfferModel:
         return OfferModel(names, tuple(z["intercepts"].astype("float64").tolist()), weights,
                           float(z["read_threshold"]), float(z["side_threshold"]),
                           float(z["change_threshold"]) if "change_threshold" in z else 0.0,
-                          {n: t for n, t in zip(names, own, strict=True) if t > 0}, digest)
+                          {n: t for n, t in zip(names, own, strict=True) if t > 0},
+                          float(z["nothing_threshold"]) if "nothing_threshold" in z else 0.0, digest)
 
 
 @lru_cache(maxsize=1)
