@@ -107,7 +107,11 @@ def _tag() -> str:
     return "zq" + letters
 
 
-def check(answer: str, old: list[str], new: list[str]) -> None:
+def check(answer: str | None, old: list[str], new: list[str]) -> None:
+    if answer is None:
+        # The plan's answer was refused and the turn ended without one (an empty file read again): no data at all.
+        event("L0 ended without an answer")
+        return
     leaked = tokens(answer) & (tokens(*old) - tokens(*new))
     assert not leaked, f"the cascade answered with the teaching turns' data {sorted(leaked)[:5]}: {answer[:200]!r}"
 
