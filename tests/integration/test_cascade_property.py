@@ -107,13 +107,17 @@ def _tag() -> str:
     return "zq" + letters
 
 
-def check(answer: str | None, old: list[str], new: list[str]) -> None:
+def check(answer: str | None, status: str, old: list[str], new: list[str]) -> bool:
+    """Whether the turn answered; if it did, the answer holds no word only the teaching turns had."""
     if answer is None:
-        # The plan's answer was refused and the turn ended without one (an empty file read again): no data at all.
-        event("L0 ended without an answer")
-        return
+        # The plan's answer was refused and the turn ended without one (an empty file read again): no data at
+        # all, and never `answered`.
+        assert status != "answered", status
+        event("ended without an answer")
+        return False
     leaked = tokens(answer) & (tokens(*old) - tokens(*new))
     assert not leaked, f"the cascade answered with the teaching turns' data {sorted(leaked)[:5]}: {answer[:200]!r}"
+    return True
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -124,6 +128,10 @@ def check(answer: str | None, old: list[str], new: list[str]) -> None:
 # was slotted on the size, so a 4-byte file of one line was said to have 4 lines.
 @example(files=["ax.txt", "by.txt", "cz.txt"], old=["", "4"], new=["  \r\n", "x"], frame="counted",
          wording=WORDINGS[0], variant=0, reworded=0, approve=True)
+# Found by this test: an approved plan that quotes a file, asked again when the file had emptied; its answer
+# was refused and the turn ended with none.
+@example(files=["0x.txt", "0y.txt", "0z.txt"], old=["000", ""], new=["", ""], frame="as read",
+         wording=WORDINGS[3], variant=0, reworded=1, approve=True)
 def test_a_cached_plan_never_answers_with_another_requests_data(runtime, files, old, new, frame, wording, variant, reworded, approve) -> None:
     home = Path.home()
     tag = _tag()
@@ -159,8 +167,8 @@ def test_a_cached_plan_never_answers_with_another_requests_data(runtime, files, 
     answer, status, asked, turn_id = ask(runtime, text, walk(paths[2], say(new[0], files[2], paths[2])))
     if asked == 0:
         event(f"L1 answered ({frame})")
-        check(answer, old_data, [new[0], text, files[2], say(new[0], files[2], paths[2]), str(home)])
-        if quotes_content(followed_plan(runtime, turn_id)):
+        answered = check(answer, status, old_data, [new[0], text, files[2], say(new[0], files[2], paths[2]), str(home)])
+        if answered and quotes_content(followed_plan(runtime, turn_id)):
             assert lf(new[0]) in lf(answer), (frame, new[0][:80], answer[:200])
     else:
         event(f"model asked ({frame})")
@@ -173,6 +181,6 @@ def test_a_cached_plan_never_answers_with_another_requests_data(runtime, files, 
         answer, status, asked, turn_id = ask(runtime, again, walk(paths[0], say(new[1], files[0], paths[0])))
         if asked == 0:
             event(f"L0 answered ({frame})")
-            check(answer, [old[0]], [new[1], again, files[0], say(new[1], files[0], paths[0]), str(home)])
-            if quotes_content(followed_plan(runtime, turn_id)):
+            answered = check(answer, status, [old[0]], [new[1], again, files[0], say(new[1], files[0], paths[0]), str(home)])
+            if answered and quotes_content(followed_plan(runtime, turn_id)):
                 assert lf(new[1]) in lf(answer), (frame, new[1][:80], answer[:200])
