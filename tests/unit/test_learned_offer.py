@@ -83,13 +83,28 @@ def test_below_the_change_threshold_no_side_effect_is_offered() -> None:
 
 def test_a_message_read_as_needing_nothing_is_offered_nothing() -> None:
     bucket = next(iter(features("zzz")))
+    # "zzz" gives NOTHING 0.9986, surer than of either executor (0.993).
     model = OfferModel(("read_files", "send_messages", CHANGES, NOTHING), (5.0, 5.0, 5.0, -5.0),
-                       SparseWeights.of({bucket: ((3, 20.0),)}), 0.5, 0.5, 0.5, {}, 0.5)
+                       SparseWeights.of({bucket: ((3, 40.0),)}), 0.5, 0.5, 0.5, {}, 0.5)
     both = ("read_files", "send_messages")
     assert model.read("zzz", {"send_messages"}) == LearnedReading((), False, both)
     assert model.read("qqq", {"send_messages"}) == LearnedReading(both, True, both)
     # A model without the output (nothing_threshold 0.0) reads every message as before.
     assert replace(model, nothing_threshold=0.0).read("zzz", {"send_messages"}) == LearnedReading(both, True, both)
+
+
+def test_a_message_read_as_needing_nothing_keeps_what_the_model_is_surer_of() -> None:
+    """NOTHING at 0.88 (logit 2): read_files at 0.99 stays, send_messages at 0.73 (and the change reading with it)
+    does not."""
+    bucket = next(iter(features("zzz")))
+    model = OfferModel(("read_files", "send_messages", CHANGES, NOTHING), (5.0, 1.0, 5.0, -5.0),
+                       SparseWeights.of({bucket: ((3, 24.0),)}), 0.5, 0.5, 0.5, {}, 0.5)
+    likeliest = ("read_files", "send_messages")
+    assert model.read("zzz", {"send_messages"}) == LearnedReading(("read_files",), False, likeliest)
+    assert model.read("qqq", {"send_messages"}) == LearnedReading(likeliest, True, likeliest)
+    # Surer of the send than of needing nothing: it stays, and so does the reading of a change.
+    surer = replace(model, intercepts=(5.0, 4.0, 5.0, -5.0))
+    assert surer.read("zzz", {"send_messages"}) == LearnedReading(likeliest, True, likeliest)
 
 
 def model_of(tool: float, change: float, threshold: float) -> OfferModel:
