@@ -172,6 +172,9 @@ class RuntimeConfig(BaseModel):
     repeated_answer_sent_back: bool = setting(True, "An answer that is mostly one sentence said again and again, more "
                                                     "often than any data holds it (a small model's runaway to its token "
                                                     "limit), is no answer: it is sent back once, then the turn fails.")
+    grounding_slice_end: bool = setting(True, "An answer to \"the last (first) N lines\" quotes no line of a text the turn "
+                                              "read whole that is not among its last (first) N: a slice from the wrong end "
+                                              "is still a step's result.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -215,7 +218,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "held_data_after_detour": False, "done_not_denied_once": False,
                                          "schedule_carries_reads": False, "day_from_request": False,
                                          "repeat_as_proposed": False, "held_data_after_failed_step": False,
-                                         "held_data_words_served": False, "repeated_answer_sent_back": False}
+                                         "held_data_words_served": False, "repeated_answer_sent_back": False,
+                                         "grounding_slice_end": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

@@ -395,3 +395,31 @@ def test_a_schedule_s_expiry_is_held_to_an_instant_the_scheduler_reads() -> None
         assert admits(schema, {"name": "schedule_recurring", "arguments": {**base, "expiry": expiry}}), expiry
         parse(expiry)
     assert admits(schema, {"name": "schedule_recurring", "arguments": {**base, "expiry": None}})
+
+
+def test_a_position_of_extract_lines_is_one_form_of_three() -> None:
+    """The 0.5B wrote two positions in one call ("the final 3 lines": ``first`` and ``last``), the executor refused
+    it twice and the README's own rewording ended failed: the schema says exactly one position, and the
+    grammar offers the first N, the last N and a range apart."""
+    import jsonschema
+
+    [lines] = [t for t in _seed_tools() if t.name == "extract_lines"]
+    schema = call_schema([lines])
+    assert len(schema["anyOf"]) == 3
+
+    def call(**arguments: object) -> dict:
+        return {"name": "extract_lines", "arguments": {"content": "a\nb\nc", **arguments}}
+
+    assert admits(schema, call(last=3)) and admits(schema, call(first=1)) and admits(schema, call(start=2, end=3))
+    for two in ({"first": 3, "last": 3}, {"last": 3, "end": 5}, {"first": 1, "start": 2, "end": 3}, {}):
+        assert not admits(schema, call(**two)), two
+    # The signed schema says the same to every caller: a plan's step or a schedule's is validated against it.
+    from pathlib import Path
+
+    from metnos.mechanisms.executors.schemas import check_contract_schemas
+
+    signed = Path(__file__).resolve().parents[2] / "executors" / "extract_lines" / "schema.json"
+    full = check_contract_schemas(signed.read_bytes(), "schema.json#/definitions/Input", "schema.json#/definitions/Output").input
+    jsonschema.validate({"content": "a", "last": 2}, full)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"content": "a", "first": 2, "last": 2}, full)

@@ -512,3 +512,23 @@ def test_when_the_newest_file_changed_is_answered_by_its_date() -> None:
     # Not a "which": the date is the answer.
     assert check_answer("2026-12-02T12:22:29+00:00", request="when was the newest file in ~/notes modified?",
                         steps=NOTES, home="/home/u").holds
+
+
+def test_a_slice_from_the_wrong_end_does_not_answer_the_last_line() -> None:
+    """What the 0.5B did: "the last line" sliced as the first five, answered with the first; it stood as answered."""
+    request = "what is the last line of ~/notes/diary.md?"
+    first_five = StepData("extract_lines", True, {"ok": True, "content": "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog",
+                                                  "entries": [{"line": n, "text": t} for n, t in enumerate(
+                                                      ["mon: rain", "tue: sun", "wed: wind", "thu: snow", "fri: fog"], 1)]})
+    wrong = check_answer("The last line is: mon: rain", request=request, steps=[READ, first_five])
+    assert wrong.exactness == ("the request asks for the last 1 lines, and the answer quotes 'mon: rain', a line of the text "
+                               "that is not among them")
+    assert check_answer("The last line is: fri: fog", request=request, steps=[READ, first_five]).holds
+    # A turn recorded before the check ([runtime] grounding_slice_end off) is judged as it was.
+    assert check_answer("The last line is: mon: rain", request=request, steps=[READ, first_five], slice_end=False).holds
+    # The first line, asked, is that line; a line quoted from a text cut short says nothing of its end.
+    assert check_answer("mon: rain", request="give me the first line of ~/notes/diary.md", steps=[READ, first_five]).holds
+    cut = StepData("read_files", False, {"ok": True, "entries": [{**DIARY["entries"][0], "truncated": True}]})
+    assert check_answer("The last line is: mon: rain", request=request, steps=[cut, first_five]).holds
+    # Three asked, three given from the right end, with a line too short to count as quoted ("ok") elsewhere.
+    assert check_answer("wed: wind\nthu: snow\nfri: fog", request=ASK, steps=[READ, LAST3]).holds

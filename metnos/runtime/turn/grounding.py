@@ -415,7 +415,8 @@ def after_a_loop(answer: str, request: str, steps: Sequence[StepData], *, home: 
     return "" if found else i18n.english("turn.grounding.bare_after_loop")
 
 
-def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_computed: _Known, *, wanted: str | None = None) -> str:
+def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_computed: _Known, *, wanted: str | None = None,
+               slice_end: bool = True) -> str:
     """Why the answer does not meet ``ask``, or "" when it does."""
     asked = ask.words()
     if ask.end == "top":
@@ -444,11 +445,49 @@ def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_comp
     outside += [g for g in given if len(given) > 1 and not _item_found(g, known_computed)]
     if outside:
         return i18n.english("turn.grounding.not_among", asked=asked, outside=repr(outside[0]))
+    if slice_end and ask.what == "lines" and ask.end in ("first", "last") and ask.count:
+        # A slice at the wrong end is still a step's result: the 0.5B took the first five lines for "the last
+        # line" and answered with the first.
+        elsewhere = _quoted_away_from_the_end(answer, steps, ask)
+        if elsewhere:
+            return i18n.english("turn.grounding.not_at_the_end", asked=asked, outside=repr(elsewhere))
     if ask.what == "lines" and len(given) > 1:
         swapped = _out_of_order(given, steps)
         if swapped is not None:
             return i18n.english("turn.grounding.out_of_order", asked=asked, first=repr(swapped[0]), second=repr(swapped[1]))
     return ""
+
+
+def _read_texts(steps: Sequence[StepData]) -> list[str]:
+    """The whole texts the plain steps read (a file's content, not cut short)."""
+    texts = []
+    for s in steps:
+        if s.computed:
+            continue
+        if isinstance(s.observation.get("content"), str) and not s.observation.get("truncated"):
+            texts.append(s.observation["content"])
+        for e in s.observation.get("entries") or ():
+            if isinstance(e, Mapping) and isinstance(e.get("content"), str) and not e.get("truncated"):
+                texts.append(e["content"])
+    return texts
+
+
+# A line shorter than this is too common to say the answer quotes it ("ok", "---").
+_QUOTABLE = 8
+
+
+def _quoted_away_from_the_end(answer: str, steps: Sequence[StepData], ask: ExactAsk) -> str:
+    """A line of a text the turn read that the answer quotes though it is not among that end's ``ask.count``
+    lines of any text read; "" when there is none."""
+    said = _norm(answer)
+    at_the_end: set[str] = set()
+    quoted: list[str] = []
+    for text in _read_texts(steps):
+        lines = [line.strip() for line in text.splitlines()]
+        end = lines[-ask.count:] if ask.end == "last" else lines[:ask.count]
+        at_the_end |= {_norm(line) for line in end}
+        quoted += [line for line in lines if len(line) >= _QUOTABLE and _norm(line) in said]
+    return next((line for line in quoted if _norm(line) not in at_the_end), "")
 
 
 def _out_of_order(given: Sequence[str], steps: Sequence[StepData]) -> tuple[str, str] | None:
@@ -738,7 +777,8 @@ def _against_unnamed_pick(request: str, answer: str, steps: Sequence[StepData]) 
 def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: str = "", exact: bool = True,
                  names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True,
                  verdict_words: Mapping[str, Mapping[str, Collection[str]]] | None = None,
-                 names_without_steps: bool = True, named_data: bool = True, picks_named: bool = True) -> Grounding:
+                 names_without_steps: bool = True, named_data: bool = True, picks_named: bool = True,
+                 slice_end: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
@@ -751,7 +791,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     person the request did not name is the model's own; with steps, the data's wording of a name varies
     too much to hold an answer to it); ``named_data`` False for one recorded before an answer was held to the data
     the request names (not a local step's reading alone, nor the page's own address for its links); ``picks_named``
-    False for one recorded before an answer to "which file is the newest" had to name one."""
+    False for one recorded before an answer to "which file is the newest" had to name one; ``slice_end`` False for
+    one recorded before an answer to "the last N lines" had to quote no line from elsewhere in the text."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -772,7 +813,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
         computed = [s.observation for s in steps if s.computed]
         known_computed = _Known([leaf for obs in computed for leaf in leaves(obs)],
                                 [float(n) for obs in computed for n in _lengths(obs)], home)
-        exactness = _exactness(ask, answer, steps, known_computed, wanted=superlative_order(request))
+        exactness = _exactness(ask, answer, steps, known_computed, wanted=superlative_order(request), slice_end=slice_end)
     return Grounding(tuple(unmatched), exactness, tuple(_denied(answer, steps)))
 
 

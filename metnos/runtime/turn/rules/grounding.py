@@ -46,7 +46,8 @@ class Grounded(BaseRule):
                                  verdict_words=loop.catalogue.verdict_words if loop.online.config.grounding_verdict_words else None,
                                  names_without_steps=loop.online.config.grounding_names,
                                  named_data=loop.online.config.grounding_named_data,
-                                 picks_named=loop.online.config.grounding_picks_named)
+                                 picks_named=loop.online.config.grounding_picks_named,
+                                 slice_end=loop.online.config.grounding_slice_end)
         if (grounding.holds and state.looped and not state.acted and answer.source == "model"
                 and loop.online.config.grounding_after_loop):
             grounding = replace(grounding, bare=after_a_loop(answer.text, answer.request.text, [*earlier, *steps, *told],
