@@ -530,5 +530,11 @@ def test_a_slice_from_the_wrong_end_does_not_answer_the_last_line() -> None:
     assert check_answer("mon: rain", request="give me the first line of ~/notes/diary.md", steps=[READ, first_five]).holds
     cut = StepData("read_files", False, {"ok": True, "entries": [{**DIARY["entries"][0], "truncated": True}]})
     assert check_answer("The last line is: mon: rain", request=request, steps=[cut, first_five]).holds
-    # Three asked, three given from the right end, with a line too short to count as quoted ("ok") elsewhere.
+    # Three asked, three given from the right end.
     assert check_answer("wed: wind\nthu: snow\nfri: fog", request=ASK, steps=[READ, LAST3]).holds
+    # A line elsewhere that is a part of the last one is not quoted by quoting the last.
+    echo = {"ok": True, "entries": [{"path": "~/e.txt", "content": "walked the dog\nrain\nwalked the dog twice\n"}]}
+    last = StepData("extract_lines", True, {"ok": True, "content": "walked the dog twice",
+                                            "entries": [{"line": 3, "text": "walked the dog twice"}]})
+    assert check_answer("walked the dog twice", request="the last line of ~/e.txt",
+                        steps=[StepData("read_files", False, echo), last]).holds

@@ -479,15 +479,18 @@ _QUOTABLE = 8
 def _quoted_away_from_the_end(answer: str, steps: Sequence[StepData], ask: ExactAsk) -> str:
     """A line of a text the turn read that the answer quotes though it is not among that end's ``ask.count``
     lines of any text read; "" when there is none."""
-    said = _norm(answer)
     at_the_end: set[str] = set()
-    quoted: list[str] = []
+    others: list[str] = []
     for text in _read_texts(steps):
         lines = [line.strip() for line in text.splitlines()]
         end = lines[-ask.count:] if ask.end == "last" else lines[:ask.count]
-        at_the_end |= {_norm(line) for line in end}
-        quoted += [line for line in lines if len(line) >= _QUOTABLE and _norm(line) in said]
-    return next((line for line in quoted if _norm(line) not in at_the_end), "")
+        at_the_end |= {_norm(line) for line in end if line}
+        others += [line for line in lines if len(line) >= _QUOTABLE]
+    # What the answer says besides the lines asked for: a line elsewhere may be a part of one of them.
+    rest = _norm(answer)
+    for line in sorted(at_the_end, key=len, reverse=True):
+        rest = rest.replace(line, "\n")
+    return next((line for line in others if _norm(line) not in at_the_end and _norm(line) in rest), "")
 
 
 def _out_of_order(given: Sequence[str], steps: Sequence[StepData]) -> tuple[str, str] | None:
