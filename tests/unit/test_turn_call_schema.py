@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jsonschema
 import pytest
 
@@ -423,3 +425,21 @@ def test_a_position_of_extract_lines_is_one_form_of_three() -> None:
     jsonschema.validate({"content": "a", "last": 2}, full)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"content": "a", "first": 2, "last": 2}, full)
+
+
+def test_no_grammar_holds_a_oneof_not_even_in_a_schedules_args() -> None:
+    """A schedule's args are held to the executor it names: extract_lines' three forms are three branches there
+    too (its ``oneOf`` under schedule_recurring failed the 1.5B's schedules)."""
+    from metnos.runtime.step.catalogue import builtin_tools
+
+    schedule = builtin_tools()["schedule_recurring"].tool
+    seeds = _seed_tools()
+    schema = call_schema([schedule, *seeds], schedulable=seeds)
+    assert '"oneOf"' not in json.dumps(schema)
+    [lines] = [t for t in seeds if t.name == "extract_lines"]
+    scheduled = call_schema([schedule], schedulable=[lines])
+    every_monday = {"name": "schedule_recurring", "arguments": {"executor": "extract_lines", "cron": "0 9 * * 1",
+                                                               "args": {"content": "a\nb", "last": 1}}}
+    assert admits(scheduled, every_monday)
+    every_monday["arguments"]["args"]["first"] = 1
+    assert not admits(scheduled, every_monday)

@@ -156,7 +156,11 @@ def _scheduling(arguments: dict[str, Any], keys: tuple[str, str], offered: Seque
 
 def _arguments(tool: ToolSpec, reference: dict[str, Any] | None, list_reference: dict[str, Any] | None) -> dict[str, Any]:
     """The tool's arguments; ``reference``: the schema of a whole-value step reference (None: none allowed);
-    ``list_reference``: the schema of from_step/with_step (None: not offered)."""
+    ``list_reference``: the schema of from_step/with_step (None: not offered). A tool of exclusive forms gives
+    one branch for each: the grammar holds no ``oneOf`` (a schedule's args name such a tool too)."""
+    forms = exclusive_forms(tool)
+    if len(forms) > 1:
+        return {"anyOf": [_arguments(form, reference, list_reference) for form in forms]}
     arguments = copy.deepcopy(tool.constrained_parameters) or {"type": "object", "properties": {}}
     properties = arguments.get("properties")
     if isinstance(properties, dict):
