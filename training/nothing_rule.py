@@ -23,11 +23,8 @@ from bench.shortlist_recall import BLIND_SETS, REQUEST_SET, catalogue  # noqa: E
 from metnos.runtime.step.learned_offer import CHANGES, NOTHING, shipped  # noqa: E402
 from training.train_offer import TRAINING, as_model, fit, read_rows  # noqa: E402
 
-RULES = {
-    "no reading of NOTHING": lambda tools, probs, nothing: tools,
-    "offer nothing": lambda tools, probs, nothing: (),
-    "only what it is surer of": lambda tools, probs, nothing: tuple(n for n in tools if probs[n] > nothing),
-}
+# The shipped rule is the model's own (OfferModel.read at the shipped threshold), not written again here.
+RULES = ("no reading of NOTHING", "offer nothing", "only what it is surer of")
 
 
 def main() -> int:
@@ -46,11 +43,13 @@ def main() -> int:
     for train, test in GroupKFold(n_splits=5).split(rows, groups=[r.task for r in rows]):
         fold = as_model(names, *fit([rows[i] for i in train], names, 10.0), prune=0.05)
         fold = replace(shipped_model, names=fold.names, intercepts=fold.intercepts, weights=fold.weights, nothing_threshold=0.0)
+        gated = replace(fold, nothing_threshold=shipped_model.nothing_threshold)
         for i in test:
-            probs = fold.probabilities(rows[i].text)
             tools = fold.read(rows[i].text, side, answers).tools
-            for rule, keep in RULES.items():
-                kept = keep(tools, probs, probs[NOTHING]) if probs[NOTHING] >= shipped_model.nothing_threshold else tools
+            needs_nothing = fold.probabilities(rows[i].text)[NOTHING] >= shipped_model.nothing_threshold
+            readings = {"no reading of NOTHING": tools, "offer nothing": () if needs_nothing else tools,
+                        "only what it is surer of": gated.read(rows[i].text, side, answers).tools}
+            for rule, kept in readings.items():
                 if rows[i].needs:
                     lost[rule] += len(rows[i].needs & set(tools)) - len(rows[i].needs & set(kept))
                 else:
