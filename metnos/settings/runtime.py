@@ -175,6 +175,12 @@ class RuntimeConfig(BaseModel):
     grounding_slice_end: bool = setting(True, "An answer to \"the last (first) N lines\" quotes no line of a text the turn "
                                               "read whole that is not among its last (first) N: a slice from the wrong end "
                                               "is still a step's result.")
+    empty_list_excuses_takers: bool = setting(True, "A request for an action answered after a step found an empty list "
+                                                    "is excused only when the action takes what was found (a move, a "
+                                                    "delete): an append or a send still has something to do.")
+    runtime_hints_echoed: bool = setting(True, "An answer that is mostly the words the runtime put in a step's place (an "
+                                               "intercepted or refused call's message and hint, \"the data is at step 1: "
+                                               "call write_files now\") is no answer: it is sent back once, then the turn fails.")
     name_conditions: bool = setting(True, "A move or a delete takes only the files whose names meet what the request says "
                                           "of them (\"whose name starts with draft_\"): the others are taken out of the call.")
     summarise_spills: bool = setting(False, "The scratchpad summariser (fast tier) writes a gist of each spilled observation.")
@@ -219,7 +225,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "schedule_carries_reads": False, "day_from_request": False,
                                          "repeat_as_proposed": False, "held_data_after_failed_step": False,
                                          "held_data_words_served": False, "repeated_answer_sent_back": False,
-                                         "grounding_slice_end": False}
+                                         "grounding_slice_end": False, "empty_list_excuses_takers": False,
+                                         "runtime_hints_echoed": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

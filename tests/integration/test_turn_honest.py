@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from metnos.adapters.cli import main
-from tests.support.scripted_llm import ScriptedLLM, call, call_raw, text
+from tests.support.scripted_llm import ScriptedLLM, Step, call, call_raw, text
 from tests.support.turn_log import events, of
 
 
@@ -357,6 +357,44 @@ def test_nothing_to_act_on_is_an_answer_without_a_reminder(home: Path, capsys, m
     code, out, llm = run(monkeypatch, capsys, script, "Delete the .tmp files in ~/Downloads.", "--yes")
     assert code == 0 and out["answer"] == "There are no .tmp files in ~/Downloads.", out
     assert len(llm.requests) == 2 and (home / "Downloads" / "keep.txt").exists()
+
+
+def test_an_empty_slice_does_not_excuse_an_append(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B, asked to add coffee to a list, sliced the items of a text that had none: an
+    empty list is nothing to act on only for an action that takes what was found (a delete)."""
+    (home / "notes").mkdir()
+    (home / "notes" / "shopping.md").write_text("- lentils\n- oat flakes\n")
+    request = "Add coffee to the end of my shopping list ~/notes/shopping.md."
+    sliced = call("extract_lines", {"content": "lentils", "first": 1, "items": True})
+    code, out, llm = run(monkeypatch, capsys, [sliced, text("Done."), text("Done.")], request, "--yes")
+    assert tool_messages(llm.requests[1])[-1]["entries"] == []
+    assert code == 1 and out["failure"]["kind"] == "action_not_taken" and "write_files" in out["failure"]["message"], out
+    assert [r["reason"] for r in of(events(capsys, out["turn_id"]), "AnswerRejected")] == ["action_not_taken"]
+    assert (home / "notes" / "shopping.md").read_text() == "- lentils\n- oat flakes\n"
+
+
+def _instruction_said_back(recorded) -> Step:
+    told = tool_messages(recorded)[-1]
+    said = told.get("hint") or told["error"]
+    return text(said[0].upper() + said[1:] + ".")
+
+
+def test_the_runtimes_instruction_said_back_is_not_an_answer(home: Path, capsys, monkeypatch) -> None:
+    """The 0.5B read data it held again, was told where the data was and what to do with it, and
+    answered with those words: `answered`. It is sent back once, and the data it held answers."""
+    (home / "notes").mkdir()
+    (home / "notes" / "plans.md").write_text("- paint the fence\n")
+    request = "What does ~/notes/plans.md say?"
+    read = call("read_files", {"paths": ["~/notes/plans.md"]})
+    code, out, llm = run(monkeypatch, capsys, [read, _instruction_said_back, text("It says: paint the fence.")], request)
+    assert "already have this data at step 1" in tool_messages(llm.requests[1])[-1]["error"]
+    assert code == 0 and out["status"] == "answered" and "paint the fence" in out["answer"], out
+    assert [r["reason"] for r in of(events(capsys, out["turn_id"]), "AnswerRejected")] == ["instructions_echoed"]
+    assert replays_clean(capsys, out["turn_id"])
+
+    code, out, llm = run(monkeypatch, capsys, [read, _instruction_said_back, _instruction_said_back], request)
+    assert code == 0 and out["status"] == "answered" and "paint the fence" in out["answer"], out
+    assert "step 1" not in out["answer"]
 
 
 def test_a_bad_step_reference_is_told_which_steps_hold_a_list(home: Path, capsys, monkeypatch) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from metnos.runtime.turn.answers import (
-    EMPTY, RAW_TOOL_OUTPUT, STUB, TOOL_CALL_AS_TEXT, TOOL_NAME, answer_problem, grounded_in,
+    EMPTY, INSTRUCTIONS_ECHOED, RAW_TOOL_OUTPUT, STUB, TOOL_CALL_AS_TEXT, TOOL_NAME, answer_problem, grounded_in,
+    instructions_in,
 )
+from metnos.runtime.turn.guards import DUPLICATE_READ, REPEATED_ACTION, GuardDecision
 
 TOOLS = frozenset({"read_files", "compute_entries", "get_now"})
 OBS = [{"ok": True, "content": "alpha\nbeta", "entries": [{"path": "/h/a.md", "content": "alpha\nbeta"}]}]
@@ -123,3 +125,17 @@ def test_an_answer_that_says_one_sentence_again_and_again_is_named_when_asked() 
 ])
 def test_an_answer_that_repeats_what_the_data_holds_or_little_passes(text: str, observations: list) -> None:
     assert answer_problem(text, TOOLS, observations, repeats=True) is None
+
+
+def test_what_the_runtime_put_in_a_steps_place_is_an_instruction_and_no_answer() -> None:
+    duplicate = GuardDecision(DUPLICATE_READ, "you already have this data at step 1: answer from it", (1,)).observation()
+    hinted = {**duplicate, "hint": 'the data is at step 1: call send_messages or write_files now with "from_step": 1'}
+    done = GuardDecision(REPEATED_ACTION, "already done", (2,)).observation()
+    said = instructions_in(hinted) + instructions_in(done)
+    assert len(said) == 3 and said[1].startswith("you already have") and said[2].startswith("done at step 2")
+    # An executor's own error is its data, not the runtime's instruction.
+    assert instructions_in({"ok": False, "error_class": "NotFound", "error": "no such file: ~/a.md"}) == []
+    echoed = 'The data is already at step 1: call send_messages or write_files now with "from_step": 1.'
+    assert answer_problem(echoed, TOOLS, OBS, said) == INSTRUCTIONS_ECHOED
+    assert answer_problem(echoed, TOOLS, OBS, []) is None
+    assert answer_problem("I added coffee at the end of ~/notes/shopping.md, after step 1's read.", TOOLS, OBS, said) is None

@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True, held_data_words_served=True, repeated_answer_sent_back=True, grounding_slice_end=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True, held_data_words_served=True, repeated_answer_sent_back=True, grounding_slice_end=True, empty_list_excuses_takers=True, runtime_hints_echoed=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)

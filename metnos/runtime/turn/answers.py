@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from metnos.runtime.turn.grounding import leaves as _leaves
+from metnos.runtime.turn.guards import DUPLICATE_READ
 from metnos.runtime.step.text import content_tokens
 from metnos.settings import i18n
 
@@ -126,6 +127,15 @@ def echoes_instructions(text: str, instructions: Iterable[str]) -> bool:
         if run >= _ECHO_RUN and run >= _ECHO_SHARE * len(words):
             return True
     return False
+
+
+def instructions_in(observation: Mapping[str, Any]) -> list[str]:
+    """What the runtime told the model in a step's place: a hint, a note, and the error of a read it
+    intercepted, which is an instruction too ("answer from it, or pass it ... with from_step")."""
+    said = [observation.get("hint"), observation.get("note")]
+    if observation.get("error_class") == DUPLICATE_READ:
+        said.append(observation.get("error"))
+    return [text for text in said if isinstance(text, str) and text.strip()]
 
 
 def answer_problem(text: str, tool_names: Collection[str],

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from domain.turn import Turn
 from metnos.mechanisms.llm.messages import LLMReply, Message, SystemMessage, ToolCall, ToolResult, UserMessage
+from metnos.runtime.turn.answers import instructions_in
 from metnos.runtime.turn.asking import ask_model
 from metnos.runtime.step.catalogue import SCRATCHPAD_READ, TurnCatalogue
 from metnos.runtime.turn.composing import ANSWER_LIMIT, compose_answer
@@ -289,6 +290,7 @@ class TurnLoop:
         if verdict is None:
             verdict = self._walk("on_resolved", step)
         if isinstance(verdict, Settle):
+            state.instructions_given += instructions_in(verdict.observation)
             return verdict.observation, list(verdict.others)
         if verdict is not None:
             self._act_on(turn, None, verdict)

@@ -21,3 +21,13 @@ def offered(catalogue: TurnCatalogue, level: str, name: str) -> bool:
 def actions_offered(catalogue: TurnCatalogue, pool: list[str]) -> list[str]:
     """The executors with side effects on the shortlist: the actions the request names."""
     return sorted(name for name in pool if acts(catalogue, name))
+
+
+# The verbs whose action takes existing things as its object (files, events): a search that found
+# none of them leaves it nothing to do.
+TAKES_WHAT_IT_FINDS = frozenset({"move", "delete"})
+
+
+def takes_what_it_finds(name: str) -> bool:
+    """``name``'s verb (``delete_files``: delete) acts on things that already exist."""
+    return name.split("_", 1)[0] in TAKES_WHAT_IT_FINDS

@@ -119,6 +119,8 @@ class TurnState:
     unrun_read: tuple[FailureKind, str] | None = None
     # The request was restated with the results, asking for the answer in words (once a turn).
     asked_for_words: bool = False
+    # The instructions the runtime put in a step's place (an intercepted call's hint): never an answer's words.
+    instructions_given: list[str] = field(default_factory=list)
     # Steps whose data answers the request, once the model asked for it twice more.
     answer_from: tuple[int, ...] = ()
     # The step at which the model was first told it held data, nothing having gone wrong yet (0: never): what

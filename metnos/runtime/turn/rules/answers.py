@@ -13,7 +13,7 @@ from metnos.runtime.turn.answers import NAMES_NOTHING, REASONS, admitted_failure
 from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence, recurrences
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
-from metnos.runtime.turn.offering import actions_offered, acts
+from metnos.runtime.turn.offering import actions_offered, acts, takes_what_it_finds
 from metnos.runtime.step.piping import FROM_STEP, placeholders_in
 from metnos.runtime.turn.prompt import ANSWER_NOW, FINAL_ONLY, PLACEHOLDER_CORRECTION, act_reminder, answer_correction
 from metnos.runtime.turn.provenance import own_source
@@ -58,6 +58,8 @@ class AnswerForm(BaseRule):
         # on <url> is ..."), never an echo of the loop's instructions.
         told = [m.text.replace(answer.request.text, " ") for m in answer.messages[2:] if isinstance(m, UserMessage)]
         told += [FINAL_ONLY, ANSWER_NOW]
+        if loop.online.config.runtime_hints_echoed:
+            told += [text.replace(answer.request.text, " ") for text in state.instructions_given]
         problem = answer_problem(text, loop.tool_names, [o for o in state.observations.values() if isinstance(o, dict)], told,
                                  repeats=loop.online.config.repeated_answer_sent_back)
         if problem is None and says_nothing_found(answer):
@@ -99,7 +101,7 @@ class ActionTaken(BaseRule):
         if asks_only_questions(answer.request.text):
             # An action offered for a question is a means to its answer, not what was asked.
             return None
-        if not not_acted(loop, state, answer.pool):
+        if not not_acted(loop, state, answer.pool, answer.request.text):
             return self._each_asked(answer)
         # A plan (online, or the cascade's) that answers a request for an action without doing it ends here.
         if answer.source != "model" or state.problem is not None or state.reminded_to_act or state.final_only:
@@ -358,15 +360,28 @@ _CLAIMS = re.compile(r"\d|\b\w+\.[A-Za-z0-9]{1,5}\b")
 _YES_OR_NO = re.compile(r"^\W*(yes|no|s[iì])\s*[,.;:!—–-]", re.IGNORECASE)
 
 
-def not_acted(loop, state: TurnState, pool: list[str]) -> bool:
+def not_acted(loop, state: TurnState, pool: list[str], request: str) -> bool:
     """A request that names an action is answered in words while none of its
     actions ran ("the largest file is x", and no message sent), and
     there was something to act on: the last good step did not find an empty list
-    ("there are no .tmp files" is the answer to "delete the .tmp files")."""
-    if state.acted or not actions_offered(loop.catalogue, pool):
+    ("there are no .tmp files" is the answer to "delete the .tmp files"). With
+    ``[runtime] empty_list_excuses_takers``, only an action that takes what was found
+    (a move, a delete) is excused so: "add a line to my note" is not done by a slice
+    that found no lines (the 0.5B's, answered with the runtime's own hint)."""
+    offered = actions_offered(loop.catalogue, pool)
+    if state.acted or not offered:
         return False
     good = state.successes()
-    return not (good and state.observations[good[-1]].get("entries") == [])
+    if not (good and state.observations[good[-1]].get("entries") == []):
+        return True
+    return loop.online.config.empty_list_excuses_takers and not any(map(takes_what_it_finds, named_actions(loop, request, offered)))
+
+
+def named_actions(loop, request: str, offered: list[str]) -> list[str]:
+    """The offered actions the request's words name; all those offered when its words name none."""
+    index = getattr(loop.catalogue, "index", None)
+    named = [name for name in (index.actions.asked(request) if index is not None else {}) if name in offered]
+    return named or offered
 
 
 def not_done(loop, state: TurnState, pool: list[str]) -> End:

@@ -29,7 +29,7 @@ from metnos.runtime.turn.invented import made_up_arguments, unasked_options
 from metnos.runtime.turn.grounding import sorted_top, superlative_order
 from metnos.runtime.turn.names import outside_names
 from metnos.runtime.turn.kinds import outside_kind, sources, without_sources
-from metnos.runtime.turn.offering import actions_offered, offered
+from metnos.runtime.turn.offering import actions_offered, offered, takes_what_it_finds
 from metnos.runtime.turn.recurrence import recurrences, says_an_end
 from metnos.runtime.step.piping import FROM_STEP, Resolution, resolve_args
 from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
@@ -41,10 +41,6 @@ from metnos.runtime.step.shape import NEEDS_DATA_SOURCE, PIPELINE_ALREADY_CLOSED
 from metnos.runtime.step.validation import validate_args
 from metnos.runtime.step.vaglio import resolve_path
 from metnos.settings import i18n
-
-
-# The verbs whose action takes existing files as its object.
-TAKES_FILES = frozenset({"move", "delete"})
 
 
 class Guards(BaseRule):
@@ -450,7 +446,7 @@ class RequestedKind(BaseRule):
     name = "requested_kind"
 
     def on_call(self, step: Step) -> Verdict | None:
-        if step.kind != "executor" or step.name.split("_", 1)[0] not in TAKES_FILES:
+        if step.kind != "executor" or not takes_what_it_finds(step.name):
             return None
         kinds, outside = outside_kind(step.request.text, step.arguments)
         named = ", ".join(sorted(kinds))
@@ -467,7 +463,7 @@ class RequestedNames(BaseRule):
     name = "requested_names"
 
     def on_call(self, step: Step) -> Verdict | None:
-        if (step.kind != "executor" or step.name.split("_", 1)[0] not in TAKES_FILES
+        if (step.kind != "executor" or not takes_what_it_finds(step.name)
                 or not step.loop.online.config.name_conditions):
             return None
         conditions, outside = outside_names(step.request.text, step.arguments)
@@ -533,7 +529,7 @@ class RequestedTop(BaseRule):
 
     def on_call(self, step: Step) -> Verdict | None:
         state, ask = step.state, step.state.exact
-        if step.kind != "executor" or ask is None or ask.end != "top" or step.name.split("_", 1)[0] not in TAKES_FILES:
+        if step.kind != "executor" or ask is None or ask.end != "top" or not takes_what_it_finds(step.name):
             return None
         given = sources(step.arguments)
         if not given:
