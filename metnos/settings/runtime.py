@@ -159,6 +159,9 @@ class RuntimeConfig(BaseModel):
     schedule_carries_reads: bool = setting(True, "A schedule whose arguments hold a line a step of the turn read, inside a "
                                                  "text the model wrote around it, is refused as the copy read today: the "
                                                  "reading goes into the schedule, as a chain that reads at each firing.")
+    schedule_reads_named_sources: bool = setting(True, "A schedule for a request that names what to read (a file, a "
+                                                       "folder, a page) reads it at each firing: one whose arguments name "
+                                                       "none of it is refused, and the model told to give a chain that reads.")
     day_from_request: bool = setting(True, "A read that takes the day asked about, called without any day, is given the "
                                            "one day the request names (\"Thursday afternoon\"), in its words.")
     repeat_as_proposed: bool = setting(True, "A call is known again by the arguments the model wrote, not those a rule "
@@ -226,7 +229,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "repeat_as_proposed": False, "held_data_after_failed_step": False,
                                          "held_data_words_served": False, "repeated_answer_sent_back": False,
                                          "grounding_slice_end": False, "empty_list_excuses_takers": False,
-                                         "runtime_hints_echoed": False}
+                                         "runtime_hints_echoed": False, "schedule_reads_named_sources": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

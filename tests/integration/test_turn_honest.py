@@ -751,6 +751,33 @@ def test_a_schedule_that_carries_a_line_read_today_is_refused_and_a_chain_that_r
     assert replays_clean(capsys, out["turn_id"])
 
 
+@pytest.mark.parametrize("reads_named", [True, False])
+def test_a_schedule_that_never_reads_the_file_the_request_names_is_refused(home: Path, capsys, monkeypatch, reads_named: bool) -> None:
+    """The 1.5B, asked for a note's first line every Friday, scheduled a message of its own words
+    ("Quarterly Review Reminder") that never reads the note, and the turn said `answered`."""
+    (home / "m.md").write_text("Review moved to room 4.\nBring the sheet.\n")
+    request = "Every Friday at 17:00 send me the first line of ~/m.md."
+    own_words = {"executor": "send_messages", "cron": "0 17 * * 5",
+                 "args": {"messages": [{"to_user": "me", "subject": "Weekly reminder", "body": "Weekly reminder"}]}}
+    chain = {"cron": "0 17 * * 5", "chain": [{"executor": "read_files", "args": {"paths": ["~/m.md"]}},
+                                             {"executor": "send_messages", "args": {"messages": [{"to_user": "me", "body": "{{step1.content}}"}]}}]}
+    script = [call("schedule_recurring", own_words), call("schedule_recurring", chain), text("Scheduled for every Friday at 17:00.")]
+    settings = () if reads_named else ("--set", "schedule_reads_named_sources=false")
+    code, out, llm = run(monkeypatch, capsys, script, request, "--yes", *settings)
+    evs = events(capsys, out["turn_id"])
+    made = [b["observation"] for b in of(evs, "BuiltinCalled") if b["name"] == "schedule_recurring"]
+    if not reads_named:  # as turns recorded before the check ran: the schedule of its own words is made
+        assert len(made) == 1 and not of(evs, "StepRejected"), (made, out)
+        return
+    [rejected] = [r for r in of(evs, "StepRejected") if r["kind"] == "recurrence"]
+    assert rejected["error"]["source"] == "~/m.md", rejected
+    hint = tool_messages(llm.requests[1])[-1]["hint"]
+    assert '"chain"' in hint and "read_files of ~/m.md" in hint, hint
+    assert len(made) == 1 and made[0]["ok"] is True, made
+    assert code == 0 and out["status"] == "answered", out
+    assert replays_clean(capsys, out["turn_id"])
+
+
 @pytest.mark.parametrize("repeat_as_proposed", [True, False])
 def test_a_refused_schedule_a_rule_trimmed_is_known_again_when_proposed_again(
         home: Path, capsys, monkeypatch, repeat_as_proposed: bool) -> None:

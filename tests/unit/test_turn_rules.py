@@ -68,7 +68,7 @@ class Loop:
                                                               unasked_end=True, grounding_reads_told=True, done_is_ok=True,
                                                               grounding_whole_asks=True, done_not_denied=True,
                                                               grounding_after_loop=True, grounding_quoted_names=True, data_asked_for=True, grounding_verdicts=True,
-                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True, held_data_words_served=True, repeated_answer_sent_back=True, grounding_slice_end=True, empty_list_excuses_takers=True, runtime_hints_echoed=True,
+                                                              grounding_verdict_words=True, grounding_names=True, grounding_named_data=True, refused_call_repeated=True, named_action_done=True, grounding_picks_named=True, requested_destination=True, held_data_after_detour=True, done_not_denied_once=True, refusal_retried_after_step=True, schedule_carries_reads=True, day_from_request=True, repeat_as_proposed=True, held_data_after_failed_step=True, held_data_words_served=True, schedule_reads_named_sources=True, repeated_answer_sent_back=True, grounding_slice_end=True, empty_list_excuses_takers=True, runtime_hints_echoed=True,
                                                               name_conditions=True))
         self.interrupts = InterruptGate()
         self.tool_names = frozenset(self.catalogue.executors)
@@ -743,6 +743,7 @@ def test_a_schedule_that_carries_a_line_read_now_inside_words_of_its_own_is_refu
     from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
     from metnos.runtime.turn.rules.answers import ScheduleMade
     loop = Loop()
+    loop.online.config.schedule_reads_named_sources = False  # the check of the schedule's sources: the test below
     request = "every Friday at 17:00 send me the first line of ~/notes/meeting.md"
 
     def schedule(body: str, *, text: str = request) -> Step:
@@ -770,6 +771,35 @@ def test_a_schedule_that_carries_a_line_read_now_inside_words_of_its_own_is_refu
     # Turns recorded before the setting ran without it.
     loop.online.config.schedule_carries_reads = False
     assert ScheduleMade().on_resolved(schedule("The first line of the meeting is: Quarterly review moved to room B12.")) is None
+
+
+def test_a_schedule_that_never_reads_what_the_request_names_is_refused() -> None:
+    from domain.provenance import Provenance
+    from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
+    from metnos.runtime.turn.rules.answers import ScheduleMade
+    loop = Loop({"read_files": executor(), "find_files": executor()})
+    request = "every Friday at 17:00 send me the first line of ~/notes/plan.md"
+
+    def schedule(args: dict, *, text: str = request) -> Step:
+        step = a_step(loop, SCHEDULE_TOOL, {"cron": "0 17 * * 5", **args}, TurnState(), text=text)
+        step.provenance = {"cron": Provenance("model")}  # as traced: nothing read now is in it
+        return step
+
+    own_words = {"executor": "send_messages", "args": {"messages": [{"to_user": "me", "body": "Weekly reminder"}]}}
+    assert ScheduleMade().on_resolved(schedule(own_words)) is not None
+    rejected = [f for kind, f in loop.events if kind == "StepRejected"]
+    assert rejected[-1]["error"]["source"] == "~/notes/plan.md" and "read_files of ~/notes/plan.md" in rejected[-1]["observation"]["hint"]
+    chain = {"chain": [{"executor": "read_files", "args": {"paths": ["~/notes/plan.md"]}},
+                       {"executor": "send_messages", "args": {"messages": [{"to_user": "me", "body": "{{step1.content}}"}]}}]}
+    assert ScheduleMade().on_resolved(schedule(chain)) is None
+    home_expanded = {"executor": "read_files", "args": {"paths": ["/home/me/notes/plan.md"]}}
+    assert ScheduleMade().on_resolved(schedule(home_expanded)) is None
+    # A request that names nothing to read, or a folder it moves things into, asks no read of it.
+    assert ScheduleMade().on_resolved(schedule(own_words, text="every Monday at 9:00 remind me to water the plants")) is None
+    move = {"executor": "move_files", "args": {"moves": [{"src": "~/Downloads/a.pdf", "dst": "~/Documents/a.pdf"}]}}
+    assert ScheduleMade().on_resolved(schedule(move, text="every day move ~/Downloads/a.pdf into ~/Documents")) is None
+    loop.online.config.schedule_reads_named_sources = False
+    assert ScheduleMade().on_resolved(schedule(own_words)) is None
 
 
 def test_data_made_the_answer_is_what_the_request_words_ask_for_or_the_turn_fails_saying_so() -> None:

@@ -10,6 +10,7 @@ from metnos.mechanisms.llm.messages import UserMessage
 from metnos.runtime.step.asked import asks_only_questions
 from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.answers import NAMES_NOTHING, REASONS, admitted_failure, names_none_of, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
+from metnos.runtime.turn.sources import opening_reads
 from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence, recurrences
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
@@ -207,6 +208,8 @@ class ScheduleMade(BaseRule):
                       if p.kind == prov.STEP and p.source in READ_NOW and path.startswith(("args.", "chain."))), None)
         if baked is None and step.loop.online.config.schedule_carries_reads:
             baked = _read_inside(step)
+        if baked is None and step.loop.online.config.schedule_reads_named_sources:
+            return _source_left_out(step)
         if baked is None:
             return None
         path, origin = baked
@@ -254,6 +257,22 @@ def _read_inside(step: Step) -> tuple[str, prov.Provenance] | None:
     for seen in seen_by(step):
         if seen.source in READ_NOW and (carried := prov.piece_carried(values, seen.output, known=[step.request.text])):
             return carried[0], prov.Provenance(prov.STEP, step=seen.step, source=seen.source)
+    return None
+
+
+def _source_left_out(step: Step) -> Verdict | None:
+    """A schedule none of whose arguments names a source the request names to read (a note's first line,
+    every week) would fire without reading it: the 1.5B scheduled a reminder of its own words that never
+    read the note, and the turn said `answered`."""
+    said = [value for path, value in prov.leaves(step.args).items() if path.startswith(("args.", "chain.")) and isinstance(value, str)]
+    for read in opening_reads(step.request.text, step.loop.catalogue.executors):
+        tail = read.target[2:] if read.target.startswith("~/") else read.target
+        if not any(read.target in value or tail in value for value in said):
+            error = i18n.english("turn.schedule.source_unread", source=read.target)
+            return step.reject("recurrence", {"argument": "chain", "source": read.target, "message": error}, {
+                "ok": False, "error_class": "outside_request", "error": error,
+                "hint": f'call {SCHEDULE_TOOL} with "chain": first {read.executor} of {read.target}, then the steps '
+                        'that use it with "from_step"'})
     return None
 
 
