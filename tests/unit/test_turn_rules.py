@@ -798,6 +798,11 @@ def test_a_schedule_that_never_reads_what_the_request_names_is_refused() -> None
     assert ScheduleMade().on_resolved(schedule(own_words, text="every Monday at 9:00 remind me to water the plants")) is None
     move = {"executor": "move_files", "args": {"moves": [{"src": "~/Downloads/a.pdf", "dst": "~/Documents/a.pdf"}]}}
     assert ScheduleMade().on_resolved(schedule(move, text="every day move ~/Downloads/a.pdf into ~/Documents")) is None
+    # A source named in a step before the recurrence's is read now; the same source inside it is read each time.
+    wipe = {"executor": "delete_files", "args": {"paths": ["~/Backups"], "recursive": True}}
+    assert ScheduleMade().on_resolved(schedule(wipe, text="read ~/notes/plan.md, then every night at 3 delete ~/Backups")) is None
+    assert ScheduleMade().on_resolved(schedule(wipe, text="leggi ~/notes/plan.md; poi ogni notte alle 3 cancella ~/Backups")) is None
+    assert ScheduleMade().on_resolved(schedule(own_words, text="every night at 3 read ~/notes/plan.md, then send it to me")) is not None
     loop.online.config.schedule_reads_named_sources = False
     assert ScheduleMade().on_resolved(schedule(own_words)) is None
 

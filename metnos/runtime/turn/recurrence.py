@@ -29,6 +29,22 @@ def recurrences(request: str) -> list[str]:
     return [m.group(0) for m in _RECURRING.finditer(request)]
 
 
+# Where a request's next step starts: "then", "after that", "poi", "dopo", "quindi", a semicolon, a sentence's end.
+_NEXT_STEP = re.compile(r"\b(?:then|after\s+that|afterwards|poi|dopo|quindi)\b|;|[.!?](?=\s)", re.IGNORECASE)
+
+
+def recurring_part(request: str) -> str:
+    """What the request asks to happen each time: from the start of the step its recurrence is in to the end.
+
+    "read <page>, then every night at 3 delete ~/Backups" reads the page now; what fires each night is the
+    delete. The request's whole text when it asks for no recurrence."""
+    m = _RECURRING.search(request)
+    if m is None:
+        return request
+    starts = [step.end() for step in _NEXT_STEP.finditer(request, 0, m.start())]
+    return request[max(starts, default=0):]
+
+
 # An end the request gives its schedule: a date or a span it stops at, a number of times.
 _END = re.compile(r"\b(?:until|till|through|expir\w*|ending|ends?\s+(?:on|at|in|after)|stop\w*\s+(?:on|at|in|after)|"
                   r"for\s+(?:the\s+(?:next|coming)\s+)?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+"

@@ -11,7 +11,7 @@ from metnos.runtime.step.asked import asks_only_questions
 from metnos.runtime.step.schedule_tools import SCHEDULE_TOOL
 from metnos.runtime.turn.answers import NAMES_NOTHING, REASONS, admitted_failure, names_none_of, answer_problem, asks_for_a_figure, figures_from, grounded_in, is_a_figure
 from metnos.runtime.turn.sources import opening_reads
-from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence, recurrences
+from metnos.runtime.turn.recurrence import asks_for_now, asks_for_recurrence, recurrences, recurring_part
 from metnos.runtime.turn.composing import compose_answer, worked_out
 from metnos.runtime.turn.failures import FailureKind, step_failure_words
 from metnos.runtime.turn.offering import actions_offered, acts, takes_what_it_finds
@@ -263,9 +263,10 @@ def _read_inside(step: Step) -> tuple[str, prov.Provenance] | None:
 def _source_left_out(step: Step) -> Verdict | None:
     """A schedule none of whose arguments names a source the request names to read (a note's first line,
     every week) would fire without reading it: the 1.5B scheduled a reminder of its own words that never
-    read the note, and the turn said `answered`."""
+    read the note, and the turn said `answered`. A source named in a step before the recurrence's ("read
+    <page>, then every night ...") is read now, not each time."""
     said = [value for path, value in prov.leaves(step.args).items() if path.startswith(("args.", "chain.")) and isinstance(value, str)]
-    for read in opening_reads(step.request.text, step.loop.catalogue.executors):
+    for read in opening_reads(recurring_part(step.request.text), step.loop.catalogue.executors):
         tail = read.target[2:] if read.target.startswith("~/") else read.target
         if not any(read.target in value or tail in value for value in said):
             error = i18n.english("turn.schedule.source_unread", source=read.target)
