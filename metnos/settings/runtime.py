@@ -178,6 +178,9 @@ class RuntimeConfig(BaseModel):
     grounding_slice_end: bool = setting(True, "An answer to \"the last (first) N lines\" quotes no line of a text the turn "
                                               "read whole that is not among its last (first) N: a slice from the wrong end "
                                               "is still a step's result.")
+    grounding_whole_lists: bool = setting(True, "An answer to \"the newest\", \"the largest\" or \"the last N\" stands only on "
+                                                "a step that worked it out of a list no limit cut (metadata.truncated): "
+                                                "the newest of the one file a listing kept is not the folder's newest.")
     empty_list_excuses_takers: bool = setting(True, "A request for an action answered after a step found an empty list "
                                                     "is excused only when the action takes what was found (a move, a "
                                                     "delete): an append or a send still has something to do.")
@@ -229,7 +232,8 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "repeat_as_proposed": False, "held_data_after_failed_step": False,
                                          "held_data_words_served": False, "repeated_answer_sent_back": False,
                                          "grounding_slice_end": False, "empty_list_excuses_takers": False,
-                                         "runtime_hints_echoed": False, "schedule_reads_named_sources": False}
+                                         "runtime_hints_echoed": False, "schedule_reads_named_sources": False,
+                                         "grounding_whole_lists": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

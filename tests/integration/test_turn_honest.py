@@ -3,6 +3,8 @@ through the CLI against a scripted model on 127.0.0.1."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import orjson
@@ -1007,3 +1009,51 @@ def test_data_the_request_does_not_ask_for_is_not_made_its_answer(home: Path, ca
 
     code, out, _ = run(monkeypatch, capsys, [listing] * 4, request, "--set", "data_asked_for=false")
     assert out["status"] == "answered" and "roses.txt" in out["answer"], out
+
+
+def _drafts(home: Path) -> None:
+    drafts = home / "drafts"
+    drafts.mkdir()
+    now = time.time()
+    for name, days in (("a.md", 9), ("plans.md", 0.5), ("z.md", 30)):
+        (drafts / name).write_text(name[0])
+        os.utime(drafts / name, (now - days * 86400, now - days * 86400))
+
+
+def test_the_newest_of_a_list_a_limit_cut_is_not_the_folders(home: Path, capsys, monkeypatch) -> None:
+    """The 1.5B, asked which markdown file was modified most recently, listed the folder again with
+    max_results 1 (one file of three, truncated), and Metnos worked the newest out of that one:
+    `answered` with the wrong file. The top of a list a limit cut is not the whole's: it is worked out
+    of the whole listing; and under the setting off the turn did as before."""
+    _drafts(home)
+    request = "Which markdown file in ~/drafts is the newest?"
+    cut = call("find_files", {"base_path": "~/drafts", "pattern": "*.md", "max_results": 1})
+    wrong = text("The newest is a.md.")
+    code, out, llm = run(monkeypatch, capsys, [cut, wrong, wrong], request)
+    assert tool_messages(llm.requests[1])[-1]["metadata"]["truncated"] is True
+    assert code == 0 and out["status"] == "answered" and "plans.md" in out["answer"] and "a.md" not in out["answer"], out
+    evs = events(capsys, out["turn_id"])
+    sorted_from = [s["pipings"][0]["src_step"] for s in of(evs, "StepResolved") if s["pipings"]]
+    assert sorted_from == [1], of(evs, "StepResolved")
+    assert replays_clean(capsys, out["turn_id"])
+
+    code, out, _ = run(monkeypatch, capsys, [cut, wrong, wrong], request, "--set", "grounding_whole_lists=false")
+    assert out["status"] == "answered" and "a.md" in out["answer"], out
+
+
+def test_a_ranking_of_a_cut_list_alone_is_not_answered(home: Path, capsys, monkeypatch) -> None:
+    """When every list the turn holds was cut by a limit, the newest it ranks is not the folder's:
+    the turn says so and names the step, never `answered`."""
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
+    _drafts(home)
+    request = "Which markdown file in ~/drafts is the newest?"
+    cut = call("find_files", {"base_path": "~/drafts", "pattern": "*.md", "max_results": 1})
+    ranked = call("sort_entries", {"from_step": 1, "field": "modified", "order": "desc"})
+    wrong = text("The newest is a.md.")
+    code, out, _ = run(monkeypatch, capsys, [cut, ranked, wrong, wrong, wrong], request)
+    assert code != 0 and out["status"] == "unverified", out
+    assert "cut short" in out["failure"]["message"] and "sort_entries" in out["failure"]["message"], out
+    assert replays_clean(capsys, out["turn_id"])
+
+    code, out, _ = run(monkeypatch, capsys, [cut, ranked, wrong], request, "--set", "grounding_whole_lists=false")
+    assert out["status"] == "answered" and "a.md" in out["answer"], out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.runtime.turn.grounding import (ExactAsk, Grounding, StepData, after_a_loop, check_answer, claims, exact_ask, repair_prompt, sort_key,
+from metnos.runtime.turn.grounding import (ExactAsk, Grounding, StepData, after_a_loop, check_answer, claims, cut_short, exact_ask, repair_prompt, sort_key,
                                           working_out_call)
 
 DIARY = {"ok": True, "entries": [{"path": "~/notes/diary.md", "content": "mon: rain\ntue: sun\nwed: wind\nthu: snow\nfri: fog\n",
@@ -538,3 +538,42 @@ def test_a_slice_from_the_wrong_end_does_not_answer_the_last_line() -> None:
                                             "entries": [{"line": 3, "text": "walked the dog twice"}]})
     assert check_answer("walked the dog twice", request="the last line of ~/e.txt",
                         steps=[StepData("read_files", False, echo), last]).holds
+
+
+def test_a_list_a_limit_cut_is_known_as_such() -> None:
+    assert cut_short({"ok": True, "entries": [], "metadata": {"count": 1, "truncated": True}})
+    assert cut_short({"ok": True, "content": "abc", "truncated": True})
+    assert cut_short({"ok": True, "entries": [{"path": "~/a", "content": "a", "truncated": True}]})
+    assert not cut_short({"ok": True, "entries": [{"path": "~/a"}], "metadata": {"count": 1, "truncated": False}})
+    assert not cut_short({"ok": True, "entries": [{"path": "~/a", "truncated": "no"}]})
+    assert not cut_short(["not", "a", "mapping"])
+
+
+def test_the_top_or_the_end_of_a_list_a_limit_cut_is_not_the_whole() -> None:
+    """The 1.5B listed one file of three (max_results 1) and the newest of that one was answered."""
+    request = "which markdown file in ~/notes is the newest?"
+    one = {"path": "~/notes/a.md", "name": "a.md", "modified": "2026-11-25T06:39:14+00:00"}
+    newest = {"path": "~/notes/plans.md", "name": "plans.md", "modified": "2026-12-03T18:39:14+00:00"}
+    whole = StepData("find_files", False, {"ok": True, "entries": [one, newest], "metadata": {"truncated": False}})
+    cut = StepData("find_files", False, {"ok": True, "entries": [one], "metadata": {"truncated": True}}, partial=True)
+    ranked_cut = StepData("sort_entries", True, {"ok": True, "entries": [one], "metadata": {"order": "desc", "count_in": 1,
+                                                                                                "count_out": 1}}, partial=True)
+    ranked = StepData("sort_entries", True, {"ok": True, "entries": [newest, one], "metadata": {"order": "desc", "count_in": 2,
+                                                                                                   "count_out": 2}})
+    wrong = check_answer("~/notes/a.md", request=request, steps=[whole, cut, ranked_cut])
+    assert wrong.exactness == ("the request asks for the top 1 items, and every step that worked it out (sort_entries) took a "
+                               "list a limit cut short: its top and its end need not be the whole's (list it whole, without a limit)")
+    assert check_answer("~/notes/plans.md", request=request, steps=[whole, cut, ranked_cut, ranked]).holds
+    assert not check_answer("~/notes/a.md", request=request, steps=[whole, cut, ranked_cut, ranked]).holds
+    # One entry kept of a listing a limit cut is not "nothing to rank".
+    assert check_answer("~/notes/a.md", request=request, steps=[cut]).exactness.startswith("the request asks for the top 1 items, "
+                                                                                             "and no step sorted")
+    assert check_answer("~/notes/a.md", request=request, steps=[StepData("find_files", False, {"ok": True, "entries": [one]})]).holds
+    # The end of a cut list is not the whole's end; its start is the whole's start.
+    tail = StepData("extract_lines", True, {"ok": True, "entries": [{"line": 2, "text": "tue: sun"}]}, partial=True)
+    assert not check_answer("tue: sun", request="the last line of ~/notes/diary.md", steps=[tail]).holds
+    head = StepData("extract_lines", True, {"ok": True, "entries": [{"line": 1, "text": "mon: rain"}]}, partial=True)
+    assert check_answer("mon: rain", request="the first line of ~/notes/diary.md", steps=[head]).holds
+    # A turn recorded before the check ([runtime] grounding_whole_lists off) is judged as it was.
+    assert check_answer("~/notes/a.md", request=request, steps=[whole, cut, ranked_cut], whole_lists=False).holds
+    assert check_answer("~/notes/a.md", request=request, steps=[cut], whole_lists=False).holds

@@ -133,6 +133,20 @@ class StepData:
     observation: Mapping[str, Any]
     # What the output holds (domain/provenance.py: LOCAL for the clock), "" when not traced.
     source: str = ""
+    # Its list, or the list it was worked out of, stops where a limit cut it (:func:`cut_short`): its end
+    # or its top need not be the whole's.
+    partial: bool = False
+
+
+def cut_short(observation: Any) -> bool:
+    """Whether a step's data stops where a limit cut it, not where the data ends: a listing's
+    ``metadata.truncated`` (find_files' ``max_results``), a read's ``truncated``, an entry's."""
+    if not isinstance(observation, Mapping):
+        return False
+    meta = observation.get("metadata")
+    entries = observation.get("entries")
+    return (observation.get("truncated") is True or (isinstance(meta, Mapping) and meta.get("truncated") is True)
+            or (isinstance(entries, list) and any(isinstance(e, Mapping) and e.get("truncated") is True for e in entries)))
 
 
 # --- the request ----------------------------------------------------------------
@@ -416,17 +430,26 @@ def after_a_loop(answer: str, request: str, steps: Sequence[StepData], *, home: 
 
 
 def _exactness(ask: ExactAsk, answer: str, steps: Sequence[StepData], known_computed: _Known, *, wanted: str | None = None,
-               slice_end: bool = True) -> str:
+               slice_end: bool = True, whole_lists: bool = True) -> str:
     """Why the answer does not meet ``ask``, or "" when it does."""
     asked = ask.words()
+    if whole_lists and ask.end in ("top", "last"):
+        # The top or the end of a list a limit cut is not the whole's: the 1.5B listed one file of three
+        # (max_results 1) and the newest of that one was answered.
+        worked = [s for s in steps if s.computed and isinstance(s.observation.get("entries"), list)]
+        if worked and all(s.partial for s in worked):
+            return i18n.english("turn.grounding.from_a_part", asked=asked, executor=worked[-1].executor)
+        steps = [s for s in steps if not (s.computed and s.partial)]
     if ask.end == "top":
         # Only a sort ranks: a slice of the data's order ("the last line") is not its top.
         sorts = [s for s in steps if s.executor.startswith("sort_") and isinstance(s.observation.get("entries"), list)]
         # Nothing to rank when every list a plain step gave (files, not a text's lines) holds no more
-        # than was asked for: the one PDF of a folder is its largest.
-        lists = [s.observation["entries"] for s in steps if not s.computed and isinstance(s.observation.get("entries"), list)]
+        # than was asked for, and none was cut short: the one PDF of a folder is its largest.
+        plain = [s for s in steps if not s.computed and isinstance(s.observation.get("entries"), list)]
+        lists = [s.observation["entries"] for s in plain]
         texts = any(isinstance(e, Mapping) and isinstance(e.get("content"), str) for found in lists for e in found)
-        if not sorts and lists and not texts and all(len(found) <= (ask.count or 1) for found in lists):
+        whole = not whole_lists or not any(s.partial for s in plain)
+        if not sorts and lists and not texts and whole and all(len(found) <= (ask.count or 1) for found in lists):
             return ""
         if not sorts:
             return i18n.english("turn.grounding.no_sort", asked=asked)
@@ -781,7 +804,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
                  names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True,
                  verdict_words: Mapping[str, Mapping[str, Collection[str]]] | None = None,
                  names_without_steps: bool = True, named_data: bool = True, picks_named: bool = True,
-                 slice_end: bool = True) -> Grounding:
+                 slice_end: bool = True, whole_lists: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
@@ -795,7 +818,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     too much to hold an answer to it); ``named_data`` False for one recorded before an answer was held to the data
     the request names (not a local step's reading alone, nor the page's own address for its links); ``picks_named``
     False for one recorded before an answer to "which file is the newest" had to name one; ``slice_end`` False for
-    one recorded before an answer to "the last N lines" had to quote no line from elsewhere in the text."""
+    one recorded before an answer to "the last N lines" had to quote no line from elsewhere in the text; ``whole_lists``
+    False for one recorded before the top or the end of a list a limit cut stopped counting as the whole's."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -816,7 +840,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
         computed = [s.observation for s in steps if s.computed]
         known_computed = _Known([leaf for obs in computed for leaf in leaves(obs)],
                                 [float(n) for obs in computed for n in _lengths(obs)], home)
-        exactness = _exactness(ask, answer, steps, known_computed, wanted=superlative_order(request), slice_end=slice_end)
+        exactness = _exactness(ask, answer, steps, known_computed, wanted=superlative_order(request), slice_end=slice_end,
+                                whole_lists=whole_lists)
     return Grounding(tuple(unmatched), exactness, tuple(_denied(answer, steps)))
 
 

@@ -140,6 +140,8 @@ class TurnState:
     executed: dict[int, tuple[str, str]] = field(default_factory=dict)
     # What each step's output holds (domain/provenance.py: web, mail, a named file ...), by step.
     sources: dict[int, str] = field(default_factory=dict)
+    # The steps whose list a limit cut, or that were worked out of one (metnos.runtime.turn.grounding.cut_short).
+    cut_short: set[int] = field(default_factory=set)
     # Reads the request does not ask for, proposed after the turn read untrusted content: by step, what was read first.
     reads_content_chose: dict[int, Any] = field(default_factory=dict)
     shape: list[ShapeStep] = field(default_factory=list)

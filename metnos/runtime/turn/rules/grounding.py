@@ -9,7 +9,8 @@ from domain.turn import Turn
 from metnos.mechanisms.llm.messages import AssistantMessage, ToolCall, UserMessage
 from metnos.runtime.turn.composing import listing, textual, worked_out
 from metnos.runtime.turn.conversation import EARLIER_DATA, earlier_data
-from metnos.runtime.turn.grounding import StepData, after_a_loop, check_answer, repair_prompt, sort_key, superlative_order, working_out_call
+from metnos.runtime.turn.grounding import (StepData, after_a_loop, check_answer, cut_short, repair_prompt, sort_key, superlative_order,
+                                           working_out_call)
 from metnos.runtime.turn.offering import acts
 from metnos.runtime.turn.rules.answers import answer_from_data
 from metnos.runtime.turn.rules.base import Answer, AnswerInstead, BaseRule, SendBack, Step, Unfounded, Verdict
@@ -26,10 +27,15 @@ class Grounded(BaseRule):
         # Told to work an exact ask out with a tool, the model keeps its tools until a step does.
         if step.kind == "executor" and worked_out(step.name):
             step.state.working_out = False
+        if step.kind == "executor" and step.loop.online.config.grounding_whole_lists:
+            fed = step.resolution.pipings if step.resolution is not None else ()
+            if cut_short(step.observation) or any(p.src_step in step.state.cut_short for p in fed):
+                step.state.cut_short.add(step.number)
 
     def on_conclusion(self, answer: Answer) -> Verdict | None:
         state, loop = answer.state, answer.loop
-        steps = [StepData(state.executor_of(n), worked_out(state.executor_of(n)), state.observations[n], state.sources.get(n, ""))
+        steps = [StepData(state.executor_of(n), worked_out(state.executor_of(n)), state.observations[n], state.sources.get(n, ""),
+                          partial=n in state.cut_short)
                  for n in state.successes()]
         # What an earlier turn of the conversation found may be said again ("the first line was ..."), by a
         # turn that took no step of its own: one that looked again answers from what it found now.
@@ -47,7 +53,8 @@ class Grounded(BaseRule):
                                  names_without_steps=loop.online.config.grounding_names,
                                  named_data=loop.online.config.grounding_named_data,
                                  picks_named=loop.online.config.grounding_picks_named,
-                                 slice_end=loop.online.config.grounding_slice_end)
+                                 slice_end=loop.online.config.grounding_slice_end,
+                                 whole_lists=loop.online.config.grounding_whole_lists)
         if (grounding.holds and state.looped and not state.acted and answer.source == "model"
                 and loop.online.config.grounding_after_loop):
             grounding = replace(grounding, bare=after_a_loop(answer.text, answer.request.text, [*earlier, *steps, *told],
@@ -110,9 +117,11 @@ def work_out(answer: Answer) -> str | None:
 
 def data_step(state: Any) -> int:
     """The step whose data an exact ask is worked out of: the last good step that got data, not one
-    that already worked some out (the first line of a list, "# Todo", holds none of its items)."""
+    that already worked some out (the first line of a list, "# Todo", holds none of its items), and
+    one whose list no limit cut when there is one (a listing of one file of three holds no newest)."""
     good = state.successes()
-    return next((n for n in reversed(good) if not worked_out(state.executor_of(n))), good[-1])
+    found = [n for n in reversed(good) if not worked_out(state.executor_of(n))]
+    return next((n for n in found if n not in state.cut_short), found[0] if found else good[-1])
 
 
 def sort_by(answer: Answer) -> dict[str, Any]:
