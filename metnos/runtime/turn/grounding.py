@@ -138,14 +138,19 @@ class StepData:
     partial: bool = False
 
 
+def listing_cut(observation: Any) -> bool:
+    """Whether a listing stops where its limit did (``metadata.truncated``: find_files' ``max_results``)."""
+    meta = observation.get("metadata") if isinstance(observation, Mapping) else None
+    return isinstance(meta, Mapping) and meta.get("truncated") is True
+
+
 def cut_short(observation: Any) -> bool:
-    """Whether a step's data stops where a limit cut it, not where the data ends: a listing's
-    ``metadata.truncated`` (find_files' ``max_results``), a read's ``truncated``, an entry's."""
+    """Whether a step's data stops where a limit cut it, not where the data ends: a listing
+    (:func:`listing_cut`), a read's ``truncated``, an entry's."""
     if not isinstance(observation, Mapping):
         return False
-    meta = observation.get("metadata")
     entries = observation.get("entries")
-    return (observation.get("truncated") is True or (isinstance(meta, Mapping) and meta.get("truncated") is True)
+    return (listing_cut(observation) or observation.get("truncated") is True
             or (isinstance(entries, list) and any(isinstance(e, Mapping) and e.get("truncated") is True for e in entries)))
 
 

@@ -26,7 +26,7 @@ from metnos.runtime.turn.failures import FailureKind, unknown_executor
 from metnos.runtime.turn.conversation import context_text
 from metnos.runtime.turn.guards import DUPLICATE_READ, REPEATED_ACTION, targets_of
 from metnos.runtime.turn.invented import made_up_arguments, unasked_options
-from metnos.runtime.turn.grounding import sorted_top, superlative_order
+from metnos.runtime.turn.grounding import listing_cut, sorted_top, superlative_order
 from metnos.runtime.turn.names import outside_names
 from metnos.runtime.turn.kinds import outside_kind, sources, without_sources
 from metnos.runtime.turn.offering import actions_offered, offered, takes_what_it_finds
@@ -538,7 +538,7 @@ class RequestedTop(BaseRule):
         lists = {n: state.observations[n]["entries"] for n in state.successes() if isinstance(state.observations[n].get("entries"), list)}
         sorts = [n for n in lists if state.executor_of(n).startswith("sort_")]
         listings = {n: found for n, found in lists.items() if n not in sorts}
-        if listings and all(_cut_short(state.observations[n]) for n in listings):
+        if listings and all(listing_cut(state.observations[n]) for n in listings):
             # find_files with max_results 1 gives the first file found, not the largest.
             cut = max(listings)
             return self._refuse(step, ask, f"the request asks for {ask.words()}, and step {cut} listed only the first "
@@ -615,11 +615,6 @@ def _contents_read(state: Any, home: str) -> dict[str, str]:
                for f in (s.args.get("files") if isinstance(s.args.get("files"), list) else ())
                if isinstance(f, Mapping) and isinstance(f.get("path"), str)}
     return {path: text for path, text in held.items() if path not in written}
-
-
-def _cut_short(observation: Mapping[str, Any]) -> bool:
-    meta = observation.get("metadata")
-    return isinstance(meta, Mapping) and meta.get("truncated") is True
 
 
 def _count_in(observation: Mapping[str, Any]) -> int | None:

@@ -24,10 +24,12 @@ class Grounded(BaseRule):
     name = "grounded"
 
     def on_observation(self, step: Step) -> None:
+        if step.kind != "executor":
+            return
         # Told to work an exact ask out with a tool, the model keeps its tools until a step does.
-        if step.kind == "executor" and worked_out(step.name):
+        if worked_out(step.name):
             step.state.working_out = False
-        if step.kind == "executor" and step.loop.online.config.grounding_whole_lists:
+        if step.loop.online.config.grounding_whole_lists:
             fed = step.resolution.pipings if step.resolution is not None else ()
             if cut_short(step.observation) or any(p.src_step in step.state.cut_short for p in fed):
                 step.state.cut_short.add(step.number)
