@@ -144,9 +144,10 @@ def _fold_with_workers(runtime: Any, views: dict[str, Any], groups: list[list[st
     workers = Workers(runtime.workspace, others, head)
     try:
         def on_progress(_label: str, position: int, _head: int) -> None:
-            workers.poll()
-            if progress is not None:
-                progress(label, min(position, *workers.positions), head)
+            report = None if progress is None else lambda: progress(label, min(position, *workers.positions), head)
+            workers.poll(on_move=report)
+            if report is not None:
+                report()
 
         fold_from_log(runtime.log, {name: views[name] for name in own}, head, progress=on_progress)
         workers.wait(lambda position: progress(label, position, head) if progress is not None else None)
@@ -177,6 +178,7 @@ class Workers:
             for group in groups
         ]
         self.positions = [0] * len(groups)
+        self._partial = [b""] * len(groups)
         self._stderr = [b""] * len(groups)
         self._selector = selectors.DefaultSelector()
         for index, process in enumerate(self.processes):
@@ -184,8 +186,12 @@ class Workers:
             self._selector.register(process.stderr, selectors.EVENT_READ, (index, "err"))
         self._open = 2 * len(groups)
 
-    def poll(self, timeout: float = 0) -> None:
-        """Read what the workers have written, waiting at most ``timeout`` seconds."""
+    def poll(self, timeout: float = 0, on_move: Callable[[], Any] | None = None) -> None:
+        """Read what the workers have written, waiting at most ``timeout`` seconds.
+
+        ``on_move()`` after each position read, in order: several lines read at
+        once are still several steps of the bar, not a jump to the last.
+        """
         if not self._open:
             return
         for key, _ in self._selector.select(timeout):
@@ -197,16 +203,22 @@ class Workers:
             elif stream == "err":
                 self._stderr[index] = (self._stderr[index] + chunk)[-4096:]
             else:
-                # Positions are whole lines; the last complete one is the newest.
-                complete = [line for line in chunk.split(b"\n")[:-1] if line.strip()]
-                if complete:
-                    self.positions[index] = int(complete[-1])
+                # A read may end inside a line: its start waits for the rest.
+                *lines, self._partial[index] = (self._partial[index] + chunk).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        self.positions[index] = int(line)
+                        if on_move is not None:
+                            on_move()
 
     def wait(self, report: Callable[[int], Any]) -> None:
         """Until every worker has closed its output, reporting the slowest one's position."""
-        while self._open:
-            self.poll(timeout=0.1)
+        def slowest() -> None:
             report(min(self.positions))
+
+        while self._open:
+            self.poll(timeout=0.1, on_move=slowest)
+            slowest()
         for process in self.processes:
             process.wait()
 

@@ -77,6 +77,42 @@ def test_workers_give_the_bytes_of_the_live_views_and_report_progress(runtime, m
         assert view.store.max_tracking_id("metnos") == head
 
 
+def test_a_worker_whose_lines_arrive_in_one_read_still_moves_the_bar_step_by_step(runtime, monkeypatch) -> None:
+    # CI's timing, made certain: the worker's positions reach this process only
+    # after this process's own share is folded, all in one write.
+    real_popen = subprocess.Popen
+
+    def all_at_once(argv, **kwargs):  # noqa: ANN001, ANN202
+        return real_popen(["sh", "-c", 'out=$("$@") || exit $?; printf "%s\\n" "$out"', "sh", *argv], **kwargs)
+
+    monkeypatch.setattr(rebuild_module.subprocess, "Popen", all_at_once)
+    reports: list[int] = []
+    rebuild(runtime, workers=2, progress=lambda _label, position, _head: reports.append(position))
+    head = runtime.log.recorder.max_notification_id()
+    assert reports == sorted(reports)
+    assert any(0 < position < head for position in reports), reports
+    assert reports[-1] == head
+
+
+def test_a_position_split_between_two_reads_is_read_whole(runtime, monkeypatch) -> None:
+    from replay.rebuild import Workers
+
+    real_popen = subprocess.Popen
+
+    def split_line(argv, **kwargs):  # noqa: ANN001, ANN202
+        return real_popen(["sh", "-c", "printf 12; sleep 0.3; printf '34\\n56'; sleep 0.3; printf '78\\n'"], **kwargs)
+
+    monkeypatch.setattr(rebuild_module.subprocess, "Popen", split_line)
+    workers = Workers(runtime.workspace, [["audit"]], 9999)
+    seen: list[int] = []
+    try:
+        workers.wait(seen.append)
+    finally:
+        workers.kill()
+    # The bar stands still between reads, so positions repeat; the ones it passed through:
+    assert [position for i, position in enumerate(seen) if position and position not in seen[:i]] == [1234, 5678]
+
+
 def test_a_worker_that_fails_is_one_line_naming_its_projections_and_the_cause(runtime, monkeypatch) -> None:
     live = {name: view.state_bytes() for name, view in runtime.projections().items()}
     # The worker reads the log settings from its environment; this process booted before.
