@@ -181,6 +181,8 @@ class RuntimeConfig(BaseModel):
     grounding_whole_lists: bool = setting(True, "An answer to \"the newest\", \"the largest\" or \"the last N\" stands only on "
                                                 "a step that worked it out of a list no limit cut (metadata.truncated): "
                                                 "the newest of the one file a listing kept is not the folder's newest.")
+    grounding_whole_counts: bool = setting(True, "An answer to \"how many\" stands only on a list no limit cut (metadata.truncated, "
+                                                 "a read's truncated): a listing that kept five files of twelve counts five.")
     empty_list_excuses_takers: bool = setting(True, "A request for an action answered after a step found an empty list "
                                                     "is excused only when the action takes what was found (a move, a "
                                                     "delete): an append or a send still has something to do.")
@@ -233,7 +235,7 @@ RECORDED_BEFORE_ROLES: dict[str, Any] = {"fillers": False, "mnest_hint": False, 
                                          "held_data_words_served": False, "repeated_answer_sent_back": False,
                                          "grounding_slice_end": False, "empty_list_excuses_takers": False,
                                          "runtime_hints_echoed": False, "schedule_reads_named_sources": False,
-                                         "grounding_whole_lists": False}
+                                         "grounding_whole_lists": False, "grounding_whole_counts": False}
 
 
 def recorded_runtime(runtime: dict[str, Any] | None) -> RuntimeConfig:

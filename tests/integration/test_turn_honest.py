@@ -1057,3 +1057,28 @@ def test_a_ranking_of_a_cut_list_alone_is_not_answered(home: Path, capsys, monke
 
     code, out, _ = run(monkeypatch, capsys, [cut, ranked, wrong], request, "--set", "grounding_whole_lists=false")
     assert out["status"] == "answered" and "a.md" in out["answer"], out
+
+
+def test_a_count_of_a_list_a_limit_cut_is_not_answered(home: Path, capsys, monkeypatch) -> None:
+    """Asked how many markdown files a folder holds, a model that lists it with max_results 1 counts one
+    of three: the count is sent back once, the model lists it whole and answers three, `answered`;
+    when it counts the cut list again the turn is `unverified`, naming the cut listing, never `answered`;
+    under the setting off the turn did as before."""
+    monkeypatch.setenv("METNOS_OPENING_READS", "0")
+    _drafts(home)
+    request = "How many markdown files are in ~/drafts?"
+    cut = call("find_files", {"base_path": "~/drafts", "pattern": "*.md", "max_results": 1})
+    whole = call("find_files", {"base_path": "~/drafts", "pattern": "*.md"})
+    one = text("There is 1 markdown file in ~/drafts.")
+    code, out, llm = run(monkeypatch, capsys, [cut, one, whole, text("There are 3 markdown files in ~/drafts.")], request)
+    assert code == 0 and out["status"] == "answered" and "3" in out["answer"], out
+    assert "cut short by a limit" in llm.requests[2].messages[-1]["content"], llm.requests[2].messages[-1]
+    assert replays_clean(capsys, out["turn_id"])
+
+    code, out, _ = run(monkeypatch, capsys, [cut, one, one, one], request)
+    assert code != 0 and out["status"] == "unverified", out
+    assert "cut short by a limit" in out["failure"]["message"] and "find_files" in out["failure"]["message"], out
+    assert replays_clean(capsys, out["turn_id"])
+
+    code, out, _ = run(monkeypatch, capsys, [cut, one], request, "--set", "grounding_whole_counts=false")
+    assert out["status"] == "answered" and "1 markdown" in out["answer"], out

@@ -577,3 +577,28 @@ def test_the_top_or_the_end_of_a_list_a_limit_cut_is_not_the_whole() -> None:
     # A turn recorded before the check ([runtime] grounding_whole_lists off) is judged as it was.
     assert check_answer("~/notes/a.md", request=request, steps=[whole, cut, ranked_cut], whole_lists=False).holds
     assert check_answer("~/notes/a.md", request=request, steps=[cut], whole_lists=False).holds
+
+
+def test_a_count_of_a_list_a_limit_cut_is_not_the_whole_count() -> None:
+    """A listing that kept five PDFs of twelve (max_results 5) counts five: "how many" is not answered by it."""
+    five = [{"path": f"~/docs/r{i}.pdf", "name": f"r{i}.pdf", "size": 10 * i} for i in range(1, 6)]
+    twelve = five + [{"path": f"~/docs/s{i}.pdf", "name": f"s{i}.pdf", "size": i} for i in range(1, 8)]
+    cut = StepData("find_files", False, {"ok": True, "entries": five, "metadata": {"count": 5, "truncated": True}}, partial=True)
+    whole = StepData("find_files", False, {"ok": True, "entries": twelve, "metadata": {"count": 12, "truncated": False}})
+    request = "how many PDFs are in ~/docs?"
+    wrong = check_answer("There are 5 PDF files in ~/docs.", request=request, steps=[cut])
+    assert wrong.exactness == ("the request asks how many, and every list the turn counted from (find_files) was cut short by a "
+                               "limit: it counts what the limit kept, not the whole (list it whole: no max_results, or one larger "
+                               "than the whole)")
+    assert check_answer("There are 12 PDF files in ~/docs.", request=request, steps=[cut, whole]).holds
+    # A count worked out of the cut list is cut short too (the step is marked so by piping).
+    counted = StepData("compute_entries", True, {"ok": True, "entries": [], "result": 5}, partial=True)
+    assert not check_answer("5", request="quanti PDF ci sono in ~/docs?", steps=[cut, counted]).holds
+    # A read cut short counts the lines it kept, not the file's.
+    read = StepData("read_files", False, {"ok": True, "entries": [{"path": "~/log.txt", "content": "a\nb\n", "truncated": True}]},
+                    partial=True)
+    assert not check_answer("The log has 2 lines.", request="count the lines of ~/log.txt", steps=[read]).holds
+    # Not a count: the names of the five kept are still found in the list.
+    assert check_answer("~/docs/r1.pdf", request="show me a PDF in ~/docs", steps=[cut]).holds
+    # A turn recorded before the check ([runtime] grounding_whole_counts off) is judged as it was.
+    assert check_answer("There are 5 PDF files in ~/docs.", request=request, steps=[cut], whole_counts=False).holds

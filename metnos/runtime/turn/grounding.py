@@ -653,6 +653,22 @@ def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]
             "(filter the text's records or lines first, with a filter step on the read, then count what it keeps)")
 
 
+# "how many PDFs are in ~/docs", "quanti file ci sono", "count the notes": the count of a whole.
+_HOW_MANY = re.compile(r"\b(?:how many|number of|count|quant[ie]|numero di|conta)\b", re.IGNORECASE)
+
+
+def _against_counted_part(request: str, answer: str, steps: Sequence[StepData]) -> str:
+    """Why a count the request asks for rests only on lists a limit cut, or "": a listing that kept five
+    files of twelve (``max_results``, ``metadata.truncated``) counts five, and a read cut short counts the
+    lines it kept, not the file's."""
+    if not _HOW_MANY.search(request) or not _ANSWER_NUMBER.search(_PATHLIKE.sub(" ", answer)):
+        return ""
+    lists = [s for s in steps if isinstance(s.observation.get("entries"), list)]
+    if not lists or not all(s.partial for s in lists):
+        return ""
+    return i18n.english("turn.grounding.counted_from_a_part", executor=lists[-1].executor)
+
+
 # "the total size", "how much space do they take", "in tutto": one number over many, which a step adds up.
 # ("in all" and "combined" are left out: "the files in all my folders" asks for no total.)
 _TOTAL = re.compile(r"\b(?:total|totals|altogether|sum of|add(?:s|ed)? up|how much (?:disk |hard disk )?(?:space|room)"
@@ -809,7 +825,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
                  names: Collection[str] = (), whole: bool = True, quoted_names: bool = True, verdicts: bool = True,
                  verdict_words: Mapping[str, Mapping[str, Collection[str]]] | None = None,
                  names_without_steps: bool = True, named_data: bool = True, picks_named: bool = True,
-                 slice_end: bool = True, whole_lists: bool = True) -> Grounding:
+                 slice_end: bool = True, whole_lists: bool = True, whole_counts: bool = True) -> Grounding:
     """Check ``answer`` against the turn's good ``steps`` and the ``request``; ``exact`` False when what the
     request asks to work out is not the turn's to do (a schedule does it at each run); ``names`` are what
     the turn's tools and their arguments are called, which an answer may name ("read_files is out of service");
@@ -824,7 +840,8 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     the request names (not a local step's reading alone, nor the page's own address for its links); ``picks_named``
     False for one recorded before an answer to "which file is the newest" had to name one; ``slice_end`` False for
     one recorded before an answer to "the last N lines" had to quote no line from elsewhere in the text; ``whole_lists``
-    False for one recorded before the top or the end of a list a limit cut stopped counting as the whole's."""
+    False for one recorded before the top or the end of a list a limit cut stopped counting as the whole's, ``whole_counts``
+    False for one recorded before a count of such a list stopped counting as the whole's."""
     observations = [s.observation for s in steps]
     texts = [request, *(leaf for obs in observations for leaf in leaves(obs)),
              *dict.fromkeys(name for obs in observations for name in _field_names(obs))]
@@ -836,6 +853,7 @@ def check_answer(answer: str, *, request: str, steps: Sequence[StepData], home: 
     ask = exact_ask(request)
     # The wrong end of a sort is the more telling reason, so it is looked for first.
     exactness = (_against_superlative(request, answer, steps) or _against_counted_subset(request, answer, steps)
+                 or (_against_counted_part(request, answer, steps) if whole_counts else "")
                  or (whole and (_against_one_for_all(request, answer, steps) or _against_no_link(request, answer, steps, named=named_data)))
                  or (_against_local_reading(request, answer, steps, home) if named_data else "")
                  or (_against_unnamed_pick(request, answer, steps) if picks_named else "")

@@ -29,7 +29,8 @@ class Grounded(BaseRule):
         # Told to work an exact ask out with a tool, the model keeps its tools until a step does.
         if worked_out(step.name):
             step.state.working_out = False
-        if step.loop.online.config.grounding_whole_lists:
+        config = step.loop.online.config
+        if config.grounding_whole_lists or config.grounding_whole_counts:
             fed = step.resolution.pipings if step.resolution is not None else ()
             if cut_short(step.observation) or any(p.src_step in step.state.cut_short for p in fed):
                 step.state.cut_short.add(step.number)
@@ -56,7 +57,8 @@ class Grounded(BaseRule):
                                  named_data=loop.online.config.grounding_named_data,
                                  picks_named=loop.online.config.grounding_picks_named,
                                  slice_end=loop.online.config.grounding_slice_end,
-                                 whole_lists=loop.online.config.grounding_whole_lists)
+                                 whole_lists=loop.online.config.grounding_whole_lists,
+                                 whole_counts=loop.online.config.grounding_whole_counts)
         if (grounding.holds and state.looped and not state.acted and answer.source == "model"
                 and loop.online.config.grounding_after_loop):
             grounding = replace(grounding, bare=after_a_loop(answer.text, answer.request.text, [*earlier, *steps, *told],
