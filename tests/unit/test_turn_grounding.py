@@ -598,6 +598,9 @@ def test_a_count_of_a_list_a_limit_cut_is_not_the_whole_count() -> None:
     read = StepData("read_files", False, {"ok": True, "entries": [{"path": "~/log.txt", "content": "a\nb\n", "truncated": True}]},
                     partial=True)
     assert not check_answer("The log has 2 lines.", request="count the lines of ~/log.txt", steps=[read]).holds
+    # A program that counted the whole (ls | wc -l) is a count of the whole.
+    wc = StepData("run_commands", False, {"ok": True, "stdout": "12\n", "exit_code": 0})
+    assert check_answer("There are 12 PDF files in ~/docs.", request=request, steps=[cut, wc]).holds
     # Not a count: the names of the five kept are still found in the list.
     assert check_answer("~/docs/r1.pdf", request="show me a PDF in ~/docs", steps=[cut]).holds
     # A turn recorded before the check ([runtime] grounding_whole_counts off) is judged as it was.

@@ -660,13 +660,14 @@ _HOW_MANY = re.compile(r"\b(?:how many|number of|count|quant[ie]|numero di|conta
 def _against_counted_part(request: str, answer: str, steps: Sequence[StepData]) -> str:
     """Why a count the request asks for rests only on lists a limit cut, or "": a listing that kept five
     files of twelve (``max_results``, ``metadata.truncated``) counts five, and a read cut short counts the
-    lines it kept, not the file's."""
+    lines it kept, not the file's. A whole list, a working out of one, or a program's output (``wc``) counts."""
     if not _HOW_MANY.search(request) or not _ANSWER_NUMBER.search(_PATHLIKE.sub(" ", answer)):
         return ""
-    lists = [s for s in steps if isinstance(s.observation.get("entries"), list)]
-    if not lists or not all(s.partial for s in lists):
+    counting = [s for s in steps if isinstance(s.observation.get("entries"), list) or s.computed
+                or s.executor.split("_", 1)[0] in _WORKING_VERBS]
+    if not counting or not all(s.partial for s in counting):
         return ""
-    return i18n.english("turn.grounding.counted_from_a_part", executor=lists[-1].executor)
+    return i18n.english("turn.grounding.counted_from_a_part", executor=counting[-1].executor)
 
 
 # "the total size", "how much space do they take", "in tutto": one number over many, which a step adds up.
