@@ -75,7 +75,7 @@ class Grounded(BaseRule):
             ask = state.exact
             if grounding.exactness and ask is not None and steps:
                 state.working_out = True
-                source = data_step(state)
+                source = data_step(state, whole_lists=loop.online.config.grounding_whole_lists)
                 hint = working_out_call(ask, working_out_tools(loop), source, textual=textual(state.observations[source]),
                                         **sort_by(answer))
             return SendBack((AssistantMessage(text=answer.text), UserMessage(repair_prompt(grounding, hint))))
@@ -104,7 +104,7 @@ def work_out(answer: Answer) -> str | None:
     good = state.successes()
     if ask is None or not good:
         return None
-    source = data_step(state)
+    source = data_step(state, whole_lists=loop.online.config.grounding_whole_lists)
     proposed = working_out_call(ask, working_out_tools(loop), source, textual=textual(state.observations[source]),
                                 **sort_by(answer))
     if proposed is None:
@@ -119,13 +119,15 @@ def work_out(answer: Answer) -> str | None:
     return listing(observation, loop.shown_home)
 
 
-def data_step(state: Any) -> int:
+def data_step(state: Any, *, whole_lists: bool) -> int:
     """The step whose data an exact ask is worked out of: the last good step that got data, not one
-    that already worked some out (the first line of a list, "# Todo", holds none of its items), and
-    one whose list no limit cut when there is one (a listing of one file of three holds no newest)."""
+    that already worked some out (the first line of a list, "# Todo", holds none of its items), and,
+    with ``whole_lists``, one whose list no limit cut when there is one (a listing of one file of three
+    holds no newest)."""
     good = state.successes()
     found = [n for n in reversed(good) if not worked_out(state.executor_of(n))]
-    return next((n for n in found if n not in state.cut_short), found[0] if found else good[-1])
+    whole = [n for n in found if n not in state.cut_short] if whole_lists else found
+    return next(iter(whole), found[0] if found else good[-1])
 
 
 def sort_by(answer: Answer) -> dict[str, Any]:
