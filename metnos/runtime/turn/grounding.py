@@ -653,6 +653,14 @@ def _against_counted_subset(request: str, answer: str, steps: Sequence[StepData]
             "(filter the text's records or lines first, with a filter step on the read, then count what it keeps)")
 
 
+# "the total size", "how much space do they take", "in tutto": one number over many, which a step adds up.
+# ("in all" and "combined" are left out: "the files in all my folders" asks for no total.)
+_TOTAL = re.compile(r"\b(?:total|totals|altogether|sum of|add(?:s|ed)? up|how much (?:disk |hard disk )?(?:space|room)"
+                    r"|totale|totali|in tutto|complessiv[aoei]\w*|somma|quanto spazio|quanto occup\w*)\b", re.IGNORECASE)
+# A step that works a number out of a list (a sum, a count) or a program that does (du, wc).
+_WORKING_VERBS = ("compute", "run")
+
+
 # "how many PDFs are in ~/docs", "quanti file ci sono", "count the notes": the count of a whole.
 _HOW_MANY = re.compile(r"\b(?:how many|number of|count|quant[ie]|numero di|conta)\b", re.IGNORECASE)
 
@@ -668,14 +676,6 @@ def _against_counted_part(request: str, answer: str, steps: Sequence[StepData]) 
     if not counting or not all(s.partial for s in counting):
         return ""
     return i18n.english("turn.grounding.counted_from_a_part", executor=counting[-1].executor)
-
-
-# "the total size", "how much space do they take", "in tutto": one number over many, which a step adds up.
-# ("in all" and "combined" are left out: "the files in all my folders" asks for no total.)
-_TOTAL = re.compile(r"\b(?:total|totals|altogether|sum of|add(?:s|ed)? up|how much (?:disk |hard disk )?(?:space|room)"
-                    r"|totale|totali|in tutto|complessiv[aoei]\w*|somma|quanto spazio|quanto occup\w*)\b", re.IGNORECASE)
-# A step that works a number out of a list (a sum, a count) or a program that does (du, wc).
-_WORKING_VERBS = ("compute", "run")
 
 
 def _entry_numbers(observation: Mapping[str, Any]) -> list[float]:
